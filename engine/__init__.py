@@ -1,0 +1,19 @@
+"""engine: an nvFuser-style fusion compiler. The public API (DESIGN.md section 5)."""
+
+from engine.dtypes import DataType
+from engine.errors import (
+    CompileError,
+    EngineError,
+    ExecutionError,
+    FusionDefinitionError,
+    FusionFileError,
+    ScheduleError,
+)
+from engine.frontend.definition import FusionDefinition
+from engine.ir.iterdomain import ParallelType
+from engine.ir.tensorview import MemoryType
+
+__all__ = [
+    "CompileError", "DataType", "EngineError", "ExecutionError", "FusionDefinition",
+    "FusionDefinitionError", "FusionFileError", "MemoryType", "ParallelType", "ScheduleError",
+]

@@ -1,0 +1,35 @@
+"""Typed errors. Each names the tensor, op, file or line at fault in its message."""
+
+
+class EngineError(Exception):
+    """Base of every error the engine raises on purpose."""
+
+
+class FusionDefinitionError(EngineError):
+    """An op was given operands it cannot take (rank, shape, dtype, dims)."""
+
+
+class FusionFileError(EngineError):
+    """A saved fusion file is malformed or asks for something not allowed."""
+
+    def __init__(self, message: str, path: str | None = None, line: int | None = None):
+        where = ""
+        if path is not None:
+            where = f"{path}:{line}: " if line is not None else f"{path}: "
+        elif line is not None:
+            where = f"line {line}: "
+        super().__init__(where + message)
+        self.path = path
+        self.line = line
+
+
+class ScheduleError(EngineError):
+    """A schedule transform is illegal for the tensor it was applied to."""
+
+
+class CompileError(EngineError):
+    """Generated code failed to compile."""
+
+
+class ExecutionError(EngineError):
+    """A kernel or evaluator failed while running."""

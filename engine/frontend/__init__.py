@@ -1,0 +1,1 @@
+"""nvFuser python-frontend compatible definition API and fusion files."""

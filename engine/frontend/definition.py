@@ -1,0 +1,216 @@
+"""FusionDefinition: nvFuser's python-frontend names over the engine's Fusion."""
+
+from __future__ import annotations
+
+import contextvars
+from typing import Any, Sequence
+
+from engine.dtypes import DataType
+from engine.errors import FusionDefinitionError
+from engine.ir.base import _current
+from engine.ir.fusion import Fusion
+from engine.ir.iterdomain import IterDomain, IterType
+from engine.ir.scalar import Scalar
+from engine.ir.tensorview import MemoryType, TensorDomain, TensorView
+
+
+class _Ops:
+    """`fd.ops`: every builder in engine.ops, by nvFuser's python names."""
+
+    def __init__(self, fd: FusionDefinition) -> None:
+        self._fd = fd
+
+    def __getattr__(self, name: str) -> Any:
+        import engine.ops as ops
+
+        if name.startswith("_") or name not in ops.__all__:
+            raise AttributeError(f"fd.ops has no op named {name!r}")
+        return getattr(ops, name)
+
+    def __dir__(self) -> list[str]:
+        import engine.ops as ops
+
+        return sorted(ops.__all__)
+
+
+class FusionDefinition:
+    """Define a fusion with `with FusionDefinition() as fd:` or a `definition` method.
+
+    Subclasses may define `definition(self)` (and `schedule(self)`) as nvFuser's
+    frontend allows; they run when the object is created.
+    """
+
+    def __init__(self) -> None:
+        from engine.frontend.sched import SchedOperators
+
+        self.fusion = Fusion()
+        self.ops = _Ops(self)
+        self.sched = SchedOperators(self)
+        # Specs of example inputs, as read from a fusion file's `inputs = [...]` list.
+        self.input_specs: list[Any] | None = None
+        self._token: contextvars.Token | None = None
+        if type(self).definition is not FusionDefinition.definition:
+            with self:
+                self.definition()
+        if type(self).schedule is not FusionDefinition.schedule:
+            with self:
+                self.schedule()
+
+    def definition(self) -> None:
+        """Override to define the fusion (nvFuser's subclass style)."""
+
+    def schedule(self) -> None:
+        """Override to add user-schedule calls through `self.sched`."""
+
+    # ---- context -----------------------------------------------------------------
+    def __enter__(self) -> FusionDefinition:
+        self._token = _current.set(self.fusion)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._token is not None:
+            _current.reset(self._token)
+            self._token = None
+
+    # ---- definition ------------------------------------------------------------
+    def define_tensor(
+        self,
+        shape: Sequence[int] | None = None,
+        contiguity: Sequence[bool | None] | bool | None = None,
+        dtype: DataType = DataType.Float,
+        is_cpu: bool = False,
+        stride_order: Sequence[int] | None = None,
+        *,
+        symbolic_sizes: Sequence[int] | None = None,
+        contiguous: Sequence[bool | None] | None = None,
+    ) -> TensorView:
+        """A fusion input. shape: -1 symbolic, 1 broadcast, n static. contiguity and
+        stride_order as nvFuser: contiguity per allocation axis (None for broadcast;
+        None on a non-1 axis makes an expanded broadcast), stride_order[i] the rank of
+        dim i's stride with 0 the innermost."""
+        shape = list(shape if shape is not None else symbolic_sizes or [])
+        if contiguity is None:
+            contiguity = contiguous
+        if not isinstance(dtype, DataType) or dtype == DataType.Null:
+            raise FusionDefinitionError(f"define_tensor: dtype must be a DataType, got {dtype!r}")
+        for s in shape:
+            if not isinstance(s, int) or isinstance(s, bool) or s < -1:
+                raise FusionDefinitionError(
+                    f"define_tensor: shape {shape} must hold -1 (symbolic) or sizes >= 0"
+                )
+        rank = len(shape)
+        order = _allocation_order(shape, stride_order)
+        contig = _contiguity(shape, contiguity, order)
+        ids = self._input_ids(shape, contig, order)
+        alloc = [ids[d] for d in order]
+        domain = TensorDomain(
+            ids,
+            allocation=alloc if order != list(range(rank)) else None,
+            contiguity=[None if i.is_broadcast else c for i, c in zip(alloc, contig)],
+        )
+        tv = TensorView(self.fusion, domain, dtype, MemoryType.Global)
+        self.fusion.add_input(tv)
+        return tv
+
+    def _input_ids(self, shape: list[int], contig: list[bool | None], order: list[int]) -> list[IterDomain]:
+        fusion = self.fusion
+        by_dim = {d: c for d, c in zip(order, contig)}
+        ids = []
+        for d, s in enumerate(shape):
+            if s == -1:
+                extent: Scalar = fusion.new_symbol()
+            else:
+                # nvFuser makes a named constant per static extent; keep its numbering.
+                fusion.new_scalar_name()
+                extent = Scalar(DataType.Index, s)
+            if s == 1:
+                i = IterDomain(fusion, 1, IterType.Broadcast)
+            elif by_dim[d] is None and s != 1:
+                i = IterDomain(fusion, 1, IterType.Broadcast, expanded_extent=extent)
+            else:
+                i = IterDomain(fusion, extent, IterType.Iteration)
+            fusion.zero_val()
+            ids.append(i)
+        return ids
+
+    def define_scalar(self, value: Any = None, dtype: DataType | None = None) -> Scalar:
+        """A constant when `value` is given, else a scalar input of the fusion."""
+        if dtype is not None and not isinstance(dtype, DataType):
+            raise FusionDefinitionError(f"define_scalar: dtype must be a DataType, got {dtype!r}")
+        if value is None:
+            s = self.fusion.new_symbol(dtype or DataType.Double)
+            self.fusion.add_input(s)
+            return s
+        if not isinstance(value, (bool, int, float)):
+            raise FusionDefinitionError(f"define_scalar: value must be a number, got {value!r}")
+        if dtype is None:
+            dtype = DataType.Bool if isinstance(value, bool) else (
+                DataType.Int if isinstance(value, int) else DataType.Double)
+        if dtype.is_float:
+            value = float(value)
+        elif dtype.is_integer:
+            value = int(value)
+        return Scalar(dtype, value)
+
+    define_constant = define_scalar
+
+    def add_output(self, output: Any, alias_input: Any = None) -> None:
+        if not isinstance(output, (TensorView, Scalar)):
+            raise FusionDefinitionError(f"add_output: expected a tensor or scalar, got {output!r}")
+        if isinstance(output, TensorView) and output.fusion is not self.fusion:
+            raise FusionDefinitionError(f"add_output: {output.short_name} belongs to another fusion")
+        self.fusion.add_output(output)
+
+    # ---- use ------------------------------------------------------------------------
+    def execute(self, inputs: Sequence[Any], device: Any = None, **_: Any) -> list[Any]:
+        """Run the fusion with the reference evaluator (torch ops)."""
+        from engine.reference import evaluate
+
+        return evaluate(self.fusion, list(inputs), device=device)
+
+    def example_inputs(self, device: str = "cpu", seed: int | None = None) -> list[Any]:
+        """Fresh tensors with the shapes, dtypes and strides of the file's `inputs` list."""
+        if not self.input_specs:
+            raise FusionDefinitionError("this fusion has no example inputs (no `inputs = [...]` list)")
+        import torch
+
+        gen = torch.Generator().manual_seed(seed) if seed is not None else None
+        return [spec.make(device=device, generator=gen) for spec in self.input_specs]
+
+    def __str__(self) -> str:
+        return str(self.fusion)
+
+    def __repr__(self) -> str:
+        return f"<FusionDefinition {len(self.fusion.inputs)} inputs, {len(self.fusion.outputs)} outputs>"
+
+
+def _allocation_order(shape: list[int], stride_order: Sequence[int] | None) -> list[int]:
+    """Logical dims from outermost to innermost in memory."""
+    rank = len(shape)
+    if not stride_order:
+        return list(range(rank))
+    so = list(stride_order)
+    if len(so) != rank or sorted(so) != list(range(rank)):
+        raise FusionDefinitionError(
+            f"define_tensor: stride_order {so} must be a permutation of 0..{rank - 1}"
+        )
+    order = [0] * rank
+    for d, rank_of_stride in enumerate(so):
+        order[rank - 1 - rank_of_stride] = d
+    return order
+
+
+def _contiguity(shape: list[int], contiguity: Any, order: list[int]) -> list[bool | None]:
+    rank = len(shape)
+    if contiguity is None or isinstance(contiguity, bool):
+        fill = True if contiguity is None else contiguity
+        return [None if shape[d] == 1 else fill for d in order]
+    c = list(contiguity)
+    if len(c) != rank:
+        raise FusionDefinitionError(
+            f"define_tensor: contiguity {c} has {len(c)} entries for rank {rank}"
+        )
+    for x in c:
+        if x is not None and not isinstance(x, bool):
+            raise FusionDefinitionError(f"define_tensor: contiguity entries must be bool or None, got {x!r}")
+    return c

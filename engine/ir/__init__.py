@@ -1,0 +1,13 @@
+"""The fusion IR: values, ops, IterDomains and their transforms, TensorViews, printing."""
+
+from engine.ir.base import Expr, FusionGuard, Val, current_fusion
+from engine.ir.fusion import Fusion
+from engine.ir.iterdomain import IterDomain, IterType, Merge, ParallelType, Resize, Split, Swizzle
+from engine.ir.scalar import Scalar
+from engine.ir.tensorview import MemoryType, TensorDomain, TensorView
+
+__all__ = [
+    "Expr", "Fusion", "FusionGuard", "IterDomain", "IterType", "Merge", "MemoryType",
+    "ParallelType", "Resize", "Scalar", "Split", "Swizzle", "TensorDomain", "TensorView",
+    "Val", "current_fusion",
+]

@@ -1,0 +1,409 @@
+"""Op expressions of the fusion IR and their nvFuser listing lines.
+
+Each class holds what the op needs (operands as graph edges, the rest as
+attributes) and prints itself as nvFuser's `Fusion::printMath` does. Shape and
+dtype inference live in `engine.ops`; semantics in `engine.reference`.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from engine.dtypes import DataType
+from engine.ir.base import Expr, Val
+from engine.ir.iterdomain import IterDomain
+from engine.ir.scalar import Scalar, format_number
+
+
+def ind(n: int) -> str:
+    return "  " * n
+
+
+def operand(v: Val) -> str:
+    """A value as it appears inside an op line: tensors in full, constants typed."""
+    if isinstance(v, Scalar):
+        return scalar_str(v)
+    return str(v)
+
+
+def scalar_str(s: Scalar) -> str:
+    if s.value is not None and s.dtype.is_float and not isinstance(s.value, bool):
+        return f"{s.dtype.cuda_name}({format_number(s.value)})"
+    return s.inline()
+
+
+def typed_value(value: Scalar | float | int | bool, dtype: DataType) -> str:
+    """`float(0)`, `__bfloat(0)`: a constant cast to a tensor's dtype."""
+    if isinstance(value, Scalar):
+        if value.value is None:
+            return value.inline()
+        value = value.value
+    return f"{dtype.cuda_name}({format_number(value)})"
+
+
+def flags_str(flags: Sequence[bool]) -> str:
+    return "{" + ", ".join("true" if f else "false" for f in flags) + "}"
+
+
+def list_str(items: Sequence[object]) -> str:
+    return "{" + ", ".join(x.inline() if isinstance(x, Scalar) else str(x) for x in items) + "}"
+
+
+def two_lines(out: Val, rhs: str, indent: int, end: str = "\n") -> str:
+    """The common shape: the output on its own line, then ` = rhs` one level in."""
+    return f"{ind(indent)}{out}\n{ind(indent + 1)} = {rhs}{end}"
+
+
+# ---- pointwise ----------------------------------------------------------------
+
+_UNARY_INLINE = {"neg": "-", "logical_not": "!", "bitwise_not": "~"}
+# Ops whose CUDA function takes no `f` suffix for float (nvFuser's needFloatSuffix).
+_UNARY_NO_SUFFIX = {
+    "abs", "cast", "frac", "gelu", "silu", "neg", "relu", "reciprocal", "sigmoid",
+    "isfinite", "isinf", "isnan", "signbit", "real", "imag", "bitcast",
+}
+_LOW_NAMES = {
+    DataType.Float: "float",
+    DataType.Double: "double",
+    DataType.Half: "half",
+    DataType.BFloat16: "bfloat",
+    DataType.Float8_e4m3fn: "e4m3",
+    DataType.Float8_e5m2: "e5m2",
+    DataType.Float8_e8m0fnu: "e8m0",
+    DataType.Float4_e2m1fn: "e2m1",
+}
+
+
+def cast_func(src: DataType, dst: DataType) -> str:
+    """nvFuser's cast function names: `__bfloat2float`, `__float2half`, else `(int)`."""
+    if src in _LOW_NAMES and dst in _LOW_NAMES and (
+        src.is_low_precision_float or dst.is_low_precision_float
+    ):
+        return f"__{_LOW_NAMES[src]}2{_LOW_NAMES[dst]}"
+    return f"({dst.cuda_name})"
+
+
+class UnaryOp(Expr):
+    op_name = "unary"
+
+    def __init__(self, fusion, op: str, out: Val, inp: Val) -> None:
+        super().__init__(fusion, [inp], [out], op=op)
+
+    def to_string(self, indent: int = 0) -> str:
+        op, inp, out = self.op, self.input, self.output
+        if op in _UNARY_INLINE:
+            rhs = f"{_UNARY_INLINE[op]}{operand(inp)}"
+        else:
+            if op == "cast":
+                fn = cast_func(inp.dtype, out.dtype)
+            else:
+                fn = op + ("f" if out.dtype == DataType.Float and op not in _UNARY_NO_SUFFIX else "")
+            rhs = f"{fn}({operand(inp)})"
+        return two_lines(out, rhs, indent, ";\n")
+
+
+_BINARY_INLINE = {
+    "add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%",
+    "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!=",
+    "logical_and": "&&", "logical_or": "||",
+    "bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^",
+    "bitwise_left_shift": "<<", "bitwise_right_shift": ">>",
+}
+_BINARY_FUNC = {"maximum": "fmax", "minimum": "fmin", "pow": "pow", "atan2": "atan2", "fmod": "fmod",
+                "remainder": "remainder", "truediv": "truediv"}
+_BINARY_SUFFIX = {"fmax", "fmin", "pow", "atan2", "fmod"}
+
+
+class BinaryOp(Expr):
+    op_name = "binary"
+
+    def __init__(self, fusion, op: str, out: Val, lhs: Val, rhs: Val) -> None:
+        super().__init__(fusion, [lhs, rhs], [out], op=op)
+
+    @property
+    def lhs(self) -> Val:
+        return self.inputs[0]
+
+    @property
+    def rhs(self) -> Val:
+        return self.inputs[1]
+
+    def to_string(self, indent: int = 0) -> str:
+        out = self.output
+        pad = ind(indent + 1)
+        if self.op in _BINARY_INLINE:
+            body = f"{operand(self.lhs)}\n{pad} {_BINARY_INLINE[self.op]} {operand(self.rhs)}"
+        else:
+            fn = _BINARY_FUNC.get(self.op, self.op)
+            if fn in _BINARY_SUFFIX and out.dtype == DataType.Float:
+                fn += "f"
+            body = f"{fn}({operand(self.lhs)}\n{pad} , {operand(self.rhs)})"
+        return two_lines(out, body, indent, ";\n")
+
+
+class TernaryOp(Expr):
+    """where, clamp, lerp, threshold: three operands."""
+
+    op_name = "ternary"
+
+    def __init__(self, fusion, op: str, out: Val, a: Val, b: Val, c: Val) -> None:
+        super().__init__(fusion, [a, b, c], [out], op=op)
+
+    def to_string(self, indent: int = 0) -> str:
+        a, b, c = (operand(v) for v in self.inputs)
+        pad = ind(indent + 1)
+        return two_lines(self.output, f"{self.op}({a}\n{pad} , {b}\n{pad} , {c})", indent, ";\n")
+
+
+# ---- reductions -----------------------------------------------------------------
+
+class ReductionOp(Expr):
+    """op is add, max, min or mul; `init` is the initial value (a number)."""
+
+    op_name = "reduction"
+
+    def __init__(self, fusion, op: str, out: Val, inp: Val, init: float | int | bool,
+                 allreduce: bool = False) -> None:
+        super().__init__(fusion, [inp], [out], op=op, init=init, allreduce=allreduce)
+
+    def to_string(self, indent: int = 0) -> str:
+        init = typed_value(self.init, self.output.dtype)
+        rhs = (f"reduction( {self.input}, op = {self.op}, initial value = {init}, "
+               f"allreduce = {'true' if self.allreduce else 'false'} )")
+        return two_lines(self.output, rhs, indent)
+
+
+class WelfordOp(Expr):
+    """Outputs (avg, var_sum, count) of a single-value Welford over the reduced axes."""
+
+    op_name = "welford"
+
+    def __init__(self, fusion, avg: Val, var_sum: Val, n: Val, inp: Val) -> None:
+        super().__init__(fusion, [inp], [avg, var_sum, n], allreduce=False)
+
+    def to_string(self, indent: int = 0) -> str:
+        avg, var, n = self.outputs
+        i0, i1 = ind(indent), ind(indent + 1)
+        return (f"{i0}{avg}(Avg),\n{i0}{var}(Var),\n{i0}{n}(Count)\n"
+                f"{i1} = Welford ( {self.input}(Avg), \n"
+                f"{i1}  allreduce = {'true' if self.allreduce else 'false'} )\n")
+
+
+# ---- shape ------------------------------------------------------------------------
+
+class BroadcastOp(Expr):
+    op_name = "broadcast"
+
+    def __init__(self, fusion, out: Val, inp: Val, flags: Sequence[bool]) -> None:
+        super().__init__(fusion, [inp], [out], flags=list(flags))
+
+    def to_string(self, indent: int = 0) -> str:
+        return two_lines(self.output, f"broadcast( {self.input}, flags = {flags_str(self.flags)} )", indent)
+
+
+class SqueezeOp(Expr):
+    op_name = "squeeze"
+
+    def __init__(self, fusion, out: Val, inp: Val, flags: Sequence[bool]) -> None:
+        super().__init__(fusion, [inp], [out], flags=list(flags))
+
+    def to_string(self, indent: int = 0) -> str:
+        return two_lines(self.output, f"squeeze( {self.input}, flags = {flags_str(self.flags)} )", indent)
+
+
+class ExpandOp(Expr):
+    """Expands broadcast axes to `shape`; extents are scalars."""
+
+    op_name = "expand"
+
+    def __init__(self, fusion, out: Val, inp: Val, shape: Sequence[Scalar]) -> None:
+        super().__init__(fusion, [inp], [out], shape=list(shape))
+
+    def to_string(self, indent: int = 0) -> str:
+        return f"{ind(indent)}{self.output} = expand( {self.input}, {list_str(self.shape)} )\n"
+
+
+class ViewOp(Expr):
+    """reshape; the output's root->logical transforms describe it."""
+
+    op_name = "view"
+
+    def __init__(self, fusion, out: Val, inp: Val) -> None:
+        super().__init__(fusion, [inp], [out])
+
+    def to_string(self, indent: int = 0) -> str:
+        return f"{ind(indent)}{self.output} = view( {self.input} )\n"
+
+
+class LoadStoreOp(Expr):
+    """set, segment_set and permute. kind: Set or SegmenterSet."""
+
+    op_name = "set"
+
+    def __init__(self, fusion, out: Val, inp: Val, kind: str = "Set",
+                 cache_op: str = "Streaming") -> None:
+        super().__init__(fusion, [inp], [out], kind=kind, cache_op=cache_op)
+
+    @property
+    def is_permute(self) -> bool:
+        dom = getattr(self.output, "domain", None)
+        return dom is not None and dom.has_root and self.kind == "Set"
+
+    def to_string(self, indent: int = 0) -> str:
+        kind = self.kind + (".Permute" if self.is_permute else "")
+        cache = f", cache_op={self.cache_op}" if self.cache_op != "Unspecified" else ""
+        return two_lines(self.output, f"{kind}( {self.input}{cache} )", indent)
+
+
+class SliceOp(Expr):
+    """ranges: one (start, stop, step) of scalars per logical axis of the input."""
+
+    op_name = "slice"
+
+    def __init__(self, fusion, out: Val, inp: Val, ranges: Sequence[tuple[Scalar, Scalar, Scalar]]) -> None:
+        super().__init__(fusion, [inp], [out], ranges=[tuple(r) for r in ranges])
+
+    def to_string(self, indent: int = 0) -> str:
+        rs = " ".join("{" + ", ".join(x.inline() for x in r) + "}" for r in self.ranges)
+        return two_lines(self.output, f"slice( {self.input}, {{ {rs} }} )", indent)
+
+
+class PadOp(Expr):
+    """widths: (left, right) scalars per logical axis, outermost axis first."""
+
+    op_name = "pad"
+
+    def __init__(self, fusion, out: Val, inp: Val, widths: Sequence[tuple[Scalar, Scalar]],
+                 value: Val) -> None:
+        super().__init__(fusion, [inp, value], [out], widths=[tuple(w) for w in widths])
+
+    @property
+    def value(self) -> Val:
+        return self.inputs[1]
+
+    def to_string(self, indent: int = 0) -> str:
+        flat = [x for w in self.widths for x in w]
+        return two_lines(self.output, f"pad( {self.input}, {list_str(flat)} )", indent)
+
+
+class CatOp(Expr):
+    op_name = "cat"
+
+    def __init__(self, fusion, out: Val, inps: Sequence[Val], dim: int) -> None:
+        super().__init__(fusion, list(inps), [out], dim=dim)
+
+    def to_string(self, indent: int = 0) -> str:
+        ins = ", ".join(str(v) for v in self.inputs)
+        return two_lines(self.output, f"cat( {ins}, {self.dim} )", indent)
+
+
+# ---- factories ----------------------------------------------------------------------
+
+class FullOp(Expr):
+    op_name = "full"
+
+    def __init__(self, fusion, out: Val, shape: Sequence[Scalar], fill: Val) -> None:
+        super().__init__(fusion, [fill], [out], shape=list(shape))
+
+    @property
+    def fill(self) -> Val:
+        return self.inputs[0]
+
+    def to_string(self, indent: int = 0) -> str:
+        fill = typed_value(self.fill, self.output.dtype)
+        return two_lines(self.output, f"full({list_str(self.shape)}, {fill})", indent, ";\n")
+
+
+class IotaOp(Expr):
+    op_name = "iota"
+
+    def __init__(self, fusion, out: Val, length: Scalar, start: Scalar, step: Scalar) -> None:
+        super().__init__(fusion, [length, start, step], [out])
+
+    def to_string(self, indent: int = 0) -> str:
+        length, start, step = (scalar_str(s) for s in self.inputs)
+        rhs = f"iota({length}, {start}, {step}, {self.output.dtype.cuda_name})"
+        return two_lines(self.output, rhs, indent, ";\n")
+
+
+# ---- indexing -----------------------------------------------------------------------
+
+class SelectOp(Expr):
+    """Select one index of `dim`; the output drops that axis."""
+
+    op_name = "select"
+
+    def __init__(self, fusion, out: Val, inp: Val, dim: int, index: Val) -> None:
+        super().__init__(fusion, [inp, index], [out], dim=dim)
+
+    @property
+    def index(self) -> Val:
+        return self.inputs[1]
+
+    @property
+    def select_axis(self) -> IterDomain:
+        return [i for i in self.input.domain.logical if not i.is_reduction][self.dim]
+
+    def to_string(self, indent: int = 0) -> str:
+        rhs = f"select( {self.input}, axis = {self.select_axis}, index = {operand(self.index)} )"
+        return two_lines(self.output, rhs, indent)
+
+
+class IndexSelectOp(Expr):
+    op_name = "index_select"
+
+    def __init__(self, fusion, out: Val, inp: Val, dim: int, index: Val) -> None:
+        super().__init__(fusion, [inp, index], [out], dim=dim)
+
+    def to_string(self, indent: int = 0) -> str:
+        inp, index = self.inputs
+        axis = [i for i in inp.domain.logical if not i.is_reduction][self.dim]
+        return two_lines(self.output, f"index_select( {inp}, dim = {axis}, {index} )", indent)
+
+
+class GatherOp(Expr):
+    """torch.gather along `dim` (take_along_axis when `exact_sizes`)."""
+
+    op_name = "gather"
+
+    def __init__(self, fusion, out: Val, inp: Val, dim: int, index: Val) -> None:
+        super().__init__(fusion, [inp, index], [out], dim=dim)
+
+    def to_string(self, indent: int = 0) -> str:
+        inp, index = self.inputs
+        return two_lines(self.output, f"torchGather( {inp}, dim = {self.dim}, {index} )", indent)
+
+
+# ---- matmul -------------------------------------------------------------------------
+
+class MatmulOp(Expr):
+    op_name = "matmul"
+
+    def __init__(self, fusion, out: Val, a: Val, b: Val) -> None:
+        super().__init__(fusion, [a, b], [out])
+
+    def to_string(self, indent: int = 0) -> str:
+        i1 = ind(indent + 1)
+        a, b = self.inputs
+        return f"{ind(indent)}{self.output}\n{i1} = matmul({a},\n{i1}          {b})\n"
+
+
+class LinearOp(Expr):
+    """out = a @ b^T (+ bias), as torch.nn.functional.linear."""
+
+    op_name = "linear"
+
+    def __init__(self, fusion, out: Val, a: Val, b: Val, bias: Val | None = None) -> None:
+        super().__init__(fusion, [a, b] + ([bias] if bias is not None else []), [out])
+
+    @property
+    def has_bias(self) -> bool:
+        return len(self.inputs) == 3
+
+    def to_string(self, indent: int = 0) -> str:
+        i1 = ind(indent + 1)
+        a, b = self.inputs[:2]
+        s = f"{ind(indent)}{self.output}\n{i1} = linear({a},\n{i1}          {b}"
+        if self.has_bias:
+            s += f"{i1},\n          {self.inputs[2]}"
+        return s + f"{i1})\n"

@@ -1,0 +1,184 @@
+"""Fusion: the graph of TensorViews and the ops between them."""
+
+from __future__ import annotations
+
+import copy
+from typing import Iterable
+
+from engine.dtypes import DataType
+from engine.errors import FusionDefinitionError
+from engine.ir.base import Expr, Val
+from engine.ir.scalar import Scalar
+
+
+class Fusion:
+    def __init__(self) -> None:
+        self.inputs: list[Val] = []
+        self.outputs: list[Val] = []
+        self.all_exprs: list[Expr] = []
+        self.all_vals: list[Val] = []
+        self._counters = {"tv": 0, "id": 0, "scalar": 0, "expr": 0}
+        self._zero: Scalar | None = None
+
+    # ---- naming (nvFuser numbers each kind in creation order) ------------------
+    def _next(self, kind: str) -> int:
+        n = self._counters[kind]
+        self._counters[kind] = n + 1
+        return n
+
+    def new_tv_name(self) -> int:
+        return self._next("tv")
+
+    def new_id_name(self) -> int:
+        return self._next("id")
+
+    def new_scalar_name(self) -> int:
+        return self._next("scalar")
+
+    def new_symbol(self, dtype: DataType = DataType.Index) -> Scalar:
+        """A free scalar (an extent or a scalar input), named i0, i2, ..."""
+        s = Scalar(dtype, name=self.new_scalar_name())
+        self.all_vals.append(s)
+        return s
+
+    def zero_val(self) -> Scalar:
+        # nvFuser creates its zero lazily and gives it a name, which is why a 2-D
+        # symbolic input prints its extents as i0 and i2.
+        if self._zero is None:
+            self._zero = Scalar(DataType.Index, 0, name=self.new_scalar_name())
+        return self._zero
+
+    # ---- graph -----------------------------------------------------------------
+    def register_val(self, val: Val) -> None:
+        self.all_vals.append(val)
+
+    def register_expr(self, expr: Expr) -> int:
+        for out in expr.outputs:
+            if out.definition is not None and out.definition is not expr:
+                raise FusionDefinitionError(f"{out} already has a definition")
+            out.definition = expr
+        for inp in expr.inputs:
+            inp.uses.append(expr)
+        self.all_exprs.append(expr)
+        return self._next("expr")
+
+    def add_input(self, val: Val) -> None:
+        if val.definition is not None:
+            raise FusionDefinitionError(f"{_short(val)} is produced by an op; it cannot be an input")
+        if val in self.inputs:
+            raise FusionDefinitionError(f"{_short(val)} is already an input")
+        self.inputs.append(val)
+        _set_global(val)
+
+    def add_output(self, val: Val) -> None:
+        if val in self.inputs and not isinstance(val, Scalar):
+            # nvFuser allows an input to be an output (an alias); keep it simple and allowed.
+            pass
+        self.outputs.append(val)
+        _set_global(val)
+
+    def exprs(self) -> list[Expr]:
+        """Exprs the outputs depend on, in topological order (depth-first from outputs)."""
+        order: list[Expr] = []
+        seen: set[int] = set()
+        for out in self.outputs:
+            self._visit(out, order, seen)
+        return order
+
+    def _visit(self, val: Val, order: list[Expr], seen: set[int]) -> None:
+        # Iterative post-order so that long chains do not hit Python's recursion limit.
+        stack: list[tuple[Expr, int]] = []
+        expr = val.definition
+        if expr is None or id(expr) in seen:
+            return
+        seen.add(id(expr))
+        stack.append((expr, 0))
+        while stack:
+            expr, k = stack.pop()
+            if k < len(expr.inputs):
+                stack.append((expr, k + 1))
+                producer = expr.inputs[k].definition
+                if producer is not None and id(producer) not in seen:
+                    seen.add(id(producer))
+                    stack.append((producer, 0))
+            else:
+                order.append(expr)
+
+    def vals(self) -> list[Val]:
+        """Inputs, then every value produced by an expr in `exprs()`, in order."""
+        out: list[Val] = list(self.inputs)
+        seen = {id(v) for v in out}
+        for e in self.exprs():
+            for v in [*e.inputs, *e.outputs]:
+                if id(v) not in seen:
+                    seen.add(id(v))
+                    out.append(v)
+        return out
+
+    def tensors(self) -> list[Val]:
+        from engine.ir.tensorview import TensorView
+
+        return [v for v in self.vals() if isinstance(v, TensorView)]
+
+    def uses_of(self, val: Val) -> list[Expr]:
+        live = {id(e) for e in self.exprs()}
+        return [e for e in val.uses if id(e) in live]
+
+    # ---- editing -----------------------------------------------------------------
+    def remove_expr(self, expr: Expr) -> None:
+        for inp in expr.inputs:
+            if expr in inp.uses:
+                inp.uses.remove(expr)
+        for out in expr.outputs:
+            if out.definition is expr:
+                out.definition = None
+        if expr in self.all_exprs:
+            self.all_exprs.remove(expr)
+
+    def replace_input_of(self, expr: Expr, old: Val, new: Val) -> None:
+        """Make `expr` read `new` where it read `old`."""
+        if old not in expr.inputs:
+            raise ValueError(f"{_short(old)} is not an input of {expr!r}")
+        expr.inputs = [new if v is old else v for v in expr.inputs]
+        if expr in old.uses:
+            old.uses.remove(expr)
+        new.uses.append(expr)
+
+    def replace_output(self, old: Val, new: Val) -> None:
+        self.outputs = [new if v is old else v for v in self.outputs]
+        _set_global(new)
+
+    def clone(self) -> tuple[Fusion, dict[Val, Val]]:
+        """A deep copy and the map from this fusion's vals to the copy's."""
+        memo: dict[int, object] = {}
+        new = copy.deepcopy(self, memo)
+        val_map = {v: memo[id(v)] for v in self.all_vals if id(v) in memo}
+        for s in self._symbols():
+            if id(s) in memo:
+                val_map[s] = memo[id(s)]
+        return new, val_map  # type: ignore[return-value]
+
+    def _symbols(self) -> Iterable[Val]:
+        return (v for v in self.all_vals if isinstance(v, Scalar))
+
+    # ---- printing ----------------------------------------------------------------
+    def __str__(self) -> str:
+        from engine.ir.printer import fusion_listing
+
+        return fusion_listing(self)
+
+    def print_math(self) -> str:
+        from engine.ir.printer import kernel_math
+
+        return kernel_math(self)
+
+
+def _short(val: Val) -> str:
+    return getattr(val, "short_name", repr(val))
+
+
+def _set_global(val: Val) -> None:
+    from engine.ir.tensorview import MemoryType, TensorView
+
+    if isinstance(val, TensorView):
+        val.memory_type = MemoryType.Global

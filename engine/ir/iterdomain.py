@@ -1,0 +1,295 @@
+"""IterDomains and the transforms between them (Split, Merge, Resize, Swizzle).
+
+An IterDomain is one axis of iteration: an extent, an iter type and a parallel
+type. Transforms record how one set of IterDomains was derived from another, so
+any tensor's loop domain can be explained from its logical domain.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import TYPE_CHECKING
+
+from engine.ir.scalar import Scalar, ScalarLike, as_scalar, binary, ceil_div
+
+if TYPE_CHECKING:
+    from engine.ir.fusion import Fusion
+
+
+class IterType(enum.Enum):
+    Iteration = "i"
+    Reduction = "r"
+    Broadcast = "b"
+    Symbolic = "?"
+    GatherScatter = "g"
+    Stride = "s"
+    VectorComponent = "v"
+
+
+class ParallelType(enum.Enum):
+    """Members carry nvFuser's python names; the value is the printed form."""
+
+    grid_x = "blockIdx.x"
+    grid_y = "blockIdx.y"
+    grid_z = "blockIdx.z"
+    block_x = "threadIdx.x"
+    block_y = "threadIdx.y"
+    block_z = "threadIdx.z"
+    mesh_x = "deviceIdx.x"
+    mesh_y = "deviceIdx.y"
+    mesh_z = "deviceIdx.z"
+    stream = "StreamIdx"
+    vectorize = "V"
+    unroll = "UR"
+    unswitch = "US"
+    group = "G"
+    mma = "MMA"
+    bulk = "B"
+    serial = "S"
+
+    @property
+    def is_block_dim(self) -> bool:
+        return self.value.startswith("blockIdx")
+
+    @property
+    def is_thread_dim(self) -> bool:
+        return self.value.startswith("threadIdx")
+
+    @property
+    def is_device_dim(self) -> bool:
+        return self.value.startswith("deviceIdx")
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class IterDomain:
+    def __init__(
+        self,
+        fusion: Fusion,
+        extent: ScalarLike,
+        iter_type: IterType = IterType.Iteration,
+        parallel_type: ParallelType = ParallelType.serial,
+        *,
+        expanded_extent: ScalarLike | None = None,
+        is_rfactor: bool = False,
+        start: ScalarLike = 0,
+        stop_offset: ScalarLike = 0,
+    ) -> None:
+        self.fusion = fusion
+        self.name = fusion.new_id_name()
+        self.extent: Scalar = as_scalar(extent)
+        self.iter_type = iter_type
+        self.parallel_type = parallel_type
+        self.expanded_extent = None if expanded_extent is None else as_scalar(expanded_extent)
+        self.is_rfactor = is_rfactor
+        self.start = as_scalar(start)
+        self.stop_offset = as_scalar(stop_offset)
+        self.definition: IdTransform | None = None
+        self.uses: list[IdTransform] = []
+
+    # ---- queries -----------------------------------------------------------
+    @property
+    def is_reduction(self) -> bool:
+        return self.iter_type == IterType.Reduction
+
+    @property
+    def is_broadcast(self) -> bool:
+        return self.iter_type == IterType.Broadcast
+
+    @property
+    def is_iteration(self) -> bool:
+        return self.iter_type == IterType.Iteration
+
+    @property
+    def has_expanded_extent(self) -> bool:
+        return self.expanded_extent is not None
+
+    @property
+    def is_parallelized(self) -> bool:
+        return self.parallel_type != ParallelType.serial
+
+    # ---- mutation ----------------------------------------------------------
+    def parallelize(self, parallel_type: ParallelType) -> IterDomain:
+        self.parallel_type = parallel_type
+        return self
+
+    def clone(
+        self,
+        *,
+        iter_type: IterType | None = None,
+        is_rfactor: bool = False,
+        keep_parallel: bool = False,
+    ) -> IterDomain:
+        """A fresh IterDomain (new name, no history) with the same extent."""
+        return IterDomain(
+            self.fusion,
+            self.extent,
+            iter_type or self.iter_type,
+            self.parallel_type if keep_parallel else ParallelType.serial,
+            expanded_extent=self.expanded_extent,
+            is_rfactor=is_rfactor,
+        )
+
+    # ---- printing ----------------------------------------------------------
+    def __str__(self) -> str:
+        extent = self.extent.inline()
+        if self.expanded_extent is not None:
+            extent = f"{extent} ex {self.expanded_extent.inline()}"
+        rf = "rf" if self.is_rfactor else ""
+        return f"{self.iter_type.value}{self.parallel_type.value}{self.name}{{{extent}}}{rf}"
+
+    def __repr__(self) -> str:
+        return f"<IterDomain {self}>"
+
+
+class IdTransform:
+    """A transform between IterDomains; it links itself into their history."""
+
+    kind = "transform"
+
+    def __init__(self, inputs: list[IterDomain], outputs: list[IterDomain]) -> None:
+        self.inputs = inputs
+        self.outputs = outputs
+        for i in inputs:
+            i.uses.append(self)
+        for o in outputs:
+            o.definition = self
+
+
+def _merged_iter_type(a: IterDomain, b: IterDomain) -> IterType:
+    if a.is_broadcast and b.is_broadcast:
+        return IterType.Broadcast
+    if a.is_reduction or b.is_reduction:
+        return IterType.Reduction
+    return IterType.Iteration
+
+
+class Split(IdTransform):
+    """`in` -> (outer, inner). An inner split fixes the inner extent to `factor`."""
+
+    kind = "Split"
+
+    def __init__(self, in_id: IterDomain, factor: ScalarLike, inner_split: bool = True) -> None:
+        self.factor = as_scalar(factor)
+        self.inner_split = inner_split
+        rest = ceil_div(in_id.extent, self.factor)
+        outer_extent, inner_extent = (rest, self.factor) if inner_split else (self.factor, rest)
+        expanded = in_id.expanded_extent is not None
+        outer = IterDomain(in_id.fusion, outer_extent, in_id.iter_type)
+        inner = IterDomain(in_id.fusion, inner_extent, in_id.iter_type)
+        if expanded:
+            # An expanded broadcast splits like its expanded extent.
+            rest_ex = ceil_div(in_id.expanded_extent, self.factor)
+            outer.expanded_extent, inner.expanded_extent = (
+                (rest_ex, self.factor) if inner_split else (self.factor, rest_ex)
+            )
+        super().__init__([in_id], [outer, inner])
+
+    @property
+    def in_id(self) -> IterDomain:
+        return self.inputs[0]
+
+    @property
+    def outer(self) -> IterDomain:
+        return self.outputs[0]
+
+    @property
+    def inner(self) -> IterDomain:
+        return self.outputs[1]
+
+    def __str__(self) -> str:
+        head = "Split" if self.inner_split else "Outer split"
+        return (
+            f"{head}: {self.in_id} by factor {self.factor.inline()} -> "
+            f"{self.outer}, {self.inner}"
+        )
+
+
+class Merge(IdTransform):
+    """(outer, inner) -> out, with extent outer * inner."""
+
+    kind = "Merge"
+
+    def __init__(self, outer: IterDomain, inner: IterDomain) -> None:
+        out = IterDomain(
+            outer.fusion,
+            binary("mul", outer.extent, inner.extent),
+            _merged_iter_type(outer, inner),
+        )
+        if outer.expanded_extent is not None or inner.expanded_extent is not None:
+            ex_o = outer.expanded_extent or outer.extent
+            ex_i = inner.expanded_extent or inner.extent
+            out.expanded_extent = binary("mul", ex_o, ex_i)
+        super().__init__([outer, inner], [out])
+
+    @property
+    def outer(self) -> IterDomain:
+        return self.inputs[0]
+
+    @property
+    def inner(self) -> IterDomain:
+        return self.inputs[1]
+
+    @property
+    def out(self) -> IterDomain:
+        return self.outputs[0]
+
+    def __str__(self) -> str:
+        return f"Merge: {self.outer} and {self.inner} -> {self.out}"
+
+
+class Resize(IdTransform):
+    """Expand (positive) or shrink (negative) an axis on the left and right: pad, slice, cat."""
+
+    kind = "Resize"
+
+    def __init__(
+        self,
+        in_id: IterDomain,
+        left: ScalarLike,
+        right: ScalarLike,
+        iter_type: IterType | None = None,
+        is_rfactor: bool = True,
+    ) -> None:
+        self.left = as_scalar(left)
+        self.right = as_scalar(right)
+        extent = binary("add", binary("add", self.left, in_id.extent), self.right)
+        out = IterDomain(
+            in_id.fusion,
+            extent,
+            iter_type or (IterType.Iteration if in_id.is_broadcast else in_id.iter_type),
+            is_rfactor=is_rfactor,
+        )
+        super().__init__([in_id], [out])
+
+    @property
+    def in_id(self) -> IterDomain:
+        return self.inputs[0]
+
+    @property
+    def out(self) -> IterDomain:
+        return self.outputs[0]
+
+    def __str__(self) -> str:
+        return (
+            f"Resize: {self.in_id} by {self.left.inline()} and {self.right.inline()} "
+            f"-> {self.out}"
+        )
+
+
+class Swizzle(IdTransform):
+    """A 2-D swizzle (XOR, cyclic shift) of two axes of equal role."""
+
+    kind = "Swizzle"
+
+    def __init__(self, in_x: IterDomain, in_y: IterDomain, swizzle_type: str = "XOR") -> None:
+        self.swizzle_type = swizzle_type
+        out_x = in_x.clone()
+        out_y = in_y.clone()
+        super().__init__([in_x, in_y], [out_x, out_y])
+
+    def __str__(self) -> str:
+        x, y = self.inputs
+        ox, oy = self.outputs
+        return f"{self.swizzle_type}(2D): {x} , {y} -> {ox} , {oy}"

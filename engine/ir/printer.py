@@ -1,0 +1,74 @@
+"""nvFuser's text formats for fusions and tensors' transform histories."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable
+
+from engine.ir.iterdomain import IdTransform, IterDomain
+
+if TYPE_CHECKING:
+    from engine.ir.fusion import Fusion
+    from engine.ir.tensorview import TensorView
+
+
+def kernel_math(fusion: Fusion, indent: int = 0) -> str:
+    """The `%kernel_math { ... } // %kernel_math ` block (trailing space as nvFuser)."""
+    body = "".join(e.to_string(indent) for e in fusion.exprs())
+    return f"%kernel_math {{\n{body}}} // %kernel_math \n"
+
+
+def fusion_listing(fusion: Fusion) -> str:
+    """`Inputs:` / `Outputs:` / `%kernel_math`: what nvFuser prints for a fusion."""
+    lines = ["Inputs:"]
+    lines += [f"  {v}" for v in fusion.inputs]
+    lines.append("Outputs:")
+    lines += [f"  {v}" for v in fusion.outputs]
+    return "\n".join(lines) + "\n\n" + kernel_math(fusion)
+
+
+def with_dtype(tv: TensorView) -> str:
+    """A tensor followed by its dtype, as in segment group input lists."""
+    return f"{tv} {tv.dtype.cuda_name}"
+
+
+def domain_str(ids: Iterable[IterDomain]) -> str:
+    return "(" + ", ".join(str(i) for i in ids) + ")"
+
+
+def contiguity_str(tv: TensorView) -> str:
+    return " ".join("n" if c is None else ("t" if c else "f") for c in tv.domain.contiguity)
+
+
+def transform_history(tv: TensorView) -> list[IdTransform]:
+    """Transforms from the root (or logical) domain to the loop and allocation domains."""
+    dom = tv.domain
+    start = {id(i) for i in dom.maybe_root}
+    found: dict[int, IdTransform] = {}
+    stack = [*dom.loop, *dom.maybe_allocation, *dom.logical]
+    seen: set[int] = set()
+    while stack:
+        i = stack.pop()
+        if id(i) in seen or id(i) in start:
+            continue
+        seen.add(id(i))
+        t = i.definition
+        if t is not None and id(t) not in found:
+            found[id(t)] = t
+            stack.extend(t.inputs)
+    # Outputs are created after inputs, so the smallest output name orders them.
+    return sorted(found.values(), key=lambda t: min(o.name for o in t.outputs))
+
+
+def transforms_block(tv: TensorView) -> str:
+    """The per-tensor block of seed 001: domains, contiguity, transforms, loop domain."""
+    dom = tv.domain
+    lines = [str(tv)]
+    if dom.has_root:
+        lines.append(f" root domain : {domain_str(dom.root)}")
+    lines.append(f" logical domain : {domain_str(dom.logical)}")
+    if dom.has_allocation:
+        lines.append(f" allocation domain : {domain_str(dom.allocation)}")
+    lines.append(f" contiguity: {contiguity_str(tv)}")
+    lines += [f"  {t}" for t in transform_history(tv)]
+    lines.append(f" loop domain : {domain_str(dom.loop)}")
+    return "\n".join(lines) + "\n"

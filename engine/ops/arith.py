@@ -1,0 +1,199 @@
+"""Pointwise ops: unary math, casts, binary and ternary ops with PyTorch's promotion."""
+
+from __future__ import annotations
+
+from engine.dtypes import DataType, category, promote
+from engine.errors import FusionDefinitionError
+from engine.ir.base import Val
+from engine.ir.exprs import BinaryOp, TernaryOp, UnaryOp
+from engine.ir.scalar import Scalar
+from engine.ir.tensorview import TensorView
+from engine.ops.common import Operand, fusion_of, new_tv, no_reductions, pointwise_ids, to_val
+from engine.ops.shape import broadcast
+
+# Unary ops that produce floating values from integer or bool input (promote to float).
+FLOAT_UNARY = [
+    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "reciprocal",
+    "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh",
+    "atanh", "sigmoid", "erf", "erfc", "erfinv", "lgamma", "digamma", "gelu", "silu",
+]
+# Unary ops that keep the input's dtype.
+SAME_UNARY = ["neg", "abs", "relu", "ceil", "floor", "round", "trunc", "frac", "sign", "bitwise_not"]
+# Unary predicates.
+BOOL_UNARY = ["isfinite", "isinf", "isnan", "isneginf", "isposinf", "signbit", "logical_not"]
+
+ARITH_BINARY = ["add", "sub", "mul", "div", "mod", "fmod", "remainder", "pow", "maximum", "minimum", "atan2"]
+COMPARE_BINARY = ["lt", "le", "gt", "ge", "eq", "ne", "logical_and", "logical_or"]
+BITWISE_BINARY = ["bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift"]
+
+
+def _make_tensor_out(op: str, operands: list[Val], dtype: DataType) -> TensorView:
+    tvs = [v for v in operands if isinstance(v, TensorView)]
+    fusion = fusion_of(*tvs)
+    return new_tv(fusion, pointwise_ids(op, fusion, tvs), dtype)
+
+
+def _result_dtype(vals: list[Val]) -> DataType:
+    """PyTorch's rule: tensors decide within a category; scalars only raise the category."""
+    tensors = [v.dtype for v in vals if isinstance(v, TensorView)]
+    scalars = [v.dtype for v in vals if not isinstance(v, TensorView)]
+    if not tensors:
+        out = scalars[0]
+        for d in scalars[1:]:
+            out = promote(out, d)
+        return out
+    out = tensors[0]
+    for d in tensors[1:]:
+        out = promote(out, d)
+    top_scalar = max(scalars, key=category, default=None)
+    if top_scalar is not None and category(top_scalar) > category(out):
+        out = DataType.Float if category(top_scalar) == 2 else DataType.ComplexFloat
+    return out
+
+
+def maybe_broadcast(op: str, vals: list[Val]) -> list[Val]:
+    """Right-align tensors of lower rank by adding leading broadcast axes (numpy rule)."""
+    tvs = [v for v in vals if isinstance(v, TensorView)]
+    if not tvs:
+        return vals
+    rank = max(len(no_reductions(t)) for t in tvs)
+    out = []
+    for v in vals:
+        if isinstance(v, TensorView):
+            r = len(no_reductions(v))
+            if r < rank:
+                v = broadcast(v, [True] * (rank - r) + [False] * r)
+        out.append(v)
+    return out
+
+
+def _scalar_result(op: str, vals: list[Val], dtype: DataType) -> Scalar:
+    # Scalar-only arithmetic: a derived scalar (folded when constant).
+    from engine.ir.scalar import binary as scalar_binary
+
+    if len(vals) == 2 and op in ("add", "sub", "mul", "mod") and all(isinstance(v, Scalar) for v in vals):
+        return scalar_binary(op, vals[0], vals[1])
+    raise FusionDefinitionError(f"{op}: scalar-only operands are not supported; pass a tensor")
+
+
+def unary(op: str, x: Operand) -> Val:
+    v = to_val(x)
+    if not isinstance(v, TensorView):
+        raise FusionDefinitionError(f"{op}: operand must be a tensor, got a scalar")
+    if op in BOOL_UNARY:
+        dtype = DataType.Bool
+    elif op in FLOAT_UNARY and (v.dtype.is_integer or v.dtype.is_bool):
+        dtype = DataType.Float
+    else:
+        dtype = v.dtype
+    if op == "bitwise_not" and v.dtype.is_float:
+        raise FusionDefinitionError(f"bitwise_not: {v.short_name} is {v.dtype.cuda_name}, not an integer")
+    out = _make_tensor_out(op, [v], dtype)
+    UnaryOp(v.fusion, op, out, v)
+    return out
+
+
+def cast(arg: Operand, dtype: DataType) -> Val:
+    v = to_val(arg)
+    if not isinstance(dtype, DataType):
+        raise FusionDefinitionError(f"cast: dtype must be a DataType, got {dtype!r}")
+    if isinstance(v, Scalar):
+        if v.is_const:
+            value = v.value
+            if dtype.is_bool:
+                value = bool(value)
+            elif dtype.is_integer:
+                value = int(value)
+            elif dtype.is_float:
+                value = float(value)
+            return Scalar(dtype, value)
+        raise FusionDefinitionError("cast: symbolic scalar casts are not supported")
+    out = _make_tensor_out("cast", [v], dtype)
+    if dtype == v.dtype:
+        from engine.ir.exprs import LoadStoreOp
+
+        LoadStoreOp(v.fusion, out, v)
+        return out
+    UnaryOp(v.fusion, "cast", out, v)
+    return out
+
+
+def binary(op: str, a: Operand, b: Operand) -> Val:
+    vals = maybe_broadcast(op, [to_val(a), to_val(b)])
+    base = _result_dtype(vals)
+    if op in COMPARE_BINARY:
+        dtype = DataType.Bool
+    elif op in BITWISE_BINARY:
+        if base.is_float or base.is_complex:
+            raise FusionDefinitionError(f"{op}: operands must be integer or bool, got {base.cuda_name}")
+        dtype = base
+    elif op == "atan2" and not base.is_float:
+        dtype = DataType.Float
+    else:
+        dtype = base
+    if not any(isinstance(v, TensorView) for v in vals):
+        return _scalar_result(op, vals, dtype)
+    out = _make_tensor_out(op, vals, dtype)
+    BinaryOp(out.fusion, op, out, vals[0], vals[1])
+    return out
+
+
+def truediv(a: Operand, b: Operand) -> Val:
+    """Division that yields a float for integer operands (Python's `/`)."""
+    vals = [to_val(a), to_val(b)]
+    if all(v.dtype.is_integer or v.dtype.is_bool for v in vals):
+        vals = [cast(v, DataType.Float) if isinstance(v, TensorView) else to_val(float(v.value))
+                if isinstance(v, Scalar) and v.is_const else v for v in vals]
+    return binary("div", vals[0], vals[1])
+
+
+def ternary(op: str, a: Operand, b: Operand, c: Operand) -> Val:
+    vals = maybe_broadcast(op, [to_val(a), to_val(b), to_val(c)])
+    if not any(isinstance(v, TensorView) for v in vals):
+        raise FusionDefinitionError(f"{op}: at least one operand must be a tensor")
+    if op == "where":
+        if vals[0].dtype != DataType.Bool:
+            raise FusionDefinitionError(
+                f"where: condition {getattr(vals[0], 'short_name', '?')} must be bool, "
+                f"got {vals[0].dtype.cuda_name}"
+            )
+        dtype = _result_dtype(vals[1:])
+    else:
+        dtype = _result_dtype(vals)
+    out = _make_tensor_out(op, vals, dtype)
+    TernaryOp(out.fusion, op, out, *vals)
+    return out
+
+
+def where(pred: Operand, a: Operand, b: Operand) -> Val:
+    return ternary("where", pred, a, b)
+
+
+def clamp(x: Operand, lo: Operand, hi: Operand) -> Val:
+    return ternary("clamp", x, lo, hi)
+
+
+def lerp(start: Operand, end: Operand, weight: Operand) -> Val:
+    return ternary("lerp", start, end, weight)
+
+
+def _bind_unary(name: str):
+    def op(arg: Operand) -> Val:
+        return unary(name, arg)
+
+    op.__name__ = name
+    op.__doc__ = f"Elementwise {name}."
+    return op
+
+
+def _bind_binary(name: str):
+    def op(lhs: Operand, rhs: Operand) -> Val:
+        return binary(name, lhs, rhs)
+
+    op.__name__ = name
+    op.__doc__ = f"Elementwise {name} with broadcasting and type promotion."
+    return op
+
+
+UNARY_OPS = {n: _bind_unary(n) for n in FLOAT_UNARY + SAME_UNARY + BOOL_UNARY}
+BINARY_OPS = {n: _bind_binary(n) for n in ARITH_BINARY + COMPARE_BINARY + BITWISE_BINARY}

@@ -1,0 +1,359 @@
+"""The reference evaluator: runs any Fusion with torch ops. The ground truth.
+
+Each Expr class maps to a handler `fn(expr, inputs, ctx) -> list[outputs]`; inputs
+are torch tensors for TensorViews and Python numbers for scalars. Low-precision
+floats are computed in float and rounded to the output type, as nvFuser does.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import torch
+
+from engine.dtypes import DataType, compute_dtype, to_torch
+from engine.errors import ExecutionError
+from engine.ir import exprs as E
+from engine.ir.base import Expr, Val
+from engine.ir.fusion import Fusion
+from engine.ir.scalar import Scalar
+from engine.ir.tensorview import TensorView
+
+Handler = Callable[[Any, list[Any], "Context"], list[Any]]
+HANDLERS: dict[type, Handler] = {}
+
+
+def handles(*classes: type) -> Callable[[Handler], Handler]:
+    """Register a handler for Expr classes (other modules add theirs this way)."""
+
+    def deco(fn: Handler) -> Handler:
+        for c in classes:
+            HANDLERS[c] = fn
+        return fn
+
+    return deco
+
+
+class Context:
+    """Bindings of scalars (extents, scalar inputs) and the device to compute on."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self.env: dict[Scalar, Any] = {}
+
+    def scalar(self, s: Scalar) -> Any:
+        try:
+            return s.evaluate(self.env)
+        except KeyError as e:
+            raise ExecutionError(f"scalar {s.inline()} has no value: {e}") from None
+
+
+def evaluate(fusion: Fusion, inputs: Sequence[Any], device: Any = None) -> list[Any]:
+    """Outputs of `fusion` for `inputs` (torch tensors and numbers)."""
+    if len(inputs) != len(fusion.inputs):
+        raise ExecutionError(f"fusion takes {len(fusion.inputs)} inputs, got {len(inputs)}")
+    dev = torch.device(device) if device is not None else _device_of(inputs)
+    ctx = Context(dev)
+    values: dict[Val, Any] = {}
+    for k, (val, x) in enumerate(zip(fusion.inputs, inputs)):
+        values[val] = bind_input(k, val, x, ctx)
+    for expr in fusion.exprs():
+        args = [_value(v, values, ctx) for v in expr.inputs]
+        handler = HANDLERS.get(type(expr))
+        if handler is None:
+            raise ExecutionError(f"the reference evaluator has no rule for {type(expr).__name__}")
+        try:
+            outs = handler(expr, args, ctx)
+        except ExecutionError:
+            raise
+        except Exception as e:  # name the op at fault, keep the cause
+            raise ExecutionError(f"{type(expr).__name__} producing {_names(expr.outputs)} failed: {e}") from e
+        for v, t in zip(expr.outputs, outs):
+            values[v] = t
+    return [finish_output(v, _value(v, values, ctx)) for v in fusion.outputs]
+
+
+def _names(vals: Sequence[Val]) -> str:
+    return ", ".join(getattr(v, "short_name", "?") for v in vals)
+
+
+def _device_of(inputs: Sequence[Any]) -> torch.device:
+    for x in inputs:
+        if isinstance(x, torch.Tensor):
+            return x.device
+    return torch.device("cpu")
+
+
+def _value(v: Val, values: dict[Val, Any], ctx: Context) -> Any:
+    if v in values:
+        return values[v]
+    if isinstance(v, Scalar):
+        return ctx.scalar(v)
+    raise ExecutionError(f"{getattr(v, 'short_name', v)} is used before it is computed")
+
+
+def bind_input(k: int, val: Val, x: Any, ctx: Context) -> Any:
+    """Check an input against its definition and bind its symbolic extents."""
+    if isinstance(val, Scalar):
+        if isinstance(x, torch.Tensor):
+            if x.numel() != 1:
+                raise ExecutionError(f"input {k} ({val.inline()}) is a scalar; got a tensor of shape {tuple(x.shape)}")
+            x = x.item()
+        if not isinstance(x, (int, float, bool, complex)):
+            raise ExecutionError(f"input {k} ({val.inline()}) must be a number, got {type(x).__name__}")
+        ctx.env[val] = x
+        return x
+    tv: TensorView = val  # type: ignore[assignment]
+    if not isinstance(x, torch.Tensor):
+        raise ExecutionError(f"input {k} ({tv.short_name}) must be a torch tensor, got {type(x).__name__}")
+    logical = [i for i in tv.domain.logical if not i.is_reduction]
+    if x.dim() != len(logical):
+        raise ExecutionError(f"input {k} ({tv.short_name}) must have rank {len(logical)}, got shape {tuple(x.shape)}")
+    want = to_torch(tv.dtype)
+    if x.dtype != want:
+        raise ExecutionError(
+            f"input {k} ({tv.short_name}) must be {tv.dtype.cuda_name} ({want}), got {x.dtype}"
+        )
+    for d, (i, size) in enumerate(zip(logical, x.shape)):
+        extent = i.expanded_extent if i.expanded_extent is not None else i.extent
+        if i.is_broadcast and i.expanded_extent is None:
+            if size != 1:
+                raise ExecutionError(f"input {k} ({tv.short_name}) axis {d} is a broadcast of size 1, got {size}")
+            continue
+        _bind_extent(k, tv, d, extent, size, ctx)
+    return x.to(ctx.device)
+
+
+def _bind_extent(k: int, tv: TensorView, d: int, extent: Scalar, size: int, ctx: Context) -> None:
+    if extent.is_const:
+        if extent.value != size:
+            raise ExecutionError(f"input {k} ({tv.short_name}) axis {d} must have size {extent.value}, got {size}")
+    elif extent.is_symbol:
+        bound = ctx.env.setdefault(extent, size)
+        if bound != size:
+            raise ExecutionError(
+                f"input {k} ({tv.short_name}) axis {d} has size {size} but {extent.inline()} is {bound}"
+            )
+
+
+def finish_output(v: Val, x: Any) -> Any:
+    """Give an output the strides of its allocation domain."""
+    if not isinstance(v, TensorView) or not isinstance(x, torch.Tensor):
+        return x
+    dom = v.domain
+    if dom.allocation is None:
+        return x.contiguous() if not x.is_contiguous() else x
+    logical = [i for i in dom.logical if not i.is_reduction]
+    alloc = [i for i in dom.allocation if not i.is_reduction]
+    try:
+        perm = [logical.index(i) for i in alloc]
+    except ValueError:
+        return x.contiguous()  # an allocation domain transformed beyond a permutation
+    out = x.permute(perm).contiguous().permute(_inverse(perm))
+    return out
+
+
+def _inverse(perm: list[int]) -> list[int]:
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    return inv
+
+
+# ---- helpers for handlers ----------------------------------------------------------------
+
+def up(x: Any) -> Any:
+    """Low-precision floats are computed in float."""
+    if isinstance(x, torch.Tensor) and x.is_floating_point() and x.dtype.itemsize < 4:
+        return x.float()
+    return x
+
+
+def as_dtype(x: Any, dtype: DataType) -> Any:
+    return x.to(to_torch(dtype)) if isinstance(x, torch.Tensor) else x
+
+
+def out_dtype(expr: Expr, k: int = 0) -> DataType:
+    return expr.outputs[k].dtype
+
+
+# ---- pointwise -------------------------------------------------------------------------------
+
+def _gelu(x):
+    return torch.nn.functional.gelu(x)
+
+
+_UNARY: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "neg": torch.neg, "abs": torch.abs, "exp": torch.exp, "exp2": torch.exp2, "expm1": torch.expm1,
+    "log": torch.log, "log2": torch.log2, "log10": torch.log10, "log1p": torch.log1p,
+    "sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "reciprocal": torch.reciprocal,
+    "sin": torch.sin, "cos": torch.cos, "tan": torch.tan, "asin": torch.asin, "acos": torch.acos,
+    "atan": torch.atan, "sinh": torch.sinh, "cosh": torch.cosh, "tanh": torch.tanh,
+    "asinh": torch.asinh, "acosh": torch.acosh, "atanh": torch.atanh,
+    "sigmoid": torch.sigmoid, "erf": torch.erf, "erfc": torch.erfc, "erfinv": torch.erfinv,
+    "lgamma": torch.lgamma, "digamma": torch.digamma, "relu": torch.relu, "gelu": _gelu,
+    "silu": torch.nn.functional.silu, "ceil": torch.ceil, "floor": torch.floor,
+    "round": torch.round, "trunc": torch.trunc, "frac": torch.frac, "sign": torch.sign,
+    "bitwise_not": torch.bitwise_not, "logical_not": torch.logical_not,
+    "isfinite": torch.isfinite, "isinf": torch.isinf, "isnan": torch.isnan,
+    "isneginf": torch.isneginf, "isposinf": torch.isposinf, "signbit": torch.signbit,
+}
+
+
+@handles(E.UnaryOp)
+def _unary(expr, args, ctx):
+    (x,) = args
+    dtype = out_dtype(expr)
+    if expr.op == "cast":
+        return [cast_tensor(x, dtype)]
+    x = up(x)
+    if expr.op in ("exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "erf") and not x.is_floating_point():
+        x = x.float()
+    return [as_dtype(_UNARY[expr.op](x), dtype)]
+
+
+def cast_tensor(x: torch.Tensor, dtype: DataType) -> torch.Tensor:
+    """Casts as the generated code does them (other modules override fp4/fp8 rules)."""
+    rule = CASTS.get(dtype)
+    if rule is not None:
+        return rule(x)
+    return x.to(to_torch(dtype))
+
+
+# Special cast rules by destination type (the nvfp4 module registers fp4 and fp8 rules).
+CASTS: dict[DataType, Callable[[torch.Tensor], torch.Tensor]] = {}
+
+
+def _int_div(a, b):
+    return torch.div(a, b, rounding_mode="trunc")
+
+
+_BINARY: dict[str, Callable[[Any, Any], Any]] = {
+    "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
+    "mod": torch.fmod, "fmod": torch.fmod, "remainder": torch.remainder, "pow": torch.pow,
+    "maximum": torch.maximum, "minimum": torch.minimum, "atan2": torch.atan2,
+    "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge, "eq": torch.eq, "ne": torch.ne,
+    "logical_and": torch.logical_and, "logical_or": torch.logical_or,
+    "bitwise_and": torch.bitwise_and, "bitwise_or": torch.bitwise_or, "bitwise_xor": torch.bitwise_xor,
+    "bitwise_left_shift": torch.bitwise_left_shift, "bitwise_right_shift": torch.bitwise_right_shift,
+}
+
+
+def _tensorize(x: Any, like: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    if isinstance(x, torch.Tensor):
+        return x
+    return torch.tensor(x, dtype=dtype, device=like.device)
+
+
+@handles(E.BinaryOp)
+def _binary(expr, args, ctx):
+    dtype = out_dtype(expr)
+    operand_types = [v.dtype for v in expr.inputs]
+    work = _work_dtype(operand_types, dtype, expr.op)
+    tensor = next(a for a in args if isinstance(a, torch.Tensor))
+    a, b = (_tensorize(x, tensor, work).to(work) for x in args)
+    fn = _BINARY[expr.op]
+    if expr.op == "div" and not work.is_floating_point and not work.is_complex:
+        fn = _int_div
+    if expr.op in ("maximum", "minimum") and a.dtype != b.dtype:
+        b = b.to(a.dtype)
+    return [as_dtype(fn(a, b), dtype)]
+
+
+def _work_dtype(operand_types: list[DataType], out: DataType, op: str) -> torch.dtype:
+    """The torch dtype an op computes in: the promoted operand type, raised to float."""
+    from engine.dtypes import promote
+
+    t = operand_types[0]
+    for d in operand_types[1:]:
+        t = promote(t, d)
+    if out.is_bool or op in ("lt", "le", "gt", "ge", "eq", "ne"):
+        # Comparisons compare in the promoted operand type.
+        return to_torch(compute_dtype(_tensor_promoted(operand_types, out)))
+    return to_torch(compute_dtype(out))
+
+
+def _tensor_promoted(types: list[DataType], out: DataType) -> DataType:
+    from engine.dtypes import promote
+
+    t = types[0]
+    for d in types[1:]:
+        t = promote(t, d)
+    return t
+
+
+@handles(E.TernaryOp)
+def _ternary(expr, args, ctx):
+    dtype = out_dtype(expr)
+    work = to_torch(compute_dtype(dtype))
+    tensor = next(a for a in args if isinstance(a, torch.Tensor))
+    if expr.op == "where":
+        c, a, b = args
+        c = _tensorize(c, tensor, torch.bool)
+        a, b = (_tensorize(x, tensor, work).to(work) for x in (a, b))
+        return [as_dtype(torch.where(c, a, b), dtype)]
+    a, b, c = (_tensorize(x, tensor, work).to(work) for x in args)
+    if expr.op == "clamp":
+        return [as_dtype(torch.minimum(torch.maximum(a, b), c), dtype)]
+    if expr.op == "lerp":
+        return [as_dtype(a + c * (b - a), dtype)]
+    raise ExecutionError(f"unknown ternary op {expr.op}")
+
+
+# ---- reductions ------------------------------------------------------------------------------
+
+def reduction_dims(tv: TensorView) -> list[int]:
+    return [k for k, i in enumerate(tv.domain.logical) if i.is_reduction]
+
+
+@handles(E.ReductionOp)
+def _reduction(expr, args, ctx):
+    (x,) = args
+    out = expr.output
+    dims = reduction_dims(out)
+    x = up(x)
+    if expr.op == "add":
+        r = torch.sum(x, dim=dims) if dims else x.clone()
+    elif expr.op == "max":
+        r = torch.amax(x, dim=dims) if dims else x.clone()
+    elif expr.op == "min":
+        r = torch.amin(x, dim=dims) if dims else x.clone()
+    elif expr.op == "mul":
+        r = x
+        for d in sorted(dims, reverse=True):
+            r = torch.prod(r, dim=d)
+    else:
+        raise ExecutionError(f"unknown reduction op {expr.op}")
+    return [as_dtype(r, out.dtype)]
+
+
+# ---- shape -----------------------------------------------------------------------------------
+
+@handles(E.BroadcastOp)
+def _broadcast(expr, args, ctx):
+    (x,) = args
+    for k, f in enumerate(expr.flags):
+        if f:
+            x = x.unsqueeze(k)
+    return [x]
+
+
+@handles(E.SqueezeOp)
+def _squeeze(expr, args, ctx):
+    (x,) = args
+    dims = [k for k, f in enumerate(expr.flags) if f]
+    for d in sorted(dims, reverse=True):
+        x = x.select(d, 0) if x.shape[d] != 1 else x.squeeze(d)
+    return [x]
+
+
+@handles(E.LoadStoreOp)
+def _set(expr, args, ctx):
+    (x,) = args
+    out = expr.output
+    if out.domain.has_root:
+        root = [i for i in out.domain.root if not i.is_reduction]
+        logical = [i for i in out.domain.logical if not i.is_reduction]
+        perm = [root.index(i) for i in logical]
+        return [x.permute(perm)]
+    return [x.clone() if isinstance(x, torch.Tensor) else x]
