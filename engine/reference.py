@@ -7,13 +7,14 @@ floats are computed in float and rounded to the output type, as nvFuser does.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 
 from engine.dtypes import DataType, compute_dtype, to_torch
 from engine.errors import ExecutionError
-from engine.ir import exprs as E
+from engine.ir import exprs as ex
 from engine.ir.base import Expr, Val
 from engine.ir.fusion import Fusion
 from engine.ir.scalar import Scalar
@@ -200,7 +201,7 @@ _UNARY: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 }
 
 
-@handles(E.UnaryOp)
+@handles(ex.UnaryOp)
 def _unary(expr, args, ctx):
     (x,) = args
     dtype = out_dtype(expr)
@@ -245,7 +246,7 @@ def _tensorize(x: Any, like: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return torch.tensor(x, dtype=dtype, device=like.device)
 
 
-@handles(E.BinaryOp)
+@handles(ex.BinaryOp)
 def _binary(expr, args, ctx):
     dtype = out_dtype(expr)
     operand_types = [v.dtype for v in expr.inputs]
@@ -282,7 +283,7 @@ def _tensor_promoted(types: list[DataType], out: DataType) -> DataType:
     return t
 
 
-@handles(E.TernaryOp)
+@handles(ex.TernaryOp)
 def _ternary(expr, args, ctx):
     dtype = out_dtype(expr)
     work = to_torch(compute_dtype(dtype))
@@ -306,7 +307,7 @@ def reduction_dims(tv: TensorView) -> list[int]:
     return [k for k, i in enumerate(tv.domain.logical) if i.is_reduction]
 
 
-@handles(E.ReductionOp)
+@handles(ex.ReductionOp)
 def _reduction(expr, args, ctx):
     (x,) = args
     out = expr.output
@@ -329,7 +330,7 @@ def _reduction(expr, args, ctx):
 
 # ---- shape -----------------------------------------------------------------------------------
 
-@handles(E.BroadcastOp)
+@handles(ex.BroadcastOp)
 def _broadcast(expr, args, ctx):
     (x,) = args
     for k, f in enumerate(expr.flags):
@@ -338,7 +339,7 @@ def _broadcast(expr, args, ctx):
     return [x]
 
 
-@handles(E.SqueezeOp)
+@handles(ex.SqueezeOp)
 def _squeeze(expr, args, ctx):
     (x,) = args
     dims = [k for k, f in enumerate(expr.flags) if f]
@@ -347,7 +348,7 @@ def _squeeze(expr, args, ctx):
     return [x]
 
 
-@handles(E.LoadStoreOp)
+@handles(ex.LoadStoreOp)
 def _set(expr, args, ctx):
     (x,) = args
     out = expr.output
@@ -357,3 +358,7 @@ def _set(expr, args, ctx):
         perm = [root.index(i) for i in logical]
         return [x.permute(perm)]
     return [x.clone() if isinstance(x, torch.Tensor) else x]
+
+
+# The nvfp4 module registers the seed ops' rules and the fp4/fp8 cast rules.
+from engine import nvfp4 as _nvfp4  # noqa: E402,F401

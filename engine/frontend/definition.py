@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import contextvars
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from engine.dtypes import DataType
 from engine.errors import FusionDefinitionError

@@ -7,7 +7,7 @@ dtype inference live in `engine.ops`; semantics in `engine.reference`.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from engine.dtypes import DataType
 from engine.ir.base import Expr, Val

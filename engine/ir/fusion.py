@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from typing import Iterable
+from collections.abc import Iterable
 
 from engine.dtypes import DataType
 from engine.errors import FusionDefinitionError

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Any, Callable, Mapping, Union
+from collections.abc import Callable, Mapping
+from typing import Any, TypeAlias
 
 from engine.dtypes import DataType
 from engine.ir.base import Val
 
-Number = Union[int, float, bool]
-ScalarLike = Union["Scalar", int, float, bool]
+Number: TypeAlias = int | float | bool
+ScalarLike: TypeAlias = "Scalar | int | float | bool"
 
 # op -> (printed symbol or function name, is_infix, python implementation)
 _OPS: dict[str, tuple[str, bool, Callable[[Any, Any], Any]]] = {

@@ -197,3 +197,11 @@ def _bind_binary(name: str):
 
 UNARY_OPS = {n: _bind_unary(n) for n in FLOAT_UNARY + SAME_UNARY + BOOL_UNARY}
 BINARY_OPS = {n: _bind_binary(n) for n in ARITH_BINARY + COMPARE_BINARY + BITWISE_BINARY}
+
+
+__all__ = [
+    "binary", "cast", "clamp", "lerp", "ternary", "truediv", "unary", "where",
+    *UNARY_OPS, *BINARY_OPS,
+]
+globals().update(UNARY_OPS)
+globals().update(BINARY_OPS)

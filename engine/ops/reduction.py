@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from engine.dtypes import DataType
 from engine.errors import FusionDefinitionError
@@ -12,6 +12,8 @@ from engine.ir.tensorview import TensorView
 from engine.ops.arith import cast
 from engine.ops.common import check_tensor, copy_id, new_tv, no_reductions, norm_dims
 from engine.ops.shape import broadcast
+
+__all__ = ["max", "min", "prod", "reduce", "sum"]
 
 
 def _init_value(op: str, dtype: DataType) -> float | int | bool:

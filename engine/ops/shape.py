@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from engine.errors import FusionDefinitionError
 from engine.ir.exprs import BroadcastOp, LoadStoreOp, SqueezeOp
 from engine.ir.iterdomain import IterDomain, IterType
 from engine.ir.tensorview import TensorView
 from engine.ops.common import check_tensor, copy_id, new_tv, no_reductions, norm_dims
+
+__all__ = ["broadcast", "broadcast_in_dim", "segment_set", "set", "squeeze"]
 
 
 def broadcast(arg: TensorView, is_broadcast_dim: Sequence[bool]) -> TensorView:
@@ -87,7 +89,7 @@ def squeeze(arg: TensorView, dims: Sequence[int], squeeze_expanded: bool = False
     return out
 
 
-def set_(arg: TensorView) -> TensorView:
+def set_(arg: TensorView) -> TensorView:  # `set` in __all__ (nvFuser's name)
     tv = check_tensor("set", arg)
     out = new_tv(tv.fusion, [copy_id(tv.fusion, i) for i in no_reductions(tv)], tv.dtype)
     LoadStoreOp(tv.fusion, out, tv)
@@ -100,3 +102,6 @@ def segment_set(arg: TensorView) -> TensorView:
     out = new_tv(tv.fusion, [copy_id(tv.fusion, i) for i in no_reductions(tv)], tv.dtype)
     LoadStoreOp(tv.fusion, out, tv, kind="SegmenterSet")
     return out
+
+
+globals()["set"] = set_

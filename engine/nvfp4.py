@@ -1,0 +1,1 @@
+"""nvfp4 math (being written): block quantization, scale swizzles, the layout op."""

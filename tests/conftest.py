@@ -1,0 +1,19 @@
+import pytest
+
+
+def _has_cuda() -> bool:
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except Exception:
+        return False
+
+
+def pytest_collection_modifyitems(config, items):
+    if _has_cuda():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (run pytest -m gpu on the device)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
