@@ -1,6 +1,7 @@
 """Op builders with shape and dtype inference; `fd.ops` exposes them by nvFuser's names.
 
-Each module lists its public builders in `__all__`; this package gathers them.
+Each module lists its public builders in `__all__`; this package gathers them. A name
+that shadows a Python builtin (`set`) is defined with a trailing underscore (`set_`).
 """
 
 from engine.ops import arith, factory, indexing, matmul, quantize, reduction, shape
@@ -10,6 +11,6 @@ _MODULES = [arith, reduction, shape, factory, indexing, matmul, quantize]
 __all__: list[str] = []
 for _m in _MODULES:
     for _name in _m.__all__:
-        globals()[_name] = getattr(_m, _name)
+        globals()[_name] = getattr(_m, _name) if hasattr(_m, _name) else getattr(_m, _name + "_")
         __all__.append(_name)
 del _m, _name

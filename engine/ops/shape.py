@@ -104,4 +104,3 @@ def segment_set(arg: TensorView) -> TensorView:
     return out
 
 
-globals()["set"] = set_
