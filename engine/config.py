@@ -1,0 +1,23 @@
+"""Options: one typed object for every setting the pipeline reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Options:
+    forwarding: bool = True  # segmenter: replicate cheap input/factory chains into consumers
+    device_model: str | None = None  # None: the real GPU when present, else the H100 model
+    num_streams: int = 4  # host IR: numberOfStreams of the stream-parallel pass
+    force_scheduler: str | None = None  # use this scheduler for every segment (if it accepts)
+    verify: bool = False  # check IR invariants between stages
+    heuristic_overrides: dict[str, Any] = field(default_factory=dict)
+
+    def with_(self, **changes: Any) -> Options:
+        return replace(self, **changes)
+
+    def __post_init__(self) -> None:
+        if self.num_streams < 1:
+            raise ValueError(f"num_streams must be at least 1, got {self.num_streams}")

@@ -1,0 +1,1 @@
+"""Execution: device properties, back ends, profiling."""
