@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Sequence
-from typing import Any
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from engine.dtypes import DataType
 from engine.errors import FusionDefinitionError
@@ -13,6 +15,47 @@ from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain, IterType
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import MemoryType, TensorDomain, TensorView
+
+
+@dataclass
+class FrontendCall:
+    """One call made through the frontend (`fd.define_*`, `fd.ops.*`, `fd.sched.*`,
+    `fd.add_output`), with its arguments as given and what it returned.
+
+    The fusion file writer turns these back into lines, so a saved fusion replays
+    the same calls in the same order and gets the same IR (names included).
+    """
+
+    target: str  # "fd", "ops" or "sched"
+    name: str
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    result: Any = None
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _snapshot(value: Any) -> Any:
+    """Copy argument containers so that a caller reusing a list later does not
+    change what was recorded; IR values and enums are kept as they are."""
+    if isinstance(value, list):
+        return [_snapshot(v) for v in value]
+    if isinstance(value, tuple) and type(value) is tuple:
+        return tuple(_snapshot(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _snapshot(v) for k, v in value.items()}
+    return value
+
+
+def _recorded(method: _F) -> _F:
+    """Record a FusionDefinition method call (only the outermost one)."""
+
+    @functools.wraps(method)
+    def wrapper(self: FusionDefinition, *args: Any, **kwargs: Any) -> Any:
+        return self._record_call("fd", method.__name__, method, (self, *args), kwargs)
+
+    return wrapper  # type: ignore[return-value]
 
 
 class _Ops:
@@ -26,12 +69,55 @@ class _Ops:
 
         if name.startswith("_") or name not in ops.__all__:
             raise AttributeError(f"fd.ops has no op named {name!r}")
-        return getattr(ops, name)
+        builder = getattr(ops, name)
+        fd = self._fd
+
+        @functools.wraps(builder)
+        def op(*args: Any, **kwargs: Any) -> Any:
+            return fd._record_call("ops", name, builder, args, kwargs)
+
+        return op
 
     def __dir__(self) -> list[str]:
         import engine.ops as ops
 
         return sorted(ops.__all__)
+
+
+class _RecordingSched:
+    """`fd.sched`: forwards to SchedOperators and records the calls that change the
+    schedule (those SchedOperators itself logs in `.calls`), with their results, in
+    the order they interleave with `fd.ops` calls."""
+
+    def __init__(self, fd: FusionDefinition, target: Any) -> None:
+        self._fd = fd
+        self._target = target
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._target, name)
+        if name.startswith("_") or not callable(attr):
+            return attr
+        fd, target = self._fd, self._target
+
+        @functools.wraps(attr)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            before = len(target.calls)
+            fd._depth += 1
+            try:
+                result = attr(*args, **kwargs)
+            finally:
+                fd._depth -= 1
+            # Inspection calls (to_string, tensors, ...) leave `.calls` alone: not recorded.
+            if fd._depth == 0 and len(target.calls) > before:
+                fd.recorded_calls.append(
+                    FrontendCall("sched", name, _snapshot(args), _snapshot(dict(kwargs)), result)
+                )
+            return result
+
+        return call
+
+    def __dir__(self) -> list[str]:
+        return dir(self._target)
 
 
 class FusionDefinition:
@@ -45,8 +131,11 @@ class FusionDefinition:
         from engine.frontend.sched import SchedOperators
 
         self.fusion = Fusion()
+        # Frontend calls in order, for writing the fusion back out (engine.frontend.pyformat).
+        self.recorded_calls: list[FrontendCall] = []
+        self._depth = 0
         self.ops = _Ops(self)
-        self.sched = SchedOperators(self)
+        self.sched = _RecordingSched(self, SchedOperators(self))
         # Specs of example inputs, as read from a fusion file's `inputs = [...]` list.
         self.input_specs: list[Any] | None = None
         self._token: contextvars.Token | None = None
@@ -73,7 +162,24 @@ class FusionDefinition:
             _current.reset(self._token)
             self._token = None
 
+    def _record_call(
+        self, target: str, name: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        # Calls made from inside another recorded call are part of it: not recorded.
+        self._depth += 1
+        try:
+            result = fn(*args, **kwargs)
+        finally:
+            self._depth -= 1
+        if self._depth == 0:
+            shown = args[1:] if target == "fd" else args  # drop `self`
+            self.recorded_calls.append(
+                FrontendCall(target, name, _snapshot(tuple(shown)), _snapshot(dict(kwargs)), result)
+            )
+        return result
+
     # ---- definition ------------------------------------------------------------
+    @_recorded
     def define_tensor(
         self,
         shape: Sequence[int] | None = None,
@@ -134,6 +240,7 @@ class FusionDefinition:
             ids.append(i)
         return ids
 
+    @_recorded
     def define_scalar(self, value: Any = None, dtype: DataType | None = None) -> Scalar:
         """A constant when `value` is given, else a scalar input of the fusion."""
         if dtype is not None and not isinstance(dtype, DataType):
@@ -155,6 +262,7 @@ class FusionDefinition:
 
     define_constant = define_scalar
 
+    @_recorded
     def add_output(self, output: Any, alias_input: Any = None) -> None:
         if not isinstance(output, (TensorView, Scalar)):
             raise FusionDefinitionError(f"add_output: expected a tensor or scalar, got {output!r}")
