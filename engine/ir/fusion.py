@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from engine.dtypes import DataType
 from engine.errors import FusionDefinitionError
 from engine.ir.base import Expr, Val
 from engine.ir.scalar import Scalar
+
+# Checks every expr passes as it registers, before it is linked into the graph; a
+# check refuses an expr by raising FusionDefinitionError. They enforce rules about
+# who may consume a value whatever module builds the consumer (engine.ops.quantize
+# adds one: only the grouped matmul may read the layout op's output).
+EXPR_CHECKS: list[Callable[[Expr], None]] = []
 
 
 class Fusion:
@@ -53,6 +59,8 @@ class Fusion:
         self.all_vals.append(val)
 
     def register_expr(self, expr: Expr) -> int:
+        for check in EXPR_CHECKS:
+            check(expr)
         for out in expr.outputs:
             if out.definition is not None and out.definition is not expr:
                 raise FusionDefinitionError(f"{out} already has a definition")
