@@ -1,0 +1,36 @@
+"""Messages that widgets and workers send up to the app (Textual accepts dataclass messages).
+
+Data goes down as attributes and method calls; facts come up as these messages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from textual.message import Message
+
+if TYPE_CHECKING:
+    from fusescope.model import Session
+
+
+@dataclass
+class TensorSelected(Message):
+    """The user put the cursor on a TensorView (e.g. "T3") in some widget."""
+
+    name: str
+
+
+@dataclass
+class SessionLoaded(Message):
+    """A load worker read a fusion file successfully."""
+
+    session: Session
+
+
+@dataclass
+class SessionLoadFailed(Message):
+    """A load worker failed; `error` is one line for the user."""
+
+    path: str
+    error: str

@@ -1,0 +1,1 @@
+"""One widget per module; each carries its own styles in DEFAULT_CSS."""
