@@ -138,9 +138,24 @@ def _bind_extent(k: int, tv: TensorView, d: int, extent: Scalar, size: int, ctx:
 
 
 def finish_output(v: Val, x: Any) -> Any:
-    """Give an output the strides of its allocation domain."""
+    """Give an output the strides of its allocation domain; expanded broadcast axes stay
+    expanded (stride 0), as nvFuser returns them."""
     if not isinstance(v, TensorView) or not isinstance(x, torch.Tensor):
         return x
+    logical = [i for i in v.domain.logical if not i.is_reduction]
+    expanded = [
+        k for k, i in enumerate(logical)
+        if i.expanded_extent is not None and k < x.dim() and x.stride(k) == 0 and x.shape[k] != 1
+    ]
+    if expanded:
+        base = x
+        for k in expanded:
+            base = base.narrow(k, 0, 1)
+        return _layout(v, base).expand(x.shape)
+    return _layout(v, x)
+
+
+def _layout(v: TensorView, x: torch.Tensor) -> torch.Tensor:
     dom = v.domain
     if dom.allocation is None:
         return x.contiguous() if not x.is_contiguous() else x
@@ -358,6 +373,148 @@ def _set(expr, args, ctx):
         perm = [root.index(i) for i in logical]
         return [x.permute(perm)]
     return [x.clone() if isinstance(x, torch.Tensor) else x]
+
+
+
+def logical_sizes(tv: TensorView, ctx: Context) -> list[int]:
+    """The sizes torch sees for a tensor: expanded broadcasts count their expanded extent."""
+    return [
+        int(ctx.scalar(i.expanded_extent if i.expanded_extent is not None else i.extent))
+        for i in tv.domain.logical if not i.is_reduction
+    ]
+
+
+@handles(ex.ExpandOp)
+def _expand(expr, args, ctx):
+    (x,) = args
+    logical = [i for i in expr.output.domain.logical if not i.is_reduction]
+    sizes = [int(ctx.scalar(i.expanded_extent)) if i.expanded_extent is not None else -1 for i in logical]
+    # torch's expand makes stride-0 views, the same thing as nvFuser's expanded broadcast.
+    return [x.expand(sizes)]
+
+
+@handles(ex.ViewOp)
+def _view(expr, args, ctx):
+    (x,) = args
+    return [x.reshape(logical_sizes(expr.output, ctx))]
+
+
+@handles(ex.SliceOp)
+def _slice(expr, args, ctx):
+    (x,) = args
+    index = tuple(
+        slice(int(ctx.scalar(a)), int(ctx.scalar(b)), int(ctx.scalar(c))) for a, b, c in expr.ranges
+    )
+    return [x[index]]
+
+
+@handles(ex.PadOp)
+def _pad(expr, args, ctx):
+    x, value = args
+    flat: list[int] = []
+    # torch.nn.functional.pad takes (left, right) of the last axis first.
+    for left, right in reversed(expr.widths):
+        flat += [int(ctx.scalar(left)), int(ctx.scalar(right))]
+    if isinstance(value, torch.Tensor):
+        value = value.item()
+    dtype = out_dtype(expr)
+    work = up(x)
+    out = torch.nn.functional.pad(work, flat, mode="constant", value=float(value) if work.is_floating_point() else value)
+    return [cast_tensor(out, dtype) if out.dtype != to_torch(dtype) else out]
+
+
+@handles(ex.CatOp)
+def _cat(expr, args, ctx):
+    from engine.ir.iterdomain import Resize
+
+    d = expr.dim
+    out_tv = expr.output
+    out = torch.empty(logical_sizes(out_tv, ctx), dtype=args[0].dtype, device=args[0].device)
+    for tv, x in zip(expr.inputs, args):
+        i = [a for a in tv.domain.logical if not a.is_reduction][d]
+        t = i.definition
+        if isinstance(t, Resize):
+            # Each padded input owns the region its pad added around it.
+            left = int(ctx.scalar(t.left))
+            src = t.in_id
+            length = int(ctx.scalar(src.expanded_extent if src.expanded_extent is not None else src.extent))
+        else:
+            left, length = 0, x.shape[d]
+        out.narrow(d, left, length).copy_(x.narrow(d, left, length))
+    return [out]
+
+
+@handles(ex.FullOp)
+def _full(expr, args, ctx):
+    (fill,) = args
+    dtype = out_dtype(expr)
+    sizes = [int(ctx.scalar(s)) for s in expr.shape]
+    if dtype.is_low_precision_float and dtype.bits < 16:
+        # fp8/fp4 values go through the same cast rule as the generated code.
+        return [cast_tensor(torch.full(sizes, float(fill), dtype=torch.float32, device=ctx.device), dtype)]
+    return [torch.full(sizes, fill, dtype=to_torch(dtype), device=ctx.device)]
+
+
+@handles(ex.IotaOp)
+def _iota(expr, args, ctx):
+    length, start, step = args
+    dtype = out_dtype(expr)
+    work = torch.float64 if dtype.is_float else torch.int64
+    r = torch.arange(int(length), dtype=work, device=ctx.device) * step + start
+    return [as_dtype(r, dtype)]
+
+
+@handles(ex.SelectOp)
+def _select(expr, args, ctx):
+    x, index = args
+    if isinstance(index, torch.Tensor):
+        index = index.item()
+    return [x.select(expr.dim, int(index))]
+
+
+@handles(ex.IndexSelectOp)
+def _index_select(expr, args, ctx):
+    x, index = args
+    return [torch.index_select(x, expr.dim, index.reshape(-1).long())]
+
+
+@handles(ex.GatherOp)
+def _gather(expr, args, ctx):
+    x, index = args
+    if expr.attributes.get("exact_sizes", False):
+        return [torch.take_along_dim(x, index.long(), dim=expr.dim)]
+    return [torch.gather(x, expr.dim, index.long())]
+
+
+@handles(ex.MatmulOp)
+def _matmul(expr, args, ctx):
+    a, b = args
+    return [as_dtype(torch.matmul(up(a), up(b)), out_dtype(expr))]
+
+
+@handles(ex.LinearOp)
+def _linear(expr, args, ctx):
+    a, w = up(args[0]), up(args[1])
+    bias = up(args[2]) if len(args) == 3 else None
+    return [as_dtype(torch.nn.functional.linear(a, w, bias), out_dtype(expr))]
+
+
+@handles(ex.WelfordOp)
+def _welford(expr, args, ctx):
+    (x,) = args
+    avg_tv, var_tv, n_tv = expr.outputs
+    dims = reduction_dims(avg_tv)
+    x = up(x)
+    if dims:
+        avg = x.mean(dim=dims)
+        var_sum = ((x - x.mean(dim=dims, keepdim=True)) ** 2).sum(dim=dims)
+        count = 1
+        for d in dims:
+            count *= x.shape[d]
+    else:
+        avg, var_sum, count = x.clone(), torch.zeros_like(x), 1
+    n = torch.full(avg.shape, count, dtype=torch.int64, device=x.device)
+    return [as_dtype(avg, avg_tv.dtype), as_dtype(var_sum, var_tv.dtype), n]
 
 
 # The nvfp4 module registers the seed ops' rules and the fp4/fp8 cast rules.

@@ -1,3 +1,100 @@
-"""factory ops (being written: this module's builders join `__all__` as they land)."""
+"""Factory ops: full, zeros, ones, iota. They read no tensor, so they build in the fusion
+being defined (the current fusion)."""
 
-__all__: list[str] = []
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from engine.dtypes import DataType
+from engine.errors import FusionDefinitionError
+from engine.ir.base import current_fusion
+from engine.ir.exprs import FullOp, IotaOp
+from engine.ir.fusion import Fusion
+from engine.ir.iterdomain import IterDomain, IterType
+from engine.ir.scalar import Scalar, as_scalar
+from engine.ir.tensorview import TensorView
+from engine.ops.common import new_tv
+
+__all__ = ["full", "iota", "ones", "zeros"]
+
+
+def _fusion(op: str) -> Fusion:
+    try:
+        return current_fusion()
+    except RuntimeError:
+        raise FusionDefinitionError(f"{op}: no fusion is being defined (use `with FusionDefinition() as fd:`)") from None
+
+
+def _check_dtype(op: str, dtype: object) -> DataType:
+    if not isinstance(dtype, DataType) or dtype in (DataType.Null, DataType.Index):
+        raise FusionDefinitionError(f"{op}: dtype must be a tensor DataType, got {dtype!r}")
+    return dtype
+
+
+def _extent(op: str, s: object, k: int) -> Scalar:
+    if isinstance(s, Scalar):
+        if not s.dtype.is_integer:
+            raise FusionDefinitionError(f"{op}: shape entry {k} is a {s.dtype.cuda_name} scalar, not an integer")
+        if s.is_const and s.value < 0:
+            raise FusionDefinitionError(f"{op}: shape entry {k} is {s.value}; sizes must be >= 0")
+        return s
+    if isinstance(s, bool) or not isinstance(s, int) or s < 0:
+        raise FusionDefinitionError(f"{op}: shape entry {k} must be an int >= 0 or a Scalar, got {s!r}")
+    return as_scalar(s)
+
+
+def _fill_scalar(op: str, value: object, dtype: DataType) -> Scalar:
+    if isinstance(value, Scalar):
+        return value
+    if isinstance(value, bool) or isinstance(value, (int, float)):
+        if dtype.is_bool:
+            return as_scalar(bool(value), dtype)
+        if dtype.is_integer:
+            return as_scalar(int(value), dtype)
+        if dtype.is_complex:
+            raise FusionDefinitionError(f"{op}: complex fill values are not supported")
+        return as_scalar(float(value), dtype)
+    raise FusionDefinitionError(f"{op}: fill_value must be a number or Scalar, got {value!r}")
+
+
+def full(shape: Sequence[int | Scalar], fill_value: object, dtype: DataType) -> TensorView:
+    """A tensor of `shape` filled with `fill_value`; size-1 axes are broadcasts (as nvFuser)."""
+    fusion = _fusion("full")
+    dtype = _check_dtype("full", dtype)
+    if not isinstance(shape, (list, tuple)):
+        raise FusionDefinitionError(f"full: shape must be a list, got {shape!r}")
+    extents = [_extent("full", s, k) for k, s in enumerate(shape)]
+    ids = [
+        IterDomain(fusion, 1, IterType.Broadcast) if e.is_const and e.value == 1 else IterDomain(fusion, e)
+        for e in extents
+    ]
+    out = new_tv(fusion, ids, dtype)
+    FullOp(fusion, out, extents, _fill_scalar("full", fill_value, dtype))
+    return out
+
+
+def zeros(shape: Sequence[int | Scalar], dtype: DataType) -> TensorView:
+    return full(shape, 0, dtype)
+
+
+def ones(shape: Sequence[int | Scalar], dtype: DataType) -> TensorView:
+    return full(shape, 1, dtype)
+
+
+def iota(
+    length: int | Scalar,
+    start: int | float | Scalar = 0,
+    step: int | float | Scalar = 1,
+    dtype: DataType = DataType.Int,
+) -> TensorView:
+    """[start, start + step, ...] of `length` elements (integer or floating dtype)."""
+    fusion = _fusion("iota")
+    dtype = _check_dtype("iota", dtype)
+    if not (dtype.is_integer or dtype.is_float) or dtype.is_low_precision_float and dtype.bits < 16:
+        raise FusionDefinitionError(f"iota: dtype must be an integer or floating type, got {dtype.cuda_name}")
+    n = _extent("iota", length, 0)
+    start_s = start if isinstance(start, Scalar) else _fill_scalar("iota", start, dtype)
+    step_s = step if isinstance(step, Scalar) else _fill_scalar("iota", step, dtype)
+    out = new_tv(fusion, [IterDomain(fusion, n)], dtype)
+    IotaOp(fusion, out, n, start_s, step_s)
+    return out

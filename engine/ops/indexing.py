@@ -1,3 +1,105 @@
-"""indexing ops (being written: this module's builders join `__all__` as they land)."""
+"""Indexing ops: select, index_select, gather and take_along_axis."""
 
-__all__: list[str] = []
+from __future__ import annotations
+
+from engine.errors import FusionDefinitionError
+from engine.ir.exprs import GatherOp, IndexSelectOp, SelectOp
+from engine.ir.iterdomain import IterDomain, IterType
+from engine.ir.scalar import Scalar, as_scalar
+from engine.ir.tensorview import TensorView
+from engine.ops.common import check_tensor, copy_id, new_tv, no_reductions, norm_dim
+
+__all__ = ["gather", "index_select", "select", "take_along_axis"]
+
+
+def _check_index_tensor(op: str, index: object) -> TensorView:
+    idx = check_tensor(op, index, "index")
+    if not idx.dtype.is_integer:
+        raise FusionDefinitionError(f"{op}: index {idx.short_name} must be an integer tensor, got {idx.dtype.cuda_name}")
+    return idx
+
+
+def select(arg: TensorView, index: int | Scalar, dim: int) -> TensorView:
+    """arg.select(dim, index): the output drops axis `dim`."""
+    tv = check_tensor("select", arg)
+    src = no_reductions(tv)
+    d = norm_dim("select", dim, len(src), tv)
+    if isinstance(index, bool) or not isinstance(index, (int, Scalar)):
+        raise FusionDefinitionError(f"select: index into {tv.short_name} must be an int or Scalar, got {index!r}")
+    if isinstance(index, Scalar) and not index.dtype.is_integer:
+        raise FusionDefinitionError(f"select: index into {tv.short_name} must be an integer, got {index.dtype.cuda_name}")
+    ext = src[d].extent
+    if isinstance(index, int) and ext.is_const and not -ext.value <= index < ext.value:
+        raise FusionDefinitionError(f"select: index {index} is out of range for axis {d} of {tv.short_name} ({src[d]})")
+    fusion = tv.fusion
+    out = new_tv(fusion, [copy_id(fusion, i) for k, i in enumerate(src) if k != d], tv.dtype)
+    SelectOp(fusion, out, tv, d, as_scalar(index) if isinstance(index, int) else index)
+    return out
+
+
+def index_select(arg: TensorView, index: TensorView, dim: int) -> TensorView:
+    """torch.index_select: axis `dim` of the output has the extent of the 1-D `index`."""
+    tv = check_tensor("index_select", arg)
+    idx = _check_index_tensor("index_select", index)
+    src = no_reductions(tv)
+    d = norm_dim("index_select", dim, len(src), tv)
+    isrc = no_reductions(idx)
+    if len(isrc) != 1:
+        raise FusionDefinitionError(f"index_select: index {idx.short_name} must be 1-D, got rank {len(isrc)}")
+    fusion = tv.fusion
+    ids = [copy_id(fusion, isrc[0]) if k == d else copy_id(fusion, i) for k, i in enumerate(src)]
+    out = new_tv(fusion, ids, tv.dtype)
+    IndexSelectOp(fusion, out, tv, d, idx)
+    return out
+
+
+def gather(arg: TensorView, index: TensorView, dim: int) -> TensorView:
+    """torch.gather: the output has the shape of `index`, whose axes other than `dim` may
+    not be larger than the input's."""
+    return _gather("gather", arg, index, dim, exact=False)
+
+
+def take_along_axis(arg: TensorView, index: TensorView, dim: int) -> TensorView:
+    """numpy's take_along_axis: axes other than `dim` must match or broadcast."""
+    return _gather("take_along_axis", arg, index, dim, exact=True)
+
+
+def _gather(op: str, arg: TensorView, index: TensorView, dim: int, exact: bool) -> TensorView:
+    tv = check_tensor(op, arg)
+    idx = _check_index_tensor(op, index)
+    src, isrc = no_reductions(tv), no_reductions(idx)
+    if len(src) != len(isrc):
+        raise FusionDefinitionError(
+            f"{op}: index {idx.short_name} has rank {len(isrc)} but {tv.short_name} has rank {len(src)}"
+        )
+    d = norm_dim(op, dim, len(src), tv)
+    fusion = tv.fusion
+    ids: list[IterDomain] = []
+    for k, (a, b) in enumerate(zip(src, isrc)):
+        if k == d:
+            ids.append(copy_id(fusion, b))
+            continue
+        ea, eb = a.extent, b.extent
+        if exact:
+            if a.is_broadcast and b.is_broadcast:
+                ids.append(copy_id(fusion, b))
+                continue
+            if not a.is_broadcast and not b.is_broadcast and ea.is_const and eb.is_const and ea.value != eb.value:
+                raise FusionDefinitionError(
+                    f"{op}: axis {k} of index {idx.short_name} ({eb.value}) does not match "
+                    f"{tv.short_name} ({ea.value})"
+                )
+            concrete = b if not b.is_broadcast else a
+            ids.append(IterDomain(fusion, concrete.extent, IterType.Iteration))
+        else:
+            if ea.is_const and eb.is_const and not a.is_broadcast and eb.value > ea.value:
+                raise FusionDefinitionError(
+                    f"{op}: axis {k} of index {idx.short_name} ({eb.value}) is larger than "
+                    f"{tv.short_name}'s ({ea.value})"
+                )
+            ids.append(copy_id(fusion, b))
+    out = new_tv(fusion, ids, tv.dtype)
+    g = GatherOp(fusion, out, tv, d, idx)
+    # take_along_axis broadcasts the non-gathered axes; gather reads index-sized blocks.
+    g.attributes["exact_sizes"] = exact
+    return out

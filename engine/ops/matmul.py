@@ -1,3 +1,117 @@
-"""matmul ops (being written: this module's builders join `__all__` as they land)."""
+"""matmul and linear, with torch's shape rules. The output carries the contracted K axis
+as a trailing reduction IterDomain, as nvFuser's MatmulOp/LinearOp outputs do."""
 
-__all__: list[str] = []
+from __future__ import annotations
+
+from engine.errors import FusionDefinitionError
+from engine.ir.exprs import LinearOp, MatmulOp
+from engine.ir.iterdomain import IterDomain, IterType
+from engine.ir.tensorview import TensorView
+from engine.ops.common import check_tensor, copy_id, new_tv, no_reductions
+
+__all__ = ["linear", "matmul"]
+
+
+def _check_float(op: str, *tvs: TensorView) -> None:
+    for t in tvs:
+        if not t.dtype.is_float:
+            raise FusionDefinitionError(f"{op}: {t.short_name} must be a floating tensor, got {t.dtype.cuda_name}")
+    if len({t.dtype for t in tvs}) != 1:
+        kinds = ", ".join(f"{t.short_name} is {t.dtype.cuda_name}" for t in tvs)
+        raise FusionDefinitionError(f"{op}: operands must have one dtype ({kinds})")
+
+
+def _check_k(op: str, a: TensorView, ka: IterDomain, b: TensorView, kb: IterDomain) -> None:
+    ea, eb = ka.extent, kb.extent
+    if ea.is_const and eb.is_const and ea.value != eb.value:
+        raise FusionDefinitionError(
+            f"{op}: contracted sizes differ: {a.short_name} has {ea.value}, {b.short_name} has {eb.value}"
+        )
+
+
+def _batch(op: str, fusion, a: TensorView, ba: list[IterDomain], b: TensorView, bb: list[IterDomain]) -> list[IterDomain]:
+    """Broadcast the batch axes (right-aligned), as torch.matmul does."""
+    n = max(len(ba), len(bb))
+    ba = [None] * (n - len(ba)) + ba
+    bb = [None] * (n - len(bb)) + bb
+    out = []
+    for k, (x, y) in enumerate(zip(ba, bb)):
+        cands = [i for i in (x, y) if i is not None and not i.is_broadcast]
+        if not cands:
+            src = x if x is not None else y
+            out.append(copy_id(fusion, src))
+            continue
+        if len(cands) == 2:
+            ex, ey = cands[0].extent, cands[1].extent
+            if ex.is_const and ey.is_const and ex.value != ey.value:
+                raise FusionDefinitionError(
+                    f"{op}: batch axis {k} does not broadcast: {a.short_name} has {ex.value}, "
+                    f"{b.short_name} has {ey.value}"
+                )
+        out.append(IterDomain(fusion, cands[0].extent, IterType.Iteration))
+    return out
+
+
+def matmul(arg1: TensorView, arg2: TensorView) -> TensorView:
+    """torch.matmul: 1-D operands are vectors, batch axes broadcast; output dtype is the
+    inputs' dtype."""
+    a = check_tensor("matmul", arg1, "arg1")
+    b = check_tensor("matmul", arg2, "arg2")
+    _check_float("matmul", a, b)
+    da, db = no_reductions(a), no_reductions(b)
+    if not da or not db:
+        raise FusionDefinitionError(f"matmul: operands must have rank >= 1 ({a.short_name}, {b.short_name})")
+    fusion = a.fusion
+    ka = da[-1]
+    kb = db[0] if len(db) == 1 else db[-2]
+    _check_k("matmul", a, ka, b, kb)
+    ids: list[IterDomain] = []
+    if len(da) == 1 and len(db) == 1:
+        pass
+    elif len(da) == 1:
+        ids = _batch("matmul", fusion, a, [], b, db[:-2]) + [copy_id(fusion, db[-1])]
+    elif len(db) == 1:
+        ids = _batch("matmul", fusion, a, da[:-2], b, []) + [copy_id(fusion, da[-2])]
+    else:
+        ids = _batch("matmul", fusion, a, da[:-2], b, db[:-2]) + [copy_id(fusion, da[-2]), copy_id(fusion, db[-1])]
+    ids.append(IterDomain(fusion, ka.extent, IterType.Reduction))
+    out = new_tv(fusion, ids, a.dtype)
+    MatmulOp(fusion, out, a, b)
+    return out
+
+
+def linear(arg1: TensorView, arg2: TensorView, bias: TensorView | None = None) -> TensorView:
+    """torch.nn.functional.linear: arg1 [..., K], weight arg2 [N, K] or [K], bias [N] or []."""
+    a = check_tensor("linear", arg1, "arg1")
+    w = check_tensor("linear", arg2, "arg2")
+    tvs = [a, w]
+    if bias is not None:
+        tvs.append(check_tensor("linear", bias, "bias"))
+    _check_float("linear", *tvs)
+    da, dw = no_reductions(a), no_reductions(w)
+    if not da:
+        raise FusionDefinitionError(f"linear: {a.short_name} must have rank >= 1")
+    if len(dw) not in (1, 2):
+        raise FusionDefinitionError(f"linear: weight {w.short_name} must be 1-D or 2-D, got rank {len(dw)}")
+    _check_k("linear", a, da[-1], w, dw[-1])
+    fusion = a.fusion
+    ids = [copy_id(fusion, i) for i in da[:-1]]
+    if len(dw) == 2:
+        ids.append(copy_id(fusion, dw[0]))
+    if bias is not None:
+        db = no_reductions(bias)
+        if len(dw) == 2 and len(db) > 1 or len(dw) == 1 and db:
+            raise FusionDefinitionError(
+                f"linear: bias {bias.short_name} has rank {len(db)}; it must be [N] (or 0-D)"
+            )
+        if len(dw) == 2 and db:
+            eb, en = db[0].extent, dw[0].extent
+            if eb.is_const and en.is_const and eb.value != en.value:
+                raise FusionDefinitionError(
+                    f"linear: bias {bias.short_name} has {eb.value} elements but weight {w.short_name} "
+                    f"has {en.value} outputs"
+                )
+    ids.append(IterDomain(fusion, da[-1].extent, IterType.Reduction))
+    out = new_tv(fusion, ids, a.dtype)
+    LinearOp(fusion, out, a, w, bias)
+    return out
