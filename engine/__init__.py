@@ -10,10 +10,12 @@ from engine.errors import (
     ScheduleError,
 )
 from engine.frontend.definition import FusionDefinition
+from engine.frontend.pyformat import dumps_fusion, load_fusion, loads_fusion, save_fusion
 from engine.ir.iterdomain import ParallelType
 from engine.ir.tensorview import MemoryType
 
 __all__ = [
     "CompileError", "DataType", "EngineError", "ExecutionError", "FusionDefinition",
     "FusionDefinitionError", "FusionFileError", "MemoryType", "ParallelType", "ScheduleError",
+    "dumps_fusion", "load_fusion", "loads_fusion", "save_fusion",
 ]
