@@ -643,23 +643,26 @@ class _Loader:
 
     # ---- literals -----------------------------------------------------------------------
     def plain(self, node: ast.expr, env: dict[str, Any] | None = None, allow_names: bool = True,
-              fd_name: str | None = None, attrs: dict[str, Any] | None = None) -> Any:
+              fd_name: str | None = None, attrs: dict[str, Any] | None = None,
+              call: Any = None) -> Any:
         """The value of a literal argument. Names resolve in `env` (values bound by
-        earlier lines of the fusion body); nothing else is looked up or called."""
+        earlier lines of the fusion body); inside a fusion body, `call` interprets a
+        nested frontend call (`fd.ops.add(fd.ops.neg(a), b)`); nothing else is looked up
+        or called."""
         if isinstance(node, ast.Constant):
             if isinstance(node.value, (bool, int, float, str, complex)) or node.value is None:
                 return node.value
             raise self.error(node, f"literal {node.value!r} is not allowed")
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-            v = self.plain(node.operand, env, allow_names, fd_name, attrs)
+            v = self.plain(node.operand, env, allow_names, fd_name, attrs, call)
             if isinstance(v, (int, float)) and not isinstance(v, bool):
                 return -v if isinstance(node.op, ast.USub) else v
             raise self.error(node, f"unary minus on {v!r}")
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv,
                                                                  ast.Div, ast.Mod)):
             # Plain arithmetic on numbers (`4096 * 2`), as users write sizes; never on values.
-            a = self.plain(node.left, env, allow_names, fd_name, attrs)
-            b = self.plain(node.right, env, allow_names, fd_name, attrs)
+            a = self.plain(node.left, env, allow_names, fd_name, attrs, call)
+            b = self.plain(node.right, env, allow_names, fd_name, attrs, call)
             if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b)):
                 raise self.error(node, f"arithmetic is only allowed on numbers: {_excerpt(node)}")
             try:
@@ -671,13 +674,13 @@ class _Loader:
             for e in node.elts:
                 if isinstance(e, ast.Starred):
                     raise self.error(e, "* unpacking is not allowed")
-                items.append(self.plain(e, env, allow_names, fd_name, attrs))
+                items.append(self.plain(e, env, allow_names, fd_name, attrs, call))
             return items if isinstance(node, ast.List) else tuple(items)
         if isinstance(node, ast.Dict):
             if any(k is None for k in node.keys):
                 raise self.error(node, "** unpacking is not allowed")
-            return {self.plain(k, env, allow_names, fd_name, attrs): self.plain(v, env, allow_names, fd_name,
-                                                                                   attrs)
+            return {self.plain(k, env, allow_names, fd_name, attrs, call): self.plain(v, env, allow_names, fd_name,
+                                                                                   attrs, call)
                     for k, v in zip(node.keys, node.values)}  # type: ignore[arg-type]
         if isinstance(node, ast.Name):
             if allow_names and env is not None and node.id in env:
@@ -698,6 +701,8 @@ class _Loader:
                 if isinstance(v, (int, float)) and not isinstance(v, bool):
                     return float(v)
                 raise self.error(node, f"float({v!r}) is not allowed")
+            if call is not None:
+                return call(node)
             raise self.error(node, f"call not allowed here: {_excerpt(node)}")
         raise self.error(node, f"{type(node).__name__} expression is not allowed: {_excerpt(node)}")
 
@@ -859,7 +864,7 @@ class _Body:
         return None, ""
 
     def value(self, node: ast.expr) -> Any:
-        v = self.loader.plain(node, self.env, True, self.fd_name, self.attrs)
+        v = self.loader.plain(node, self.env, True, self.fd_name, self.attrs, self.call)
         return _to_datatype(v)
 
 
@@ -1049,7 +1054,6 @@ def _spec_source(s: InputSpec) -> str:
         return _Writer(None).arg(s.data)
     if s.kind not in _SPEC_KINDS:
         raise FusionFileError(f"cannot write input spec of kind {s.kind!r}")
-    device = s.device or "cuda:0"
     dtype = _torch_dtype_src(s.dtype or torch.float32)
     size = s.base_shape if s.strides is not None and s.base_shape is not None else s.shape
     if s.kind in ("randn", "rand") and s.strides is not None and len(size) == 1:
@@ -1071,7 +1075,9 @@ def _spec_source(s: InputSpec) -> str:
         head = f"torch.tensor({_Writer(None).arg(s.data)}"
     else:
         head = f"torch.{s.kind}({size_src}"
-    text = f"{head}, dtype={dtype}, device={device!r}{extra})"
+    # A file that named no device keeps naming none (its specs then read back equal).
+    device = f", device={s.device!r}" if s.device is not None else ""
+    text = f"{head}, dtype={dtype}{device}{extra})"
     if s.strides is not None:
         text += f".as_strided({_tuple_src(s.shape)}, {_tuple_src(s.strides)})"
     if s.view_dtype is not None:
