@@ -1,15 +1,22 @@
-"""TensorDomain and TensorView, with the scheduling primitives that act on loop domains."""
+"""TensorDomain and TensorView, with the scheduling primitives.
+
+Every primitive leaves a valid tensor or refuses with ScheduleError and changes
+nothing: cheap checks come first, and the mutation itself runs in a transaction
+that verifies the tensors it touched (engine.ir.verify) and restores them when
+the verifier refuses.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import enum
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from engine.dtypes import DataType
 from engine.errors import ScheduleError
 from engine.ir.base import Val
-from engine.ir.iterdomain import IterDomain, Merge, ParallelType, Split
+from engine.ir.iterdomain import IdTransform, IterDomain, Merge, ParallelType, Split
 from engine.ir.scalar import ScalarLike
 
 if TYPE_CHECKING:
@@ -129,20 +136,29 @@ class TensorView(Val):
         return j
 
     def _check_outside_ca(self, pos: int, what: str) -> None:
-        if pos < self.compute_at_pos:
+        # Loop ids left of ca_pos are shared with consumers and those left of
+        # produce_pos with producers: changing them would break the inlining.
+        fixed = max(self.compute_at_pos, self.max_producer_pos)
+        if pos < fixed:
             raise ScheduleError(
-                f"{self.short_name}: cannot {what} axis {pos} inside the compute-at "
-                f"position {self.compute_at_pos}"
+                f"{self.short_name}: cannot {what} axis {pos} inside the inlined positions "
+                f"(ca_pos {self.compute_at_pos}, produce_pos {self.max_producer_pos})"
             )
+
+    # ---- transactions ---------------------------------------------------------
+    def _snapshot(self) -> _Snapshot:
+        return _Snapshot(self)
 
     # ---- loop-domain transforms -------------------------------------------
     def split(self, axis: int, factor: ScalarLike, inner_split: bool = True) -> TensorView:
         pos = self._pos(axis)
         self._check_outside_ca(pos, "split")
-        if isinstance(factor, int) and factor <= 0:
-            raise ScheduleError(f"{self.short_name}: split factor must be positive, got {factor}")
-        s = Split(self.domain.loop[pos], factor, inner_split)
-        self.domain.loop[pos : pos + 1] = [s.outer, s.inner]
+        if isinstance(factor, bool) or (isinstance(factor, int) and factor <= 0):
+            raise ScheduleError(f"{self.short_name}: split factor must be a positive int, got {factor}")
+        with _transaction([self]):
+            s = Split(self.domain.loop[pos], factor, inner_split)
+            self.domain.loop[pos : pos + 1] = [s.outer, s.inner]
+            self._follow_allocation(s)
         return self
 
     def merge(self, axis_o: int, axis_i: int | None = None) -> TensorView:
@@ -159,17 +175,20 @@ class TensorView(Val):
                 f"{self.short_name}: cannot merge {outer} and {inner}: "
                 "iteration and reduction axes do not merge"
             )
-        m = Merge(outer, inner)
-        loop = self.domain.loop
-        lo = min(po, pi)
-        rest = [d for k, d in enumerate(loop) if k not in (po, pi)]
-        rest.insert(lo, m.out)
-        self.domain.loop = rest
+        with _transaction([self]):
+            m = Merge(outer, inner)
+            loop = self.domain.loop
+            lo = min(po, pi)
+            rest = [d for k, d in enumerate(loop) if k not in (po, pi)]
+            rest.insert(lo, m.out)
+            self.domain.loop = rest
+            self._follow_allocation(m)
         return self
 
     def reorder(self, old2new: dict[int, int] | Sequence[int]) -> TensorView:
         """Move axes: {old: new} as nvFuser, or a full permutation list new[i] = old."""
         n = self.nloop
+        fixed = self.domain.loop[: max(self.compute_at_pos, self.max_producer_pos)]
         if isinstance(old2new, dict):
             mapping = {self._pos(o): self._pos(w) for o, w in old2new.items()}
             if len(set(mapping.values())) != len(mapping):
@@ -178,29 +197,308 @@ class TensorView(Val):
             for o, w in mapping.items():
                 new[w] = self.domain.loop[o]
             rest = iter(d for k, d in enumerate(self.domain.loop) if k not in mapping)
-            self.domain.loop = [d if d is not None else next(rest) for d in new]
+            loop = [d if d is not None else next(rest) for d in new]
         else:
             perm = [self._pos(p) for p in old2new]
             if sorted(perm) != list(range(n)):
                 raise ScheduleError(f"{self.short_name}: reorder {list(old2new)} is not a permutation")
-            self.domain.loop = [self.domain.loop[p] for p in perm]
-        if self.compute_at_pos and any(
-            self.domain.loop[k] is not d for k, d in enumerate(self._ca_ids)
-        ):
-            raise ScheduleError(f"{self.short_name}: reorder moves axes inside the compute-at position")
+            loop = [self.domain.loop[p] for p in perm]
+        if any(loop[k] is not d for k, d in enumerate(fixed)):
+            raise ScheduleError(f"{self.short_name}: reorder moves axes inside the inlined positions")
+        # Reorder changes iteration order only: the allocation domain (memory order)
+        # stays as it is.
+        with _transaction([self]):
+            self.domain.loop = loop
         return self
 
-    @property
-    def _ca_ids(self) -> list[IterDomain]:
-        return self.domain.loop[: self.compute_at_pos]
-
     def parallelize(self, axis: int, parallel_type: ParallelType) -> TensorView:
-        self.axis(axis).parallelize(parallel_type)
+        if not isinstance(parallel_type, ParallelType):
+            raise ScheduleError(f"{self.short_name}: expected a ParallelType, got {parallel_type!r}")
+        with _transaction([self]):
+            self.axis(axis).parallelize(parallel_type)
         return self
 
     def set_memory_type(self, memory_type: MemoryType) -> TensorView:
+        if not isinstance(memory_type, MemoryType):
+            raise ScheduleError(f"{self.short_name}: expected a MemoryType, got {memory_type!r}")
+        if memory_type != MemoryType.Global and (
+            self in self.fusion.inputs or self in self.fusion.outputs
+        ):
+            raise ScheduleError(f"{self.short_name}: fusion inputs and outputs live in global memory")
         self.memory_type = memory_type
         return self
+
+    # ---- allocation domain -----------------------------------------------------------
+    def set_allocation_domain(
+        self, ids: Sequence[IterDomain], contiguity: bool | Sequence[bool | None] = True
+    ) -> TensorView:
+        """Set the memory layout: `ids` must cover the logical domain exactly once
+        (a permutation of it, or ids derived from it by this tensor's transforms)."""
+        from engine.ir.verify import coverage_error
+
+        ids = list(ids)
+        why = coverage_error(self.domain.logical, ids)
+        if why is not None:
+            raise ScheduleError(f"{self.short_name}: allocation domain is invalid: {why}")
+        if isinstance(contiguity, bool):
+            contig: list[bool | None] = [
+                None if (i.is_broadcast or i.is_reduction) else contiguity for i in ids
+            ]
+        else:
+            contig = list(contiguity)
+            if len(contig) != len(ids):
+                raise ScheduleError(
+                    f"{self.short_name}: contiguity has {len(contig)} entries for {len(ids)} axes"
+                )
+            for i, c in zip(ids, contig):
+                if i.is_broadcast and c is not None:
+                    raise ScheduleError(f"{self.short_name}: contiguity of broadcast {i} must be None")
+                if not (i.is_broadcast or i.is_reduction) and not isinstance(c, bool):
+                    raise ScheduleError(f"{self.short_name}: contiguity of {i} must be True or False")
+        with _transaction([self]):
+            self.domain.allocation = ids
+            self.domain.contiguity = contig
+        return self
+
+    def set_allocation_as_loop(self) -> TensorView:
+        return self.set_allocation_domain(self.domain.loop, True)
+
+    def _follow_allocation(self, t: IdTransform) -> None:
+        """Transform a set allocation domain along with the loop domain (seed 001).
+
+        A cache whose allocation domain still names an id that the loop domain split
+        (seed 001's T7: allocation (iS21, bS20, iB22) under a loop that split iS21
+        three times) has a layout that no loop position can allocate from. So a split
+        of an allocation id replaces it, in place, by its outer and inner ids; a merge
+        of two ids adjacent in the allocation (outer first) replaces them by the merged
+        id. Other merges leave the allocation as it is: it still covers the logical
+        domain, only not in the loop's terms. Reorders never touch it (memory order is
+        not iteration order), and a tensor without an allocation domain gets none.
+        """
+        dom = self.domain
+        alloc = dom.allocation
+        if alloc is None:
+            return
+        if isinstance(t, Split) and t.in_id in alloc:
+            k = alloc.index(t.in_id)
+            c = dom.contiguity[k]
+            # Within a split the inner part is dense; the outer keeps the old stride's fate.
+            ci: bool | None = None if c is None else True
+            dom.allocation = alloc[:k] + [t.outer, t.inner] + alloc[k + 1 :]
+            dom.contiguity = dom.contiguity[:k] + [c, ci] + dom.contiguity[k + 1 :]
+        elif isinstance(t, Merge) and t.outer in alloc and t.inner in alloc:
+            k = alloc.index(t.outer)
+            if k + 1 >= len(alloc) or alloc[k + 1] is not t.inner:
+                return
+            co, cin = dom.contiguity[k], dom.contiguity[k + 1]
+            out = t.out
+            if out.is_broadcast or out.is_reduction:
+                c = None
+            elif t.outer.is_broadcast:
+                c = cin
+            elif t.inner.is_broadcast:
+                c = co
+            elif co is True:
+                c = cin
+            else:
+                return  # a non-contiguous outer cannot fold into one stride
+            dom.allocation = alloc[:k] + [out] + alloc[k + 2 :]
+            dom.contiguity = dom.contiguity[:k] + [c] + dom.contiguity[k + 2 :]
+
+    # ---- inlining -------------------------------------------------------------------
+    def inline_at(self, pos: int = -1, best_effort: bool = False) -> TensorView:
+        """Compute this tensor inside its consumers' first `pos` loops (ca_pos).
+
+        Legal positions: this tensor's first `pos` loop ids contain no reduction or
+        vectorized id and each maps (logical map plus matching transforms) to the
+        consumer's loop id at the same position, for every consumer. A fusion input
+        is never inlined. With best_effort the position is lowered to the largest
+        legal one; otherwise an illegal position raises ScheduleError.
+        """
+        from engine.ir.verify import max_inline_position
+
+        n = self.nloop
+        p = pos + n + 1 if pos < 0 else pos
+        if not 0 <= p <= n:
+            raise ScheduleError(f"{self.short_name}: inline position {pos} is outside 0..{n}")
+        legal = max_inline_position(self)
+        if p > legal:
+            if not best_effort:
+                raise ScheduleError(
+                    f"{self.short_name}: cannot inline at position {p}; the largest legal "
+                    f"position is {legal}"
+                )
+            p = legal
+        self._set_ca(p)
+        return self
+
+    def inline_most(self) -> TensorView:
+        return self.inline_at(-1, best_effort=True)
+
+    def compute_at(self, consumer: TensorView, pos: int = -1, best_effort: bool = False) -> TensorView:
+        """Replay `consumer`'s loop transforms onto this producer, then inline at `pos`."""
+        from engine.analysis.logical_map import consumers_of
+
+        if consumer not in consumers_of(self):
+            raise ScheduleError(f"{self.short_name}: {consumer.short_name} is not a direct consumer")
+        with _transaction([self]):
+            _replay_edge(consumer, self)
+            self.inline_at(pos if pos >= 0 else consumer.nloop + 1 + pos, best_effort)
+        return self
+
+    def _set_ca(self, pos: int) -> None:
+        from engine.analysis.logical_map import consumers_of, producers_of
+
+        self.compute_at_pos = pos
+        for c in consumers_of(self):
+            c.max_producer_pos = max((p.compute_at_pos for p in producers_of(c)), default=0)
+
+    # ---- caches -----------------------------------------------------------------------
+    def _require_not_inlined(self, what: str) -> None:
+        if self.compute_at_pos or self.max_producer_pos:
+            raise ScheduleError(
+                f"{self.short_name}: {what} must come before inlining "
+                f"(ca_pos {self.compute_at_pos}, produce_pos {self.max_producer_pos})"
+            )
+
+    def _fresh_copy(self) -> tuple[TensorView, dict[IterDomain, IterDomain]]:
+        """A new local tensor with fresh copies of this tensor's non-reduction logical ids."""
+        src = [i for i in self.domain.logical if not i.is_reduction]
+        ids = [_copy_id(i) for i in src]
+        tv = TensorView(self.fusion, TensorDomain(ids), self.dtype, MemoryType.Local)
+        return tv, dict(zip(src, ids))
+
+    def _mapped_allocation(self, id_map: dict[IterDomain, IterDomain]) -> list[IterDomain] | None:
+        """This tensor's allocation order in another tensor's ids, when it is a permutation."""
+        alloc = self.domain.allocation
+        if alloc is None:
+            return None
+        kept = [i for i in alloc if not i.is_reduction]
+        if not all(i in id_map for i in kept):
+            return None
+        return [id_map[i] for i in kept]
+
+    def cache_after(self, cache_op: str = "Unspecified", op_type: str = "Set") -> TensorView:
+        """Insert `cache = set(self)` and make every use of `self` read the cache.
+
+        The cache's allocation domain is derived, not copied (seed 001): when `self`
+        has an allocation domain that is a permutation of its logical domain, the cache
+        gets the same order over its own ids with fresh contiguity (a cache is dense),
+        and from then on loop transforms carry it along (_follow_allocation). A
+        transformed (non-permutation) allocation domain is omitted: the cache's layout
+        then follows its loop domain.
+        """
+        from engine.ir.exprs import LoadStoreOp
+
+        self._require_not_inlined("cache_after")
+        uses = self.fusion.uses_of(self)
+        cache, id_map = self._fresh_copy()
+        order = self._mapped_allocation(id_map)
+        if order is not None and order != cache.domain.logical:
+            cache.domain.allocation = order
+            cache.domain.contiguity = cache.domain.default_contiguity()
+        LoadStoreOp(self.fusion, cache, self, kind=op_type, cache_op=cache_op)
+        for e in uses:
+            self.fusion.replace_input_of(e, self, cache)
+        _verify_around([self, cache])
+        return cache
+
+    def cache_before(self, op_type: str = "Set") -> TensorView:
+        """Move `self`'s definition onto a new local tensor and make `self = set(cache)`.
+
+        The cache takes `self`'s root, logical and loop domains (reduction axes, a
+        permute's root, the transforms applied so far) because its definition produces
+        them; `self` gets fresh ids without reduction axes, as nvFuser's cacheBefore. An
+        allocation domain stays with `self`, mapped onto its new ids: it is the layout
+        requested for `self`, not for the cache.
+        """
+        from engine.ir.exprs import LoadStoreOp
+
+        expr = self.definition
+        if expr is None:
+            raise ScheduleError(f"{self.short_name}: cache_before needs a tensor produced by an op")
+        if len(expr.outputs) > 1:
+            raise ScheduleError(f"{self.short_name}: cache_before of a multi-output op is not supported")
+        self._require_not_inlined("cache_before")
+        old = self.domain
+        src = [i for i in old.logical if not i.is_reduction]
+        ids = [_copy_id(i) for i in src]
+        id_map = dict(zip(src, ids))
+        new_dom = TensorDomain(ids)
+        order = self._mapped_allocation(id_map)
+        if old.allocation is not None:
+            if order is None:
+                raise ScheduleError(
+                    f"{self.short_name}: cache_before of a tensor whose allocation domain is "
+                    "transformed is not supported"
+                )
+            new_dom.allocation = order
+            new_dom.contiguity = [
+                c for i, c in zip(old.allocation, old.contiguity) if not i.is_reduction
+            ]
+        cache = TensorView(
+            self.fusion, TensorDomain(old.logical, root=old.root, loop=old.loop), self.dtype,
+            MemoryType.Local,
+        )
+        expr.outputs = [cache if o is self else o for o in expr.outputs]
+        cache.definition = expr
+        self.definition = None
+        self.domain = new_dom
+        LoadStoreOp(self.fusion, self, cache, kind=op_type)
+        _verify_around([self, cache])
+        return cache
+
+    def cache_fork(self) -> TensorView:
+        """For an output that is also used inside the fusion: a copy becomes the output.
+
+        `self` stays as the value its uses read (now local); the new tensor takes its
+        place among the outputs, with `self`'s allocation domain mapped onto it.
+        """
+        from engine.ir.exprs import LoadStoreOp
+
+        if self not in self.fusion.outputs:
+            raise ScheduleError(f"{self.short_name}: cache_fork needs a fusion output")
+        if self in self.fusion.inputs:
+            raise ScheduleError(f"{self.short_name}: cache_fork of a fusion input")
+        if not self.fusion.uses_of(self):
+            raise ScheduleError(f"{self.short_name}: cache_fork needs an output that is also used")
+        self._require_not_inlined("cache_fork")
+        fork, id_map = self._fresh_copy()
+        order = self._mapped_allocation(id_map)
+        if self.domain.allocation is not None:
+            if order is None:
+                raise ScheduleError(
+                    f"{self.short_name}: cache_fork of a tensor whose allocation domain is "
+                    "transformed is not supported"
+                )
+            fork.domain.allocation = order
+            fork.domain.contiguity = [
+                c for i, c in zip(self.domain.allocation, self.domain.contiguity)
+                if not i.is_reduction
+            ]
+        LoadStoreOp(self.fusion, fork, self)
+        self.fusion.replace_output(self, fork)
+        self.domain.allocation = None
+        self.domain.contiguity = self.domain.default_contiguity()
+        self.memory_type = MemoryType.Local
+        _verify_around([self, fork])
+        return fork
+
+    # ---- rfactor -------------------------------------------------------------------------
+    def rfactor(self, axes: Sequence[int]) -> TensorView:
+        """Split this reduction in two (nvFuser's rFactor); returns the new producer.
+
+        The producer reduces the loop axes in `axes` and keeps the other
+        reduction-derived loop axes as iteration axes; its root is a copy of this
+        tensor's logical domain and its logical domain replaces each reduction id by
+        the ids this tensor's splits and merges made of it, all marked `rf`. This
+        tensor then reduces what is left: its new logical domain is the producer's
+        non-reduction logical domain, with the kept reduction-derived ids reduction
+        again. At least one reduction loop axis must stay out of `axes`.
+        """
+        from engine.ir.rfactor import rfactor
+
+        return rfactor(self, axes)
 
     # ---- printing ----------------------------------------------------------
     def __str__(self) -> str:
@@ -213,3 +511,215 @@ class TensorView(Val):
 
     def __repr__(self) -> str:
         return f"<TensorView {self}>"
+
+
+# ---- transactions: validate by trying, restore on refusal ------------------------------------
+
+def _domain_ids(tv: TensorView) -> list[IterDomain]:
+    from engine.analysis.replay import transforms_between
+
+    dom = tv.domain
+    ends = [*dom.loop, *dom.maybe_allocation, *dom.logical]
+    ids: dict[IterDomain, None] = dict.fromkeys([*dom.maybe_root, *ends])
+    for t in transforms_between(dom.maybe_root, ends):
+        ids.update(dict.fromkeys([*t.inputs, *t.outputs]))
+    return list(ids)
+
+
+class _Snapshot:
+    """What a primitive may change on one tensor, to put back when it is refused."""
+
+    def __init__(self, tv: TensorView) -> None:
+        self.tv = tv
+        self.domain = tv.domain
+        dom = tv.domain
+        self.loop = list(dom.loop)
+        self.allocation = None if dom.allocation is None else list(dom.allocation)
+        self.contiguity = list(dom.contiguity)
+        self.ca = tv.compute_at_pos
+        self.mpp = tv.max_producer_pos
+        self.memory_type = tv.memory_type
+        ids = _domain_ids(tv)
+        self.parallel = {i: i.parallel_type for i in ids}
+        # Transforms link themselves into their inputs' `uses`; a refused primitive's
+        # transforms are unlinked again so that forward walks never see them.
+        self.nuses = {i: len(i.uses) for i in ids}
+
+    def restore(self) -> None:
+        tv = self.tv
+        tv.domain = self.domain
+        tv.domain.loop = self.loop
+        tv.domain.allocation = self.allocation
+        tv.domain.contiguity = self.contiguity
+        tv.compute_at_pos = self.ca
+        tv.max_producer_pos = self.mpp
+        tv.memory_type = self.memory_type
+        for i, p in self.parallel.items():
+            i.parallel_type = p
+        for i, n in self.nuses.items():
+            del i.uses[n:]
+
+
+@contextlib.contextmanager
+def _transaction(tvs: Sequence[TensorView]) -> Iterator[None]:
+    """Run a mutation of `tvs`, then verify them and their neighbours; on ScheduleError
+    (from the mutation or the verifier) put every tensor back and re-raise."""
+    from engine.analysis.logical_map import consumers_of, producers_of
+    from engine.ir.verify import verify
+
+    snaps = [_Snapshot(t) for t in tvs]
+    try:
+        yield
+        check: dict[TensorView, None] = {}
+        for t in tvs:
+            check[t] = None
+            check.update(dict.fromkeys(producers_of(t)))
+            check.update(dict.fromkeys(consumers_of(t)))
+        for t in check:
+            verify(t)
+    except ScheduleError:
+        for s in reversed(snaps):
+            s.restore()
+        raise
+
+
+def _verify_around(tvs: Sequence[TensorView]) -> None:
+    from engine.analysis.logical_map import consumers_of, producers_of
+    from engine.ir.verify import verify
+
+    for t in tvs:
+        for u in [t, *producers_of(t), *consumers_of(t)]:
+            verify(u)
+
+
+def _copy_id(i: IterDomain) -> IterDomain:
+    return IterDomain(i.fusion, i.extent, i.iter_type, expanded_extent=i.expanded_extent)
+
+
+# ---- propagation across the fusion ---------------------------------------------------------
+
+def _replay_edge(src: TensorView, dst: TensorView) -> None:
+    """Give `dst` (a direct producer or consumer of `src`) `src`'s loop transforms."""
+    from engine.analysis.logical_map import consumers_of, logical_map, pairwise_logical_map
+    from engine.analysis.replay import loop_transforms, replay_onto, transforms_between
+
+    if dst in consumers_of(src):
+        id_map = logical_map(src, dst)
+        ts = loop_transforms(src)
+    else:
+        # From a consumer, start at its root so its root->logical splits (rfactor,
+        # reshape) are replayed on the producer too.
+        id_map = {c: p for p, c in pairwise_logical_map(dst, src).items()}
+        ts = transforms_between(src.domain.maybe_root, src.domain.loop)
+    loop, _ = replay_onto(ts, src.domain.loop, id_map, dst.domain.logical,
+                          on_transform=dst._follow_allocation)
+    dst.domain.loop = loop
+
+
+def _neighbours(tv: TensorView) -> list[TensorView]:
+    from engine.analysis.logical_map import consumers_of, producers_of
+
+    return [*consumers_of(tv), *producers_of(tv)]
+
+
+def transform_like(reference: TensorView, selected: Sequence[TensorView] | None = None) -> None:
+    """Replay `reference`'s loop transforms across the fusion (nvFuser's TransformPropagator).
+
+    The spanning tree is breadth-first from the reference over producer and consumer
+    edges (consumers first), restricted to `selected` when given; each tensor is
+    replayed from the tensor that reached it. nvFuser picks the tree that keeps the
+    most logical-domain information; breadth-first gives the same result on the
+    pointwise, reduction and broadcast chains this engine schedules. Tensors reached
+    must not be inlined yet (transform, then inline).
+    """
+    fusion = reference.fusion
+    allowed = None if selected is None else {*selected, reference}
+    with _transaction(fusion.tensors()):  # type: ignore[arg-type]
+        seen = {reference}
+        queue = [reference]
+        while queue:
+            src = queue.pop(0)
+            for nb in _neighbours(src):
+                if nb in seen or (allowed is not None and nb not in allowed):
+                    continue
+                seen.add(nb)
+                nb._require_not_inlined("transform_like")
+                _replay_edge(src, nb)
+                queue.append(nb)
+
+
+def parallelize_like(
+    reference: TensorView,
+    pos: int = -1,
+    selected: Sequence[TensorView] | None = None,
+    parallel_types: Iterable[ParallelType] | None = None,
+) -> None:
+    """Copy the parallel types of `reference`'s first `pos` loop ids (all when -1) to the
+    loop ids that map to them, composed edge by edge over the whole fusion, in the
+    `selected` tensors (all others when None). Serial is copied only when asked for."""
+    from engine.analysis.logical_map import consumers_of
+    from engine.analysis.replay import loop_map
+
+    n = reference.nloop
+    p = n if pos == -1 else (pos + n + 1 if pos < 0 else pos)
+    if not 0 <= p <= n:
+        raise ScheduleError(f"{reference.short_name}: parallelize_like position {pos} is outside 0..{n}")
+    types = None if parallel_types is None else set(parallel_types)
+    if types is not None and any(not isinstance(t, ParallelType) for t in types):
+        raise ScheduleError(f"parallelize_like: expected ParallelTypes, got {sorted(map(str, types))}")
+    fusion = reference.fusion
+    maps: dict[TensorView, dict[IterDomain, IterDomain]] = {reference: {r: r for r in reference.domain.loop}}
+    queue = [reference]
+    while queue:
+        src = queue.pop(0)
+        for nb in _neighbours(src):
+            if nb in maps:
+                continue
+            if nb in consumers_of(src):
+                lm = loop_map(src, nb)
+            else:
+                lm = {c: q for q, c in loop_map(nb, src).items()}
+            maps[nb] = {r: lm[x] for r, x in maps[src].items() if x in lm}
+            queue.append(nb)
+    targets = [t for t in (selected if selected is not None else fusion.tensors()) if t is not reference]
+    with _transaction(targets):  # type: ignore[arg-type]
+        for tv in targets:
+            m = maps.get(tv, {})  # type: ignore[call-overload]
+            for r in reference.domain.loop[:p]:
+                pt = r.parallel_type
+                if (types is None and pt == ParallelType.serial) or (types is not None and pt not in types):
+                    continue
+                d = m.get(r)
+                if d is not None and d in tv.domain.loop:
+                    d.parallelize(pt)
+
+
+def inline_most(fusion: Fusion, selected: Sequence[TensorView] | None = None) -> None:
+    """Inline every (selected) non-input tensor at its largest legal position."""
+    targets = [t for t in (selected if selected is not None else fusion.tensors())
+               if t not in fusion.inputs]
+    with _transaction(fusion.tensors()):  # type: ignore[arg-type]
+        for tv in targets:
+            tv.inline_at(-1, best_effort=True)  # type: ignore[union-attr]
+
+
+def inline_all_at(reference: TensorView, pos: int = -1, best_effort: bool = False,
+                  selected: Sequence[TensorView] | None = None) -> None:
+    """Inline the (selected) tensors at `reference`'s position `pos`.
+
+    Positions are taken index for index: tensors scheduled with transform_like share
+    the reference's loop order (mapped axes first), so position k means the same loops
+    in each. A tensor with fewer loop axes, or whose legal position is lower, lowers
+    the position with best_effort and is refused otherwise.
+    """
+    n = reference.nloop
+    p = pos + n + 1 if pos < 0 else pos
+    if not 0 <= p <= n:
+        raise ScheduleError(f"{reference.short_name}: inline position {pos} is outside 0..{n}")
+    fusion = reference.fusion
+    targets = [t for t in (selected if selected is not None else fusion.tensors())
+               if t not in fusion.inputs]
+    with _transaction(fusion.tensors()):  # type: ignore[arg-type]
+        for tv in targets:
+            q = min(p, tv.nloop) if best_effort else p  # type: ignore[union-attr]
+            tv.inline_at(q, best_effort)  # type: ignore[union-attr]

@@ -1,0 +1,1 @@
+"""Analyses over the fusion IR: IterDomain maps between tensors and transform replay."""

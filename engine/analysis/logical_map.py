@@ -1,0 +1,251 @@
+"""Which IterDomains of a producer and a consumer are "the same axis" across one Expr.
+
+This is nvFuser's PairwiseLogicalDomainMap, reduced to the ops this engine has. The
+map goes from the producer's logical domain to the consumer's root domain (its
+logical domain when it has no root), because the consumer's root is what the op
+itself produces: a permute, reshape, slice or pad relates the consumer's root to
+the producer and then transforms root into logical.
+
+Rules, per op (unmapped axes are simply absent from the map):
+
+- Reduction axes of the producer never map: the consumer does not see them.
+- Pointwise ops, casts, set/segment_set, expand, reductions (the consumer's reduced
+  axes map to the producer axes they reduce), Welford, permute, reshape, slice and
+  pad: positional between the producer's non-reduction logical axes and the
+  consumer's root.
+- broadcast: the consumer's new broadcast axes (flags true) are unmapped.
+- squeeze: the producer's squeezed axes (flags true) are unmapped.
+- cat: every axis but the concatenated one; that one has a different extent in each
+  input, so mapping it would claim the inputs share a loop they do not.
+- select: the selected axis of the input is unmapped; the index is a scalar.
+- index_select: the input maps on every axis but `dim`; the 1-D index tensor maps to
+  the consumer's `dim` axis.
+- gather: the index tensor maps positionally; the looked-up input maps on axes other
+  than `dim` whose extents are provably equal.
+- matmul / linear: batch axes (right-aligned, as torch broadcasts them), M and N map
+  to the output; K maps to the output's reduction axis when it has one.
+- Any other op (quantization, layout ops, factories): nothing maps. Being silent is
+  safe: an unmapped axis only stops inlining and transform propagation.
+
+Broadcast against concrete: with `map_broadcast=True` (the default, as nvFuser) a
+broadcast axis maps to the concrete axis it meets (a `b` producer axis to an `i`
+consumer axis and the reverse). That is what lets a broadcast producer be inlined
+into its consumer's loop. Pass `map_broadcast=False` for analyses that need equal
+extents on both sides (e.g. vectorization); such pairs are then dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from engine.ir import exprs as ex
+from engine.ir.base import Expr
+from engine.ir.fusion import Fusion
+from engine.ir.iterdomain import IterDomain, Resize
+from engine.ir.scalar import same_scalar
+from engine.ir.tensorview import TensorView
+
+IdMap = dict[IterDomain, IterDomain]
+
+_POSITIONAL = (
+    ex.UnaryOp, ex.BinaryOp, ex.TernaryOp, ex.ReductionOp, ex.WelfordOp, ex.ExpandOp,
+    ex.LoadStoreOp, ex.ViewOp, ex.SliceOp, ex.PadOp,
+)
+
+
+def _no_red(ids: Sequence[IterDomain]) -> list[IterDomain]:
+    return [i for i in ids if not i.is_reduction]
+
+
+def _zip_map(p_ids: Sequence[IterDomain], c_ids: Sequence[IterDomain]) -> IdMap:
+    # A rank mismatch means the op is not what the rule expects: map nothing rather
+    # than pair the wrong axes.
+    if len(p_ids) != len(c_ids):
+        return {}
+    return dict(zip(p_ids, c_ids))
+
+
+def _right_aligned(p_ids: Sequence[IterDomain], c_ids: Sequence[IterDomain]) -> IdMap:
+    if len(p_ids) > len(c_ids):
+        return {}
+    return dict(zip(p_ids, c_ids[len(c_ids) - len(p_ids):]))
+
+
+def _matmul_map(role: int, p_ids: list[IterDomain], a_nd: int, b_nd: int,
+                out_iter: list[IterDomain], out_red: list[IterDomain]) -> IdMap:
+    """torch.matmul semantics. role 0 is `a`, role 1 is `b`."""
+    k = out_red[0] if len(out_red) == 1 else None
+    m: IdMap = {}
+    if role == 0:
+        if a_nd == 1:
+            if k is not None:
+                m[p_ids[0]] = k
+            return m
+        if b_nd == 1:  # [..., M, K] @ [K] -> [..., M]
+            m.update(_right_aligned(p_ids[:-1], out_iter))
+        else:  # [..., M, K] @ [..., K, N] -> [..., M, N]
+            m.update(_right_aligned(p_ids[:-1], out_iter[:-1]))
+        if k is not None:
+            m[p_ids[-1]] = k
+        return m
+    if b_nd == 1:
+        if k is not None:
+            m[p_ids[0]] = k
+        return m
+    # b: [..., K, N]; its batch axes line up with the output's batch axes.
+    n_batch_out = len(out_iter) - (1 if a_nd == 1 else 2)
+    if n_batch_out < 0:
+        return {}
+    m.update(_right_aligned(p_ids[:-2], out_iter[:n_batch_out]))
+    m[p_ids[-1]] = out_iter[-1]
+    if k is not None:
+        m[p_ids[-2]] = k
+    return m
+
+
+def _linear_map(role: int, p_ids: list[IterDomain], b_nd: int,
+                out_iter: list[IterDomain], out_red: list[IterDomain]) -> IdMap:
+    """out = a @ b.T + bias: a [..., K], b [N, K] or [K], bias [N]."""
+    k = out_red[0] if len(out_red) == 1 else None
+    m: IdMap = {}
+    if role == 0:
+        m.update(_zip_map(p_ids[:-1], out_iter[: len(p_ids) - 1]))
+        if k is not None and p_ids:
+            m[p_ids[-1]] = k
+    elif role == 1:
+        if b_nd == 2:
+            m[p_ids[0]] = out_iter[-1]
+            if k is not None:
+                m[p_ids[1]] = k
+        elif k is not None and p_ids:
+            m[p_ids[0]] = k
+    elif role == 2 and len(p_ids) == 1 and out_iter:
+        m[p_ids[0]] = out_iter[-1]
+    return m
+
+
+def _expr_map(expr: Expr, role: int, producer: TensorView, consumer: TensorView) -> IdMap:
+    p_ids = _no_red(producer.domain.logical)
+    c_root = list(consumer.domain.maybe_root)
+    if isinstance(expr, ex.BroadcastOp):
+        return _zip_map(p_ids, [c for c, f in zip(c_root, expr.flags) if not f])
+    if isinstance(expr, ex.SqueezeOp):
+        return _zip_map([p for p, f in zip(p_ids, expr.flags) if not f], c_root)
+    if isinstance(expr, ex.SelectOp):
+        if role != 0:
+            return {}
+        return _zip_map([p for k, p in enumerate(p_ids) if k != expr.dim], c_root)
+    if isinstance(expr, ex.IndexSelectOp):
+        if role == 0:
+            if len(p_ids) != len(c_root):
+                return {}
+            return {p: c for k, (p, c) in enumerate(zip(p_ids, c_root)) if k != expr.dim}
+        return {p_ids[0]: c_root[expr.dim]} if len(p_ids) == 1 and expr.dim < len(c_root) else {}
+    if isinstance(expr, ex.GatherOp):
+        if role == 1:
+            return _zip_map(p_ids, c_root)
+        if len(p_ids) != len(c_root):
+            return {}
+        return {p: c for k, (p, c) in enumerate(zip(p_ids, c_root))
+                if k != expr.dim and same_scalar(p.extent, c.extent)}
+    if isinstance(expr, ex.CatOp):
+        if len(p_ids) != len(c_root):
+            return {}
+        return {p: c for k, (p, c) in enumerate(zip(p_ids, c_root)) if k != expr.dim}
+    if isinstance(expr, (ex.MatmulOp, ex.LinearOp)):
+        tvs = [v for v in expr.inputs if isinstance(v, TensorView)]
+        out_iter = _no_red(c_root)
+        out_red = [c for c in c_root if c.is_reduction]
+        if isinstance(expr, ex.MatmulOp):
+            a_nd, b_nd = (len(_no_red(t.domain.logical)) for t in tvs[:2])
+            return _matmul_map(role, p_ids, a_nd, b_nd, out_iter, out_red)
+        b_nd = len(_no_red(tvs[1].domain.logical))
+        return _linear_map(role, p_ids, b_nd, out_iter, out_red)
+    if isinstance(expr, _POSITIONAL):
+        if isinstance(expr, (ex.PadOp, ex.SliceOp)) and role != 0:
+            return {}
+        return _zip_map(p_ids, c_root)
+    return {}
+
+
+def pairwise_logical_map(producer: TensorView, consumer: TensorView, *,
+                         map_broadcast: bool = True) -> IdMap:
+    """Producer logical IterDomain -> consumer root IterDomain across the consumer's definition.
+
+    Empty when `producer` is not an input of `consumer`'s definition or the op is unknown.
+    """
+    expr = consumer.definition
+    if expr is None:
+        return {}
+    roles = [k for k, v in enumerate(expr.inputs) if v is producer]
+    if not roles:
+        return {}
+    # The role counts tensor operands only, so a scalar operand does not shift it.
+    tv_inputs = [v for v in expr.inputs if isinstance(v, TensorView)]
+    role = next(k for k, v in enumerate(tv_inputs) if v is producer)
+    m = _expr_map(expr, role, producer, consumer)
+    if not map_broadcast:
+        m = {p: c for p, c in m.items() if p.is_broadcast == c.is_broadcast}
+    return m
+
+
+def root_to_logical(tv: TensorView) -> IdMap:
+    """Root ids that continue as one logical id: identical (permute) or through a Resize.
+
+    A reshape's splits and merges are not one-to-one, so their root ids stop here;
+    transform propagation does not cross a reshape (a known simplification).
+    """
+    dom = tv.domain
+    logical = set(dom.logical)
+    out: IdMap = {}
+    for r in dom.maybe_root:
+        if r in logical:
+            out[r] = r
+            continue
+        uses = [u for u in r.uses if isinstance(u, Resize) and u.out in logical]
+        if len(uses) == 1:
+            out[r] = uses[0].out
+    return out
+
+
+def logical_map(producer: TensorView, consumer: TensorView, *, map_broadcast: bool = True) -> IdMap:
+    """Producer logical -> consumer logical: the pairwise map followed through root->logical."""
+    r2l = root_to_logical(consumer)
+    pw = pairwise_logical_map(producer, consumer, map_broadcast=map_broadcast)
+    return {p: r2l[c] for p, c in pw.items() if c in r2l}
+
+
+# ---- walking the fusion's tensors ------------------------------------------------------------
+
+def tensor_edges(fusion: Fusion) -> Iterator[tuple[TensorView, TensorView, Expr]]:
+    """(producer, consumer, expr) for every tensor edge, in topological order of exprs."""
+    for expr in fusion.exprs():
+        producers = [v for v in expr.inputs if isinstance(v, TensorView)]
+        consumers = [v for v in expr.outputs if isinstance(v, TensorView)]
+        seen: set[int] = set()
+        for p in producers:
+            if id(p) in seen:
+                continue
+            seen.add(id(p))
+            for c in consumers:
+                yield p, c, expr
+
+
+def consumers_of(tv: TensorView) -> list[TensorView]:
+    out: list[TensorView] = []
+    for e in tv.fusion.uses_of(tv):
+        for o in e.outputs:
+            if isinstance(o, TensorView) and o not in out:
+                out.append(o)
+    return out
+
+
+def producers_of(tv: TensorView) -> list[TensorView]:
+    e = tv.definition
+    if e is None:
+        return []
+    out: list[TensorView] = []
+    for v in e.inputs:
+        if isinstance(v, TensorView) and v not in out:
+            out.append(v)
+    return out

@@ -1,0 +1,178 @@
+"""Transform histories between domains, their replay onto another tensor, and loop maps.
+
+Replay is nvFuser's TransformReplay reduced to what this engine needs: the splits
+and merges that take a reference tensor from its logical domain to its loop domain
+are applied, in the same order, to the IterDomains of a target tensor that the
+logical map pairs with the reference's. Resize and Swizzle in a loop history are
+not replayed (their outputs stay unmapped).
+
+Broadcast forwarding: when a merge has one input on one side only (a broadcast axis
+that the other tensor does not have, e.g. across a broadcast or squeeze op), the
+merged axis continues the axis that is present. This is how nvFuser lets a
+non-broadcast producer be inlined into a consumer whose loop merged in a broadcast.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+from engine.analysis.logical_map import IdMap, pairwise_logical_map
+from engine.ir.iterdomain import IdTransform, IterDomain, Merge, Resize, Split
+from engine.ir.scalar import same_scalar
+from engine.ir.tensorview import TensorView
+
+
+def transforms_between(start: Iterable[IterDomain], end: Iterable[IterDomain]) -> list[IdTransform]:
+    """Transforms on the paths from `start` ids to `end` ids, in creation order.
+
+    The walk goes backward from `end` and stops at `start`; ids that are neither
+    reached from `start` nor in it end the walk too (verify() reports those).
+    """
+    stop = set(start)
+    found: dict[int, IdTransform] = {}
+    seen: set[IterDomain] = set()
+    stack = list(end)
+    while stack:
+        i = stack.pop()
+        if i in seen or i in stop:
+            continue
+        seen.add(i)
+        t = i.definition
+        if t is not None and id(t) not in found:
+            found[id(t)] = t
+            stack.extend(t.inputs)
+    # IterDomains are numbered at creation and a transform's outputs are created with
+    # it, so the smallest output name orders transforms as they were applied.
+    return sorted(found.values(), key=lambda t: min(o.name for o in t.outputs))
+
+
+def loop_transforms(tv: TensorView) -> list[IdTransform]:
+    return transforms_between(tv.domain.logical, tv.domain.loop)
+
+
+def replay_onto(
+    ref_transforms: Sequence[IdTransform],
+    ref_loop: Sequence[IterDomain],
+    id_map: IdMap,
+    target_ids: Sequence[IterDomain],
+    on_transform: Callable[[IdTransform], None] | None = None,
+) -> tuple[list[IterDomain], IdMap]:
+    """Apply `ref_transforms` to `target_ids` through `id_map` (ref id -> target id).
+
+    Returns the target's new loop domain and the extended map. The new loop lists the
+    targets of the reference's loop ids in the reference's order, then the target ids
+    the reference does not reach, in their own order (at the end, so that they do not
+    stop inlining of the mapped axes in front of them).
+    """
+    rmap: IdMap = dict(id_map)
+    current = list(target_ids)
+    for t in ref_transforms:
+        if isinstance(t, Resize):
+            # Only met when replaying from a consumer's root (slice, pad): the resized
+            # axis continues its input's axis on the target.
+            if t.in_id in rmap:
+                rmap[t.out] = rmap[t.in_id]
+        elif isinstance(t, Split):
+            src = rmap.get(t.in_id)
+            if src is None or src not in current:
+                continue
+            s = Split(src, t.factor, t.inner_split)
+            k = current.index(src)
+            current[k : k + 1] = [s.outer, s.inner]
+            rmap[t.outer], rmap[t.inner] = s.outer, s.inner
+            if on_transform is not None:
+                on_transform(s)
+        elif isinstance(t, Merge):
+            o, i = rmap.get(t.outer), rmap.get(t.inner)
+            o = o if o in current else None
+            i = i if i in current else None
+            if o is not None and i is not None and o is not i:
+                m = Merge(o, i)
+                k = min(current.index(o), current.index(i))
+                current = [d for d in current if d is not o and d is not i]
+                current.insert(k, m.out)
+                rmap[t.out] = m.out
+                if on_transform is not None:
+                    on_transform(m)
+            elif o is not None or i is not None:
+                # One side is missing on the target: the merged axis continues it.
+                rmap[t.out] = o if o is not None else i  # type: ignore[assignment]
+    used: set[IterDomain] = set()
+    loop: list[IterDomain] = []
+    for r in ref_loop:
+        d = rmap.get(r)
+        if d is not None and d in current and d not in used:
+            used.add(d)
+            loop.append(d)
+    loop += [d for d in current if d not in used]
+    return loop, rmap
+
+
+def _same_split(a: Split, b: Split) -> bool:
+    return a.inner_split == b.inner_split and same_scalar(a.factor, b.factor)
+
+
+def loop_map(producer: TensorView, consumer: TensorView) -> IdMap:
+    """Producer ids -> consumer ids that iterate the same loop, logical domain to loop domain.
+
+    Starts from the pairwise map (producer logical -> consumer root) and follows
+    transforms that match on both sides (same kind, factor and mapped inputs), the
+    consumer's root->logical ones included, so a producer split like an rfactor or
+    reshape split maps. A Resize matches nothing: inlining across slice and pad is
+    refused rather than guessed. Merges with a broadcast axis that only one side has
+    forward the other axis.
+    """
+    m: IdMap = pairwise_logical_map(producer, consumer)
+    p_ts = loop_transforms(producer)
+    c_ts = transforms_between(consumer.domain.maybe_root, consumer.domain.loop)
+    c_set = {id(t) for t in c_ts}
+    changed = True
+    done: set[int] = set()
+    while changed:
+        changed = False
+        for t in p_ts:
+            if id(t) in done:
+                continue
+            if isinstance(t, Split):
+                b = m.get(t.in_id)
+                if b is None:
+                    continue
+                match = next((u for u in b.uses if id(u) in c_set and isinstance(u, Split)
+                              and _same_split(t, u)), None)
+                if match is not None:
+                    m[t.outer], m[t.inner] = match.outer, match.inner
+                done.add(id(t))
+                changed = True
+            elif isinstance(t, Merge):
+                bo, bi = m.get(t.outer), m.get(t.inner)
+                if bo is not None and bi is not None:
+                    match = next((u for u in bo.uses if id(u) in c_set and isinstance(u, Merge)
+                                  and u.outer is bo and u.inner is bi), None)
+                    if match is not None:
+                        m[t.out] = match.out
+                    done.add(id(t))
+                    changed = True
+                elif (bo is None) != (bi is None):
+                    missing = t.outer if bo is None else t.inner
+                    if missing.is_broadcast:
+                        m[t.out] = bo if bo is not None else bi  # type: ignore[assignment]
+                        done.add(id(t))
+                        changed = True
+        # Consumer-side forwarding: the consumer merged one of our ids with a broadcast
+        # axis that the producer does not have.
+        image = {v: k for k, v in m.items()}
+        for u in c_ts:
+            if id(u) in done or not isinstance(u, Merge):
+                continue
+            xo, xi = image.get(u.outer), image.get(u.inner)
+            if (xo is None) != (xi is None):
+                missing = u.outer if xo is None else u.inner
+                if missing.is_broadcast:
+                    p = xo if xo is not None else xi
+                    assert p is not None
+                    if m.get(p) is not u.out:
+                        m[p] = u.out
+                        image[u.out] = p
+                        changed = True
+                    done.add(id(u))
+    return m

@@ -1,0 +1,145 @@
+"""Invariants of scheduled TensorViews; every scheduling primitive checks them.
+
+verify(tv) checks one tensor:
+- the loop domain covers the logical domain exactly once: replaying the transforms
+  between them, in order, from the logical ids, each transform finds all its inputs
+  still unconsumed and the ids left at the end are exactly the loop ids. This
+  rejects a loop id derived from elsewhere (another tensor, a root id that the
+  logical domain replaced), a logical id covered twice (split twice) or not at all.
+  Broadcast and reduction ids follow the same rule as iteration ids: nothing in this
+  engine adds loop-only broadcasts, so every loop id must come from the logical one.
+- no merge on the path mixes a reduction id with a non-broadcast iteration id;
+- the allocation domain, when set, covers the logical domain the same way, and its
+  contiguity has one entry per allocation id, None exactly for broadcast ids;
+- compute-at positions: 0 <= ca_pos <= number of loop ids, no reduction id among the
+  first ca_pos loop ids, each of those ids maps (logical map plus matching
+  transforms) to the consumer's loop id at the same position, for every consumer;
+  and max_producer_pos is at least every producer's ca_pos.
+verify_fusion(fusion) checks every tensor of a fusion.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from engine.errors import ScheduleError
+from engine.ir.iterdomain import IterDomain, Merge, ParallelType
+
+if TYPE_CHECKING:
+    from engine.ir.fusion import Fusion
+    from engine.ir.tensorview import TensorView
+
+
+_NOT_INLINABLE = (ParallelType.vectorize, ParallelType.bulk, ParallelType.mma)
+
+
+def coverage_error(logical: Sequence[IterDomain], target: Sequence[IterDomain]) -> str | None:
+    """Why `target` does not cover `logical` exactly once through transforms, or None."""
+    from engine.analysis.replay import transforms_between
+
+    if len(set(target)) != len(target):
+        dup = next(i for i in target if list(target).count(i) > 1)
+        return f"{dup} appears twice"
+    frontier = set(logical)
+    for t in transforms_between(logical, target):
+        for i in t.inputs:
+            if i not in frontier:
+                return f"{i} (input of {t.kind}) is not derived from the logical domain exactly once"
+            frontier.discard(i)
+        if isinstance(t, Merge):
+            o, n = t.outer, t.inner
+            if (o.is_reduction != n.is_reduction) and not (o.is_broadcast or n.is_broadcast):
+                return f"merge of {o} and {n} mixes reduction and iteration axes"
+        frontier.update(t.outputs)
+    tset = set(target)
+    extra = [i for i in target if i not in frontier]
+    if extra:
+        return f"{extra[0]} does not derive from the logical domain"
+    missing = sorted((i for i in frontier if i not in tset), key=lambda i: i.name)
+    if missing:
+        return f"{missing[0]} is derived from the logical domain but not covered"
+    return None
+
+
+def verify_domains(tv: TensorView) -> None:
+    dom = tv.domain
+    why = coverage_error(dom.logical, dom.loop)
+    if why is not None:
+        raise ScheduleError(f"{tv.short_name}: loop domain is invalid: {why}")
+    if dom.allocation is not None:
+        why = coverage_error(dom.logical, dom.allocation)
+        if why is not None:
+            raise ScheduleError(f"{tv.short_name}: allocation domain is invalid: {why}")
+    alloc = dom.maybe_allocation
+    if len(dom.contiguity) != len(alloc):
+        raise ScheduleError(
+            f"{tv.short_name}: contiguity has {len(dom.contiguity)} entries for "
+            f"{len(alloc)} allocation axes"
+        )
+    for i, c in zip(alloc, dom.contiguity):
+        if i.is_broadcast and c is not None:
+            raise ScheduleError(f"{tv.short_name}: contiguity of broadcast axis {i} must be n (None)")
+        if not i.is_broadcast and not i.is_reduction and c is None:
+            raise ScheduleError(f"{tv.short_name}: contiguity of {i} must be true or false")
+
+
+def max_inline_position(tv: TensorView) -> int:
+    """The largest legal compute-at position of `tv` against all its consumers.
+
+    A tensor without consumers (an output) is limited by its own axes only, as in
+    nvFuser, where outputs print a ca_pos too.
+    """
+    from engine.analysis.logical_map import consumers_of
+    from engine.analysis.replay import loop_map
+
+    if tv in tv.fusion.inputs:
+        return 0
+    consumers = consumers_of(tv)
+    if tv.definition is not None and len(tv.definition.outputs) > 1:
+        # Sibling outputs (Welford) would have to move together; not supported.
+        return 0
+    maps = [(c, loop_map(tv, c)) for c in consumers]
+    pos = 0
+    for k, i in enumerate(tv.domain.loop):
+        # A reduction axis must finish before a consumer reads the result; vectorized,
+        # bulk and mma axes are one instruction each and cannot hold a consumer's loop.
+        if i.is_reduction or i.parallel_type in _NOT_INLINABLE:
+            break
+        ok = all(k < c.nloop and m.get(i) is c.domain.loop[k] for c, m in maps)
+        if not ok:
+            break
+        pos = k + 1
+    return pos
+
+
+def verify_compute_at(tv: TensorView) -> None:
+    from engine.analysis.logical_map import producers_of
+
+    n = tv.nloop
+    if not 0 <= tv.compute_at_pos <= n:
+        raise ScheduleError(f"{tv.short_name}: ca_pos {tv.compute_at_pos} is outside 0..{n}")
+    if tv.compute_at_pos > 0:
+        legal = max_inline_position(tv)
+        if tv.compute_at_pos > legal:
+            raise ScheduleError(
+                f"{tv.short_name}: ca_pos {tv.compute_at_pos} is illegal; its loop ids map to "
+                f"every consumer's only up to position {legal}"
+            )
+    need = max((p.compute_at_pos for p in producers_of(tv)), default=0)
+    if tv.max_producer_pos < need or tv.max_producer_pos > n:
+        raise ScheduleError(
+            f"{tv.short_name}: produce_pos {tv.max_producer_pos} does not match its producers' "
+            f"ca_pos (max {need}) within {n} loop axes"
+        )
+
+
+def verify(tv: TensorView) -> None:
+    """Raise ScheduleError naming `tv` if any invariant above does not hold."""
+    verify_domains(tv)
+    verify_compute_at(tv)
+
+
+def verify_fusion(fusion: Fusion) -> None:
+    for tv in fusion.tensors():
+        verify(tv)  # type: ignore[arg-type]
