@@ -1,0 +1,115 @@
+"""The reference evaluator's rules for shape, factory, indexing, matmul and statistics
+exprs: coverage, output strides (allocation domains, expanded broadcasts), low precision,
+and errors naming the op at fault."""
+
+import inspect
+
+import pytest
+import torch
+
+from engine import DataType, ExecutionError, FusionDefinition
+from engine.ir import exprs as ex
+from engine.ir.base import Expr
+from engine.reference import HANDLERS
+
+
+def test_every_expr_class_has_a_rule():
+    classes = [
+        c for _, c in inspect.getmembers(ex, inspect.isclass)
+        if issubclass(c, Expr) and c is not Expr and c.__module__ == ex.__name__
+    ]
+    assert len(classes) >= 20
+    missing = [c.__name__ for c in classes if c not in HANDLERS]
+    assert missing == []
+
+
+def test_output_follows_a_permuted_allocation_domain():
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        t1 = fd.ops.pad(t0, [1, 1])
+        fd.add_output(t1)
+    a, b = t1.domain.logical
+    t1.domain.allocation = [b, a]  # column-major output
+    t1.domain.contiguity = [True, True]
+    x = torch.randn(3, 4)
+    (out,) = fd.execute([x])
+    assert torch.equal(out, torch.nn.functional.pad(x, [1, 1]))
+    assert out.stride() == (1, 3)
+
+
+def test_expanded_output_stays_stride_zero_with_allocation():
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, 1], dtype=DataType.Float)
+        t1 = fd.ops.expand(t0, [-1, 5])
+        t2 = fd.ops.set(t1)
+        fd.add_output(t1)
+        fd.add_output(t2)
+    x = torch.randn(3, 1)
+    o1, o2 = fd.execute([x])
+    assert o1.stride() == (1, 0)
+    assert torch.equal(o1, x.expand(3, 5)) and torch.equal(o2, x.expand(3, 5))
+
+
+def test_expanded_input_binds_and_reduces():
+    with FusionDefinition() as fd:
+        # contiguity None on a non-1 axis: an expanded broadcast input (stride 0).
+        t0 = fd.define_tensor(shape=[-1, -1], contiguity=[None, True], dtype=DataType.Float)
+        t1 = fd.ops.reshape(t0, [-1])
+        fd.add_output(fd.ops.sum(t0, [0]))
+        fd.add_output(t1)
+    assert str(t0) == "T0_g_float[bS0{1 ex i0}, iS1{i2}]"
+    x = torch.randn(1, 3).expand(4, 3)
+    s, r = fd.execute([x])
+    assert torch.allclose(s, x[0] * 4)
+    assert torch.equal(r, x.reshape(-1))
+
+
+def test_cat_takes_regions_not_sums_of_padded_inputs():
+    # The pad value is 7, so adding the padded inputs would be wrong; the CatOp rule must
+    # pick each input's own region.
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[2, -1], dtype=DataType.Float)
+        b = fd.define_tensor(shape=[2, -1], dtype=DataType.Float)
+        pa = fd.ops.pad(a, [0, 2], value=7.0)
+        pb = fd.ops.pad(b, [3, 0], value=7.0)
+        fd.add_output(fd.ops.cat([pa, pb], 1, manual_padding=True))
+    xa, xb = torch.randn(2, 3), torch.randn(2, 2)
+    (out,) = fd.execute([xa, xb])
+    assert torch.equal(out, torch.cat([xa, xb], 1))
+
+
+def test_fp8_full_goes_through_the_cast_rule():
+    with FusionDefinition() as fd:
+        fd.add_output(fd.ops.full([2, 3], 1.75, dtype=DataType.Float8_e4m3fn))
+    (out,) = fd.execute([])
+    assert out.dtype == torch.float8_e4m3fn
+    assert torch.equal(out.float(), torch.full((2, 3), 1.75))
+
+
+def test_half_pad_and_permute_keep_dtype_and_bits():
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1], dtype=DataType.Half)
+        fd.add_output(fd.ops.permute(fd.ops.pad(t0, [2, 0], value=0.5), [1, 0]))
+    x = torch.randn(3, 2).half()
+    (out,) = fd.execute([x])
+    assert out.dtype == torch.float16
+    assert torch.equal(out, torch.nn.functional.pad(x, [2, 0], value=0.5).t())
+
+
+def test_runtime_failure_names_the_op():
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        fd.add_output(fd.ops.reshape(t0, [-1, 4]))
+    with pytest.raises(ExecutionError, match="ViewOp producing T1 failed"):
+        fd.execute([torch.randn(6)])
+
+
+def test_symbolic_slice_bounds_from_scalar_inputs():
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        lo = fd.define_scalar(dtype=DataType.Int)
+        hi = fd.define_scalar(dtype=DataType.Int)
+        fd.add_output(fd.ops.slice(t0, [0, lo], [2, hi]))
+    x = torch.randn(3, 8)
+    (out,) = fd.execute([x, 2, 6])
+    assert torch.equal(out, x[0:2, 2:6])
