@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-import engine
+from engine import load_fusion
 from engine.errors import EngineError
 from engine.ir.printer import transforms_block
 
@@ -108,10 +108,6 @@ def load_session(path: str | Path) -> Session:
         raise LoadError(f"no such file: {p}")
     if p.is_dir():
         raise LoadError(f"{p} is a folder, not a fusion file")
-    load_fusion = getattr(engine, "load_fusion", None)
-    if load_fusion is None:
-        # The file reader is a separate engine piece; say so instead of guessing.
-        raise LoadError("this engine cannot read fusion files yet (engine.load_fusion is missing)")
     try:
         fd = load_fusion(str(p))
     except (EngineError, OSError, UnicodeDecodeError) as e:

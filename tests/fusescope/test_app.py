@@ -1,0 +1,197 @@
+"""The TUI driven headless through Textual's Pilot, on the seed-001 fusion."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.command import CommandPalette
+from textual.widgets import Footer
+
+from fusescope.app import FusescopeApp
+from fusescope.model import Session
+from fusescope.screens.help_screen import HelpScreen
+from fusescope.screens.open_file_screen import OpenFileScreen
+from fusescope.widgets.listing_view import ListingView
+from fusescope.widgets.tensor_tree import TensorTree
+from fusescope.widgets.transform_view import TransformView
+from tests.fusescope.fusions import build_seed001
+
+pytestmark = pytest.mark.asyncio
+SIZE = (140, 40)
+
+
+@pytest.fixture
+def session() -> Session:
+    return Session.from_definition(build_seed001(split_t4=True), title="seed001")
+
+
+def messages(app: FusescopeApp) -> list[tuple[str, str, str]]:
+    return [(n.title, n.message, n.severity) for n in app._notifications]
+
+
+async def test_starts_with_the_listing_and_the_tensors(session: Session) -> None:
+    app = FusescopeApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        listing = app.query_one(ListingView)
+        assert listing.text == str(build_seed001(split_t4=True).fusion)
+        assert "%kernel_math {" in str(listing._body.render())
+        tree = app.query_one(TensorTree)
+        leaves = [n.data for n in tree.root.children[2].children]
+        assert leaves == ["T0", "T1", "T2", "T3", "T4", "T5", "T6"]
+        assert [n.data for n in tree.root.children[1].children] == ["T4", "T6"]
+        assert app.sub_title == "seed001"
+
+
+async def test_moving_the_tree_cursor_shows_each_tensors_transforms(session: Session) -> None:
+    app = FusescopeApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        view = app.query_one(TransformView)
+        assert view.text == ""  # nothing selected yet: the pane shows its placeholder
+        await pilot.press("down", "down")  # root -> Inputs -> T0
+        await pilot.pause()
+        assert view.tensor == "T0"
+        assert view.text == session.transforms("T0")
+        assert " allocation domain : (iS1{4096}, bS0{1}, iS2{4096})" in view.text
+        assert app.query_one(ListingView).selected == "T0"
+        await pilot.press("down")  # the Outputs heading: not a tensor, selection stays
+        await pilot.press("down")  # T4
+        await pilot.pause()
+        assert view.tensor == "T4"
+        assert "  Split: iS11{4096} by factor 2 -> " in view.text
+
+
+async def test_palette_show_tensor_selects_it_everywhere(session: Session) -> None:
+    app = FusescopeApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        assert isinstance(app.screen, CommandPalette)
+        await pilot.press(*"Show tensor: T6")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.query_one(TransformView).tensor == "T6"
+        assert app.query_one(TensorTree).cursor_node.data == "T6"
+        assert app.query_one(ListingView).selected == "T6"
+
+
+async def test_f1_opens_help_that_lists_the_keys_and_closes(session: Session) -> None:
+    app = FusescopeApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f1")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        described = {(r.key, r.description) for r in app.screen.rows}
+        assert ("o", "Open") in described and ("c", "Copy text") in described
+        assert "Not yet in this version" in str(app.screen.query_one("#not-yet").render())
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, HelpScreen)
+
+
+async def footer_keys(app: FusescopeApp) -> set[str]:
+    keys = {key for key, b in app.active_bindings.items() if b.binding.show}
+    if app.query_one(Footer).show_command_palette:
+        keys.add(app.COMMAND_PALETTE_BINDING)  # the footer shows it apart from the bindings
+    return keys
+
+
+async def test_every_footer_key_does_what_it_says(session: Session) -> None:
+    """Each key shown in the footer, for each pane, has an effect checked here; a new footer
+    key without a check fails this test."""
+    app = FusescopeApp(session)
+    checked: set[str] = set()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        shown = await footer_keys(app)
+
+        await pilot.press("f1")
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        checked.add("f1")
+
+        await pilot.press("o")
+        assert isinstance(app.screen, OpenFileScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, OpenFileScreen)
+        checked.add("o")
+
+        await pilot.press("r")  # this session was built in Python: nothing to re-read
+        await pilot.pause()
+        assert any("Nothing to reload" in m for _, m, _ in messages(app))
+        checked.add("r")
+
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        assert isinstance(app.screen, CommandPalette)
+        await pilot.press("escape")
+        await pilot.pause()
+        checked.add("ctrl+p")
+
+        # The text panes add their own key.
+        await pilot.press("tab")
+        await pilot.pause()
+        assert isinstance(app.focused, ListingView)
+        shown |= await footer_keys(app)
+        await pilot.press("c")
+        await pilot.pause()
+        assert app.clipboard == session.listing
+        checked.add("c")
+
+        await pilot.press("q")
+        await pilot.pause()
+        assert not app.is_running
+        checked.add("q")
+    assert shown == checked
+
+
+async def test_opening_a_missing_file_reports_it_and_the_app_goes_on(session: Session) -> None:
+    app = FusescopeApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("o")
+        await pilot.press(*"/no/such/fusion.py", "enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        errors = [(t, m) for t, m, sev in messages(app) if sev == "error"]
+        assert errors == [("Could not open /no/such/fusion.py", "no such file: /no/such/fusion.py")]
+        assert app.session is session  # the loaded fusion stays
+        await pilot.press("f1")
+        assert isinstance(app.screen, HelpScreen)
+
+
+async def test_opening_a_malformed_file_reports_the_line_and_the_app_goes_on(
+    session: Session, malformed_file: Path
+) -> None:
+    app = FusescopeApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("o")
+        await pilot.press(*str(malformed_file), "enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        errors = [m for _, m, sev in messages(app) if sev == "error"]
+        assert len(errors) == 1 and "FusionFileError" in errors[0] and "3" in errors[0]
+        assert app.session is session
+        assert app.query_one(ListingView).text == session.listing
+        await pilot.press("down", "down")
+        await pilot.pause()
+        assert app.query_one(TransformView).tensor == "T0"
+
+
+async def test_opening_a_file_replaces_the_fusion(session: Session, seed001_file: Path) -> None:
+    app = FusescopeApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("o")
+        await pilot.press(*str(seed001_file), "enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.session is not session and app.session.path == seed001_file
+        assert app.query_one(ListingView).text == str(build_seed001().fusion)
+        assert app.sub_title == str(seed001_file)
+        await pilot.press("r")  # a file-backed session re-reads its file
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.session.path == seed001_file
+        assert sum("Opened seed001.py" in m for _, m, _ in messages(app)) == 2

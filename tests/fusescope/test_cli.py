@@ -1,0 +1,126 @@
+"""`fusescope show | list` and the command line's error handling, in-process and as a process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine.ir.printer import transforms_block
+from fusescope import samples
+from fusescope.cli import main
+from tests.fusescope.fusions import build_seed001
+
+
+def run_cli(*args: str, env_samples: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """The real entry point in a child process: exit codes and stderr as a user sees them."""
+    import os
+
+    env = dict(os.environ)
+    if env_samples is not None:
+        env["FUSESCOPE_SAMPLES"] = str(env_samples)
+    return subprocess.run(
+        [sys.executable, "-m", "fusescope", *args], capture_output=True, text=True, env=env, timeout=120
+    )
+
+
+def test_show_ir_prints_the_fusion_listing(seed001_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["show", str(seed001_file), "--ir"]) == 0
+    out = capsys.readouterr().out
+    assert out == str(build_seed001().fusion)
+    assert out.startswith("Inputs:\n  T0_g_float[bS0{1}, iS1{4096}, iS2{4096}]\n")
+
+
+def test_show_transforms_prints_the_tensor_block(seed001_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["show", str(seed001_file), "--transforms", "T0"]) == 0
+    out = capsys.readouterr().out
+    t0 = build_seed001().fusion.inputs[0]
+    assert out == transforms_block(t0)
+    assert " allocation domain : (iS1{4096}, bS0{1}, iS2{4096})" in out
+    # A bare number means the same tensor.
+    assert main(["show", str(seed001_file), "--transforms", "0"]) == 0
+    assert capsys.readouterr().out == out
+
+
+def test_show_unknown_tensor_exits_2_and_lists_the_known_ones(seed001_file: Path) -> None:
+    r = run_cli("show", str(seed001_file), "--transforms", "T99")
+    assert r.returncode == 2
+    assert "no tensor T99" in r.stderr and "T6" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_show_malformed_file_exits_2_naming_the_error_and_line(malformed_file: Path) -> None:
+    r = run_cli("show", str(malformed_file), "--ir")
+    assert r.returncode == 2
+    assert r.stdout == ""
+    assert "FusionFileError" in r.stderr and "3" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_show_missing_file_exits_2_with_one_line() -> None:
+    r = run_cli("show", "no/such/fusion.py", "--ir")
+    assert r.returncode == 2
+    assert r.stderr.strip() == "fusescope: error: no such file: no/such/fusion.py"
+
+
+def test_tui_on_a_missing_file_exits_2_before_starting() -> None:
+    # The TUI is never started for a file that cannot be read: the error is on the terminal.
+    r = run_cli("no/such/fusion.py")
+    assert r.returncode == 2
+    assert "no such file: no/such/fusion.py" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_show_needs_ir_or_transforms() -> None:
+    r = run_cli("show", "whatever.py")
+    assert r.returncode == 2
+    assert "one of the arguments --ir --transforms is required" in r.stderr
+
+
+def test_list_prints_each_sample_with_its_summary(tmp_path: Path) -> None:
+    (tmp_path / "b_sum.py").write_text('"""A row sum."""\n')
+    (tmp_path / "a_copy.py").write_text("# Copy a tensor\n# more words\n")
+    (tmp_path / "_private.py").write_text("")
+    (tmp_path / "notes.txt").write_text("not a sample")
+    r = run_cli("list", env_samples=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["a_copy  Copy a tensor", "b_sum   A row sum."]
+
+
+def test_list_without_samples_exits_2(tmp_path: Path) -> None:
+    r = run_cli("list", env_samples=tmp_path / "missing")
+    assert r.returncode == 2
+    assert "no bundled samples" in r.stderr
+
+
+def test_bundled_samples_are_listed(capsys: pytest.CaptureFixture[str]) -> None:
+    found = samples.list_samples()
+    if not found:
+        pytest.skip("sample_fusions/ has no samples yet")
+    assert main(["list"]) == 0
+    names = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert names == [s.name for s in found]
+
+
+def test_a_sample_name_resolves_to_its_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "seed001_inner_outer_alloc.py").write_text("")
+    (tmp_path / "other.py").write_text("")
+    monkeypatch.setenv("FUSESCOPE_SAMPLES", str(tmp_path))
+    assert samples.resolve("other") == tmp_path / "other.py"
+    assert samples.resolve("other.py") == tmp_path / "other.py"
+    assert samples.default_sample().path == tmp_path / "seed001_inner_outer_alloc.py"
+    # Not a sample and not a file: handed back as a path for the loader to report.
+    assert samples.resolve("nope") == Path("nope")
+
+
+def test_show_every_bundled_sample() -> None:
+    found = samples.list_samples()
+    if not found:
+        pytest.skip("sample_fusions/ has no samples yet")
+    for s in found:
+        r = run_cli("show", s.name, "--ir")
+        assert r.returncode == 0, f"{s.name}: {r.stderr}"
+        assert "%kernel_math {" in r.stdout
