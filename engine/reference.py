@@ -481,7 +481,7 @@ def _index_select(expr, args, ctx):
 @handles(ex.GatherOp)
 def _gather(expr, args, ctx):
     x, index = args
-    if expr.attributes.get("exact_sizes", False):
+    if expr.exact_sizes:
         return [torch.take_along_dim(x, index.long(), dim=expr.dim)]
     return [torch.gather(x, expr.dim, index.long())]
 

@@ -366,11 +366,13 @@ class GatherOp(Expr):
 
     op_name = "gather"
 
-    def __init__(self, fusion, out: Val, inp: Val, dim: int, index: Val) -> None:
-        super().__init__(fusion, [inp, index], [out], dim=dim)
+    def __init__(self, fusion, out: Val, inp: Val, dim: int, index: Val, exact_sizes: bool = False) -> None:
+        super().__init__(fusion, [inp, index], [out], dim=dim, exact_sizes=exact_sizes)
 
     def to_string(self, indent: int = 0) -> str:
         inp, index = self.inputs
+        if self.exact_sizes:
+            return two_lines(self.output, f"takeAlongAxis( {inp}, {index}, dim = {self.dim} )", indent)
         return two_lines(self.output, f"torchGather( {inp}, dim = {self.dim}, {index} )", indent)
 
 

@@ -99,7 +99,6 @@ def _gather(op: str, arg: TensorView, index: TensorView, dim: int, exact: bool) 
                 )
             ids.append(copy_id(fusion, b))
     out = new_tv(fusion, ids, tv.dtype)
-    g = GatherOp(fusion, out, tv, d, idx)
     # take_along_axis broadcasts the non-gathered axes; gather reads index-sized blocks.
-    g.attributes["exact_sizes"] = exact
+    GatherOp(fusion, out, tv, d, idx, exact_sizes=exact)
     return out

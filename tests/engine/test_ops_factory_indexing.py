@@ -134,3 +134,14 @@ def test_indexing_errors():
             fd.ops.select(t0, 4, 0)
         with pytest.raises(FusionDefinitionError, match="select: dim 2 is out of range for rank 2 of T0"):
             fd.ops.select(t0, 0, 2)
+
+
+def test_gather_lines_name_the_variant():
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[4, 6], dtype=DataType.Float)
+        idx = fd.define_tensor(shape=[4, 2], dtype=DataType.Int)
+        fd.add_output(fd.ops.gather(t0, idx, 1))
+        fd.add_output(fd.ops.take_along_axis(t0, idx, 1))
+    math = fd.fusion.print_math().splitlines()
+    assert math[2] == "   = torchGather( T0_g_float[iS0{4}, iS1{6}], dim = 1, T1_g_int64_t[iS2{4}, iS3{2}] )"
+    assert math[4] == "   = takeAlongAxis( T0_g_float[iS0{4}, iS1{6}], T1_g_int64_t[iS2{4}, iS3{2}], dim = 1 )"
