@@ -15,8 +15,10 @@ Rules, per op (unmapped axes are simply absent from the map):
   consumer's root.
 - broadcast: the consumer's new broadcast axes (flags true) are unmapped.
 - squeeze: the producer's squeezed axes (flags true) are unmapped.
-- cat: every axis but the concatenated one; that one has a different extent in each
-  input, so mapping it would claim the inputs share a loop they do not.
+- cat: every axis but the concatenated one, which maps only where its extent provably
+  equals the output's: the cat builder pads each input to the output's extent first
+  (as nvFuser), and then the padded inputs do share the output's loop; an unpadded
+  input would not, and mapping it would claim a loop it does not have.
 - select: the selected axis of the input is unmapped; the index is a scalar.
 - index_select: the input maps on every axis but `dim`; the 1-D index tensor maps to
   the consumer's `dim` axis.
@@ -151,7 +153,8 @@ def _expr_map(expr: Expr, role: int, producer: TensorView, consumer: TensorView)
     if isinstance(expr, ex.CatOp):
         if len(p_ids) != len(c_root):
             return {}
-        return {p: c for k, (p, c) in enumerate(zip(p_ids, c_root)) if k != expr.dim}
+        return {p: c for k, (p, c) in enumerate(zip(p_ids, c_root))
+                if k != expr.dim or same_scalar(p.extent, c.extent)}
     if isinstance(expr, (ex.MatmulOp, ex.LinearOp)):
         tvs = [v for v in expr.inputs if isinstance(v, TensorView)]
         out_iter = _no_red(c_root)

@@ -274,10 +274,13 @@ class TensorView(Val):
         id. Other merges leave the allocation as it is: it still covers the logical
         domain, only not in the loop's terms. Reorders never touch it (memory order is
         not iteration order), and a tensor without an allocation domain gets none.
+        Fusion inputs and outputs are left alone: their allocation domain is the
+        layout of the caller's tensor or the one requested for the result, which no
+        loop schedule changes.
         """
         dom = self.domain
         alloc = dom.allocation
-        if alloc is None:
+        if alloc is None or self in self.fusion.inputs or self in self.fusion.outputs:
             return
         if isinstance(t, Split) and t.in_id in alloc:
             k = alloc.index(t.in_id)
