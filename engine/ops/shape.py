@@ -340,21 +340,31 @@ def _plan_reshape(src: list[IterDomain], in_ext: list[Scalar], out_ext: list[Sca
                 elif pi is not None and pj is not None and _divides(pj, pi) and more_out:
                     take_in = False
                 else:
-                    # Not nested products (symbolic sizes): take everything that is left.
-                    gi += list(range(i, n))
-                    gj += list(range(j, m))
+                    # Products that do not nest (e.g. 2 vs 3, or symbolic sizes): take
+                    # everything that is left, still squeezing and broadcasting size-1 axes.
+                    for k in range(i, n):
+                        (squeezed if squeezable(k) else gi).append(k)
+                    for k in range(j, m):
+                        if _is_one(out_ext[k]):
+                            plan.append(("bcast", k))
+                        else:
+                            gj.append(k)
                     i, j = n, m
                     break
                 if take_in:
-                    if squeezable(i) and not _is_one(in_ext[i]):
+                    if squeezable(i):
                         squeezed.append(i)
                     else:
                         gi.append(i)
                         pi = fi[i] if pi is None or fi[i] is None else _mul_factors(pi, fi[i])
                     i += 1
                 else:
-                    gj.append(j)
-                    pj = fo[j] if pj is None or fo[j] is None else _mul_factors(pj, fo[j])
+                    if _is_one(out_ext[j]):
+                        # A new size-1 axis inside a group is a broadcast, not a split by 1.
+                        plan.append(("bcast", j))
+                    else:
+                        gj.append(j)
+                        pj = fo[j] if pj is None or fo[j] is None else _mul_factors(pj, fo[j])
                     j += 1
             plan.append(("group", gi, gj))
         elif i < n:
@@ -429,15 +439,18 @@ def reshape(
 
 
 def _bcast_flags(plan: list[tuple]) -> list[bool]:
-    flags: list[bool] = []
+    """Broadcast flags by output position (a group's new size-1 axes sit among its outputs)."""
+    m = 0
+    bcast = set()
     for p in plan:
         if p[0] == "bcast":
-            flags.append(True)
+            bcast.add(p[1])
+            m = max(m, p[1] + 1)
         elif p[0] == "keep":
-            flags.append(False)
+            m = max(m, p[2] + 1)
         else:
-            flags += [False] * len(p[2])
-    return flags
+            m = max(m, *(j + 1 for j in p[2]))
+    return [j in bcast for j in range(m)]
 
 
 def _view_group(fusion, root: list[IterDomain], dims: list[int], targets: list[Scalar]) -> list[IterDomain]:

@@ -256,6 +256,9 @@ def test_expand_errors():
         ((6,), (1, 2, 3, 1)),
         ((1, 6), (3, 1, 2)),
         ((2, 3, 4), (2, 3, 4)),
+        ((1, 2, 1, 3), (3, 1, 2)),
+        ((3, 1), (1, 3)),
+        ((6,), (1, 2, 1, 3, 1)),
     ],
 )
 def test_reshape_values(shape, new_shape):
@@ -265,6 +268,18 @@ def test_reshape_values(shape, new_shape):
     x = torch.randn(*shape)
     (out,) = fd.execute([x])
     assert torch.equal(out, x.reshape(*new_shape))
+
+
+def test_reshape_squeezes_and_broadcasts_size_one_axes():
+    # As nvFuser: size-1 input broadcasts are squeezed first, new size-1 axes are
+    # broadcast afterwards, and only the rest goes through the view's merges/splits.
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[1, 2, 1, 3], dtype=DataType.Float)
+        t1 = fd.ops.reshape(t0, [3, 1, 2])
+        fd.add_output(t1)
+    kinds = [type(e).__name__ for e in fd.fusion.exprs()]
+    assert kinds == ["SqueezeOp", "ViewOp", "BroadcastOp"]
+    assert str(t1) == "T3_g_float[iS13{3}, bS14{1}, iS15{2}]"
 
 
 def test_reshape_symbolic_and_old_signature():
