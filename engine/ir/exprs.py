@@ -357,8 +357,7 @@ class IndexSelectOp(Expr):
 
     def to_string(self, indent: int = 0) -> str:
         inp, index = self.inputs
-        axis = [i for i in inp.domain.logical if not i.is_reduction][self.dim]
-        return two_lines(self.output, f"index_select( {inp}, dim = {axis}, {index} )", indent)
+        return two_lines(self.output, f"indexSelect( {inp}, dim = {self.dim}, {index} )", indent)
 
 
 class GatherOp(Expr):

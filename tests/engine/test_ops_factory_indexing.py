@@ -88,6 +88,9 @@ def test_index_select_values():
         idx = fd.define_tensor(shape=[-1], dtype=DataType.Int32)
         t1 = fd.ops.index_select(t0, idx, dim=1)
         fd.add_output(t1)
+    assert fd.fusion.print_math().splitlines()[2] == (
+        "   = indexSelect( T0_g_float[iS0{i0}, iS1{i2}], dim = 1, T1_g_int[iS2{i3}] )"
+    )
     x = torch.randn(3, 5)
     ix = torch.tensor([4, 0, 0, 2, 1, 3], dtype=torch.int32)
     (out,) = fd.execute([x, ix])
