@@ -477,6 +477,7 @@ def _view_group(fusion, root: list[IterDomain], dims: list[int], targets: list[S
             s.inner.is_rfactor = True
             outs.append(s.outer)
             merged = s.inner
+        _take_given_extent(merged, targets[-1])
         outs.append(merged)
         return outs
     # A symbolic leading size with constant trailing ones ([-1, 12]): split the constants
@@ -487,8 +488,17 @@ def _view_group(fusion, root: list[IterDomain], dims: list[int], targets: list[S
         s.inner.is_rfactor = True
         outs.insert(0, s.inner)
         merged = s.outer
+    _take_given_extent(merged, targets[0])
     outs.insert(0, merged)
     return outs
+
+
+def _take_given_extent(i: IterDomain, target: Scalar) -> None:
+    """The split's remainder is ceilDiv(total, factors); when the user gave that size as a
+    scalar input, use it, as nvFuser's dynamic reshape does, so a size that does not
+    match the element count fails at run time instead of being silently replaced."""
+    if target.is_symbol:
+        i.extent = target
 
 
 # ---- slice and pad --------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import re
 import pytest
 import torch
 
-from engine import DataType, FusionDefinition, FusionDefinitionError
+from engine import DataType, ExecutionError, FusionDefinition, FusionDefinitionError
 from engine.ir.printer import transforms_block
 
 BF16 = DataType.BFloat16
@@ -429,3 +429,18 @@ def test_cat_errors():
             fd.ops.cat([a, a], 2)
         with pytest.raises(FusionDefinitionError, match="cat: input 1 must be a tensor"):
             fd.ops.cat([a, 1.0], 0)
+
+
+def test_dynamic_reshape_uses_the_given_sizes():
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        s0 = fd.define_scalar(dtype=DataType.Int)
+        s1 = fd.define_scalar(dtype=DataType.Int)
+        t1 = fd.ops.reshape(t0, [s0, s1])
+        fd.add_output(t1)
+    assert str(t1) == "T1_g_float[iS3{i2}rf, iS4{i3}rf]"
+    x = torch.randn(6)
+    (out,) = fd.execute([x, 2, 3])
+    assert torch.equal(out, x.reshape(2, 3))
+    with pytest.raises(ExecutionError, match="ViewOp producing T1 failed"):
+        fd.execute([x, 2, 4])
