@@ -69,8 +69,6 @@ def broadcast_in_dim(arg: TensorView, shape: Sequence[object], broadcast_dims: S
 
 
 def _maybe_expand(tv: TensorView, shape: Sequence[object]) -> TensorView:
-    from engine.ir.scalar import Scalar
-
     needs = False
     for i, s in zip(no_reductions(tv), shape):
         if i.is_broadcast and not (isinstance(s, int) and s in (1, -1)):

@@ -234,6 +234,17 @@ def test_broadcast_in_dim_expands():
     assert torch.equal(out, x.expand(3, 2, 4))
 
 
+def test_broadcast_in_dim_expands_a_size_one_input_axis():
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[1, -1], dtype=DataType.Float)
+        t1 = fd.ops.broadcast_in_dim(t0, shape=[3, 4], broadcast_dims=[0, 1])
+        fd.add_output(t1)
+    assert str(t1.domain.logical[0]) == "bS4{1 ex 3}"
+    x = torch.randn(1, 4)
+    (out,) = fd.execute([x])
+    assert torch.equal(out, x.expand(3, 4)) and out.stride(0) == 0
+
+
 def test_expand_errors():
     with FusionDefinition() as fd:
         t0 = fd.define_tensor(shape=[2, 3])
