@@ -83,11 +83,14 @@ def ones(shape: Sequence[int | Scalar], dtype: DataType) -> TensorView:
 
 def iota(
     length: int | Scalar,
-    start: int | float | Scalar = 0,
-    step: int | float | Scalar = 1,
+    start: int | float | Scalar | None = None,
+    step: int | float | Scalar | None = None,
     dtype: DataType = DataType.Int,
 ) -> TensorView:
-    """[start, start + step, ...] of `length` elements (integer or floating dtype)."""
+    """[start, start + step, ...] of `length` elements (integer or floating dtype); start
+    and step default to 0 and 1 (None, as the python frontend passes them)."""
+    start = 0 if start is None else start
+    step = 1 if step is None else step
     fusion = _fusion("iota")
     dtype = _check_dtype("iota", dtype)
     if not (dtype.is_integer or dtype.is_float) or dtype.is_low_precision_float and dtype.bits < 16:

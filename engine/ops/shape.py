@@ -623,7 +623,7 @@ def _is_zero(s: Scalar) -> bool:
 
 # ---- cat ----------------------------------------------------------------------------------------
 
-def cat(tensors: Sequence[TensorView], dim: int, manual_padding: bool = False) -> TensorView:
+def cat(tensors: Sequence[TensorView], dim: int = 0, manual_padding: bool = False) -> TensorView:
     """Concatenate along `dim`. As nvFuser, each input is first padded to the output's
     extent (left by the inputs before it, right by those after), then a CatOp picks each
     element from the input whose unpadded region holds it. With manual_padding the inputs

@@ -44,9 +44,17 @@ def test_iota_values_and_line():
         fd.add_output(t0)
         fd.add_output(t1)
     assert "= iota(i0, 3, 2, int64_t);" in fd.fusion.print_math()
+    assert "= iota(4, float(0.5), float(0.25), float);" in fd.fusion.print_math()
     o0, o1 = fd.execute([5])
     assert torch.equal(o0, torch.arange(5) * 2 + 3)
     assert torch.equal(o1, torch.arange(4, dtype=torch.float32) * 0.25 + 0.5)
+
+
+def test_iota_defaults_from_the_frontend():
+    with FusionDefinition() as fd:
+        fd.add_output(fd.ops.iota(3, None, None, DataType.Int32))
+    (out,) = fd.execute([])
+    assert out.dtype == torch.int32 and torch.equal(out, torch.arange(3, dtype=torch.int32))
 
 
 def test_factory_errors():
