@@ -192,13 +192,18 @@ def test_global_scale_divides_the_e4m3_scale_first():
     assert nibbles(q) == want_q
 
 
-def test_swizzled_scales_placement():
+@pytest.mark.parametrize("lead", [[256], [2, 128]])
+def test_swizzled_scales_placement(lead):
     m, k = 256, 16 * 8
     x = sample_input(m, k, torch.float32, seed=3)
     q_plain, s_plain = quantize_fusion(DataType.Float, False, False).execute([x])
-    q_sw, s_sw = quantize_fusion(DataType.Float, False, True).execute([x])
-    assert torch.equal(q_sw.view(torch.uint8), q_plain.view(torch.uint8))
-    assert s_sw.shape == (m, k // 16)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor([-1] * (len(lead) + 1), dtype=DataType.Float)
+        for out in fd.ops.nv_block_quantize(t, swizzle_scales=True):
+            fd.add_output(out)
+    q_sw, s_sw = fd.execute([x.reshape(*lead, k)])
+    assert torch.equal(q_sw.view(torch.uint8).reshape(m, -1), q_plain.view(torch.uint8))
+    assert s_sw.shape == (*lead, k // 16)
     flat = s_sw.contiguous().view(torch.uint8).flatten().tolist()
     plain = s_plain.view(torch.uint8).tolist()
     cols = k // 16
