@@ -115,7 +115,7 @@ def bind_input(k: int, val: Val, x: Any, ctx: Context) -> Any:
         raise ExecutionError(
             f"input {k} ({tv.short_name}) must be {tv.dtype.cuda_name} ({want}), got {x.dtype}"
         )
-    for d, (i, size) in enumerate(zip(logical, x.shape)):
+    for d, (i, size) in enumerate(zip(logical, element_sizes(tv.dtype, x))):
         extent = i.expanded_extent if i.expanded_extent is not None else i.extent
         if i.is_broadcast and i.expanded_extent is None:
             if size != 1:
@@ -123,6 +123,16 @@ def bind_input(k: int, val: Val, x: Any, ctx: Context) -> Any:
             continue
         _bind_extent(k, tv, d, extent, size, ctx)
     return x.to(ctx.device)
+
+
+def element_sizes(dtype: DataType, x: torch.Tensor) -> list[int]:
+    """Sizes in elements: an fp4 tensor packs two values per byte on its stride-1 axis."""
+    sizes = list(x.shape)
+    if dtype == DataType.Float4_e2m1fn:
+        from engine.nvfp4 import packed_dim
+
+        sizes[packed_dim(x)] *= 2
+    return sizes
 
 
 def _bind_extent(k: int, tv: TensorView, d: int, extent: Scalar, size: int, ctx: Context) -> None:
@@ -180,13 +190,18 @@ def _inverse(perm: list[int]) -> list[int]:
 
 def up(x: Any) -> Any:
     """Low-precision floats are computed in float."""
+    if isinstance(x, torch.Tensor) and x.dtype == torch.float4_e2m1fn_x2:
+        from engine.nvfp4 import fp4_to_float  # torch cannot convert fp4 itself
+
+        return fp4_to_float(x)
     if isinstance(x, torch.Tensor) and x.is_floating_point() and x.dtype.itemsize < 4:
         return x.float()
     return x
 
 
 def as_dtype(x: Any, dtype: DataType) -> Any:
-    return x.to(to_torch(dtype)) if isinstance(x, torch.Tensor) else x
+    # Through the cast rules: fp4 and fp8 round as the generated code does.
+    return cast_tensor(x, dtype) if isinstance(x, torch.Tensor) else x
 
 
 def out_dtype(expr: Expr, k: int = 0) -> DataType:

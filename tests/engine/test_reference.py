@@ -113,3 +113,18 @@ def test_symbolic_slice_bounds_from_scalar_inputs():
     x = torch.randn(3, 8)
     (out,) = fd.execute([x, 2, 6])
     assert torch.equal(out, x[0:2, 2:6])
+
+
+def test_fp4_inputs_bind_logical_extents_and_compute_in_float():
+    from engine.nvfp4 import fp4_code_values, pack_fp4, unpack_fp4
+
+    with FusionDefinition() as fd:
+        a = fd.define_tensor([4, 32], dtype=DataType.Float4_e2m1fn)
+        fd.add_output(fd.ops.cast(a, DataType.Float))
+        fd.add_output(fd.ops.abs(a))
+    codes = torch.randint(0, 16, (4, 32), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
+    as_float, magnitude = fd.execute([pack_fp4(codes)])
+    assert torch.equal(as_float, fp4_code_values(codes))
+    assert magnitude.dtype == torch.float4_e2m1fn_x2 and torch.equal(unpack_fp4(magnitude), codes & 7)
+    with pytest.raises(ExecutionError, match="axis 1 must have size 32, got 16"):
+        fd.execute([pack_fp4(codes[:, :16])])
