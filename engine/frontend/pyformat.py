@@ -51,6 +51,12 @@ _TORCH_DTYPES: dict[str, torch.dtype] = {
 # Canonical spelling when writing: str(torch.float32) == "torch.float32".
 _TORCH_DTYPE_NAMES = {v: str(v).removeprefix("torch.") for v in _TORCH_DTYPES.values()}
 
+# torch calls an inputs list may use, by their path under `torch`, and the spec kind each makes.
+_TORCH_MAKERS = {
+    "testing.make_tensor": "make_tensor",
+    **{name: name for name in ("randn", "rand", "randint", "ones", "zeros", "full", "tensor")},
+}
+
 # Methods of a FusionDefinition that a fusion body may call.
 _FD_METHODS = ("define_tensor", "define_scalar", "define_constant", "add_output")
 # Trailing calls of a repro that run or check the fusion: recognised, not interpreted.
@@ -239,11 +245,15 @@ class _Loader:
             tree = ast.parse(self.text, filename=self.filename)
         except SyntaxError as e:
             raise FusionFileError(f"not valid Python: {e.msg}", path=self.filename, line=e.lineno) from None
-        except ValueError as e:  # e.g. NUL bytes in the source
-            raise FusionFileError(f"not valid Python: {e}", path=self.filename) from None
+        except (ValueError, RecursionError, MemoryError) as e:  # NUL bytes, absurd nesting
+            raise FusionFileError(f"not valid Python: {type(e).__name__}", path=self.filename) from None
         self._check_names(tree)
-        for stmt in tree.body:
-            self.top_statement(stmt)
+        try:
+            for stmt in tree.body:
+                self.top_statement(stmt)
+        except RecursionError:
+            # Deeply nested literals: refuse rather than crash (the line is not known here).
+            raise FusionFileError("expressions nest too deeply", path=self.filename) from None
         if self.fd is None:
             self._implicit_fusion(tree)
         if self.fd is None:
@@ -308,9 +318,8 @@ class _Loader:
     def import_(self, stmt: ast.Import) -> None:
         for alias in stmt.names:
             if alias.name in _TORCH_MODULES:
-                # `import torch.testing` binds `torch`, as Python does.
-                self.globals[alias.asname or "torch"] = _Ref("module", "torch" if not alias.asname
-                                                             else alias.name)
+                # `import torch.testing` binds `torch`, as Python does; `as tt` binds the submodule.
+                self.globals[alias.asname or "torch"] = _Ref("module", alias.name if alias.asname else "torch")
             elif alias.name.split(".")[0] in _NVFUSER_MODULES:
                 self.globals[alias.asname or alias.name.split(".")[0]] = _Ref("module", "nvfuser")
             else:
@@ -318,8 +327,16 @@ class _Loader:
 
     def import_from(self, stmt: ast.ImportFrom) -> None:
         module = stmt.module or ""
+        if not stmt.level and module in _TORCH_MODULES:
+            # `from torch.testing import make_tensor`, `from torch import randn`: input makers only.
+            for alias in stmt.names:
+                dotted = f"{module.removeprefix('torch').lstrip('.')}.{alias.name}".lstrip(".")
+                if dotted not in _TORCH_MAKERS:
+                    raise self.error(stmt, f"import of {module}.{alias.name} is not allowed")
+                self.globals[alias.asname or alias.name] = _Ref("torch_fn", _TORCH_MAKERS[dotted])
+            return
         if stmt.level or module.split(".")[0] not in _NVFUSER_MODULES:
-            raise self.error(stmt, f"import from {module or '.'!r} is not allowed (only nvfuser)")
+            raise self.error(stmt, f"import from {module or '.'!r} is not allowed (only nvfuser and torch)")
         for alias in stmt.names:
             if alias.name == "*":
                 continue  # the names we know are always available
@@ -622,14 +639,12 @@ class _Loader:
         if not isinstance(func, ast.Name):
             return None
         ref = self.globals.get(func.id)
-        if ref is None or ref.kind != "module" or ref.value != "torch":
+        if ref is not None and ref.kind == "torch_fn" and not parts:
+            return ref.value
+        if ref is None or ref.kind != "module" or ref.value not in _TORCH_MODULES:
             return None
-        dotted = ".".join(reversed(parts))
-        if dotted == "testing.make_tensor":
-            return "make_tensor"
-        if dotted in ("randn", "rand", "randint", "ones", "zeros", "full", "tensor"):
-            return dotted
-        return None
+        dotted = ".".join([*ref.value.split(".")[1:], *reversed(parts)])
+        return _TORCH_MAKERS.get(dotted)
 
     def call_args(self, call: ast.Call, names: Sequence[str]) -> dict[str, Any]:
         if len(call.args) > len(names) or any(k.arg is None for k in call.keywords):
@@ -816,6 +831,8 @@ class _Body:
                                    f"{self.fd_name}.define_*, got {_excerpt(node)}")
         func = node.func
         target, name = self.callee(func)
+        if target == "vector":
+            return self.define_vector(node)
         if target is None:
             raise self.error(node, f"call not allowed: {_excerpt(node)} (only {self.fd_name}.ops.*, "
                                    f"{self.fd_name}.sched.*, {self.fd_name}.define_tensor/define_scalar "
@@ -855,6 +872,8 @@ class _Body:
             return None, ""
         base = func.value
         if isinstance(base, ast.Name) and base.id == self.fd_name:
+            if func.attr == "define_vector":
+                return "vector", func.attr
             return ("fd", func.attr) if func.attr in _FD_METHODS else (None, "")
         if (isinstance(base, ast.Attribute) and isinstance(base.value, ast.Name)
                 and base.value.id == self.fd_name and base.attr in ("ops", "sched")):
@@ -862,6 +881,21 @@ class _Body:
                 raise self.loader.error(func, f"unknown schedule operation {self.fd_name}.sched.{func.attr}")
             return base.attr, func.attr
         return None, ""
+
+    def define_vector(self, node: ast.Call) -> list[Any]:
+        """Older repros' `V = fd.define_vector([S0, 4], dtype=DataType.Int)`: a shape list.
+
+        It is kept as the plain list it stands for, so the ops that take it see what the
+        newer frontend passes inline (and a saved file writes the list inline).
+        """
+        if len(node.args) != 1 or any(k.arg not in ("dtype", "size") for k in node.keywords):
+            raise self.error(node, f"{self.fd_name}.define_vector(values, dtype=...) takes one list")
+        values = self.value(node.args[0])
+        if not isinstance(values, (list, tuple)):
+            raise self.error(node, f"{self.fd_name}.define_vector: expected a list, got {values!r}")
+        for k in node.keywords:
+            self.value(k.value)  # checked as literals, not needed
+        return list(values)
 
     def value(self, node: ast.expr) -> Any:
         v = self.loader.plain(node, self.env, True, self.fd_name, self.attrs, self.call)

@@ -493,3 +493,46 @@ def test_missing_file_and_binary_file(tmp_path: Path):
     p.write_bytes(b"\xff\xfe\x00\x01")
     with pytest.raises(FusionFileError):
         load_fusion(p)
+
+
+def test_torch_maker_imports_and_define_vector():
+    text = _text("""
+        import torch
+        import torch.testing as tt
+        from torch.testing import make_tensor
+        from nvfuser import FusionDefinition, DataType
+
+        def nvfuser_fusion_id0(fd : FusionDefinition) -> None :
+            T0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
+            V1 = fd.define_vector([6, 4], dtype=DataType.Int)
+            T2 = fd.ops.reshape(T0, new_shape=V1)
+            fd.add_output(T2)
+
+        with FusionDefinition() as fd:
+            nvfuser_fusion_id0(fd)
+
+        inputs = [make_tensor((4, 6), dtype=torch.float32, device='cuda:0')]
+        other = [tt.make_tensor((4, 6), dtype=torch.float32)]
+    """)
+    with pytest.raises(FusionFileError, match=":16: a second inputs list"):
+        loads_fusion(text)
+    fd = loads_fusion(text.replace("other = [tt.make_tensor((4, 6), dtype=torch.float32)]\n", ""))
+    (x,) = fd.example_inputs()
+    torch.testing.assert_close(fd.execute([x])[0], x.reshape(6, 4))
+    # written back with the list inline, as the current frontend prints it
+    assert "fd.ops.reshape(T0, new_shape=[6, 4])" in dumps_fusion(fd)
+    # the submodule alias works as well
+    only_tt = text.replace("inputs = [make_tensor((4, 6), dtype=torch.float32, device='cuda:0')]\n", "")
+    fd = loads_fusion(only_tt)
+    assert fd.input_specs == [InputSpec(kind="make_tensor", shape=(4, 6), dtype=torch.float32)]
+    with pytest.raises(FusionFileError, match="import of torch.save"):
+        loads_fusion("from torch import save\n")
+
+
+def test_absurd_nesting_is_refused_not_crashing():
+    deep = "[" * 5000 + "]" * 5000
+    with pytest.raises(FusionFileError):
+        loads_fusion(f"with FusionDefinition() as fd:\n    t = fd.define_tensor(shape={deep})\n")
+    deep = "[" * 300 + "2" + "]" * 300
+    with pytest.raises(FusionFileError):
+        loads_fusion(f"with FusionDefinition() as fd:\n    t = fd.define_tensor(shape={deep})\n")
