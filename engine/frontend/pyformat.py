@@ -15,6 +15,7 @@ IR with the same names, and writing it again gives the same text.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import enum
 import math
 import os
@@ -212,6 +213,13 @@ def load_fusion(path: str | os.PathLike[str]) -> FusionDefinition:
 def loads_fusion(text: str, filename: str = "<string>") -> FusionDefinition:
     """Read fusion-file text without executing it; errors name `filename` and the line."""
     return _Loader(text, filename).load()
+
+
+@dataclass(frozen=True)
+class _TorchConst:
+    """torch.strided / torch.contiguous_format as written in an inputs entry (a name only)."""
+
+    name: str
 
 
 class _Ref:
@@ -479,7 +487,12 @@ class _Loader:
             self.globals[name] = _Ref("fd", fd)
             return
         if self.run_call(stmt.value):
-            return  # `outputs = fd.execute(inputs)`
+            return  # `outputs = fd.execute(inputs)`, `out = fd.execute(inputs)[0]`
+        if self.is_spec_call(stmt.value):
+            # `input1 = torch.ones(2, 1, 8, device='cuda')`, later named in an inputs list or
+            # in `fd.execute([input1, input2])`.
+            self.globals[name] = _Ref("spec", self.spec(stmt.value))
+            return
         if isinstance(stmt.value, (ast.List, ast.Tuple)):
             if self.specs is not None:
                 raise self.error(stmt, f"a second inputs list ({name!r})")
@@ -499,8 +512,18 @@ class _Loader:
             raise self.error(stmt, f"call {v.func.id}(fd) inside `with FusionDefinition() as fd:`")
         raise self.error(stmt, f"statement is not allowed: {_excerpt(stmt)}")
 
+    def is_spec_call(self, node: ast.expr) -> bool:
+        while (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+               and node.func.attr in ("as_strided", "view")):
+            node = node.func.value
+        return isinstance(node, ast.Call) and self.torch_function(node.func) is not None
+
     def run_call(self, node: ast.expr) -> bool:
-        """`fd.execute(inputs)` / `fd.validate(...)`: recognised and left alone."""
+        """`fd.execute(inputs)` / `fd.validate(...)`: recognised, not run. A literal list
+        of inputs there (`fd.execute([input1, 2.0])`) gives the specs when no inputs list did."""
+        if (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant)
+                and isinstance(node.slice.value, int)):
+            node = node.value  # `fd.execute(inputs)[0]`
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                 and node.func.attr in _RUN_METHODS and isinstance(node.func.value, ast.Name)):
             return False
@@ -512,10 +535,19 @@ class _Loader:
                 raise self.error(node, f"fd.{node.func.attr}(...) may only name inputs and literals")
         if any(k.arg is None for k in node.keywords):
             raise self.error(node, "** arguments are not allowed")
+        given = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "inputs"), None)
+        if (node.func.attr == "execute" and isinstance(given, (ast.List, ast.Tuple)) and given.elts
+                and self.specs is None):
+            self.specs = [self.spec(e) for e in given.elts]
         return True
 
     # ---- input specs ------------------------------------------------------------------
     def spec(self, node: ast.expr) -> InputSpec:
+        if isinstance(node, ast.Name) and node.id in self.globals:
+            ref = self.globals[node.id]
+            if ref.kind != "spec":
+                raise self.error(node, f"{node.id!r} is not an input tensor")
+            return dataclasses.replace(ref.value)
         if not isinstance(node, ast.Call):
             # A scalar input is written as a plain number.
             value = self.plain(node, allow_names=False)
@@ -571,6 +603,9 @@ class _Loader:
         for k in kw:
             if k not in known | {"size", "fill_value", "data"}:
                 raise self.error(node, f"{kind}: unknown keyword {k!r}")
+        for key, ok in (("layout", "strided"), ("memory_format", "contiguous_format")):
+            if key in kw and kw[key] != _TorchConst(ok):
+                raise self.error(node, f"{kind}: only {key}=torch.{ok} is supported")
         dtype = kw.get("dtype")
         if dtype is not None and not isinstance(dtype, torch.dtype):
             raise self.error(node, f"{kind}: dtype must be a torch dtype, got {dtype!r}")
@@ -742,6 +777,8 @@ class _Loader:
             if ref is not None and ref.kind == "module" and ref.value == "torch":
                 if node.attr in _TORCH_DTYPES:
                     return _TORCH_DTYPES[node.attr]
+                if node.attr in ("strided", "contiguous_format"):
+                    return _TorchConst(node.attr)  # layout= / memory_format= of an inputs entry
                 raise self.error(node, f"torch.{node.attr} is not a dtype this format knows")
         raise self.error(node, f"attribute not allowed here: {_excerpt(node)}")
 

@@ -536,3 +536,36 @@ def test_absurd_nesting_is_refused_not_crashing():
     deep = "[" * 300 + "2" + "]" * 300
     with pytest.raises(FusionFileError):
         loads_fusion(f"with FusionDefinition() as fd:\n    t = fd.define_tensor(shape={deep})\n")
+
+
+def test_pasted_script_with_named_inputs():
+    """An issue-style paste: inputs bound to names and handed to fd.execute directly."""
+    text = _text("""
+        import torch
+        from nvfuser_direct import FusionDefinition, DataType
+
+        with FusionDefinition() as fd :
+            t0 = fd.define_tensor(shape=[-1, 1, -1],
+                                  contiguity=[True, None, True],
+                                  dtype=DataType.Float)
+            t1 = fd.define_tensor([-1, -1, -1])
+            c0 = fd.define_scalar(3.0)
+            t2 = fd.ops.add(t0, t1)
+            t3 = fd.ops.mul(t2, c0)
+            t4 = fd.ops.sum(t3, [-1], False, DataType.Float)
+            fd.add_output(t4)
+
+        input1 = torch.ones(2, 1, 8, device='cuda')
+        input2 = torch.randn(size=(2, 4, 8), dtype=torch.float32, layout=torch.strided, device='cuda:0',
+                             requires_grad=False)
+
+        nvf_out = fd.execute([input1, input2])[0]
+    """)
+    fd = loads_fusion(text)
+    a, b = fd.example_inputs(seed=0)
+    assert bool((a == 1).all()) and a.shape == (2, 1, 8) and b.shape == (2, 4, 8)
+    (out,) = fd.execute([a, b])
+    torch.testing.assert_close(out, ((a + b) * 3).sum(-1))
+    # memory formats other than contiguous would change strides: refused
+    with pytest.raises(FusionFileError, match=":16: torch.channels_last"):
+        loads_fusion(text.replace("layout=torch.strided", "memory_format=torch.channels_last"))
