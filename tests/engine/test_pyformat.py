@@ -569,3 +569,36 @@ def test_pasted_script_with_named_inputs():
     # memory formats other than contiguous would change strides: refused
     with pytest.raises(FusionFileError, match=":16: torch.channels_last"):
         loads_fusion(text.replace("layout=torch.strided", "memory_format=torch.channels_last"))
+
+
+def test_user_schedule_round_trip():
+    """Schedule calls (with results, dicts, enums, lists) interleaved with ops replay exactly."""
+    from engine.frontend.sched import CacheOp
+    from engine.ir.tensorview import MemoryType
+
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        t1 = fd.ops.exp(t0)
+        c = fd.sched.cache_after(t0, cache_op=CacheOp.Streaming)
+        fd.sched.set_memory_type(c, MemoryType.Shared)
+        t2 = fd.ops.sum(t1, dims=[1])
+        fd.add_output(t2)
+        fd.sched.split(t2, 1, 32)
+        fd.sched.reorder(t2, {0: 1, 1: 0})
+        rf = fd.sched.rfactor(t2, [0])
+        fd.sched.merge(rf, 1)
+        fd.sched.parallelize(t2, 0, ParallelType.block_x)
+        fd.sched.parallelize_like(t2, selected_parallel_types=[ParallelType.block_x])
+        fd.sched.inline_most()
+    text = dumps_fusion(fd)
+    assert "fd.sched.reorder(T" in text and "{0: 1, 1: 0})" in text
+    assert re.search(r"\n    T\d+ = fd\.sched\.cache_after\(T0, cache_op=CacheOp\.Streaming\)\n", text)
+    assert re.search(r"\n    T\d+ = fd\.sched\.rfactor\(T\d+, \[0\]\)\n", text)
+    assert "from nvfuser import FusionDefinition, DataType, CacheOp, MemoryType, ParallelType\n" in text
+    # the cache is made between exp and sum, so the sum's names depend on the order kept here
+    assert text.index("cache_after") < text.index("fd.ops.sum")
+    again = loads_fusion(text)
+    assert dumps_fusion(again) == text
+    assert str(again) == str(fd)
+    for a, b in zip(again.fusion.tensors(), fd.fusion.tensors()):
+        assert again.sched.to_string(a) == fd.sched.to_string(b)
