@@ -127,7 +127,11 @@ class InputSpec:
         if self.kind == "tensor":
             t = torch.tensor(self.data, dtype=self.dtype)
         else:
-            t = self._fill(self.base_shape if self.base_shape is not None else self.shape, generator)
+            base = self.base_shape
+            if base is None:
+                # Enough storage for the strides asked for (a padded layout needs more than numel).
+                base = (_storage_size(self.shape, self.strides),) if self.strides is not None else self.shape
+            t = self._fill(base, generator)
         if self.strides is not None:
             t = t.as_strided(self.shape, self.strides)
         if self.view_dtype is not None:

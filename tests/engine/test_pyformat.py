@@ -602,3 +602,14 @@ def test_user_schedule_round_trip():
     assert str(again) == str(fd)
     for a, b in zip(again.fusion.tensors(), fd.fusion.tensors()):
         assert again.sched.to_string(a) == fd.sched.to_string(b)
+
+
+def test_spec_from_tensor_keeps_padded_and_broadcast_strides():
+    padded = torch.randn(2, 8)[:, :3]  # strides (8, 1): storage beyond numel
+    expanded = torch.randn(3, 1).expand(3, 5)  # stride 0
+    for t in (padded, expanded):
+        spec = InputSpec.from_tensor(t)
+        x = spec.make(generator=torch.Generator().manual_seed(0))
+        assert x.shape == t.shape and x.stride() == t.stride() and x.dtype == t.dtype
+    direct = InputSpec(kind="randn", shape=(2, 3), dtype=torch.float32, strides=(8, 1))
+    assert direct.make().stride() == (8, 1)
