@@ -344,7 +344,10 @@ class TensorView(Val):
 
         if consumer not in consumers_of(self):
             raise ScheduleError(f"{self.short_name}: {consumer.short_name} is not a direct consumer")
-        with _transaction([self]):
+        # The replay rewrites this tensor's whole loop domain.
+        self._require_not_inlined("compute_at")
+        # Setting ca_pos raises the consumers' produce_pos: they are part of the change.
+        with _transaction([self, *consumers_of(self)]):
             _replay_edge(consumer, self)
             self.inline_at(pos if pos >= 0 else consumer.nloop + 1 + pos, best_effort)
         return self
