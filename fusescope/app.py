@@ -18,7 +18,6 @@ from fusescope.screens.help_screen import HelpScreen, KeyRow
 from fusescope.screens.open_file_screen import OpenFileScreen
 from fusescope.widgets.listing_view import ListingView
 from fusescope.widgets.tensor_tree import TensorTree
-from fusescope.widgets.text_pane import TextPane
 from fusescope.widgets.transform_view import TransformView
 
 
@@ -67,7 +66,7 @@ class FusescopeApp(App[None]):
             return
         self.query_one(TransformView).show_block(name, self.session.transforms(name))
         listing = self.query_one(ListingView)
-        if listing.selected != name:
+        if listing.selected != name or listing.current_tensor != name:
             listing.mark(name)
         tree = self.query_one(TensorTree)
         node = tree.cursor_node
@@ -138,7 +137,8 @@ class FusescopeApp(App[None]):
             KeyRow("↑ ↓", "Move between tensors (the transform pane follows)", "Tensors"),
             KeyRow("enter / space", "Fold or unfold a section", "Tensors"),
         ]
-        for binding in TextPane.BINDINGS:
+        rows.append(KeyRow("↑ ↓", "Move between inputs, outputs and expressions", "Fusion IR"))
+        for binding in ListingView.BINDINGS:
             assert isinstance(binding, Binding)
             rows.append(KeyRow(self.get_key_display(binding), binding.description, "Fusion IR, Transforms"))
         return rows

@@ -95,7 +95,8 @@ def _emit(text: str) -> None:
 
         from fusescope.render.highlight import highlight
 
-        Console(highlight=False).print(highlight(text), end="")
+        # soft_wrap: long IR lines stay single lines, so what is copied from the terminal is exact.
+        Console(highlight=False, soft_wrap=True).print(highlight(text), end="")
     else:
         sys.stdout.write(text)
 

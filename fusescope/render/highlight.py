@@ -21,7 +21,7 @@ STYLES: dict[str, Style] = {
     "memory": Style(dim=True),
     "dtype": Style(color="magenta"),
     "label": Style(bold=True),
-    "transform": Style(bold=True, color="green"),
+    "transform": Style(bold=True, color="bright_yellow"),
     "selected": Style(bgcolor="grey35", bold=True, underline=True),
 }
 

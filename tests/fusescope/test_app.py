@@ -36,7 +36,8 @@ async def test_starts_with_the_listing_and_the_tensors(session: Session) -> None
         await pilot.pause()
         listing = app.query_one(ListingView)
         assert listing.text == str(build_seed001(split_t4=True).fusion)
-        assert "%kernel_math {" in str(listing._body.render())
+        shown = "\n".join(str(o.prompt) for o in listing.options)
+        assert shown + "\n" == listing.text  # every line of the listing is on screen
         tree = app.query_one(TensorTree)
         leaves = [n.data for n in tree.root.children[2].children]
         assert leaves == ["T0", "T1", "T2", "T3", "T4", "T5", "T6"]
@@ -54,12 +55,36 @@ async def test_moving_the_tree_cursor_shows_each_tensors_transforms(session: Ses
         assert view.tensor == "T0"
         assert view.text == session.transforms("T0")
         assert " allocation domain : (iS1{4096}, bS0{1}, iS2{4096})" in view.text
-        assert app.query_one(ListingView).selected == "T0"
+        listing = app.query_one(ListingView)
+        assert listing.selected == "T0" and listing.current_tensor == "T0"
         await pilot.press("down")  # the Outputs heading: not a tensor, selection stays
         await pilot.press("down")  # T4
         await pilot.pause()
         assert view.tensor == "T4"
         assert "  Split: iS11{4096} by factor 2 -> " in view.text
+
+
+async def test_moving_the_listing_cursor_selects_the_expressions_tensor(session: Session) -> None:
+    app = FusescopeApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("down", "down", "down")  # tree: root -> Inputs -> T0 -> Outputs
+        await pilot.press("tab")
+        await pilot.pause()
+        listing = app.query_one(ListingView)
+        assert app.focused is listing and listing.current_tensor == "T0"
+        # Past the Outputs lines (T4, T6) to the first expression: T1 = squeeze(T0).
+        await pilot.press("down", "down", "down")
+        await pilot.pause()
+        entry = listing.entries[listing.highlighted]
+        assert entry.tensor == "T1" and "= squeeze( T0_g_float" in entry.text
+        assert app.query_one(TransformView).tensor == "T1"
+        assert app.query_one(TensorTree).cursor_node.data == "T1"
+        # The tree's choice moves the listing to the tensor's defining expression.
+        app.query_one(TensorTree).focus()
+        await pilot.press("down")  # All tensors: T1 -> T2
+        await pilot.pause()
+        assert listing.current_tensor == "T2"
+        assert listing.entries[listing.highlighted].text.startswith("T2_l_float[iS5{4096}, rS6{4096}]\n")
 
 
 async def test_palette_show_tensor_selects_it_everywhere(session: Session) -> None:
