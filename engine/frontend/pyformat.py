@@ -230,7 +230,8 @@ class _Ref:
     """What a top-level name stands for while reading (never a live object from the file)."""
 
     def __init__(self, kind: str, value: Any = None) -> None:
-        self.kind = kind  # "module", "fd_class", "enum", "function", "class", "fd", "inputs"
+        # "module", "torch_fn", "fd_class", "enum", "function", "class", "fd", "inputs", "spec"
+        self.kind = kind
         self.value = value
 
 
