@@ -86,6 +86,13 @@ def replay_onto(
             o, i = rmap.get(t.outer), rmap.get(t.inner)
             o = o if o in current else None
             i = i if i in current else None
+            mixes = o is not None and i is not None and (
+                o.is_reduction != i.is_reduction and not (o.is_broadcast or i.is_broadcast))
+            if mixes:
+                # The reference merged two axes that are iteration and reduction here
+                # (across a reduction op): not a valid merge, so it is not replayed and
+                # both axes stay as they are.
+                continue
             if o is not None and i is not None and o is not i:
                 m = Merge(o, i)
                 k = min(current.index(o), current.index(i))

@@ -2,6 +2,9 @@
 with ScheduleError, leaving every tensor as it was, or leaves a fusion that verifies;
 and scheduling never changes what the reference evaluator computes."""
 
+from pathlib import Path
+
+import pytest
 import torch
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -125,3 +128,46 @@ def test_random_schedules_are_valid_or_refused_and_keep_results(data, kind, rank
     assert len(after) == len(before)
     for a, b in zip(before, after):
         torch.testing.assert_close(a, b)
+
+
+# ---- the bundled samples: a reference schedule propagated over real fusions ----------------------
+
+_ALL = sorted((Path(__file__).resolve().parents[2] / "sample_fusions").glob("*.py"))
+# A sample with a `_small` variant is the same fusion at full size: the small one is enough.
+SAMPLES = [p for p in _ALL if p.with_name(p.stem + "_small.py") not in _ALL]
+
+
+def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.dtype in (torch.float64, torch.float32, torch.float16, torch.bfloat16):
+        return torch.allclose(a, b, equal_nan=True)
+    if a.element_size() == 1 and a.dtype not in (torch.bool, torch.uint8, torch.int8):
+        return torch.equal(a.view(torch.uint8), b.view(torch.uint8))  # fp8 / packed fp4
+    return torch.equal(a, b)
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.stem)
+def test_samples_scheduled_like_their_last_output_keep_results(path):
+    from engine.frontend.pyformat import load_fusion
+    from engine.ir.tensorview import TensorView
+
+    fd = load_fusion(path)
+    if not fd.input_specs:
+        pytest.skip("sample has no example inputs")
+    xs = fd.example_inputs(seed=0)
+    before = fd.execute(xs)
+    verify_fusion(fd.fusion)
+    tensors = [o for o in fd.fusion.outputs if isinstance(o, TensorView) and o.nloop]
+    if not tensors:
+        pytest.skip("no output with a loop to schedule")
+    ref = tensors[-1]
+    fd.sched.split(ref, 0, 2)
+    if ref.nloop >= 3 and ref.domain.loop[1].is_reduction == ref.domain.loop[2].is_reduction:
+        fd.sched.merge(ref, 1)
+    fd.sched.transform_like(ref)
+    fd.sched.parallelize(ref, 0, ParallelType.grid_x)
+    fd.sched.parallelize_like(ref)
+    fd.sched.inline_most()
+    verify_fusion(fd.fusion)
+    assert ref.domain.loop[0].parallel_type == ParallelType.grid_x
+    after = fd.execute(xs)
+    assert all(same_values(a, b) for a, b in zip(before, after))
