@@ -8,8 +8,10 @@ import pytest
 from textual.command import CommandPalette
 from textual.widgets import Footer
 
+from engine import load_fusion
+from fusescope import samples
 from fusescope.app import FusescopeApp
-from fusescope.model import Session
+from fusescope.model import Session, load_session
 from fusescope.screens.help_screen import HelpScreen
 from fusescope.screens.open_file_screen import OpenFileScreen
 from fusescope.widgets.listing_view import ListingView
@@ -220,3 +222,36 @@ async def test_opening_a_file_replaces_the_fusion(session: Session, seed001_file
         await pilot.pause()
         assert app.session.path == seed001_file
         assert sum("Opened seed001.py" in m for _, m, _ in messages(app)) == 2
+
+
+@pytest.mark.parametrize("sample", samples.list_samples(), ids=lambda s: s.name)
+async def test_every_bundled_sample_opens_and_shows_each_tensor(sample: samples.Sample) -> None:
+    session = load_session(sample.path)
+    app = FusescopeApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert app.query_one(ListingView).text == str(load_fusion(str(sample.path)).fusion)
+        view = app.query_one(TransformView)
+        for name, info in session.tensors.items():
+            app.show_tensor(name)
+            await pilot.pause()
+            assert view.tensor == name and view.text == info.transforms
+            assert view.text.startswith(info.text + "\n") and "\n logical domain : (" in view.text
+
+
+async def test_palette_opens_a_bundled_sample(session: Session) -> None:
+    found = samples.list_samples()
+    if not found:
+        pytest.skip("no bundled samples")
+    target = found[-1]
+    app = FusescopeApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+p")
+        await pilot.press(*f"Open sample: {target.name}")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.session.path == target.path
+        assert app.query_one(ListingView).text == str(load_fusion(str(target.path)).fusion)
