@@ -9,6 +9,8 @@ verify(tv) checks one tensor:
   Broadcast and reduction ids follow the same rule as iteration ids: nothing in this
   engine adds loop-only broadcasts, so every loop id must come from the logical one.
 - no merge on the path mixes a reduction id with a non-broadcast iteration id;
+- the logical domain, when there is a root domain, derives from it the same way
+  (reshape, resize and rfactor transforms);
 - the allocation domain, when set, covers the logical domain the same way, and its
   contiguity has one entry per allocation id, None exactly for broadcast ids;
 - compute-at positions: 0 <= ca_pos <= number of loop ids, no reduction id among the
@@ -64,6 +66,10 @@ def coverage_error(logical: Sequence[IterDomain], target: Sequence[IterDomain]) 
 
 def verify_domains(tv: TensorView) -> None:
     dom = tv.domain
+    if dom.root is not None:
+        why = coverage_error(dom.root, dom.logical)
+        if why is not None:
+            raise ScheduleError(f"{tv.short_name}: logical domain is invalid against the root: {why}")
     why = coverage_error(dom.logical, dom.loop)
     if why is not None:
         raise ScheduleError(f"{tv.short_name}: loop domain is invalid: {why}")

@@ -470,3 +470,16 @@ def test_sched_records_calls_and_not_refusals():
     assert rf in fd.sched.tensors() and c in fd.sched.tensors()
     x = torch.randn(3, 9)
     torch.testing.assert_close(fd.execute([x])[0], x.exp().sum(1))
+
+
+def test_verifier_checks_logical_against_root():
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1])
+        t1 = fd.ops.sum(t0, dims=[1])
+        fd.add_output(t1)
+    fd.sched.split(t1, 1, 4)
+    rf = fd.sched.rfactor(t1, [1])
+    verify(rf)
+    rf.domain.logical = rf.domain.logical[:2]  # drops the inner split output
+    with pytest.raises(ScheduleError, match="T2: logical domain is invalid against the root: iS.* not covered"):
+        verify(rf)
