@@ -145,10 +145,6 @@ class TensorView(Val):
                 f"(ca_pos {self.compute_at_pos}, produce_pos {self.max_producer_pos})"
             )
 
-    # ---- transactions ---------------------------------------------------------
-    def _snapshot(self) -> _Snapshot:
-        return _Snapshot(self)
-
     # ---- loop-domain transforms -------------------------------------------
     def split(self, axis: int, factor: ScalarLike, inner_split: bool = True) -> TensorView:
         pos = self._pos(axis)
