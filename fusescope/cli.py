@@ -12,6 +12,7 @@ malformed fusion, an unknown tensor) print one line and exit 2; only --debug sho
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -69,6 +70,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         run = _cmd_tui
     try:
         return run(args)
+    except BrokenPipeError:
+        # The reader went away (`fusescope show ... | head`): no traceback, and none at exit
+        # either, which is why stdout is pointed at devnull (the recipe of Python's docs).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_INTERNAL
     except CliError as e:
         print(f"fusescope: error: {e}", file=sys.stderr)
         return EXIT_USAGE
