@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from engine.dtypes import DataType
 from engine.errors import ScheduleError
-from engine.ir.base import Val
+from engine.ir.base import Expr, Val
 from engine.ir.iterdomain import IdTransform, IterDomain, Merge, ParallelType, Split
 from engine.ir.scalar import ScalarLike
 
@@ -363,6 +363,16 @@ class TensorView(Val):
                 f"(ca_pos {self.compute_at_pos}, produce_pos {self.max_producer_pos})"
             )
 
+    def _refuse_cat_use(self, what: str, uses: Sequence[Expr]) -> None:
+        # A cat reads where each input's data lies from the pad (Resize) that made the
+        # input: a copy between the pad and the cat would lose it.
+        from engine.ir.exprs import CatOp
+
+        if any(isinstance(e, CatOp) for e in uses):
+            raise ScheduleError(
+                f"{self.short_name}: {what} between a pad and the cat that reads it is not allowed"
+            )
+
     def _fresh_copy(self) -> tuple[TensorView, dict[IterDomain, IterDomain]]:
         """A new local tensor with fresh copies of this tensor's non-reduction logical ids."""
         src = [i for i in self.domain.logical if not i.is_reduction]
@@ -394,6 +404,7 @@ class TensorView(Val):
 
         self._require_not_inlined("cache_after")
         uses = self.fusion.uses_of(self)
+        self._refuse_cat_use("cache_after", uses)
         cache, id_map = self._fresh_copy()
         order = self._mapped_allocation(id_map)
         if order is not None and order != cache.domain.logical:
@@ -422,6 +433,7 @@ class TensorView(Val):
         if len(expr.outputs) > 1:
             raise ScheduleError(f"{self.short_name}: cache_before of a multi-output op is not supported")
         self._require_not_inlined("cache_before")
+        self._refuse_cat_use("cache_before", self.fusion.uses_of(self))
         old = self.domain
         src = [i for i in old.logical if not i.is_reduction]
         ids = [_copy_id(i) for i in src]

@@ -14,12 +14,29 @@ from engine.ir.printer import transforms_block
 from engine.ir.verify import verify_fusion
 
 
-def build(kind: int, rank: int):
-    """One of a few fusion shapes: pointwise, reduction, normalization, broadcast/squeeze."""
+def build(kind: int, rank: int, sizes: list[int]):
+    """One of a few fusion shapes: pointwise, reduction, normalization, broadcast/squeeze,
+    and (static shapes) permute/reshape/pad and cat/slice, whose consumers have root domains."""
     fd = FusionDefinition()
     with fd:
-        t0 = fd.define_tensor(shape=[-1] * rank, dtype=DataType.Float)
-        if kind == 0:
+        static = kind >= 4
+        t0 = fd.define_tensor(shape=sizes[:rank] if static else [-1] * rank, dtype=DataType.Float)
+        if kind == 4:
+            t1 = fd.ops.permute(t0, list(range(rank))[::-1])
+            t2 = fd.ops.exp(t1)
+            n = 1
+            for k in sizes[:rank]:
+                n *= k
+            t3 = fd.ops.reshape(t2, [n])
+            fd.add_output(fd.ops.pad(t3, [1, 2]))
+            fd.add_output(fd.ops.sum(t2, dims=[0]))
+        elif kind == 5:
+            t1 = fd.ops.cat([t0, fd.ops.neg(t0)], dim=rank - 1)
+            ends = list(sizes[:rank])
+            t2 = fd.ops.slice(t1, [0] * rank, ends)
+            fd.add_output(fd.ops.mul(t2, t0))
+            fd.add_output(fd.ops.sum(t1, dims=[rank - 1]))
+        elif kind == 0:
             t1 = fd.ops.exp(t0)
             t2 = fd.ops.mul(t1, t0)
             fd.add_output(fd.ops.neg(t2))
@@ -103,10 +120,10 @@ def step(data, fd) -> str:
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data(), kind=st.integers(0, 3), rank=st.integers(2, 3),
+@given(data=st.data(), kind=st.integers(0, 5), rank=st.integers(2, 3),
        sizes=st.lists(st.integers(1, 6), min_size=3, max_size=3), seed=st.integers(0, 2**16))
 def test_random_schedules_are_valid_or_refused_and_keep_results(data, kind, rank, sizes, seed):
-    fd = build(kind, rank)
+    fd = build(kind, rank, sizes)
     x = torch.randn(*sizes[:rank], generator=torch.Generator().manual_seed(seed))
     before = fd.execute([x])
     verify_fusion(fd.fusion)
