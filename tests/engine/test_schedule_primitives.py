@@ -483,3 +483,19 @@ def test_verifier_checks_logical_against_root():
     rf.domain.logical = rf.domain.logical[:2]  # drops the inner split output
     with pytest.raises(ScheduleError, match="T2: logical domain is invalid against the root: iS.* not covered"):
         verify(rf)
+
+
+def test_no_cache_between_a_pad_and_its_cat():
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[2, 3])
+        t1 = fd.ops.cat([t0, t0], dim=1)
+        fd.add_output(t1)
+    padded = t1.definition.inputs[0]
+    listing = str(fd.fusion)
+    with pytest.raises(ScheduleError, match="cache_after between a pad and the cat"):
+        fd.sched.cache_after(padded)
+    with pytest.raises(ScheduleError, match="cache_before between a pad and the cat"):
+        fd.sched.cache_before(padded)
+    assert str(fd.fusion) == listing
+    x = torch.randn(2, 3)
+    torch.testing.assert_close(fd.execute([x])[0], torch.cat([x, x], 1))
