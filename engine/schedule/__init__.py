@@ -1,0 +1,1 @@
+"""Schedulers: a registry in nvFuser's priority order, heuristics, and IterDomain schedules."""

@@ -1,0 +1,59 @@
+"""The schedulers in priority order; which accept a fusion, and why the others refuse.
+
+Scheduler modules register themselves with `register`; `can_schedule` asks each in
+nvFuser's priority order and records every verdict in the trace.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from engine.schedule.base import PRIORITY, Scheduler, SchedulerType, Verdict
+
+if TYPE_CHECKING:
+    from engine.ir.fusion import Fusion
+    from engine.schedule.runtime_info import SchedulerRuntimeInfo
+    from engine.trace import Trace
+
+_SCHEDULERS: dict[SchedulerType, Scheduler] = {}
+
+
+def register(cls: type[Scheduler]) -> type[Scheduler]:
+    _SCHEDULERS[cls.type] = cls()
+    return cls
+
+
+def get(kind: SchedulerType | str) -> Scheduler:
+    kind = SchedulerType(kind) if isinstance(kind, str) else kind
+    try:
+        return _SCHEDULERS[kind]
+    except KeyError:
+        raise KeyError(f"scheduler {kind} is not available") from None
+
+
+def available() -> list[SchedulerType]:
+    return [t for t in PRIORITY if t in _SCHEDULERS]
+
+
+def verdict(kind: SchedulerType, fusion: Fusion, info: SchedulerRuntimeInfo | None) -> Verdict:
+    if kind not in _SCHEDULERS:
+        return Verdict(kind, False, "not implemented in this engine yet")
+    s = _SCHEDULERS[kind]
+    reason = s.reject_compile_time(fusion)
+    if reason is None and info is not None:
+        reason = s.reject_runtime(fusion, info)
+    return Verdict(kind, reason is None, reason or "")
+
+
+def can_schedule(
+    fusion: Fusion, info: SchedulerRuntimeInfo | None = None, trace: Trace | None = None,
+    subject: str = "fusion",
+) -> tuple[list[Verdict], SchedulerType | None]:
+    """Every scheduler's verdict, and the first in priority order that accepts."""
+    verdicts = [verdict(t, fusion, info) for t in PRIORITY]
+    if trace is not None:
+        for v in verdicts:
+            trace.event("can_schedule", subject, str(v), scheduler=str(v.scheduler),
+                        accepted=v.accepted, reason=v.reason)
+    first = next((v.scheduler for v in verdicts if v.accepted), None)
+    return verdicts, first
