@@ -165,6 +165,10 @@ def _merged_iter_type(a: IterDomain, b: IterDomain) -> IterType:
     return IterType.Iteration
 
 
+def _iterations(i: IterDomain) -> Scalar:
+    return i.expanded_extent if i.expanded_extent is not None else i.extent
+
+
 class Split(IdTransform):
     """`in` -> (outer, inner). An inner split fixes the inner extent to `factor`."""
 
@@ -212,15 +216,16 @@ class Merge(IdTransform):
     kind = "Merge"
 
     def __init__(self, outer: IterDomain, inner: IterDomain) -> None:
-        out = IterDomain(
-            outer.fusion,
-            binary("mul", outer.extent, inner.extent),
-            _merged_iter_type(outer, inner),
-        )
-        if outer.expanded_extent is not None or inner.expanded_extent is not None:
-            ex_o = outer.expanded_extent or outer.extent
-            ex_i = inner.expanded_extent or inner.extent
-            out.expanded_extent = binary("mul", ex_o, ex_i)
+        kind = _merged_iter_type(outer, inner)
+        expanded = outer.expanded_extent is not None or inner.expanded_extent is not None
+        if expanded and kind != IterType.Broadcast:
+            # An expanded broadcast merged with a real axis iterates its expansion.
+            extent = binary("mul", _iterations(outer), _iterations(inner))
+        else:
+            extent = binary("mul", outer.extent, inner.extent)
+        out = IterDomain(outer.fusion, extent, kind)
+        if expanded and kind == IterType.Broadcast:
+            out.expanded_extent = binary("mul", _iterations(outer), _iterations(inner))
         super().__init__([outer, inner], [out])
 
     @property

@@ -6,6 +6,7 @@ nvFuser's priority order and records every verdict in the trace.
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING
 
 from engine.schedule.base import PRIORITY, Scheduler, SchedulerType, Verdict
@@ -17,6 +18,25 @@ if TYPE_CHECKING:
 
 _SCHEDULERS: dict[SchedulerType, Scheduler] = {}
 
+# Modules that define schedulers; each registers its classes when imported.
+_MODULES = ["expr_eval", "no_op", "matmul", "reduction", "resize", "transpose", "pointwise",
+            "normalization"]
+_loaded = False
+
+
+def _load() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for name in _MODULES:
+        full = f"engine.schedule.{name}"
+        try:
+            importlib.import_module(full)
+        except ModuleNotFoundError as e:
+            if e.name != full:  # a real import error inside the module
+                raise
+
 
 def register(cls: type[Scheduler]) -> type[Scheduler]:
     _SCHEDULERS[cls.type] = cls()
@@ -24,6 +44,7 @@ def register(cls: type[Scheduler]) -> type[Scheduler]:
 
 
 def get(kind: SchedulerType | str) -> Scheduler:
+    _load()
     kind = SchedulerType(kind) if isinstance(kind, str) else kind
     try:
         return _SCHEDULERS[kind]
@@ -32,10 +53,12 @@ def get(kind: SchedulerType | str) -> Scheduler:
 
 
 def available() -> list[SchedulerType]:
+    _load()
     return [t for t in PRIORITY if t in _SCHEDULERS]
 
 
 def verdict(kind: SchedulerType, fusion: Fusion, info: SchedulerRuntimeInfo | None) -> Verdict:
+    _load()
     if kind not in _SCHEDULERS:
         return Verdict(kind, False, "not implemented in this engine yet")
     s = _SCHEDULERS[kind]
