@@ -337,25 +337,72 @@ def reduction_dims(tv: TensorView) -> list[int]:
     return [k for k, i in enumerate(tv.domain.logical) if i.is_reduction]
 
 
+def _reduce(x: torch.Tensor, op: str, dims: list[int]) -> torch.Tensor:
+    if not dims:
+        return x.clone()
+    if op == "add":
+        return torch.sum(x, dim=dims)
+    if op == "max":
+        return torch.amax(x, dim=dims)
+    if op == "min":
+        return torch.amin(x, dim=dims)
+    if op == "mul":
+        for d in sorted(dims, reverse=True):
+            x = torch.prod(x, dim=d)
+        return x
+    raise ExecutionError(f"unknown reduction op {op}")
+
+
 @handles(ex.ReductionOp)
 def _reduction(expr, args, ctx):
-    (x,) = args
     out = expr.output
-    dims = reduction_dims(out)
-    x = up(x)
-    if expr.op == "add":
-        r = torch.sum(x, dim=dims) if dims else x.clone()
-    elif expr.op == "max":
-        r = torch.amax(x, dim=dims) if dims else x.clone()
-    elif expr.op == "min":
-        r = torch.amin(x, dim=dims) if dims else x.clone()
-    elif expr.op == "mul":
-        r = x
-        for d in sorted(dims, reverse=True):
-            r = torch.prod(r, dim=d)
-    else:
-        raise ExecutionError(f"unknown reduction op {expr.op}")
-    return [as_dtype(r, out.dtype)]
+    return [as_dtype(_reduce(up(args[0]), expr.op, reduction_dims(out)), out.dtype)]
+
+
+@handles(ex.RFactorReductionOp)
+def _rfactor_reduction(expr, args, ctx):
+    out = expr.output
+    x = view_as_logical(up(args[0]), out, expr.init, ctx)
+    return [as_dtype(_reduce(x, expr.op, reduction_dims(out)), out.dtype)]
+
+
+def _pad_to(x: torch.Tensor, dim: int, size: int, fill: Any) -> torch.Tensor:
+    extra = size - x.shape[dim]
+    if extra <= 0:
+        return x
+    shape = list(x.shape)
+    shape[dim] = extra
+    # The padding holds the reduction's initial value, so it changes no result.
+    return torch.cat([x, torch.full(shape, fill, dtype=x.dtype, device=x.device)], dim=dim)
+
+
+def view_as_logical(x: torch.Tensor, tv: TensorView, fill: Any, ctx: Context) -> torch.Tensor:
+    """`x`, indexed by `tv`'s root ids, re-laid out by its root->logical splits and merges."""
+    from engine.analysis.replay import transforms_between
+    from engine.ir.iterdomain import Merge, Split
+
+    dom = tv.domain
+    dims = list(dom.maybe_root)
+    for t in transforms_between(dom.maybe_root, dom.logical):
+        if isinstance(t, Split):
+            d = dims.index(t.in_id)
+            f = int(ctx.scalar(t.factor))
+            rest = -(-x.shape[d] // f)
+            x = _pad_to(x, d, rest * f, fill)
+            outer, inner = (rest, f) if t.inner_split else (f, rest)
+            x = x.reshape(*x.shape[:d], outer, inner, *x.shape[d + 1 :])
+            dims[d : d + 1] = [t.outer, t.inner]
+        elif isinstance(t, Merge):
+            order = [k for k, i in enumerate(dims) if i is not t.outer and i is not t.inner]
+            k = min(dims.index(t.outer), dims.index(t.inner))
+            order[k:k] = [dims.index(t.outer), dims.index(t.inner)]
+            x = x.permute(order)
+            dims = [dims[j] for j in order]
+            x = x.reshape(*x.shape[:k], x.shape[k] * x.shape[k + 1], *x.shape[k + 2 :])
+            dims[k : k + 2] = [t.out]
+        else:
+            raise ExecutionError(f"{tv.short_name}: cannot evaluate {t.kind} in a root->logical view")
+    return x.permute([dims.index(i) for i in dom.logical])
 
 
 # ---- shape -----------------------------------------------------------------------------------

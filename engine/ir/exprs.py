@@ -173,6 +173,11 @@ class ReductionOp(Expr):
         return two_lines(self.output, rhs, indent)
 
 
+class RFactorReductionOp(ReductionOp):
+    """The first half of an rfactor'ed reduction: its output's logical domain is a
+    transformed (split/merged) view of its root, which the reduction works on."""
+
+
 class WelfordOp(Expr):
     """Outputs (avg, var_sum, count) of a single-value Welford over the reduced axes."""
 

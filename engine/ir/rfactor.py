@@ -5,27 +5,19 @@ T2 = sum(T1) with T2's loop [iS0, rS5{ceilDiv(i2, 4)}, rS6{4}] and rfactor([1]) 
   T2 = reduction(T3)   logical (iS, rS{4})
 The producer's root->logical transforms are the splits and merges that T2's
 reduction axes had; the first reduction therefore works on a reshaped (and, for a
-split that does not divide, padded) view of its input. RFactorReductionOp marks that
-reduction so that the reference evaluator reshapes before reducing; it prints as any
-reduction does. Importing this module registers its reference rule.
+split that does not divide, padded) view of its input. RFactorReductionOp (in
+engine.ir.exprs) marks that reduction so that the reference evaluator reshapes before
+reducing; it prints as any reduction does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
-
-import torch
 
 from engine.errors import ScheduleError
-from engine.ir.exprs import ReductionOp
+from engine.ir.exprs import ReductionOp, RFactorReductionOp
 from engine.ir.iterdomain import IdTransform, IterDomain, IterType, Merge, Split
 from engine.ir.tensorview import MemoryType, TensorDomain, TensorView, _verify_around
-from engine.reference import Context, as_dtype, handles, up
-
-
-class RFactorReductionOp(ReductionOp):
-    """A reduction whose output's logical domain is a transformed view of its root."""
 
 
 def _apply(t: IdTransform, m: dict[IterDomain, IterDomain]) -> list[IterDomain]:
@@ -149,61 +141,3 @@ def rfactor(tv: TensorView, axes: Sequence[int]) -> TensorView:
     ReductionOp(fusion, op, tv, producer, init)
     _verify_around([producer, tv])
     return producer
-
-
-# ---- reference rule -----------------------------------------------------------------------------
-
-def _pad_to(x: torch.Tensor, dim: int, size: int, fill: Any) -> torch.Tensor:
-    extra = size - x.shape[dim]
-    if extra <= 0:
-        return x
-    shape = list(x.shape)
-    shape[dim] = extra
-    # The padding holds the reduction's initial value, so it changes no result.
-    return torch.cat([x, torch.full(shape, fill, dtype=x.dtype, device=x.device)], dim=dim)
-
-
-def view_as_logical(x: torch.Tensor, tv: TensorView, fill: Any, ctx: Context) -> torch.Tensor:
-    """`x`, indexed by `tv`'s root ids, re-laid out by its root->logical splits and merges."""
-    from engine.analysis.replay import transforms_between
-
-    dom = tv.domain
-    dims = list(dom.maybe_root)
-    for t in transforms_between(dom.maybe_root, dom.logical):
-        if isinstance(t, Split):
-            d = dims.index(t.in_id)
-            f = int(ctx.scalar(t.factor))
-            rest = -(-x.shape[d] // f)
-            x = _pad_to(x, d, rest * f, fill)
-            outer, inner = (rest, f) if t.inner_split else (f, rest)
-            x = x.reshape(*x.shape[:d], outer, inner, *x.shape[d + 1 :])
-            dims[d : d + 1] = [t.outer, t.inner]
-        elif isinstance(t, Merge):
-            order = [k for k, i in enumerate(dims) if i is not t.outer and i is not t.inner]
-            k = min(dims.index(t.outer), dims.index(t.inner))
-            order[k:k] = [dims.index(t.outer), dims.index(t.inner)]
-            x = x.permute(order)
-            dims = [dims[j] for j in order]
-            x = x.reshape(*x.shape[:k], x.shape[k] * x.shape[k + 1], *x.shape[k + 2 :])
-            dims[k : k + 2] = [t.out]
-        else:
-            raise ScheduleError(f"{tv.short_name}: cannot evaluate {t.kind} in a root->logical view")
-    return x.permute([dims.index(i) for i in dom.logical])
-
-
-@handles(RFactorReductionOp)
-def _rfactor_reduction(expr: RFactorReductionOp, args: list[Any], ctx: Context) -> list[Any]:
-    out = expr.output
-    x = view_as_logical(up(args[0]), out, expr.init, ctx)
-    dims = [k for k, i in enumerate(out.domain.logical) if i.is_reduction]
-    if expr.op == "add":
-        r = torch.sum(x, dim=dims)
-    elif expr.op == "max":
-        r = torch.amax(x, dim=dims)
-    elif expr.op == "min":
-        r = torch.amin(x, dim=dims)
-    else:
-        r = x
-        for d in sorted(dims, reverse=True):
-            r = torch.prod(r, dim=d)
-    return [as_dtype(r, out.dtype)]
