@@ -60,12 +60,36 @@ def transform_history(tv: TensorView) -> list[IdTransform]:
     return sorted(found.values(), key=lambda t: min(o.name for o in t.outputs))
 
 
+def root_to_logical(tv: TensorView) -> list[IdTransform]:
+    logical = {id(i) for i in tv.domain.logical}
+    out = []
+    for t in transform_history(tv):
+        if any(id(o) in logical for o in _downstream(t)):
+            out.append(t)
+    return out
+
+
+def _downstream(t: IdTransform) -> list[IterDomain]:
+    """Every IterDomain produced from `t`'s outputs, them included."""
+    seen: list[IterDomain] = []
+    stack = list(t.outputs)
+    while stack:
+        i = stack.pop()
+        seen.append(i)
+        for u in i.uses:
+            stack.extend(u.outputs)
+    return seen
+
+
 def transforms_block(tv: TensorView) -> str:
-    """The per-tensor block of seed 001: domains, contiguity, transforms, loop domain."""
+    """The per-tensor block of seed 001 (nvFuser's printTransforms): domains, contiguity,
+    every transform of the tensor, loop domain."""
     dom = tv.domain
     lines = [str(tv)]
     if dom.has_root:
+        # nvFuser lists the root->logical transforms here and again among all of them below.
         lines.append(f" root domain : {domain_str(dom.root)}")
+        lines += [f"  {t}" for t in root_to_logical(tv)]
     lines.append(f" logical domain : {domain_str(dom.logical)}")
     if dom.has_allocation:
         lines.append(f" allocation domain : {domain_str(dom.allocation)}")

@@ -102,6 +102,8 @@ def test_seed002_view_transforms_follow_nvfusers_rfactor_clones():
     assert transforms_block(t8) == (
         "T8_g___bfloat[bS43{1}, iS44{8192}, iS52{6144}rf]\n"
         " root domain : (bS43{1}, iS44{8192}, iS48{8}rf, iS49{6}rf, iS51{128}rf)\n"
+        "  Merge: iS48{8}rf and iS49{6}rf -> iS50{48}rf\n"
+        "  Merge: iS50{48}rf and iS51{128}rf -> iS52{6144}rf\n"
         " logical domain : (bS43{1}, iS44{8192}, iS52{6144}rf)\n"
         " contiguity: n t t\n"
         "  Merge: iS48{8}rf and iS49{6}rf -> iS50{48}rf\n"

@@ -193,6 +193,7 @@ def test_rfactor_splits_a_reduction_in_two():
     assert transforms_block(rf) == (
         "T2_l_float[iS6{i0}, rS8{( ceilDiv(i2, 4) )}rf, iS9{4}rf]\n"
         " root domain : (iS6{i0}, rS7{i2})\n"
+        "  Split: rS7{i2} by factor 4 -> rS8{( ceilDiv(i2, 4) )}rf, iS9{4}rf\n"
         " logical domain : (iS6{i0}, rS8{( ceilDiv(i2, 4) )}rf, iS9{4}rf)\n"
         " contiguity: t n t\n"
         "  Split: rS7{i2} by factor 4 -> rS8{( ceilDiv(i2, 4) )}rf, iS9{4}rf\n"
