@@ -1,0 +1,93 @@
+"""ExprEval: segments that run as ATen calls (torch), not as generated kernels.
+
+nvFuser's ExprEvalScheduler accepts a fusion when every output is pointer arithmetic
+on an input (an alias: the output's storage is the input's, reached through view-like
+ops without compute), or when the fusion is a single expression that ATen evaluates
+(MatmulOp, LinearOp, SDPA, ...). This engine has matmul, linear and the nvfp4 grouped
+matmul (CutlassNvfp4GroupedMmaOp, run through torch by engine.nvfp4) in that set; the
+matmul scheduler delegates to this one. There are no heuristics (params None) and
+`schedule` transforms nothing: the segment is evaluated, not lowered.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from engine.ir import exprs as ex
+from engine.ir.base import Expr, Val
+from engine.ir.quant_exprs import CutlassNvfp4GroupedMmaOp
+from engine.ir.tensorview import TensorView
+from engine.schedule.base import Scheduler, SchedulerType
+from engine.schedule.registry import register
+
+if TYPE_CHECKING:
+    from engine.ir.fusion import Fusion
+    from engine.schedule.params import HeuristicParams
+    from engine.schedule.runtime_info import SchedulerRuntimeInfo
+    from engine.trace import Trace
+
+# Single expressions that ATen evaluates.
+ATEN_EXPRS: tuple[type[Expr], ...] = (ex.MatmulOp, ex.LinearOp, CutlassNvfp4GroupedMmaOp)
+
+
+def _alias_source(val: Val, fusion: Fusion) -> Val | None:
+    """The fusion input whose storage `val` is a view of, or None when `val` computes.
+
+    View-like ops (set, permute, squeeze, broadcast, expand) only change sizes and
+    strides, so their output aliases their input. A reshape aliases only a
+    contiguous input: merging non-contiguous axes needs a copy (torch's view rule).
+    A segment_set is a segmentation boundary, not an alias.
+    """
+    cur = val
+    while cur not in fusion.inputs:
+        e = cur.definition
+        if e is None:
+            return None
+        if isinstance(e, ex.LoadStoreOp):
+            if e.kind != "Set":
+                return None
+        elif isinstance(e, ex.ViewOp):
+            src = e.input
+            if not isinstance(src, TensorView) or src.domain.has_allocation or not all(
+                c is not False for c in src.domain.contiguity
+            ):
+                return None
+        elif not isinstance(e, (ex.SqueezeOp, ex.BroadcastOp, ex.ExpandOp)):
+            return None
+        cur = e.input
+    return cur
+
+
+def all_outputs_alias_inputs(fusion: Fusion) -> bool:
+    outs = [o for o in fusion.outputs if isinstance(o, TensorView)]
+    return bool(outs) and all(_alias_source(o, fusion) is not None for o in outs)
+
+
+@register
+class ExprEvalScheduler(Scheduler):
+    type = SchedulerType.expr_eval
+
+    def reject_compile_time(self, fusion: Fusion) -> str | None:
+        if all_outputs_alias_inputs(fusion):
+            return None
+        exprs = fusion.exprs()
+        if len(exprs) != 1:
+            return "Fusion must contain only a single expression."
+        if isinstance(exprs[0], ATEN_EXPRS):
+            return None
+        return (
+            "Fusion must contain only a single expression of type "
+            "MatmulOp/LinearOp/SdpaFwdOp/SdpaBwdOp"
+        )
+
+    def compute_heuristics(
+        self, fusion: Fusion, info: SchedulerRuntimeInfo, trace: Trace | None = None
+    ) -> HeuristicParams | None:
+        if trace is not None:
+            trace.event("heuristic", "expr_eval", "no heuristics: the segment is evaluated by ATen")
+        return None
+
+    def schedule(self, fusion: Fusion, params: HeuristicParams | None, trace: Trace | None = None) -> None:
+        # Nothing to transform: the outputs are computed (or aliased) by torch at run time.
+        if trace is not None:
+            trace.event("transform", "expr_eval", "no transforms: outputs are evaluated by ATen")
