@@ -14,36 +14,12 @@ non-broadcast producer be inlined into a consumer whose loop merged in a broadca
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 
 from engine.analysis.logical_map import IdMap, pairwise_logical_map
-from engine.ir.iterdomain import IdTransform, IterDomain, Merge, Resize, Split
+from engine.ir.iterdomain import IdTransform, IterDomain, Merge, Resize, Split, transforms_between
 from engine.ir.scalar import same_scalar
 from engine.ir.tensorview import TensorView
-
-
-def transforms_between(start: Iterable[IterDomain], end: Iterable[IterDomain]) -> list[IdTransform]:
-    """Transforms on the paths from `start` ids to `end` ids, in creation order.
-
-    The walk goes backward from `end` and stops at `start`; ids that are neither
-    reached from `start` nor in it end the walk too (verify() reports those).
-    """
-    stop = set(start)
-    found: dict[int, IdTransform] = {}
-    seen: set[IterDomain] = set()
-    stack = list(end)
-    while stack:
-        i = stack.pop()
-        if i in seen or i in stop:
-            continue
-        seen.add(i)
-        t = i.definition
-        if t is not None and id(t) not in found:
-            found[id(t)] = t
-            stack.extend(t.inputs)
-    # IterDomains are numbered at creation and a transform's outputs are created with
-    # it, so the smallest output name orders transforms as they were applied.
-    return sorted(found.values(), key=lambda t: min(o.name for o in t.outputs))
 
 
 def loop_transforms(tv: TensorView) -> list[IdTransform]:

@@ -8,6 +8,7 @@ any tensor's loop domain can be explained from its logical domain.
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from engine.ir.scalar import Scalar, ScalarLike, as_scalar, binary, ceil_div
@@ -298,3 +299,27 @@ class Swizzle(IdTransform):
         x, y = self.inputs
         ox, oy = self.outputs
         return f"{self.swizzle_type}(2D): {x} , {y} -> {ox} , {oy}"
+
+
+def transforms_between(start: Iterable[IterDomain], end: Iterable[IterDomain]) -> list[IdTransform]:
+    """Transforms on the paths from `start` ids to `end` ids, in the order they were applied.
+
+    The walk goes backward from `end` and stops at `start`; ids that are neither
+    reached from `start` nor in it end the walk too (the verifier reports those).
+    """
+    stop = {id(i) for i in start}
+    found: dict[int, IdTransform] = {}
+    seen: set[int] = set()
+    stack = list(end)
+    while stack:
+        i = stack.pop()
+        if id(i) in seen or id(i) in stop:
+            continue
+        seen.add(id(i))
+        t = i.definition
+        if t is not None and id(t) not in found:
+            found[id(t)] = t
+            stack.extend(t.inputs)
+    # IterDomains are numbered at creation and a transform's outputs are created with
+    # it, so the smallest output name orders transforms as they were applied.
+    return sorted(found.values(), key=lambda t: min(o.name for o in t.outputs))

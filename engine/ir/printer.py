@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from engine.ir.iterdomain import IdTransform, IterDomain
+from engine.ir.iterdomain import IdTransform, IterDomain, transforms_between
 
 if TYPE_CHECKING:
     from engine.ir.fusion import Fusion
@@ -43,21 +43,7 @@ def contiguity_str(tv: TensorView) -> str:
 def transform_history(tv: TensorView) -> list[IdTransform]:
     """Transforms from the root (or logical) domain to the loop and allocation domains."""
     dom = tv.domain
-    start = {id(i) for i in dom.maybe_root}
-    found: dict[int, IdTransform] = {}
-    stack = [*dom.loop, *dom.maybe_allocation, *dom.logical]
-    seen: set[int] = set()
-    while stack:
-        i = stack.pop()
-        if id(i) in seen or id(i) in start:
-            continue
-        seen.add(id(i))
-        t = i.definition
-        if t is not None and id(t) not in found:
-            found[id(t)] = t
-            stack.extend(t.inputs)
-    # Outputs are created after inputs, so the smallest output name orders them.
-    return sorted(found.values(), key=lambda t: min(o.name for o in t.outputs))
+    return transforms_between(dom.maybe_root, [*dom.loop, *dom.maybe_allocation, *dom.logical])
 
 
 def root_to_logical(tv: TensorView) -> list[IdTransform]:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from engine.dtypes import DataType, compute_dtype
 from engine.errors import FusionDefinitionError
 from engine.ir.exprs import ReductionOp, WelfordOp
+from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain, IterType
 from engine.ir.scalar import Scalar, as_scalar, binary, smax
 from engine.ir.tensorview import TensorView
@@ -16,6 +17,18 @@ from engine.ops.common import check_tensor, copy_id, new_tv, no_reductions, norm
 from engine.ops.shape import broadcast
 
 __all__ = ["max", "mean", "min", "prod", "reduce", "sum", "var", "var_mean", "welford"]
+
+
+def reduced_ids(fusion: Fusion, src: Sequence[IterDomain], dims: Sequence[int]) -> list[IterDomain]:
+    """Output axes of a reduction: reduced axes iterate the input's (expanded) extent."""
+    out = []
+    for k, i in enumerate(src):
+        if k in dims:
+            extent = i.expanded_extent if i.expanded_extent is not None else i.extent
+            out.append(IterDomain(fusion, extent, IterType.Reduction))
+        else:
+            out.append(copy_id(fusion, i))
+    return out
 
 
 def _init_value(op: str, dtype: DataType) -> float | int | bool:
@@ -53,14 +66,7 @@ def reduce(
         tv = cast(tv, DataType.Int) if tv.dtype != DataType.Int else tv
         src = no_reductions(tv)
     fusion = tv.fusion
-    ids: list[IterDomain] = []
-    for k, i in enumerate(src):
-        if k in ds:
-            extent = i.expanded_extent if i.expanded_extent is not None else i.extent
-            ids.append(IterDomain(fusion, extent, IterType.Reduction))
-        else:
-            ids.append(copy_id(fusion, i))
-    out = new_tv(fusion, ids, tv.dtype)
+    out = new_tv(fusion, reduced_ids(fusion, src, ds), tv.dtype)
     ReductionOp(fusion, op, out, tv, _init_value(op, tv.dtype))
     if keepdim:
         out = broadcast(out, [k in ds for k in range(len(src))])
@@ -193,14 +199,7 @@ def welford(arg: TensorView, dims: Sequence[int] | int) -> tuple[TensorView, Ten
     src = no_reductions(tv)
 
     def out_ids() -> list[IterDomain]:
-        ids = []
-        for k, i in enumerate(src):
-            if k in ds:
-                extent = i.expanded_extent if i.expanded_extent is not None else i.extent
-                ids.append(IterDomain(fusion, extent, IterType.Reduction))
-            else:
-                ids.append(copy_id(fusion, i))
-        return ids
+        return reduced_ids(fusion, src, ds)
 
     work = compute_dtype(tv.dtype)
     avg = new_tv(fusion, out_ids(), work)
