@@ -1,0 +1,512 @@
+"""The transpose scheduler: two groups of inputs/outputs whose innermost dims differ,
+moved through 32x32 shared-memory tiles.
+
+Follows nvFuser's non-TMA transpose scheduler (csrc/scheduler/transpose*.cpp):
+
+- Grouping (nvFuser's TransposeDomainMap::groupInputsOutputsByInnerDim): every
+  fusion input (with uses) and output is put in the group of its innermost
+  allocation dim. Two innermost dims are "the same" when they are linked through
+  the fusion by exact (non-broadcast) producer-consumer maps, permutes, resizes and
+  the innermost path of a reshape (a split's inner output, a merge's inner input).
+  Outputs are grouped first, then inputs; groups are sorted by size, largest first.
+- reference1 is the largest tensor of group 1, reference2 of group 2. Tiles are
+  made on reference1 at the positions of both innermost dims: [..., I1/t1, ..,
+  I2/t2, ..., t1, t2]; the outer dims are merged into one BIDx axis, with an
+  Unswitch axis of 1 inside it, and propagated to the whole fusion.
+- Group 2 (and the caches of its inputs, which go to shared memory) then merges
+  the tile as (t1, t2) and group 1 and everything else as (t2, t1), each split as
+  [Unroll, TIDx, Vectorize]. The shared-memory cache is where the two thread
+  layouts meet: it is computed at the block level (ca_pos 2) and read back
+  transposed. Its allocation domain is set from its loop domain (seed 001's rule):
+  what a block allocates is then the ids right of ca_pos, i.e. one t1 x t2 tile.
+
+Simplifications, each documented where it applies: the virtual inner-most dims
+that nvFuser builds for small transpose dims (split_before_tiling,
+dims_merged_with_1/2) are not built (a small inner dim is tiled as it is and the
+tile is predicated); vectorization factors are computed here (see
+_group_vectorize_factor) until engine.analysis.vectorize provides them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from engine.analysis.logical_map import consumers_of, pairwise_logical_map, producers_of
+from engine.ir import exprs as ex
+from engine.ir.fusion import Fusion
+from engine.ir.iterdomain import IterDomain, Merge, ParallelType, Resize, Split
+from engine.ir.tensorview import MemoryType, TensorView
+from engine.schedule import tools
+from engine.schedule.base import Scheduler, SchedulerType
+from engine.schedule.params import HeuristicParams, LaunchParams
+from engine.schedule.registry import register
+from engine.schedule.runtime_info import SchedulerRuntimeInfo
+from engine.trace import Trace
+
+MAX_THREADS_PER_BLOCK = 128  # nvFuser's TransposeParams::getMaxThreadsPerBlock
+DEFAULT_TILE_SIZE = 32  # nvFuser's TransposeParams::getDefaultTileSize
+
+
+@dataclass(frozen=True)
+class TransposeParams(HeuristicParams):
+    tile_size1: int = DEFAULT_TILE_SIZE
+    tile_size2: int = DEFAULT_TILE_SIZE
+    vectorize_factor1: int = 1
+    vectorize_factor2: int = 1
+    # Positions in reference1's logical domain of the two groups' innermost dims.
+    inner_most_dim1: int = -1
+    inner_most_dim2: int = -1
+    # nvFuser's virtual inner-most dims for small transpose dims; never filled here
+    # (see the module docstring), kept so that the printout has nvFuser's shape.
+    split_before_tiling: tuple[tuple[int, int], ...] = ()
+    dims_merged_with_1: tuple[int, ...] = ()
+    dims_merged_with_2: tuple[int, ...] = ()
+    group1: tuple[str, ...] = ()
+    group2: tuple[str, ...] = ()
+    reference1: str = ""
+    reference2: str = ""
+
+    def threads_per_block(self) -> int:
+        elems = self.tile_size1 * self.tile_size2
+        vectors = min(-(-elems // self.vectorize_factor1), -(-elems // self.vectorize_factor2))
+        return min(MAX_THREADS_PER_BLOCK, vectors)
+
+    def __str__(self) -> str:
+        # Line for line nvFuser's TransposeParams::toString.
+        bdimx = self.lparams.bdimx
+        lines = ["", "===== Transpose Parameters ========",
+                 ("Tag: " if self.tag else "") + f"{self.tag} Transpose Characteristics:",
+                 f" BlckX: {bdimx}",
+                 f" input tile size: {self.tile_size1}",
+                 f" output tile size: {self.tile_size2}"]
+        per_tile = self.tile_size1 * self.tile_size2
+        lines.append(f" elements per tile: {per_tile}")
+        per_thread = per_tile // bdimx if bdimx > 0 else 0
+        lines.append(f" elements per thread: {per_thread}")
+        if self.vectorize_factor1 > 1:
+            lines.append(f"Vectorize group 1, Factor: {self.vectorize_factor1}")
+        if per_thread // self.vectorize_factor1 > 1:
+            lines.append(f"Unroll group 1, Factor: {per_thread // self.vectorize_factor1}")
+        if self.vectorize_factor2 > 1:
+            lines.append(f"Vectorize group 2, Factor: {self.vectorize_factor2}")
+        if per_thread // self.vectorize_factor2 > 1:
+            lines.append(f"Unroll group 2, Factor: {per_thread // self.vectorize_factor2}")
+        if self.split_before_tiling or self.dims_merged_with_1 or self.dims_merged_with_2:
+            lines.append("Virtual inner-most dim:")
+            if self.split_before_tiling:
+                lines.append("  " + ", ".join(f"split({a}, {b})" for a, b in self.split_before_tiling))
+            if self.dims_merged_with_1:
+                lines.append("  merge " + ", ".join(map(str, self.dims_merged_with_1)) + " with innermost1")
+            if self.dims_merged_with_2:
+                lines.append("  merge " + ", ".join(map(str, self.dims_merged_with_2)) + " with innermost2")
+        lines.append("====================================")
+        return "\n".join(lines) + "\n"
+
+
+# ---- inner-dim grouping (shared with the resize scheduler) ------------------------------------
+
+class _UnionFind:
+    def __init__(self) -> None:
+        self.parent: dict[IterDomain, IterDomain] = {}
+
+    def find(self, i: IterDomain) -> IterDomain:
+        p = self.parent.setdefault(i, i)
+        while p is not self.parent.setdefault(p, p):
+            p = self.parent[p]
+        self.parent[i] = p
+        return p
+
+    def union(self, a: IterDomain, b: IterDomain) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra is not rb:
+            self.parent[rb] = ra
+
+
+def _tensors(fusion: Fusion) -> list[TensorView]:
+    return [t for t in fusion.tensors() if isinstance(t, TensorView)]
+
+
+def inner_dim_map(fusion: Fusion) -> _UnionFind:
+    """IterDomains that are the same innermost dim wherever they appear.
+
+    Broadcast axes never join a concrete one (an innermost broadcast is not an
+    innermost dim). Through a reshape only the innermost path is followed: the
+    inner output of a split and the output of a merge with its inner input.
+    """
+    uf = _UnionFind()
+    for tv in _tensors(fusion):
+        for p in producers_of(tv):
+            for a, b in pairwise_logical_map(p, tv, map_broadcast=False).items():
+                uf.union(a, b)
+        if tv.domain.root is None:
+            continue
+        from engine.analysis.replay import transforms_between
+
+        for t in transforms_between(tv.domain.root, tv.domain.logical):
+            if isinstance(t, Resize):
+                uf.union(t.in_id, t.out)
+            elif isinstance(t, Split):
+                uf.union(t.in_id, t.inner)
+            elif isinstance(t, Merge):
+                uf.union(t.inner, t.out)
+    return uf
+
+
+def innermost_alloc_id(tv: TensorView) -> IterDomain | None:
+    """The innermost allocation id that is neither broadcast nor reduction."""
+    for i in reversed(tv.domain.maybe_allocation):
+        if not (i.is_broadcast or i.is_reduction):
+            return i
+    return None
+
+
+def io_tensors(fusion: Fusion) -> list[TensorView]:
+    """Outputs first, then inputs that have uses (nvFuser's grouping order)."""
+    out: list[TensorView] = []
+    for v in fusion.outputs:
+        if isinstance(v, TensorView) and v not in out:
+            out.append(v)
+    for v in fusion.inputs:
+        if isinstance(v, TensorView) and fusion.uses_of(v) and v not in out:
+            out.append(v)
+    return out
+
+
+def group_inputs_outputs_by_inner_dim(fusion: Fusion) -> list[list[TensorView]]:
+    """nvFuser's groupInputsOutputsByInnerDim; [] when some tensor has no innermost dim."""
+    uf = inner_dim_map(fusion)
+    groups: dict[IterDomain, list[TensorView]] = {}
+    for tv in io_tensors(fusion):
+        i = innermost_alloc_id(tv)
+        if i is None:
+            return []
+        groups.setdefault(uf.find(i), []).append(tv)
+    # Stable sort by size: ties keep the order in which groups were met (outputs first).
+    return sorted(groups.values(), key=len, reverse=True)
+
+
+def find_reference_for(group: list[TensorView]) -> TensorView:
+    """The tensor of the group with the most logical dims (first on ties)."""
+    return max(group, key=lambda t: (t.ndim, -group.index(t)))
+
+
+def _position_in(tv: TensorView, target: IterDomain, uf: _UnionFind) -> int:
+    """Position in tv's logical domain (no reductions) of the id linked to `target`."""
+    root = uf.find(target)
+    ids = [i for i in tv.domain.logical if not i.is_reduction]
+    for k, i in enumerate(ids):
+        if uf.find(i) is root:
+            return k
+    return -1
+
+
+# ---- the scheduler ----------------------------------------------------------------------------
+
+def _has_reduction(fusion: Fusion) -> bool:
+    return any(isinstance(e, (ex.ReductionOp, ex.WelfordOp)) for e in fusion.exprs()) or any(
+        i.is_reduction for t in _tensors(fusion) if t not in fusion.inputs for i in t.domain.logical
+    )
+
+
+def _crosses_view_p2c(reference: TensorView) -> bool:
+    """Whether propagating from `reference` goes producer-to-consumer into a reshape.
+
+    nvFuser's TransposeViewPropagator dry run; here it also matters because this
+    engine's propagation cannot carry a loop schedule from a reshape's input onto
+    its output.
+    """
+    seen = {reference}
+    queue = [reference]
+    while queue:
+        src = queue.pop(0)
+        for c in consumers_of(src):
+            if c in seen:
+                continue
+            if isinstance(c.definition, ex.ViewOp):
+                return True
+            seen.add(c)
+            queue.append(c)
+        for p in producers_of(src):
+            if p not in seen:
+                seen.add(p)
+                queue.append(p)
+    return False
+
+
+def _last_pow2(n: int) -> int:
+    return 1 << (n.bit_length() - 1) if n > 0 else 0
+
+
+def _group_vectorize_factor(
+    group: list[TensorView], info: SchedulerRuntimeInfo, inner_extent: int, max_factor: int
+) -> tuple[int, str]:
+    """Largest power of two up to `max_factor` that every tensor of the group allows.
+
+    A local stand-in for nvFuser's getVectorizationFactorTransposeGroup: the inner
+    extent (of reference1's tile dim) must divide by it, each input must be
+    contiguous on its innermost dim (stride 1) and aligned to the vector's bytes.
+    """
+    # Vector widths are powers of two.
+    factor = _last_pow2(max(max_factor, 1))
+    why = [f"max {max_factor} -> {factor}"]
+    while factor > 1 and inner_extent % factor:
+        factor //= 2
+    why.append(f"inner extent {inner_extent} -> {factor}")
+    for tv in group:
+        strides = info.strides(tv)
+        if strides is not None:
+            inner = innermost_alloc_id(tv)
+            logical = [i for i in tv.domain.logical if not i.is_reduction]
+            if inner in logical and strides[logical.index(inner)] != 1:
+                factor = 1
+                why.append(f"{tv.short_name} inner stride != 1 -> 1")
+                continue
+        size = tv.dtype.bits // 8 or 1
+        align = info.alignment(tv)
+        while factor > 1 and align % (factor * size):
+            factor //= 2
+    why.append(f"alignment -> {factor}")
+    return factor, ", ".join(why)
+
+
+@register
+class TransposeScheduler(Scheduler):
+    type = SchedulerType.transpose
+
+    def reject_compile_time(self, fusion: Fusion) -> str | None:
+        for tv in _tensors(fusion):
+            if tv.dtype.bits % 8:
+                return "Does not support sub-byte data types."
+        for e in fusion.exprs():
+            if isinstance(e, (ex.SelectOp, ex.IndexSelectOp, ex.GatherOp)):
+                inp = e.inputs[0]
+                assert isinstance(inp, TensorView)
+                ids = [i for i in inp.domain.logical if not i.is_reduction]
+                dim = getattr(e, "dim", None)
+                if dim is not None and innermost_alloc_id(inp) is ids[dim]:
+                    name = type(e).__name__
+                    return (f"{name} on inner dim is not supported by transpose scheduler yet."
+                            "In transpose scheduler, we want to leave the select dim alone, "
+                            "instead of creating a tile for it.")
+        if _has_reduction(fusion):
+            return "no support for reduction ops"
+        groups = group_inputs_outputs_by_inner_dim(fusion)
+        if len(groups) < 2:
+            return "cannot find two mismatching inner most dimensions"
+        ref1, ref2 = find_reference_for(groups[0]), find_reference_for(groups[1])
+        inner2 = innermost_alloc_id(ref2)
+        if inner2 is None or _position_in(ref1, inner2, inner_dim_map(fusion)) < 0:
+            return "cannot find two mismatching inner most dimensions"
+        return None
+
+    def _layout(self, fusion: Fusion) -> tuple[list[list[TensorView]], TensorView, TensorView, int, int]:
+        groups = group_inputs_outputs_by_inner_dim(fusion)
+        uf = inner_dim_map(fusion)
+        ref1, ref2 = find_reference_for(groups[0]), find_reference_for(groups[1])
+        i1, i2 = innermost_alloc_id(ref1), innermost_alloc_id(ref2)
+        assert i1 is not None and i2 is not None
+        return groups, ref1, ref2, _position_in(ref1, i1, uf), _position_in(ref1, i2, uf)
+
+    def reject_runtime(self, fusion: Fusion, info: SchedulerRuntimeInfo) -> str | None:
+        _, ref1, _, pos1, pos2 = self._layout(fusion)
+        if pos1 < 0 or pos2 < 0:
+            return ("Transpose scheduler requires exact mapping on inner most dimension "
+                    "on reference tensor.")
+        shape = info.sizes(ref1)
+        n_elems = 1
+        for s in shape:
+            n_elems *= s
+        tile_elems = DEFAULT_TILE_SIZE * DEFAULT_TILE_SIZE
+        if info.device.sm_count * tile_elems > n_elems:
+            return "Transpose scheduler does not perform well on small problem sizes."
+        inner1, inner2 = shape[pos1], shape[pos2]
+        if inner1 * inner2 < tile_elems:
+            inner = inner1 * inner2
+            for k in range(pos2 + 1, pos1):
+                inner *= shape[k]
+            if inner < tile_elems:
+                return ("Inner transpose of small dimensions should be scheduled by the "
+                        "pointwise scheduler because it provides better memory coalescing")
+        if n_elems // inner1 < DEFAULT_TILE_SIZE or n_elems // inner2 < DEFAULT_TILE_SIZE:
+            return ("Splitting of inner most dim for the creation of virtual inner most dim "
+                    "is disabled due to indexing bug, skipping this case at runtime for now"
+                    "See: https://github.com/csarofeen/pytorch/issues/1964")
+        if any(isinstance(e, ex.ViewOp) for e in fusion.exprs()) and _crosses_view_p2c(ref1):
+            return "transpose scheduler could potentially trigger incoherent transform propagation"
+        return None
+
+    def compute_heuristics(
+        self, fusion: Fusion, info: SchedulerRuntimeInfo, trace: Trace | None = None
+    ) -> TransposeParams:
+        groups, ref1, ref2, pos1, pos2 = self._layout(fusion)
+        shape = info.sizes(ref1)
+        n_elems = 1
+        for s in shape:
+            n_elems *= s
+        derivation: list[str] = [f"reference1 {ref1.short_name} shape {shape}, {n_elems} elements",
+                                 f"innermost dim of group 1 at {pos1}, of group 2 at {pos2}"]
+        t1 = t2 = DEFAULT_TILE_SIZE
+        io = [t for t in io_tensors(fusion)]
+        max_dtype = max((t.dtype.bits // 8 for t in io), default=1) or 1
+        n_io = len(groups[0]) + len(groups[1])
+        # nvFuser: 16 bytes per access, less when many tensors are unrolled (registers),
+        # never below a full wave of tiles, never more than a warp per tile.
+        max_unroll = -(-(16 // max_dtype) // max(_last_pow2(n_io) >> 2, 1))
+        max_unroll = min(max_unroll, -(-n_elems // (info.device.sm_count * t1 * t2)))
+        max_unroll = min(max_unroll, -(-(t1 * t2) // 32))
+        derivation.append(f"max unroll/vectorize {max_unroll} (16 bytes / {max_dtype}-byte dtype, "
+                          f"{n_io} io tensors, {info.device.sm_count} SMs)")
+        v1, why1 = _group_vectorize_factor(groups[0], info, shape[pos1], max_unroll)
+        v2, why2 = _group_vectorize_factor(groups[1], info, shape[pos2], max_unroll)
+        derivation += [f"vectorize_factor1 {v1}: {why1}", f"vectorize_factor2 {v2}: {why2}"]
+        if shape[pos1] < t1 or shape[pos2] < t2:
+            derivation.append("a transpose dim is smaller than the tile: nvFuser would build a "
+                              "virtual inner-most dim; here the tile is predicated instead")
+        params = TransposeParams(
+            tag="Transpose heuristics", tile_size1=t1, tile_size2=t2,
+            vectorize_factor1=v1, vectorize_factor2=v2, inner_most_dim1=pos1, inner_most_dim2=pos2,
+            group1=tuple(t.short_name for t in groups[0]), group2=tuple(t.short_name for t in groups[1]),
+            reference1=ref1.short_name, reference2=ref2.short_name,
+            index_type="int" if info.index_type().name == "Int32" else "int64_t",
+        )
+        bdimx = params.threads_per_block()
+        derivation.append(f"threads per block {bdimx} = min({MAX_THREADS_PER_BLOCK}, tile elements / vector)")
+        params = replace(params, lparams=LaunchParams(bdimx=bdimx), derivation=tuple(derivation))
+        if trace is not None:
+            for line in derivation:
+                trace.event("heuristic", "transpose", line)
+        return params
+
+    def schedule(self, fusion: Fusion, params: HeuristicParams | None, trace: Trace | None = None) -> None:
+        assert isinstance(params, TransposeParams)
+        _schedule_transpose(fusion, params, trace)
+
+
+def _note(trace: Trace | None, subject: str, message: str) -> None:
+    if trace is not None:
+        trace.event("transform", subject, message)
+
+
+def _tile_and_flatten(ref1: TensorView, pos1: int, pos2: int, p: TransposeParams) -> None:
+    """[..., I1, .., I2, ...] -> [BIDx, US(1), t1, t2] on reference1 (no reductions here)."""
+    ref1.split(pos1, p.tile_size1)
+    ref1.reorder({pos1 + 1: -1})
+    ref1.split(pos2, p.tile_size2)
+    ref1.reorder({pos2 + 1: -1})
+    # [..., I1/t1, .., I2/t2, ..., t1, t2]: merge everything left of the tiles.
+    while ref1.nloop > 3:
+        ref1.merge(0, 1)
+    ref1.split(0, 1)
+    ref1.axis(0).parallelize(ParallelType.grid_x)
+    ref1.axis(1).parallelize(ParallelType.unswitch)
+
+
+def _schedule_tile(ref: TensorView, first: int, vec: int, threads: int) -> None:
+    """Merge the two tile axes (`first` outer) and split [Unroll, TIDx, Vectorize]."""
+    n = ref.nloop
+    if first != n - 2:
+        ref.reorder({n - 2: n - 1, n - 1: n - 2})
+    ref.merge(n - 2)
+    ref.split(n - 2, vec)
+    ref.split(n - 2, threads)
+    if vec > 1:
+        ref.axis(-1).parallelize(ParallelType.vectorize)
+    ref.axis(-2).parallelize(ParallelType.block_x)
+    ref.axis(-3).parallelize(ParallelType.unroll)
+
+
+def _schedule_transpose(fusion: Fusion, p: TransposeParams, trace: Trace | None) -> None:
+    groups = group_inputs_outputs_by_inner_dim(fusion)
+    group1, group2 = groups[0], groups[1]
+    ref1, ref2 = find_reference_for(group1), find_reference_for(group2)
+    uf = inner_dim_map(fusion)
+    i1, i2 = innermost_alloc_id(ref1), innermost_alloc_id(ref2)
+    assert i1 is not None and i2 is not None
+    pos1, pos2 = _position_in(ref1, i1, uf), _position_in(ref1, i2, uf)
+
+    cached_inputs = {tv: None for tv in fusion.inputs if isinstance(tv, TensorView)}
+    tools.cache_inputs(fusion, trace=trace)
+    cached_inputs = {tv: consumers_of(tv) for tv in cached_inputs}
+    outputs_before = [o for o in fusion.outputs if isinstance(o, TensorView)]
+    tools.cache_and_fork_outputs(fusion, trace=trace)
+    # cache_fork puts a new tensor among the outputs; keep the groups on what is an output now.
+    renamed = dict(zip(outputs_before, [o for o in fusion.outputs if isinstance(o, TensorView)]))
+    group1 = [renamed.get(t, t) for t in group1]
+    group2 = [renamed.get(t, t) for t in group2]
+    ref1, ref2 = renamed.get(ref1, ref1), renamed.get(ref2, ref2)
+
+    # Shared memory holds group 2's side of the tile: its inputs' caches (a separate
+    # cache when the existing one feeds more than one consumer, as nvFuser) and the
+    # local producers of its outputs.
+    smem: list[TensorView] = []
+    for tv in group2:
+        if tv in fusion.inputs:
+            caches = cached_inputs.get(tv) or []
+            if not caches:
+                continue
+            cache = caches[0]
+            if len(consumers_of(cache)) > 1:
+                cache = tv.cache_after()
+            smem.append(cache)
+        elif tv.definition is not None:
+            prod = producers_of(tv)
+            if len(prod) == 1 and isinstance(tv.definition, ex.LoadStoreOp) and prod[0] not in fusion.inputs:
+                smem.append(prod[0])
+    for s in smem:
+        s.set_memory_type(MemoryType.Shared)
+        _note(trace, s.short_name, "shared memory: group 2's side of the transpose tile")
+    group2_and_smem = [*group2, *smem]
+
+    # Step 1-2: tiles on reference1, propagated everywhere.
+    _tile_and_flatten(ref1, pos1, pos2, p)
+    tools.propagate(ref1)
+    tools.parallelize_all_like(ref1)
+    _note(trace, ref1.short_name, f"tiled {p.tile_size1}x{p.tile_size2} at dims {pos1} and {pos2}, "
+          "outer dims merged into BIDx with an unswitch axis")
+
+    threads = p.lparams.bdimx
+    everything = _tensors(fusion)
+    # Step 3: group 2 merges the tile as (t1, t2): its innermost dim t2 is fastest.
+    _schedule_tile(ref2, ref2.nloop - 2, p.vectorize_factor2, threads)
+    except1 = [t for t in everything if t not in group1]
+    tools.propagate(ref2, except1)
+    tools.parallelize_all_like(ref2, selected=group2_and_smem,
+                               parallel_types=[ParallelType.block_x, ParallelType.grid_x,
+                                               ParallelType.unswitch, ParallelType.unroll])
+    if p.vectorize_factor2 > 1:
+        tools.parallelize_all_like(ref2, selected=group2_and_smem,
+                                   parallel_types=[ParallelType.vectorize])
+
+    # Step 4: group 1 and everything between merge the tile as (t2, t1).
+    _schedule_tile(ref1, ref1.nloop - 1, p.vectorize_factor1, threads)
+    except2 = [t for t in everything if t not in group2_and_smem]
+    tools.propagate(ref1, except2)
+    tools.parallelize_all_like(ref1, selected=except2,
+                               parallel_types=[ParallelType.block_x, ParallelType.grid_x,
+                                               ParallelType.unswitch])
+    # Unroll and vectorize only at global memory: group 1 and its inputs' caches.
+    g1_caches = [c for t in group1 if t in fusion.inputs for c in (cached_inputs.get(t) or [])[:1]]
+    g1_io = [*group1, *g1_caches]
+    tools.parallelize_all_like(ref1, selected=g1_io, parallel_types=[ParallelType.unroll])
+    if p.vectorize_factor1 > 1:
+        tools.parallelize_all_like(ref1, selected=g1_io, parallel_types=[ParallelType.vectorize])
+    _note(trace, ref1.short_name, f"group 1 tile (t2, t1) -> [Unroll, TIDx {threads}, "
+          f"Vectorize {p.vectorize_factor1}]")
+    _note(trace, ref2.short_name, f"group 2 tile (t1, t2) -> [Unroll, TIDx {threads}, "
+          f"Vectorize {p.vectorize_factor2}]")
+
+    # Step 5: fusion inputs are read where their consumers say; they carry no schedule.
+    for tv in (ref1, ref2):
+        if tv in fusion.inputs:
+            for i in tv.domain.loop:
+                if not i.parallel_type.is_device_dim:
+                    i.parallelize(ParallelType.serial)
+    tools.inline_most(fusion)
+    for s in smem:
+        s.set_allocation_as_loop()
+        _note(trace, s.short_name, f"allocation domain from the loop domain (ca_pos {s.compute_at_pos}): "
+              "a block allocates the ids right of ca_pos, one tile")
+
+
+__all__ = ["TransposeParams", "TransposeScheduler", "group_inputs_outputs_by_inner_dim",
+           "find_reference_for", "innermost_alloc_id", "inner_dim_map", "io_tensors"]
