@@ -1,0 +1,137 @@
+"""Input specs of fusion files: the `inputs = [...]` list, how to make each input afresh."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+# torch dtypes by attribute name (torch.<name>); a fixed table, never getattr(torch, user_name).
+TORCH_DTYPES: dict[str, torch.dtype] = {
+    name: getattr(torch, name)
+    for name in (
+        "float32", "float", "float64", "double", "float16", "half", "bfloat16",
+        "int8", "uint8", "int16", "short", "int32", "int", "int64", "long", "bool",
+        "complex64", "cfloat", "complex128", "cdouble",
+        "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "float4_e2m1fn_x2",
+    )
+    if isinstance(getattr(torch, name, None), torch.dtype)
+}
+# Canonical spelling when writing: str(torch.float32) == "torch.float32".
+TORCH_DTYPE_NAMES = {v: str(v).removeprefix("torch.") for v in TORCH_DTYPES.values()}
+
+# torch calls an inputs list may use, by their path under `torch`, and the spec kind each makes.
+TORCH_MAKERS = {
+    "testing.make_tensor": "make_tensor",
+    **{name: name for name in ("randn", "rand", "randint", "ones", "zeros", "full", "tensor")},
+}
+
+SPEC_KINDS = ("make_tensor", "randn", "rand", "randint", "ones", "zeros", "full", "tensor", "scalar")
+
+
+@dataclass
+class InputSpec:
+    """One entry of a file's `inputs = [...]` list: how to make a fresh input.
+
+    kind: the torch call (make_tensor, randn, rand, randint, ones, zeros, full, tensor)
+    or "scalar" for a plain number. `base_shape` is the size given to that call;
+    `strides` (with `shape`) comes from a trailing `.as_strided(shape, strides)`,
+    `view_dtype` from a trailing `.view(dtype)`. `device` is what the file asked for;
+    make() puts the tensor where its caller says.
+    """
+
+    kind: str
+    shape: tuple[int, ...] = ()
+    dtype: torch.dtype | None = torch.float32
+    strides: tuple[int, ...] | None = None
+    base_shape: tuple[int, ...] | None = None
+    device: str | None = None
+    low: int | float | None = None
+    high: int | float | None = None
+    fill_value: int | float | bool | None = None
+    data: Any = None
+    view_dtype: torch.dtype | None = None
+
+    @property
+    def tensor_dtype(self) -> torch.dtype | None:
+        """The dtype the fusion sees (after a `.view(dtype)` bitcast)."""
+        return self.view_dtype or self.dtype
+
+    def make(self, device: str | torch.device = "cpu", generator: torch.Generator | None = None) -> Any:
+        """A fresh value: random where the file asks for random values."""
+        if self.kind == "scalar":
+            return self.data
+        if self.kind == "tensor":
+            t = torch.tensor(self.data, dtype=self.dtype)
+        else:
+            base = self.base_shape
+            if base is None:
+                # Enough storage for the strides asked for (a padded layout needs more than numel).
+                base = (storage_size(self.shape, self.strides),) if self.strides is not None else self.shape
+            t = self._fill(base, generator)
+        if self.strides is not None:
+            t = t.as_strided(self.shape, self.strides)
+        if self.view_dtype is not None:
+            t = t.view(self.view_dtype)
+        return t.to(device)
+
+    def _fill(self, shape: tuple[int, ...], gen: torch.Generator | None) -> torch.Tensor:
+        dtype = self.dtype or torch.float32
+        if self.kind == "ones":
+            return torch.ones(shape, dtype=dtype)
+        if self.kind == "zeros":
+            return torch.zeros(shape, dtype=dtype)
+        if self.kind == "full":
+            return torch.full(shape, self.fill_value, dtype=dtype)
+        if dtype == torch.bool:
+            return torch.randint(0, 2, shape, generator=gen).bool()
+        if dtype == torch.float4_e2m1fn_x2:
+            # Two packed e2m1 values per byte: any byte is a valid pair.
+            return torch.randint(0, 256, shape, dtype=torch.uint8, generator=gen).view(dtype)
+        if not (dtype.is_floating_point or dtype.is_complex) or self.kind == "randint":
+            lo, hi = self._int_range(dtype)
+            return torch.randint(lo, hi, shape, dtype=torch.int64, generator=gen).to(dtype)
+        # Low-precision floats (fp8 included) are drawn in float32 and rounded.
+        work = torch.float32 if dtype.itemsize < 4 else dtype
+        if self.kind == "randn":
+            t = torch.randn(shape, dtype=work, generator=gen)
+        elif self.kind == "rand":
+            t = torch.rand(shape, dtype=work, generator=gen)
+        else:  # make_tensor: uniform in [low, high), torch.testing's default range
+            lo = -9.0 if self.low is None else float(self.low)
+            hi = 9.0 if self.high is None else float(self.high)
+            t = torch.rand(shape, dtype=work, generator=gen) * (hi - lo) + lo
+        return t.to(dtype)
+
+    def _int_range(self, dtype: torch.dtype) -> tuple[int, int]:
+        if self.kind == "randint":
+            return int(self.low or 0), int(self.high)  # type: ignore[arg-type]
+        unsigned = dtype == torch.uint8
+        lo = (0 if unsigned else -9) if self.low is None else int(math.ceil(self.low))
+        hi = 10 if self.high is None else int(math.ceil(self.high))
+        return lo, max(hi, lo + 1)
+
+    @classmethod
+    def from_tensor(cls, t: Any) -> InputSpec:
+        """A spec that makes tensors like `t` (shape, dtype, strides); numbers stay numbers."""
+        if not isinstance(t, torch.Tensor):
+            return cls(kind="scalar", shape=(), dtype=None, data=t)
+        shape = tuple(t.shape)
+        strides = tuple(t.stride())
+        # nvFuser's repro convention: make_tensor when contiguous, randn(n).as_strided otherwise.
+        if t.is_contiguous():
+            return cls(kind="make_tensor", shape=shape, dtype=t.dtype, device="cuda:0")
+        kind = "randn" if t.dtype.is_floating_point else "make_tensor"
+        needed = storage_size(shape, strides)
+        return cls(kind=kind, shape=shape, dtype=t.dtype, strides=strides, base_shape=(needed,),
+                   device="cuda:0")
+
+
+def storage_size(shape: Sequence[int], strides: Sequence[int]) -> int:
+    if any(s == 0 for s in shape):
+        return 0
+    return 1 + sum((n - 1) * st for n, st in zip(shape, strides))
+

@@ -1,0 +1,871 @@
+"""Reading fusion files: nvFuser's python-frontend repro format, interpreted with `ast`.
+
+Reading never executes the file. The module is parsed with `ast`, and each statement
+is matched against the few shapes a repro may take (imports of torch/nvfuser, the
+fusion function or FusionDefinition subclass, the `with FusionDefinition() as fd:`
+block, the `inputs = [...]` list, trailing `fd.execute(inputs)`); the calls inside
+the fusion body are interpreted one by one against a fresh FusionDefinition. Any
+other statement, call, name or attribute raises FusionFileError naming the line.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import enum
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from engine.dtypes import DataType, from_torch
+from engine.errors import FusionDefinitionError, FusionFileError, ScheduleError
+from engine.frontend.definition import FusionDefinition
+from engine.frontend.input_spec import TORCH_DTYPES, TORCH_MAKERS, InputSpec, storage_size
+from engine.ir.iterdomain import ParallelType
+from engine.ir.tensorview import MemoryType
+
+# Modules a repro may import; importing them here binds nothing that runs.
+_NVFUSER_MODULES = ("nvfuser", "nvfuser_direct")
+_TORCH_MODULES = ("torch", "torch.testing")
+
+# Methods of a FusionDefinition that a fusion body may call.
+_FD_METHODS = ("define_tensor", "define_scalar", "define_constant", "add_output")
+# Trailing calls of a repro that run or check the fusion: recognised, not interpreted.
+_RUN_METHODS = ("execute", "validate")
+
+
+def enum_namespaces() -> dict[str, type[enum.Enum]]:
+    """Enum classes a file may name (DataType.Float, ParallelType.stream, ...).
+
+    Besides the three of the public API, any public enum that the IR or the sched
+    module defines (e.g. a cache-op or load/store type) becomes nameable, so new
+    schedule arguments need no change here.
+    """
+    import engine.frontend.sched as sched_mod
+    import engine.ir.exprs as exprs_mod
+    import engine.ir.iterdomain as id_mod
+    import engine.ir.tensorview as tv_mod
+
+    found: dict[str, type[enum.Enum]] = {}
+    for mod in (id_mod, tv_mod, exprs_mod, sched_mod):
+        for name, obj in vars(mod).items():
+            if isinstance(obj, type) and issubclass(obj, enum.Enum) and not name.startswith("_"):
+                found.setdefault(name, obj)
+    found.update(DataType=DataType, ParallelType=ParallelType, MemoryType=MemoryType)
+    return found
+
+
+
+
+def load_fusion(path: str | os.PathLike[str]) -> FusionDefinition:
+    """Read a fusion file (nvFuser python-frontend format) without executing it."""
+    path = os.fspath(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise FusionFileError(f"cannot read: {e.strerror}", path=path) from None
+    except UnicodeDecodeError as e:
+        raise FusionFileError(f"not UTF-8 text: {e}", path=path) from None
+    return loads_fusion(text, filename=path)
+
+
+def loads_fusion(text: str, filename: str = "<string>") -> FusionDefinition:
+    """Read fusion-file text without executing it; errors name `filename` and the line."""
+    return _Loader(text, filename).load()
+
+
+@dataclass(frozen=True)
+class _TorchConst:
+    """torch.strided / torch.contiguous_format as written in an inputs entry (a name only)."""
+
+    name: str
+
+
+class _Ref:
+    """What a top-level name stands for while reading (never a live object from the file)."""
+
+    def __init__(self, kind: str, value: Any = None) -> None:
+        # "module", "torch_fn", "fd_class", "enum", "function", "class", "fd", "inputs", "spec"
+        self.kind = kind
+        self.value = value
+
+
+class _Loader:
+    def __init__(self, text: str, filename: str) -> None:
+        self.text = text
+        self.filename = filename
+        self.enums = enum_namespaces()
+        self.globals: dict[str, _Ref] = {}
+        self.functions: dict[str, ast.FunctionDef] = {}
+        self.classes: dict[str, dict[str, ast.FunctionDef]] = {}
+        self.fd: FusionDefinition | None = None
+        self.fd_line: int | None = None
+        self.specs: list[InputSpec] | None = None
+
+    # ---- errors ---------------------------------------------------------------------
+    def error(self, node: ast.AST | None, message: str) -> FusionFileError:
+        line = getattr(node, "lineno", None) if node is not None else None
+        return FusionFileError(message, path=self.filename, line=line)
+
+    # ---- driver -----------------------------------------------------------------------
+    def load(self) -> FusionDefinition:
+        try:
+            tree = ast.parse(self.text, filename=self.filename)
+        except SyntaxError as e:
+            raise FusionFileError(f"not valid Python: {e.msg}", path=self.filename, line=e.lineno) from None
+        except (ValueError, RecursionError, MemoryError) as e:  # NUL bytes, absurd nesting
+            raise FusionFileError(f"not valid Python: {type(e).__name__}", path=self.filename) from None
+        self._check_names(tree)
+        try:
+            for stmt in tree.body:
+                self.top_statement(stmt)
+        except RecursionError:
+            # Deeply nested literals: refuse rather than crash (the line is not known here).
+            raise FusionFileError("expressions nest too deeply", path=self.filename) from None
+        if self.fd is None:
+            self._implicit_fusion(tree)
+        if self.fd is None:
+            raise FusionFileError("no fusion defined (no FusionDefinition block, function or class)",
+                                  path=self.filename)
+        if self.specs is not None:
+            self.fd.input_specs = self.specs
+        return self.fd
+
+    def _check_names(self, tree: ast.AST) -> None:
+        """Refuse dunder names anywhere (the usual way out of a sandbox), before reading."""
+        for node in ast.walk(tree):
+            names: list[str] = []
+            if isinstance(node, ast.Name):
+                names.append(node.id)
+            elif isinstance(node, ast.Attribute):
+                names.append(node.attr)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.append(node.name)
+            elif isinstance(node, ast.arg):
+                names.append(node.arg)
+            elif isinstance(node, ast.keyword) and node.arg is not None:
+                names.append(node.arg)
+            elif isinstance(node, ast.alias):
+                names.extend(n for n in (node.name, node.asname) if n)
+            for n in names:
+                if n.startswith("__") or ".__" in n:
+                    raise self.error(node, f"name {n!r} is not allowed in a fusion file")
+
+    def _implicit_fusion(self, tree: ast.Module) -> None:
+        # A pasted fusion function (or subclass) with no block that uses it: build it.
+        if len(self.functions) == 1 and not self.classes:
+            (name, fn), = self.functions.items()
+            fd = self.new_fd(fn)
+            self.run_function(fn, fd, fn)
+        elif len(self.classes) == 1 and not self.functions:
+            (name, methods), = self.classes.items()
+            node = next(s for s in tree.body if isinstance(s, ast.ClassDef) and s.name == name)
+            self.instantiate(name, node)
+
+    # ---- top level ----------------------------------------------------------------------
+    def top_statement(self, stmt: ast.stmt) -> None:
+        if isinstance(stmt, ast.Import):
+            self.import_(stmt)
+        elif isinstance(stmt, ast.ImportFrom):
+            self.import_from(stmt)
+        elif isinstance(stmt, ast.FunctionDef):
+            self.function_def(stmt)
+        elif isinstance(stmt, ast.ClassDef):
+            self.class_def(stmt)
+        elif isinstance(stmt, ast.With):
+            self.with_block(stmt)
+        elif isinstance(stmt, ast.Assign):
+            self.top_assign(stmt)
+        elif isinstance(stmt, ast.Expr):
+            self.top_expr(stmt)
+        elif isinstance(stmt, ast.Pass):
+            pass
+        else:
+            raise self.error(stmt, f"{type(stmt).__name__} statement is not allowed at the top level")
+
+    def import_(self, stmt: ast.Import) -> None:
+        for alias in stmt.names:
+            if alias.name in _TORCH_MODULES:
+                # `import torch.testing` binds `torch`, as Python does; `as tt` binds the submodule.
+                self.globals[alias.asname or "torch"] = _Ref("module", alias.name if alias.asname else "torch")
+            elif alias.name.split(".")[0] in _NVFUSER_MODULES:
+                self.globals[alias.asname or alias.name.split(".")[0]] = _Ref("module", "nvfuser")
+            else:
+                raise self.error(stmt, f"import of {alias.name!r} is not allowed (only torch and nvfuser)")
+
+    def import_from(self, stmt: ast.ImportFrom) -> None:
+        module = stmt.module or ""
+        if not stmt.level and module in _TORCH_MODULES:
+            # `from torch.testing import make_tensor`, `from torch import randn`: input makers only.
+            for alias in stmt.names:
+                dotted = f"{module.removeprefix('torch').lstrip('.')}.{alias.name}".lstrip(".")
+                if dotted not in TORCH_MAKERS:
+                    raise self.error(stmt, f"import of {module}.{alias.name} is not allowed")
+                self.globals[alias.asname or alias.name] = _Ref("torch_fn", TORCH_MAKERS[dotted])
+            return
+        if stmt.level or module.split(".")[0] not in _NVFUSER_MODULES:
+            raise self.error(stmt, f"import from {module or '.'!r} is not allowed (only nvfuser and torch)")
+        for alias in stmt.names:
+            if alias.name == "*":
+                continue  # the names we know are always available
+            ref = self.nvfuser_name(alias.name)
+            if ref is not None:
+                self.globals[alias.asname or alias.name] = ref
+
+    def nvfuser_name(self, name: str) -> _Ref | None:
+        if name == "FusionDefinition":
+            return _Ref("fd_class")
+        if name in self.enums:
+            return _Ref("enum", self.enums[name])
+        return None  # other nvfuser names bind nothing usable here
+
+    def function_def(self, fn: ast.FunctionDef) -> None:
+        if fn.decorator_list:
+            raise self.error(fn, "decorators are not allowed")
+        a = fn.args
+        if (len(a.args) != 1 or a.posonlyargs or a.kwonlyargs or a.vararg or a.kwarg or a.defaults):
+            raise self.error(fn, f"fusion function {fn.name!r} must take exactly one argument (fd)")
+        self.functions[fn.name] = fn
+        self.globals[fn.name] = _Ref("function", fn)
+
+    def class_def(self, cls: ast.ClassDef) -> None:
+        if cls.decorator_list or cls.keywords or len(cls.bases) != 1:
+            raise self.error(cls, f"class {cls.name!r} must subclass FusionDefinition only")
+        if self.resolve_global(cls.bases[0]).kind != "fd_class":
+            raise self.error(cls.bases[0], f"class {cls.name!r} must subclass FusionDefinition")
+        methods: dict[str, ast.FunctionDef] = {}
+        for k, stmt in enumerate(cls.body):
+            if k == 0 and _is_docstring(stmt) or isinstance(stmt, ast.Pass):
+                continue
+            if not isinstance(stmt, ast.FunctionDef) or stmt.name not in ("definition", "schedule"):
+                raise self.error(stmt, f"class {cls.name!r} may only define definition() and schedule()")
+            self.function_def(stmt)
+            methods[stmt.name] = stmt
+        for name in methods:  # methods are not top-level fusion functions
+            del self.functions[name], self.globals[name]
+        self.classes[cls.name] = methods
+        self.globals[cls.name] = _Ref("class", cls.name)
+
+    def resolve_global(self, node: ast.expr) -> _Ref:
+        """A top-level name or dotted name: FusionDefinition, nvfuser.DataType, a function, ..."""
+        if isinstance(node, ast.Name):
+            if node.id in self.globals:
+                return self.globals[node.id]
+            ref = self.nvfuser_name(node.id)
+            if ref is not None:
+                return ref
+            raise self.error(node, f"unknown name {node.id!r}")
+        if isinstance(node, ast.Attribute) and not node.attr.startswith("_"):
+            base = self.resolve_global(node.value)
+            if base.kind == "module" and base.value == "nvfuser":
+                ref = self.nvfuser_name(node.attr)
+                if ref is not None:
+                    return ref
+            raise self.error(node, f"unknown name {ast.unparse(node)!r}")
+        raise self.error(node, f"{ast.unparse(node)!r} is not allowed here")
+
+    def new_fd(self, node: ast.AST) -> FusionDefinition:
+        if self.fd is not None:
+            raise self.error(node, f"a second fusion; this file already defined one at line {self.fd_line}")
+        self.fd = FusionDefinition()
+        self.fd_line = getattr(node, "lineno", None)
+        return self.fd
+
+    def instantiate(self, class_name: str, node: ast.AST) -> FusionDefinition:
+        """nvFuser's subclass style: definition() then schedule(), `self` being the fd."""
+        fd = self.new_fd(node)
+        methods = self.classes[class_name]
+        attrs: dict[str, Any] = {}  # `self.x = ...` shared between the two methods
+        for name in ("definition", "schedule"):
+            if name in methods:
+                self.run_function(methods[name], fd, methods[name], attrs)
+        return fd
+
+    def fusion_constructor(self, node: ast.expr) -> FusionDefinition | None:
+        """`FusionDefinition()` or `MySubclass()` -> a new fd; None for anything else."""
+        if not (isinstance(node, ast.Call) and not node.args and not node.keywords):
+            return None
+        try:
+            ref = self.resolve_global(node.func)
+        except FusionFileError:
+            return None
+        if ref.kind == "fd_class":
+            return self.new_fd(node)
+        if ref.kind == "class":
+            return self.instantiate(ref.value, node)
+        return None
+
+    def with_block(self, stmt: ast.With) -> None:
+        if len(stmt.items) != 1:
+            raise self.error(stmt, "a with statement must open one FusionDefinition")
+        item = stmt.items[0]
+        fd = self.fusion_constructor(item.context_expr)
+        if fd is None and isinstance(item.context_expr, ast.Name):
+            ref = self.globals.get(item.context_expr.id)
+            fd = ref.value if ref is not None and ref.kind == "fd" else None
+        if fd is None:
+            raise self.error(stmt, "a with statement must open a FusionDefinition: "
+                                   "`with FusionDefinition() as fd:`")
+        if item.optional_vars is not None:
+            if not isinstance(item.optional_vars, ast.Name):
+                raise self.error(stmt, "bind the FusionDefinition to one name: `as fd`")
+            self.globals[item.optional_vars.id] = _Ref("fd", fd)
+            fd_name = item.optional_vars.id
+        else:
+            fd_name = None
+        body = stmt.body
+        # `nvfuser_fusion_id0(fd)`: the printed repro's form.
+        if (len(body) == 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Call)
+                and isinstance(body[0].value.func, ast.Name) and body[0].value.func.id in self.functions):
+            call = body[0].value
+            if (len(call.args) != 1 or call.keywords or not isinstance(call.args[0], ast.Name)
+                    or call.args[0].id != fd_name):
+                raise self.error(call, f"call the fusion function with the FusionDefinition: "
+                                       f"{call.func.id}({fd_name or 'fd'})")  # type: ignore[attr-defined]
+            fn = self.functions[call.func.id]  # type: ignore[attr-defined]
+            self.run_function(fn, fd, call)
+            return
+        if fd_name is None:
+            raise self.error(stmt, "bind the FusionDefinition to a name: `as fd`")
+        with fd:
+            _Body(self, fd, fd_name, {}).run(body)
+
+    def run_function(self, fn: ast.FunctionDef, fd: FusionDefinition, site: ast.AST,
+                     attrs: dict[str, Any] | None = None) -> None:
+        param = fn.args.args[0].arg
+        body = fn.body[1:] if fn.body and _is_docstring(fn.body[0]) else fn.body
+        with fd:
+            _Body(self, fd, param, attrs if attrs is not None else {}).run(body)
+
+    def top_assign(self, stmt: ast.Assign) -> None:
+        if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name):
+            raise self.error(stmt, "only `inputs = [...]` and `fd = FusionDefinition()` may be assigned "
+                                   "at the top level")
+        name = stmt.targets[0].id
+        fd = self.fusion_constructor(stmt.value)
+        if fd is not None:
+            self.globals[name] = _Ref("fd", fd)
+            return
+        if self.run_call(stmt.value):
+            return  # `outputs = fd.execute(inputs)`, `out = fd.execute(inputs)[0]`
+        if self.is_spec_call(stmt.value):
+            # `input1 = torch.ones(2, 1, 8, device='cuda')`, later named in an inputs list or
+            # in `fd.execute([input1, input2])`.
+            self.globals[name] = _Ref("spec", self.spec(stmt.value))
+            return
+        if isinstance(stmt.value, (ast.List, ast.Tuple)):
+            if self.specs is not None:
+                raise self.error(stmt, f"a second inputs list ({name!r})")
+            self.specs = [self.spec(e) for e in stmt.value.elts]
+            self.globals[name] = _Ref("inputs")
+            return
+        raise self.error(stmt, f"assignment to {name!r} is not allowed (only an inputs list, "
+                               "a FusionDefinition, or the result of fd.execute)")
+
+    def top_expr(self, stmt: ast.Expr) -> None:
+        if _is_docstring(stmt):
+            return
+        if self.run_call(stmt.value):
+            return
+        v = stmt.value
+        if (isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id in self.functions):
+            raise self.error(stmt, f"call {v.func.id}(fd) inside `with FusionDefinition() as fd:`")
+        raise self.error(stmt, f"statement is not allowed: {_excerpt(stmt)}")
+
+    def is_spec_call(self, node: ast.expr) -> bool:
+        while (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+               and node.func.attr in ("as_strided", "view")):
+            node = node.func.value
+        return isinstance(node, ast.Call) and self.torch_function(node.func) is not None
+
+    def run_call(self, node: ast.expr) -> bool:
+        """`fd.execute(inputs)` / `fd.validate(...)`: recognised, not run. A literal list
+        of inputs there (`fd.execute([input1, 2.0])`) gives the specs when no inputs list did."""
+        if (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant)
+                and isinstance(node.slice.value, int)):
+            node = node.value  # `fd.execute(inputs)[0]`
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in _RUN_METHODS and isinstance(node.func.value, ast.Name)):
+            return False
+        ref = self.globals.get(node.func.value.id)
+        if ref is None or ref.kind != "fd":
+            return False
+        for arg in [*node.args, *(k.value for k in node.keywords)]:
+            if not _inert(arg):
+                raise self.error(node, f"fd.{node.func.attr}(...) may only name inputs and literals")
+        if any(k.arg is None for k in node.keywords):
+            raise self.error(node, "** arguments are not allowed")
+        given = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "inputs"), None)
+        if (node.func.attr == "execute" and isinstance(given, (ast.List, ast.Tuple)) and given.elts
+                and self.specs is None):
+            self.specs = [self.spec(e) for e in given.elts]
+        return True
+
+    # ---- input specs ------------------------------------------------------------------
+    def spec(self, node: ast.expr) -> InputSpec:
+        if isinstance(node, ast.Name) and node.id in self.globals:
+            ref = self.globals[node.id]
+            if ref.kind != "spec":
+                raise self.error(node, f"{node.id!r} is not an input tensor")
+            return dataclasses.replace(ref.value)
+        if not isinstance(node, ast.Call):
+            # A scalar input is written as a plain number.
+            value = self.plain(node, allow_names=False)
+            if isinstance(value, (bool, int, float, complex)):
+                return InputSpec(kind="scalar", shape=(), dtype=None, data=value)
+            raise self.error(node, f"an inputs entry must be a torch call or a number: {_excerpt(node)}")
+        strides = shape = view = None
+        # Peel trailing `.as_strided(...)` / `.view(dtype)` calls, innermost last.
+        chain: list[ast.Call] = []
+        while (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+               and node.func.attr in ("as_strided", "view")):
+            chain.append(node)
+            node = node.func.value
+        spec = self.spec_base(node)
+        for call in reversed(chain):
+            attr = call.func.attr  # type: ignore[attr-defined]
+            if attr == "as_strided":
+                args = self.call_args(call, ("size", "stride", "storage_offset"))
+                if strides is not None or view is not None or "size" not in args or "stride" not in args:
+                    raise self.error(call, "as_strided(size, stride) must follow the tensor call once")
+                shape, strides = _ints(self, call, args["size"]), _ints(self, call, args["stride"])
+                if len(shape) != len(strides) or any(s < 0 for s in (*shape, *strides)):
+                    raise self.error(call, f"as_strided: size {shape} and stride {strides} do not match")
+                if args.get("storage_offset", 0) != 0:
+                    raise self.error(call, "as_strided: storage_offset is not supported")
+                base = spec.base_shape or spec.shape
+                if math.prod(base) < storage_size(shape, strides):
+                    raise self.error(call, f"as_strided: size {shape} with stride {strides} reaches past "
+                                           f"the {math.prod(base)} elements of the tensor")
+                spec.base_shape, spec.shape, spec.strides = spec.shape, shape, strides
+            else:
+                args = self.call_args(call, ("dtype",))
+                if view is not None or not isinstance(args.get("dtype"), torch.dtype):
+                    raise self.error(call, "view(...) takes one torch dtype")
+                view = args["dtype"]
+                spec.view_dtype = view
+        return spec
+
+    def spec_base(self, node: ast.expr) -> InputSpec:
+        if not isinstance(node, ast.Call):
+            raise self.error(node, f"an inputs entry must be a torch call or a number: {_excerpt(node)}")
+        kind = self.torch_function(node.func)
+        if kind is None:
+            raise self.error(node, f"unsupported inputs entry {_excerpt(node)} (use torch.testing."
+                                   "make_tensor, torch.randn, torch.rand, torch.randint, torch.ones, "
+                                   "torch.zeros, torch.full or torch.tensor)")
+        if any(k.arg is None for k in node.keywords):
+            raise self.error(node, "** arguments are not allowed")
+        kw = {k.arg: self.plain(k.value, allow_names=False) for k in node.keywords}
+        pos = [self.plain(a, allow_names=False) for a in node.args]
+        known = {"dtype", "device", "requires_grad", "layout", "pin_memory", "memory_format",
+                 "low", "high", "noncontiguous", "exclude_zero"}
+        for k in kw:
+            if k not in known | {"size", "fill_value", "data"}:
+                raise self.error(node, f"{kind}: unknown keyword {k!r}")
+        for key, ok in (("layout", "strided"), ("memory_format", "contiguous_format")):
+            if key in kw and kw[key] != _TorchConst(ok):
+                raise self.error(node, f"{kind}: only {key}=torch.{ok} is supported")
+        dtype = kw.get("dtype")
+        if dtype is not None and not isinstance(dtype, torch.dtype):
+            raise self.error(node, f"{kind}: dtype must be a torch dtype, got {dtype!r}")
+        device = kw.get("device")
+        if device is not None and not isinstance(device, str):
+            raise self.error(node, f"{kind}: device must be a string, got {device!r}")
+        spec = InputSpec(kind=kind, dtype=dtype or torch.float32, device=device)
+        if kind == "tensor":
+            data = pos[0] if pos else kw.get("data")
+            if len(pos) > 1 or not _is_data(data):
+                raise self.error(node, "torch.tensor(data, ...) takes numbers or nested lists of numbers")
+            spec.data = data
+            if dtype is None:
+                spec.dtype = torch.tensor(data).dtype
+            spec.shape = tuple(torch.tensor(data).shape)
+            return spec
+        if kind == "randint":
+            # randint(high, size) or randint(low, high, size)
+            if "size" in kw:
+                pos = [*pos, kw.pop("size")]
+            if len(pos) == 2:
+                low, high, size = kw.get("low", 0), pos[0], pos[1]
+            elif len(pos) == 3:
+                low, high, size = pos
+            else:
+                raise self.error(node, "torch.randint(low, high, size, ...) needs a high and a size")
+            if not all(isinstance(x, int) and not isinstance(x, bool) for x in (low, high)) or low >= high:
+                raise self.error(node, f"torch.randint: bad range [{low}, {high})")
+            spec.low, spec.high = low, high
+            spec.dtype = dtype or torch.int64
+            spec.shape = _ints(self, node, size)
+            return spec
+        if kind == "full":
+            if "size" in kw:
+                pos = [kw.pop("size"), *pos]
+            if "fill_value" in kw:
+                pos = [*pos, kw.pop("fill_value")]
+            if len(pos) != 2 or not isinstance(pos[1], (bool, int, float)):
+                raise self.error(node, "torch.full(size, fill_value, ...) needs a size and a number")
+            spec.shape, spec.fill_value = _ints(self, node, pos[0]), pos[1]
+            if dtype is None:
+                spec.dtype = torch.full((), pos[1]).dtype
+            return spec
+        if "size" in kw:
+            pos = [*pos, kw.pop("size")]
+        if len(pos) == 1 and isinstance(pos[0], (list, tuple)):
+            spec.shape = _ints(self, node, pos[0])
+        else:
+            spec.shape = _ints(self, node, pos)
+        if kind == "make_tensor":
+            if dtype is None:
+                raise self.error(node, "torch.testing.make_tensor needs dtype=")
+            for key in ("low", "high"):
+                v = kw.get(key)
+                if v is not None and not (isinstance(v, (int, float)) and not isinstance(v, bool)):
+                    raise self.error(node, f"make_tensor: {key} must be a number")
+            spec.low, spec.high = kw.get("low"), kw.get("high")
+        return spec
+
+    def torch_function(self, func: ast.expr) -> str | None:
+        """`torch.randn` -> "randn", `torch.testing.make_tensor` -> "make_tensor"."""
+        parts: list[str] = []
+        while isinstance(func, ast.Attribute):
+            parts.append(func.attr)
+            func = func.value
+        if not isinstance(func, ast.Name):
+            return None
+        ref = self.globals.get(func.id)
+        if ref is not None and ref.kind == "torch_fn" and not parts:
+            return ref.value
+        if ref is None or ref.kind != "module" or ref.value not in _TORCH_MODULES:
+            return None
+        dotted = ".".join([*ref.value.split(".")[1:], *reversed(parts)])
+        return TORCH_MAKERS.get(dotted)
+
+    def call_args(self, call: ast.Call, names: Sequence[str]) -> dict[str, Any]:
+        if len(call.args) > len(names) or any(k.arg is None for k in call.keywords):
+            raise self.error(call, f"{_excerpt(call)}: too many arguments")
+        out = {n: self.plain(a, allow_names=False) for n, a in zip(names, call.args)}
+        for k in call.keywords:
+            if k.arg not in names or k.arg in out:
+                raise self.error(call, f"{_excerpt(call)}: unexpected keyword {k.arg!r}")
+            out[k.arg] = self.plain(k.value, allow_names=False)
+        return out
+
+    # ---- literals -----------------------------------------------------------------------
+    def plain(self, node: ast.expr, env: dict[str, Any] | None = None, allow_names: bool = True,
+              fd_name: str | None = None, attrs: dict[str, Any] | None = None,
+              call: Any = None) -> Any:
+        """The value of a literal argument. Names resolve in `env` (values bound by
+        earlier lines of the fusion body); inside a fusion body, `call` interprets a
+        nested frontend call (`fd.ops.add(fd.ops.neg(a), b)`); nothing else is looked up
+        or called."""
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, (bool, int, float, str, complex)) or node.value is None:
+                return node.value
+            raise self.error(node, f"literal {node.value!r} is not allowed")
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            v = self.plain(node.operand, env, allow_names, fd_name, attrs, call)
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                return -v if isinstance(node.op, ast.USub) else v
+            raise self.error(node, f"unary minus on {v!r}")
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv,
+                                                                 ast.Div, ast.Mod)):
+            # Plain arithmetic on numbers (`4096 * 2`), as users write sizes; never on values.
+            a = self.plain(node.left, env, allow_names, fd_name, attrs, call)
+            b = self.plain(node.right, env, allow_names, fd_name, attrs, call)
+            if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b)):
+                raise self.error(node, f"arithmetic is only allowed on numbers: {_excerpt(node)}")
+            try:
+                return _ARITH[type(node.op)](a, b)
+            except ZeroDivisionError:
+                raise self.error(node, "division by zero") from None
+        if isinstance(node, (ast.List, ast.Tuple)):
+            items = []
+            for e in node.elts:
+                if isinstance(e, ast.Starred):
+                    raise self.error(e, "* unpacking is not allowed")
+                items.append(self.plain(e, env, allow_names, fd_name, attrs, call))
+            return items if isinstance(node, ast.List) else tuple(items)
+        if isinstance(node, ast.Dict):
+            if any(k is None for k in node.keys):
+                raise self.error(node, "** unpacking is not allowed")
+            return {self.plain(k, env, allow_names, fd_name, attrs, call): self.plain(v, env, allow_names, fd_name,
+                                                                                   attrs, call)
+                    for k, v in zip(node.keys, node.values)}  # type: ignore[arg-type]
+        if isinstance(node, ast.Name):
+            if allow_names and env is not None and node.id in env:
+                return env[node.id]
+            if node.id in ("inf", "nan"):
+                raise self.error(node, f"write float('{node.id}') for {node.id}")
+            raise self.error(node, f"unknown name {node.id!r}")
+        if isinstance(node, ast.Attribute):
+            return self.attribute(node, env, fd_name, attrs)
+        if isinstance(node, ast.Call):
+            # float('inf'), float('-inf'), float('nan'), float(1)
+            if (isinstance(node.func, ast.Name) and node.func.id == "float" and node.func.id not in (env or {})
+                    and len(node.args) == 1 and not node.keywords):
+                v = self.plain(node.args[0], None, False)
+                if isinstance(v, str) and v.strip().lower() in ("inf", "+inf", "-inf", "nan", "infinity",
+                                                                "-infinity"):
+                    return float(v)
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    return float(v)
+                raise self.error(node, f"float({v!r}) is not allowed")
+            if call is not None:
+                return call(node)
+            raise self.error(node, f"call not allowed here: {_excerpt(node)}")
+        raise self.error(node, f"{type(node).__name__} expression is not allowed: {_excerpt(node)}")
+
+    def attribute(self, node: ast.Attribute, env: dict[str, Any] | None, fd_name: str | None,
+                  attrs: dict[str, Any] | None) -> Any:
+        if node.attr.startswith("_"):
+            raise self.error(node, f"attribute {node.attr!r} is not allowed")
+        base = node.value
+        # self.t0 in a subclass method: a value stored by an earlier line.
+        if isinstance(base, ast.Name) and base.id == fd_name and attrs is not None:
+            if node.attr in attrs:
+                return attrs[node.attr]
+            raise self.error(node, f"unknown attribute {fd_name}.{node.attr}")
+        enum_cls = self.enum_of(base, env)
+        if enum_cls is not None:
+            member = _enum_member(enum_cls, node.attr)
+            if member is None:
+                raise self.error(node, f"{enum_cls.__name__} has no member {node.attr!r}")
+            return member
+        if isinstance(base, ast.Name) and (env is None or base.id not in env):
+            ref = self.globals.get(base.id)
+            if ref is not None and ref.kind == "module" and ref.value == "torch":
+                if node.attr in TORCH_DTYPES:
+                    return TORCH_DTYPES[node.attr]
+                if node.attr in ("strided", "contiguous_format"):
+                    return _TorchConst(node.attr)  # layout= / memory_format= of an inputs entry
+                raise self.error(node, f"torch.{node.attr} is not a dtype this format knows")
+        raise self.error(node, f"attribute not allowed here: {_excerpt(node)}")
+
+    def enum_of(self, node: ast.expr, env: dict[str, Any] | None) -> type[enum.Enum] | None:
+        if isinstance(node, ast.Name) and (env is None or node.id not in env):
+            ref = self.globals.get(node.id) or self.nvfuser_name(node.id)
+            return ref.value if ref is not None and ref.kind == "enum" else None
+        if isinstance(node, ast.Attribute) and not node.attr.startswith("_"):
+            try:
+                ref = self.resolve_global(node)
+            except FusionFileError:
+                return None
+            return ref.value if ref.kind == "enum" else None
+        return None
+
+
+_ARITH = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.FloorDiv: lambda a, b: a // b,
+    ast.Div: lambda a, b: a / b,
+    ast.Mod: lambda a, b: a % b,
+}
+
+
+class _Body:
+    """Interprets the statements of one fusion body against `fd`."""
+
+    def __init__(self, loader: _Loader, fd: FusionDefinition, fd_name: str, attrs: dict[str, Any]) -> None:
+        self.loader = loader
+        self.fd = fd
+        self.fd_name = fd_name
+        self.attrs = attrs
+        self.env: dict[str, Any] = {}
+
+    def error(self, node: ast.AST, message: str) -> FusionFileError:
+        return self.loader.error(node, message)
+
+    def run(self, body: list[ast.stmt]) -> None:
+        for stmt in body:
+            self.statement(stmt)
+
+    def statement(self, stmt: ast.stmt) -> None:
+        if isinstance(stmt, ast.Pass) or _is_docstring(stmt):
+            return
+        if isinstance(stmt, ast.Return) and stmt.value is None:
+            return
+        if isinstance(stmt, ast.Assign):
+            if len(stmt.targets) != 1:
+                raise self.error(stmt, "chained assignment is not allowed")
+            value = self.call(stmt.value)
+            self.bind(stmt.targets[0], value, stmt)
+            return
+        if isinstance(stmt, ast.Expr):
+            self.call(stmt.value)
+            return
+        raise self.error(stmt, f"{type(stmt).__name__} statement is not allowed in a fusion body: "
+                               f"{_excerpt(stmt)}")
+
+    def bind(self, target: ast.expr, value: Any, stmt: ast.stmt) -> None:
+        if isinstance(target, ast.Name):
+            if target.id == self.fd_name:
+                raise self.error(stmt, f"cannot rebind {self.fd_name!r}")
+            self.env[target.id] = value
+        elif (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+              and target.value.id == self.fd_name and not target.attr.startswith("_")):
+            if target.attr in ("ops", "sched", "fusion", *_FD_METHODS, *_RUN_METHODS):
+                raise self.error(stmt, f"cannot assign to {self.fd_name}.{target.attr}")
+            self.attrs[target.attr] = value
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            if not isinstance(value, (tuple, list)):
+                raise self.error(stmt, f"the call returns one value, not {len(target.elts)}")
+            if len(value) != len(target.elts):
+                raise self.error(stmt, f"the call returns {len(value)} values, not {len(target.elts)}")
+            for t, v in zip(target.elts, value):
+                if isinstance(t, (ast.Tuple, ast.List, ast.Starred)):
+                    raise self.error(stmt, "nested or starred unpacking is not allowed")
+                self.bind(t, v, stmt)
+        else:
+            raise self.error(stmt, f"cannot assign to {_excerpt(target)}")
+
+    def call(self, node: ast.expr) -> Any:
+        """One frontend call: fd.define_tensor/define_scalar/add_output, fd.ops.X, fd.sched.X."""
+        if not isinstance(node, ast.Call):
+            raise self.error(node, f"expected a call of {self.fd_name}.ops, {self.fd_name}.sched or "
+                                   f"{self.fd_name}.define_*, got {_excerpt(node)}")
+        func = node.func
+        target, name = self.callee(func)
+        if target == "vector":
+            return self.define_vector(node)
+        if target is None:
+            raise self.error(node, f"call not allowed: {_excerpt(node)} (only {self.fd_name}.ops.*, "
+                                   f"{self.fd_name}.sched.*, {self.fd_name}.define_tensor/define_scalar "
+                                   f"and {self.fd_name}.add_output)")
+        args = []
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                raise self.error(a, "* arguments are not allowed")
+            args.append(self.value(a))
+        kwargs = {}
+        for k in node.keywords:
+            if k.arg is None:
+                raise self.error(node, "** arguments are not allowed")
+            kwargs[k.arg] = self.value(k.value)
+        if target == "ops":
+            import engine.ops as ops
+
+            if name not in ops.__all__:
+                raise self.error(node, f"unknown op fd.ops.{name}")
+            fn = getattr(self.fd.ops, name)
+        elif target == "sched":
+            fn = getattr(self.fd.sched, name)
+        else:
+            fn = getattr(self.fd, name)
+        where = f"{self.fd_name}.{'' if target == 'fd' else target + '.'}{name}"
+        try:
+            return fn(*args, **kwargs)
+        except (FusionDefinitionError, ScheduleError) as e:
+            raise self.error(node, f"{where}: {e}") from e
+        except TypeError as e:
+            raise self.error(node, f"{where}: wrong arguments: {e}") from e
+        except Exception as e:  # a builder failing on odd input still names the line
+            raise self.error(node, f"{where}: {type(e).__name__}: {e}") from e
+
+    def callee(self, func: ast.expr) -> tuple[str | None, str]:
+        if not isinstance(func, ast.Attribute) or func.attr.startswith("_"):
+            return None, ""
+        base = func.value
+        if isinstance(base, ast.Name) and base.id == self.fd_name:
+            if func.attr == "define_vector":
+                return "vector", func.attr
+            return ("fd", func.attr) if func.attr in _FD_METHODS else (None, "")
+        if (isinstance(base, ast.Attribute) and isinstance(base.value, ast.Name)
+                and base.value.id == self.fd_name and base.attr in ("ops", "sched")):
+            if base.attr == "sched" and not _is_sched_method(func.attr):
+                raise self.loader.error(func, f"unknown schedule operation {self.fd_name}.sched.{func.attr}")
+            return base.attr, func.attr
+        return None, ""
+
+    def define_vector(self, node: ast.Call) -> list[Any]:
+        """Older repros' `V = fd.define_vector([S0, 4], dtype=DataType.Int)`: a shape list.
+
+        It is kept as the plain list it stands for, so the ops that take it see what the
+        newer frontend passes inline (and a saved file writes the list inline).
+        """
+        if len(node.args) != 1 or any(k.arg not in ("dtype", "size") for k in node.keywords):
+            raise self.error(node, f"{self.fd_name}.define_vector(values, dtype=...) takes one list")
+        values = self.value(node.args[0])
+        if not isinstance(values, (list, tuple)):
+            raise self.error(node, f"{self.fd_name}.define_vector: expected a list, got {values!r}")
+        for k in node.keywords:
+            self.value(k.value)  # checked as literals, not needed
+        return list(values)
+
+    def value(self, node: ast.expr) -> Any:
+        v = self.loader.plain(node, self.env, True, self.fd_name, self.attrs, self.call)
+        return _to_datatype(v)
+
+
+def _is_sched_method(name: str) -> bool:
+    from engine.frontend.sched import SchedOperators
+
+    attr = getattr(SchedOperators, name, None)
+    return not name.startswith("_") and callable(attr) and name != "calls"
+
+
+def _to_datatype(v: Any) -> Any:
+    """torch.float32 written as an op argument means DataType.Float."""
+    if isinstance(v, torch.dtype):
+        try:
+            return from_torch(v)
+        except ValueError:
+            return v
+    if isinstance(v, list):
+        return [_to_datatype(x) for x in v]
+    if isinstance(v, tuple):
+        return tuple(_to_datatype(x) for x in v)
+    return v
+
+
+def _enum_member(cls: type[enum.Enum], name: str) -> enum.Enum | None:
+    if name in cls.__members__:
+        return cls.__members__[name]
+    # MemoryType.global is a Python keyword; nvFuser-style files write global_ or Global.
+    alias = {"global_": "Global", "global": "Global"}.get(name)
+    if alias and alias in cls.__members__:
+        return cls.__members__[alias]
+    return None
+
+
+def _is_docstring(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(
+        stmt.value.value, str)
+
+
+def _inert(node: ast.expr) -> bool:
+    """Only names and literals: what `fd.execute(...)` may be given (it is not run)."""
+    if isinstance(node, (ast.Name, ast.Constant)):
+        return True
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return all(_inert(e) for e in node.elts)
+    return False
+
+
+def _is_data(v: Any) -> bool:
+    if isinstance(v, (bool, int, float)):
+        return True
+    if isinstance(v, (list, tuple)):
+        return all(_is_data(x) for x in v)
+    return False
+
+
+def _ints(loader: _Loader, node: ast.AST, v: Any) -> tuple[int, ...]:
+    if isinstance(v, int) and not isinstance(v, bool):
+        v = [v]
+    if not isinstance(v, (list, tuple)) or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0
+                                                   for x in v):
+        raise loader.error(node, f"a size must be non-negative integers, got {v!r}")
+    return tuple(v)
+
+
+def _excerpt(node: ast.AST) -> str:
+    text = ast.unparse(node).splitlines()[0] if node is not None else ""
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -1,0 +1,168 @@
+"""Writing fusion files: replays `fd.recorded_calls` in nvFuser's repro format.
+
+One line per frontend call in creation order, so loading the file rebuilds the same
+IR with the same names, and writing it again gives the same text.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from engine.dtypes import from_torch
+from engine.errors import FusionFileError
+from engine.frontend.definition import FrontendCall, FusionDefinition
+from engine.frontend.input_spec import SPEC_KINDS, TORCH_DTYPE_NAMES, InputSpec
+from engine.frontend.pyread import enum_namespaces
+from engine.ir.scalar import Scalar
+from engine.ir.tensorview import TensorView
+
+
+def save_fusion(fd: FusionDefinition, path: str | os.PathLike[str], inputs: Sequence[Any] | None = None) -> None:
+    """Write `fd` as a fusion file; `inputs` (tensors) replace its input specs when given."""
+    text = dumps_fusion(fd, inputs=inputs)
+    with open(os.fspath(path), "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def dumps_fusion(fd: FusionDefinition, inputs: Sequence[Any] | None = None) -> str:
+    """The fusion file text of `fd`: nvFuser's python-frontend repro format."""
+    return _Writer(fd).write(inputs)
+
+
+class _Writer:
+    def __init__(self, fd: FusionDefinition | None) -> None:
+        self.fd = fd
+        self.names: dict[int, str] = {}  # id(Val) -> name in the file
+        self.counter = 0
+        self.enums: set[str] = set()
+        self.lines: list[str] = []
+
+    def write(self, inputs: Sequence[Any] | None) -> str:
+        assert self.fd is not None
+        for call in self.fd.recorded_calls:
+            self.call(call)
+        specs = [InputSpec.from_tensor(t) for t in inputs] if inputs is not None else self.fd.input_specs
+        nvf_names = ["FusionDefinition", "DataType"] + sorted(self.enums - {"DataType"})
+        out = ["import torch", f"from nvfuser import {', '.join(nvf_names)}", "", ""]
+        out.append("def nvfuser_fusion_id0(fd : FusionDefinition) -> None :")
+        out.extend("    " + line for line in self.lines or ["pass"])
+        out += ["", "", "with FusionDefinition() as fd:", "    nvfuser_fusion_id0(fd)", ""]
+        if specs:
+            out.append("inputs = [")
+            out.extend(f"    {_spec_source(s)}," for s in specs)
+            out += ["]", "fd.execute(inputs)"]
+        return "\n".join(out) + "\n"
+
+    def call(self, call: FrontendCall) -> None:
+        args = [self.arg(a) for a in call.args]
+        args += [f"{k}={self.arg(v)}" for k, v in call.kwargs.items()]
+        prefix = {"fd": "fd.", "ops": "fd.ops.", "sched": "fd.sched."}[call.target]
+        text = f"{prefix}{call.name}({', '.join(args)})"
+        result = call.result
+        if isinstance(result, (TensorView, Scalar)):
+            self.lines.append(f"{self.name_for(result)} = {text}")
+        elif isinstance(result, (tuple, list)) and result and all(
+                isinstance(r, (TensorView, Scalar)) for r in result):
+            names = [self.name_for(r) for r in result]
+            self.lines.append(f"{', '.join(names)} = {text}")
+        else:
+            self.lines.append(text)
+
+    def name_for(self, v: TensorView | Scalar) -> str:
+        # nvFuser numbers the frontend's values with one counter: T0, T1, S2, T3, ...
+        name = f"{'T' if isinstance(v, TensorView) else 'S'}{self.counter}"
+        self.counter += 1
+        self.names[id(v)] = name
+        return name
+
+    def arg(self, v: Any) -> str:
+        if isinstance(v, (TensorView, Scalar)):
+            name = self.names.get(id(v))
+            if name is not None:
+                return name
+            if isinstance(v, Scalar) and v.is_const:
+                # A constant made outside the frontend: define it first, as nvFuser's repros do.
+                s = FrontendCall("fd", "define_scalar", (v.value,), {"dtype": v.dtype}, v)
+                self.call(s)
+                return self.names[id(v)]
+            what = v.short_name if isinstance(v, TensorView) else v.inline()
+            raise FusionFileError(f"cannot write {what}: it was not made through the fusion "
+                                  "definition's frontend (fd.define_*, fd.ops, fd.sched)")
+        if isinstance(v, bool) or v is None:
+            return repr(v)
+        if isinstance(v, int):
+            return repr(int(v))
+        if isinstance(v, float):
+            if math.isnan(v):
+                return "float('nan')"
+            if math.isinf(v):
+                return "float('inf')" if v > 0 else "float('-inf')"
+            return repr(v)
+        if isinstance(v, str):
+            return repr(v)
+        if isinstance(v, torch.dtype):
+            v = from_torch(v)
+        if isinstance(v, enum.Enum):
+            cls_name = type(v).__name__
+            if enum_namespaces().get(cls_name) is not type(v):
+                raise FusionFileError(f"cannot write {v!r}: {cls_name} is not nameable in a fusion file")
+            self.enums.add(cls_name)
+            return f"{cls_name}.{v.name}"
+        if isinstance(v, list):
+            return "[" + ", ".join(self.arg(x) for x in v) + "]"
+        if isinstance(v, tuple):
+            items = [self.arg(x) for x in v]
+            return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+        if isinstance(v, dict):
+            return "{" + ", ".join(f"{self.arg(k)}: {self.arg(x)}" for k, x in v.items()) + "}"
+        raise FusionFileError(f"cannot write argument {v!r} of type {type(v).__name__}")
+
+
+def _tuple_src(t: Sequence[int]) -> str:
+    return "(" + ", ".join(str(int(x)) for x in t) + ("," if len(t) == 1 else "") + ")"
+
+
+def _torch_dtype_src(d: torch.dtype) -> str:
+    return f"torch.{TORCH_DTYPE_NAMES.get(d, str(d).removeprefix('torch.'))}"
+
+
+def _spec_source(s: InputSpec) -> str:
+    if s.kind == "scalar":
+        return _Writer(None).arg(s.data)
+    if s.kind not in SPEC_KINDS:
+        raise FusionFileError(f"cannot write input spec of kind {s.kind!r}")
+    dtype = _torch_dtype_src(s.dtype or torch.float32)
+    size = s.base_shape if s.strides is not None and s.base_shape is not None else s.shape
+    if s.kind in ("randn", "rand") and s.strides is not None and len(size) == 1:
+        size_src = str(size[0])  # nvFuser's `torch.randn(16777216, ...).as_strided(...)`
+    else:
+        size_src = _tuple_src(size)
+    extra = ""
+    if s.kind == "make_tensor":
+        head = f"torch.testing.make_tensor({size_src}"
+        if s.low is not None:
+            extra += f", low={s.low!r}"
+        if s.high is not None:
+            extra += f", high={s.high!r}"
+    elif s.kind == "randint":
+        head = f"torch.randint({s.low!r}, {s.high!r}, {size_src}"
+    elif s.kind == "full":
+        head = f"torch.full({size_src}, {s.fill_value!r}"
+    elif s.kind == "tensor":
+        head = f"torch.tensor({_Writer(None).arg(s.data)}"
+    else:
+        head = f"torch.{s.kind}({size_src}"
+    # A file that named no device keeps naming none (its specs then read back equal).
+    device = f", device={s.device!r}" if s.device is not None else ""
+    text = f"{head}, dtype={dtype}{device}{extra})"
+    if s.strides is not None:
+        text += f".as_strided({_tuple_src(s.shape)}, {_tuple_src(s.strides)})"
+    if s.view_dtype is not None:
+        text += f".view({_torch_dtype_src(s.view_dtype)})"
+    return text
