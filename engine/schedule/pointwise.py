@@ -1,0 +1,487 @@
+"""The pointwise scheduler: 1-D and 2-D (break point) schedules over a reference output.
+
+Acceptance follows nvFuser's PointWiseScheduler::canScheduleCompileTime (a reference
+tensor, inputs of select/gather and resize ops are fusion inputs, no reductions,
+block scales are fusion outputs) plus the seed-000 rule for the layout op (its offsets
+are fusion inputs and its output a fusion output without uses: the runtime function
+reads and writes them in global memory) and the ops this engine evaluates with torch
+(matmul, linear, the grouped matmul) which no generated kernel takes.
+
+Heuristics follow nvFuser's non-TMA pointwise heuristics: 128 threads in x; the
+vector/unroll budget is 16 bytes of the widest input, fewer with many tensors or with
+less than a wave of work; a break point splits the reference into a left (grid y) and
+right (grid x, threads, vector) part when that moves at least 10% fewer bytes than a
+1-D schedule, because broadcast inputs are then read once per row or column; grid y
+is split beyond 65535. The vector width comes from engine.analysis.vectorize.
+
+The schedule caches inputs (cache_after) and outputs (cache_before / cache_fork),
+except tensors that must stay in global memory (the layout op's output and offsets,
+block scales); transforms the reference, propagates to every tensor, binds the parallel
+types, vectorizes the innermost axis of the input caches and outputs that the analysis
+found vectorizable, and inlines as much as is legal.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from engine.analysis.logical_map import consumers_of, logical_map, producers_of
+from engine.analysis.replay import transforms_between
+from engine.analysis.vectorize import VectorizeResult, vectorization_factor
+from engine.ir import exprs as ex
+from engine.ir.iterdomain import IterDomain, ParallelType, Resize
+from engine.ir.quant_exprs import (
+    BlockQuantizationOp,
+    CutlassNvfp4GroupedMmaOp,
+    PreprocessGroupedMatmulInputSf,
+)
+from engine.ir.tensorview import MemoryType, TensorView
+from engine.schedule import tools
+from engine.schedule.base import Scheduler, SchedulerType
+from engine.schedule.params import HeuristicParams, LaunchParams
+from engine.schedule.registry import register
+
+if TYPE_CHECKING:
+    from engine.ir.fusion import Fusion
+    from engine.schedule.runtime_info import SchedulerRuntimeInfo
+    from engine.trace import Trace
+
+THREADS_X = 128
+GRID_Y_LIMIT = 65535
+VECTOR_BYTES = 16
+
+
+@dataclass(frozen=True)
+class PointwiseParams(HeuristicParams):
+    tag: str = "Pointwise heuristics"
+    break_point: int = 0
+    split_block: bool = False
+    split_grid_y_dim: bool = False
+    flip_grid_binding: bool = False
+    vectorization_factor: int = 1
+    unroll_factor_inner: int = 1
+    unroll_factor_outer: int = 1
+    # Inputs and outputs (names before caching) whose innermost axis the vectorization
+    # analysis found contiguous with the reference's: the schedule vectorizes their
+    # global reads and writes. Not part of nvFuser's printout.
+    vectorized_tensors: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        lp = self.lparams
+        s = "\n===== Pointwise Parameters ========\n"
+        s += ("Tag: " if self.tag else "") + f"{self.tag} Pointwise Characteristics:\n"
+        s += f" Gridx: {lp.gdimx} BlckY: {lp.bdimy} BlckX: {lp.bdimx}\n"
+        if self.break_point:
+            s += f"2D Schedule\n  Bcast break point: {self.break_point}\n"
+            if self.split_block:
+                s += "Split block into y-dim\n"
+            if self.split_grid_y_dim:
+                s += "  Split y grid dim\n"
+        s += f"vectorization_factor: {self.vectorization_factor}\n"
+        s += f"unroll_factor_outer: {self.unroll_factor_outer}\n"
+        s += f"unroll_factor_inner: {self.unroll_factor_inner}\n"
+        if self.flip_grid_binding:
+            s += "Flip BIDx/BIDy bindings\n"
+        s += "====================================\n"
+        return s
+
+
+# ---- tensors that must stay in global memory (seeds 000 and 004) --------------------------
+
+def global_only(fusion: Fusion) -> set[TensorView]:
+    """The layout op's output and offsets, and block scales: never cached or forked."""
+    keep: set[TensorView] = set()
+    for e in fusion.exprs():
+        if isinstance(e, PreprocessGroupedMatmulInputSf):
+            keep.update(v for v in (e.output, e.input_offsets, e.output_offsets)
+                        if isinstance(v, TensorView))
+        elif isinstance(e, BlockQuantizationOp) and isinstance(e.block_scales, TensorView):
+            keep.add(e.block_scales)
+    return keep
+
+
+def layout_op_buffer_reason(fusion: Fusion) -> str | None:
+    """Seed 000: the layout op's runtime function reads both offsets and writes its
+    output in global memory, so the offsets must be fusion (segment) inputs and the
+    output a fusion output that nothing in the fusion reads. A reason, or None.
+    Every scheduler that generates a kernel applies this rule."""
+    for e in fusion.exprs():
+        if not isinstance(e, PreprocessGroupedMatmulInputSf):
+            continue
+        for what, v in (("input_offsets", e.input_offsets), ("output_offsets", e.output_offsets)):
+            if v not in fusion.inputs:
+                return (f"{what} {v.short_name} of PreprocessGroupedMatmulInputSf must be a "
+                        "fusion input: its runtime function reads it from global memory")
+        out = e.output
+        if out not in fusion.outputs or fusion.uses_of(out):
+            return (f"output {out.short_name} of PreprocessGroupedMatmulInputSf must be a "
+                    "fusion output with no uses: its runtime function writes it to global memory")
+    return None
+
+
+# ---- compile-time checks ---------------------------------------------------------------
+
+_UNSUPPORTED = (ex.MatmulOp, ex.LinearOp, CutlassNvfp4GroupedMmaOp)
+
+
+def find_reference(fusion: Fusion) -> TensorView | None:
+    """The output with the most logical axes (the first on ties), as nvFuser's
+    findReferenceTensorView; fusion inputs and global-only tensors cannot lead."""
+    keep = global_only(fusion)
+    best: TensorView | None = None
+    for out in fusion.outputs:
+        if not isinstance(out, TensorView) or out in fusion.inputs or out in keep:
+            continue
+        if best is None or out.ndim > best.ndim:
+            best = out
+    return best
+
+
+def _has_resized_logical(tv: TensorView) -> bool:
+    dom = tv.domain
+    return dom.root is not None and any(
+        isinstance(t, Resize) for t in transforms_between(dom.root, dom.logical))
+
+
+def memory_promotion_reason(fusion: Fusion) -> str | None:
+    """nvFuser's rejectScheduleForMemoryPromotion: select/index_select/gather and ops
+    whose output is resized (pad, slice) must read a fusion input."""
+    for e in fusion.exprs():
+        indexing = isinstance(e, (ex.SelectOp, ex.IndexSelectOp, ex.GatherOp))
+        resized = any(isinstance(o, TensorView) and _has_resized_logical(o) for o in e.outputs)
+        if (indexing or resized) and e.inputs[0] not in fusion.inputs:
+            return f"First input of {type(e).__name__} must be fusion input."
+    return None
+
+
+def has_reduction(fusion: Fusion) -> bool:
+    for e in fusion.exprs():
+        if isinstance(e, (ex.ReductionOp, ex.WelfordOp)):
+            return True
+        for o in e.outputs:
+            if isinstance(o, TensorView) and any(i.is_reduction for i in o.domain.logical):
+                return True
+    return False
+
+
+def non_terminal_block_quantize(fusion: Fusion) -> TensorView | None:
+    for e in fusion.exprs():
+        if isinstance(e, BlockQuantizationOp) and e.block_scales not in fusion.outputs:
+            return e.block_scales
+    return None
+
+
+# ---- heuristics helpers -------------------------------------------------------------------
+
+def _bytes(tv: TensorView) -> int:
+    # fp4 packs two values a byte; heuristics count whole bytes as nvFuser's byte sizes.
+    return max(1, tv.dtype.bits // 8)
+
+
+def _last_pow2(n: int) -> int:
+    return 1 << (n.bit_length() - 1) if n > 0 else 0
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _dims_present(fusion: Fusion, ref: TensorView, io: list[TensorView]) -> dict[TensorView, set[int]]:
+    """For each input/output, the reference logical positions it has a concrete axis for
+    (reached through logical maps without broadcast-to-concrete pairs)."""
+    ref_ids = [i for i in ref.domain.logical if not i.is_reduction]
+    maps: dict[TensorView, dict[int, IterDomain]] = {
+        ref: {k: i for k, i in enumerate(ref_ids) if not i.is_broadcast}}
+    queue = [ref]
+    while queue:
+        src = queue.pop(0)
+        for nb in [*consumers_of(src), *producers_of(src)]:
+            if nb in maps:
+                continue
+            if nb in consumers_of(src):
+                m = logical_map(src, nb, map_broadcast=False)
+            else:
+                m = {c: p for p, c in logical_map(nb, src, map_broadcast=False).items()}
+            maps[nb] = {k: m[i] for k, i in maps[src].items() if i in m and not m[i].is_broadcast}
+            queue.append(nb)
+    return {tv: set(maps.get(tv, {})) for tv in io}
+
+
+def _io(fusion: Fusion, exclude: set[TensorView]) -> list[TensorView]:
+    out: list[TensorView] = []
+    for v in [*fusion.inputs, *fusion.outputs]:
+        if isinstance(v, TensorView) and v not in out and v not in exclude:
+            out.append(v)
+    return out
+
+
+@register
+class PointwiseScheduler(Scheduler):
+    type = SchedulerType.pointwise
+
+    def reject_compile_time(self, fusion: Fusion) -> str | None:
+        unsupported = sorted({type(e).__name__ for e in fusion.exprs() if isinstance(e, _UNSUPPORTED)})
+        if unsupported:
+            return (f"Has unsupported ops: {', '.join(unsupported)} "
+                    "(evaluated by the expr_eval scheduler in this engine)")
+        why = layout_op_buffer_reason(fusion)
+        if why is not None:
+            return why
+        if find_reference(fusion) is None:
+            return "cannot find reference tensor"
+        why = memory_promotion_reason(fusion)
+        if why is not None:
+            return why
+        if has_reduction(fusion):
+            return "no support for reduction ops"
+        if non_terminal_block_quantize(fusion) is not None:
+            return "no support for block quantization where block scales is not a fusion output"
+        return None
+
+    def reject_runtime(self, fusion: Fusion, info: SchedulerRuntimeInfo) -> str | None:
+        # The block quantization runtime function reads whole vectors and cannot run
+        # under a serial grid-y loop (nvFuser's canScheduleRunTime).
+        if not any(isinstance(e, BlockQuantizationOp) for e in fusion.exprs()):
+            return None
+        p = self.compute_heuristics(fusion, info)
+        if p.vectorization_factor < 2:
+            return "Block Quantization Op requires vectorization factor to be at least 2."
+        if p.split_grid_y_dim:
+            return ("Block Quantization Op is not supported when splitting grid y dimension. "
+                    "This is because this will create a serial ID with an extent > 1. The "
+                    "runtime function implementing block quantization will currently not be "
+                    "able to handle that.")
+        return None
+
+    # ---- heuristics ------------------------------------------------------------------
+    def compute_heuristics(
+        self, fusion: Fusion, info: SchedulerRuntimeInfo, trace: Trace | None = None
+    ) -> PointwiseParams:
+        lines: list[str] = []
+        index_type = "int" if info.index_type().name == "Int32" else "int64_t"
+        ref = find_reference(fusion)
+        if ref is None:
+            raise ValueError("pointwise heuristics need a reference output")
+        keep = global_only(fusion)
+        dev = info.device
+        ref_ids = [i for i in ref.domain.logical if not i.is_reduction]
+        elems = [info.extent(i) for i in ref_ids]
+        n_elems = math.prod(elems)
+        lines.append(f"reference {ref.short_name} sizes {elems} ({n_elems} elements); "
+                     f"device {dev.name}: {dev.sm_count} SMs")
+        if n_elems == 0 or all(i.is_broadcast for i in ref_ids):
+            lines.append("zero-size or zero-dimensional reference: default parameters")
+            return self._done(PointwiseParams(index_type=index_type, derivation=tuple(lines)),
+                              trace)
+
+        io = _io(fusion, keep)
+        inputs = [v for v in fusion.inputs if isinstance(v, TensorView) and v not in keep]
+        max_in_bytes = max([_bytes(t) for t in inputs], default=1)
+        vec0 = vectorization_factor(fusion, ref, info, 0, keep)
+        n_vec_io = len(vec0.vectorizable)
+        max_vu = _ceil_div(VECTOR_BYTES // max_in_bytes, max(_last_pow2(n_vec_io) >> 2, 1))
+        lines.append(f"vector/unroll budget: 16 bytes / {max_in_bytes} (widest input) over "
+                     f"{n_vec_io} vectorizable tensors -> {max_vu}")
+        wave = dev.sm_count * THREADS_X
+        if n_elems < wave and max_vu > 1:
+            max_vu = min(max_vu, _ceil_div(n_elems, wave))
+            lines.append(f"fewer elements than a wave ({wave}): budget -> {max_vu}")
+
+        bp, flip, split_block, bdimx, bdimy, gdim_left, gdim_right = self._break_point(
+            fusion, ref, info, io, elems, n_elems, max_vu, lines)
+
+        vec = vec0 if bp == 0 else vectorization_factor(fusion, ref, info, bp, keep)
+        lines.extend(f"  {x}" for x in vec.derivation)
+        v = min(vec.factor, max_vu)
+        if v < vec.factor:
+            lines.append(f"vectorization factor limited by the budget -> {v}")
+        unroll_inner = 1
+        if v == 1 and bp == 0 and max_vu > 1:
+            # nvFuser unrolls instead when nothing vectorizes.
+            unroll_inner = max_vu
+            lines.append(f"not vectorized: unroll by {unroll_inner}")
+        split_grid_y = (gdim_right if flip else gdim_left) > GRID_Y_LIMIT
+        if split_grid_y:
+            lines.append(f"grid y extent above {GRID_Y_LIMIT}: split grid y")
+        if bp == 0:
+            gdimx = _ceil_div(n_elems, v * unroll_inner * THREADS_X)
+            lines.append(f"1-D schedule: {gdimx} blocks of {THREADS_X} threads x {v * unroll_inner}")
+        lp = LaunchParams(bdimx=bdimx, bdimy=bdimy if split_block else -1)
+        params = PointwiseParams(
+            lparams=lp, index_type=index_type, break_point=bp, split_block=split_block,
+            split_grid_y_dim=split_grid_y, flip_grid_binding=flip, vectorization_factor=v,
+            unroll_factor_inner=unroll_inner, derivation=tuple(lines),
+            vectorized_tensors=tuple(t.short_name for t in vec.vectorizable) if v > 1 else (),
+        )
+        return self._done(params, trace, vec)
+
+    def _break_point(self, fusion: Fusion, ref: TensorView, info: SchedulerRuntimeInfo,
+                     io: list[TensorView], elems: list[int], n_elems: int, max_vu: int,
+                     lines: list[str]) -> tuple[int, bool, bool, int, int, int, int]:
+        """nvFuser's 2-D search: the break point that moves the fewest bytes, if it saves
+        at least 10% over 1-D. Returns (bp, flip, split_block, bdimx, bdimy, gdim_left,
+        gdim_right)."""
+        dev = info.device
+        none = (0, False, False, THREADS_X, 1, 1, 1)
+        if n_elems * 2 <= dev.sm_count * THREADS_X:
+            lines.append("little parallelism: 1-D schedule")
+            return none
+        if any(isinstance(e, ex.ViewOp) for e in fusion.exprs()):
+            # A break inside a reshaped group of axes would split what the reshape merged;
+            # without nvFuser's view-disjoint sets the engine keeps such fusions 1-D.
+            lines.append("reshape in the fusion: 1-D schedule")
+            return none
+        present = _dims_present(fusion, ref, io)
+        dtype_sum = sum(_bytes(t) for t in io)
+        transfer_1d = 1
+        for e in elems:
+            transfer_1d *= e * dtype_sum
+        best = none
+        best_cost: int | None = None
+        for bp in range(1, len(elems)):
+            right = math.prod(elems[bp:])
+            left = n_elems // right if right else 0
+            if left <= 1:
+                continue
+            lhs = sum(_bytes(t) for t in io if any(d < bp for d in present[t]))
+            rhs = sum(_bytes(t) for t in io if any(d >= bp for d in present[t]))
+            cost, right_bytes = 1, 1
+            for e in elems[:bp]:
+                cost *= e * lhs
+            for e in elems[bp:]:
+                right_bytes *= e * rhs
+            cost *= right_bytes
+            if (best_cost is not None and cost >= best_cost) or cost * 10 >= transfer_1d * 9:
+                continue
+            if _ceil_div(right, max_vu) <= dev.warp_size:
+                continue
+            flip = lhs <= rhs and dev.l2_cache_bytes < right_bytes * 2
+            bdimx = min(_ceil_div(right, max_vu), THREADS_X)
+            bdimy = THREADS_X // bdimx if left > dev.sm_count else 1
+            best = (bp, flip, bdimy > 1, bdimx, bdimy, _ceil_div(left, bdimy),
+                    _ceil_div(right, bdimx * max_vu))
+            best_cost = cost
+            lines.append(f"break point {bp}: left {left} x {lhs} B, right {right} x {rhs} B, "
+                         f"cost {cost} < 90% of 1-D {transfer_1d}")
+        if best[0] == 0:
+            lines.append("no break point saves 10% of the 1-D transfer: 1-D schedule")
+        return best
+
+    def _done(self, params: PointwiseParams, trace: Trace | None,
+              vec: VectorizeResult | None = None) -> PointwiseParams:
+        if trace is not None:
+            for line in params.derivation:
+                trace.event("heuristic", "pointwise", line)
+            trace.event("heuristic", "pointwise", str(params).strip(),
+                        break_point=params.break_point,
+                        vectorization_factor=params.vectorization_factor,
+                        unroll_factor_inner=params.unroll_factor_inner,
+                        split_grid_y_dim=params.split_grid_y_dim,
+                        flip_grid_binding=params.flip_grid_binding,
+                        vectorizable=[t.short_name for t in (vec.vectorizable if vec else ())])
+        return params
+
+    # ---- schedule ---------------------------------------------------------------------
+    def schedule(self, fusion: Fusion, params: HeuristicParams | None, trace: Trace | None = None) -> None:
+        if not isinstance(params, PointwiseParams):
+            raise TypeError(f"the pointwise scheduler needs PointwiseParams, got {params!r}")
+        schedule_pointwise(fusion, params, trace)
+
+
+def _event(trace: Trace | None, subject: str, message: str, **data: object) -> None:
+    if trace is not None:
+        trace.event("transform", subject, message, **data)
+
+
+def schedule_pointwise(fusion: Fusion, params: PointwiseParams, trace: Trace | None = None) -> None:
+    keep = global_only(fusion)
+    ref0 = find_reference(fusion)
+    if ref0 is None:
+        raise ValueError("pointwise schedule needs a reference output")
+    # Intermediates may carry global memory from segmentation; they become registers.
+    for tv in fusion.tensors():
+        if isinstance(tv, TensorView) and tv not in fusion.inputs and tv not in fusion.outputs:
+            tv.memory_type = MemoryType.Local
+
+    def kept(tv: TensorView) -> bool:
+        return tv in keep
+
+    input_caches = {c.definition.input: c for c in tools.cache_inputs(fusion, kept, trace)
+                    if c.definition is not None}
+    tools.cache_and_fork_outputs(fusion, kept, trace)
+    _event(trace, "pointwise", "cached inputs " + ", ".join(
+        f"{t.short_name}->{c.short_name}" for t, c in input_caches.items()))
+    ref = find_reference(fusion)
+    assert ref is not None
+    if ref.nloop == 0 or all(i.is_broadcast for i in ref.domain.loop):
+        _event(trace, ref.short_name, "zero-dimensional reference: no loop transforms")
+        tools.inline_most(fusion)
+        return
+
+    v = params.vectorization_factor
+    bp = params.break_point
+    n = ref.nloop
+    pt = ParallelType
+    if bp == 0:
+        for _ in range(n - 1):
+            ref.merge(0)
+        if v > 1:
+            ref.split(0, v)
+        ref.split(0, THREADS_X)
+        if params.unroll_factor_inner > 1:
+            ref.split(0, params.unroll_factor_inner)
+        ref.axis(0).parallelize(pt.grid_x)
+        if params.unroll_factor_inner > 1:
+            ref.axis(1).parallelize(pt.unroll)
+        ref.axis(-2 if v > 1 else -1).parallelize(pt.block_x)
+    else:
+        # [left..., right...] -> [L, R]
+        for _ in range(n - bp - 1):
+            ref.merge(bp)
+        for _ in range(bp - 1):
+            ref.merge(0)
+        if v > 1:
+            ref.split(1, v)
+        ref.split(1, params.lparams.bdimx)  # [L, Ro, TIDx, (V)]
+        left = 0
+        if params.split_block:
+            ref.split(0, params.lparams.bdimy)  # [Lo, TIDy, Ro, TIDx, (V)]
+            ref.axis(1).parallelize(pt.block_y)
+        right = 2 if params.split_block else 1
+        ref.axis(right + 1).parallelize(pt.block_x)
+        outer_left, outer_right = left, right
+        y_axis = outer_right if params.flip_grid_binding else outer_left
+        x_axis = outer_left if params.flip_grid_binding else outer_right
+        ref.axis(x_axis).parallelize(pt.grid_x)
+        if params.split_grid_y_dim:
+            ref.split(y_axis, GRID_Y_LIMIT)  # [serial, BIDy(65535)]
+            ref.axis(y_axis + 1).parallelize(pt.grid_y)
+        else:
+            ref.axis(y_axis).parallelize(pt.grid_y)
+    _event(trace, ref.short_name, f"reference scheduled: {ref}", loop=str(ref.domain))
+
+    tools.propagate(ref)
+    others = [t for t in fusion.tensors() if isinstance(t, TensorView) and t is not ref]
+    non_vector = [p for p in ParallelType if p not in (pt.serial, pt.vectorize)]
+    tools.parallelize_all_like(ref, -1, others, non_vector)
+    if v > 1:
+        ref.axis(-1).parallelize(pt.vectorize)
+        # Vectorize only global reads and writes: the input caches and the outputs
+        # whose innermost axis the analysis found contiguous with the reference's.
+        names = set(params.vectorized_tensors)
+        targets = [c for t, c in input_caches.items() if t.short_name in names]
+        for o in fusion.outputs:
+            if not isinstance(o, TensorView) or o is ref or o in keep:
+                continue
+            src = o.definition.input if isinstance(o.definition, ex.LoadStoreOp) else None
+            forked = isinstance(src, TensorView) and src.short_name in names and src not in fusion.outputs
+            if o.short_name in names or forked:
+                targets.append(o)
+        tools.parallelize_all_like(ref, -1, targets, [pt.vectorize])
+        _event(trace, "pointwise", f"vectorized by {v}: {ref.short_name}"
+               + "".join(f", {t.short_name}" for t in targets))
+    tools.inline_most(fusion)
+    _event(trace, "pointwise", "inlined most", ca_pos={
+        t.short_name: t.compute_at_pos for t in fusion.tensors() if isinstance(t, TensorView)})
