@@ -229,11 +229,13 @@ class TensorView(Val):
         self, ids: Sequence[IterDomain], contiguity: bool | Sequence[bool | None] = True
     ) -> TensorView:
         """Set the memory layout: `ids` must cover the logical domain exactly once
-        (a permutation of it, or ids derived from it by this tensor's transforms)."""
-        from engine.ir.verify import coverage_error
+        (a permutation of it, or ids derived from it by this tensor's transforms); a
+        local or shared tensor may leave out its loop ids left of ca_pos, which are
+        not allocated (engine.ir.verify.allocation_error)."""
+        from engine.ir.verify import allocation_error
 
         ids = list(ids)
-        why = coverage_error(self.domain.logical, ids)
+        why = allocation_error(self, ids)
         if why is not None:
             raise ScheduleError(f"{self.short_name}: allocation domain is invalid: {why}")
         if isinstance(contiguity, bool):

@@ -64,6 +64,26 @@ def coverage_error(logical: Sequence[IterDomain], target: Sequence[IterDomain]) 
     return None
 
 
+def allocation_error(tv: TensorView, ids: Sequence[IterDomain]) -> str | None:
+    """Why `ids` is not a valid allocation domain of `tv`, or None.
+
+    An allocation domain covers the logical domain exactly once. A local or shared
+    tensor may instead leave out its loop ids left of the compute-at position: those
+    loops are shared with its consumers, so only the rest is allocated (seed 001's
+    shared-memory cache: allocation (iS120, iS116, bS20, iB22) under ca_pos 2, its
+    loop ids 0 and 1 complete the coverage).
+    """
+    from engine.ir.tensorview import MemoryType
+
+    why = coverage_error(tv.domain.logical, ids)
+    if why is None or tv.memory_type == MemoryType.Global or tv.compute_at_pos == 0:
+        return why
+    outer = [i for i in tv.domain.loop[: tv.compute_at_pos] if i not in ids]
+    if coverage_error(tv.domain.logical, [*outer, *ids]) is None:
+        return None
+    return why
+
+
 def verify_domains(tv: TensorView) -> None:
     dom = tv.domain
     if dom.root is not None:
@@ -74,7 +94,7 @@ def verify_domains(tv: TensorView) -> None:
     if why is not None:
         raise ScheduleError(f"{tv.short_name}: loop domain is invalid: {why}")
     if dom.allocation is not None:
-        why = coverage_error(dom.logical, dom.allocation)
+        why = allocation_error(tv, dom.allocation)
         if why is not None:
             raise ScheduleError(f"{tv.short_name}: allocation domain is invalid: {why}")
     alloc = dom.maybe_allocation
