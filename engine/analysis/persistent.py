@@ -1,0 +1,295 @@
+"""Reductions and persistent buffers, as nvFuser's scheduler_utils sees them.
+
+A persistent buffer is a tensor computed before a reduction and read again after
+it (by a consumer that also depends on the reduction's result): a normalization
+kernel has to keep it alive, in registers or shared memory, while the reduction
+runs (nvFuser's scheduler_utils::persistentBuffers). A buffer whose values can be
+recomputed from fusion inputs through pointwise ops only is *projectable*: keeping
+the inputs instead (e.g. a bf16 input rather than its float cast) can halve the
+buffer (project_persistent_buffers).
+
+Reduction properties (nvFuser's getReductionProperties): whether a reduction is on
+the fastest (innermost in memory) dimension, and how many elements it reduces and
+iterates, at runtime sizes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from engine.analysis.logical_map import consumers_of, logical_map, producers_of
+from engine.ir import exprs as ex
+from engine.ir.iterdomain import IterDomain
+from engine.ir.tensorview import TensorView
+
+if TYPE_CHECKING:
+    from engine.ir.fusion import Fusion
+    from engine.schedule.runtime_info import SchedulerRuntimeInfo
+
+# Ops whose output can be recomputed element by element from its inputs: the only
+# ops a projected (recomputed) buffer may go through.
+_POINTWISE = (ex.UnaryOp, ex.BinaryOp, ex.TernaryOp, ex.BroadcastOp, ex.ExpandOp)
+
+
+def is_reduction_tv(tv: TensorView) -> bool:
+    return isinstance(tv.definition, (ex.ReductionOp, ex.WelfordOp)) and any(
+        i.is_reduction for i in tv.domain.logical
+    )
+
+
+def reduction_tvs(fusion: Fusion) -> list[TensorView]:
+    """Tensors defined by a reduction, in topological order; of a Welford's outputs
+    only the first (avg) stands for the op, as nvFuser's getReductionTvs."""
+    out: list[TensorView] = []
+    for e in fusion.exprs():
+        if isinstance(e, (ex.ReductionOp, ex.WelfordOp)):
+            tv = e.outputs[0]
+            if isinstance(tv, TensorView) and is_reduction_tv(tv):
+                out.append(tv)
+    return out
+
+
+def _upstream(tv: TensorView) -> set[TensorView]:
+    seen: set[TensorView] = set()
+    stack = list(producers_of(tv))
+    while stack:
+        t = stack.pop()
+        if t in seen:
+            continue
+        seen.add(t)
+        stack.extend(producers_of(t))
+    return seen
+
+
+def _downstream(tv: TensorView) -> set[TensorView]:
+    seen: set[TensorView] = set()
+    stack = list(_consumers_all(tv))
+    while stack:
+        t = stack.pop()
+        if t in seen:
+            continue
+        seen.add(t)
+        stack.extend(_consumers_all(t))
+    return seen
+
+
+def _consumers_all(tv: TensorView) -> list[TensorView]:
+    # Every output of a consuming expr (all of a Welford's outputs) is downstream.
+    return consumers_of(tv)
+
+
+def _siblings(tv: TensorView) -> list[TensorView]:
+    e = tv.definition
+    if e is None:
+        return [tv]
+    return [o for o in e.outputs if isinstance(o, TensorView)]
+
+
+@dataclass
+class PersistentBufferInfo:
+    """Persistent buffers of a fusion, and for each reduction the buffers live across it."""
+
+    persistent_buffers: list[TensorView] = field(default_factory=list)
+    # buffer -> the fusion inputs it can be recomputed from (projectable buffers only)
+    projectable: dict[TensorView, list[TensorView]] = field(default_factory=dict)
+    # reduction tv -> the buffers that must stay alive across it
+    live_across: dict[TensorView, list[TensorView]] = field(default_factory=dict)
+
+    @property
+    def projectable_buffer_inputs(self) -> list[TensorView]:
+        out: list[TensorView] = []
+        for ins in self.projectable.values():
+            out += [i for i in ins if i not in out]
+        return out
+
+
+def persistent_buffers(fusion: Fusion) -> PersistentBufferInfo:
+    """Tensors used by a reduction (directly or through other ops) and also by a
+    consumer that reads that reduction's result: they must persist across it."""
+    info = PersistentBufferInfo()
+    for red in reduction_tvs(fusion):
+        up = _upstream(red)
+        after: set[TensorView] = set()
+        for s in _siblings(red):
+            after |= _downstream(s)
+        live = []
+        for t in sorted(up, key=lambda t: t.name):
+            # A consumer that is both after the reduction and outside its own input
+            # cone reads `t` once the reduction is done.
+            if any(c in after for c in consumers_of(t)):
+                live.append(t)
+        info.live_across[red] = live
+        for t in live:
+            if t not in info.persistent_buffers:
+                info.persistent_buffers.append(t)
+    info.persistent_buffers.sort(key=lambda t: t.name)
+    for buf in info.persistent_buffers:
+        ins = _projection_inputs(fusion, buf)
+        if ins is not None and ins != [buf]:
+            info.projectable[buf] = ins
+    return info
+
+
+def _projection_inputs(fusion: Fusion, buf: TensorView) -> list[TensorView] | None:
+    """Fusion inputs `buf` is computed from through pointwise ops only, or None."""
+    if buf in fusion.inputs:
+        return [buf]
+    out: list[TensorView] = []
+    stack = [buf]
+    seen: set[TensorView] = set()
+    while stack:
+        t = stack.pop()
+        if t in seen:
+            continue
+        seen.add(t)
+        if t in fusion.inputs:
+            if t not in out:
+                out.append(t)
+            continue
+        e = t.definition
+        if e is None or not isinstance(e, _POINTWISE):
+            return None
+        stack.extend(v for v in e.inputs if isinstance(v, TensorView))
+    return sorted(out, key=lambda t: t.name) or None
+
+
+# ---- sizes -------------------------------------------------------------------------------------
+
+def dtype_bytes(tv: TensorView) -> int:
+    return max(1, tv.dtype.bits // 8)
+
+
+def bytes_per_row(tv: TensorView, info: SchedulerRuntimeInfo, iteration_numel: int) -> int:
+    """Bytes of `tv` one reduction (one iteration of the reference) keeps alive: its
+    elements divided by the reference's iteration count, at least one row."""
+    numel = info.numel(tv)
+    per_row = max(1, math.ceil(numel / max(1, iteration_numel)))
+    return per_row * dtype_bytes(tv)
+
+
+@dataclass(frozen=True)
+class PersistentBufferSize:
+    persistent_buffer_size: int  # bytes per reduction row, buffers as they are
+    projected_persistent_buffer_size: int  # bytes per row with projectable buffers projected
+    can_project: bool
+
+
+def persistent_buffer_size(
+    fusion: Fusion, info: SchedulerRuntimeInfo, buffers: PersistentBufferInfo, iteration_numel: int
+) -> PersistentBufferSize:
+    """The largest set of buffers alive across one reduction, in bytes per row.
+
+    Buffers alive across different reductions are not alive at once (softmax keeps its
+    input across the max and exp(x - max) across the sum), so the size is the maximum
+    over reductions of the buffers live across each, as nvFuser's persistentBufferSize.
+    Projected: each projectable buffer is replaced by the inputs it is computed from.
+    """
+    plain = projected = 0
+    for _red, live in buffers.live_across.items():
+        plain = max(plain, sum(bytes_per_row(t, info, iteration_numel) for t in live))
+        kept: list[TensorView] = []
+        for t in live:
+            for s in buffers.projectable.get(t, [t]):
+                if s not in kept:
+                    kept.append(s)
+        projected = max(projected, sum(bytes_per_row(t, info, iteration_numel) for t in kept))
+    can = bool(buffers.projectable) and not any(
+        isinstance(e, ex.ViewOp) for e in fusion.exprs()
+    )
+    return PersistentBufferSize(plain, projected if can else plain, can)
+
+
+# ---- reduction properties ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ReductionProperties:
+    fastest_dim_reduction: bool
+    total_reduction_numel: int
+    total_iteration_numel: int
+    inner_most_dimension_numel: int
+    inner_most_dimension_ndims: int
+    # the reduction tv's logical ids in memory order (broadcasts dropped)
+    memory_order: tuple[IterDomain, ...] = ()
+
+
+def _is_const_one(i: IterDomain) -> bool:
+    e = i.expanded_extent if i.expanded_extent is not None else i.extent
+    return e.is_const and e.evaluate() == 1
+
+
+def memory_order(red: TensorView) -> list[IterDomain]:
+    """`red`'s logical ids in the memory order of the input that feeds it.
+
+    A reduction tensor has no layout of its own; the order that decides "fastest dim"
+    is the allocation order of the fusion input it reads (seed 001's permuted input:
+    allocation (1, 0, 2)). Walk producers, composing logical maps, to the first input
+    with an allocation domain; without one, the logical order stands.
+    """
+    logical = list(red.domain.logical)
+    # maps producer ids -> ids of `red`
+    frontier: list[tuple[TensorView, dict[IterDomain, IterDomain]]] = [
+        (red, {i: i for i in logical})
+    ]
+    seen = {red}
+    while frontier:
+        tv, to_red = frontier.pop(0)
+        if tv is not red and tv.domain.has_allocation and tv in tv.fusion.inputs:
+            order = [to_red[i] for i in tv.domain.allocation if i in to_red]
+            rest = [i for i in logical if i not in order]
+            return order + rest
+        for p in producers_of(tv):
+            if p in seen:
+                continue
+            seen.add(p)
+            m = logical_map(p, tv)
+            frontier.append((p, {pi: to_red[ci] for pi, ci in m.items() if ci in to_red}))
+    return logical
+
+
+def reduction_properties(red: TensorView, info: SchedulerRuntimeInfo) -> ReductionProperties:
+    order = [i for i in memory_order(red) if not i.is_broadcast and not _is_const_one(i)]
+    if not order:
+        order = [i for i in red.domain.logical if not i.is_broadcast]
+    red_numel = math.prod(info.extent(i) for i in order if i.is_reduction)
+    iter_numel = math.prod(info.extent(i) for i in order if not i.is_reduction)
+    fastest = bool(order) and order[-1].is_reduction
+    inner: list[IterDomain] = []
+    for i in reversed(order):
+        if i.is_reduction != fastest:
+            break
+        inner.append(i)
+    inner_numel = math.prod(info.extent(i) for i in inner)
+    return ReductionProperties(
+        fastest_dim_reduction=fastest,
+        total_reduction_numel=red_numel,
+        total_iteration_numel=iter_numel,
+        inner_most_dimension_numel=inner_numel,
+        inner_most_dimension_ndims=len(inner),
+        memory_order=tuple(order),
+    )
+
+
+def is_fastest_dim_reduction(red: TensorView) -> bool:
+    order = [i for i in memory_order(red) if not i.is_broadcast and not _is_const_one(i)]
+    return bool(order) and order[-1].is_reduction
+
+
+def reduction_type(reds: list[TensorView]) -> str:
+    """'inner', 'outer', 'inner_outer' or 'none', as nvFuser's getReductionType."""
+    if not reds:
+        return "none"
+    kinds = {is_fastest_dim_reduction(r) for r in reds}
+    if kinds == {True}:
+        return "inner"
+    if kinds == {False}:
+        return "outer"
+    return "inner_outer"
+
+
+def reduction_pattern(red: TensorView) -> tuple[bool, ...]:
+    """Reduction/iteration pattern of `red` in memory order, unit axes dropped: two
+    reductions can share one schedule only when their patterns are equal."""
+    order = [i for i in memory_order(red) if not i.is_broadcast and not _is_const_one(i)]
+    return tuple(i.is_reduction for i in order)
