@@ -21,9 +21,27 @@ from engine.ir.tensorview import inline_all_at as _inline_all_at
 from engine.ir.tensorview import inline_most as _inline_most
 from engine.ir.tensorview import parallelize_like as _parallelize_like
 from engine.ir.tensorview import transform_like as _transform_like
+from engine.schedule.base import SchedulerType
+from engine.schedule.params import HeuristicParams
+from engine.trace import Trace
 
 if TYPE_CHECKING:
     from engine.frontend.definition import FusionDefinition
+    from engine.schedule.runtime_info import SchedulerRuntimeInfo
+
+# SchedulerType is imported here so that fusion files can name it
+# (fd.sched.schedule(SchedulerType.pointwise)); see pyread.enum_namespaces.
+__all__ = ["CacheOp", "LoadStoreOpType", "SchedCall", "SchedOperators", "SchedulerType"]
+
+# Heuristic parameter classes and the schedulers that take them, in priority order.
+_PARAMS_SCHEDULERS = {
+    "PointwiseParams": (SchedulerType.pointwise,),
+    "TransposeParams": (SchedulerType.transpose,),
+    "ReductionParams": (
+        SchedulerType.reduction, SchedulerType.inner_persistent,
+        SchedulerType.outer_persistent, SchedulerType.inner_outer_persistent,
+    ),
+}
 
 
 class CacheOp(enum.Enum):
@@ -58,6 +76,14 @@ class SchedOperators:
     def __init__(self, fd: FusionDefinition) -> None:
         self._fd = fd
         self.calls: list[SchedCall] = []
+        # Verdicts, heuristics and transforms of the automatic-scheduler calls below.
+        self.trace = Trace()
+        # Parameters from compute_*_heuristics, reused by schedule(type) as nvFuser's
+        # UserSchedule keeps them.
+        self._params: dict[SchedulerType, HeuristicParams] = {}
+        # schedule() calls replayed from a fusion file before its `inputs = [...]` list
+        # gave sizes; apply_pending() runs them once sizes are known.
+        self.pending: list[Any] = []
 
     def _record(self, name: str, *args: Any, **kwargs: Any) -> None:
         self.calls.append(SchedCall(name, args, kwargs))
@@ -231,3 +257,171 @@ class SchedOperators:
     def is_reduction(self, tensor: TensorView) -> bool:
         tv = self._tv("is_reduction", tensor)
         return tv not in tv.fusion.inputs and any(i.is_reduction for i in tv.domain.logical)
+
+    # ---- automatic schedulers (seed 002's SchedOperators) ------------------------------
+    # Heuristics need sizes: they come from `inputs` when given, else from the fusion
+    # file's `inputs = [...]` list (fd.example_inputs()), else from the definition when
+    # every input extent is a constant. can_schedule without any of these gives the
+    # compile-time verdict only. Only schedule() changes the fusion, so only it is
+    # recorded (and written back by save_fusion); every verdict, heuristic and
+    # transform goes to `self.trace`.
+
+    def _runtime_info(self, name: str, inputs: Sequence[Any] | None, required: bool = True,
+                      ) -> SchedulerRuntimeInfo | None:
+        from engine.schedule.runtime_info import SchedulerRuntimeInfo
+
+        fusion = self._fd.fusion
+        if inputs is None and self._fd.input_specs:
+            inputs = self._fd.example_inputs()
+        if inputs is None:
+            inputs = _static_inputs(fusion)
+        if inputs is None:
+            if required:
+                raise ScheduleError(
+                    f"sched.{name}: heuristics need input sizes; pass inputs=[...] or give the "
+                    "fusion file an `inputs = [...]` list"
+                )
+            return None
+        try:
+            return SchedulerRuntimeInfo(fusion, list(inputs))
+        except (ValueError, TypeError) as e:
+            raise ScheduleError(f"sched.{name}: inputs do not match the fusion: {e}") from None
+
+    @staticmethod
+    def _type(name: str, scheduler_type: Any) -> SchedulerType:
+        if isinstance(scheduler_type, SchedulerType):
+            return scheduler_type
+        if isinstance(scheduler_type, str):
+            try:
+                return SchedulerType(scheduler_type)
+            except ValueError:
+                pass
+        raise ScheduleError(
+            f"sched.{name}: expected a SchedulerType ({', '.join(t.value for t in SchedulerType)}), "
+            f"got {scheduler_type!r}"
+        )
+
+    def can_schedule(self, scheduler_type: SchedulerType | str,
+                     inputs: Sequence[Any] | None = None) -> tuple[bool, str]:
+        """(accepted, reason) as nvFuser's canScheduleDebug; the reason is empty when accepted."""
+        from engine.schedule import registry
+
+        kind = self._type("can_schedule", scheduler_type)
+        info = self._runtime_info("can_schedule", inputs, required=False)
+        v = registry.verdict(kind, self._fd.fusion, info)
+        self.trace.event("can_schedule", "fusion", str(v), scheduler=str(kind),
+                         accepted=v.accepted, reason=v.reason)
+        return v.accepted, v.reason
+
+    def find_compatible_schedulers(self, inputs: Sequence[Any] | None = None) -> list[SchedulerType]:
+        """Every scheduler that accepts the fusion, in nvFuser's priority order."""
+        from engine.schedule import registry
+
+        info = self._runtime_info("find_compatible_schedulers", inputs, required=False)
+        verdicts, _ = registry.can_schedule(self._fd.fusion, info, self.trace)
+        return [v.scheduler for v in verdicts if v.accepted]
+
+    def _compute(self, name: str, kind: SchedulerType, inputs: Sequence[Any] | None) -> HeuristicParams:
+        from engine.schedule import registry
+
+        try:
+            scheduler = registry.get(kind)
+        except KeyError:
+            raise ScheduleError(f"sched.{name}: the {kind} scheduler is not available in this engine") from None
+        info = self._runtime_info(name, inputs)
+        assert info is not None
+        v = registry.verdict(kind, self._fd.fusion, info)
+        if not v.accepted:
+            raise ScheduleError(f"sched.{name}: {v}")
+        params = scheduler.compute_heuristics(self._fd.fusion, info, self.trace)
+        if params is None:
+            raise ScheduleError(f"sched.{name}: the {kind} scheduler has no heuristic parameters")
+        self._params[kind] = params
+        return params
+
+    def compute_pointwise_heuristics(self, inputs: Sequence[Any] | None = None) -> HeuristicParams:
+        return self._compute("compute_pointwise_heuristics", SchedulerType.pointwise, inputs)
+
+    def compute_reduction_heuristics(self, inputs: Sequence[Any] | None = None) -> HeuristicParams:
+        return self._compute("compute_reduction_heuristics", SchedulerType.reduction, inputs)
+
+    def schedule(self, heuristic: SchedulerType | str | HeuristicParams | None = None,
+                 inputs: Sequence[Any] | None = None) -> None:
+        """Schedule with a scheduler type (its verdict must accept; parameters from a
+        previous compute_*_heuristics call, else computed), with heuristic parameters
+        (the first scheduler taking that class that accepts), or with the first
+        accepting scheduler when no argument is given. Without sizes (a fusion file
+        replayed before its inputs list) the call is deferred: see apply_pending."""
+        info = self._runtime_info("schedule", inputs, required=False)
+        if info is None:
+            if isinstance(heuristic, HeuristicParams):
+                raise ScheduleError("sched.schedule: heuristics need input sizes; pass inputs=[...]")
+            self.pending.append(heuristic)
+            self.trace.event("schedule", "fusion", "deferred until input sizes are known",
+                             scheduler=str(heuristic))
+            self._record("schedule", *([] if heuristic is None else [heuristic]))
+            return
+        self._schedule_now(heuristic, info)
+        self._record("schedule", *([] if heuristic is None else [heuristic]))
+
+    def apply_pending(self, inputs: Sequence[Any] | None = None) -> None:
+        """Run deferred schedule() calls now that sizes are known (from `inputs`, or the
+        file's inputs list, which the loader reads after the definition)."""
+        if not self.pending:
+            return
+        info = self._runtime_info("apply_pending", inputs)
+        assert info is not None
+        pending, self.pending = self.pending, []
+        for heuristic in pending:
+            self._schedule_now(heuristic, info)
+
+    def _schedule_now(self, heuristic: Any, info: SchedulerRuntimeInfo) -> None:
+        from engine.schedule import registry
+
+        fusion = self._fd.fusion
+        params: HeuristicParams | None
+        if isinstance(heuristic, HeuristicParams):
+            kinds = _PARAMS_SCHEDULERS.get(type(heuristic).__name__, ())
+            verdicts = [registry.verdict(k, fusion, info) for k in kinds]
+            accepted = [v.scheduler for v in verdicts if v.accepted]
+            if not accepted:
+                why = "; ".join(str(v) for v in verdicts) or "no scheduler takes these parameters"
+                raise ScheduleError(f"sched.schedule: {type(heuristic).__name__}: {why}")
+            kind, params = accepted[0], heuristic
+        else:
+            if heuristic is None:
+                _, first = registry.can_schedule(fusion, info, self.trace)
+                if first is None:
+                    raise ScheduleError("sched.schedule: no scheduler accepts this fusion")
+                kind = first
+            else:
+                kind = self._type("schedule", heuristic)
+                v = registry.verdict(kind, fusion, info)
+                self.trace.event("can_schedule", "fusion", str(v), scheduler=str(kind),
+                                 accepted=v.accepted, reason=v.reason)
+                if not v.accepted:
+                    raise ScheduleError(f"sched.schedule: {v}")
+            params = self._params.get(kind)
+            if params is None:
+                params = registry.get(kind).compute_heuristics(fusion, info, self.trace)
+        registry.get(kind).schedule(fusion, params, self.trace)
+
+
+def _static_inputs(fusion: Any) -> list[Any] | None:
+    """Zero-filled contiguous inputs when every input extent is a constant, else None."""
+    import torch
+
+    from engine.dtypes import to_torch
+    from engine.ir.scalar import Scalar
+
+    out: list[Any] = []
+    for v in fusion.inputs:
+        if isinstance(v, Scalar):
+            return None
+        ids = [i for i in v.domain.logical if not i.is_reduction]
+        if not all(i.extent.is_const for i in ids):
+            return None
+        if v.dtype.bits < 8:
+            return None  # packed sub-byte inputs need their file's input list
+        out.append(torch.zeros([int(i.extent.value) for i in ids], dtype=to_torch(v.dtype)))
+    return out
