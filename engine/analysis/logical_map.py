@@ -26,7 +26,9 @@ Rules, per op (unmapped axes are simply absent from the map):
   than `dim` whose extents are provably equal.
 - matmul / linear: batch axes (right-aligned, as torch broadcasts them), M and N map
   to the output; K maps to the output's reduction axis when it has one.
-- Any other op (quantization, layout ops, factories): nothing maps. Being silent is
+- block quantization: the values map positionally to the quantized output, and to
+  the block scales on every axis but the last (K against K / block_size).
+- Any other op (layout ops, factories): nothing maps. Being silent is
   safe: an unmapped axis only stops inlining and transform propagation.
 
 Broadcast against concrete: with `map_broadcast=True` (the default, as nvFuser) a
@@ -44,6 +46,7 @@ from engine.ir import exprs as ex
 from engine.ir.base import Expr
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain, Resize
+from engine.ir.quant_exprs import BlockQuantizationOp
 from engine.ir.scalar import same_scalar
 from engine.ir.tensorview import TensorView
 
@@ -164,6 +167,17 @@ def _expr_map(expr: Expr, role: int, producer: TensorView, consumer: TensorView)
             return _matmul_map(role, p_ids, a_nd, b_nd, out_iter, out_red)
         b_nd = len(_no_red(tvs[1].domain.logical))
         return _linear_map(role, p_ids, b_nd, out_iter, out_red)
+    if isinstance(expr, BlockQuantizationOp):
+        # The values map positionally to the quantized output; to the block scales
+        # every axis but the last (K against K / block_size), as nvFuser's
+        # PairwiseLogicalDomainMap. The global scale is 0-d and maps nothing.
+        if role != 0:
+            return {}
+        if consumer is expr.quantized:
+            return _zip_map(p_ids, c_root)
+        if consumer is expr.block_scales and len(p_ids) == len(c_root):
+            return dict(zip(p_ids[:-1], c_root[:-1]))
+        return {}
     if isinstance(expr, _POSITIONAL):
         if isinstance(expr, (ex.PadOp, ex.SliceOp)) and role != 0:
             return {}

@@ -10,8 +10,9 @@ The analysis follows nvFuser's vectorize_helper in spirit, reduced to this engin
    values, it is not contiguous along that axis); through a reshape by element count
    (a reshape keeps row-major order, so the innermost E elements of one side are the
    innermost E elements of the other: whole axes while their extent product divides
-   E, then the gcd with the next axis as a partial axis); through a block quantization
-   from its input to its quantized output positionally.
+   E, then the gcd with the next axis as a partial axis). A block quantization maps
+   its input to the quantized output; its block scales (K / 16 innermost) do not
+   continue the region.
 3. Each fusion input and output whose innermost allocation axis starts the region is
    vectorizable. Its contiguous inner extent is the product of region axes met in
    allocation order, innermost first, while each is contiguous (declared contiguity,
@@ -43,7 +44,6 @@ from engine.analysis.replay import transforms_between
 from engine.ir import exprs as ex
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain, Resize
-from engine.ir.quant_exprs import BlockQuantizationOp
 from engine.ir.tensorview import TensorView
 from engine.schedule.runtime_info import SchedulerRuntimeInfo
 
@@ -134,14 +134,6 @@ def _edge(src: TensorView, dst: TensorView, region: _Region,
     expr = consumer.definition
     if isinstance(expr, ex.ViewOp):
         return _project_reshape(region, src, dst, info)
-    if isinstance(expr, BlockQuantizationOp):
-        if producer is not expr.input or consumer is not expr.quantized:
-            return _Region([])
-        p_ids = [i for i in producer.domain.logical if not i.is_reduction]
-        c_ids = [i for i in consumer.domain.logical if not i.is_reduction]
-        pc = dict(zip(p_ids, c_ids)) if len(p_ids) == len(c_ids) else {}
-        m = pc if src is producer else {c: p for p, c in pc.items()}
-        return _translate(region, m)
     pc = logical_map(producer, consumer, map_broadcast=False)
     m = pc if src is producer else {c: p for p, c in pc.items()}
     return _translate(region, m)

@@ -222,13 +222,15 @@ class PointwiseScheduler(Scheduler):
     type = SchedulerType.pointwise
 
     def reject_compile_time(self, fusion: Fusion) -> str | None:
+        # The layout op's global-buffer rule comes first: nvFuser checks it for every
+        # scheduler before the scheduler's own checks.
+        why = layout_op_buffer_reason(fusion)
+        if why is not None:
+            return why
         unsupported = sorted({type(e).__name__ for e in fusion.exprs() if isinstance(e, _UNSUPPORTED)})
         if unsupported:
             return (f"Has unsupported ops: {', '.join(unsupported)} "
                     "(evaluated by the expr_eval scheduler in this engine)")
-        why = layout_op_buffer_reason(fusion)
-        if why is not None:
-            return why
         if find_reference(fusion) is None:
             return "cannot find reference tensor"
         why = memory_promotion_reason(fusion)
