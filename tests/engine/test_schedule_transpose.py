@@ -1,0 +1,207 @@
+"""The transpose scheduler: grouping by innermost dim, nvFuser's refusals, TransposeParams,
+the tiled schedule through shared memory, results, determinism and trace events."""
+
+from pathlib import Path
+
+import torch
+
+from engine import DataType, FusionDefinition, load_fusion
+from engine.analysis.replay import loop_map
+from engine.ir.iterdomain import ParallelType
+from engine.ir.tensorview import MemoryType
+from engine.ir.verify import verify_fusion
+from engine.schedule import registry
+from engine.schedule.base import SchedulerType
+from engine.schedule.runtime_info import SchedulerRuntimeInfo
+from engine.schedule.transpose import TransposeParams, group_inputs_outputs_by_inner_dim
+from engine.trace import Trace
+
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_fusions"
+SMALL = "Transpose scheduler does not perform well on small problem sizes."
+
+
+def sample():
+    return load_fusion(SAMPLES / "transpose.py")
+
+
+def big_inputs(m=2048, n=1536):
+    g = torch.Generator().manual_seed(0)
+    return [torch.randn(m, n, generator=g), torch.randn(n, m, generator=g)]
+
+
+def transpose_verdict(fd, xs):
+    info = SchedulerRuntimeInfo(fd.fusion, xs)
+    return registry.verdict(SchedulerType.transpose, fd.fusion, info)
+
+
+def schedule(fd, xs, trace=None):
+    info = SchedulerRuntimeInfo(fd.fusion, xs)
+    s = registry.get("transpose")
+    params = s.compute_heuristics(fd.fusion, info, trace)
+    s.schedule(fd.fusion, params, trace)
+    return params
+
+
+def test_groups_of_the_sample_follow_the_innermost_dims():
+    groups = group_inputs_outputs_by_inner_dim(sample().fusion)
+    # The output and the input laid out like it share an innermost dim; the permuted input not.
+    assert [[t.short_name for t in g] for g in groups] == [["T4", "T1"], ["T0"]]
+
+
+def test_sample_at_its_own_size_is_refused_as_too_small():
+    fd = sample()
+    v = transpose_verdict(fd, fd.example_inputs())
+    assert not v.accepted
+    assert str(v) == f"Scheduler _transpose_ ***rejected*** because : {SMALL}"
+
+
+def test_sample_at_a_large_size_goes_to_transpose():
+    fd = sample()
+    trace = Trace()
+    verdicts, first = registry.can_schedule(fd.fusion, SchedulerRuntimeInfo(fd.fusion, big_inputs()), trace)
+    assert first == SchedulerType.transpose
+    assert next(v for v in verdicts if v.scheduler == SchedulerType.transpose).accepted
+    assert any(e.data["scheduler"] == "transpose" and e.data["accepted"] for e in trace.of_kind("can_schedule"))
+    # The wave threshold is SMs x 32 x 32 elements: just below it is refused.
+    below = 132 * 1024 - 64
+    assert transpose_verdict(fd, big_inputs(64, below // 64)).reason == SMALL
+
+
+def test_params_and_their_nvfuser_printout():
+    fd = sample()
+    p = schedule(fd, big_inputs())
+    assert isinstance(p, TransposeParams)
+    assert (p.tile_size1, p.tile_size2) == (32, 32)
+    assert (p.vectorize_factor1, p.vectorize_factor2) == (4, 4)  # 16 bytes of float
+    assert p.lparams.bdimx == 128
+    assert (p.inner_most_dim1, p.inner_most_dim2) == (1, 0)
+    assert (p.reference1, p.reference2) == ("T4", "T0")
+    assert str(p) == (
+        "\n===== Transpose Parameters ========\n"
+        "Tag: Transpose heuristics Transpose Characteristics:\n"
+        " BlckX: 128\n input tile size: 32\n output tile size: 32\n"
+        " elements per tile: 1024\n elements per thread: 8\n"
+        "Vectorize group 1, Factor: 4\nUnroll group 1, Factor: 2\n"
+        "Vectorize group 2, Factor: 4\nUnroll group 2, Factor: 2\n"
+        "====================================\n"
+    )
+
+
+def test_vectorization_is_limited_by_a_full_wave_and_by_alignment():
+    # 512 x 768 elements are under 4 waves of tiles: unroll/vectorize at most 3 -> 2.
+    p = schedule(sample(), big_inputs(512, 768))
+    assert (p.vectorize_factor1, p.vectorize_factor2) == (2, 2)
+    assert "Unroll group 1, Factor: 4" in str(p)
+    # An input 4 bytes past an aligned address is read one float at a time.
+    x, y = big_inputs()
+    base = torch.empty(x.numel() + 1)
+    shifted = base[1:].view(x.shape)
+    shifted.copy_(x)
+    fd = sample()
+    p2 = schedule(fd, [shifted, y])
+    assert p2.vectorize_factor2 == 1 and p2.vectorize_factor1 == 4
+
+
+def test_schedule_tiles_through_shared_memory_and_verifies():
+    fd = sample()
+    xs = big_inputs()
+    before = fd.execute(xs)[0]
+    schedule(fd, xs)
+    f = fd.fusion
+    verify_fusion(f)
+    smem = [t for t in f.tensors() if t.memory_type == MemoryType.Shared]
+    assert len(smem) == 1
+    s = smem[0]
+    # The cache of the transposed input, computed per block and read back transposed.
+    assert s.definition.inputs[0] is f.inputs[0]
+    assert s.compute_at_pos == 2
+    assert s.domain.allocation == s.domain.loop
+    (consumer,) = [e.outputs[0] for e in f.uses_of(s)]
+    m = loop_map(s, consumer)
+    assert m.get(s.axis(0)) is consumer.axis(0) and m.get(s.axis(1)) is consumer.axis(1)
+    assert all(m.get(s.axis(k)) is not consumer.axis(k) for k in range(2, s.nloop))
+    out = f.outputs[0]
+    types = [i.parallel_type for i in out.domain.loop]
+    assert types == [ParallelType.grid_x, ParallelType.unswitch, ParallelType.unroll,
+                     ParallelType.block_x, ParallelType.vectorize]
+    assert [i.extent.value for i in out.domain.loop[2:]] == [2, 128, 4]
+    assert [i.parallel_type for i in s.domain.loop][-2:] == [ParallelType.block_x, ParallelType.vectorize]
+    assert "T5_s_float" in str(f) and "ca_pos( 2 )" in str(f)
+    after = fd.execute(xs)[0]
+    assert torch.equal(before, after)
+    assert torch.allclose(after, xs[0].t() * 2 + xs[1])
+
+
+def test_scheduling_is_deterministic_and_traced():
+    texts, params = [], []
+    for _ in range(2):
+        fd = sample()
+        trace = Trace()
+        params.append(schedule(fd, big_inputs(), trace))
+        texts.append(str(fd.fusion))
+    assert texts[0] == texts[1] and params[0] == params[1]
+    heur = [e.message for e in trace.of_kind("heuristic")]
+    assert any("vectorize_factor1 4" in m for m in heur)
+    assert any("threads per block 128" in m for m in heur)
+    assert params[0].derivation and params[0].derivation == tuple(heur)
+    transforms = trace.of_kind("transform")
+    assert any("shared memory" in e.message for e in transforms)
+    assert any("allocation domain from the loop domain" in e.message for e in transforms)
+
+
+def pointwise_pair(stride_order=None, shape=(2048, 1536)):
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float,
+                             stride_order=stride_order)
+        b = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.add(a, b))
+    return fd
+
+
+def test_same_layout_is_not_a_transpose():
+    fd = pointwise_pair()
+    xs = [torch.randn(2048, 1536), torch.randn(2048, 1536)]
+    assert transpose_verdict(fd, xs).reason == "cannot find two mismatching inner most dimensions"
+
+
+def test_an_input_laid_out_column_major_makes_a_transpose():
+    # stride_order [0, 1]: dim 0 is innermost in memory, so the inner dims differ.
+    fd = pointwise_pair(stride_order=[0, 1])
+    a = torch.randn(1536, 2048).t()
+    b = torch.randn(2048, 1536)
+    assert transpose_verdict(fd, [a, b]).accepted
+    before = fd.execute([a, b])[0]
+    schedule(fd, [a, b])
+    verify_fusion(fd.fusion)
+    assert any(t.memory_type == MemoryType.Shared for t in fd.fusion.tensors())
+    assert torch.equal(fd.execute([a, b])[0], before)
+
+
+def test_refusal_reasons():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        fd.add_output(fd.ops.sum(fd.ops.permute(x, [1, 0]), dims=[0]))
+    assert transpose_verdict(fd, [torch.randn(4, 4)]).reason == "no support for reduction ops"
+    # Transposing two dims of 2 x 2 elements under a long outer dim: pointwise coalesces better.
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1, -1], dtype=DataType.Float)
+        fd.add_output(fd.ops.permute(x, [0, 2, 1]))
+    v = transpose_verdict(fd, [torch.randn(100000, 2, 2)])
+    assert v.reason.startswith("Inner transpose of small dimensions should be scheduled by the pointwise")
+    fp4 = load_fusion(SAMPLES / "seed004_nvfp4_quantize.py")
+    assert transpose_verdict(fp4, fp4.example_inputs()).reason == "Does not support sub-byte data types."
+
+
+def test_three_dim_transpose_keeps_results():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1, -1], dtype=DataType.Half)
+        y = fd.ops.cast(fd.ops.permute(x, [0, 2, 1]), DataType.Float)
+        fd.add_output(fd.ops.relu(y))
+    x = torch.randn(8, 256, 160).half()
+    assert transpose_verdict(fd, [x]).accepted
+    before = fd.execute([x])[0]
+    p = schedule(fd, [x])
+    verify_fusion(fd.fusion)
+    # Half input: 16 bytes allow 8, a full wave of 32x32 tiles caps it at 3 -> 2.
+    assert p.vectorize_factor2 == 2
+    assert torch.equal(fd.execute([x])[0], before)
