@@ -101,9 +101,12 @@ def loop_map(producer: TensorView, consumer: TensorView) -> IdMap:
     Starts from the pairwise map (producer logical -> consumer root) and follows
     transforms that match on both sides (same kind, factor and mapped inputs), the
     consumer's root->logical ones included, so a producer split like an rfactor or
-    reshape split maps. A Resize matches nothing: inlining across slice and pad is
-    refused rather than guessed. Merges with a broadcast axis that only one side has
-    forward the other axis.
+    reshape split maps. A Resize matches a consumer Resize of the mapped id with the
+    same left and right offsets: that is how a producer whose loop domain carries the
+    resize of a pad or slice downstream (the resize scheduler's propagation) iterates
+    the same loop as the pad's or slice's output; a producer without it is not
+    inlined across the slice or pad. Merges with a broadcast axis that only one side
+    has forward the other axis.
     """
     m: IdMap = pairwise_logical_map(producer, consumer)
     p_ts = loop_transforms(producer)
@@ -124,6 +127,17 @@ def loop_map(producer: TensorView, consumer: TensorView) -> IdMap:
                               and _same_split(t, u)), None)
                 if match is not None:
                     m[t.outer], m[t.inner] = match.outer, match.inner
+                done.add(id(t))
+                changed = True
+            elif isinstance(t, Resize):
+                b = m.get(t.in_id)
+                if b is None:
+                    continue
+                match = next((u for u in b.uses if id(u) in c_set and isinstance(u, Resize)
+                              and same_scalar(u.left, t.left) and same_scalar(u.right, t.right)),
+                             None)
+                if match is not None:
+                    m[t.out] = match.out
                 done.add(id(t))
                 changed = True
             elif isinstance(t, Merge):
