@@ -279,13 +279,14 @@ class PointwiseScheduler(Scheduler):
                               trace)
 
         io = _io(fusion, keep)
-        inputs = [v for v in fusion.inputs if isinstance(v, TensorView) and v not in keep]
-        max_in_bytes = max([_bytes(t) for t in inputs], default=1)
         vec0 = vectorization_factor(fusion, ref, info, 0, keep)
         n_vec_io = len(vec0.vectorizable)
-        max_vu = _ceil_div(VECTOR_BYTES // max_in_bytes, max(_last_pow2(n_vec_io) >> 2, 1))
-        lines.append(f"vector/unroll budget: 16 bytes / {max_in_bytes} (widest input) over "
-                     f"{n_vec_io} vectorizable tensors -> {max_vu}")
+        # The widest vectorizable tensor bounds the vector (nvFuser's
+        # max_dtype_size_bit_for_vectorization): a 0-d scale input does not.
+        max_bits = max([t.dtype.bits for t in vec0.vectorizable], default=8)
+        max_vu = _ceil_div(VECTOR_BYTES * 8 // max_bits, max(_last_pow2(n_vec_io) >> 2, 1))
+        lines.append(f"vector/unroll budget: 16 bytes / {max_bits} bits (widest vectorizable "
+                     f"tensor) over {n_vec_io} vectorizable tensors -> {max_vu}")
         wave = dev.sm_count * THREADS_X
         if n_elems < wave and max_vu > 1:
             max_vu = min(max_vu, _ceil_div(n_elems, wave))

@@ -1,0 +1,409 @@
+"""The pointwise scheduler: which fusions it takes and why not, its parameters and
+vectorization analysis, and schedules that verify and keep reference results."""
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+import torch
+
+from engine import DataType, FusionDefinition, ParallelType, ScheduleError, load_fusion
+from engine.ir.quant_exprs import BlockQuantizationOp, PreprocessGroupedMatmulInputSf
+from engine.ir.verify import verify_fusion
+from engine.schedule import SchedulerType, registry, schedule_fusion
+from engine.schedule.pointwise import PointwiseParams
+from engine.schedule.runtime_info import SchedulerRuntimeInfo
+from engine.trace import Trace
+
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_fusions"
+
+
+def verdicts(fd, xs):
+    vs, first = registry.can_schedule(fd.fusion, SchedulerRuntimeInfo(fd.fusion, xs))
+    return {v.scheduler: v for v in vs}, first
+
+
+def same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    if a.element_size() == 1:  # fp8 / packed fp4: compare the bytes
+        return torch.equal(a.view(torch.uint8), b.view(torch.uint8))
+    return torch.equal(a, b)
+
+
+def schedule_and_check(fd, xs, force=None):
+    """Schedule in place; the fusion verifies and computes what it computed before."""
+    before = fd.execute(xs)
+    trace = Trace()
+    kind, params = schedule_fusion(fd.fusion, xs, trace, force=force)
+    verify_fusion(fd.fusion)
+    after = fd.execute(xs)
+    assert len(before) == len(after)
+    assert all(same(a, b) for a, b in zip(before, after))
+    return kind, params, trace
+
+
+def pointwise_2d(dtype=DataType.BFloat16, shape=(1024, 2048)):
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1], dtype=dtype)
+        b = fd.define_tensor(shape=[-1, -1], dtype=dtype)
+        c = fd.ops.mul(fd.ops.add(a, b), a)
+        fd.add_output(fd.ops.cast(fd.ops.exp(fd.ops.cast(c, DataType.Float)), dtype))
+    tdt = {DataType.BFloat16: torch.bfloat16, DataType.Float: torch.float32}[dtype]
+    xs = [torch.randn(*shape).to(tdt), torch.randn(*shape).to(tdt)]
+    return fd, xs
+
+
+def params_of(fd, xs, trace=None) -> PointwiseParams:
+    info = SchedulerRuntimeInfo(fd.fusion, xs)
+    return registry.get("pointwise").compute_heuristics(fd.fusion, info, trace)
+
+
+# ---- bundled samples ----------------------------------------------------------------
+
+def test_gelu_bias_goes_to_pointwise_with_a_2d_vectorized_schedule():
+    fd = load_fusion(SAMPLES / "gelu_bias.py")
+    xs = fd.example_inputs(seed=0)
+    vs, first = verdicts(fd, xs)
+    assert first == SchedulerType.pointwise
+    assert vs[SchedulerType.expr_eval].reason == "Fusion must contain only a single expression."
+    assert vs[SchedulerType.no_op].reason == "output has a concrete dimension"
+    assert vs[SchedulerType.matmul].reason == "No matmul patterns were found"
+    kind, p, trace = schedule_and_check(fd, xs)
+    assert kind == SchedulerType.pointwise
+    # fp16 inputs, contiguous and aligned: 16 bytes / 2 bytes.
+    assert p.vectorization_factor == 8
+    # The bias is broadcast along rows: a break point after the row axis reads it once.
+    assert p.break_point == 1 and not p.flip_grid_binding and not p.split_grid_y_dim
+    assert p.lparams.bdimx == 384 // 8
+    out = fd.fusion.outputs[0]
+    assert out.axis(-1).parallel_type == ParallelType.vectorize
+    assert out.axis(-1).extent.value == 8
+    assert out.axis(0).parallel_type == ParallelType.grid_y
+    assert out.axis(1).parallel_type == ParallelType.grid_x
+    # Input caches are vectorized, the inputs themselves are not cached twice.
+    caches = [e.output for e in fd.fusion.exprs() if e.inputs and e.inputs[0] in fd.fusion.inputs
+              and type(e).__name__ == "LoadStoreOp"]
+    assert len(caches) == 2
+    assert all(c.axis(-1).parallel_type == ParallelType.vectorize for c in caches)
+    assert all(c.compute_at_pos == c.nloop - 1 for c in caches)
+    kinds = {e.kind for e in trace}
+    assert {"can_schedule", "heuristic", "transform", "schedule"} <= kinds
+    assert any("vectorization factor 8" in e.message for e in trace.of_kind("heuristic"))
+
+
+def test_scheduling_is_deterministic():
+    texts, params = [], []
+    for _ in range(2):
+        fd = load_fusion(SAMPLES / "gelu_bias.py")
+        xs = fd.example_inputs(seed=1)
+        _, p, _ = schedule_and_check(fd, xs)
+        texts.append(str(fd.fusion))
+        params.append(str(p))
+    assert texts[0] == texts[1] and params[0] == params[1]
+
+
+def test_params_print_like_nvfuser():
+    p = PointwiseParams(break_point=1, split_block=True, split_grid_y_dim=True,
+                        flip_grid_binding=True, vectorization_factor=4,
+                        lparams=dataclasses.replace(PointwiseParams().lparams, bdimx=64, bdimy=2))
+    assert str(p) == (
+        "\n===== Pointwise Parameters ========\n"
+        "Tag: Pointwise heuristics Pointwise Characteristics:\n"
+        " Gridx: -1 BlckY: 2 BlckX: 64\n"
+        "2D Schedule\n"
+        "  Bcast break point: 1\n"
+        "Split block into y-dim\n"
+        "  Split y grid dim\n"
+        "vectorization_factor: 4\n"
+        "unroll_factor_outer: 1\n"
+        "unroll_factor_inner: 1\n"
+        "Flip BIDx/BIDy bindings\n"
+        "====================================\n"
+    )
+
+
+@pytest.mark.parametrize("name", ["softmax", "layer_norm", "rms_norm", "outer_reduction"])
+def test_pointwise_refuses_reductions(name):
+    fd = load_fusion(SAMPLES / f"{name}.py")
+    vs, _ = verdicts(fd, fd.example_inputs(seed=0))
+    assert str(vs[SchedulerType.pointwise]) == (
+        "Scheduler _pointwise_ ***rejected*** because : no support for reduction ops")
+
+
+def test_reshape_chain_goes_to_pointwise_unvectorized_at_its_small_size():
+    fd = load_fusion(SAMPLES / "reshape_chain.py")
+    xs = fd.example_inputs(seed=0)
+    _, first = verdicts(fd, xs)
+    assert first == SchedulerType.pointwise
+    trace = Trace()
+    p = params_of(fd, xs, trace)
+    # 16384 elements are less than a wave (132 SMs x 128 threads): nvFuser keeps the
+    # budget at ceil(16384 / 16896) = 1; a reshape keeps the schedule 1-D.
+    assert p.vectorization_factor == 1 and p.break_point == 0
+    assert any("less than a wave" in e.message or "fewer elements than a wave" in e.message
+               for e in trace)
+    kind, _, _ = schedule_and_check(fd, xs)
+    assert kind == SchedulerType.pointwise
+
+
+def test_rope_bwd_is_refused_with_the_memory_promotion_reason():
+    fd = load_fusion(SAMPLES / "seed003_rope_bwd_small.py")
+    vs, _ = verdicts(fd, fd.example_inputs(seed=0))
+    assert vs[SchedulerType.pointwise].reason == "First input of SliceOp must be fusion input."
+
+
+# ---- vectorization factors ------------------------------------------------------------
+
+def test_bf16_aligned_contiguous_vectorizes_by_8_and_fp32_by_4():
+    fd, xs = pointwise_2d(DataType.BFloat16)
+    p = params_of(fd, xs)
+    assert p.vectorization_factor == 8 and p.break_point == 0 and p.unroll_factor_inner == 1
+    kind, p2, _ = schedule_and_check(fd, xs)
+    assert kind == SchedulerType.pointwise and p2 == p
+    out = fd.fusion.outputs[0]
+    assert [i.parallel_type for i in out.loop()] == [
+        ParallelType.grid_x, ParallelType.block_x, ParallelType.vectorize]
+    fd, xs = pointwise_2d(DataType.Float)
+    assert params_of(fd, xs).vectorization_factor == 4
+
+
+def test_misaligned_input_is_not_vectorized():
+    fd, xs = pointwise_2d(DataType.BFloat16)
+    storage = torch.randn(1024 * 2048 + 1).to(torch.bfloat16)
+    xs[0] = storage[1:].view(1024, 2048)  # 2 bytes past an aligned address
+    trace = Trace()
+    p = params_of(fd, xs, trace)
+    assert p.vectorization_factor == 1
+    # Nothing vectorizes, so nvFuser unrolls instead.
+    assert p.unroll_factor_inner == 8
+    assert any("pointer alignment 2 bytes -> 1" in e.message for e in trace)
+    schedule_and_check(fd, xs)
+
+
+def test_odd_inner_extent_is_not_vectorized():
+    fd, xs = pointwise_2d(DataType.BFloat16, shape=(999, 1001))
+    assert params_of(fd, xs).vectorization_factor == 1
+    fd, xs = pointwise_2d(DataType.BFloat16, shape=(1000, 1002))  # 2 divides 1002 * 1000 = 8 * 125250
+    assert params_of(fd, xs).vectorization_factor == 8
+
+
+def test_transposed_input_does_not_limit_and_is_not_vectorized():
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        b = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float, stride_order=[0, 1])
+        fd.add_output(fd.ops.add(a, b))
+    xs = [torch.randn(512, 1024), torch.randn(1024, 512).t()]
+    trace = Trace()
+    p = params_of(fd, xs, trace)
+    assert p.vectorization_factor == 4
+    assert any("T1: innermost axis is not the reference's" in e.message for e in trace)
+    assert set(p.vectorized_tensors) == {"T0", "T2"}
+
+
+def test_broadcast_2d_split_grid_y_beyond_65535():
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1], dtype=DataType.BFloat16)
+        b = fd.define_tensor(shape=[-1], dtype=DataType.BFloat16)
+        fd.add_output(fd.ops.add(a, fd.ops.broadcast(b, [True, False])))
+    # a is an expanded (stride-0) view: the sizes are big, the storage is not.
+    xs = [torch.zeros(1, 1, dtype=torch.bfloat16).expand(200000, 512), torch.zeros(512, dtype=torch.bfloat16)]
+    p = params_of(fd, xs)
+    assert p.break_point == 1 and p.split_block and p.split_grid_y_dim
+    assert p.lparams.bdimx == 64 and p.lparams.bdimy == 2
+    # The stride-0 input is not contiguous along the row: no vector.
+    assert p.vectorization_factor == 1
+    registry.get("pointwise").schedule(fd.fusion, p)
+    verify_fusion(fd.fusion)
+    out = fd.fusion.outputs[0]
+    types = [i.parallel_type for i in out.loop()]
+    assert types == [ParallelType.serial, ParallelType.grid_y, ParallelType.block_y,
+                     ParallelType.grid_x, ParallelType.block_x]
+    assert out.axis(1).extent.value == 65535
+
+
+def test_pad_of_an_outer_axis_keeps_the_vector_and_an_inner_pad_limits_it():
+    def fusion(pad_widths):
+        with FusionDefinition() as fd:
+            a = fd.define_tensor(shape=[64, 4, 128], dtype=DataType.BFloat16)
+            fd.add_output(fd.ops.pad(a, pad_widths))
+        return fd
+    xs = [torch.randn(64, 4, 128).to(torch.bfloat16)]
+    # Pad the middle axis by (0, 2): boundaries at multiples of 128 elements.
+    fd = fusion([0, 0, 0, 2])
+    trace = Trace()
+    info = SchedulerRuntimeInfo(fd.fusion, xs)
+    from engine.analysis.vectorize import vectorization_factor
+
+    r = vectorization_factor(fd.fusion, fd.fusion.outputs[0], info)
+    assert r.factor == 8
+    assert any("over 128 inner element(s)" in line for line in r.derivation)
+    # Pad the innermost axis by (2, 0): a vector may not straddle the pad boundary.
+    fd = fusion([2, 0])
+    info = SchedulerRuntimeInfo(fd.fusion, xs)
+    r = vectorization_factor(fd.fusion, fd.fusion.outputs[0], info)
+    assert r.factor == 2
+    del trace
+
+
+# ---- seed 004: block quantization ---------------------------------------------------------
+
+def test_seed004_sample_is_refused_at_its_small_size():
+    fd = load_fusion(SAMPLES / "seed004_nvfp4_quantize.py")
+    vs, first = verdicts(fd, fd.example_inputs(seed=0))
+    # 32 x 128 elements are under a wave: the vector budget is 1, and the runtime
+    # function needs at least 2 (nvFuser's canScheduleRunTime).
+    assert vs[SchedulerType.pointwise].reason == (
+        "Block Quantization Op requires vectorization factor to be at least 2.")
+    assert first is None
+
+
+def quantize_fusion(scales_out: bool = True):
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.BFloat16)
+        g = fd.define_tensor(shape=[], dtype=DataType.Float)
+        q, s = fd.ops.nv_block_quantize(x, global_scale=g)
+        fd.add_output(q)
+        if scales_out:
+            fd.add_output(s)
+        else:
+            fd.add_output(fd.ops.cast(s, DataType.Float))
+    xs = [torch.randn(1024, 2048).to(torch.bfloat16), torch.full((), 200.0)]
+    return fd, xs
+
+
+def test_block_quantization_accepted_when_scales_are_outputs_and_vectorized():
+    fd, xs = quantize_fusion()
+    _, first = verdicts(fd, xs)
+    assert first == SchedulerType.pointwise
+    kind, p, trace = schedule_and_check(fd, xs)
+    assert p.vectorization_factor == 8  # bf16 input; the fp4 output would allow 32
+    q_expr = next(e for e in fd.fusion.exprs() if isinstance(e, BlockQuantizationOp))
+    quantized, scales = q_expr.quantized, q_expr.block_scales
+    # Block scales are written by the quantize op itself: never cached or forked.
+    assert scales in fd.fusion.outputs and scales.definition is q_expr
+    assert quantized in fd.fusion.outputs and quantized.axis(-1).parallel_type == ParallelType.vectorize
+    assert all(i.parallel_type != ParallelType.vectorize for i in scales.loop())
+    assert "T3" in p.vectorized_tensors or "T2" in p.vectorized_tensors
+    assert any("output not cached" in e.message for e in trace.about(scales.short_name))
+
+
+def test_block_scales_not_an_output_is_refused():
+    fd, xs = quantize_fusion(scales_out=False)
+    vs, _ = verdicts(fd, xs)
+    assert vs[SchedulerType.pointwise].reason == (
+        "no support for block quantization where block scales is not a fusion output")
+
+
+# ---- seed 000: the layout op ------------------------------------------------------------
+
+def layout_fusion(offsets_computed: bool = False):
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.BFloat16)
+        io = fd.define_tensor(shape=[-1], dtype=DataType.Int32)
+        oo = fd.define_tensor(shape=[-1], dtype=DataType.Int32)
+        if offsets_computed:
+            io = fd.ops.abs(io)
+        q, s = fd.ops.nv_block_quantize(x)
+        out = fd.ops.preprocess_grouped_matmul_input_sf(s, io, oo)
+        for t in (q, s, out):
+            fd.add_output(t)
+    xs = [torch.randn(2048, 1024).to(torch.bfloat16), torch.tensor([0, 1000], dtype=torch.int32),
+          torch.tensor([0, 1024], dtype=torch.int32)]
+    return fd, xs
+
+
+def test_layout_op_with_global_offsets_and_output_is_pointwise_and_never_cached():
+    fd, xs = layout_fusion()
+    _, first = verdicts(fd, xs)
+    assert first == SchedulerType.pointwise
+    kind, p, trace = schedule_and_check(fd, xs)
+    op = next(e for e in fd.fusion.exprs() if isinstance(e, PreprocessGroupedMatmulInputSf))
+    # The runtime function reads the offsets and writes its output in global memory.
+    assert op.input_offsets in fd.fusion.inputs and op.output_offsets in fd.fusion.inputs
+    assert op.output in fd.fusion.outputs
+    assert all(i.parallel_type != ParallelType.vectorize for i in op.output.loop())
+    assert {"T1", "T2", op.output.short_name}.isdisjoint(p.vectorized_tensors)
+    assert any("must stay in global memory" in e.message for e in trace.about("T1"))
+
+
+def test_layout_op_offsets_must_be_fusion_inputs():
+    fd, xs = layout_fusion(offsets_computed=True)
+    vs, first = verdicts(fd, xs)
+    reason = vs[SchedulerType.pointwise].reason
+    assert reason.startswith("input_offsets T")
+    assert "of PreprocessGroupedMatmulInputSf must be a fusion input" in reason
+    assert first is None
+
+
+def test_seed000_whole_moe_fusion_is_refused_by_pointwise_naming_the_layout_output():
+    fd = load_fusion(SAMPLES / "seed000_moe_layout_op.py")
+    vs, _ = verdicts(fd, fd.example_inputs(seed=0))
+    assert vs[SchedulerType.pointwise].reason == (
+        "output T9 of PreprocessGroupedMatmulInputSf must be a fusion output with no uses: "
+        "its runtime function writes it to global memory")
+    assert vs[SchedulerType.matmul].reason == (
+        "matmul ops are evaluated by the expr_eval scheduler in this engine")
+
+
+# ---- fd.sched and schedule_fusion -------------------------------------------------------------
+
+def test_fd_sched_automatic_scheduler_calls():
+    fd = load_fusion(SAMPLES / "gelu_bias.py")
+    assert fd.sched.can_schedule(SchedulerType.pointwise) == (True, "")
+    ok, why = fd.sched.can_schedule("expr_eval")
+    assert not ok and why == "Fusion must contain only a single expression."
+    assert SchedulerType.pointwise in fd.sched.find_compatible_schedulers()
+    p = fd.sched.compute_pointwise_heuristics()
+    assert isinstance(p, PointwiseParams) and p.vectorization_factor == 8
+    # User-changed parameters are applied as given.
+    fd.sched.schedule(dataclasses.replace(p, vectorization_factor=2))
+    verify_fusion(fd.fusion)
+    out = fd.fusion.outputs[0]
+    assert out.axis(-1).extent.value == 2 and out.axis(-1).parallel_type == ParallelType.vectorize
+    assert any(e.kind == "heuristic" for e in fd.sched.trace)
+
+
+def test_fd_sched_schedule_refuses_with_the_reason_and_changes_nothing():
+    fd = load_fusion(SAMPLES / "gelu_bias.py")
+    before = str(fd.fusion)
+    with pytest.raises(ScheduleError, match="no_op_ \\*\\*\\*rejected\\*\\*\\* because : output has"):
+        fd.sched.schedule(SchedulerType.no_op)
+    assert str(fd.fusion) == before and not fd.sched.calls
+
+
+def test_fd_sched_schedule_round_trips_through_a_fusion_file():
+    from engine import dumps_fusion, loads_fusion
+
+    fd = load_fusion(SAMPLES / "gelu_bias.py")
+    fd.sched.schedule(SchedulerType.pointwise)
+    text = dumps_fusion(fd)
+    assert "fd.sched.schedule(SchedulerType.pointwise)" in text
+    fd2 = loads_fusion(text)
+    # The file's inputs list comes after the definition: the schedule waits for it.
+    assert fd2.sched.pending == [SchedulerType.pointwise]
+    fd2.sched.apply_pending()
+    assert str(fd2.fusion) == str(fd.fusion)
+
+
+def test_heuristics_without_sizes_are_refused_clearly():
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        fd.add_output(fd.ops.neg(a))
+    assert fd.sched.can_schedule(SchedulerType.pointwise) == (True, "")  # compile-time verdict
+    with pytest.raises(ScheduleError, match="heuristics need input sizes"):
+        fd.sched.compute_pointwise_heuristics()
+    p = fd.sched.compute_pointwise_heuristics(inputs=[torch.randn(1 << 20)])
+    assert p.vectorization_factor == 4
+
+
+def test_compute_reduction_heuristics_uses_the_reduction_scheduler():
+    fd = load_fusion(SAMPLES / "gelu_bias.py")
+    with pytest.raises(ScheduleError, match="reduction"):
+        fd.sched.compute_reduction_heuristics()
+
+
+def test_schedule_fusion_force_refused_names_the_reason():
+    fd = load_fusion(SAMPLES / "softmax.py")
+    with pytest.raises(ScheduleError, match="no support for reduction ops"):
+        schedule_fusion(fd.fusion, fd.example_inputs(seed=0), force="pointwise")
