@@ -307,7 +307,8 @@ def record(p: ReductionParams, why: list[str], info: SchedulerRuntimeInfo, trace
 
 # ---- propagation -------------------------------------------------------------------------------------
 
-def propagate_max_info(reference: TensorView, selected: list[TensorView] | None = None) -> None:
+def propagate_max_info(reference: TensorView, selected: list[TensorView] | None = None,
+                       parallel: bool = True) -> None:
     """Replay the reference's loop transforms onto every (selected) tensor, each tensor
     from the neighbour that carries the most of the reference's axes to it.
 
@@ -316,9 +317,11 @@ def propagate_max_info(reference: TensorView, selected: list[TensorView] | None 
     broadcast carries and keep its other axes unsplit. Like nvFuser's
     MaxLogicalDomainInfoSpanningTree, this grows a tree that always takes the edge
     carrying the most non-broadcast reference-derived logical ids (Prim's algorithm,
-    ties in discovery order).
+    ties in discovery order). With `parallel`, parallel types follow the same tree
+    (parallelize_like walks breadth-first and would miss the same axes).
     """
     from engine.analysis.logical_map import consumers_of, logical_map, producers_of
+    from engine.analysis.replay import loop_map
     from engine.ir.tensorview import _replay_edge, _transaction
 
     fusion = reference.fusion
@@ -347,6 +350,15 @@ def propagate_max_info(reference: TensorView, selected: list[TensorView] | None 
             dst._require_not_inlined("propagate")
             _replay_edge(src, dst)
             info[dst] = carried
+            if parallel:
+                if dst in consumers_of(src):
+                    lm = loop_map(src, dst)
+                else:
+                    lm = {c: q for q, c in loop_map(dst, src).items()}
+                for i in src.domain.loop:
+                    d = lm.get(i)
+                    if i.is_parallelized and d is not None and d in dst.domain.loop:
+                        d.parallelize(i.parallel_type)
 
 
 # ---- scheduling ------------------------------------------------------------------------------------------

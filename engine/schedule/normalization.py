@@ -1,0 +1,593 @@
+"""Persistent (normalization) schedulers: inner, outer and combined inner-outer.
+
+A normalization reads a row, reduces it, and uses the row again with the result
+(softmax, layer and RMS norm, layer-norm backward). The row is a persistent buffer:
+these schedulers keep it on chip across the reduction, in registers or, when it is
+too large for them (or when a Hopper TMA load fills it, the inner-outer case), in
+shared memory, and refuse when it fits neither. A buffer that can be recomputed
+from inputs through pointwise ops is projected when that is smaller (a bf16 input
+instead of its float cast): its uses after the reduction recompute it from the
+inputs, and the cached inputs become the buffers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from engine.analysis.logical_map import consumers_of
+from engine.analysis.persistent import (
+    PersistentBufferInfo,
+    is_fastest_dim_reduction,
+    persistent_buffer_size,
+    persistent_buffers,
+    reduction_properties,
+    reduction_tvs,
+    reduction_type,
+)
+from engine.errors import ScheduleError
+from engine.ir import exprs as ex
+from engine.ir.iterdomain import IterDomain, ParallelType
+from engine.ir.tensorview import MemoryType, TensorDomain, TensorView
+from engine.ir.verify import verify
+from engine.schedule import tools
+from engine.schedule.base import Scheduler, SchedulerType
+from engine.schedule.params import HeuristicParams, LaunchParams
+from engine.schedule.reduction import (
+    ReductionParams,
+    ceil_div,
+    common_reject,
+    gather_before_reduction,
+    inline,
+    next_pow2,
+    propagate_max_info,
+    record,
+    rfactor_serial,
+    schedule_reduction_fusion,
+    unmapped_reductions,
+    vectorize_factor,
+    vectorize_io,
+)
+from engine.schedule.registry import register
+
+if TYPE_CHECKING:
+    from engine.ir.fusion import Fusion
+    from engine.runtime.device import DeviceProperties
+    from engine.schedule.runtime_info import SchedulerRuntimeInfo
+    from engine.trace import Trace
+
+_EXPECTED = {
+    SchedulerType.inner_persistent: "inner",
+    SchedulerType.outer_persistent: "outer",
+    SchedulerType.inner_outer_persistent: "inner_outer",
+}
+
+# Rows of the iteration domain each block handles per step, and circular-buffer stages,
+# of the TMA inner-outer schedule (seed 001's T7: iS116{2} rows, iS120{2} stages).
+_ROWS_PER_STEP = 2
+_STAGES = 2
+
+
+# ---- budgets ----------------------------------------------------------------------------------------
+
+def register_budget(dev: DeviceProperties) -> int:
+    """Bytes of registers a block may use for persistent buffers: three quarters of
+    the SM's register file, the rest for addresses, loop indices and temporaries
+    (nvFuser keeps a similar reserve in scheduler_utils::register_file_size)."""
+    return dev.registers_per_sm * 4 * 3 // 4
+
+
+def smem_budget(dev: DeviceProperties, dtype_bytes: int = 4) -> int:
+    """Shared memory a block may use for persistent buffers: the opt-in maximum less the
+    block reduction's workspace (one value per thread), as nvFuser's
+    getAvailableSmemSize."""
+    return dev.shared_memory_per_block - dev.max_threads_per_block * dtype_bytes
+
+
+def has_tma(dev: DeviceProperties) -> bool:
+    return dev.compute_capability >= (9, 0)
+
+
+def _buffer_bytes(fusion: Fusion, info: SchedulerRuntimeInfo) -> tuple[int, bool, PersistentBufferInfo]:
+    """Bytes per reduction row of the persistent buffers, and whether projecting them
+    to the inputs is what gives that size."""
+    reds = reduction_tvs(fusion)
+    ref = next((r for r in reds if is_fastest_dim_reduction(r)), reds[0])
+    props = reduction_properties(ref, info)
+    pb = persistent_buffers(fusion)
+    sz = persistent_buffer_size(fusion, info, pb, props.total_iteration_numel)
+    project = sz.can_project and sz.projected_persistent_buffer_size < sz.persistent_buffer_size
+    size = sz.projected_persistent_buffer_size if project else sz.persistent_buffer_size
+    return size, project, pb
+
+
+# ---- projection ----------------------------------------------------------------------------------------
+
+def _copy_tv(tv: TensorView) -> TensorView:
+    ids = [IterDomain(tv.fusion, i.extent, i.iter_type, expanded_extent=i.expanded_extent)
+           for i in tv.domain.logical if not i.is_reduction]
+    return TensorView(tv.fusion, TensorDomain(ids), tv.dtype, MemoryType.Local)
+
+
+def _clone_expr(expr: ex.Expr, inputs: list, outputs: list) -> ex.Expr:
+    """The same op (class and attributes) between new values."""
+    e = object.__new__(type(expr))
+    e.fusion = expr.fusion
+    e.inputs = list(inputs)
+    e.outputs = list(outputs)
+    e.attributes = dict(expr.attributes)
+    e.name = expr.fusion.register_expr(e)
+    return e
+
+
+def _recompute(fusion: Fusion, t: TensorView, memo: dict[TensorView, TensorView]) -> TensorView:
+    """A copy of `t` computed again from the fusion inputs by the same pointwise ops."""
+    if t in fusion.inputs:
+        return t
+    if t in memo:
+        return memo[t]
+    e = t.definition
+    assert e is not None
+    ins = [_recompute(fusion, v, memo) if isinstance(v, TensorView) else v for v in e.inputs]
+    out = _copy_tv(t)
+    _clone_expr(e, ins, [out])
+    memo[t] = out
+    return out
+
+
+def project_to_inputs(fusion: Fusion, pb: PersistentBufferInfo, trace: Trace | None) -> list[TensorView]:
+    """Make the uses of each projectable buffer after its reduction read a copy
+    recomputed from the inputs, so that only the inputs stay persistent (nvFuser's
+    projectPersistentBuffers). Returns the recomputed copies."""
+    from engine.analysis.persistent import _downstream, _siblings
+
+    made: list[TensorView] = []
+    for buf, _ins in pb.projectable.items():
+        after: set[TensorView] = set()
+        for red, live in pb.live_across.items():
+            if buf in live:
+                for s in _siblings(red):
+                    after |= _downstream(s)
+        uses = [e for e in fusion.uses_of(buf)
+                if any(isinstance(o, TensorView) and o in after for o in e.outputs)]
+        if not uses:
+            continue
+        copy = _recompute(fusion, buf, {})
+        for e in uses:
+            fusion.replace_input_of(e, buf, copy)
+        made.append(copy)
+        if trace is not None:
+            trace.event("transform", buf.short_name,
+                        f"projected to inputs: uses after the reduction read {copy.short_name}, "
+                        "recomputed from " + ", ".join(t.short_name for t in _ins))
+    return made
+
+
+# ---- checks ------------------------------------------------------------------------------------------------
+
+def persistent_compile_reject(fusion: Fusion, kind: SchedulerType) -> str | None:
+    """nvFuser's compile-time checks of the persistent schedulers, in its order."""
+    why = common_reject(fusion, kind)
+    if why is not None:
+        return why
+    reds = reduction_tvs(fusion)
+    if reduction_type(reds) != _EXPECTED[kind]:
+        return "ReductionType and heuristic doesn't match."
+    if kind != SchedulerType.inner_outer_persistent:
+        pair = unmapped_reductions(reds)
+        if pair is not None:
+            return f"unmapped reduction {pair[0]} and {pair[1]}"
+    if any(isinstance(e, ex.ViewOp) for e in fusion.exprs()):
+        return "View may interfere with normalization scheduling."
+    if not persistent_buffers(fusion).persistent_buffers:
+        return "no persistent buffer identified"
+    if gather_before_reduction(fusion, reds):
+        return "has unsupported gather-like ops before normalization"
+    if any(isinstance(e, ex.WelfordOp) for e in fusion.exprs()) and kind == SchedulerType.inner_outer_persistent:
+        return "no support for welford in combined inner-outer reductions"
+    return None
+
+
+def _fits(size: int, dev: DeviceProperties) -> str | None:
+    if size > max(register_budget(dev), smem_budget(dev)):
+        return "not enough registers or shared memory for persistence"
+    return None
+
+
+# ---- heuristics ------------------------------------------------------------------------------------------------
+
+def _storage(size_per_block: int, dev: DeviceProperties) -> str:
+    if size_per_block <= register_budget(dev):
+        return "registers"
+    if size_per_block <= smem_budget(dev):
+        return "shared memory"
+    return "none"
+
+
+def inner_persistent_heuristics(fusion: Fusion, info: SchedulerRuntimeInfo, trace: Trace | None) -> ReductionParams:
+    dev = info.device
+    reds = reduction_tvs(fusion)
+    props = reduction_properties(reds[0], info)
+    size, project, pb = _buffer_bytes(fusion, info)
+    v, why = vectorize_factor(fusion, info, props.inner_most_dimension_numel)
+    red_n, it_n = props.total_reduction_numel, max(1, props.total_iteration_numel)
+    after_v = ceil_div(red_n, v)
+    # Aim at about four persistent batches per thread; at least a warp, at most a block.
+    bdimx = min(max(next_pow2(ceil_div(after_v, 4)), min(dev.warp_size, next_pow2(after_v))),
+                dev.max_threads_per_block)
+    batches = ceil_div(after_v, bdimx)
+    bdimy = min(128 // bdimx, next_pow2(it_n)) if bdimx < 128 else 1
+    where = _storage(size * bdimy, dev)
+    while where == "none" and bdimy > 1:
+        bdimy //= 2
+        where = _storage(size * bdimy, dev)
+    gdimx = ceil_div(it_n, bdimy)
+    why = [f"persistent buffer {size} bytes per row"
+           + (" (projected to inputs)" if project else ""), *why,
+           f"TIDx {bdimx} x batches {batches} x vector {v} covers {red_n}; TIDy {bdimy} rows per block",
+           f"buffer of {size * bdimy} bytes per block in {where} (registers up to "
+           f"{register_budget(dev)}, shared memory up to {smem_budget(dev)})"]
+    smem = tuple(t.short_name for t in _kept_buffers(pb, project)) if where == "shared memory" else ()
+    p = ReductionParams(
+        tag="Inner Persistent Heuristic", fastest_dim=True, persistent_kernel=True,
+        project_persistent_buffers=project,
+        cross_block_inner_reduction=True, unroll_factor_inner_reduction=v,
+        vectorize_inner_reduction=v > 1, batches_per_block_inner_reduction=batches,
+        multiple_reds_per_blk=bdimy > 1,
+        block_dim_inner_reduction=ParallelType.block_x, grid_dim_iter_dom=ParallelType.grid_x,
+        block_dim_iter_dom=ParallelType.block_y if bdimy > 1 else ParallelType.serial,
+        smem_persistent_buffers=smem,
+        lparams=LaunchParams(gdimx=gdimx, gdimy=1, bdimx=bdimx, bdimy=bdimy,
+                             smem=size * bdimy if smem else 0),
+    )
+    return record(p, why, info, trace)
+
+
+def outer_persistent_heuristics(fusion: Fusion, info: SchedulerRuntimeInfo, trace: Trace | None) -> ReductionParams:
+    dev = info.device
+    reds = reduction_tvs(fusion)
+    props = reduction_properties(reds[0], info)
+    size, project, pb = _buffer_bytes(fusion, info)  # bytes per iteration column
+    v, why = vectorize_factor(fusion, info, props.inner_most_dimension_numel)
+    red_n, it_n = props.total_reduction_numel, max(1, props.total_iteration_numel)
+    after_v = ceil_div(it_n, v)
+    bdimx = min(next_pow2(after_v), 32)
+    bdimy = min(next_pow2(ceil_div(red_n, 4)), max(1, dev.max_threads_per_block // bdimx))
+    batches = ceil_div(red_n, bdimy)
+    cols = bdimx * v
+    where = _storage(size * cols, dev)
+    gdimx = ceil_div(after_v, bdimx)
+    why = [f"persistent buffer {size} bytes per column" + (" (projected)" if project else ""), *why,
+           f"TIDx {bdimx} x vector {v} columns per block; TIDy {bdimy} x batches {batches} "
+           f"covers the reduction {red_n}", f"{size * cols} bytes per block in {where}"]
+    smem = tuple(t.short_name for t in _kept_buffers(pb, project)) if where == "shared memory" else ()
+    p = ReductionParams(
+        tag="Outer persistent kernel heuristic", fastest_dim=False, persistent_kernel=True,
+        project_persistent_buffers=project,
+        cross_block_inner_reduction=True, unroll_factor_iter_dom=v, vectorize_iter_dom=v > 1,
+        batches_per_block_inner_reduction=batches,
+        block_dim_inner_reduction=ParallelType.block_y, block_dim_iter_dom=ParallelType.block_x,
+        grid_dim_iter_dom=ParallelType.grid_x, smem_persistent_buffers=smem,
+        lparams=LaunchParams(gdimx=gdimx, gdimy=1, bdimx=bdimx, bdimy=bdimy,
+                             smem=size * cols if smem else 0),
+    )
+    return record(p, why, info, trace)
+
+
+def _kept_buffers(pb: PersistentBufferInfo, project: bool) -> list[TensorView]:
+    out: list[TensorView] = []
+    for b in pb.persistent_buffers:
+        for t in (pb.projectable.get(b, [b]) if project else [b]):
+            if t not in out:
+                out.append(t)
+    return out
+
+
+def _inner_outer_sizes(fusion: Fusion, info: SchedulerRuntimeInfo) -> tuple[int, int, bool, list[TensorView]]:
+    """(input buffers bytes per row, partial outer-reduction bytes per row, project, buffers)."""
+    size, project, pb = _buffer_bytes(fusion, info)
+    reds = reduction_tvs(fusion)
+    ref = next(r for r in reds if is_fastest_dim_reduction(r))
+    props = reduction_properties(ref, info)
+    # Each block accumulates the outer reductions' partial results over its rows: one
+    # float row (the inner dimension) per outer reduction.
+    n_outer = sum(1 for r in reds if not is_fastest_dim_reduction(r))
+    partial = n_outer * props.inner_most_dimension_numel * 4
+    return size, partial, project, _kept_buffers(pb, project)
+
+
+def inner_outer_heuristics(fusion: Fusion, info: SchedulerRuntimeInfo, trace: Trace | None) -> ReductionParams:
+    dev = info.device
+    reds = reduction_tvs(fusion)
+    ref = next(r for r in reds if is_fastest_dim_reduction(r))
+    props = reduction_properties(ref, info)
+    size, partial, project, kept = _inner_outer_sizes(fusion, info)
+    v, why = vectorize_factor(fusion, info, props.inner_most_dimension_numel)
+    red_n, it_n = props.total_reduction_numel, max(1, props.total_iteration_numel)
+    after_v = ceil_div(red_n, v)
+    bdimx = min(max(next_pow2(ceil_div(after_v, 4)), min(dev.warp_size, next_pow2(after_v))),
+                dev.max_threads_per_block // _ROWS_PER_STEP)
+    batches = ceil_div(after_v, bdimx)
+    rows = _ROWS_PER_STEP
+    # One block per SM that loops over its rows (a persistent grid); the outer
+    # reductions end with a grid reduction over those blocks.
+    gdimy = min(dev.sm_count, ceil_div(it_n, rows))
+    tma = has_tma(dev)
+    stages = _STAGES if tma else 1
+    input_bytes = size * rows * stages
+    in_smem = tma or input_bytes + partial * rows > register_budget(dev)
+    why = [f"inner persistent buffer {size} bytes per row, outer partial results {partial} "
+           "bytes per row" + (" (projected)" if project else ""), *why,
+           f"TIDx {bdimx} x batches {batches} x vector {v} covers {red_n}; {rows} rows per step "
+           f"(TIDy); BIDy {gdimy} blocks loop over {it_n} rows",
+           ("Hopper TMA: inputs loaded to shared memory in " if tma else "inputs in ")
+           + (f"{stages} circular-buffer stages, {input_bytes} bytes" if in_smem else "registers")]
+    smem = tuple(t.short_name for t in kept if t in fusion.inputs) if in_smem else ()
+    p = ReductionParams(
+        tag="InnerOuter Persistent Heuristic", fastest_dim=True, persistent_kernel=True,
+        project_persistent_buffers=project, combined_inner_outer=True,
+        cross_block_inner_reduction=True, unroll_factor_inner_reduction=v,
+        vectorize_inner_reduction=v > 1, batches_per_block_inner_reduction=batches,
+        batches_per_block_outer_reduction=batches,
+        cross_block_outer_reduction=True, cross_grid_outer_reduction=gdimy > 1,
+        block_dim_outer_reduction=ParallelType.block_y,
+        grid_dim_outer_reduction=ParallelType.grid_y if gdimy > 1 else ParallelType.serial,
+        multiple_reds_per_blk=True, block_dim_inner_reduction=ParallelType.block_x,
+        block_dim_iter_dom=ParallelType.block_y, grid_dim_iter_dom=ParallelType.grid_y,
+        smem_persistent_buffers=smem, circular_buffer_stages=stages if smem else 0,
+        rows_per_step=rows,
+        lparams=LaunchParams(gdimx=1, gdimy=gdimy, bdimx=bdimx, bdimy=rows,
+                             smem=input_bytes if smem else 0),
+    )
+    return record(p, why, info, trace)
+
+
+# ---- schedules -----------------------------------------------------------------------------------------------
+
+def _prepare(fusion: Fusion, p: ReductionParams, trace: Trace | None) -> None:
+    if p.project_persistent_buffers:
+        project_to_inputs(fusion, persistent_buffers(fusion), trace)
+
+
+def _live_buffers(fusion: Fusion) -> list[TensorView]:
+    return [t for t in persistent_buffers(fusion).persistent_buffers if t not in fusion.inputs]
+
+
+def schedule_inner_or_outer(fusion: Fusion, p: ReductionParams, trace: Trace | None) -> None:
+    _prepare(fusion, p, trace)
+    # After caching, an input buffer lives in its cache: find the buffers then.
+    caches = tools.cache_inputs(fusion, trace=trace)
+    tools.cache_and_fork_outputs(fusion, trace=trace)
+    buffers = _live_buffers(fusion)
+    if p.smem_persistent_buffers:
+        for b in buffers:
+            b.set_memory_type(MemoryType.Shared)
+            if trace is not None:
+                trace.event("transform", b.short_name, "persistent buffer in shared memory")
+    from engine.schedule.reduction import _transform, schedule_reference
+
+    reds = reduction_tvs(fusion)
+    ref = reds[0]
+    n_iter = schedule_reference(ref, p)
+    _transform(trace, ref, "reference scheduled (persistent)")
+    propagate_max_info(ref)
+    tools.parallelize_all_like(ref)
+    for r in reds:
+        rf = rfactor_serial(r)
+        if rf is not None:
+            _transform(trace, r, f"rfactor: per-thread partial reduction in {rf.short_name}")
+    v = p.unroll_factor_inner_reduction if p.fastest_dim else p.unroll_factor_iter_dom
+    outs = [o for o in fusion.outputs if isinstance(o, TensorView) and o not in fusion.inputs]
+    vectorize_io(fusion, [*caches, *outs], v)
+    inline(fusion, buffers, n_iter, trace)
+
+
+def smem_allocation_from_loop(tv: TensorView) -> list[IterDomain]:
+    """Seed 001's rule for a shared-memory cache's allocation domain.
+
+    For each allocation IterDomain in order (the logical ids in the layout the cache
+    was given from its input), the loop IterDomains derived from it that are not left
+    of the compute-at position; a loop id derived from several (a merge) is listed
+    once, at its first. What is left of ca_pos is shared with the consumers and not
+    allocated; a stale copy of the input's ids could not be allocated at all once the
+    loop split them.
+    """
+    dom = tv.domain
+    logical = dom.logical
+    alloc_logical: list[IterDomain] = []
+    for a in dom.maybe_allocation:
+        for lg in _logical_sources(a, logical):
+            if lg not in alloc_logical:
+                alloc_logical.append(lg)
+    alloc_logical += [i for i in logical if i not in alloc_logical]
+    kept = dom.loop[tv.compute_at_pos:]
+    out: list[IterDomain] = []
+    for a in alloc_logical:
+        for i in kept:
+            if a in _logical_sources(i, logical) and i not in out:
+                out.append(i)
+    return out
+
+
+def _logical_sources(i: IterDomain, logical: list[IterDomain]) -> list[IterDomain]:
+    """The logical ids `i` derives from, in logical order."""
+    found: set[IterDomain] = set()
+    stack = [i]
+    while stack:
+        x = stack.pop()
+        if x in logical:
+            found.add(x)
+            continue
+        if x.definition is not None:
+            stack.extend(x.definition.inputs)
+    return [lg for lg in logical if lg in found]
+
+
+def schedule_inner_outer(fusion: Fusion, p: ReductionParams, trace: Trace | None) -> None:
+    """Combined inner and outer reductions (layer-norm backward, seed 001).
+
+    The iteration dimension of the inner reduction is split into rows per step
+    (TIDy), a persistent grid (BIDy, one block per SM) and circular-buffer stages;
+    every tensor gets these splits. Then the inner dimension is split by the vector,
+    the persistent batches and TIDx on every tensor but the shared-memory caches,
+    which a TMA bulk copy fills a whole row at a time. Each outer reduction is
+    rfactored into per-block partial results, then reduced across TIDy and BIDy.
+    """
+    from engine.schedule.reduction import _transform, canonicalize
+
+    _prepare(fusion, p, trace)
+    caches = tools.cache_inputs(fusion, trace=trace)
+    tools.cache_and_fork_outputs(fusion, trace=trace)
+    buffers = _live_buffers(fusion)
+    smem_names = set(p.smem_persistent_buffers)
+    smem = [c for c in caches
+            if c in buffers and any(i.short_name in smem_names
+                                    for i in c.definition.inputs if isinstance(i, TensorView))]
+    for c in smem:
+        c.set_memory_type(MemoryType.Shared)
+        _transform(trace, c, "persistent input cache in shared memory, filled by a bulk (TMA) copy")
+    reds = reduction_tvs(fusion)
+    ref = next(r for r in reds if is_fastest_dim_reduction(r))
+    canonicalize(ref, True)
+    # Phase 1: iteration splits, on every tensor.
+    ref.split(0, p.rows_per_step)
+    ref.split(0, p.lparams.gdimy)
+    stages = max(1, p.circular_buffer_stages)
+    ref.split(0, stages)
+    # [I/rows/grid/stages, stages, grid, rows, R] -> [grid, n, stages, rows, R]
+    ref.reorder([2, 0, 1, 3, 4])
+    propagate_max_info(ref)
+    # The bulk-loaded caches keep these iteration splits only: a TMA copy fills
+    # whole rows. Phase 2 propagates through them (they are the only path that
+    # carries both axes of T0 to T4 in seed 001), so they are put back after it.
+    kept = {c: (list(c.domain.loop), c.domain.allocation and list(c.domain.allocation),
+                list(c.domain.contiguity)) for c in smem}
+    # Phase 2: the inner dimension, on every tensor but the bulk-loaded caches.
+    r = 4
+    v = p.unroll_factor_inner_reduction
+    if v > 1:
+        ref.split(r, v)
+    ref.split(r, p.batches_per_block_inner_reduction, inner_split=False)
+    ref.parallelize(0, ParallelType.grid_y)
+    ref.parallelize(3, ParallelType.block_y)
+    ref.parallelize(r + 1, ParallelType.block_x)
+    rest = [t for t in fusion.tensors() if t not in smem and t not in fusion.inputs]
+    propagate_max_info(ref, [t for t in fusion.tensors() if t not in fusion.inputs])  # type: ignore[misc]
+    for c, (loop, alloc, contig) in kept.items():
+        c.domain.loop, c.domain.allocation, c.domain.contiguity = loop, alloc, contig
+        verify(c)
+    _transform(trace, ref, "reference scheduled (inner-outer)")
+    tools.parallelize_all_like(ref, selected=rest)  # type: ignore[arg-type]
+    for c in smem:
+        _schedule_bulk_cache(c)
+    for red in reds:
+        rf = rfactor_serial(red)
+        if rf is not None:
+            _transform(trace, red, f"rfactor: partial reduction in {rf.short_name}")
+    outs = [o for o in fusion.outputs if isinstance(o, TensorView) and o not in fusion.inputs]
+    vectorize_io(fusion, [*[c for c in caches if c not in smem], *outs], v)
+    keep = [b for b in buffers if b not in smem]
+    others = [t for t in fusion.tensors() if t not in keep and t not in smem]
+    tools.inline_most(fusion, others)  # type: ignore[arg-type]
+    for b in keep:
+        b.inline_at(min(4, b.nloop), best_effort=True)
+    for c in smem:
+        # Stages and rows right of position 2 are what the circular buffer holds.
+        c.inline_at(2, best_effort=True)
+        alloc = smem_allocation_from_loop(c)
+        c.set_allocation_domain(alloc, True)
+        _transform(trace, c, "allocation domain rebuilt from the loop domain right of ca_pos: "
+                   + "(" + ", ".join(str(i) for i in alloc) + ")")
+
+
+def _schedule_bulk_cache(c: TensorView) -> None:
+    """[grid, n, stages, rows, <inner ids>] with broadcasts before the row being
+    copied, blockIdx.y on the grid axis and the copied row as one bulk axis."""
+    loop = c.domain.loop
+    head, tail = loop[:4], loop[4:]
+    tail = [i for i in tail if i.is_broadcast] + [i for i in tail if not i.is_broadcast]
+    c.reorder([loop.index(i) for i in head + tail])
+    c.parallelize(0, ParallelType.grid_y)
+    last = c.domain.loop[-1]
+    if not last.is_broadcast:
+        c.parallelize(-1, ParallelType.bulk)
+
+
+# ---- the schedulers -----------------------------------------------------------------------------------------------
+
+class _Persistent(Scheduler):
+    def reject_compile_time(self, fusion: Fusion) -> str | None:
+        return persistent_compile_reject(fusion, self.type)
+
+    def reject_runtime(self, fusion: Fusion, info: SchedulerRuntimeInfo) -> str | None:
+        size, _, _ = _buffer_bytes(fusion, info)
+        return _fits(size, info.device)
+
+
+@register
+class InnerPersistentScheduler(_Persistent):
+    type = SchedulerType.inner_persistent
+
+    def reject_runtime(self, fusion: Fusion, info: SchedulerRuntimeInfo) -> str | None:
+        why = super().reject_runtime(fusion, info)
+        if why is not None:
+            return why
+        props = reduction_properties(reduction_tvs(fusion)[0], info)
+        dev = info.device
+        if (props.total_reduction_numel >= dev.max_threads_per_sm * 4
+                and props.total_iteration_numel < max(1, dev.sm_count // 8)):
+            return "not enough blocks"
+        return None
+
+    def compute_heuristics(self, fusion: Fusion, info: SchedulerRuntimeInfo,
+                           trace: Trace | None = None) -> ReductionParams:
+        return inner_persistent_heuristics(fusion, info, trace)
+
+    def schedule(self, fusion: Fusion, params: HeuristicParams | None, trace: Trace | None = None) -> None:
+        schedule_inner_or_outer(fusion, _check(params), trace)
+
+
+@register
+class OuterPersistentScheduler(_Persistent):
+    type = SchedulerType.outer_persistent
+
+    def compute_heuristics(self, fusion: Fusion, info: SchedulerRuntimeInfo,
+                           trace: Trace | None = None) -> ReductionParams:
+        return outer_persistent_heuristics(fusion, info, trace)
+
+    def schedule(self, fusion: Fusion, params: HeuristicParams | None, trace: Trace | None = None) -> None:
+        schedule_inner_or_outer(fusion, _check(params), trace)
+
+
+@register
+class InnerOuterPersistentScheduler(_Persistent):
+    type = SchedulerType.inner_outer_persistent
+
+    def reject_runtime(self, fusion: Fusion, info: SchedulerRuntimeInfo) -> str | None:
+        size, partial, _, _ = _inner_outer_sizes(fusion, info)
+        dev = info.device
+        # Inputs may go to shared memory; the partial outer results stay in registers.
+        if partial * _ROWS_PER_STEP > register_budget(dev) or size > max(
+                register_budget(dev), smem_budget(dev) // (_ROWS_PER_STEP * _STAGES)):
+            return "not enough registers or shared memory for persistence"
+        return None
+
+    def compute_heuristics(self, fusion: Fusion, info: SchedulerRuntimeInfo,
+                           trace: Trace | None = None) -> ReductionParams:
+        return inner_outer_heuristics(fusion, info, trace)
+
+    def schedule(self, fusion: Fusion, params: HeuristicParams | None, trace: Trace | None = None) -> None:
+        schedule_inner_outer(fusion, _check(params), trace)
+
+
+def _check(params: HeuristicParams | None) -> ReductionParams:
+    if not isinstance(params, ReductionParams) or not params.persistent_kernel:
+        raise ScheduleError("persistent schedulers need persistent ReductionParams")
+    return params
+
+
+__all__ = [
+    "InnerOuterPersistentScheduler", "InnerPersistentScheduler", "OuterPersistentScheduler",
+    "project_to_inputs", "smem_allocation_from_loop", "consumers_of", "replace",
+    "schedule_reduction_fusion",
+]
