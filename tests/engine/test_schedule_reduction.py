@@ -1,0 +1,242 @@
+"""The reduction scheduler: which fusions it takes and nvFuser's reasons when it does not,
+its parameters (printed like nvFuser's ReductionParams), and schedules that verify and
+keep the reference results; plus the reduction analyses it relies on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from engine import DataType, FusionDefinition, load_fusion
+from engine.analysis.persistent import (
+    persistent_buffers,
+    reduction_properties,
+    reduction_tvs,
+    reduction_type,
+)
+from engine.ir.iterdomain import ParallelType
+from engine.ir.rfactor import RFactorReductionOp
+from engine.ir.verify import verify_fusion
+from engine.runtime.device import model
+from engine.schedule import registry
+from engine.schedule.base import SchedulerType
+from engine.schedule.reduction import ReductionParams, compute_reduction_heuristics
+from engine.schedule.runtime_info import SchedulerRuntimeInfo
+from engine.trace import Trace
+
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_fusions"
+H100 = model("H100")
+
+
+def verdicts(fd: FusionDefinition, xs: list) -> tuple[dict[str, str], SchedulerType | None]:
+    info = SchedulerRuntimeInfo(fd.fusion, xs, H100)
+    vs, first = registry.can_schedule(fd.fusion, info)
+    return {str(v.scheduler): ("accepted" if v.accepted else v.reason) for v in vs}, first
+
+
+def schedule(fd: FusionDefinition, xs: list, kind: str, trace: Trace | None = None) -> ReductionParams:
+    """Heuristics and schedule with `kind`; checks the verifier and the results."""
+    before = fd.execute(xs)
+    info = SchedulerRuntimeInfo(fd.fusion, xs, H100)
+    s = registry.get(kind)
+    p = s.compute_heuristics(fd.fusion, info, trace)
+    s.schedule(fd.fusion, p, trace)
+    verify_fusion(fd.fusion)
+    after = fd.execute(xs)
+    for a, b in zip(before, after, strict=True):
+        torch.testing.assert_close(a.double(), b.double(), rtol=1e-4, atol=1e-4)
+    return p
+
+
+def inner_sum(rows: int = 64, cols: int = 1024, dtype: DataType = DataType.Float):
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dtype)
+        t1 = fd.ops.sum(fd.ops.cast(t0, DataType.Float), dims=[1])
+        fd.add_output(t1)
+    x = torch.randn(rows, cols).to(torch.float32 if dtype == DataType.Float else torch.bfloat16)
+    return fd, [x]
+
+
+# ---- analysis ---------------------------------------------------------------------------------------
+
+def test_reduction_properties_inner_and_outer():
+    fd, xs = inner_sum(8, 96)
+    info = SchedulerRuntimeInfo(fd.fusion, xs, H100)
+    p = reduction_properties(reduction_tvs(fd.fusion)[0], info)
+    assert (p.fastest_dim_reduction, p.total_reduction_numel, p.total_iteration_numel,
+            p.inner_most_dimension_numel, p.inner_most_dimension_ndims) == (True, 96, 8, 96, 1)
+    fd = load_fusion(SAMPLES / "outer_reduction.py")
+    xs = fd.example_inputs()
+    info = SchedulerRuntimeInfo(fd.fusion, xs, H100)
+    p = reduction_properties(reduction_tvs(fd.fusion)[0], info)
+    assert (p.fastest_dim_reduction, p.total_reduction_numel, p.total_iteration_numel,
+            p.inner_most_dimension_numel) == (False, 1024, 64, 64)
+
+
+def test_fastest_dim_follows_the_input_allocation_order():
+    # sum over logical dim 1 of an input whose memory order is (1, 0): dim 0 is innermost
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float,
+                              stride_order=[0, 1])
+        fd.add_output(fd.ops.sum(t0, dims=[1]))
+    x = torch.randn(32, 48).t().contiguous().t()
+    red = reduction_tvs(fd.fusion)[0]
+    info = SchedulerRuntimeInfo(fd.fusion, [x], H100)
+    assert not reduction_properties(red, info).fastest_dim_reduction
+    assert reduction_type([red]) == "outer"
+
+
+def test_no_persistent_buffers_in_plain_reductions():
+    fd, _ = inner_sum()
+    assert persistent_buffers(fd.fusion).persistent_buffers == []
+
+
+# ---- which fusions, and why not ------------------------------------------------------------------------
+
+def test_outer_reduction_sample_goes_to_reduction_with_vectorized_iteration():
+    fd = load_fusion(SAMPLES / "outer_reduction.py")
+    xs = fd.example_inputs(seed=0)
+    v, first = verdicts(fd, xs)
+    assert first == SchedulerType.reduction
+    assert v["inner_persistent"] == "ReductionType and heuristic doesn't match."
+    assert v["outer_persistent"] == "no persistent buffer identified"
+    assert v["pointwise"] == "no support for reduction ops"
+    p = schedule(fd, xs, "reduction")
+    assert not p.fastest_dim and not p.persistent_kernel
+    # bf16, 64 contiguous columns: 16-byte vectors of 8 on the iteration domain
+    assert p.vectorize_iter_dom and p.unroll_factor_iter_dom == 8
+    assert p.cross_block_inner_reduction and p.block_dim_inner_reduction == ParallelType.block_y
+    # 64 columns fill one block; 1024 rows are split over blocks too (grid reduction)
+    assert p.cross_grid_inner_reduction and p.lparams.gdimy > 1
+    assert (p.lparams.bdimx, p.lparams.bdimy, p.lparams.gdimx) == (8, 32, 1)
+
+
+def test_inner_reduction_params_and_rfactor():
+    fd, xs = inner_sum(64, 1024)
+    assert verdicts(fd, xs)[1] == SchedulerType.reduction
+    p = schedule(fd, xs, "reduction")
+    assert p.fastest_dim and p.vectorize_inner_reduction and p.unroll_factor_inner_reduction == 4
+    assert p.lparams.bdimx == 256 and p.block_dim_inner_reduction == ParallelType.block_x
+    out = fd.fusion.outputs[0]
+    red = out.definition.input  # the output's local cache holds the reduction
+    assert isinstance(red.definition.input.definition, RFactorReductionOp)
+    # after rfactor the reduction itself is only the block (TIDx) part
+    assert [i.parallel_type for i in red.domain.loop if i.is_reduction] == [ParallelType.block_x]
+    # the input cache loads 16-byte vectors
+    cache = fd.fusion.tensors()[len(fd.fusion.inputs)]
+    assert cache.domain.loop[-1].parallel_type == ParallelType.vectorize
+
+
+def test_short_rows_share_a_block():
+    fd, xs = inner_sum(256, 32)
+    p = schedule(fd, xs, "reduction")
+    assert p.multiple_reds_per_blk and p.lparams.bdimy > 1
+    assert p.block_dim_iter_dom == ParallelType.block_y
+
+
+def test_full_reduction_is_a_grid_reduction():
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        fd.add_output(fd.ops.sum(t0, dims=[0]))
+    xs = [torch.randn(1 << 16)]
+    p = schedule(fd, xs, "reduction")
+    assert p.cross_grid_inner_reduction and p.grid_dim_inner_reduction == ParallelType.grid_y
+    assert p.lparams.gdimy > 1
+
+
+def test_stream_reduction_sample_three_dims():
+    fd = load_fusion(SAMPLES / "seed002_stream_reduction.py")
+    xs = fd.example_inputs(seed=1)
+    assert verdicts(fd, xs)[1] == SchedulerType.reduction
+    p = schedule(fd, xs, "reduction")
+    assert p.fastest_dim
+
+
+def test_refusals_with_nvfusers_reasons():
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        fd.add_output(fd.ops.exp(t0))
+    v, _ = verdicts(fd, [torch.randn(4, 4)])
+    assert v["reduction"] == "No reduction op to schedule"
+    assert v["inner_persistent"] == "needs a reduction op"
+
+    # a normalization needs persistence
+    fd = load_fusion(SAMPLES / "softmax.py")
+    v, _ = verdicts(fd, fd.example_inputs())
+    assert v["reduction"] == "need persistent buffers that reduction scheduler doesn't handle"
+
+    # the row sums broadcast again to a tensor that is not the reduced one
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        b = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        s = fd.ops.sum(a, dims=[1])
+        fd.add_output(fd.ops.add(fd.ops.broadcast(s, [False, True]), b))
+    v, _ = verdicts(fd, [torch.randn(4, 8), torch.randn(4, 8)])
+    assert v["reduction"] == "has unsupported post reduction fusion"
+
+    # take_along_axis feeding a reduction
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        i = fd.define_tensor(shape=[-1, -1], dtype=DataType.Int)
+        fd.add_output(fd.ops.sum(fd.ops.take_along_axis(a, i, dim=1), dims=[1]))
+    v, _ = verdicts(fd, [torch.randn(4, 8), torch.randint(0, 8, (4, 3))])
+    assert v["reduction"] == "has unsupported gather-like ops before reduction"
+
+
+def test_cross_entropy_reductions_do_not_share_a_schedule():
+    fd = load_fusion(SAMPLES / "cross_entropy.py")
+    v, first = verdicts(fd, fd.example_inputs())
+    assert first is None
+    assert v["reduction"].startswith("Un-mapped multi-reduction: T")
+    assert v["inner_persistent"].startswith("unmapped reduction T")
+    assert v["outer_persistent"] == "ReductionType and heuristic doesn't match."
+
+
+# ---- params, determinism, trace -------------------------------------------------------------------------
+
+def test_params_print_like_nvfuser():
+    fd = load_fusion(SAMPLES / "outer_reduction.py")
+    info = SchedulerRuntimeInfo(fd.fusion, fd.example_inputs(), H100)
+    p = compute_reduction_heuristics(fd.fusion, info)
+    assert str(p) == (
+        "\n===== Reduction Parameters ========\n"
+        "Tag: Reduction heuristics\n"
+        "Red On Slow Dim\n"
+        "Circular buffer: not used\n"
+        "\nIteration Domain: blockIdx.x / threadIdx.x / vectorize / factor 8\n"
+        "Inner Reduction Domain: cross block - threadIdx.y / cross grid - blockIdx.y / \n"
+        "Launch Parameters: BlockDim.x = 8, BlockDim.y = 32, BlockDim.z = -1, GridDim.x = 1, "
+        "GridDim.y = 4, GridDim.z = -1, Smem Size = 0\n"
+        "Compile Parameters: index_type = int\n"
+        "====================================\n"
+    )
+
+
+def test_scheduling_is_deterministic_and_traced():
+    texts, params = [], []
+    for _ in range(2):
+        fd = load_fusion(SAMPLES / "outer_reduction.py")
+        xs = fd.example_inputs(seed=3)
+        t = Trace()
+        info = SchedulerRuntimeInfo(fd.fusion, xs, H100)
+        registry.can_schedule(fd.fusion, info, t)
+        params.append(schedule(fd, xs, "reduction", t))
+        texts.append(str(fd.fusion))
+        kinds = {e.kind for e in t}
+        assert {"can_schedule", "heuristic", "transform"} <= kinds
+        assert any("rfactor" in e.message for e in t.of_kind("transform"))
+        assert any("vectorized by 8" in e.message for e in t.of_kind("transform"))
+    assert texts[0] == texts[1] and params[0] == params[1]
+    assert params[0].derivation and "reduction numel 1024" in params[0].derivation[0]
+
+
+@pytest.mark.parametrize("rows, cols", [(3, 5), (1, 300), (130, 7), (17, 4096)])
+def test_odd_sizes_keep_results(rows: int, cols: int):
+    fd, xs = inner_sum(rows, cols)
+    schedule(fd, xs, "reduction")
+    with FusionDefinition() as fd2:
+        t0 = fd2.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd2.add_output(fd2.ops.max(t0, dims=[0]))
+    schedule(fd2, [torch.randn(cols, rows)], "reduction")
