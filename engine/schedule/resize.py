@@ -1,0 +1,475 @@
+"""The resize scheduler: fusions of slice, pad and cat with pointwise ops.
+
+Follows nvFuser's ResizeScheduler (csrc/scheduler/resize.cpp) in what it accepts and
+why it refuses, and in the shape of its schedule: the reference is the output with
+the most logical dims; its innermost axis is split by the vectorization factor, the
+rest flattened and split by 128 threads: [BIDx, TIDx(128), V].
+
+Moving the resizes. nvFuser makes every tensor's loop domain exact-mapped with the
+reference by propagating each slice's and pad's Resize onto the producers' loop
+domains (propagateResizeToInputs), then schedules all loop domains like the
+reference. This module does the same in a simplified, explicit form:
+
+1. A walk from the reference over producer and consumer edges (breadth-first, as
+   the propagation) records for every tensor, per axis of the reference, which of
+   its logical ids plays that axis and the chain of Resize transforms that lie
+   between that id and the reference: crossing a pad or slice towards its input
+   adds the op's Resize to the chain, crossing it the other way removes it.
+2. Each tensor's loop domain is then that id with the chain's Resizes applied (same
+   offsets, as new loop-only Resize transforms), in the reference's axis order, and
+   the reference's splits and merges are applied the same way to every tensor.
+   Producers of a pad thus iterate the padded extent (their values are read only
+   inside the original range) and producers of a slice only the sliced range, so
+   every tensor can be inlined into its consumers (engine.analysis.replay.loop_map
+   matches Resizes of equal offsets).
+
+A tensor that two paths give different chains (a non-fusion-input tensor read by
+two different slices, or by a slice and a pointwise op) would need nvFuser's
+recomputation of the resize input (RecomputeTv); this engine does not recompute
+yet and refuses such fusions with its own reason, as it does fusions with a
+reshape (propagating a loop schedule through a reshape's splits is not supported
+by this engine's replay). Fusion inputs are exempt: they are read from global
+memory wherever their consumers need them, which is also why inputs read by a
+slice or pad are not cached (as nvFuser's cacheInputs). The reorder of the
+reference to the largest input's allocation order is not done (the fields are
+computed and printed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from engine.analysis.logical_map import consumers_of, pairwise_logical_map, producers_of
+from engine.analysis.vectorize import vectorization_factor
+from engine.errors import ScheduleError
+from engine.ir import exprs as ex
+from engine.ir.fusion import Fusion
+from engine.ir.iterdomain import IterDomain, ParallelType, Resize
+from engine.ir.scalar import same_scalar
+from engine.ir.tensorview import TensorView
+from engine.ir.verify import verify
+from engine.schedule import tools
+from engine.schedule.base import Scheduler, SchedulerType
+from engine.schedule.params import HeuristicParams, LaunchParams
+from engine.schedule.registry import register
+from engine.schedule.runtime_info import SchedulerRuntimeInfo
+from engine.schedule.transpose import _UnionFind, group_inputs_outputs_by_inner_dim
+from engine.trace import Trace
+
+BDIMX = 128  # nvFuser's resize scheduler uses 128 threads per block
+MAX_GDIMX = (1 << 31) - 1  # nvFuser's ResizeParams::max_gdimx
+
+
+@dataclass(frozen=True)
+class ResizeParams(HeuristicParams):
+    split_grid_x_dim: bool = False
+    largest_input: int = -1
+    vectorization_factor: int = 1
+    reference: str = ""
+
+    def __str__(self) -> str:
+        # nvFuser's ResizeParams::toString (a C++ bool prints as 0/1).
+        return "\n".join([
+            "", "===== Resize Parameters ========",
+            ("Tag: " if self.tag else "") + f"{self.tag} Resize Characteristics:",
+            f" split grid x dim: {int(self.split_grid_x_dim)}",
+            f" index of largest input: {self.largest_input}",
+            f" vectorization factor: {self.vectorization_factor}",
+            "====================================",
+        ]) + "\n"
+
+
+def _tensors(fusion: Fusion) -> list[TensorView]:
+    return [t for t in fusion.tensors() if isinstance(t, TensorView)]
+
+
+def _resize_ops(fusion: Fusion) -> list[ex.Expr]:
+    return [e for e in fusion.exprs() if isinstance(e, (ex.SliceOp, ex.PadOp))]
+
+
+def _has_reduction(fusion: Fusion) -> bool:
+    return any(isinstance(e, (ex.ReductionOp, ex.WelfordOp)) for e in fusion.exprs()) or any(
+        i.is_reduction for t in _tensors(fusion) if t not in fusion.inputs for i in t.domain.logical
+    )
+
+
+def reference_tensor(fusion: Fusion) -> TensorView | None:
+    """The output with the most logical dims, first on ties (nvFuser's pointwise reference)."""
+    best: TensorView | None = None
+    for v in fusion.outputs:
+        if isinstance(v, TensorView) and v not in fusion.inputs:
+            if best is None or v.ndim > best.ndim:
+                best = v
+    return best
+
+
+def _broadcast_groups(fusion: Fusion) -> _UnionFind:
+    """nvFuser's broadcast graph, reduced: ids mapped across ops, broadcast with concrete."""
+    uf = _UnionFind()
+    for tv in _tensors(fusion):
+        for p in producers_of(tv):
+            for a, b in pairwise_logical_map(p, tv, map_broadcast=True).items():
+                uf.union(a, b)
+    return uf
+
+
+def _upstream_resizes(tv: TensorView) -> set[int]:
+    """ids of the slice/pad exprs that `tv` depends on."""
+    out: set[int] = set()
+    seen: set[int] = set()
+    stack = [tv]
+    while stack:
+        t = stack.pop()
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        e = t.definition
+        if e is None:
+            continue
+        if isinstance(e, (ex.SliceOp, ex.PadOp)):
+            out.add(id(e))
+        stack.extend(producers_of(t))
+    return out
+
+
+def _resize_of(tv: TensorView, exprs: set[int]) -> Resize | None:
+    """A Resize in the root->logical domain of a slice/pad among `exprs` upstream of tv."""
+    stack = [tv]
+    seen: set[int] = set()
+    while stack:
+        t = stack.pop()
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        e = t.definition
+        if e is None:
+            continue
+        if id(e) in exprs:
+            for i in t.domain.logical:
+                if isinstance(i.definition, Resize):
+                    return i.definition
+        stack.extend(producers_of(t))
+    return None
+
+
+# ---- alignment of every tensor with the reference ------------------------------------------
+
+# Per reference axis: the tensor's logical id for it and the Resizes between them.
+Entry = tuple[IterDomain, tuple[Resize, ...]]
+Alignment = dict[int, Entry]
+
+
+class _ConflictError(Exception):
+    pass
+
+
+def _logical_to_root(tv: TensorView, i: IterDomain) -> tuple[IterDomain, Resize | None]:
+    """The root id a logical id comes from, and the Resize between them (None if none)."""
+    if tv.domain.root is None or i in tv.domain.root:
+        return i, None
+    d = i.definition
+    if isinstance(d, Resize) and d.in_id in tv.domain.root:
+        return d.in_id, d
+    raise _ConflictError(f"{tv.short_name}: {i} is made by a reshape")
+
+
+def _root_to_logical(tv: TensorView, r: IterDomain) -> tuple[IterDomain, Resize | None]:
+    logical = tv.domain.logical
+    if r in logical:
+        return r, None
+    for u in r.uses:
+        if isinstance(u, Resize) and u.out in logical:
+            return u.out, u
+    raise _ConflictError(f"{tv.short_name}: {r} goes through a reshape")
+
+
+def _same_chain(a: tuple[Resize, ...], b: tuple[Resize, ...]) -> bool:
+    return len(a) == len(b) and all(
+        same_scalar(x.left, y.left) and same_scalar(x.right, y.right) for x, y in zip(a, b)
+    )
+
+
+def _c2p(consumer: TensorView, producer: TensorView, al: Alignment) -> Alignment:
+    inv = {c: p for p, c in pairwise_logical_map(producer, consumer).items()}
+    out: Alignment = {}
+    for k, (i, chain) in al.items():
+        r, rz = _logical_to_root(consumer, i)
+        p = inv.get(r)
+        if p is None:
+            continue
+        out[k] = (p, ((rz,) if rz is not None else ()) + chain)
+    return out
+
+
+def _p2c(producer: TensorView, consumer: TensorView, al: Alignment) -> Alignment:
+    fwd = pairwise_logical_map(producer, consumer)
+    out: Alignment = {}
+    for k, (i, chain) in al.items():
+        r = fwd.get(i)
+        if r is None:
+            continue
+        c, rz = _root_to_logical(consumer, r)
+        if rz is not None:
+            if not chain or not _same_chain(chain[:1], (rz,)):
+                raise _ConflictError(
+                    f"{producer.short_name} is needed under different resizes (its use by "
+                    f"{consumer.short_name} is not on the reference's path); recomputing a resize "
+                    "input is not supported by this engine yet")
+            chain = chain[1:]
+        out[k] = (c, chain)
+    return out
+
+
+def _same_alignment(a: Alignment, b: Alignment) -> bool:
+    """Agreement on the axes both know. One side may lack axes: a producer of a
+    broadcast does not have the new broadcast axis its consumer aligns."""
+    return all(a[k][0] is b[k][0] and _same_chain(a[k][1], b[k][1]) for k in a.keys() & b.keys())
+
+
+def align(fusion: Fusion, ref: TensorView,
+          shared_inputs: set[TensorView] | None = None) -> dict[TensorView, Alignment]:
+    """Every tensor's alignment with `ref`; raises _ConflictError when one is ambiguous.
+
+    Fusion inputs that consumers need under different alignments are added to
+    `shared_inputs`: a cache of such an input would be a conflicted tensor, so the
+    scheduler reads them from global memory directly.
+    """
+    ref_ids = [i for i in ref.domain.logical if not i.is_reduction]
+    result: dict[TensorView, Alignment] = {ref: {k: (i, ()) for k, i in enumerate(ref_ids)}}
+    queue = [ref]
+    inputs = set(id(v) for v in fusion.inputs)
+    # Inputs are walked through last: an input's alignment is whichever consumer
+    # reached it first and means nothing to its other consumers, so those are reached
+    # from their own consumers when they can be.
+    later: list[TensorView] = []
+    while queue or later:
+        src = queue.pop(0) if queue else later.pop(0)
+        for nb, is_consumer in [*((c, True) for c in consumers_of(src)),
+                                *((p, False) for p in producers_of(src))]:
+            if nb in result and id(src) in inputs:
+                continue  # an input's alignment means nothing to its other consumers
+            if nb in result and id(nb) in inputs:
+                # An input is read from global memory wherever it is needed.
+                if shared_inputs is not None and not _same_alignment(result[nb], _c2p(src, nb, result[src])):
+                    shared_inputs.add(nb)
+                continue
+            al = _p2c(src, nb, result[src]) if is_consumer else _c2p(src, nb, result[src])
+            if nb in result:
+                if _same_alignment(result[nb], al):
+                    for k in al.keys() - result[nb].keys():
+                        result[nb][k] = al[k]
+                else:
+                    raise _ConflictError(
+                        f"{nb.short_name} is needed under different resizes; recomputing a resize "
+                        "input is not supported by this engine yet"
+                    )
+                continue
+            result[nb] = al
+            (later if id(nb) in inputs else queue).append(nb)
+    return result
+
+
+def _apply_alignment(tv: TensorView, al: Alignment, n_ref: int) -> list[int]:
+    """Resize and reorder tv's loop domain into the reference's axis order.
+
+    Returns the reference axes tv has, in order; tv's own unmapped axes go last.
+    """
+    for k in sorted(al):
+        i, chain = al[k]
+        cur = i
+        for rz in chain:
+            pos = tv.domain.loop.index(cur)
+            # A loop-only Resize with the downstream op's offsets (not an rfactor id).
+            new = Resize(cur, rz.left, rz.right, is_rfactor=False).out
+            tv.domain.loop[pos] = new
+            cur = new
+        al[k] = (cur, ())
+    verify(tv)
+    present = [k for k in range(n_ref) if k in al]
+    mapped = [al[k][0] for k in present]
+    rest = [i for i in tv.domain.loop if i not in mapped]
+    order = [tv.domain.loop.index(i) for i in [*mapped, *rest]]
+    if order != list(range(tv.nloop)):
+        tv.reorder(order)
+    return present
+
+
+@register
+class ResizeScheduler(Scheduler):
+    type = SchedulerType.resize
+
+    def reject_compile_time(self, fusion: Fusion) -> str | None:
+        ops = _resize_ops(fusion)
+        if not ops:
+            return "No resize op to schedule"
+        if _has_reduction(fusion):
+            return "No support for reduction ops"
+        groups = _broadcast_groups(fusion)
+        members: dict[IterDomain, list[IterDomain]] = {}
+        for i in list(groups.parent):
+            members.setdefault(groups.find(i), []).append(i)
+        for e in ops:
+            out = e.outputs[0]
+            assert isinstance(out, TensorView)
+            for i in out.domain.logical:
+                rz = i.definition
+                if not isinstance(rz, Resize):
+                    continue
+                if rz.out.is_broadcast:
+                    return "Resize to a broadcast ID is not allowed."
+                # The resize's input maps (root copy) to the producer's id; look at its group.
+                inp = e.inputs[0]
+                assert isinstance(inp, TensorView)
+                inv = {c: p for p, c in pairwise_logical_map(inp, out).items()}
+                src = inv.get(rz.in_id, rz.in_id)
+                group = members.get(groups.find(src), [src])
+                if src.is_broadcast or any(g.is_broadcast for g in group):
+                    return "Resize of a broadcast ID is not allowed."
+        ref = reference_tensor(fusion)
+        if ref is None:
+            return "No reference found"
+        ref_resizes = _upstream_resizes(ref)
+        for out in fusion.outputs:
+            if not isinstance(out, TensorView) or out is ref:
+                continue
+            diff = ref_resizes ^ _upstream_resizes(out)
+            if diff:
+                rz = _resize_of(out, diff) or _resize_of(ref, diff)
+                return ("Resize between reference and output not allowed. "
+                        f"Reference: {ref}. Output: {out}. Resize: {rz}")
+        if len(group_inputs_outputs_by_inner_dim(fusion)) >= 2:
+            return "Transpose-like patterns not supported."
+        # This engine's own limits (see the module docstring).
+        if any(isinstance(e, ex.ViewOp) for e in fusion.exprs()):
+            return "reshape in a resize fusion is not supported by this engine yet"
+        try:
+            align(fusion, ref)
+        except _ConflictError as c:
+            return str(c)
+        return None
+
+    def compute_heuristics(
+        self, fusion: Fusion, info: SchedulerRuntimeInfo, trace: Trace | None = None
+    ) -> ResizeParams:
+        outs = [v for v in fusion.outputs if isinstance(v, TensorView)]
+        largest_out = max(outs, key=lambda t: (info.numel(t), -outs.index(t)))
+        n = info.numel(largest_out)
+        ins = [(k, v) for k, v in enumerate(fusion.inputs) if isinstance(v, TensorView)]
+        largest_in = -1
+        if ins:
+            largest_in = max(ins, key=lambda kv: (info.numel(kv[1]), -kv[0]))[0]
+        ref = reference_tensor(fusion)
+        assert ref is not None
+        # Only the innermost axis is vectorized, as nvFuser's resize scheduler.
+        vec = vectorization_factor(fusion, ref, info, break_point=max(ref.ndim - 1, 0))
+        split_grid = -(-n // BDIMX) > MAX_GDIMX
+        lines = [f"reference {ref.short_name}; largest output {largest_out.short_name} "
+                 f"with {n} elements", f"split grid x dim: ceilDiv({n}, {BDIMX}) > {MAX_GDIMX} "
+                 f"is {split_grid}", f"index of largest input: {largest_in}", *vec.derivation]
+        params = ResizeParams(
+            tag="Resize heuristics", split_grid_x_dim=split_grid, largest_input=largest_in,
+            vectorization_factor=vec.factor, reference=ref.short_name,
+            lparams=LaunchParams(bdimx=BDIMX),
+            index_type="int" if info.index_type().name == "Int32" else "int64_t",
+        )
+        params = replace(params, derivation=tuple(lines))
+        if trace is not None:
+            for line in lines:
+                trace.event("heuristic", "resize", line)
+        return params
+
+    def schedule(self, fusion: Fusion, params: HeuristicParams | None, trace: Trace | None = None) -> None:
+        assert isinstance(params, ResizeParams)
+        _schedule_resize(fusion, params, trace)
+
+
+def _note(trace: Trace | None, subject: str, message: str) -> None:
+    if trace is not None:
+        trace.event("transform", subject, message)
+
+
+def _read_by_resize(fusion: Fusion, tv: TensorView) -> bool:
+    return any(isinstance(e, (ex.SliceOp, ex.PadOp)) for e in fusion.uses_of(tv))
+
+
+def _schedule_resize(fusion: Fusion, p: ResizeParams, trace: Trace | None) -> None:
+    # Inputs read by a slice or pad stay in global memory, read where the op needs them
+    # (as nvFuser's cacheInputs), and so do inputs whose consumers need them under
+    # different resizes (one cache could not serve both).
+    ref = reference_tensor(fusion)
+    assert ref is not None
+    shared: set[TensorView] = set()
+    align(fusion, ref, shared)
+    tools.cache_inputs(fusion, keep=lambda t: t in shared or _read_by_resize(fusion, t), trace=trace)
+    tools.cache_and_fork_outputs(fusion, trace=trace)
+    ref = reference_tensor(fusion)
+    assert ref is not None
+    n_ref = ref.ndim
+    alignment = align(fusion, ref)
+    vec = p.vectorization_factor
+    inputs = [v for v in fusion.inputs if isinstance(v, TensorView)]
+    scheduled: list[TensorView] = []
+    for tv, al in alignment.items():
+        if tv in inputs:
+            continue
+        present = _apply_alignment(tv, al, n_ref)
+        n = len(present)
+        # [ref axes..., own axes...]: vectorize split of the innermost reference axis.
+        vectorized = vec > 1 and bool(present) and present[-1] == n_ref - 1
+        if vectorized:
+            tv.split(n - 1, vec)
+        # Flatten the reference axes (all but the vector) into one.
+        for _ in range(n - 1):
+            tv.merge(0, 1)
+        if n >= 1:
+            tv.split(0, BDIMX)
+            tv.axis(1).parallelize(ParallelType.block_x)
+            if p.split_grid_x_dim:
+                tv.split(0, MAX_GDIMX)
+                tv.axis(1).parallelize(ParallelType.grid_x)
+            else:
+                tv.axis(0).parallelize(ParallelType.grid_x)
+        scheduled.append(tv)
+        _note(trace, tv.short_name, "aligned with the reference "
+              f"{ref.short_name} (resizes moved onto its loop domain) and scheduled "
+              f"[BIDx, TIDx({BDIMX})" + (f", V({vec})]" if vectorized else "]"))
+    if vec > 1:
+        # Vectorize where global memory is touched: input caches (or the slice/pad
+        # that reads an input directly) and outputs, when their innermost axis is
+        # the reference's.
+        targets: list[TensorView] = []
+        for v in fusion.outputs:
+            if isinstance(v, TensorView) and v not in inputs:
+                targets.append(v)
+        for i in inputs:
+            targets += [c for c in consumers_of(i) if c not in targets]
+        for tv in targets:
+            al = alignment.get(tv)
+            if al is None or tv not in scheduled:
+                continue
+            k = n_ref - 1
+            logical = [i for i in tv.domain.logical if not i.is_reduction]
+            if k in al and logical and _derives_from(al[k][0], logical[-1]):
+                tv.axis(_vec_axis(tv)).parallelize(ParallelType.vectorize)
+                _note(trace, tv.short_name, f"vectorized by {vec}")
+    tools.inline_most(fusion)
+
+
+def _derives_from(i: IterDomain, src: IterDomain) -> bool:
+    while i is not src:
+        d = i.definition
+        if not isinstance(d, Resize):
+            return False
+        i = d.in_id
+    return True
+
+
+def _vec_axis(tv: TensorView) -> int:
+    """Position of the vectorize split's inner axis: right after the TIDx axis."""
+    for k, i in enumerate(tv.domain.loop):
+        if i.parallel_type == ParallelType.block_x:
+            return k + 1
+    raise ScheduleError(f"{tv.short_name}: no TIDx axis to vectorize after")
+
+
+__all__ = ["ResizeParams", "ResizeScheduler", "align", "reference_tensor"]

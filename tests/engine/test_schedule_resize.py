@@ -1,0 +1,246 @@
+"""The resize scheduler: nvFuser's acceptance rules and reasons for slice/pad/cat fusions,
+ResizeParams, the schedule that moves resizes onto producers' loop domains, results,
+determinism and trace events."""
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from engine import DataType, FusionDefinition, load_fusion
+from engine.ir.iterdomain import ParallelType, Resize
+from engine.ir.verify import verify_fusion
+from engine.schedule import registry
+from engine.schedule.base import SchedulerType
+from engine.schedule.resize import ResizeParams
+from engine.schedule.runtime_info import SchedulerRuntimeInfo
+from engine.trace import Trace
+
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_fusions"
+B, H, S, D = 2, 4, 16, 128
+
+
+def verdict(fd, xs, kind=SchedulerType.resize):
+    return registry.verdict(kind, fd.fusion, SchedulerRuntimeInfo(fd.fusion, xs))
+
+
+def schedule(fd, xs, trace=None):
+    info = SchedulerRuntimeInfo(fd.fusion, xs)
+    s = registry.get("resize")
+    p = s.compute_heuristics(fd.fusion, info, trace)
+    s.schedule(fd.fusion, p, trace)
+    return p
+
+
+def rope_forward():
+    """x * cos + rotate_half(x) * sin, rotate_half as two slices, a negation and a cat."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[B, H, S, D], contiguity=[True] * 4, dtype=DataType.BFloat16)
+        cos = fd.define_tensor(shape=[1, 1, S, D], contiguity=[None, None, True, True],
+                               dtype=DataType.BFloat16)
+        sin = fd.define_tensor(shape=[1, 1, S, D], contiguity=[None, None, True, True],
+                               dtype=DataType.BFloat16)
+        x1 = fd.ops.slice(x, [0, 0, 0, 0], [B, H, S, D // 2])
+        x2 = fd.ops.slice(x, [0, 0, 0, D // 2], [B, H, S, D])
+        rot = fd.ops.cat([fd.ops.neg(fd.ops.cast(x2, DataType.Float)), fd.ops.cast(x1, DataType.Float)], dim=3)
+        xf = fd.ops.cast(x, DataType.Float)
+        y = fd.ops.add(fd.ops.mul(xf, fd.ops.cast(cos, DataType.Float)),
+                       fd.ops.mul(rot, fd.ops.cast(sin, DataType.Float)))
+        fd.add_output(fd.ops.cast(y, DataType.BFloat16))
+    g = torch.Generator().manual_seed(0)
+    xs = [torch.randn(B, H, S, D, generator=g).bfloat16(),
+          torch.randn(1, 1, S, D, generator=g).bfloat16(),
+          torch.randn(1, 1, S, D, generator=g).bfloat16()]
+    return fd, xs
+
+
+def cat_of_inputs(widths=(60, 4), dtype=DataType.BFloat16):
+    with FusionDefinition() as fd:
+        ts = [fd.define_tensor(shape=[64, w], contiguity=[True, True], dtype=dtype) for w in widths]
+        fd.add_output(fd.ops.cat(ts, dim=1))
+    xs = [torch.randn(64, w).to(torch.bfloat16 if dtype == DataType.BFloat16 else torch.float32)
+          for w in widths]
+    return fd, xs
+
+
+def test_whole_rope_backward_is_refused_for_its_reductions():
+    fd = load_fusion(SAMPLES / "seed003_rope_bwd_small.py")
+    xs = fd.example_inputs()
+    assert verdict(fd, xs).reason == "No support for reduction ops"
+    assert verdict(fd, xs, SchedulerType.transpose).reason == "no support for reduction ops"
+
+
+def test_rope_cat_segment_pads_a_broadcast_and_is_refused():
+    # Seed 002's concat segment of the RoPE backward (q, k and v gradients on dim 2; k and v
+    # are broadcast there): nvFuser gave it to the pointwise scheduler, the resize scheduler
+    # refusing a resize of a broadcast ID.
+    with FusionDefinition() as fd:
+        q = fd.define_tensor(shape=[1, 8, 4, S, D], contiguity=[None, True, True, True, True],
+                             dtype=DataType.BFloat16)
+        k = fd.define_tensor(shape=[1, 8, 1, S, D], contiguity=[None, True, None, True, True],
+                             dtype=DataType.BFloat16)
+        v = fd.define_tensor(shape=[1, 8, 1, S, D], contiguity=[None, True, None, True, True],
+                             dtype=DataType.BFloat16)
+        c = fd.ops.cat([q, k, v], dim=2)
+        fd.add_output(fd.ops.reshape(fd.ops.permute(c, [0, 3, 1, 2, 4]), [1, S, 8 * 6 * D]))
+    xs = [torch.randn(1, 8, 4, S, D).bfloat16(), torch.randn(1, 8, 1, S, D).bfloat16(),
+          torch.randn(1, 8, 1, S, D).bfloat16()]
+    assert verdict(fd, xs).reason == "Resize of a broadcast ID is not allowed."
+
+
+def test_rope_forward_goes_to_resize_with_its_params():
+    fd, xs = rope_forward()
+    trace = Trace()
+    verdicts, first = registry.can_schedule(fd.fusion, SchedulerRuntimeInfo(fd.fusion, xs), trace)
+    assert first == SchedulerType.resize
+    assert str(next(v for v in verdicts if v.scheduler == SchedulerType.resize)) == \
+        "Scheduler _resize_ ***accepted***"
+    p = schedule(fd, xs, trace)
+    assert isinstance(p, ResizeParams)
+    # bf16, 128-element rows, slice/pad offsets of 64: 16 bytes -> 8 elements.
+    assert (p.vectorization_factor, p.largest_input, p.split_grid_x_dim) == (8, 0, False)
+    assert p.lparams.bdimx == 128
+    assert str(p) == (
+        "\n===== Resize Parameters ========\n"
+        "Tag: Resize heuristics Resize Characteristics:\n"
+        " split grid x dim: 0\n index of largest input: 0\n vectorization factor: 8\n"
+        "====================================\n"
+    )
+    assert any("resize boundaries" in e.message for e in trace.of_kind("heuristic"))
+
+
+def test_rope_forward_schedule_moves_resizes_and_inlines_across_them():
+    fd, xs = rope_forward()
+    before = fd.execute(xs)[0]
+    schedule(fd, xs)
+    f = fd.fusion
+    verify_fusion(f)
+    out = f.outputs[0]
+    assert [i.parallel_type for i in out.domain.loop] == [
+        ParallelType.grid_x, ParallelType.block_x, ParallelType.vectorize]
+    assert [i.extent.value for i in out.domain.loop] == [B * H * S * D // 8 // 128, 128, 8]
+    # The negation feeding the first pad iterates the padded extent (a loop-only Resize
+    # with the pad's offsets) and is computed inside the pad's loop, past the block axes.
+    pads = [e for e in f.exprs() if type(e).__name__ == "PadOp"]
+    assert len(pads) == 2
+    for pad in pads:
+        producer = pad.inputs[0]
+        assert producer not in f.inputs
+        assert producer.compute_at_pos == producer.nloop
+        assert any(isinstance(t, Resize) for t in _loop_history(producer))
+    # Every computed tensor is inlined into its consumers beyond the grid and block axes.
+    for t in f.tensors():
+        if t not in f.inputs and t not in f.outputs:
+            assert t.compute_at_pos >= 2, str(t)
+    after = fd.execute(xs)[0]
+    assert torch.equal(before, after)
+
+
+def _loop_history(tv):
+    from engine.analysis.replay import loop_transforms
+
+    return loop_transforms(tv)
+
+
+def test_cat_vectorization_divides_the_pad_offsets():
+    fd, xs = cat_of_inputs((60, 4))
+    assert verdict(fd, xs).accepted
+    before = fd.execute(xs)[0]
+    p = schedule(fd, xs)
+    assert p.vectorization_factor == 4  # gcd of 60 and 4, within 8 bf16 elements
+    verify_fusion(fd.fusion)
+    assert torch.equal(fd.execute(xs)[0], torch.cat(xs, dim=1))
+    assert torch.equal(fd.execute(xs)[0], before)
+    fd2, xs2 = cat_of_inputs((64, 64))
+    assert schedule(fd2, xs2).vectorization_factor == 8
+
+
+def test_refusal_reasons():
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[64, 64], dtype=DataType.Float)
+        fd.add_output(fd.ops.add(a, a))
+    xs = [torch.randn(64, 64)]
+    assert verdict(fd, xs).reason == "No resize op to schedule"
+
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[64, 64], dtype=DataType.Float)
+        fd.add_output(fd.ops.sum(fd.ops.pad(a, [1, 1]), dims=[1]))
+    assert verdict(fd, xs).reason == "No support for reduction ops"
+
+    # nvFuser's own example: two outputs made by different slices of one input.
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[64], dtype=DataType.Float)
+        fd.add_output(fd.ops.slice(a, [0], [32]))
+        fd.add_output(fd.ops.slice(a, [32], [64]))
+    v = verdict(fd, [torch.randn(64)])
+    assert v.reason.startswith("Resize between reference and output not allowed. Reference: T1_g_float")
+    assert "Output: T2_g_float" in v.reason and "Resize: Resize: " in v.reason
+
+    # A pad then a transpose: the inner dims of input and output differ.
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[64, 64], dtype=DataType.Float)
+        fd.add_output(fd.ops.permute(fd.ops.pad(a, [0, 0, 2, 2]), [1, 0]))
+    assert verdict(fd, xs).reason == "Transpose-like patterns not supported."
+
+
+def test_engine_limits_are_refused_with_their_own_reason():
+    # An intermediate read by a slice and by a pointwise op would need recomputation.
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[64, 64], dtype=DataType.Float)
+        y = fd.ops.mul(a, a)
+        s = fd.ops.pad(fd.ops.slice(y, [0, 0], [64, 32]), [0, 32])
+        fd.add_output(fd.ops.add(s, y))
+    v = verdict(fd, [torch.randn(64, 64)])
+    assert not v.accepted and "recomputing a resize input is not supported" in v.reason
+    # The same read straight from the input is fine: inputs are read where needed.
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[64, 64], dtype=DataType.Float)
+        s = fd.ops.pad(fd.ops.slice(a, [0, 0], [64, 32]), [0, 32])
+        fd.add_output(fd.ops.add(s, fd.ops.mul(a, a)))
+    x = [torch.randn(64, 64)]
+    assert verdict(fd, x).accepted
+    before = fd.execute(x)[0]
+    schedule(fd, x)
+    verify_fusion(fd.fusion)
+    assert torch.equal(fd.execute(x)[0], before)
+
+
+@pytest.mark.parametrize("make", [rope_forward, cat_of_inputs])
+def test_scheduling_is_deterministic_and_traced(make):
+    texts, params, traces = [], [], []
+    for _ in range(2):
+        fd, xs = make()
+        trace = Trace()
+        params.append(schedule(fd, xs, trace))
+        texts.append(str(fd.fusion))
+        traces.append([str(e) for e in trace])
+    assert texts[0] == texts[1] and params[0] == params[1] and traces[0] == traces[1]
+    assert params[0].derivation
+    assert any("aligned with the reference" in m for m in traces[0])
+
+
+def test_expanded_broadcast_and_a_twice_read_input_are_scheduled_and_inlined():
+    # The seed-003 pattern: cos broadcast and expanded over the heads; the gradient read
+    # twice (a pointwise product and a slice): read from global memory by both, not cached.
+    with FusionDefinition() as fd:
+        c = fd.define_tensor(shape=[1, S, D], contiguity=[None, True, True], dtype=DataType.BFloat16)
+        x = fd.define_tensor(shape=[1, 32, S, D], contiguity=[None, True, True, True],
+                             dtype=DataType.BFloat16)
+        cb = fd.ops.broadcast_in_dim(c, shape=[1, 32, S, D], broadcast_dims=[0, 2, 3])
+        m = fd.ops.mul(fd.ops.cast(x, DataType.Float), fd.ops.cast(cb, DataType.Float))
+        h = fd.ops.slice(fd.ops.cast(x, DataType.Float), [0, 0, 0, 64], [1, 32, S, D])
+        p = fd.ops.pad(fd.ops.neg(h), [0, 64, 0, 0, 0, 0, 0, 0])
+        fd.add_output(fd.ops.cast(fd.ops.add(m, p), DataType.BFloat16))
+    xs = [torch.randn(1, S, D).bfloat16(), torch.randn(1, 32, S, D).bfloat16()]
+    assert verdict(fd, xs).accepted
+    before = fd.execute(xs)[0]
+    p = schedule(fd, xs)
+    assert p.vectorization_factor == 8
+    f = fd.fusion
+    verify_fusion(f)
+    x_in = f.inputs[1]
+    assert all(type(e).__name__ == "UnaryOp" for e in f.uses_of(x_in))  # the casts read it
+    for t in f.tensors():
+        if t not in f.inputs and t not in f.outputs:
+            assert t.compute_at_pos >= 2, str(t)
+    assert torch.equal(fd.execute(xs)[0], before)
