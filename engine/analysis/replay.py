@@ -145,10 +145,12 @@ def loop_map(producer: TensorView, consumer: TensorView) -> IdMap:
                 if bo is not None and bi is not None:
                     match = next((u for u in bo.uses if id(u) in c_set and isinstance(u, Merge)
                                   and u.outer is bo and u.inner is bi), None)
+                    # Without a match now, consumer-side forwarding below may still remap
+                    # an input (a consumer merge with a broadcast we lack): retry then.
                     if match is not None:
                         m[t.out] = match.out
-                    done.add(id(t))
-                    changed = True
+                        done.add(id(t))
+                        changed = True
                 elif (bo is None) != (bi is None):
                     missing = t.outer if bo is None else t.inner
                     if missing.is_broadcast:
