@@ -53,7 +53,11 @@ from engine.schedule.base import Scheduler, SchedulerType
 from engine.schedule.params import HeuristicParams, LaunchParams
 from engine.schedule.registry import register
 from engine.schedule.runtime_info import SchedulerRuntimeInfo
-from engine.schedule.transpose import _UnionFind, group_inputs_outputs_by_inner_dim
+from engine.schedule.transpose import (
+    _UnionFind,
+    group_inputs_outputs_by_inner_dim,
+    has_non_unique_broadcast,
+)
 from engine.trace import Trace
 
 BDIMX = 128  # nvFuser's resize scheduler uses 128 threads per block
@@ -304,6 +308,8 @@ class ResizeScheduler(Scheduler):
             return "No resize op to schedule"
         if _has_reduction(fusion):
             return "No support for reduction ops"
+        if has_non_unique_broadcast(fusion):
+            return "Broadcasting dimension might be broadcasting to multiple sizes."
         groups = _broadcast_groups(fusion)
         members: dict[IterDomain, list[IterDomain]] = {}
         for i in list(groups.parent):

@@ -152,6 +152,28 @@ def inner_dim_map(fusion: Fusion) -> _UnionFind:
     return uf
 
 
+def has_non_unique_broadcast(fusion: Fusion) -> bool:
+    """nvFuser's hasNonUniqueBcast: a broadcast axis that meets concrete axes of two
+    different sizes (not exact-mapped to each other), so that no single loop can
+    stand for it. Exact classes here: producer-consumer maps without broadcast
+    pairs; a broadcast class collects the exact classes of the concrete axes its
+    members meet across an op."""
+    exact = _UnionFind()
+    pairs: list[tuple[IterDomain, IterDomain]] = []
+    for tv in _tensors(fusion):
+        for p in producers_of(tv):
+            for a, b in pairwise_logical_map(p, tv, map_broadcast=True).items():
+                if a.is_broadcast == b.is_broadcast:
+                    exact.union(a, b)
+                else:
+                    pairs.append((a, b))
+    targets: dict[IterDomain, set[IterDomain]] = {}
+    for a, b in pairs:
+        bc, conc = (a, b) if a.is_broadcast else (b, a)
+        targets.setdefault(exact.find(bc), set()).add(exact.find(conc))
+    return any(len(t) > 1 for t in targets.values())
+
+
 def innermost_alloc_id(tv: TensorView) -> IterDomain | None:
     """The innermost allocation id that is neither broadcast nor reduction."""
     for i in reversed(tv.domain.maybe_allocation):
@@ -290,6 +312,8 @@ class TransposeScheduler(Scheduler):
                             "instead of creating a tile for it.")
         if _has_reduction(fusion):
             return "no support for reduction ops"
+        if has_non_unique_broadcast(fusion):
+            return "Broadcasting dimension might be broadcasting to multiple sizes."
         groups = group_inputs_outputs_by_inner_dim(fusion)
         if len(groups) < 2:
             return "cannot find two mismatching inner most dimensions"
@@ -509,4 +533,5 @@ def _schedule_transpose(fusion: Fusion, p: TransposeParams, trace: Trace | None)
 
 
 __all__ = ["TransposeParams", "TransposeScheduler", "group_inputs_outputs_by_inner_dim",
+           "has_non_unique_broadcast",
            "find_reference_for", "innermost_alloc_id", "inner_dim_map", "io_tensors"]

@@ -244,3 +244,14 @@ def test_expanded_broadcast_and_a_twice_read_input_are_scheduled_and_inlined():
         if t not in f.inputs and t not in f.outputs:
             assert t.compute_at_pos >= 2, str(t)
     assert torch.equal(fd.execute(xs)[0], before)
+
+
+def test_a_broadcast_meeting_two_sizes_is_refused():
+    with FusionDefinition() as fd:
+        b = fd.define_tensor(shape=[1], contiguity=[None], dtype=DataType.Float)
+        x = fd.define_tensor(shape=[64], dtype=DataType.Float)
+        y = fd.define_tensor(shape=[32], dtype=DataType.Float)
+        fd.add_output(fd.ops.pad(fd.ops.add(x, b), [2, 2]))
+        fd.add_output(fd.ops.add(y, b))
+    v = verdict(fd, [torch.randn(1), torch.randn(64), torch.randn(32)])
+    assert v.reason == "Broadcasting dimension might be broadcasting to multiple sizes."

@@ -205,3 +205,14 @@ def test_three_dim_transpose_keeps_results():
     # Half input: 16 bytes allow 8, a full wave of 32x32 tiles caps it at 3 -> 2.
     assert p.vectorize_factor2 == 2
     assert torch.equal(fd.execute([x])[0], before)
+
+
+def test_a_broadcast_meeting_two_sizes_is_refused():
+    with FusionDefinition() as fd:
+        b = fd.define_tensor(shape=[1], contiguity=[None], dtype=DataType.Float)
+        x = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        y = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        fd.add_output(fd.ops.add(x, b))
+        fd.add_output(fd.ops.add(y, b))
+    v = transpose_verdict(fd, [torch.randn(1), torch.randn(64), torch.randn(32)])
+    assert v.reason == "Broadcasting dimension might be broadcasting to multiple sizes."
