@@ -106,8 +106,9 @@ class PersistentBufferInfo:
 
 
 def persistent_buffers(fusion: Fusion) -> PersistentBufferInfo:
-    """Tensors used by a reduction (directly or through other ops) and also by a
-    consumer that reads that reduction's result: they must persist across it."""
+    """Tensors used by a reduction (directly or through other ops) and also, outside
+    that reduction's input cone, by a consumer whose values meet the reduction's result:
+    they must persist across it."""
     info = PersistentBufferInfo()
     for red in reduction_tvs(fusion):
         up = _upstream(red)
@@ -116,10 +117,16 @@ def persistent_buffers(fusion: Fusion) -> PersistentBufferInfo:
             after |= _downstream(s)
         live = []
         for t in sorted(up, key=lambda t: t.name):
-            # A consumer that is both after the reduction and outside its own input
-            # cone reads `t` once the reduction is done.
-            if any(c in after for c in consumers_of(t)):
-                live.append(t)
+            # A consumer outside the reduction's input cone whose values meet the
+            # reduction's result (it is after the reduction, or leads to a tensor that
+            # is) reads `t` once the reduction is done. The second case is a buffer
+            # projected to inputs: the recomputation reads the input, not the result.
+            for c in consumers_of(t):
+                if c in up or c is red:
+                    continue
+                if c in after or _downstream(c) & after:
+                    live.append(t)
+                    break
         info.live_across[red] = live
         for t in live:
             if t not in info.persistent_buffers:

@@ -1,0 +1,325 @@
+"""The persistent (normalization) schedulers: which samples each takes and the others'
+reasons, persistent buffers and their projection, register/shared-memory storage and
+the refusal when a buffer fits neither, seed 001's shared-memory cache and its
+allocation domain, schedules that verify and keep the reference results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from engine import DataType, FusionDefinition, MemoryType, load_fusion
+from engine.analysis.persistent import (
+    persistent_buffer_size,
+    persistent_buffers,
+    reduction_properties,
+    reduction_tvs,
+    reduction_type,
+)
+from engine.ir.iterdomain import ParallelType
+from engine.ir.printer import transforms_block
+from engine.ir.verify import verify_fusion
+from engine.runtime.device import model
+from engine.schedule import registry
+from engine.schedule.base import SchedulerType
+from engine.schedule.normalization import smem_allocation_from_loop
+from engine.schedule.reduction import ReductionParams
+from engine.schedule.runtime_info import SchedulerRuntimeInfo
+from engine.trace import Trace
+
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_fusions"
+H100 = model("H100")
+A100 = model("A100")
+
+
+def verdicts(fd: FusionDefinition, xs: list, dev=H100) -> tuple[dict[str, str], SchedulerType | None]:
+    info = SchedulerRuntimeInfo(fd.fusion, xs, dev)
+    vs, first = registry.can_schedule(fd.fusion, info)
+    return {str(v.scheduler): ("accepted" if v.accepted else v.reason) for v in vs}, first
+
+
+def heuristics(fd: FusionDefinition, xs: list, kind: str, dev=H100, trace=None) -> ReductionParams:
+    info = SchedulerRuntimeInfo(fd.fusion, xs, dev)
+    return registry.get(kind).compute_heuristics(fd.fusion, info, trace)
+
+
+def schedule(fd: FusionDefinition, xs: list, kind: str, dev=H100, trace=None,
+             check_results: bool = True) -> ReductionParams:
+    before = fd.execute(xs) if check_results else None
+    p = heuristics(fd, xs, kind, dev, trace)
+    registry.get(kind).schedule(fd.fusion, p, trace)
+    verify_fusion(fd.fusion)
+    if before is not None:
+        for a, b in zip(before, fd.execute(xs), strict=True):
+            # the schedule changes the summation order (rfactor): float rounding differs,
+            # by up to one bf16 ulp once rounded to bf16
+            low = a.dtype in (torch.bfloat16, torch.float16)
+            torch.testing.assert_close(a.double(), b.double(), rtol=1.6e-2 if low else 1e-4,
+                                       atol=1e-2 if low else 1e-3)
+    return p
+
+
+def rms_norm(hidden: int, rows: int = 8) -> tuple[FusionDefinition, list]:
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+        w = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.BFloat16)
+        x = fd.ops.cast(t0, DataType.Float)
+        ms = fd.ops.div(fd.ops.sum(fd.ops.mul(x, x), dims=[1]), float(hidden))
+        r = fd.ops.rsqrt(fd.ops.add(ms, 1e-6))
+        y = fd.ops.mul(fd.ops.mul(x, fd.ops.broadcast(r, [False, True])),
+                       fd.ops.broadcast(fd.ops.cast(w, DataType.Float), [True, False]))
+        fd.add_output(fd.ops.cast(y, DataType.BFloat16))
+    xs = [torch.randn(rows, hidden).to(torch.bfloat16), torch.randn(hidden).to(torch.bfloat16)]
+    return fd, xs
+
+
+def seed001_like(n: int, variant: bool = False) -> tuple[FusionDefinition, list]:
+    """Seed 001 at [1, n, n]; `variant`: the AllocationDomainBroadcast test (sum over
+    {0, 2}, broadcast, add, sum over {0, 1}, no squeezes)."""
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[1, n, n], contiguity=[True, None, True],
+                              dtype=DataType.Float, stride_order=[1, 2, 0])
+        if variant:
+            t2 = fd.ops.sum(t0, dims=[0, 2])
+            t4 = fd.ops.add(t0, fd.ops.broadcast(t2, [True, False, True]))
+            t6 = fd.ops.sum(t4, dims=[0, 1])
+        else:
+            t2 = fd.ops.sum(fd.ops.squeeze(t0, [0]), dims=[1])
+            t4 = fd.ops.add(t0, fd.ops.broadcast(t2, [True, False, True]))
+            t6 = fd.ops.sum(fd.ops.squeeze(t4, [0]), dims=[0])
+        fd.add_output(t4)
+        fd.add_output(t6)
+    return fd, [torch.randn(n, 1, n).permute(1, 0, 2)]
+
+
+def outer_norm(rows: int, cols: int) -> tuple[FusionDefinition, list]:
+    """x - mean over rows: an outer reduction whose input persists."""
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        m = fd.ops.sum(t0, dims=[0])
+        fd.add_output(fd.ops.sub(t0, fd.ops.broadcast(m, [True, False])))
+    return fd, [torch.randn(rows, cols)]
+
+
+# ---- analysis -------------------------------------------------------------------------------------------
+
+def test_persistent_buffers_and_projection_of_rms_norm():
+    fd, xs = rms_norm(4096)
+    pb = persistent_buffers(fd.fusion)
+    x_float = fd.fusion.tensors()[2]  # cast(T0) to float
+    assert pb.persistent_buffers == [x_float]
+    assert pb.projectable == {x_float: [fd.fusion.inputs[0]]}
+    info = SchedulerRuntimeInfo(fd.fusion, xs, H100)
+    props = reduction_properties(reduction_tvs(fd.fusion)[0], info)
+    sz = persistent_buffer_size(fd.fusion, info, pb, props.total_iteration_numel)
+    # a float row of 4096, or the bf16 input row it is cast from
+    assert (sz.persistent_buffer_size, sz.projected_persistent_buffer_size) == (4096 * 4, 4096 * 2)
+
+
+def test_softmax_buffers_are_live_across_different_reductions():
+    fd = load_fusion(SAMPLES / "softmax.py")
+    xs = fd.example_inputs()
+    pb = persistent_buffers(fd.fusion)
+    mx, sm = reduction_tvs(fd.fusion)
+    # the input across the max, exp(x - max) across the sum; never both at once
+    assert pb.live_across[mx] == [fd.fusion.inputs[0]]
+    assert [t.definition.op for t in pb.live_across[sm]] == ["exp"]
+    info = SchedulerRuntimeInfo(fd.fusion, xs, H100)
+    sz = persistent_buffer_size(fd.fusion, info, pb, 16)
+    assert sz.persistent_buffer_size == 1000 * 4 and not sz.can_project
+
+
+def test_seed001_analysis_sees_the_permuted_allocation():
+    fd = load_fusion(SAMPLES / "seed001_inner_outer_alloc.py")
+    reds = reduction_tvs(fd.fusion)
+    assert reduction_type(reds) == "inner_outer"
+    assert [t.short_name for t in persistent_buffers(fd.fusion).persistent_buffers] == ["T0"]
+    fd2, _ = seed001_like(16, variant=True)
+    assert reduction_type(reduction_tvs(fd2.fusion)) == "inner_outer"
+
+
+# ---- samples: which scheduler, the others' reasons, key params ---------------------------------------------
+
+@pytest.mark.parametrize("name", ["softmax.py", "layer_norm.py", "rms_norm.py"])
+def test_inner_normalization_samples(name: str):
+    fd = load_fusion(SAMPLES / name)
+    xs = fd.example_inputs(seed=0)
+    v, first = verdicts(fd, xs)
+    assert first == SchedulerType.inner_persistent
+    assert v["reduction"] == "need persistent buffers that reduction scheduler doesn't handle"
+    assert v["outer_persistent"] == "ReductionType and heuristic doesn't match."
+    assert v["inner_outer_persistent"] == "ReductionType and heuristic doesn't match."
+    assert v["pointwise"] == "no support for reduction ops"
+    info = SchedulerRuntimeInfo(fd.fusion, xs, H100)
+    red_numel = reduction_properties(reduction_tvs(fd.fusion)[0], info).total_reduction_numel
+    p = schedule(fd, xs, "inner_persistent")
+    assert p.persistent_kernel and p.fastest_dim and p.cross_block_inner_reduction
+    # bf16 norms keep the bf16 input instead of its float cast; softmax has nothing to project
+    assert p.project_persistent_buffers == (name != "softmax.py")
+    assert p.smem_persistent_buffers == ()
+    # threads x persistent batches x vector cover the row
+    covered = p.lparams.bdimx * p.batches_per_block_inner_reduction * p.unroll_factor_inner_reduction
+    assert red_numel <= covered < 2 * red_numel + 32 * p.unroll_factor_inner_reduction
+
+
+def test_rms_norm_hidden_4096_bf16_is_register_persistent():
+    fd, xs = rms_norm(4096)
+    v, first = verdicts(fd, xs)
+    assert first == SchedulerType.inner_persistent
+    p = schedule(fd, xs, "inner_persistent")
+    assert (p.persistent_kernel, p.project_persistent_buffers, p.vectorize_inner_reduction) == (True, True, True)
+    assert p.unroll_factor_inner_reduction == 8  # 16 bytes of bf16
+    assert (p.lparams.bdimx, p.batches_per_block_inner_reduction) == (128, 4)
+    assert p.smem_persistent_buffers == () and p.lparams.smem == 0
+    assert str(p).startswith(
+        "\n===== Reduction Parameters ========\nTag: Inner Persistent Heuristic\n"
+        "Red On Fastest Dim\nPersistent Kernel\nProject Persistent Buffers\n"
+        "Batches per block: 4\nCircular buffer: not used\n\n"
+        "Iteration Domain: blockIdx.x / \n"
+        "Inner Reduction Domain: cross block - threadIdx.x / persistent batch - 4 / vectorize / factor 8\n"
+        "Launch Parameters: BlockDim.x = 128, BlockDim.y = 1,")
+    # projected: the post-reduction use recomputes the cast from the input; the input's
+    # cache is the buffer, inlined at the iteration axis only so it lives across the sum
+    cache = fd.fusion.tensors()[len(fd.fusion.inputs)]
+    assert cache.definition.input is fd.fusion.inputs[0]
+    assert len(fd.fusion.uses_of(cache)) == 2
+    assert cache.compute_at_pos == 1
+    assert cache.domain.loop[-1].parallel_type == ParallelType.vectorize
+
+
+def test_a_buffer_that_fits_nowhere_is_refused():
+    fd, xs = rms_norm(1 << 20, rows=2)  # a 2 MiB bf16 row even when projected
+    v, first = verdicts(fd, xs)
+    assert v["inner_persistent"] == "not enough registers or shared memory for persistence"
+    assert first is None
+
+
+def test_a_buffer_too_large_for_registers_goes_to_shared_memory():
+    # 53248 floats = 208 KiB per row: over the 192 KiB register budget, within shared memory
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        s = fd.ops.sum(t0, dims=[1])
+        fd.add_output(fd.ops.div(t0, fd.ops.broadcast(s, [False, True])))
+    xs = [torch.rand(32, 53248) + 1]
+    # two rows only would be refused: a long reduction over too few blocks
+    assert verdicts(fd, [xs[0][:2]])[0]["inner_persistent"] == "not enough blocks"
+    assert verdicts(fd, xs)[1] == SchedulerType.inner_persistent
+    p = schedule(fd, xs, "inner_persistent")
+    assert p.smem_persistent_buffers == ("T0",) and p.lparams.smem == 53248 * 4
+    cache = fd.fusion.tensors()[len(fd.fusion.inputs)]
+    assert cache.memory_type == MemoryType.Shared and cache.compute_at_pos == 1
+
+
+def test_outer_persistent():
+    fd, xs = outer_norm(96, 40)
+    v, first = verdicts(fd, xs)
+    assert first == SchedulerType.outer_persistent
+    assert v["inner_persistent"] == "ReductionType and heuristic doesn't match."
+    p = schedule(fd, xs, "outer_persistent")
+    assert p.persistent_kernel and not p.fastest_dim
+    assert p.block_dim_inner_reduction == ParallelType.block_y
+    assert p.vectorize_iter_dom and p.unroll_factor_iter_dom == 4
+    assert p.lparams.bdimy * p.batches_per_block_inner_reduction >= 96
+
+
+# ---- seed 001 ---------------------------------------------------------------------------------------------
+
+def test_seed001_schedules_inner_outer_with_a_rebuilt_shared_allocation():
+    fd = load_fusion(SAMPLES / "seed001_inner_outer_alloc.py")
+    xs = fd.example_inputs(seed=0)
+    v, first = verdicts(fd, xs)
+    assert first == SchedulerType.inner_outer_persistent
+    assert v["reduction"] == ("Un-mapped multi-reduction: T2_l_float[iS5{4096}, rS6{4096}] and "
+                              "T6_g_float[rS15{4096}, iS16{4096}]")
+    assert v["inner_persistent"] == "ReductionType and heuristic doesn't match."
+    t = Trace()
+    p = schedule(fd, xs, "inner_outer_persistent", trace=t, check_results=False)
+    assert p.combined_inner_outer and p.persistent_kernel
+    assert (p.cross_block_outer_reduction, p.cross_grid_outer_reduction) == (True, True)
+    assert p.smem_persistent_buffers == ("T0",) and p.circular_buffer_stages == 2
+    assert (p.lparams.gdimy, p.lparams.bdimy, p.lparams.bdimx) == (132, 2, 256)
+    t7 = next(x for x in fd.fusion.tensors() if x.short_name == "T7")
+    # the seed's T7, numbered by this fusion: loop (blockIdx.y{132}, {8}, {2}, {2}, bS{1},
+    # iB{4096}) at ca_pos 2, and an allocation domain of what is right of ca_pos
+    assert transforms_block(t7) == (
+        "T7_s_float[iblockIdx.y39{132}, iS40{8}, iS41{2}, iS37{2}, bS17{1}, iB19{4096}] ca_pos( 2 )\n"
+        " logical domain : (bS17{1}, iS18{4096}, iB19{4096})\n"
+        " allocation domain : (iS41{2}, iS37{2}, bS17{1}, iB19{4096})\n"
+        " contiguity: t t n t\n"
+        "  Split: iS18{4096} by factor 2 -> iS36{2048}, iS37{2}\n"
+        "  Split: iS36{2048} by factor 132 -> iS38{16}, iblockIdx.y39{132}\n"
+        "  Split: iS38{16} by factor 2 -> iS40{8}, iS41{2}\n"
+        " loop domain : (iblockIdx.y39{132}, iS40{8}, iS41{2}, iS37{2}, bS17{1}, iB19{4096})\n"
+    )
+    assert t7.definition.input is fd.fusion.inputs[0]
+    # the input keeps its own layout
+    assert str(fd.fusion.inputs[0]).startswith("T0_g_float")
+    assert [i.name for i in fd.fusion.inputs[0].domain.allocation] == [1, 0, 2]
+    msgs = [e.message for e in t.about("T7")]
+    assert "allocation domain rebuilt from the loop domain right of ca_pos: " \
+           "(iS41{2}, iS37{2}, bS17{1}, iB19{4096})" in msgs
+    # the outer reduction ends as a block (TIDy) and grid (BIDy) reduction of partials
+    out = fd.fusion.outputs[1]
+    red = out.definition.input
+    assert [i.parallel_type for i in red.domain.loop if i.is_reduction] == [
+        ParallelType.grid_y, ParallelType.block_y]
+
+
+def test_allocation_rule_never_copies_the_stale_input_order():
+    fd, xs = seed001_like(4096)
+    schedule(fd, xs, "inner_outer_persistent", check_results=False)
+    t7 = fd.fusion.tensors()[len(fd.fusion.inputs)]
+    assert t7.memory_type == MemoryType.Shared
+    alloc = t7.domain.allocation
+    logical = t7.domain.logical
+    # no id of the stale copy (iS18, bS17, iB19 in input order) that the loop split
+    assert logical[1] not in alloc
+    assert alloc == smem_allocation_from_loop(t7) == [*t7.domain.loop[2:4], *t7.domain.loop[4:]]
+
+
+def test_allocation_domain_broadcast_variant():
+    fd, xs = seed001_like(4096, variant=True)
+    v, first = verdicts(fd, xs)
+    assert first == SchedulerType.inner_outer_persistent
+    schedule(fd, xs, "inner_outer_persistent", check_results=False)
+    c = fd.fusion.tensors()[len(fd.fusion.inputs)]
+    assert c.memory_type == MemoryType.Shared and c.compute_at_pos == 2
+    loop = c.domain.loop
+    # (stages, rows) of the row axis, then the copied row (the broadcast merged into it)
+    assert c.domain.allocation == [loop[2], loop[3], loop[4]]
+    assert loop[4].parallel_type == ParallelType.bulk
+    assert [str(i.extent.inline()) for i in c.domain.allocation] == ["2", "2", "4096"]
+    assert transforms_block(c).splitlines()[0].endswith("ca_pos( 2 )")
+
+
+@pytest.mark.parametrize("n, variant", [(40, False), (24, False), (40, True), (33, True)])
+def test_seed001_small_keeps_results(n: int, variant: bool):
+    fd, xs = seed001_like(n, variant)
+    assert verdicts(fd, xs)[1] == SchedulerType.inner_outer_persistent
+    schedule(fd, xs, "inner_outer_persistent")
+
+
+def test_without_tma_inner_outer_keeps_inputs_in_registers():
+    fd, xs = seed001_like(64)
+    p = schedule(fd, xs, "inner_outer_persistent", dev=A100)
+    assert p.smem_persistent_buffers == () and p.circular_buffer_stages == 0
+    assert all(t.memory_type != MemoryType.Shared for t in fd.fusion.tensors())
+
+
+# ---- determinism and trace ---------------------------------------------------------------------------------
+
+def test_deterministic_and_traced():
+    texts = []
+    for _ in range(2):
+        fd = load_fusion(SAMPLES / "layer_norm.py")
+        xs = fd.example_inputs(seed=5)
+        t = Trace()
+        p = schedule(fd, xs, "inner_persistent", trace=t)
+        texts.append((str(fd.fusion), p))
+        heur = [e.message for e in t.of_kind("heuristic")]
+        assert heur[0] == "persistent buffer 512 bytes per row (projected to inputs)"
+        assert any("projected to inputs" in e.message for e in t.of_kind("transform"))
+        assert any("persistent buffer inlined" in e.message for e in t.of_kind("transform"))
+    assert texts[0] == texts[1]
