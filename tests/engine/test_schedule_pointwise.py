@@ -407,3 +407,51 @@ def test_schedule_fusion_force_refused_names_the_reason():
     fd = load_fusion(SAMPLES / "softmax.py")
     with pytest.raises(ScheduleError, match="no support for reduction ops"):
         schedule_fusion(fd.fusion, fd.example_inputs(seed=0), force="pointwise")
+
+
+# ---- every bundled sample: the pointwise verdict, and schedules that keep results ----------
+
+POINTWISE_REASONS = {
+    "cross_entropy": "First input of GatherOp must be fusion input.",
+    "gelu_bias": "",
+    "layer_norm": "no support for reduction ops",
+    "outer_reduction": "no support for reduction ops",
+    "reshape_chain": "",
+    "rms_norm": "no support for reduction ops",
+    "seed000_moe_layout_op": (
+        "output T9 of PreprocessGroupedMatmulInputSf must be a fusion output with no uses: "
+        "its runtime function writes it to global memory"),
+    "seed001_inner_outer_alloc": "no support for reduction ops",
+    "seed002_stream_matmul_m": (
+        "Has unsupported ops: MatmulOp (evaluated by the expr_eval scheduler in this engine)"),
+    "seed002_stream_reduction": "no support for reduction ops",
+    "seed003_rope_bwd": "First input of SliceOp must be fusion input.",
+    "seed003_rope_bwd_small": "First input of SliceOp must be fusion input.",
+    "seed004_nvfp4_quantize": "Block Quantization Op requires vectorization factor to be at least 2.",
+    "seed004_nvfp4_quantize_swizzled": "",
+    "softmax": "no support for reduction ops",
+    "transpose": "",
+}
+
+
+@pytest.mark.parametrize("name", sorted(POINTWISE_REASONS))
+def test_pointwise_verdict_on_every_sample(name):
+    fd = load_fusion(SAMPLES / f"{name}.py")
+    xs = fd.example_inputs(seed=0)
+    vs, first = verdicts(fd, xs)
+    assert vs[SchedulerType.pointwise].reason == POINTWISE_REASONS[name]
+    if vs[SchedulerType.pointwise].accepted:
+        # Nothing earlier in the priority order takes these (the transpose scheduler
+        # refuses the small transpose sample); they schedule and keep their results.
+        assert first == SchedulerType.pointwise
+        kind, p, _ = schedule_and_check(fd, xs)
+        assert kind == SchedulerType.pointwise and isinstance(p, PointwiseParams)
+
+
+def test_swizzled_quantize_keeps_the_scales_allocation_domain():
+    fd = load_fusion(SAMPLES / "seed004_nvfp4_quantize_swizzled.py")
+    xs = fd.example_inputs(seed=0)
+    q = next(e for e in fd.fusion.exprs() if isinstance(e, BlockQuantizationOp))
+    alloc = list(q.block_scales.domain.allocation)
+    schedule_and_check(fd, xs)
+    assert q.block_scales.definition is q and q.block_scales.domain.allocation == alloc
