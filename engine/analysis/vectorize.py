@@ -218,7 +218,8 @@ def _tensor_factor(tv: TensorView, region: _Region, info: SchedulerRuntimeInfo,
     while v > 1 and v * bits > align * 8:
         v //= 2
     notes.append(f"pointer alignment {align} bytes -> {v}")
-    outer = [s for (_, _, s) in rows[used:] if s is not None]
+    # A size-1 axis is never stepped over, so its stride (arbitrary in torch) does not matter.
+    outer = [s for (i, _, s) in rows[used:] if s is not None and info.extent(i) != 1]
     while v > 1 and any(s % v for s in outer):
         v //= 2
     if outer:

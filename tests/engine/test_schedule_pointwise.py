@@ -455,3 +455,19 @@ def test_swizzled_quantize_keeps_the_scales_allocation_domain():
     alloc = list(q.block_scales.domain.allocation)
     schedule_and_check(fd, xs)
     assert q.block_scales.definition is q and q.block_scales.domain.allocation == alloc
+
+
+def test_outer_strides_limit_the_vector_but_size_one_strides_do_not():
+    from engine.analysis.vectorize import vectorization_factor
+
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1, -1], contiguity=[False, False, True], dtype=DataType.BFloat16)
+        fd.add_output(fd.ops.neg(a))
+    # Rows of 64 elements 68 apart: the contiguous extent is 64, the row stride 68 = 4 * 17.
+    x = torch.randn(8, 3, 68).to(torch.bfloat16)[:, :, :64]
+    r = vectorization_factor(fd.fusion, fd.fusion.outputs[0], SchedulerRuntimeInfo(fd.fusion, [x]))
+    assert r.per_tensor["T0"] == 4
+    # A size-1 middle axis with an odd stride is never stepped over.
+    y = torch.randn(8, 1, 64).to(torch.bfloat16).as_strided((8, 1, 64), (64, 7, 1))
+    r = vectorization_factor(fd.fusion, fd.fusion.outputs[0], SchedulerRuntimeInfo(fd.fusion, [y]))
+    assert r.per_tensor["T0"] == 8
