@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine import DataType, FusionDefinition, load_fusion
 from engine.analysis.persistent import (
@@ -240,3 +242,35 @@ def test_odd_sizes_keep_results(rows: int, cols: int):
         t0 = fd2.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
         fd2.add_output(fd2.ops.max(t0, dims=[0]))
     schedule(fd2, [torch.randn(cols, rows)], "reduction")
+
+
+# ---- random reductions --------------------------------------------------------------------------------------
+
+@settings(max_examples=25, deadline=None)
+@given(rows=st.integers(1, 300), cols=st.integers(1, 300), dim=st.sampled_from([0, 1]),
+       op=st.sampled_from(["sum", "max", "min"]), bf16=st.booleans(), transposed=st.booleans())
+def test_random_reductions_schedule_verify_and_keep_results(rows, cols, dim, op, bf16, transposed):
+    dt = DataType.BFloat16 if bf16 else DataType.Float
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dt,
+                              stride_order=[0, 1] if transposed else [1, 0])
+        r = getattr(fd.ops, op)(fd.ops.cast(t0, DataType.Float), dims=[dim])
+        fd.add_output(fd.ops.cast(r, dt))
+    x = torch.randn(cols, rows).t() if transposed else torch.randn(rows, cols)
+    x = x.to(torch.bfloat16 if bf16 else torch.float32)
+    v, first = verdicts(fd, [x])
+    assert first == SchedulerType.reduction, v
+    info = SchedulerRuntimeInfo(fd.fusion, [x], H100)
+    p = registry.get("reduction").compute_heuristics(fd.fusion, info)
+    # the reduction is on the fastest dimension exactly when the reduced dim is the
+    # innermost one of the declared layout (decided from the definition, as nvFuser)
+    assert p.fastest_dim == (dim == (0 if transposed else 1))
+    before = fd.execute([x])
+    registry.get("reduction").schedule(fd.fusion, p)
+    verify_fusion(fd.fusion)
+    (after,) = fd.execute([x])
+    tol = dict(rtol=1.6e-2, atol=1e-2) if bf16 else dict(rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(after.double(), before[0].double(), **tol)
+    # vectors never exceed 16 bytes and divide the vectorized extent
+    vec = p.unroll_factor_inner_reduction if p.fastest_dim else p.unroll_factor_iter_dom
+    assert vec * (2 if bf16 else 4) <= 16
