@@ -323,3 +323,50 @@ def test_deterministic_and_traced():
         assert any("projected to inputs" in e.message for e in t.of_kind("transform"))
         assert any("persistent buffer inlined" in e.message for e in t.of_kind("transform"))
     assert texts[0] == texts[1]
+
+
+# ---- normalizations at odd sizes ---------------------------------------------------------------------------
+
+def layer_norm_fwd(rows: int, cols: int, dt: DataType) -> tuple[FusionDefinition, list]:
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dt)
+        w = fd.define_tensor(shape=[-1], contiguity=[True], dtype=dt)
+        x = fd.ops.cast(t0, DataType.Float)
+        var, mean = fd.ops.var_mean(x, dims=[1], correction=0)
+        y = fd.ops.mul(fd.ops.sub(x, fd.ops.broadcast(mean, [False, True])),
+                       fd.ops.broadcast(fd.ops.rsqrt(fd.ops.add(var, 1e-5)), [False, True]))
+        y = fd.ops.mul(y, fd.ops.broadcast(fd.ops.cast(w, DataType.Float), [True, False]))
+        fd.add_output(fd.ops.cast(y, dt))
+        fd.add_output(mean)
+    tdt = torch.bfloat16 if dt == DataType.BFloat16 else torch.float32
+    return fd, [torch.randn(rows, cols).to(tdt), torch.randn(cols).to(tdt)]
+
+
+def layer_norm_bwd_like(rows: int, cols: int, dt: DataType) -> tuple[FusionDefinition, list]:
+    """grad_input needs a reduction over each row (inner), grad_weight one over the
+    rows (outer): layer-norm backward's combined pattern."""
+    with FusionDefinition() as fd:
+        g = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dt)
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dt)
+        gf, xf = fd.ops.cast(g, DataType.Float), fd.ops.cast(x, DataType.Float)
+        s = fd.ops.sum(fd.ops.mul(gf, xf), dims=[1])
+        gi = fd.ops.sub(gf, fd.ops.mul(xf, fd.ops.broadcast(s, [False, True])))
+        fd.add_output(fd.ops.cast(gi, dt))
+        fd.add_output(fd.ops.sum(fd.ops.mul(gf, xf), dims=[0]))
+    tdt = torch.bfloat16 if dt == DataType.BFloat16 else torch.float32
+    return fd, [torch.randn(rows, cols).to(tdt), torch.randn(rows, cols).to(tdt)]
+
+
+@pytest.mark.parametrize("rows, cols", [(1, 1), (3, 7), (5, 33), (130, 1000), (2, 4096)])
+@pytest.mark.parametrize("dt", [DataType.Float, DataType.BFloat16])
+def test_layer_norm_forward_and_backward_like_keep_results(rows: int, cols: int, dt: DataType):
+    fd, xs = layer_norm_fwd(rows, cols, dt)
+    assert verdicts(fd, xs)[1] == SchedulerType.inner_persistent
+    p = schedule(fd, xs, "inner_persistent")
+    assert p.project_persistent_buffers == (dt == DataType.BFloat16)
+    fd, xs = layer_norm_bwd_like(rows, cols, dt)
+    v, first = verdicts(fd, xs)
+    assert first == SchedulerType.inner_outer_persistent
+    assert v["inner_persistent"] == "ReductionType and heuristic doesn't match."
+    p = schedule(fd, xs, "inner_outer_persistent")
+    assert p.combined_inner_outer and p.project_persistent_buffers == (dt == DataType.BFloat16)
