@@ -183,8 +183,6 @@ def persistent_compile_reject(fusion: Fusion, kind: SchedulerType) -> str | None
         return "no persistent buffer identified"
     if gather_before_reduction(fusion, reds):
         return "has unsupported gather-like ops before normalization"
-    if any(isinstance(e, ex.WelfordOp) for e in fusion.exprs()) and kind == SchedulerType.inner_outer_persistent:
-        return "no support for welford in combined inner-outer reductions"
     return None
 
 

@@ -370,3 +370,15 @@ def test_layer_norm_forward_and_backward_like_keep_results(rows: int, cols: int,
     assert v["inner_persistent"] == "ReductionType and heuristic doesn't match."
     p = schedule(fd, xs, "inner_outer_persistent")
     assert p.combined_inner_outer and p.project_persistent_buffers == (dt == DataType.BFloat16)
+
+
+def test_inner_outer_with_a_welford_inner_reduction():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        _var, mean = fd.ops.var_mean(x, dims=[1], correction=0)
+        y = fd.ops.sub(x, fd.ops.broadcast(mean, [False, True]))
+        fd.add_output(y)
+        fd.add_output(fd.ops.sum(y, dims=[0]))
+    xs = [torch.randn(40, 24)]
+    assert verdicts(fd, xs)[1] == SchedulerType.inner_outer_persistent
+    schedule(fd, xs, "inner_outer_persistent")
