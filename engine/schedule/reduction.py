@@ -26,7 +26,7 @@ from engine.analysis.persistent import (
 )
 from engine.errors import ScheduleError
 from engine.ir import exprs as ex
-from engine.ir.iterdomain import ParallelType, Split
+from engine.ir.iterdomain import IterDomain, Merge, ParallelType, Split
 from engine.ir.tensorview import TensorView
 from engine.schedule import tools
 from engine.schedule.base import Scheduler, SchedulerType
@@ -474,7 +474,7 @@ def rfactor_serial(red: TensorView) -> TensorView | None:
 def vectorize_io(fusion: Fusion, tvs: list[TensorView], v: int) -> list[TensorView]:
     """Vectorize the innermost loop axis of global-memory accesses whose axis is the
     inner output of a split by `v` (the reference's vectorized split, propagated)."""
-    done = []
+    done: list[TensorView] = []
     if v <= 1:
         return done
     for tv in tvs:
@@ -482,11 +482,40 @@ def vectorize_io(fusion: Fusion, tvs: list[TensorView], v: int) -> list[TensorVi
             continue
         last = tv.domain.loop[-1]
         d = last.definition
-        if (isinstance(d, Split) and d.inner is last and d.factor.is_const
-                and d.factor.evaluate() == v and not last.is_reduction and not last.is_broadcast):
-            last.parallelize(ParallelType.vectorize)
-            done.append(tv)
+        if not (isinstance(d, Split) and d.inner is last and d.factor.is_const
+                and d.factor.evaluate() == v) or last.is_reduction or last.is_broadcast:
+            continue
+        # Only a split of the tensor's innermost allocated axis is contiguous in memory,
+        # and an axis already bound to threads stays theirs.
+        if last.is_parallelized or _split_source(last, tv) is not innermost_allocated(tv):
+            continue
+        last.parallelize(ParallelType.vectorize)
+        done.append(tv)
     return done
+
+
+def innermost_allocated(tv: TensorView) -> IterDomain | None:
+    for i in reversed(tv.domain.maybe_allocation):
+        if not (i.is_broadcast or i.is_reduction):
+            return i
+    return None
+
+
+def _split_source(i: IterDomain, tv: TensorView) -> IterDomain | None:
+    """The id whose inner part the vector `i` is: the input of its split, followed
+    through the inner side of merges (the canonical merge of several axes) to a
+    logical or allocation id of `tv`."""
+    ends = set(tv.domain.logical) | set(tv.domain.maybe_allocation)
+    d = i.definition
+    if not isinstance(d, Split):
+        return None
+    i = d.in_id
+    while i not in ends:
+        m = i.definition
+        if not isinstance(m, Merge):
+            return None
+        i = m.inner
+    return i
 
 
 def io_tensors(fusion: Fusion, caches: list[TensorView]) -> list[TensorView]:

@@ -274,3 +274,19 @@ def test_random_reductions_schedule_verify_and_keep_results(rows, cols, dim, op,
     # vectors never exceed 16 bytes and divide the vectorized extent
     vec = p.unroll_factor_inner_reduction if p.fastest_dim else p.unroll_factor_iter_dom
     assert vec * (2 if bf16 else 4) <= 16
+
+
+def test_outer_reduction_over_merged_iteration_axes_vectorizes_loads_and_stores():
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.sum(t0, dims=[0]))
+    xs = [torch.randn(64, 8, 16)]
+    p = schedule(fd, xs, "reduction")
+    assert not p.fastest_dim and p.unroll_factor_iter_dom == 4
+    cache = fd.fusion.tensors()[1]
+    assert cache.definition.input is fd.fusion.inputs[0]
+    assert cache.domain.loop[-1].parallel_type == ParallelType.vectorize
+    assert fd.fusion.outputs[0].domain.loop[-1].parallel_type == ParallelType.vectorize
+    # the loop ids bound to threads keep their parallel types (TIDx over columns, TIDy rows)
+    assert [i.parallel_type for i in cache.domain.loop[:3]] == [
+        ParallelType.grid_x, ParallelType.block_x, ParallelType.block_y]
