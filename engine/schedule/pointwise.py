@@ -156,6 +156,33 @@ def memory_promotion_reason(fusion: Fusion) -> str | None:
     return None
 
 
+def conflicting_reshapes(fusion: Fusion) -> bool:
+    """Whether tensors that share their axes (connected by any op but a reshape) are
+    reshaped to different shapes: transform propagation from one reference cannot
+    replay both (nvFuser's requiresForwardViewReplay, by shapes rather than by exact
+    IterDomain sets: conservative where a broadcast joins two tensors)."""
+    parent: dict[TensorView, TensorView] = {}
+
+    def find(t: TensorView) -> TensorView:
+        while parent.setdefault(t, t) is not t:
+            t = parent[t]
+        return t
+
+    views: list[ex.ViewOp] = []
+    for e in fusion.exprs():
+        if isinstance(e, ex.ViewOp):
+            views.append(e)
+            continue
+        tvs = [v for v in [*e.inputs, *e.outputs] if isinstance(v, TensorView)]
+        for t in tvs[1:]:
+            parent[find(t)] = find(tvs[0])
+    shapes: dict[TensorView, set[tuple[str, ...]]] = {}
+    for e in views:
+        shape = tuple(i.extent.inline() for i in e.output.domain.logical)
+        shapes.setdefault(find(e.input), set()).add(shape)
+    return any(len(v) > 1 for v in shapes.values())
+
+
 def has_reduction(fusion: Fusion) -> bool:
     for e in fusion.exprs():
         if isinstance(e, (ex.ReductionOp, ex.WelfordOp)):
@@ -236,6 +263,8 @@ class PointwiseScheduler(Scheduler):
         why = memory_promotion_reason(fusion)
         if why is not None:
             return why
+        if conflicting_reshapes(fusion):
+            return "Fusion requires view being reversible."
         if has_reduction(fusion):
             return "no support for reduction ops"
         if non_terminal_block_quantize(fusion) is not None:

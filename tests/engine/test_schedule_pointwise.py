@@ -471,3 +471,21 @@ def test_outer_strides_limit_the_vector_but_size_one_strides_do_not():
     y = torch.randn(8, 1, 64).to(torch.bfloat16).as_strided((8, 1, 64), (64, 7, 1))
     r = vectorization_factor(fd.fusion, fd.fusion.outputs[0], SchedulerRuntimeInfo(fd.fusion, [y]))
     assert r.per_tensor["T0"] == 8
+
+
+def test_one_tensor_reshaped_two_ways_is_refused():
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[64, 96], dtype=DataType.Float)
+        b = fd.ops.exp(a)
+        fd.add_output(fd.ops.neg(fd.ops.reshape(b, [96, 64])))
+        fd.add_output(fd.ops.neg(fd.ops.reshape(fd.ops.abs(b), [32, 192])))
+    vs, _ = verdicts(fd, [torch.randn(64, 96)])
+    assert vs[SchedulerType.pointwise].reason == "Fusion requires view being reversible."
+    # The same reshape twice is one replay.
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[64, 96], dtype=DataType.Float)
+        fd.add_output(fd.ops.reshape(fd.ops.exp(a), [96, 64]))
+        fd.add_output(fd.ops.reshape(fd.ops.neg(a), [96, 64]))
+    vs, _ = verdicts(fd, [torch.randn(64, 96)])
+    assert vs[SchedulerType.pointwise].accepted
+    schedule_and_check(fd, [torch.randn(64, 96)])
