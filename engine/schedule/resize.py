@@ -46,7 +46,7 @@ from engine.ir import exprs as ex
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain, ParallelType, Resize
 from engine.ir.scalar import same_scalar
-from engine.ir.tensorview import TensorView
+from engine.ir.tensorview import TensorDomain, TensorView
 from engine.ir.verify import verify
 from engine.schedule import tools
 from engine.schedule.base import Scheduler, SchedulerType
@@ -164,7 +164,18 @@ Alignment = dict[int, Entry]
 
 
 class _ConflictError(Exception):
-    pass
+    """`tensor` is needed by `consumer` under another alignment than it has (both None
+    when the cause is not one tensor, e.g. a reshape)."""
+
+    def __init__(self, message: str, tensor: TensorView | None = None,
+                 consumer: TensorView | None = None) -> None:
+        super().__init__(message)
+        self.tensor = tensor
+        self.consumer = consumer
+
+
+_NOT_RECOMPUTED = ("; recomputing a resize input is supported for pointwise, cast, broadcast, "
+                   "expand, set and factory ops only")
 
 
 def _logical_to_root(tv: TensorView, i: IterDomain) -> tuple[IterDomain, Resize | None]:
@@ -217,8 +228,8 @@ def _p2c(producer: TensorView, consumer: TensorView, al: Alignment) -> Alignment
             if not chain or not _same_chain(chain[:1], (rz,)):
                 raise _ConflictError(
                     f"{producer.short_name} is needed under different resizes (its use by "
-                    f"{consumer.short_name} is not on the reference's path); recomputing a resize "
-                    "input is not supported by this engine yet")
+                    f"{consumer.short_name} is not on the reference's path)" + _NOT_RECOMPUTED,
+                    producer, consumer)
             chain = chain[1:]
         out[k] = (c, chain)
     return out
@@ -240,12 +251,37 @@ def align(fusion: Fusion, ref: TensorView,
     """
     ref_ids = [i for i in ref.domain.logical if not i.is_reduction]
     result: dict[TensorView, Alignment] = {ref: {k: (i, ()) for k, i in enumerate(ref_ids)}}
-    queue = [ref]
     inputs = set(id(v) for v in fusion.inputs)
-    # Inputs are walked through last: an input's alignment is whichever consumer
-    # reached it first and means nothing to its other consumers, so those are reached
-    # from their own consumers when they can be.
-    later: list[TensorView] = []
+    # First everything the reference depends on, from consumers to producers: a
+    # tensor's alignment is what its consumers need (as the resize propagation goes
+    # from each slice and pad to its inputs); a tensor two consumers need differently
+    # is the conflict, not whichever consumer a forward walk reached first.
+    queue = [ref]
+    while queue:
+        src = queue.pop(0)
+        if id(src) in inputs:
+            continue
+        for nb in producers_of(src):
+            if nb in result and id(nb) in inputs:
+                if shared_inputs is not None and not _same_alignment(result[nb], _c2p(src, nb, result[src])):
+                    shared_inputs.add(nb)
+                continue
+            al = _c2p(src, nb, result[src])
+            if nb in result:
+                if not _same_alignment(result[nb], al):
+                    raise _ConflictError(
+                        f"{nb.short_name} is needed under different resizes" + _NOT_RECOMPUTED, nb, src)
+                for k in al.keys() - result[nb].keys():
+                    result[nb][k] = al[k]
+                continue
+            result[nb] = al
+            queue.append(nb)
+    # Then the rest (other outputs' branches) both ways, checking every edge. Inputs
+    # are walked through last: an input's alignment is whichever consumer reached it
+    # first and means nothing to its other consumers, so those are reached from their
+    # own consumers when they can be.
+    queue = [t for t in result if id(t) not in inputs]
+    later: list[TensorView] = [t for t in result if id(t) in inputs]
     while queue or later:
         src = queue.pop(0) if queue else later.pop(0)
         for nb, is_consumer in [*((c, True) for c in consumers_of(src)),
@@ -263,14 +299,63 @@ def align(fusion: Fusion, ref: TensorView,
                     for k in al.keys() - result[nb].keys():
                         result[nb][k] = al[k]
                 else:
+                    # The shared tensor is the producer of the edge.
+                    shared, user = (src, nb) if is_consumer else (nb, src)
                     raise _ConflictError(
-                        f"{nb.short_name} is needed under different resizes; recomputing a resize "
-                        "input is not supported by this engine yet"
-                    )
+                        f"{shared.short_name} is needed under different resizes" + _NOT_RECOMPUTED,
+                        shared, user)
                 continue
             result[nb] = al
             (later if id(nb) in inputs else queue).append(nb)
     return result
+
+
+_RECOMPUTABLE = (ex.UnaryOp, ex.BinaryOp, ex.TernaryOp, ex.BroadcastOp, ex.ExpandOp,
+                 ex.LoadStoreOp, ex.FullOp, ex.IotaOp)
+
+
+def _recompute_for(fusion: Fusion, tv: TensorView, consumer: TensorView) -> TensorView | None:
+    """nvFuser's RecomputeTv: a copy of tv's definition, read by `consumer` instead of tv.
+
+    Only for ops whose output has no root domain (no transforms to replay) and that
+    produce one tensor; None otherwise.
+    """
+    e = tv.definition
+    if (e is None or not isinstance(e, _RECOMPUTABLE) or len(e.outputs) != 1
+            or tv.domain.root is not None or tv in fusion.inputs):
+        return None
+    ids = [IterDomain(fusion, i.extent, i.iter_type, expanded_extent=i.expanded_extent)
+           for i in tv.domain.logical]
+    copy = TensorView(fusion, TensorDomain(ids), tv.dtype)
+    clone = object.__new__(type(e))
+    ex.Expr.__init__(clone, fusion, list(e.inputs), [copy], **e.attributes)
+    for use in fusion.uses_of(tv):
+        if consumer in use.outputs:
+            fusion.replace_input_of(use, tv, copy)
+    return copy
+
+
+def make_resizes_exclusive(fusion: Fusion, ref: TensorView, trace: Trace | None = None) -> None:
+    """Recompute tensors that two resize paths need differently until `align` succeeds.
+
+    Each conflict recomputes the shared tensor for one of its consumers; the conflict
+    then moves to its producers, and ends at fusion inputs, which are read from global
+    memory wherever needed. Raises _ConflictError when a tensor cannot be recomputed.
+    """
+    limit = 4 * len(fusion.exprs()) + 8
+    for _ in range(limit):
+        try:
+            align(fusion, ref)
+            return
+        except _ConflictError as c:
+            if c.tensor is None or c.consumer is None:
+                raise
+            copy = _recompute_for(fusion, c.tensor, c.consumer)
+            if copy is None:
+                raise
+            _note(trace, copy.short_name, f"recomputes {c.tensor.short_name} for "
+                  f"{c.consumer.short_name}: the two need it under different resizes")
+    raise _ConflictError("resize inputs could not be made exclusive")
 
 
 def _apply_alignment(tv: TensorView, al: Alignment, n_ref: int) -> list[int]:
@@ -348,8 +433,10 @@ class ResizeScheduler(Scheduler):
         # This engine's own limits (see the module docstring).
         if any(isinstance(e, ex.ViewOp) for e in fusion.exprs()):
             return "reshape in a resize fusion is not supported by this engine yet"
+        # Recomputation is tried on a copy: a verdict never changes the fusion.
+        copy, vals = fusion.clone()
         try:
-            align(fusion, ref)
+            make_resizes_exclusive(copy, vals[ref])  # type: ignore[arg-type]
         except _ConflictError as c:
             return str(c)
         return None
@@ -404,6 +491,7 @@ def _schedule_resize(fusion: Fusion, p: ResizeParams, trace: Trace | None) -> No
     # different resizes (one cache could not serve both).
     ref = reference_tensor(fusion)
     assert ref is not None
+    make_resizes_exclusive(fusion, ref, trace)
     shared: set[TensorView] = set()
     align(fusion, ref, shared)
     tools.cache_inputs(fusion, keep=lambda t: t in shared or _read_by_resize(fusion, t), trace=trace)

@@ -183,26 +183,77 @@ def test_refusal_reasons():
     assert verdict(fd, xs).reason == "Transpose-like patterns not supported."
 
 
-def test_engine_limits_are_refused_with_their_own_reason():
-    # An intermediate read by a slice and by a pointwise op would need recomputation.
+def test_an_intermediate_read_by_a_slice_and_a_pointwise_op_is_recomputed():
+    # nvFuser's RecomputeTv: the slice gets its own copy of the product, so that the
+    # copy can iterate the sliced range while the original feeds the add.
     with FusionDefinition() as fd:
         a = fd.define_tensor(shape=[64, 64], dtype=DataType.Float)
         y = fd.ops.mul(a, a)
         s = fd.ops.pad(fd.ops.slice(y, [0, 0], [64, 32]), [0, 32])
         fd.add_output(fd.ops.add(s, y))
-    v = verdict(fd, [torch.randn(64, 64)])
-    assert not v.accepted and "recomputing a resize input is not supported" in v.reason
-    # The same read straight from the input is fine: inputs are read where needed.
+    x = [torch.randn(64, 64)]
+    v = verdict(fd, x)
+    assert v.accepted
+    n_exprs = len(fd.fusion.exprs())  # the verdict did not change the fusion
+    before = fd.execute(x)[0]
+    trace = Trace()
+    schedule(fd, x, trace)
+    f = fd.fusion
+    verify_fusion(f)
+    muls = [e for e in f.exprs() if getattr(e, "op", None) == "mul"]
+    assert len(muls) == 2 and len(f.exprs()) > n_exprs
+    assert any("recomputes" in e.message for e in trace.of_kind("transform"))
+    for t in f.tensors():
+        if t not in f.inputs and t not in f.outputs:
+            assert t.compute_at_pos >= 2, str(t)
+    assert torch.equal(fd.execute(x)[0], before)
+
+
+def test_what_cannot_be_recomputed_is_refused_with_the_engines_reason():
+    # The shared tensor is a pad (its output has a root domain): not recomputed here.
     with FusionDefinition() as fd:
         a = fd.define_tensor(shape=[64, 64], dtype=DataType.Float)
-        s = fd.ops.pad(fd.ops.slice(a, [0, 0], [64, 32]), [0, 32])
-        fd.add_output(fd.ops.add(s, fd.ops.mul(a, a)))
-    x = [torch.randn(64, 64)]
-    assert verdict(fd, x).accepted
-    before = fd.execute(x)[0]
-    schedule(fd, x)
+        y = fd.ops.pad(a, [1, 1])
+        s = fd.ops.pad(fd.ops.slice(y, [0, 0], [64, 33]), [0, 33])
+        fd.add_output(fd.ops.add(s, y))
+    v = verdict(fd, [torch.randn(64, 64)])
+    assert not v.accepted
+    assert "needed under different resizes" in v.reason
+    assert "recomputing a resize input is supported for pointwise" in v.reason
+
+
+def test_rope_backward_q_segment_goes_to_resize():
+    # Seed 003's q-gradient segment up to the reshape: dq * sin through rotate_half's
+    # backward (two slices of one product, a negation, two pads) plus dq * cos.
+    with FusionDefinition() as fd:
+        cos = fd.define_tensor(shape=[1, S, D], contiguity=[None, True, True], dtype=DataType.BFloat16)
+        dq = fd.define_tensor(shape=[1, 32, S, D], contiguity=[None, True, True, True],
+                              dtype=DataType.BFloat16)
+        sin = fd.define_tensor(shape=[1, S, D], contiguity=[None, True, True], dtype=DataType.BFloat16)
+        c4 = fd.ops.broadcast_in_dim(cos, shape=[1, 32, S, D], broadcast_dims=[0, 2, 3])
+        s5 = fd.ops.broadcast_in_dim(sin, shape=[1, 32, S, D], broadcast_dims=[0, 2, 3])
+        t9 = fd.ops.cast(dq, DataType.Float)
+        t12 = fd.ops.cast(fd.ops.mul(t9, fd.ops.cast(s5, DataType.Float)), DataType.BFloat16)
+        t14 = fd.ops.pad(fd.ops.slice(t12, [0, 0, 0, 64], [1, 32, S, D]), [0, 64, 0, 0, 0, 0, 0, 0])
+        t15 = fd.ops.slice(t12, [0, 0, 0, 0], [1, 32, S, 64])
+        t18 = fd.ops.cast(fd.ops.neg(fd.ops.cast(t15, DataType.Float)), DataType.BFloat16)
+        t19 = fd.ops.pad(t18, [64, 0, 0, 0, 0, 0, 0, 0])
+        t22 = fd.ops.add(fd.ops.cast(t14, DataType.Float), fd.ops.cast(t19, DataType.Float))
+        t25 = fd.ops.add(fd.ops.mul(t9, fd.ops.cast(c4, DataType.Float)), t22)
+        fd.add_output(fd.ops.cast(t25, DataType.BFloat16))
+    g = torch.Generator().manual_seed(3)
+    xs = [torch.randn(1, S, D, generator=g).bfloat16(), torch.randn(1, 32, S, D, generator=g).bfloat16(),
+          torch.randn(1, S, D, generator=g).bfloat16()]
+    verdicts, first = registry.can_schedule(fd.fusion, SchedulerRuntimeInfo(fd.fusion, xs))
+    assert first == SchedulerType.resize
+    before = fd.execute(xs)[0]
+    p = schedule(fd, xs)
+    assert p.vectorization_factor == 8
     verify_fusion(fd.fusion)
-    assert torch.equal(fd.execute(x)[0], before)
+    for t in fd.fusion.tensors():
+        if t not in fd.fusion.inputs and t not in fd.fusion.outputs:
+            assert t.compute_at_pos >= 2, str(t)
+    assert torch.equal(fd.execute(xs)[0], before)
 
 
 @pytest.mark.parametrize("make", [rope_forward, cat_of_inputs])
