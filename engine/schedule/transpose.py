@@ -23,8 +23,9 @@ Follows nvFuser's non-TMA transpose scheduler (csrc/scheduler/transpose*.cpp):
 Simplifications, each documented where it applies: the virtual inner-most dims
 that nvFuser builds for small transpose dims (split_before_tiling,
 dims_merged_with_1/2) are not built (a small inner dim is tiled as it is and the
-tile is predicated); vectorization factors are computed here (see
-_group_vectorize_factor) until engine.analysis.vectorize provides them.
+tile is predicated); vectorization factors are computed here per group (see
+_group_vectorize_factor): engine.analysis.vectorize answers for one reference's
+innermost region, while each transpose group needs its own inner dim's factor.
 """
 
 from __future__ import annotations

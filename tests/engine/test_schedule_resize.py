@@ -306,3 +306,12 @@ def test_a_broadcast_meeting_two_sizes_is_refused():
         fd.add_output(fd.ops.add(y, b))
     v = verdict(fd, [torch.randn(1), torch.randn(64), torch.randn(32)])
     assert v.reason == "Broadcasting dimension might be broadcasting to multiple sizes."
+
+
+def test_user_schedule_through_fd_sched():
+    fd, xs = cat_of_inputs((60, 4))
+    assert fd.sched.can_schedule("resize", xs) == (True, "")
+    assert SchedulerType.resize in fd.sched.find_compatible_schedulers(xs)
+    fd.sched.schedule("resize", xs)
+    verify_fusion(fd.fusion)
+    assert torch.equal(fd.execute(xs)[0], torch.cat(xs, dim=1))

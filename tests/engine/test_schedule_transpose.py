@@ -216,3 +216,15 @@ def test_a_broadcast_meeting_two_sizes_is_refused():
         fd.add_output(fd.ops.add(y, b))
     v = transpose_verdict(fd, [torch.randn(1), torch.randn(64), torch.randn(32)])
     assert v.reason == "Broadcasting dimension might be broadcasting to multiple sizes."
+
+
+def test_user_schedule_through_fd_sched():
+    fd = sample()
+    xs = big_inputs()
+    assert fd.sched.can_schedule("transpose") == (False, SMALL)  # the file's own small inputs
+    assert fd.sched.can_schedule("transpose", xs) == (True, "")
+    before = fd.execute(xs)[0]
+    fd.sched.schedule("transpose", xs)
+    verify_fusion(fd.fusion)
+    assert any(t.memory_type == MemoryType.Shared for t in fd.fusion.tensors())
+    assert torch.equal(fd.execute(xs)[0], before)
