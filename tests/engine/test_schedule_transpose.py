@@ -228,3 +228,15 @@ def test_user_schedule_through_fd_sched():
     verify_fusion(fd.fusion)
     assert any(t.memory_type == MemoryType.Shared for t in fd.fusion.tensors())
     assert torch.equal(fd.execute(xs)[0], before)
+
+
+def test_propagating_into_a_reshape_is_refused():
+    # reference1 is x * 2; reaching the transposed output means going from x forward
+    # through a reshape, which nvFuser's dry run refuses.
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[2048, 1536], dtype=DataType.Float)
+        fd.add_output(fd.ops.mul(x, 2.0))
+        r = fd.ops.reshape(x, [2048, 48, 32])
+        fd.add_output(fd.ops.permute(r, [1, 2, 0]))
+    v = transpose_verdict(fd, [torch.randn(2048, 1536)])
+    assert v.reason == "transpose scheduler could potentially trigger incoherent transform propagation"
