@@ -46,6 +46,11 @@ class ReductionParams(HeuristicParams):
     As in nvFuser, a 2-D schedule calls its one reduction domain the "inner"
     reduction whichever memory dimension it is on; the "outer" fields describe the
     outer reductions of a combined inner-outer (or 3-D) schedule.
+
+    str() follows nvFuser's toString line by line; three lines are this engine's:
+    "Circular buffer: stages N" (nvFuser prints its CircularBufferOptions there),
+    "Combined Inner Outer" with the outer reduction's line (nvFuser prints that line
+    for 3-D schedules only) and "Shared Memory Persistent Buffers: ...".
     """
 
     fastest_dim: bool = True
