@@ -126,15 +126,63 @@ def layout_op_buffer_reason(fusion: Fusion) -> str | None:
 _UNSUPPORTED = (ex.MatmulOp, ex.LinearOp, CutlassNvfp4GroupedMmaOp)
 
 
+def _concrete(tv: TensorView) -> list[IterDomain]:
+    # Reduction axes count: a reduction output's reduced axes map to its input's, as in
+    # nvFuser's compute-at map (pointwise refuses reductions later, with its own reason).
+    return [i for i in tv.domain.logical if not i.is_broadcast]
+
+
+def covers_inputs(fusion: Fusion, ref: TensorView) -> bool:
+    """Whether every concrete axis of every input maps to an axis of `ref` (nvFuser's
+    DomainMap::isValidReference): otherwise propagating `ref`'s schedule leaves those
+    axes unscheduled. Axes are followed through logical maps; a reshape is crossed as
+    a whole (its output covered means its input is). Global-only tensors (offsets) and
+    inputs read only as an indexing op's lookup table are not required to map."""
+    covered: dict[TensorView, set[IterDomain]] = {ref: set(_concrete(ref))}
+    queue = [ref]
+    while queue:
+        src = queue.pop(0)
+        full = covered[src] >= set(_concrete(src))
+        for nb in [*consumers_of(src), *producers_of(src)]:
+            is_consumer = nb in consumers_of(src)
+            consumer = nb if is_consumer else src
+            if isinstance(consumer.definition, ex.ViewOp):
+                got = set(_concrete(nb)) if full else set()
+            elif is_consumer:
+                m = logical_map(src, nb, map_broadcast=False)
+                got = {m[i] for i in covered[src] if i in m}
+            else:
+                m = {c: p for p, c in logical_map(nb, src, map_broadcast=False).items()}
+                got = {m[i] for i in covered[src] if i in m}
+            old = covered.get(nb, set())
+            if not got <= old:
+                covered[nb] = old | got
+                queue.append(nb)
+    keep = global_only(fusion)
+    lookup_only = (ex.SelectOp, ex.IndexSelectOp, ex.GatherOp)
+    for tv in fusion.inputs:
+        if not isinstance(tv, TensorView) or tv in keep or not _concrete(tv):
+            continue
+        uses = fusion.uses_of(tv)
+        if uses and all(isinstance(e, lookup_only) and e.inputs[0] is tv for e in uses):
+            continue
+        if not uses:
+            continue
+        if not set(_concrete(tv)) <= covered.get(tv, set()):
+            return False
+    return True
+
+
 def find_reference(fusion: Fusion) -> TensorView | None:
-    """The output with the most logical axes (the first on ties), as nvFuser's
-    findReferenceTensorView; fusion inputs and global-only tensors cannot lead."""
+    """The output with the most logical axes (the first on ties) whose axes cover every
+    input's, as nvFuser's findReferenceTensorView; fusion inputs and global-only tensors
+    cannot lead."""
     keep = global_only(fusion)
     best: TensorView | None = None
     for out in fusion.outputs:
         if not isinstance(out, TensorView) or out in fusion.inputs or out in keep:
             continue
-        if best is None or out.ndim > best.ndim:
+        if (best is None or out.ndim > best.ndim) and covers_inputs(fusion, out):
             best = out
     return best
 
