@@ -505,3 +505,12 @@ def test_reference_must_cover_every_input_axis():
         fd.add_output(fd.ops.neg(b))  # unrelated to a: no output covers both
     vs, _ = verdicts(fd, [torch.randn(8, 8), torch.randn(5)])
     assert vs[SchedulerType.pointwise].reason == "cannot find reference tensor"
+
+
+def test_wave_limited_budget_keeps_the_vector_a_power_of_two():
+    # 132 SMs x 128 threads = 16896; 40000 elements give a budget of ceil(40000 / 16896) = 3.
+    fd, xs = pointwise_2d(DataType.BFloat16, shape=(40, 1000))
+    trace = Trace()
+    p = params_of(fd, xs, trace)
+    assert any("budget -> 3" in e.message for e in trace)
+    assert p.vectorization_factor == 2
