@@ -374,8 +374,7 @@ class PointwiseScheduler(Scheduler):
 
         vec = vec0 if bp == 0 else vectorization_factor(fusion, ref, info, bp, keep)
         lines.extend(f"  {x}" for x in vec.derivation)
-        # The wave limit can leave a budget that is not a power of two (3 of 8); a
-        # vector must stay a power of two that divides the extent.
+        # A vector must stay a power of two that divides the extent, whatever the budget.
         v = min(vec.factor, _last_pow2(max_vu))
         if v < vec.factor:
             lines.append(f"vectorization factor limited by the budget -> {v}")
