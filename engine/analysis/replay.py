@@ -125,10 +125,12 @@ def loop_map(producer: TensorView, consumer: TensorView) -> IdMap:
                     continue
                 match = next((u for u in b.uses if id(u) in c_set and isinstance(u, Split)
                               and _same_split(t, u)), None)
+                # Unmatched transforms are retried after consumer-side forwarding (below)
+                # remaps their input.
                 if match is not None:
                     m[t.outer], m[t.inner] = match.outer, match.inner
-                done.add(id(t))
-                changed = True
+                    done.add(id(t))
+                    changed = True
             elif isinstance(t, Resize):
                 b = m.get(t.in_id)
                 if b is None:
@@ -138,8 +140,8 @@ def loop_map(producer: TensorView, consumer: TensorView) -> IdMap:
                              None)
                 if match is not None:
                     m[t.out] = match.out
-                done.add(id(t))
-                changed = True
+                    done.add(id(t))
+                    changed = True
             elif isinstance(t, Merge):
                 bo, bi = m.get(t.outer), m.get(t.inner)
                 if bo is not None and bi is not None:

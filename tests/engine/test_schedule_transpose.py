@@ -240,3 +240,24 @@ def test_propagating_into_a_reshape_is_refused():
         fd.add_output(fd.ops.permute(r, [1, 2, 0]))
     v = transpose_verdict(fd, [torch.randn(2048, 1536)])
     assert v.reason == "transpose scheduler could potentially trigger incoherent transform propagation"
+
+
+def test_a_broadcast_bias_is_cached_parallelized_and_inlined():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.BFloat16)
+        b = fd.define_tensor(shape=[-1], dtype=DataType.BFloat16)
+        bb = fd.ops.broadcast(b, [True, False])
+        y = fd.ops.add(fd.ops.cast(fd.ops.permute(x, [1, 0]), DataType.Float), fd.ops.cast(bb, DataType.Float))
+        fd.add_output(fd.ops.cast(y, DataType.BFloat16))
+    xs = [torch.randn(4096, 1024).bfloat16(), torch.randn(4096).bfloat16()]
+    before = fd.execute(xs)[0]
+    p = schedule(fd, xs)
+    assert p.group1 == ("T7", "T1") and p.group2 == ("T0",)
+    f = fd.fusion
+    verify_fusion(f)
+    (bias_cache,) = [e.outputs[0] for e in f.uses_of(f.inputs[1])]
+    # The cache lacks the broadcast axis: its loop forwards the consumer's and inlines.
+    assert bias_cache.compute_at_pos == 4
+    assert bias_cache.axis(0).parallel_type == ParallelType.grid_x
+    assert bias_cache.axis(-1).parallel_type == ParallelType.vectorize
+    assert torch.equal(fd.execute(xs)[0], before)
