@@ -134,6 +134,12 @@ class _Loader:
                                   path=self.filename)
         if self.specs is not None:
             self.fd.input_specs = self.specs
+            # A `fd.sched.schedule(...)` in the file waited for sizes: the inputs list has them.
+            if self.fd.sched.pending:
+                try:
+                    self.fd.sched.apply_pending()
+                except (ScheduleError, FusionDefinitionError) as e:
+                    raise FusionFileError(f"fd.sched.schedule: {e}", path=self.filename) from None
         return self.fd
 
     def _check_names(self, tree: ast.AST) -> None:

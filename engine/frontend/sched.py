@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 from engine.errors import ScheduleError
 from engine.ir.iterdomain import ParallelType
 from engine.ir.printer import transforms_block
+from engine.ir.propagate import inline_all_at as _inline_all_at
+from engine.ir.propagate import inline_most as _inline_most
+from engine.ir.propagate import parallelize_like as _parallelize_like
+from engine.ir.propagate import transform_like as _transform_like
 from engine.ir.tensorview import MemoryType, TensorView
-from engine.ir.tensorview import inline_all_at as _inline_all_at
-from engine.ir.tensorview import inline_most as _inline_most
-from engine.ir.tensorview import parallelize_like as _parallelize_like
-from engine.ir.tensorview import transform_like as _transform_like
 from engine.schedule.base import SchedulerType
 from engine.schedule.params import HeuristicParams
 from engine.trace import Trace
@@ -37,6 +37,7 @@ __all__ = ["CacheOp", "LoadStoreOpType", "SchedCall", "SchedOperators", "Schedul
 _PARAMS_SCHEDULERS = {
     "PointwiseParams": (SchedulerType.pointwise,),
     "TransposeParams": (SchedulerType.transpose,),
+    "ResizeParams": (SchedulerType.resize,),
     "ReductionParams": (
         SchedulerType.reduction, SchedulerType.inner_persistent,
         SchedulerType.outer_persistent, SchedulerType.inner_outer_persistent,

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from engine.errors import ScheduleError
 from engine.ir.exprs import ReductionOp, RFactorReductionOp
 from engine.ir.iterdomain import IdTransform, IterDomain, IterType, Merge, Split
-from engine.ir.tensorview import MemoryType, TensorDomain, TensorView, _verify_around
+from engine.ir.tensorview import MemoryType, TensorDomain, TensorView, verify_around
 
 
 def _apply(t: IdTransform, m: dict[IterDomain, IterDomain]) -> list[IterDomain]:
@@ -139,5 +139,5 @@ def rfactor(tv: TensorView, axes: Sequence[int]) -> TensorView:
     RFactorReductionOp(fusion, op, producer, inp, init)
     tv.domain = TensorDomain(c_logical, loop=c_loop)
     ReductionOp(fusion, op, tv, producer, init)
-    _verify_around([producer, tv])
+    verify_around([producer, tv])
     return producer

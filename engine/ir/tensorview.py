@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from engine.dtypes import DataType
@@ -151,7 +151,7 @@ class TensorView(Val):
         self._check_outside_ca(pos, "split")
         if isinstance(factor, bool) or (isinstance(factor, int) and factor <= 0):
             raise ScheduleError(f"{self.short_name}: split factor must be a positive int, got {factor}")
-        with _transaction([self]):
+        with transaction([self]):
             s = Split(self.domain.loop[pos], factor, inner_split)
             self.domain.loop[pos : pos + 1] = [s.outer, s.inner]
             self._follow_allocation(s)
@@ -171,7 +171,7 @@ class TensorView(Val):
                 f"{self.short_name}: cannot merge {outer} and {inner}: "
                 "iteration and reduction axes do not merge"
             )
-        with _transaction([self]):
+        with transaction([self]):
             m = Merge(outer, inner)
             loop = self.domain.loop
             lo = min(po, pi)
@@ -203,14 +203,14 @@ class TensorView(Val):
             raise ScheduleError(f"{self.short_name}: reorder moves axes inside the inlined positions")
         # Reorder changes iteration order only: the allocation domain (memory order)
         # stays as it is.
-        with _transaction([self]):
+        with transaction([self]):
             self.domain.loop = loop
         return self
 
     def parallelize(self, axis: int, parallel_type: ParallelType) -> TensorView:
         if not isinstance(parallel_type, ParallelType):
             raise ScheduleError(f"{self.short_name}: expected a ParallelType, got {parallel_type!r}")
-        with _transaction([self]):
+        with transaction([self]):
             self.axis(axis).parallelize(parallel_type)
         return self
 
@@ -253,7 +253,7 @@ class TensorView(Val):
                     raise ScheduleError(f"{self.short_name}: contiguity of broadcast {i} must be None")
                 if not (i.is_broadcast or i.is_reduction) and not isinstance(c, bool):
                     raise ScheduleError(f"{self.short_name}: contiguity of {i} must be True or False")
-        with _transaction([self]):
+        with transaction([self]):
             self.domain.allocation = ids
             self.domain.contiguity = contig
         return self
@@ -345,8 +345,10 @@ class TensorView(Val):
         # The replay rewrites this tensor's whole loop domain.
         self._require_not_inlined("compute_at")
         # Setting ca_pos raises the consumers' produce_pos: they are part of the change.
-        with _transaction([self, *consumers_of(self)]):
-            _replay_edge(consumer, self)
+        from engine.ir.propagate import replay_edge
+
+        with transaction([self, *consumers_of(self)]):
+            replay_edge(consumer, self)
             self.inline_at(pos if pos >= 0 else consumer.nloop + 1 + pos, best_effort)
         return self
 
@@ -415,7 +417,7 @@ class TensorView(Val):
         LoadStoreOp(self.fusion, cache, self, kind=op_type, cache_op=cache_op)
         for e in uses:
             self.fusion.replace_input_of(e, self, cache)
-        _verify_around([self, cache])
+        verify_around([self, cache])
         return cache
 
     def cache_before(self, op_type: str = "Set") -> TensorView:
@@ -461,7 +463,7 @@ class TensorView(Val):
         self.definition = None
         self.domain = new_dom
         LoadStoreOp(self.fusion, self, cache, kind=op_type)
-        _verify_around([self, cache])
+        verify_around([self, cache])
         return cache
 
     def cache_fork(self) -> TensorView:
@@ -497,7 +499,7 @@ class TensorView(Val):
         self.domain.allocation = None
         self.domain.contiguity = self.domain.default_contiguity()
         self.memory_type = MemoryType.Local
-        _verify_around([self, fork])
+        verify_around([self, fork])
         return fork
 
     # ---- rfactor -------------------------------------------------------------------------
@@ -577,7 +579,7 @@ class _Snapshot:
 
 
 @contextlib.contextmanager
-def _transaction(tvs: Sequence[TensorView]) -> Iterator[None]:
+def transaction(tvs: Sequence[TensorView]) -> Iterator[None]:
     """Run a mutation of `tvs`, then verify them and their neighbours; on ScheduleError
     (from the mutation or the verifier) put every tensor back and re-raise."""
     from engine.analysis.logical_map import consumers_of, producers_of
@@ -599,7 +601,7 @@ def _transaction(tvs: Sequence[TensorView]) -> Iterator[None]:
         raise
 
 
-def _verify_around(tvs: Sequence[TensorView]) -> None:
+def verify_around(tvs: Sequence[TensorView]) -> None:
     from engine.analysis.logical_map import consumers_of, producers_of
     from engine.ir.verify import verify
 
@@ -610,132 +612,3 @@ def _verify_around(tvs: Sequence[TensorView]) -> None:
 
 def _copy_id(i: IterDomain) -> IterDomain:
     return IterDomain(i.fusion, i.extent, i.iter_type, expanded_extent=i.expanded_extent)
-
-
-# ---- propagation across the fusion ---------------------------------------------------------
-
-def _replay_edge(src: TensorView, dst: TensorView) -> None:
-    """Give `dst` (a direct producer or consumer of `src`) `src`'s loop transforms."""
-    from engine.analysis.logical_map import consumers_of, logical_map, pairwise_logical_map
-    from engine.analysis.replay import loop_transforms, replay_onto, transforms_between
-
-    if dst in consumers_of(src):
-        id_map = logical_map(src, dst)
-        ts = loop_transforms(src)
-    else:
-        # From a consumer, start at its root so its root->logical splits (rfactor,
-        # reshape) are replayed on the producer too.
-        id_map = {c: p for p, c in pairwise_logical_map(dst, src).items()}
-        ts = transforms_between(src.domain.maybe_root, src.domain.loop)
-    loop, _ = replay_onto(ts, src.domain.loop, id_map, dst.domain.logical,
-                          on_transform=dst._follow_allocation)
-    dst.domain.loop = loop
-
-
-def _neighbours(tv: TensorView) -> list[TensorView]:
-    from engine.analysis.logical_map import consumers_of, producers_of
-
-    return [*consumers_of(tv), *producers_of(tv)]
-
-
-def transform_like(reference: TensorView, selected: Sequence[TensorView] | None = None) -> None:
-    """Replay `reference`'s loop transforms across the fusion (nvFuser's TransformPropagator).
-
-    The spanning tree is breadth-first from the reference over producer and consumer
-    edges (consumers first), restricted to `selected` when given; each tensor is
-    replayed from the tensor that reached it. nvFuser picks the tree that keeps the
-    most logical-domain information; breadth-first gives the same result on the
-    pointwise, reduction and broadcast chains this engine schedules. Tensors reached
-    must not be inlined yet (transform, then inline).
-    """
-    fusion = reference.fusion
-    allowed = None if selected is None else {*selected, reference}
-    with _transaction(fusion.tensors()):  # type: ignore[arg-type]
-        seen = {reference}
-        queue = [reference]
-        while queue:
-            src = queue.pop(0)
-            for nb in _neighbours(src):
-                if nb in seen or (allowed is not None and nb not in allowed):
-                    continue
-                seen.add(nb)
-                nb._require_not_inlined("transform_like")
-                _replay_edge(src, nb)
-                queue.append(nb)
-
-
-def parallelize_like(
-    reference: TensorView,
-    pos: int = -1,
-    selected: Sequence[TensorView] | None = None,
-    parallel_types: Iterable[ParallelType] | None = None,
-) -> None:
-    """Copy the parallel types of `reference`'s first `pos` loop ids (all when -1) to the
-    loop ids that map to them, composed edge by edge over the whole fusion, in the
-    `selected` tensors (all others when None). Serial is copied only when asked for."""
-    from engine.analysis.logical_map import consumers_of
-    from engine.analysis.replay import loop_map
-
-    n = reference.nloop
-    p = n if pos == -1 else (pos + n + 1 if pos < 0 else pos)
-    if not 0 <= p <= n:
-        raise ScheduleError(f"{reference.short_name}: parallelize_like position {pos} is outside 0..{n}")
-    types = None if parallel_types is None else set(parallel_types)
-    if types is not None and any(not isinstance(t, ParallelType) for t in types):
-        raise ScheduleError(f"parallelize_like: expected ParallelTypes, got {sorted(map(str, types))}")
-    fusion = reference.fusion
-    maps: dict[TensorView, dict[IterDomain, IterDomain]] = {reference: {r: r for r in reference.domain.loop}}
-    queue = [reference]
-    while queue:
-        src = queue.pop(0)
-        for nb in _neighbours(src):
-            if nb in maps:
-                continue
-            if nb in consumers_of(src):
-                lm = loop_map(src, nb)
-            else:
-                lm = {c: q for q, c in loop_map(nb, src).items()}
-            maps[nb] = {r: lm[x] for r, x in maps[src].items() if x in lm}
-            queue.append(nb)
-    targets = [t for t in (selected if selected is not None else fusion.tensors()) if t is not reference]
-    with _transaction(targets):  # type: ignore[arg-type]
-        for tv in targets:
-            m = maps.get(tv, {})  # type: ignore[call-overload]
-            for r in reference.domain.loop[:p]:
-                pt = r.parallel_type
-                if (types is None and pt == ParallelType.serial) or (types is not None and pt not in types):
-                    continue
-                d = m.get(r)
-                if d is not None and d in tv.domain.loop:
-                    d.parallelize(pt)
-
-
-def inline_most(fusion: Fusion, selected: Sequence[TensorView] | None = None) -> None:
-    """Inline every (selected) non-input tensor at its largest legal position."""
-    targets = [t for t in (selected if selected is not None else fusion.tensors())
-               if t not in fusion.inputs]
-    with _transaction(fusion.tensors()):  # type: ignore[arg-type]
-        for tv in targets:
-            tv.inline_at(-1, best_effort=True)  # type: ignore[union-attr]
-
-
-def inline_all_at(reference: TensorView, pos: int = -1, best_effort: bool = False,
-                  selected: Sequence[TensorView] | None = None) -> None:
-    """Inline the (selected) tensors at `reference`'s position `pos`.
-
-    Positions are taken index for index: tensors scheduled with transform_like share
-    the reference's loop order (mapped axes first), so position k means the same loops
-    in each. A tensor with fewer loop axes, or whose legal position is lower, lowers
-    the position with best_effort and is refused otherwise.
-    """
-    n = reference.nloop
-    p = pos + n + 1 if pos < 0 else pos
-    if not 0 <= p <= n:
-        raise ScheduleError(f"{reference.short_name}: inline position {pos} is outside 0..{n}")
-    fusion = reference.fusion
-    targets = [t for t in (selected if selected is not None else fusion.tensors())
-               if t not in fusion.inputs]
-    with _transaction(fusion.tensors()):  # type: ignore[arg-type]
-        for tv in targets:
-            q = min(p, tv.nloop) if best_effort else p  # type: ignore[union-attr]
-            tv.inline_at(q, best_effort)  # type: ignore[union-attr]

@@ -40,7 +40,6 @@ from engine.schedule.reduction import (
     gather_before_reduction,
     inline,
     next_pow2,
-    propagate_max_info,
     record,
     rfactor_serial,
     schedule_reduction_fusion,
@@ -368,7 +367,7 @@ def schedule_inner_or_outer(fusion: Fusion, p: ReductionParams, trace: Trace | N
     ref = reds[0]
     n_iter = schedule_reference(ref, p)
     _transform(trace, ref, "reference scheduled (persistent)")
-    propagate_max_info(ref)
+    tools.propagate_max_info(ref)
     tools.parallelize_all_like(ref)
     for r in reds:
         rf = rfactor_serial(r)
@@ -454,7 +453,7 @@ def schedule_inner_outer(fusion: Fusion, p: ReductionParams, trace: Trace | None
     ref.split(0, stages)
     # [I/rows/grid/stages, stages, grid, rows, R] -> [grid, n, stages, rows, R]
     ref.reorder([2, 0, 1, 3, 4])
-    propagate_max_info(ref)
+    tools.propagate_max_info(ref)
     # The bulk-loaded caches keep these iteration splits only: a TMA copy fills
     # whole rows. Phase 2 propagates through them (they are the only path that
     # carries both axes of T0 to T4 in seed 001), so they are put back after it.
@@ -470,7 +469,7 @@ def schedule_inner_outer(fusion: Fusion, p: ReductionParams, trace: Trace | None
     ref.parallelize(3, ParallelType.block_y)
     ref.parallelize(r + 1, ParallelType.block_x)
     rest = [t for t in fusion.tensors() if t not in smem and t not in fusion.inputs]
-    propagate_max_info(ref, [t for t in fusion.tensors() if t not in fusion.inputs])  # type: ignore[misc]
+    tools.propagate_max_info(ref, [t for t in fusion.tensors() if t not in fusion.inputs])  # type: ignore[misc]
     for c, (loop, alloc, contig) in kept.items():
         c.domain.loop, c.domain.allocation, c.domain.contiguity = loop, alloc, contig
         verify(c)

@@ -310,62 +310,6 @@ def record(p: ReductionParams, why: list[str], info: SchedulerRuntimeInfo, trace
     return p
 
 
-# ---- propagation -------------------------------------------------------------------------------------
-
-def propagate_max_info(reference: TensorView, selected: list[TensorView] | None = None,
-                       parallel: bool = True) -> None:
-    """Replay the reference's loop transforms onto every (selected) tensor, each tensor
-    from the neighbour that carries the most of the reference's axes to it.
-
-    transform_like walks breadth-first, so a tensor reached first through a
-    broadcast (seed 001's T4 = T0 + broadcast(sum(T0))) would get only the axis the
-    broadcast carries and keep its other axes unsplit. Like nvFuser's
-    MaxLogicalDomainInfoSpanningTree, this grows a tree that always takes the edge
-    carrying the most non-broadcast reference-derived logical ids (Prim's algorithm,
-    ties in discovery order). With `parallel`, parallel types follow the same tree
-    (parallelize_like walks breadth-first and would miss the same axes).
-    """
-    from engine.analysis.logical_map import consumers_of, logical_map, producers_of
-    from engine.analysis.replay import loop_map
-    from engine.ir.tensorview import _replay_edge, _transaction
-
-    fusion = reference.fusion
-    allowed = None if selected is None else {*selected, reference}
-    info: dict[TensorView, set] = {
-        reference: {i for i in reference.domain.logical if not i.is_broadcast}}
-    with _transaction(fusion.tensors()):  # type: ignore[arg-type]
-        while True:
-            best: tuple[int, int, TensorView, TensorView, set] | None = None
-            order = 0
-            for src in list(info):
-                for dst in [*consumers_of(src), *producers_of(src)]:
-                    if dst in info or (allowed is not None and dst not in allowed):
-                        continue
-                    if dst in consumers_of(src):
-                        m = logical_map(src, dst)
-                    else:
-                        m = {c: q for q, c in logical_map(dst, src).items()}
-                    carried = {m[i] for i in info[src] if i in m and not m[i].is_broadcast}
-                    order += 1
-                    if best is None or len(carried) > best[0]:
-                        best = (len(carried), order, src, dst, carried)
-            if best is None:
-                return
-            _, _, src, dst, carried = best
-            dst._require_not_inlined("propagate")
-            _replay_edge(src, dst)
-            info[dst] = carried
-            if parallel:
-                if dst in consumers_of(src):
-                    lm = loop_map(src, dst)
-                else:
-                    lm = {c: q for q, c in loop_map(dst, src).items()}
-                for i in src.domain.loop:
-                    d = lm.get(i)
-                    if i.is_parallelized and d is not None and d in dst.domain.loop:
-                        d.parallelize(i.parallel_type)
-
-
 # ---- scheduling ------------------------------------------------------------------------------------------
 
 @dataclass
@@ -544,7 +488,7 @@ def schedule_reduction_fusion(
     ref = reds[0]
     n_iter = schedule_reference(ref, p)
     _transform(trace, ref, "reference scheduled")
-    propagate_max_info(ref)
+    tools.propagate_max_info(ref)
     tools.parallelize_all_like(ref)
     for r in reds:
         rf = rfactor_serial(r)

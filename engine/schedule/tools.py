@@ -9,11 +9,12 @@ from collections.abc import Callable, Iterable, Sequence
 from engine.errors import ScheduleError
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import ParallelType
+from engine.ir.propagate import inline_all_at as _inline_all_at
+from engine.ir.propagate import inline_most as _inline_most
+from engine.ir.propagate import parallelize_like as _parallelize_like
+from engine.ir.propagate import propagate_max_info as _propagate_max_info
+from engine.ir.propagate import transform_like as _transform_like
 from engine.ir.tensorview import TensorView
-from engine.ir.tensorview import inline_all_at as _inline_all_at
-from engine.ir.tensorview import inline_most as _inline_most
-from engine.ir.tensorview import parallelize_like as _parallelize_like
-from engine.ir.tensorview import transform_like as _transform_like
 from engine.trace import Trace
 
 # A predicate that says a tensor must not be cached or forked (seed 000's layout op
@@ -69,6 +70,13 @@ def cache_and_fork_outputs(fusion: Fusion, keep: Keep = _never, trace: Trace | N
 def propagate(reference: TensorView, selected: Sequence[TensorView] | None = None) -> None:
     """Replay the reference's loop transforms onto every (selected) tensor."""
     _transform_like(reference, selected)
+
+
+def propagate_max_info(reference: TensorView, selected: Sequence[TensorView] | None = None,
+                       parallel: bool = True) -> None:
+    """Replay the reference's transforms along the tree that carries the most of its axes
+    (nvFuser's MaxLogicalDomainInfoSpanningTree); parallel types follow the same tree."""
+    _propagate_max_info(reference, list(selected) if selected is not None else None, parallel)
 
 
 def parallelize_all_like(

@@ -613,3 +613,15 @@ def test_spec_from_tensor_keeps_padded_and_broadcast_strides():
         assert x.shape == t.shape and x.stride() == t.stride() and x.dtype == t.dtype
     direct = InputSpec(kind="randn", shape=(2, 3), dtype=torch.float32, strides=(8, 1))
     assert direct.make().stride() == (8, 1)
+
+
+def test_file_schedule_call_runs_once_the_inputs_list_gives_sizes():
+    from engine import load_fusion, loads_fusion
+
+    fd = load_fusion(ROOT / "sample_fusions" / "gelu_bias.py")
+    fd.sched.schedule()
+    text = dumps_fusion(fd)
+    again = loads_fusion(text)
+    assert not again.sched.pending
+    assert str(again.fusion) == str(fd.fusion) and "blockIdx.x" in str(again.fusion)
+    assert dumps_fusion(again) == text
