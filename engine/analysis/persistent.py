@@ -51,33 +51,25 @@ def reduction_tvs(fusion: Fusion) -> list[TensorView]:
     return out
 
 
-def _upstream(tv: TensorView) -> set[TensorView]:
+def _closure(tv: TensorView, step) -> set[TensorView]:
+    """Every tensor reached from `tv` by repeating `step` (producers_of or consumers_of)."""
     seen: set[TensorView] = set()
-    stack = list(producers_of(tv))
+    stack = list(step(tv))
     while stack:
         t = stack.pop()
-        if t in seen:
-            continue
-        seen.add(t)
-        stack.extend(producers_of(t))
+        if t not in seen:
+            seen.add(t)
+            stack.extend(step(t))
     return seen
+
+
+def _upstream(tv: TensorView) -> set[TensorView]:
+    return _closure(tv, producers_of)
 
 
 def _downstream(tv: TensorView) -> set[TensorView]:
-    seen: set[TensorView] = set()
-    stack = list(_consumers_all(tv))
-    while stack:
-        t = stack.pop()
-        if t in seen:
-            continue
-        seen.add(t)
-        stack.extend(_consumers_all(t))
-    return seen
-
-
-def _consumers_all(tv: TensorView) -> list[TensorView]:
     # Every output of a consuming expr (all of a Welford's outputs) is downstream.
-    return consumers_of(tv)
+    return _closure(tv, consumers_of)
 
 
 def _siblings(tv: TensorView) -> list[TensorView]:

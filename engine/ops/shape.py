@@ -535,8 +535,7 @@ def slice_(
                 f"slice: {tv.short_name} has rank {rank} but {name} has {len(xs)} entries"
             )
     fusion = tv.fusion
-    root: list[IterDomain] = []
-    logical: list[IterDomain] = []
+    resizes: list[tuple[Scalar, Scalar] | None] = []
     ranges = []
     for k, (i, a, b, st) in enumerate(zip(src, start_indices, end_indices, strides)):
         for what, x in (("start", a), ("end", b), ("stride", st)):
@@ -555,18 +554,11 @@ def slice_(
             if start.is_const and stop.is_const and stop.value < start.value:
                 stop = start
         if start.is_const and start.value == 0 and same_scalar(stop, ext):
-            # The whole axis: no resize, the axis is simply copied.
-            c = copy_id(fusion, i)
-            root.append(c)
-            logical.append(c)
+            resizes.append(None)  # the whole axis: copied, not resized
         else:
-            r = _root_copy(fusion, i)
-            root.append(r)
-            right = binary("sub", stop, ext)
-            logical.append(Resize(r, binary("sub", 0, start), right).out)
+            resizes.append((binary("sub", 0, start), binary("sub", stop, ext)))
         ranges.append((start, stop, step))
-    resized = any(a is not b for a, b in zip(root, logical))
-    out = new_tv(fusion, logical, tv.dtype, root=root if resized else None)
+    out = _resized_output(tv, resizes)
     SliceOp(fusion, out, tv, ranges)
     return out
 
@@ -600,21 +592,30 @@ def _pad(tv: TensorView, widths: list[tuple[Scalar, Scalar]], value: object) -> 
         fill = as_scalar(value, tv.dtype)
     else:
         raise FusionDefinitionError(f"pad: value for {tv.short_name} must be a number or Scalar, got {value!r}")
+    resizes = [None if _is_zero(left) and _is_zero(right) else (left, right) for left, right in widths]
+    out = _resized_output(tv, resizes)
+    PadOp(fusion, out, tv, widths, fill)
+    return out
+
+
+def _resized_output(tv: TensorView, resizes: Sequence[tuple[Scalar, Scalar] | None]) -> TensorView:
+    """The output of a slice or pad: axes with (left, right) get a root id and a Resize
+    (nvFuser creates them in that order per axis, which fixes the numbering); others
+    are copied. A root domain exists only when something was resized."""
+    fusion = tv.fusion
     root: list[IterDomain] = []
     logical: list[IterDomain] = []
-    for i, (left, right) in zip(no_reductions(tv), widths):
-        if _is_zero(left) and _is_zero(right):
+    for i, lr in zip(no_reductions(tv), resizes):
+        if lr is None:
             c = copy_id(fusion, i)
             root.append(c)
             logical.append(c)
         else:
             r = _root_copy(fusion, i)
             root.append(r)
-            logical.append(Resize(r, left, right).out)
+            logical.append(Resize(r, lr[0], lr[1]).out)
     resized = any(a is not b for a, b in zip(root, logical))
-    out = new_tv(fusion, logical, tv.dtype, root=root if resized else None)
-    PadOp(fusion, out, tv, widths, fill)
-    return out
+    return new_tv(fusion, logical, tv.dtype, root=root if resized else None)
 
 
 def _is_zero(s: Scalar) -> bool:
