@@ -3,6 +3,8 @@
     fusescope [FILE]                  open the TUI on FILE (default: a bundled sample)
     fusescope show FILE --ir          print the fusion listing
     fusescope show FILE --transforms TV   print a TensorView's transform block
+    fusescope show FILE --schedule    scheduler verdicts, the accepting scheduler, params, scheduled IR
+    fusescope show FILE --why         the scheduling decisions (verdicts, heuristics), one per line
     fusescope list                    list the bundled samples
 
 FILE is a path or the name of a bundled sample. Mistakes a user can make (a missing file, a
@@ -32,7 +34,7 @@ def _top_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="fusescope",
         description="Interactive debugger for the engine's fusions.",
-        epilog="commands: show FILE --ir | --transforms TV;  list.  "
+        epilog="commands: show FILE --ir | --transforms TV | --schedule | --why;  list.  "
         "FILE may be a path or a bundled sample's name (see `fusescope list`).",
     )
     p.add_argument("file", nargs="?", help="fusion file to open (default: the bundled seed-001 sample)")
@@ -46,6 +48,15 @@ def _show_parser() -> argparse.ArgumentParser:
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--ir", action="store_true", help="the fusion listing (Inputs/Outputs/%%kernel_math)")
     what.add_argument("--transforms", metavar="TV", help="the transform block of a TensorView, e.g. T3")
+    what.add_argument(
+        "--schedule",
+        action="store_true",
+        help="every scheduler's verdict, the accepting scheduler, its parameters and the scheduled IR "
+        "(at the file's example inputs; the whole fusion as one group: no segmenter yet)",
+    )
+    what.add_argument(
+        "--why", action="store_true", help="the scheduling decisions: verdicts and heuristic derivations"
+    )
     p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     return p
 
@@ -111,6 +122,15 @@ def _cmd_show(args: argparse.Namespace) -> int:
     session = _load(args.file)
     if args.ir:
         _emit(session.listing)
+    elif args.schedule or args.why:
+        result = session.schedule()
+        if not result.verdicts:  # nothing was decided (e.g. no inputs list): only the error
+            raise CliError(result.error or "no scheduling decisions were made")
+        _emit(result.report() if args.schedule else result.why())
+        if result.error:
+            # The decisions above explain the failure; the exit status and one line say it.
+            sys.stdout.flush()
+            raise CliError(f"no schedule: {result.error}")
     else:
         name = args.transforms if args.transforms.upper().startswith("T") else f"T{args.transforms}"
         name = "T" + name[1:]
