@@ -77,7 +77,7 @@ def test_tui_on_a_missing_file_exits_2_before_starting() -> None:
 def test_show_needs_ir_or_transforms() -> None:
     r = run_cli("show", "whatever.py")
     assert r.returncode == 2
-    assert "one of the arguments --ir --transforms is required" in r.stderr
+    assert "one of the arguments --ir --transforms --schedule --why is required" in r.stderr
 
 
 def test_list_prints_each_sample_with_its_summary(tmp_path: Path) -> None:
@@ -124,3 +124,94 @@ def test_show_every_bundled_sample() -> None:
         r = run_cli("show", s.name, "--ir")
         assert r.returncode == 0, f"{s.name}: {r.stderr}"
         assert "%kernel_math {" in r.stdout
+
+
+# ---- --schedule / --why: real scheduler output on bundled samples -------------------------
+def _sample(name: str) -> Path:
+    path = samples.resolve(name)
+    if not path.exists():
+        pytest.skip(f"bundled sample {name} is missing")
+    return path
+
+
+def test_show_schedule_gelu_bias_is_pointwise(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["show", str(_sample("gelu_bias")), "--schedule"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("No segmenter yet: the whole fusion is scheduled as one group.\n")
+    assert "Scheduler _pointwise_ ***accepted***\n" in out
+    assert "Scheduler _reduction_ ***rejected*** because : No reduction op to schedule\n" in out
+    assert "Accepted by: pointwise\n" in out
+    assert "===== Pointwise Parameters ========" in out and "vectorization_factor: " in out
+    assert "\nDerivation:\n" in out
+    ir = out.split("Scheduled IR:\n", 1)[1]
+    assert "%kernel_math {" in ir
+    # Scheduled: parallel types and inlining positions appear, which the raw listing lacks.
+    assert "threadIdx.x" in ir and "ca_pos(" in ir
+    # The verdicts come in nvFuser's priority order, one per scheduler.
+    verdict_lines = [ln for ln in out.splitlines() if ln.startswith("Scheduler _")]
+    assert [ln.split("_")[1] for ln in verdict_lines][:3] == ["expr", "no", "matmul"]
+    assert len(verdict_lines) == 10
+
+
+def test_show_schedule_softmax_refuses_pointwise_for_its_reductions(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["show", str(_sample("softmax")), "--schedule"]) == 0
+    out = capsys.readouterr().out
+    assert "Scheduler _pointwise_ ***rejected*** because : no support for reduction ops\n" in out
+    assert "Accepted by: inner_persistent\n" in out
+    assert "===== Reduction Parameters ========" in out and "Persistent Kernel" in out
+
+
+def test_show_why_lists_decisions_one_per_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["show", str(_sample("softmax")), "--why"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "[can_schedule] fusion: Scheduler _pointwise_ ***rejected*** because : no support for reduction ops" in lines
+    assert "[can_schedule] fusion: Scheduler _inner_persistent_ ***accepted***" in lines
+    assert any(ln.startswith("[heuristic] ") and "persistent buffer" in ln for ln in lines)
+    assert lines[-1] == "[schedule] fusion: scheduled by inner_persistent"
+    # Every line is one event; transforms are the scheduled IR's business, not the decisions'.
+    assert all(ln.startswith(("[can_schedule] ", "[heuristic] ", "[schedule] ")) for ln in lines)
+
+
+def test_show_why_gelu_bias_names_the_vectorization(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["show", str(_sample("gelu_bias")), "--why"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "[can_schedule] fusion: Scheduler _pointwise_ ***accepted***" in lines
+    assert any(ln.startswith("[heuristic] pointwise: ") and "vectorization factor" in ln for ln in lines)
+
+
+def test_show_schedule_without_inputs_list_exits_2_with_one_line(seed001_file: Path) -> None:
+    # The test's seed-001 file has no `inputs = [...]`: no sizes, so nothing can be scheduled.
+    for flag in ("--schedule", "--why"):
+        r = run_cli("show", str(seed001_file), flag)
+        assert r.returncode == 2, r.stderr
+        assert r.stdout == ""
+        assert r.stderr.startswith("fusescope: error: no example inputs: ")
+        assert "inputs" in r.stderr and "Traceback" not in r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_show_schedule_when_no_scheduler_accepts_prints_verdicts_and_exits_2() -> None:
+    r = run_cli("show", str(_sample("cross_entropy")), "--schedule")
+    assert r.returncode == 2
+    assert "Scheduler _pointwise_ ***rejected*** because : " in r.stdout
+    assert "Accepted by:" not in r.stdout
+    assert r.stderr.strip().splitlines() == [
+        "fusescope: error: no schedule: no scheduler accepts this fusion as one group "
+        "(no segmenter yet to split it; the verdicts say why)"
+    ]
+
+
+def test_a_scheduler_crash_becomes_one_line(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import fusescope.model as model
+
+    def crash(fusion: object, inputs: object, trace: object = None) -> None:
+        raise IndexError("tuple index out of range")
+
+    monkeypatch.setattr(model, "schedule_fusion", crash)
+    result = model.load_session(_sample("softmax")).schedule()
+    assert result.scheduler is None and result.scheduled_ir == ""
+    assert result.error == "the scheduler crashed: IndexError: tuple index out of range"
+    assert main(["show", str(_sample("softmax")), "--schedule"]) == 2
+    err = capsys.readouterr().err
+    # No verdicts were recorded before the crash, so the error is all there is to print.
+    assert err == "fusescope: error: the scheduler crashed: IndexError: tuple index out of range\n"
