@@ -2,10 +2,10 @@
 
 Acceptance follows nvFuser's PointWiseScheduler::canScheduleCompileTime (a reference
 tensor, inputs of select/gather and resize ops are fusion inputs, no reductions,
-block scales are fusion outputs) plus the seed-000 rule for the layout op (its offsets
-are fusion inputs and its output a fusion output without uses: the runtime function
-reads and writes them in global memory) and the ops this engine evaluates with torch
-(matmul, linear, the grouped matmul) which no generated kernel takes.
+block scales are fusion outputs) and the ops this engine evaluates with torch (matmul,
+linear, the grouped matmul) which no generated kernel takes. The seed-000 rule for the
+layout op (its offsets are fusion inputs and its output a fusion output without uses)
+is checked by the registry before every scheduler's own checks (tools.py).
 
 Heuristics follow nvFuser's non-TMA pointwise heuristics: 128 threads in x; the
 vector/unroll budget is 16 bytes of the widest input, fewer with many tensors or with
@@ -32,11 +32,7 @@ from engine.analysis.replay import transforms_between
 from engine.analysis.vectorize import VectorizeResult, vectorization_factor
 from engine.ir import exprs as ex
 from engine.ir.iterdomain import IterDomain, ParallelType, Resize
-from engine.ir.quant_exprs import (
-    BlockQuantizationOp,
-    CutlassNvfp4GroupedMmaOp,
-    PreprocessGroupedMatmulInputSf,
-)
+from engine.ir.quant_exprs import BlockQuantizationOp, CutlassNvfp4GroupedMmaOp
 from engine.ir.tensorview import MemoryType, TensorView
 from engine.schedule import tools
 from engine.schedule.base import Scheduler, SchedulerType
@@ -88,37 +84,11 @@ class PointwiseParams(HeuristicParams):
         return s
 
 
-# ---- tensors that must stay in global memory (seeds 000 and 004) --------------------------
-
-def global_only(fusion: Fusion) -> set[TensorView]:
-    """The layout op's output and offsets, and block scales: never cached or forked."""
-    keep: set[TensorView] = set()
-    for e in fusion.exprs():
-        if isinstance(e, PreprocessGroupedMatmulInputSf):
-            keep.update(v for v in (e.output, e.input_offsets, e.output_offsets)
-                        if isinstance(v, TensorView))
-        elif isinstance(e, BlockQuantizationOp) and isinstance(e.block_scales, TensorView):
-            keep.add(e.block_scales)
-    return keep
-
-
-def layout_op_buffer_reason(fusion: Fusion) -> str | None:
-    """Seed 000: the layout op's runtime function reads both offsets and writes its
-    output in global memory, so the offsets must be fusion (segment) inputs and the
-    output a fusion output that nothing in the fusion reads. A reason, or None.
-    Every scheduler that generates a kernel applies this rule."""
-    for e in fusion.exprs():
-        if not isinstance(e, PreprocessGroupedMatmulInputSf):
-            continue
-        for what, v in (("input_offsets", e.input_offsets), ("output_offsets", e.output_offsets)):
-            if v not in fusion.inputs:
-                return (f"{what} {v.short_name} of PreprocessGroupedMatmulInputSf must be a "
-                        "fusion input: its runtime function reads it from global memory")
-        out = e.output
-        if out not in fusion.outputs or fusion.uses_of(out):
-            return (f"output {out.short_name} of PreprocessGroupedMatmulInputSf must be a "
-                    "fusion output with no uses: its runtime function writes it to global memory")
-    return None
+# The layout op's output and offsets and block scales stay in global memory; the rule
+# (and the layout op's buffer check, applied by the registry to every scheduler) is
+# shared by all schedulers in tools.
+global_only = tools.global_only
+layout_op_buffer_reason = tools.layout_op_buffer_reason
 
 
 # ---- compile-time checks ---------------------------------------------------------------
@@ -297,11 +267,8 @@ class PointwiseScheduler(Scheduler):
     type = SchedulerType.pointwise
 
     def reject_compile_time(self, fusion: Fusion) -> str | None:
-        # The layout op's global-buffer rule comes first: nvFuser checks it for every
-        # scheduler before the scheduler's own checks.
-        why = layout_op_buffer_reason(fusion)
-        if why is not None:
-            return why
+        # The layout op's global-buffer rule is checked by the registry before this, for
+        # every scheduler (nvFuser's checkCanSchedule).
         unsupported = sorted({type(e).__name__ for e in fusion.exprs() if isinstance(e, _UNSUPPORTED)})
         if unsupported:
             return (f"Has unsupported ops: {', '.join(unsupported)} "

@@ -426,8 +426,11 @@ def vectorize_io(fusion: Fusion, tvs: list[TensorView], v: int) -> list[TensorVi
     done: list[TensorView] = []
     if v <= 1:
         return done
+    # Global-only tensors (seeds 000 and 004) are accessed by runtime functions with
+    # their own indexing: never vectorized by a schedule.
+    kept = tools.global_only(fusion)
     for tv in tvs:
-        if not tv.domain.loop:
+        if tv in kept or not tv.domain.loop:
             continue
         last = tv.domain.loop[-1]
         d = last.definition

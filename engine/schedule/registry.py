@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from engine.schedule import tools
 from engine.schedule.base import PRIORITY, Scheduler, SchedulerType, Verdict
 
 if TYPE_CHECKING:
@@ -62,7 +63,12 @@ def verdict(kind: SchedulerType, fusion: Fusion, info: SchedulerRuntimeInfo | No
     if kind not in _SCHEDULERS:
         return Verdict(kind, False, "not implemented in this engine yet")
     s = _SCHEDULERS[kind]
-    reason = s.reject_compile_time(fusion)
+    # Rules that hold for every scheduler come first, as in nvFuser's checkCanSchedule:
+    # the layout op's runtime function needs its offsets and output in global memory,
+    # which no scheduler (not even expr_eval, which cannot run it) can change.
+    reason = tools.layout_op_buffer_reason(fusion)
+    if reason is None:
+        reason = s.reject_compile_time(fusion)
     if reason is None and info is not None:
         reason = s.reject_runtime(fusion, info)
     return Verdict(kind, reason is None, reason or "")

@@ -14,11 +14,13 @@ from engine.ir.propagate import inline_most as _inline_most
 from engine.ir.propagate import parallelize_like as _parallelize_like
 from engine.ir.propagate import propagate_max_info as _propagate_max_info
 from engine.ir.propagate import transform_like as _transform_like
+from engine.ir.quant_exprs import BlockQuantizationOp, PreprocessGroupedMatmulInputSf
 from engine.ir.tensorview import TensorView
 from engine.trace import Trace
 
-# A predicate that says a tensor must not be cached or forked (seed 000's layout op
-# and its offsets, seed 004's block scales); schedulers pass theirs in.
+# A predicate that says a tensor must not be cached or forked. Schedulers may pass
+# their own (e.g. resize keeps inputs read by a pad); the global-only tensors below are
+# kept whatever they pass.
 Keep = Callable[[TensorView], bool]
 
 
@@ -26,12 +28,63 @@ def _never(_: TensorView) -> bool:
     return False
 
 
+# ---- tensors that must stay in global memory (seeds 000 and 004) --------------------------
+
+def global_only(fusion: Fusion) -> set[TensorView]:
+    """The layout op's output and offsets (seed 000) and block scales (seed 004).
+
+    Runtime functions read and write these in global memory with their own indexing, so
+    no scheduler may cache, fork, vectorize or keep them as persistent buffers.
+    """
+    keep: set[TensorView] = set()
+    for e in fusion.exprs():
+        if isinstance(e, PreprocessGroupedMatmulInputSf):
+            keep.update(v for v in (e.output, e.input_offsets, e.output_offsets)
+                        if isinstance(v, TensorView))
+        elif isinstance(e, BlockQuantizationOp) and isinstance(e.block_scales, TensorView):
+            keep.add(e.block_scales)
+    return keep
+
+
+def global_only_keep(fusion: Fusion) -> Keep:
+    """`global_only` as a Keep predicate, computed once from the fusion as it is now
+    (before caching adds tensors), so that every scheduler shares one rule."""
+    kept = global_only(fusion)
+    return lambda tv: tv in kept
+
+
+def layout_op_buffer_reason(fusion: Fusion) -> str | None:
+    """Seed 000: the layout op's runtime function reads both offsets and writes its
+    output in global memory, so the offsets must be fusion (segment) inputs and the
+    output a fusion output that nothing in the fusion reads. A reason naming the
+    tensor, or None. The registry applies it before every scheduler's own checks, as
+    nvFuser's checkCanSchedule does."""
+    for e in fusion.exprs():
+        if not isinstance(e, PreprocessGroupedMatmulInputSf):
+            continue
+        for what, v in (("input_offsets", e.input_offsets), ("output_offsets", e.output_offsets)):
+            if v not in fusion.inputs:
+                return (f"{what} {v.short_name} of PreprocessGroupedMatmulInputSf must be a "
+                        "fusion input: its runtime function reads it from global memory")
+        out = e.output
+        if out not in fusion.outputs or fusion.uses_of(out):
+            return (f"output {out.short_name} of PreprocessGroupedMatmulInputSf must be a "
+                    "fusion output with no uses: its runtime function writes it to global memory")
+    return None
+
+
+def _either(a: Keep, b: Keep) -> Keep:
+    return lambda tv: a(tv) or b(tv)
+
+
 def cache_inputs(fusion: Fusion, keep: Keep = _never, trace: Trace | None = None) -> list[TensorView]:
     """`cache_after` every tensor input that has uses; returns the caches.
 
-    An input that cannot be cached (kept by `keep`, or refused by the primitive, e.g.
-    read by a cat's pad) is read from global memory directly; the trace says why.
+    An input that cannot be cached (kept by `keep` or global-only, or refused by the
+    primitive, e.g. read by a cat's pad) is read from global memory directly; the
+    trace says why.
     """
+    keep = _either(global_only_keep(fusion), keep)
     caches = []
     for tv in [v for v in fusion.inputs if isinstance(v, TensorView)]:
         if not fusion.uses_of(tv):
@@ -48,7 +101,9 @@ def cache_inputs(fusion: Fusion, keep: Keep = _never, trace: Trace | None = None
 
 def cache_and_fork_outputs(fusion: Fusion, keep: Keep = _never, trace: Trace | None = None) -> list[TensorView]:
     """Give each computed output a local producer: cache_before, or cache_fork when the
-    output is also read inside the fusion. Returns the local tensors."""
+    output is also read inside the fusion. Returns the local tensors. Outputs kept by
+    `keep` or global-only are written directly by their definition."""
+    keep = _either(global_only_keep(fusion), keep)
     caches = []
     for tv in [v for v in fusion.outputs if isinstance(v, TensorView)]:
         if tv.definition is None or tv in fusion.inputs:

@@ -449,9 +449,10 @@ def _schedule_transpose(fusion: Fusion, p: TransposeParams, trace: Trace | None)
     assert i1 is not None and i2 is not None
     pos1, pos2 = _position_in(ref1, i1, uf), _position_in(ref1, i2, uf)
 
-    cached_inputs = {tv: None for tv in fusion.inputs if isinstance(tv, TensorView)}
-    tools.cache_inputs(fusion, trace=trace)
-    cached_inputs = {tv: consumers_of(tv) for tv in cached_inputs}
+    # Inputs that tools.cache_inputs leaves uncached (global-only tensors, seeds 000
+    # and 004) have no cache, so none of their consumers may be put in shared memory.
+    made = tools.cache_inputs(fusion, trace=trace)
+    cached_inputs = {c.definition.inputs[0]: [c] for c in made if c.definition is not None}
     outputs_before = [o for o in fusion.outputs if isinstance(o, TensorView)]
     tools.cache_and_fork_outputs(fusion, trace=trace)
     # cache_fork puts a new tensor among the outputs; keep the groups on what is an output now.
