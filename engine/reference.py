@@ -563,6 +563,8 @@ def _linear(expr, args, ctx):
 
 @handles(ex.WelfordOp)
 def _welford(expr, args, ctx):
+    if len(args) == 3:
+        return _welford_combine(expr, args)
     (x,) = args
     avg_tv, var_tv, n_tv = expr.outputs
     dims = reduction_dims(avg_tv)
@@ -577,6 +579,51 @@ def _welford(expr, args, ctx):
         avg, var_sum, count = x.clone(), torch.zeros_like(x), 1
     n = torch.full(avg.shape, count, dtype=torch.int64, device=x.device)
     return [as_dtype(avg, avg_tv.dtype), as_dtype(var_sum, var_tv.dtype), n]
+
+
+@handles(ex.RFactorWelfordOp)
+def _rfactor_welford(expr, args, ctx):
+    """Partial (avg, var_sum, count) over the rfactored axes of a reshaped view of the
+    input. A split that does not divide pads the view; a mask of the real elements
+    keeps the padding out of every partial (a partial of padding only is (0, 0, 0),
+    Welford's initial value, which the combine ignores)."""
+    (x,) = args
+    avg_tv, var_tv, n_tv = expr.outputs
+    x = up(x)
+    dims = reduction_dims(avg_tv)
+    view = view_as_logical(x, avg_tv, 0, ctx)
+    valid = view_as_logical(torch.ones_like(x), avg_tv, 0, ctx)
+    if not dims:
+        return [as_dtype(view, avg_tv.dtype), as_dtype(torch.zeros_like(view), var_tv.dtype),
+                valid.to(torch.int64)]
+    count = valid.sum(dim=dims, keepdim=True)
+    avg = (view * valid).sum(dim=dims, keepdim=True) / count.clamp(min=1)
+    var_sum = (((view - avg) ** 2) * valid).sum(dim=dims)
+    return [as_dtype(_drop_dims(avg, dims), avg_tv.dtype),
+            as_dtype(var_sum, var_tv.dtype), _drop_dims(count, dims).to(torch.int64)]
+
+
+def _drop_dims(x: torch.Tensor, dims: list[int]) -> torch.Tensor:
+    for d in sorted(dims, reverse=True):
+        x = x.squeeze(d)
+    return x
+
+
+def _welford_combine(expr, args):
+    """Combine partial (avg, var_sum, count) over the reduced axes (Chan et al.):
+    N = sum n, avg = sum(n avg) / N, var_sum = sum var_sum + sum n (avg_i - avg)^2."""
+    avg_tv, var_tv, n_tv = expr.outputs
+    a, m, n = up(args[0]), up(args[1]), args[2]
+    dims = reduction_dims(avg_tv)
+    if not dims:
+        return [as_dtype(a.clone(), avg_tv.dtype), as_dtype(m.clone(), var_tv.dtype),
+                n.to(torch.int64).clone()]
+    nf = n.to(a.dtype)
+    total = nf.sum(dim=dims, keepdim=True)
+    avg = (nf * a).sum(dim=dims, keepdim=True) / total.clamp(min=1)
+    var_sum = m.sum(dim=dims) + (nf * (a - avg) ** 2).sum(dim=dims)
+    return [as_dtype(_drop_dims(avg, dims), avg_tv.dtype), as_dtype(var_sum, var_tv.dtype),
+            n.to(torch.int64).sum(dim=dims)]
 
 
 # The nvfp4 module registers the seed ops' rules and the fp4/fp8 cast rules.

@@ -105,7 +105,8 @@ def persistent_buffers(fusion: Fusion) -> PersistentBufferInfo:
     for red in reduction_tvs(fusion):
         up = _upstream(red)
         after: set[TensorView] = set()
-        for s in _siblings(red):
+        sibs = set(_siblings(red))
+        for s in sibs:
             after |= _downstream(s)
         live = []
         for t in sorted(up, key=lambda t: t.name):
@@ -113,8 +114,9 @@ def persistent_buffers(fusion: Fusion) -> PersistentBufferInfo:
             # reduction's result (it is after the reduction, or leads to a tensor that
             # is) reads `t` once the reduction is done. The second case is a buffer
             # projected to inputs: the recomputation reads the input, not the result.
+            # A Welford's other outputs (var_sum, count) are the reduction itself.
             for c in consumers_of(t):
-                if c in up or c is red:
+                if c in up or c in sibs:
                     continue
                 if c in after or _downstream(c) & after:
                     live.append(t)

@@ -8,6 +8,11 @@ reduction axes had; the first reduction therefore works on a reshaped (and, for 
 split that does not divide, padded) view of its input. RFactorReductionOp (in
 engine.ir.exprs) marks that reduction so that the reference evaluator reshapes before
 reducing; it prints as any reduction does.
+
+A Welford (avg, var_sum, count) is rfactored the same way for all three outputs:
+RFactorWelfordOp computes partial (avg, var_sum, count) over the rfactored axes, and
+a WelfordOp with three inputs combines the partials over the remaining axes (Chan's
+parallel update), as nvFuser's rFactor of a WelfordOp.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from engine.errors import ScheduleError
-from engine.ir.exprs import ReductionOp, RFactorReductionOp
+from engine.ir.exprs import ReductionOp, RFactorReductionOp, RFactorWelfordOp, WelfordOp
 from engine.ir.iterdomain import IdTransform, IterDomain, IterType, Merge, Split
 from engine.ir.tensorview import MemoryType, TensorDomain, TensorView, verify_around
 
@@ -33,12 +38,59 @@ def _apply(t: IdTransform, m: dict[IterDomain, IterDomain]) -> list[IterDomain]:
 
 
 def rfactor(tv: TensorView, axes: Sequence[int]) -> TensorView:
-    from engine.analysis.replay import transforms_between
+    """rfactor `tv`'s reduction at loop `axes`; returns the new producer of `tv`.
 
+    A Welford's three outputs (avg, var_sum, count) are rfactored together, as nvFuser's
+    rFactor of a WelfordOp: each gets a partial producer (RFactorWelfordOp), and the
+    op that defined them combines the partials (a WelfordOp with three inputs).
+    """
     expr = tv.definition
     name = tv.short_name
+    if isinstance(expr, WelfordOp):
+        return _rfactor_welford(tv, expr, axes)
     if not isinstance(expr, ReductionOp) or isinstance(expr, RFactorReductionOp):
-        raise ScheduleError(f"{name}: rfactor needs a tensor defined by a reduction (sum, max, min, prod)")
+        raise ScheduleError(f"{name}: rfactor needs a tensor defined by a reduction (sum, max, min, prod) "
+                            "or a Welford")
+    producer, c_domain = _split_domains(tv, axes)
+    fusion = tv.fusion
+    inp, op, init = expr.input, expr.op, expr.init
+    fusion.remove_expr(expr)
+    RFactorReductionOp(fusion, op, producer, inp, init)
+    tv.domain = c_domain
+    ReductionOp(fusion, op, tv, producer, init)
+    verify_around([producer, tv])
+    return producer
+
+
+def _rfactor_welford(tv: TensorView, expr: WelfordOp, axes: Sequence[int]) -> TensorView:
+    name = tv.short_name
+    if isinstance(expr, RFactorWelfordOp) or len(expr.inputs) != 1:
+        raise ScheduleError(f"{name}: rfactor of a Welford that already combines partial results "
+                            "is not supported")
+    outs = [o for o in expr.outputs if isinstance(o, TensorView)]
+    # Siblings carry the same loop transforms (propagation replays them together), so
+    # the same axes name the same loop ids in each; _split_domains checks each anyway.
+    split = [_split_domains(o, axes) for o in outs]
+    for o, (p, _) in zip(outs, split):
+        if [i.is_reduction for i in p.domain.loop] != [i.is_reduction for i in split[0][0].domain.loop]:
+            raise ScheduleError(f"{name}: Welford sibling {o.short_name} has a different loop domain")
+    fusion = tv.fusion
+    inp = expr.input
+    fusion.remove_expr(expr)
+    producers = [p for p, _ in split]
+    RFactorWelfordOp(fusion, *producers, inp)
+    for o, (_, c_domain) in zip(outs, split):
+        o.domain = c_domain
+    WelfordOp(fusion, *outs, *producers)
+    verify_around([*producers, *outs])
+    return producers[outs.index(tv)]
+
+
+def _split_domains(tv: TensorView, axes: Sequence[int]) -> tuple[TensorView, TensorDomain]:
+    """The rfactor producer of `tv` (not yet defined) and `tv`'s new domain."""
+    from engine.analysis.replay import transforms_between
+
+    name = tv.short_name
     tv._require_not_inlined("rfactor")
     if tv.domain.allocation is not None or tv.domain.has_root:
         raise ScheduleError(f"{name}: rfactor of a tensor with an allocation or root domain is not supported")
@@ -134,10 +186,4 @@ def rfactor(tv: TensorView, axes: Sequence[int]) -> TensorView:
         if i not in rf_set:
             cm[i].parallel_type = i.parallel_type
 
-    inp, op, init = expr.input, expr.op, expr.init
-    fusion.remove_expr(expr)
-    RFactorReductionOp(fusion, op, producer, inp, init)
-    tv.domain = TensorDomain(c_logical, loop=c_loop)
-    ReductionOp(fusion, op, tv, producer, init)
-    verify_around([producer, tv])
-    return producer
+    return producer, TensorDomain(c_logical, loop=c_loop)

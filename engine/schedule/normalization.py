@@ -370,7 +370,7 @@ def schedule_inner_or_outer(fusion: Fusion, p: ReductionParams, trace: Trace | N
     tools.propagate_max_info(ref)
     tools.parallelize_all_like(ref)
     for r in reds:
-        rf = rfactor_serial(r)
+        rf = rfactor_serial(r, trace)
         if rf is not None:
             _transform(trace, r, f"rfactor: per-thread partial reduction in {rf.short_name}")
     v = p.unroll_factor_inner_reduction if p.fastest_dim else p.unroll_factor_iter_dom
@@ -478,7 +478,7 @@ def schedule_inner_outer(fusion: Fusion, p: ReductionParams, trace: Trace | None
     for c in smem:
         _schedule_bulk_cache(c)
     for red in reds:
-        rf = rfactor_serial(red)
+        rf = rfactor_serial(red, trace)
         if rf is not None:
             _transform(trace, red, f"rfactor: partial reduction in {rf.short_name}")
     outs = [o for o in fusion.outputs if isinstance(o, TensorView) and o not in fusion.inputs]

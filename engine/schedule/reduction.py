@@ -404,11 +404,14 @@ def schedule_reference(red: TensorView, p: ReductionParams) -> int:
     return len(outer_it)
 
 
-def rfactor_serial(red: TensorView) -> TensorView | None:
+def rfactor_serial(red: TensorView, trace: Trace | None = None) -> TensorView | None:
     """rfactor the serial reduction axes of `red` when a parallel one is left: the
-    partial reduction runs per thread, `red` then reduces across threads/blocks."""
-    if not isinstance(red.definition, ex.ReductionOp):
-        return None  # Welford: reduced in one op (a known simplification)
+    partial reduction runs per thread, `red` then reduces across threads/blocks.
+    When the primitive refuses, `red` reduces in one op and the trace says why."""
+    # Welfords are rfactored too: the partial (avg, var_sum, count) per thread are
+    # combined across threads/blocks by the WelfordOp that stays.
+    if not isinstance(red.definition, (ex.ReductionOp, ex.WelfordOp)):
+        return None
     loop = red.domain.loop
     serial = [k for k, i in enumerate(loop) if i.is_reduction and not i.is_parallelized]
     parallel = [k for k, i in enumerate(loop) if i.is_reduction and i.is_parallelized]
@@ -416,7 +419,8 @@ def rfactor_serial(red: TensorView) -> TensorView | None:
         return None
     try:
         return red.rfactor(serial)
-    except ScheduleError:
+    except ScheduleError as e:
+        _transform(trace, red, f"not rfactored, reduced in one op: {e}")
         return None
 
 
@@ -494,7 +498,7 @@ def schedule_reduction_fusion(
     tools.propagate_max_info(ref)
     tools.parallelize_all_like(ref)
     for r in reds:
-        rf = rfactor_serial(r)
+        rf = rfactor_serial(r, trace)
         if rf is not None:
             _transform(trace, r, f"rfactor: serial partial reduction in {rf.short_name}")
     v = p.unroll_factor_inner_reduction if p.fastest_dim else p.unroll_factor_iter_dom

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import torch
 
-from engine import DataType, FusionDefinition, load_fusion
+from engine import DataType, FusionDefinition, ScheduleError, load_fusion
+from engine.ir.exprs import RFactorWelfordOp, WelfordOp
 from engine.ir.iterdomain import ParallelType
 from engine.ir.quant_exprs import BlockQuantizationOp, PreprocessGroupedMatmulInputSf
-from engine.schedule import registry, tools
+from engine.ir.verify import verify_fusion
+from engine.schedule import registry, schedule_fusion, tools
 from engine.schedule.base import SchedulerType
 from engine.schedule.reduction import vectorize_io
 from engine.schedule.runtime_info import SchedulerRuntimeInfo
@@ -157,3 +160,108 @@ def test_reduction_vectorization_skips_global_only_outputs():
     assert done == [quantized]
     assert quantized.axis(-1).parallel_type == ParallelType.vectorize
     assert scales.axis(-1).parallel_type != ParallelType.vectorize
+
+
+# ---- Welford rfactor (layer_norm's var_mean) -------------------------------------------------
+
+def var_mean_fusion(dim: int = 1):
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        v, m = fd.ops.var_mean(x, dims=[dim], correction=0, keepdim=False)
+        fd.add_output(v)
+        fd.add_output(m)
+    return fd
+
+
+def welford_of(fd) -> WelfordOp:
+    return next(e for e in fd.fusion.exprs() if type(e) is WelfordOp)
+
+
+def test_rfactor_of_a_welford_makes_partials_that_combine_to_var_mean():
+    fd = var_mean_fusion()
+    x = torch.randn(6, 1000) * 3 + 5
+    w = welford_of(fd)
+    avg, var_sum, n = w.outputs
+    for t in (avg, var_sum, n):
+        t.split(1, 128)  # 1000 is not a multiple of 128: the last partial is padded
+    rf = var_sum.rfactor([1])
+    part = rf.definition
+    assert isinstance(part, RFactorWelfordOp) and rf is part.outputs[1]
+    # The original op now combines the three partials over what is left (the 128 lanes).
+    combine = avg.definition
+    assert type(combine) is WelfordOp and combine is not w
+    assert list(combine.inputs) == list(part.outputs) and list(combine.outputs) == [avg, var_sum, n]
+    assert [i.is_reduction for i in avg.domain.logical] == [False, True]
+    verify_fusion(fd.fusion)
+    text = str(fd.fusion)
+    a, v, c = (t.short_name for t in part.outputs)
+    assert f"(Avg)\n    {v}_l_float" in text and f"(Var)\n    {c}_l_int64_t" in text
+    var, mean = fd.execute([x])
+    ref_var, ref_mean = torch.var_mean(x.double(), dim=1, correction=0)
+    torch.testing.assert_close(mean.double(), ref_mean, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(var.double(), ref_var, rtol=1e-5, atol=1e-5)
+
+
+def test_partial_counts_leave_out_the_padding_of_a_split():
+    fd = var_mean_fusion()
+    w = welford_of(fd)
+    avg, var_sum, n = w.outputs
+    for t in (avg, var_sum, n):
+        t.split(1, 4, inner_split=False)  # 4 partials of ceil(10 / 4) = 3: 12 slots for 10
+    rf = n.rfactor([2])
+    # Evaluate the partial counts alone: make them an output of their own.
+    fd.fusion.add_output(rf)
+    x = torch.randn(2, 10)
+    outs = fd.execute([x])
+    counts = outs[-1]
+    assert counts.dtype == torch.int64 and counts.tolist() == [[3, 3, 3, 1]] * 2
+    torch.testing.assert_close(outs[1], x.mean(dim=1))
+
+
+def test_a_combining_welford_is_not_rfactored_again():
+    fd = var_mean_fusion()
+    avg, var_sum, n = welford_of(fd).outputs
+    for t in (avg, var_sum, n):
+        t.split(1, 8)
+        t.split(2, 2)
+    avg.rfactor([1])
+    with pytest.raises(ScheduleError, match="already combines partial results"):
+        avg.rfactor([1])
+
+
+def test_layer_norm_is_persistent_with_a_per_thread_welford_partial():
+    fd = load_fusion(SAMPLES / "layer_norm.py")
+    xs = fd.example_inputs(seed=0)
+    before = fd.execute(xs)
+    trace = Trace()
+    kind, _ = schedule_fusion(fd.fusion, xs, trace)
+    assert kind == SchedulerType.inner_persistent
+    verify_fusion(fd.fusion)
+    parts = [e for e in fd.fusion.exprs() if isinstance(e, RFactorWelfordOp)]
+    assert len(parts) == 1
+    combine = next(e for e in fd.fusion.exprs() if type(e) is WelfordOp)
+    assert list(combine.inputs) == list(parts[0].outputs)
+    # The partials reduce the serial axes per thread; the combine reduces across TIDx.
+    assert all(i.parallel_type == ParallelType.serial
+               for i in parts[0].outputs[0].domain.loop if i.is_reduction)
+    assert any(i.is_reduction and i.parallel_type == ParallelType.block_x
+               for i in combine.outputs[0].domain.loop)
+    assert any("rfactor: per-thread partial reduction" in e.message for e in trace.events)
+    after = fd.execute(xs)
+    for a, b in zip(before, after):
+        torch.testing.assert_close(a.float(), b.float(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dim,shape", [(1, (64, 8192)), (0, (8192, 64))])
+def test_the_reduction_scheduler_rfactors_a_welford(dim, shape):
+    fd = var_mean_fusion(dim)
+    xs = [torch.randn(*shape)]
+    before = fd.execute(xs)
+    trace = Trace()
+    kind, p = schedule_fusion(fd.fusion, xs, trace)
+    assert kind == SchedulerType.reduction
+    verify_fusion(fd.fusion)
+    assert any(isinstance(e, RFactorWelfordOp) for e in fd.fusion.exprs())
+    after = fd.execute(xs)
+    for a, b in zip(before, after):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
