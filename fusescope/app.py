@@ -1,4 +1,4 @@
-"""The fusescope TUI: a fusion's IR listing, its tensors, and each tensor's transforms."""
+"""The fusescope TUI: a fusion's IR listing and schedule, its tensors, and each tensor's transforms."""
 
 from __future__ import annotations
 
@@ -8,15 +8,16 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Footer, Header
+from textual.widgets import Footer, Header, TabbedContent, TabPane, Tabs
 
 from fusescope import samples
 from fusescope.commands import FusionCommands
-from fusescope.messages import SessionLoaded, SessionLoadFailed, TensorSelected
+from fusescope.messages import ScheduleComputed, SessionLoaded, SessionLoadFailed, TensorSelected
 from fusescope.model import LoadError, Session, load_session
 from fusescope.screens.help_screen import HelpScreen, KeyRow
 from fusescope.screens.open_file_screen import OpenFileScreen
 from fusescope.widgets.listing_view import ListingView
+from fusescope.widgets.schedule_view import ScheduleView
 from fusescope.widgets.tensor_tree import TensorTree
 from fusescope.widgets.transform_view import TransformView
 
@@ -29,6 +30,8 @@ class FusescopeApp(App[None]):
         Binding("f1", "help", "Help"),
         Binding("o", "open_file", "Open"),
         Binding("r", "reload", "Reload"),
+        Binding("i", "show_ir", "Fusion IR"),
+        Binding("s", "show_schedule", "Schedule"),
         Binding("tab", "focus_next", "Next pane", show=False),
         Binding("q", "quit", "Quit"),
     ]
@@ -42,14 +45,25 @@ class FusescopeApp(App[None]):
         with Horizontal(id="body"):
             yield TensorTree(id="tensors")
             with Vertical(id="main"):
-                yield ListingView(id="listing")
+                with TabbedContent(id="views"):
+                    with TabPane("Fusion IR", id="tab-ir"):
+                        yield ListingView(id="listing")
+                    with TabPane("Schedule", id="tab-schedule"):
+                        yield ScheduleView(id="schedule")
                 yield TransformView(id="transforms")
         yield Footer()
 
     def on_mount(self) -> None:
+        # The tab strip is switched with i / s and the mouse; keeping it out of the focus
+        # chain lets tab go straight from the tensors to the listing.
+        self.query_one("#views Tabs", Tabs).can_focus = False
         if self.session is not None:
             self._show_session(self.session)
         self.query_one(TensorTree).focus()
+
+    @property
+    def schedule_tab_active(self) -> bool:
+        return self.query_one(TabbedContent).active == "tab-schedule"
 
     # ---- showing ------------------------------------------------------------------
     def _show_session(self, session: Session) -> None:
@@ -58,13 +72,16 @@ class FusescopeApp(App[None]):
         self.query_one(TensorTree).show_session(session)
         self.query_one(ListingView).show_listing(session.listing)
         self.query_one(TransformView).show_block(None, "")
+        self.query_one(ScheduleView).clear()
+        if self.schedule_tab_active:
+            self._start_schedule()
 
     def show_tensor(self, name: str) -> None:
         """Select tensor `name` everywhere: tree cursor, listing marks, transform pane."""
         if self.session is None or name not in self.session.tensors:
             self.notify(f"No tensor {name} in this fusion", severity="warning")
             return
-        self.query_one(TransformView).show_block(name, self.session.transforms(name))
+        self._show_transforms(name)
         listing = self.query_one(ListingView)
         if listing.selected != name or listing.current_tensor != name:
             listing.mark(name)
@@ -73,9 +90,59 @@ class FusescopeApp(App[None]):
         if node is None or node.data != name:
             tree.select_tensor(name)
 
+    def _show_transforms(self, name: str) -> None:
+        """The tensor's transform block; on the Schedule tab, the scheduled tensor's block."""
+        assert self.session is not None
+        view = self.query_one(TransformView)
+        result = self.session.computed_schedule
+        if self.schedule_tab_active and result is not None and name in result.tensors:
+            view.show_block(name, result.tensors[name], scheduled=True)
+        else:
+            view.show_block(name, self.session.transforms(name))
+
     @on(TensorSelected)
     def _tensor_selected(self, event: TensorSelected) -> None:
         self.show_tensor(event.name)
+
+    # ---- schedule -----------------------------------------------------------------
+    @on(TabbedContent.TabActivated)
+    def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if event.pane.id == "tab-schedule":
+            self._start_schedule()
+        self._refresh_transforms()
+
+    def _refresh_transforms(self) -> None:
+        tensor = self.query_one(TransformView).tensor
+        if self.session is not None and tensor is not None:
+            self._show_transforms(tensor)
+
+    def _start_schedule(self) -> None:
+        view = self.query_one(ScheduleView)
+        if self.session is None or view.result is not None:
+            return
+        view.loading = True
+        self._compute_schedule(self.session)
+
+    @work(thread=True, exclusive=True, group="schedule")
+    def _compute_schedule(self, session: Session) -> None:
+        # compute_schedule turns engine failures into result.error; this catch is for bugs in
+        # the adapter itself, so that the view never stays loading forever.
+        try:
+            result = session.schedule()
+        except Exception as e:
+            from fusescope.model import failed_schedule
+
+            result = failed_schedule(f"internal error: {type(e).__name__}: {e}")
+        self.post_message(ScheduleComputed(session, result))
+
+    @on(ScheduleComputed)
+    def _schedule_computed(self, event: ScheduleComputed) -> None:
+        if event.session is not self.session:
+            return  # a fusion loaded since; its own worker will report
+        view = self.query_one(ScheduleView)
+        view.loading = False
+        view.show_result(event.result)
+        self._refresh_transforms()
 
     # ---- loading ------------------------------------------------------------------
     def open_path(self, spec: str) -> None:
@@ -114,6 +181,12 @@ class FusescopeApp(App[None]):
 
         self.push_screen(OpenFileScreen(names), opened)
 
+    def action_show_ir(self) -> None:
+        self.query_one(TabbedContent).active = "tab-ir"
+
+    def action_show_schedule(self) -> None:
+        self.query_one(TabbedContent).active = "tab-schedule"
+
     def action_reload(self) -> None:
         if self.session is None or self.session.path is None:
             self.notify("Nothing to reload: this fusion was not read from a file", severity="warning")
@@ -140,7 +213,8 @@ class FusescopeApp(App[None]):
         rows.append(KeyRow("↑ ↓", "Move between inputs, outputs and expressions", "Fusion IR"))
         for binding in ListingView.BINDINGS:
             assert isinstance(binding, Binding)
-            rows.append(KeyRow(self.get_key_display(binding), binding.description, "Fusion IR, Transforms"))
+            rows.append(KeyRow(self.get_key_display(binding), binding.description, "Fusion IR, Schedule, Transforms"))
+        rows.append(KeyRow("↑ ↓ ← →", "Scroll the verdicts, parameters and scheduled IR", "Schedule"))
         return rows
 
 

@@ -20,6 +20,8 @@ class FusionCommands(Provider):
         out: list[tuple[str, str, Callable[[], object]]] = [
             ("Open file…", "Open a fusion file by path", app.action_open_file),
             ("Reload", "Read the current file again", app.action_reload),
+            ("Show fusion IR", "The Fusion IR tab", app.action_show_ir),
+            ("Show schedule", "Scheduler verdicts, parameters and scheduled IR (whole fusion)", app.action_show_schedule),
         ]
         for s in samples.list_samples():
             out.append((f"Open sample: {s.name}", s.summary or str(s.path), partial(app.open_path, str(s.path))))

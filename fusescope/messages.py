@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 
 if TYPE_CHECKING:
-    from fusescope.model import Session
+    from fusescope.model import ScheduleResult, Session
 
 
 @dataclass
@@ -34,3 +34,11 @@ class SessionLoadFailed(Message):
 
     path: str
     error: str
+
+
+@dataclass
+class ScheduleComputed(Message):
+    """A schedule worker finished for `session` (the result may carry an error)."""
+
+    session: Session
+    result: ScheduleResult

@@ -92,6 +92,11 @@ class Session:
             known = ", ".join(self.tensors) or "none"
             raise KeyError(f"no tensor {name} in {self.title} (tensors: {known})") from None
 
+    @property
+    def computed_schedule(self) -> ScheduleResult | None:
+        """The schedule if it was computed already, without computing it."""
+        return self._schedule
+
     def schedule(self) -> ScheduleResult:
         """The whole fusion scheduled at the file's example inputs (cached per session)."""
         if self._schedule is None:
@@ -241,6 +246,11 @@ def compute_schedule(fd: FusionDefinition) -> ScheduleResult:
         events=_events(trace),
         tensors={tv.short_name: transforms_block(tv) for tv in fusion.tensors()},
     )
+
+
+def failed_schedule(error: str) -> ScheduleResult:
+    """A result that is only an error (for callers that failed before any decision)."""
+    return _failed(None, error)
 
 
 def _failed(trace: Trace | None, error: str) -> ScheduleResult:

@@ -15,9 +15,10 @@ from textual.widgets import Static
 # Said plainly so nobody hunts for views that do not exist yet (they need engine stages that
 # are still being written: segmenter, schedulers, lowering, code generation, runtime).
 NOT_YET = (
-    "Not yet in this version: segment graph, decision log, schedules, host IR, CUDA source, "
-    "run and profile, options. Today fusescope shows the fusion IR and each TensorView's "
-    "transforms."
+    "Not yet in this version: segment graph, decision log across segments, host IR, CUDA "
+    "source, run and profile, options. Today fusescope shows the fusion IR, each TensorView's "
+    "transforms, and the schedule of the whole fusion as one group (no segmenter yet), "
+    "computed at the file's example inputs (its `inputs = [...]` list)."
 )
 
 

@@ -37,15 +37,18 @@ class TransformView(VerticalScroll, can_focus=True):
         self.border_title = "Transforms"
         self.text = ""  # the block exactly as the engine printed it
         self.tensor: str | None = None
+        self.scheduled = False  # True when the block is of the scheduled fusion's tensor
         self._body = Static(Text(PLACEHOLDER, style="dim italic"))
 
     def compose(self) -> ComposeResult:
         yield self._body
 
-    def show_block(self, name: str | None, block: str) -> None:
+    def show_block(self, name: str | None, block: str, scheduled: bool = False) -> None:
         self.tensor = name
         self.text = block
-        self.border_title = f"Transforms · {name}" if name else "Transforms"
+        self.scheduled = scheduled
+        which = " (scheduled)" if scheduled else ""
+        self.border_title = f"Transforms · {name}{which}" if name else "Transforms"
         self._body.update(highlight(block) if block else Text(PLACEHOLDER, style="dim italic"))
 
     def action_copy(self) -> None:

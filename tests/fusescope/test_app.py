@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from textual.command import CommandPalette
-from textual.widgets import Footer
+from textual.widgets import Footer, TabbedContent
 
 from engine import load_fusion
 from fusescope import samples
@@ -15,6 +15,7 @@ from fusescope.model import Session, load_session
 from fusescope.screens.help_screen import HelpScreen
 from fusescope.screens.open_file_screen import OpenFileScreen
 from fusescope.widgets.listing_view import ListingView
+from fusescope.widgets.schedule_view import ScheduleView
 from fusescope.widgets.tensor_tree import TensorTree
 from fusescope.widgets.transform_view import TransformView
 from tests.fusescope.fusions import build_seed001
@@ -158,6 +159,21 @@ async def test_every_footer_key_does_what_it_says(session: Session) -> None:
         await pilot.pause()
         checked.add("ctrl+p")
 
+        # s opens the Schedule tab and schedules in a worker; this Python-built fusion has no
+        # example inputs, so the view says that instead of showing a schedule.
+        await pilot.press("s")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.query_one(TabbedContent).active == "tab-schedule"
+        schedule = app.query_one(ScheduleView)
+        assert schedule.result is not None and schedule.result.error is not None
+        assert schedule.result.error.startswith("no example inputs")
+        checked.add("s")
+        await pilot.press("i")
+        await pilot.pause()
+        assert app.query_one(TabbedContent).active == "tab-ir"
+        checked.add("i")
+
         # The text panes add their own key.
         await pilot.press("tab")
         await pilot.pause()
@@ -255,3 +271,61 @@ async def test_palette_opens_a_bundled_sample(session: Session) -> None:
         await pilot.pause()
         assert app.session.path == target.path
         assert app.query_one(ListingView).text == str(load_fusion(str(target.path)).fusion)
+
+
+async def test_schedule_tab_shows_the_schedulers_decision_and_scheduled_transforms() -> None:
+    path = samples.resolve("softmax")
+    if not path.exists():
+        pytest.skip("bundled sample softmax is missing")
+    session = load_session(path)
+    app = FusescopeApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("down", "down")  # tree: root -> Inputs -> T0
+        await pilot.pause()
+        transforms = app.query_one(TransformView)
+        assert transforms.tensor == "T0" and not transforms.scheduled
+        view = app.query_one(ScheduleView)
+        assert view.result is None  # nothing is scheduled until the tab is opened
+        await pilot.press("s")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert not view.loading
+        result = view.result
+        assert result is not None and result.error is None and result.scheduler == "inner_persistent"
+        assert view.border_title == "Schedule · inner_persistent"
+        shown = view.text
+        assert shown == session.schedule().report()  # the same text `show --schedule` prints
+        assert "Scheduler _pointwise_ ***rejected*** because : no support for reduction ops" in shown
+        assert "===== Reduction Parameters ========" in shown and "Scheduled IR:" in shown
+        # On the Schedule tab the transform pane shows the scheduled tensor: parallelized.
+        assert transforms.tensor == "T0" and transforms.scheduled
+        assert transforms.text == result.tensors["T0"] != session.transforms("T0")
+        assert "threadIdx.x" in transforms.text and "threadIdx" not in session.transforms("T0")
+        assert "(scheduled)" in transforms.border_title
+        await pilot.press("i")  # back on the IR tab the unscheduled block returns
+        await pilot.pause()
+        assert transforms.text == session.transforms("T0") and not transforms.scheduled
+        await pilot.press("s")  # the result is cached: no second worker, same result
+        await pilot.pause()
+        assert view.result is result and transforms.scheduled
+
+
+async def test_opening_a_file_clears_the_previous_schedule(session: Session, seed001_file: Path) -> None:
+    sample = samples.resolve("gelu_bias")
+    if not sample.exists():
+        pytest.skip("bundled sample gelu_bias is missing")
+    app = FusescopeApp(load_session(sample))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("s")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        view = app.query_one(ScheduleView)
+        assert view.result is not None and view.result.scheduler == "pointwise"
+        app.open_path(str(seed001_file))  # no inputs list: the new fusion cannot be scheduled
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.session.path == seed001_file
+        assert view.result is not None and view.result.scheduler is None
+        assert "no example inputs" in view.text
