@@ -68,8 +68,7 @@ def _rfactor_welford(tv: TensorView, expr: WelfordOp, axes: Sequence[int]) -> Te
         raise ScheduleError(f"{name}: rfactor of a Welford that already combines partial results "
                             "is not supported")
     outs = [o for o in expr.outputs if isinstance(o, TensorView)]
-    # Siblings carry the same loop transforms (propagation replays them together), so
-    # the same axes name the same loop ids in each; _split_domains checks each anyway.
+    _sync_siblings(tv, outs)
     split = [_split_domains(o, axes) for o in outs]
     for o, (p, _) in zip(outs, split):
         if [i.is_reduction for i in p.domain.loop] != [i.is_reduction for i in split[0][0].domain.loop]:
@@ -84,6 +83,32 @@ def _rfactor_welford(tv: TensorView, expr: WelfordOp, axes: Sequence[int]) -> Te
     WelfordOp(fusion, *outs, *producers)
     verify_around([*producers, *outs])
     return producers[outs.index(tv)]
+
+
+def _sync_siblings(tv: TensorView, outs: list[TensorView]) -> None:
+    """Give untransformed Welford siblings `tv`'s loop transforms and parallel types.
+
+    Propagation already replays a scheduler's transforms onto all three outputs; a
+    user who split only one (fd.sched.split(avg, ...)) gets the others replayed here,
+    as the three must be rfactored at the same loop axes.
+    """
+    from engine.analysis.replay import loop_transforms, replay_onto
+
+    ts = loop_transforms(tv)
+    shape = [type(t) for t in ts]
+    for o in outs:
+        if o is tv or ([type(t) for t in loop_transforms(o)] == shape and o.nloop == tv.nloop):
+            continue
+        if loop_transforms(o):
+            raise ScheduleError(f"{tv.short_name}: Welford sibling {o.short_name} has different "
+                                "loop transforms; rfactor needs the same on all three outputs")
+        o._require_not_inlined("rfactor")
+        loop, rmap = replay_onto(ts, tv.domain.loop, dict(zip(tv.domain.logical, o.domain.logical)),
+                                 o.domain.logical)
+        o.domain.loop = loop
+        for i in tv.domain.loop:
+            if i in rmap:
+                rmap[i].parallel_type = i.parallel_type
 
 
 def _split_domains(tv: TensorView, axes: Sequence[int]) -> tuple[TensorView, TensorDomain]:

@@ -265,3 +265,38 @@ def test_the_reduction_scheduler_rfactors_a_welford(dim, shape):
     after = fd.execute(xs)
     for a, b in zip(before, after):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_a_user_rfactor_of_one_welford_output_replays_the_split_on_its_siblings():
+    from engine import dumps_fusion, loads_fusion
+
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        v, m = fd.ops.var_mean(x, dims=[1], correction=0, keepdim=False)
+        fd.add_output(v)
+        fd.add_output(m)
+        fd.sched.split(m, 1, 8)  # only the mean (avg) is split by the user
+        rf = fd.sched.rfactor(m, [1])
+    part = rf.definition
+    assert isinstance(part, RFactorWelfordOp)
+    # All three partials reduce the same rfactored axis (ceilDiv(100, 8) here).
+    assert all([i.is_reduction for i in p.domain.logical] == [False, True, False]
+               for p in part.outputs)
+    verify_fusion(fd.fusion)
+    xs = [torch.randn(4, 100)]
+    var, mean = fd.execute(xs)
+    torch.testing.assert_close(var, torch.var(xs[0], dim=1, correction=0))
+    torch.testing.assert_close(mean, xs[0].mean(dim=1))
+    # The recorded schedule replays to the same IR from a fusion file.
+    fd2 = loads_fusion(dumps_fusion(fd))
+    assert str(fd2.fusion) == str(fd.fusion)
+
+
+def test_welford_siblings_with_different_transforms_are_refused():
+    fd = var_mean_fusion()
+    avg, var_sum, n = welford_of(fd).outputs
+    avg.split(1, 8)
+    var_sum.split(1, 8)
+    var_sum.split(2, 2)
+    with pytest.raises(ScheduleError, match="sibling T2 has different loop transforms"):
+        avg.rfactor([1])
