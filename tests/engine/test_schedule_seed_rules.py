@@ -300,3 +300,27 @@ def test_welford_siblings_with_different_transforms_are_refused():
     var_sum.split(2, 2)
     with pytest.raises(ScheduleError, match="sibling T2 has different loop transforms"):
         avg.rfactor([1])
+
+
+@pytest.mark.parametrize("dim,shape,kind", [
+    (0, (4096, 256), SchedulerType.outer_persistent),
+    (1, (256, 4096), SchedulerType.inner_persistent),
+])
+def test_persistent_schedulers_rfactor_a_normalizing_welford(dim, shape, kind):
+    # x - mean(x) keeps x alive across the Welford: a persistent schedule.
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        v, m = fd.ops.var_mean(x, dims=[dim], correction=0, keepdim=False)
+        bm = fd.ops.broadcast(m, [dim == 0, dim == 1])
+        fd.add_output(fd.ops.sub(x, bm))
+        fd.add_output(v)
+    xs = [torch.randn(*shape)]
+    before = fd.execute(xs)
+    trace = Trace()
+    got, _ = schedule_fusion(fd.fusion, xs, trace)
+    assert got == kind
+    verify_fusion(fd.fusion)
+    assert any(isinstance(e, RFactorWelfordOp) for e in fd.fusion.exprs())
+    assert any("rfactor: per-thread partial reduction" in e.message for e in trace.events)
+    for a, b in zip(before, fd.execute(xs)):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
