@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from engine.errors import ScheduleError
 from engine.ir import exprs as ex
 from engine.ir.quant_exprs import CutlassNvfp4GroupedMmaOp
 from engine.schedule.base import Scheduler, SchedulerType
@@ -33,7 +34,7 @@ class MatmulScheduler(Scheduler):
     def compute_heuristics(
         self, fusion: Fusion, info: SchedulerRuntimeInfo, trace: Trace | None = None
     ) -> HeuristicParams | None:
-        raise NotImplementedError(DELEGATED)
+        raise ScheduleError(f"matmul scheduler: {DELEGATED}")
 
     def schedule(self, fusion: Fusion, params: HeuristicParams | None, trace: Trace | None = None) -> None:
-        raise NotImplementedError(DELEGATED)
+        raise ScheduleError(f"matmul scheduler: {DELEGATED}")
