@@ -1,0 +1,1 @@
+"""CUDA code generation: kernel IR to CUDA C, with runtime headers inlined."""

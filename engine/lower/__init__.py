@@ -1,0 +1,1 @@
+"""Lowering: a scheduled fusion to kernel IR, one pass a module."""
