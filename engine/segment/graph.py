@@ -1,0 +1,431 @@
+"""The segmented fusion: groups of exprs (one kernel each), the tensors passed between them
+through global memory, their run order, and nvFuser's printed form.
+
+Groups hold exprs and TensorViews of the complete (original) fusion. `make_fusion` cuts a
+standalone Fusion out of it for one group, which is what the schedulers are asked about
+while segmenting and what the compile pipeline schedules, lowers and runs.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from engine.dtypes import DataType, to_torch
+from engine.errors import ExecutionError
+from engine.ir.base import Expr, Val
+from engine.ir.fusion import Fusion
+from engine.ir.scalar import Scalar
+from engine.ir.tensorview import MemoryType, TensorView
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+    from engine.config import Options
+    from engine.schedule.base import Verdict
+    from engine.trace import Trace
+
+
+# ---- sizes at the example inputs ------------------------------------------------------------
+
+class Sizes:
+    """Binds the complete fusion's free symbols from example inputs, so that any tensor's
+    size, bytes and a stand-in torch tensor (for a segment's SchedulerRuntimeInfo) can be
+    computed without running the fusion."""
+
+    def __init__(self, fusion: Fusion, inputs: Sequence[Any]) -> None:
+        from engine.reference import Context, bind_input
+
+        if len(inputs) != len(fusion.inputs):
+            raise ExecutionError(f"fusion takes {len(fusion.inputs)} inputs, got {len(inputs)}")
+        ctx = Context(torch.device("cpu"))
+        self.given: dict[Val, Any] = {}
+        for k, (val, x) in enumerate(zip(fusion.inputs, inputs)):
+            # bind on the meta device is not possible for every check, so bind a CPU view
+            # of the tensor's metadata only: bind_input moves it to CPU, which is a no-op
+            # for CPU inputs and a copy for device inputs (sizes are all we need).
+            bind_input(k, val, x.cpu() if isinstance(x, torch.Tensor) else x, ctx)
+            self.given[val] = x
+        self.env = ctx.env
+        self._fakes: dict[TensorView, torch.Tensor] = {}
+
+    def value(self, s: Scalar) -> Any:
+        return s.evaluate(self.env)
+
+    def sizes(self, tv: TensorView) -> list[int]:
+        out = []
+        for i in tv.domain.logical:
+            if i.is_reduction:
+                continue
+            out.append(int(self.value(i.expanded_extent if i.expanded_extent is not None else i.extent)))
+        return out
+
+    def stored_numel(self, tv: TensorView) -> int:
+        """Elements a tensor occupies in memory: expanded broadcasts are stored once."""
+        n = 1
+        for i in tv.domain.logical:
+            if i.is_reduction or i.is_broadcast:
+                continue
+            n *= int(self.value(i.extent))
+        return n
+
+    def bytes(self, tv: TensorView) -> int:
+        return (self.stored_numel(tv) * tv.dtype.bits + 7) // 8
+
+    def tensor(self, tv: TensorView) -> torch.Tensor:
+        """The given input tensor, or an uninitialised CPU tensor with `tv`'s sizes and
+        dtype, laid out as the engine allocates intermediates (allocation order,
+        expanded broadcasts with stride 0)."""
+        if tv in self.given:
+            x = self.given[tv]
+            return x.cpu() if isinstance(x, torch.Tensor) else x
+        if tv in self._fakes:
+            return self._fakes[tv]
+        logical = [i for i in tv.domain.logical if not i.is_reduction]
+        full = self.sizes(tv)
+        stored = [1 if i.is_broadcast else s for i, s in zip(logical, full)]
+        order = list(range(len(logical)))
+        alloc = tv.domain.allocation
+        if alloc is not None:
+            try:
+                order = [logical.index(i) for i in alloc if not i.is_reduction]
+            except ValueError:
+                order = list(range(len(logical)))
+        mem_shape = [stored[d] for d in order]
+        if tv.dtype == DataType.Float4_e2m1fn:
+            mem_shape[-1] = max(1, mem_shape[-1] // 2)
+            base = torch.empty(mem_shape, dtype=torch.uint8).view(torch.float4_e2m1fn_x2)
+        else:
+            base = torch.empty(mem_shape, dtype=to_torch(tv.dtype))
+        inv = [order.index(d) for d in range(len(order))]
+        t = base.permute(inv) if order != list(range(len(order))) else base
+        if stored != full:
+            t = t.expand(full)
+        self._fakes[tv] = t
+        return t
+
+
+# ---- cutting a group out of the complete fusion -------------------------------------------
+
+def referenced_symbols(exprs: Sequence[Expr], inputs: Sequence[TensorView]) -> list[Scalar]:
+    """Free scalars a group needs that its tensor inputs do not bind: symbols in the
+    extents of tensors it computes and in its exprs' scalar operands and attributes
+    (slice ranges, pad widths, expand and full shapes). nvFuser passes these to a segment
+    as scalar inputs (SegmentedGroup::finalize)."""
+    bound: set[Scalar] = set()
+    for tv in inputs:
+        for i in tv.domain.logical:
+            if i.is_reduction:
+                continue
+            e = i.expanded_extent if i.expanded_extent is not None else i.extent
+            if e.is_symbol:
+                bound.add(e)
+    found: dict[Scalar, None] = {}
+
+    def add(s: Scalar) -> None:
+        for f in sorted(s.free_symbols(), key=lambda x: x.name if x.name is not None else -1):
+            if f not in bound:
+                found[f] = None
+
+    def walk(x: Any) -> None:
+        if isinstance(x, Scalar):
+            add(x)
+        elif isinstance(x, (list, tuple)):
+            for y in x:
+                walk(y)
+        elif isinstance(x, dict):
+            for y in x.values():
+                walk(y)
+
+    input_set = set(inputs)
+    for e in exprs:
+        for v in e.inputs:
+            if isinstance(v, Scalar):
+                add(v)
+            elif isinstance(v, TensorView) and v not in input_set:
+                _tv_symbols(v, add)
+        for v in e.outputs:
+            if isinstance(v, TensorView):
+                _tv_symbols(v, add)
+        walk(e.attributes)
+    return sorted(found, key=lambda s: s.name if s.name is not None else -1)
+
+
+def _tv_symbols(tv: TensorView, add: Any) -> None:
+    dom = tv.domain
+    ids = [*dom.maybe_root, *dom.logical, *dom.loop, *(dom.allocation or [])]
+    for i in ids:
+        add(i.extent)
+        if i.expanded_extent is not None:
+            add(i.expanded_extent)
+
+
+def cut_fusion(
+    complete: Fusion,
+    exprs: Sequence[Expr],
+    inputs: Sequence[Val],
+    outputs: Sequence[Val],
+) -> tuple[Fusion, dict[Val, Val]]:
+    """A standalone Fusion of `exprs` with `inputs` as its inputs and `outputs` as its
+    outputs (all in global memory), and the map from the complete fusion's vals to it.
+
+    Only the group's part of the graph is copied: every expr outside the group is mapped
+    to nothing in the deep copy, which cuts the definitions of the group's inputs and the
+    uses that leave the group. Inputs produced by reshape/resize get their logical domain
+    as a plain root (nvFuser's convertInputRfactorsToRoots), since the transforms that
+    made it happened in another segment.
+    """
+    keep = {id(e) for e in exprs}
+    shell = Fusion()
+    shell._counters = dict(complete._counters)
+    memo: dict[int, Any] = {id(complete): shell}
+    for e in complete.all_exprs:
+        if id(e) not in keep:
+            memo[id(e)] = None
+    new_exprs = copy.deepcopy(list(exprs), memo)
+    new_in = copy.deepcopy(list(inputs), memo)
+    new_out = copy.deepcopy(list(outputs), memo)
+    val_map: dict[Val, Val] = {}
+    for v in [*complete.all_vals, *inputs, *outputs]:
+        c = memo.get(id(v))
+        if c is not None and v not in val_map:
+            val_map[v] = c
+    for e in exprs:
+        for v in [*e.inputs, *e.outputs]:
+            c = memo.get(id(v))
+            if c is not None:
+                val_map.setdefault(v, c)
+    live = {id(x) for x in new_exprs}
+    for v in val_map.values():
+        v.uses = [u for u in v.uses if u is not None]
+        if v.definition is not None and id(v.definition) not in live:
+            v.definition = None
+    shell.all_exprs = list(new_exprs)
+    shell.all_vals = list(dict.fromkeys(val_map.values()))
+    if complete._zero is not None and id(complete._zero) in memo:
+        shell._zero = memo[id(complete._zero)]
+    for v in new_in:
+        if isinstance(v, TensorView):
+            _plain_input(v)
+        shell.add_input(v)
+    for v in new_out:
+        shell.add_output(v)
+    return shell, val_map
+
+
+def _plain_input(tv: TensorView) -> None:
+    dom = tv.domain
+    if not dom.has_root:
+        return
+    for i in dom.logical:
+        i.definition = None
+        i.is_rfactor = False
+    dom.root = None
+    if dom.allocation is not None and set(map(id, dom.allocation)) != set(map(id, dom.logical)):
+        dom.allocation = None
+        dom.contiguity = dom.default_contiguity()
+
+
+# ---- the model -------------------------------------------------------------------------------
+
+def _tv_names(vals: Iterable[Val]) -> list[Val]:
+    return sorted(vals, key=lambda v: (0, v.name) if isinstance(v, TensorView) else (1, v.name or 0))
+
+
+@dataclass(eq=False)
+class SegmentedGroup:
+    """One segment: a kernel (or an ATen call) for `exprs`.
+
+    `inputs`/`outputs` are TensorViews of the complete fusion, sorted by name as nvFuser
+    prints them; `scalar_inputs` are free scalars the group needs that its tensor inputs do
+    not bind. Exprs forwarded from fusion inputs or factories are replicated here
+    (`forwarded_exprs` says which).
+    """
+
+    id: int
+    scheduler: str
+    exprs: list[Expr]
+    inputs: list[TensorView]
+    outputs: list[TensorView]
+    complete: Fusion
+    scalar_inputs: list[Scalar] = field(default_factory=list)
+    forwarded_exprs: list[Expr] = field(default_factory=list)
+    verdicts: list[Verdict] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return f"g{self.id}"
+
+    @property
+    def fusion_inputs(self) -> list[Val]:
+        """Vals of the complete fusion in the order of `make_fusion()`'s inputs."""
+        return [*self.inputs, *self.scalar_inputs]
+
+    def make_fusion(self) -> tuple[Fusion, dict[Val, Val]]:
+        """A standalone clone of this group and the map original -> clone."""
+        return cut_fusion(self.complete, self.exprs, self.fusion_inputs, self.outputs)
+
+    def input_values(self, values: dict[Val, Any], env: dict[Scalar, Any]) -> list[Any]:
+        """Arguments for `make_fusion()`'s fusion from computed tensors and bound scalars."""
+        args = []
+        for v in self.fusion_inputs:
+            if v in values:
+                args.append(values[v])
+            elif isinstance(v, Scalar):
+                args.append(v.evaluate(env))
+            else:
+                raise ExecutionError(f"segment {self.name}: input {v.short_name} is not computed yet")
+        return args
+
+    def summary(self) -> str:
+        """nvFuser's one-line group form: `g{1, 2, 5}` (expr numbers)."""
+        return "g{" + ", ".join(str(n) for n in sorted(e.name for e in self.exprs)) + "}"
+
+    def details(self) -> str:
+        """The seed-003 listing: `g{(resize)`, `group id: 3`, inputs, outputs, exprs."""
+        lines = [f"g{{({self.scheduler})", f"group id: {self.id}", "inputs:"]
+        lines += [f"  {v} {v.dtype.cuda_name}" for v in _tv_names([*self.inputs, *self.scalar_inputs])]
+        lines.append("outputs:")
+        lines += [f"  {v} {v.dtype.cuda_name}" for v in _tv_names(self.outputs)]
+        body = "".join(f"{e.to_string()}({e.name})\n" for e in self.exprs)
+        return "\n".join(lines) + "\n\n\n" + body + "}\n"
+
+    def __str__(self) -> str:
+        return self.details()
+
+    def __repr__(self) -> str:
+        return f"<SegmentedGroup {self.name} {self.scheduler} {self.summary()}>"
+
+
+@dataclass(eq=False)
+class SegmentedEdge:
+    """`val` passes from `producer` to `consumer` through global memory."""
+
+    producer: SegmentedGroup
+    consumer: SegmentedGroup
+    val: TensorView
+    bytes: int
+
+    def __str__(self) -> str:
+        # nvFuser's operator<< for an edge prints each group with its trailing newline.
+        return f"e{{ {self.producer.summary()}\n -> {self.consumer.summary()}\n({self.val}) }}\n"
+
+
+@dataclass(eq=False)
+class SegmentedFusion:
+    """Groups in run order, the edges between them, and the complete fusion."""
+
+    fusion: Fusion
+    groups: list[SegmentedGroup]
+    edges: list[SegmentedEdge]
+    sizes: Sizes
+    options: Options
+    trace: Trace | None = None
+
+    @property
+    def segments(self) -> list[SegmentedGroup]:
+        return self.groups
+
+    def run_order(self) -> list[SegmentedGroup]:
+        return list(self.groups)
+
+    def group(self, gid: int) -> SegmentedGroup:
+        return self.groups[gid]
+
+    def group_of(self, expr: Expr) -> list[SegmentedGroup]:
+        """Groups computing `expr` (several for a forwarded expr)."""
+        return [g for g in self.groups if any(e is expr for e in g.exprs)]
+
+    def producers_of(self, group: SegmentedGroup) -> list[SegmentedEdge]:
+        return [e for e in self.edges if e.consumer is group]
+
+    def consumers_of(self, group: SegmentedGroup) -> list[SegmentedEdge]:
+        return [e for e in self.edges if e.producer is group]
+
+    def boundary_bytes(self) -> int:
+        """Bytes written by one segment and read by another (once per tensor)."""
+        seen: dict[TensorView, int] = {}
+        for e in self.edges:
+            seen[e.val] = e.bytes
+        return sum(seen.values())
+
+    # ---- printing ------------------------------------------------------------------------
+    def __str__(self) -> str:
+        """nvFuser's `Segmented_Fusion{ groups: ... edges: ... group details: ... }` dump."""
+        out = ["Segmented_Fusion Dump: -- fusion segments:\n", "Segmented_Fusion{ \n", "groups: \n"]
+        out += [g.summary() + "\n\n" for g in self.groups]
+        out.append("edges: \n")
+        order = {id(g): k for k, g in enumerate(self.groups)}
+        for e in sorted(self.edges, key=lambda e: order[id(e.producer)]):
+            out.append(str(e) + "\n")
+        out.append("\ngroup details:\n")
+        out += [g.details() + "\n" for g in self.groups]
+        out.append("} //Segmented_Fusion\n")
+        return "".join(out)
+
+    # ---- graph -----------------------------------------------------------------------------
+    def to_networkx(self) -> nx.DiGraph:
+        """Nodes are group ids (attributes: scheduler, exprs, inputs, outputs, ops); an edge
+        carries the tensors passed and their bytes at the example sizes."""
+        import networkx as nx
+
+        g = nx.DiGraph()
+        for s in self.groups:
+            g.add_node(
+                s.id, name=s.name, scheduler=s.scheduler, ops=len(s.exprs),
+                exprs=[e.name for e in s.exprs], inputs=[v.short_name for v in s.inputs],
+                outputs=[v.short_name for v in s.outputs],
+                forwarded=[e.name for e in s.forwarded_exprs],
+            )
+        for e in self.edges:
+            a, b = e.producer.id, e.consumer.id
+            if g.has_edge(a, b):
+                g.edges[a, b]["tensors"].append(e.val.short_name)
+                g.edges[a, b]["bytes"] += e.bytes
+            else:
+                g.add_edge(a, b, tensors=[e.val.short_name], bytes=e.bytes)
+        return g
+
+    # ---- evaluation ------------------------------------------------------------------------
+    def run_reference(self, inputs: Sequence[Any]) -> list[Any]:
+        """The fusion's outputs computed group by group: each group's own Fusion
+        (make_fusion) evaluated by the reference evaluator, fed with the tensors earlier
+        groups produced. Tests compare this with evaluating the complete fusion."""
+        from engine.reference import Context, bind_input, evaluate, finish_output
+
+        ctx = Context(_device_of(inputs))
+        values: dict[Val, Any] = {}
+        for k, (val, x) in enumerate(zip(self.fusion.inputs, inputs, strict=True)):
+            values[val] = bind_input(k, val, x, ctx)
+        for g in self.groups:
+            sub, vmap = g.make_fusion()
+            outs = evaluate(sub, g.input_values(values, ctx.env), device=ctx.device)
+            for v, t in zip(g.outputs, outs):
+                values[v] = t
+        result = []
+        for v in self.fusion.outputs:
+            if v in values:
+                result.append(finish_output(v, values[v]))
+            elif isinstance(v, Scalar):
+                result.append(v.evaluate(ctx.env))
+            else:
+                raise ExecutionError(f"output {v.short_name} was computed by no segment")
+        return result
+
+
+def _device_of(inputs: Sequence[Any]) -> torch.device:
+    for x in inputs:
+        if isinstance(x, torch.Tensor):
+            return x.device
+    return torch.device("cpu")
+
+
+def mark_global(tvs: Iterable[TensorView]) -> None:
+    """Segment inputs and outputs live in global memory (nvFuser sets this on the complete
+    fusion, which is why boundary tensors print as `T3_g_...`)."""
+    for tv in tvs:
+        tv.memory_type = MemoryType.Global
