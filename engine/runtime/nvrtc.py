@@ -117,9 +117,10 @@ def source_excerpt(source: str, line: int, context: int = CONTEXT_LINES) -> str:
     )
 
 
-def format_compile_error(source: str, log: str, program: str, arch: str) -> str:
+def format_compile_error(source: str, log: str, program: str, arch: str, status: str = "") -> str:
     """The message of a CompileError: NVRTC's log, then the source around each error line."""
-    parts = [f"NVRTC failed to compile {program} for {arch}:", log.rstrip() or "(NVRTC gave no log)"]
+    why = f" ({status})" if status else ""
+    parts = [f"NVRTC failed to compile {program} for {arch}{why}:", log.rstrip() or "(NVRTC gave no log)"]
     for line in error_lines(log):
         parts.append(f"\n{program}:{line}:\n{source_excerpt(source, line)}")
     return "\n".join(parts)
@@ -156,7 +157,7 @@ def compile_cuda(source: str, *, program: str = "fusion.cu", arch: str | None = 
             nvrtc.compileProgram(prog, list(all_options))
         except Exception as exc:  # NVRTCError; its status says compile vs. bad option
             log = _program_log(nvrtc, prog)
-            err = CompileError(format_compile_error(source, log, program, arch) + f"\n({exc})")
+            err = CompileError(format_compile_error(source, log, program, arch, str(exc)))
             err.log = log  # type: ignore[attr-defined]
             err.lines = error_lines(log)  # type: ignore[attr-defined]
             raise err from None
