@@ -64,7 +64,8 @@ class KernelProfile:
     # Counts from the launch and, for the emulator, from its statistics.
     blocks: int = 0
     threads: int = 0  # all threads of the grid
-    barriers: int | None = None
+    barriers: int | None = None  # __syncthreads passed (emulator)
+    warp_syncs: int | None = None  # warp shuffles/votes/__syncwarp (emulator)
 
     @property
     def bytes_total(self) -> int | None:
@@ -109,6 +110,8 @@ class KernelProfile:
         parts.append(f"grid {self.blocks} x {self.launch.threads} threads")
         if self.barriers is not None:
             parts.append(f"{self.barriers} barriers")
+        if self.warp_syncs is not None:
+            parts.append(f"{self.warp_syncs} warp syncs")
         if self.compile_time_s is not None:
             parts.append(f"compile {self.compile_time_s:.3f}s{' (cached)' if self.compile_cached else ''}")
         return " | ".join(parts)
@@ -188,11 +191,13 @@ def profile_emulated(kernel: Any, args: list[Any], launch: LaunchConfig, *,
     stats = getattr(kernel, "stats", None)
     if callable(stats):
         stats = stats()
-    barriers = None
+    barriers = warp_syncs = None
+    # Names as the emulator's header counts them (cuda_emu.h's Stats).
     if stats is not None:
         blocks = _stat(stats, "blocks", "num_blocks") or blocks
         threads = _stat(stats, "threads", "num_threads") or threads
         barriers = _stat(stats, "barriers", "syncthreads", "num_barriers")
+        warp_syncs = _stat(stats, "warp_syncs")
     compile_time = getattr(kernel, "compile_time_s", None)
     cached = getattr(kernel, "cached", None)
     return KernelProfile(
@@ -200,5 +205,5 @@ def profile_emulated(kernel: Any, args: list[Any], launch: LaunchConfig, *,
         time_ms=wall_ms, time_ms_min=wall_ms, time_ms_max=wall_ms,
         compile_time_s=compile_time if isinstance(compile_time, (int, float)) else None,
         compile_cached=cached if isinstance(cached, bool) else None, blocks=blocks, threads=threads,
-        barriers=barriers,
+        barriers=barriers, warp_syncs=warp_syncs,
     )

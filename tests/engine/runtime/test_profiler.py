@@ -79,11 +79,16 @@ class _FakeEmulated:
 
 def test_profile_emulated_counts_from_launch_and_stats():
     launch = LaunchConfig((4, 2, 1), (64, 1, 1))
-    k = _FakeEmulated({"barriers": 3})
+    k = _FakeEmulated({"blocks": 8, "threads": 512, "barriers": 3, "warp_syncs": 5, "switches": 40})
     p = profile_emulated(k, [], launch)
     assert k.launched == 1
     assert p.backend == "emulate" and p.name == "emu_k"
-    assert p.blocks == 8 and p.threads == 512 and p.barriers == 3
+    assert p.blocks == 8 and p.threads == 512 and p.barriers == 3 and p.warp_syncs == 5
     assert p.time_ms >= 0 and p.gbps is None
     assert "3 barriers" in str(p)
-    assert profile_emulated(_FakeEmulated(None), [], launch).barriers is None
+    bare = profile_emulated(_FakeEmulated(None), [], launch)
+    assert bare.barriers is None and (bare.blocks, bare.threads) == (8, 512)
+
+    class Stats:  # an object with attributes works as well as a mapping
+        barriers = 2
+    assert profile_emulated(_FakeEmulated(Stats()), [], launch).barriers == 2
