@@ -1,0 +1,189 @@
+// fusescope runtime: grid reductions in one (non-cooperative) launch.
+//
+//   bool gridReduce<X_BLOCK, Y_BLOCK, Z_BLOCK, X_THREAD, Y_THREAD, Z_THREAD>(
+//       out, val, op, init, work_buf, sync_flags, smem)
+//
+// Reduces `val` over the flagged thread dims and the flagged block dims, separately for each
+// combination of the unflagged thread and block coordinates. Every thread of every block
+// calls it (uniformly within a block). Each block reduces within itself (blockAllReduce),
+// writes one partial per thread segment to work_buf, fences, and counts its arrival in
+// sync_flags[block segment] with an atomic. The last block of a block segment to arrive
+// reads all partials, combines them and returns true with `out` set in all of its threads;
+// every other block returns false and leaves `out` untouched. The last block also resets its
+// counter to 0, so the next launch (or a later call with the same flags) starts clean.
+//
+// Buffer sizes (elements), see fsGridReduceWorkSize / fsGridReduceFlagsSize below and
+// engine/codegen/ops_table.py grid_reduce_buffer_sizes:
+//   work_buf:   gridDim.x*gridDim.y*gridDim.z
+//               * (X_THREAD ? 1 : blockDim.x) * (Y_THREAD ? 1 : blockDim.y)
+//               * (Z_THREAD ? 1 : blockDim.z)
+//   sync_flags: (X_BLOCK ? 1 : gridDim.x) * (Y_BLOCK ? 1 : gridDim.y) * (Z_BLOCK ? 1 : gridDim.z)
+//               nvfuser_index_t, zeroed before the first launch (the kernel keeps them zero).
+// Each gridReduce call site needs its own work_buf and sync_flags regions: a block that
+// runs ahead into a second call could otherwise count into a flag the first call has not
+// reset yet. smem: blockDim.x*y*z elements, as blockAllReduce.
+// No block waits for another, so any grid size works without a cooperative launch.
+#ifndef FS_RUNTIME_GRID_REDUCE_CUH
+#define FS_RUNTIME_GRID_REDUCE_CUH
+
+template <bool X_BLOCK, bool Y_BLOCK, bool Z_BLOCK, bool X_THREAD, bool Y_THREAD, bool Z_THREAD>
+FS_HOST_DEVICE constexpr nvfuser_index_t fsGridReduceWorkSize(nvfuser_index_t gx, nvfuser_index_t gy,
+                                               nvfuser_index_t gz, nvfuser_index_t bx,
+                                               nvfuser_index_t by, nvfuser_index_t bz) {
+  return gx * gy * gz * (X_THREAD ? 1 : bx) * (Y_THREAD ? 1 : by) * (Z_THREAD ? 1 : bz);
+}
+
+template <bool X_BLOCK, bool Y_BLOCK, bool Z_BLOCK>
+FS_HOST_DEVICE constexpr nvfuser_index_t fsGridReduceFlagsSize(nvfuser_index_t gx, nvfuser_index_t gy,
+                                                nvfuser_index_t gz) {
+  return (X_BLOCK ? 1 : gx) * (Y_BLOCK ? 1 : gy) * (Z_BLOCK ? 1 : gz);
+}
+
+// A load that bypasses the (non-coherent) L1, for partials that other blocks wrote.
+template <typename T>
+FS_DEVICE T fsVolatileLoad(const T* p) {
+  if constexpr (sizeof(T) == 4 && alignof(T) >= 4) {
+    const uint32_t w = *reinterpret_cast<const volatile uint32_t*>(p);
+    T out;
+    const char* s = reinterpret_cast<const char*>(&w);
+    char* d = reinterpret_cast<char*>(&out);
+    for (int i = 0; i < 4; ++i) {
+      d[i] = s[i];
+    }
+    return out;
+  } else if constexpr (sizeof(T) == 8 && alignof(T) >= 8) {
+    const uint64_t w = *reinterpret_cast<const volatile uint64_t*>(p);
+    T out;
+    const char* s = reinterpret_cast<const char*>(&w);
+    char* d = reinterpret_cast<char*>(&out);
+    for (int i = 0; i < 8; ++i) {
+      d[i] = s[i];
+    }
+    return out;
+  } else {
+    T out;
+    const volatile char* s = reinterpret_cast<const volatile char*>(p);
+    char* d = reinterpret_cast<char*>(&out);
+    for (int i = 0; i < static_cast<int>(sizeof(T)); ++i) {
+      d[i] = s[i];
+    }
+    return out;
+  }
+}
+
+template <typename T>
+struct FsWorkStore {
+  T* work;
+  FS_DEVICE T load(nvfuser_index_t i) const { return fsVolatileLoad(work + i); }
+  FS_DEVICE void store(nvfuser_index_t i, const T& v) const { work[i] = v; }
+};
+
+template <typename T>
+struct FsWelfordWorkStore {
+  T* avg;
+  T* m2;
+  nvfuser_index_t* n;
+  FS_DEVICE FsWelford<T> load(nvfuser_index_t i) const {
+    FsWelford<T> w;
+    w.avg = fsVolatileLoad(avg + i);
+    w.m2 = fsVolatileLoad(m2 + i);
+    w.n = fsVolatileLoad(n + i);
+    return w;
+  }
+  FS_DEVICE void store(nvfuser_index_t i, const FsWelford<T>& w) const {
+    avg[i] = w.avg;
+    m2[i] = w.m2;
+    n[i] = w.n;
+  }
+};
+
+// The shared core: V is the value (T, or FsWelford<T>), Work and Smem the storages.
+template <bool X_BLOCK, bool Y_BLOCK, bool Z_BLOCK, bool X_THREAD, bool Y_THREAD, bool Z_THREAD,
+          typename V, typename Op, typename Work, typename Smem>
+__device__ bool fsGridReduceImpl(V& out, V val, Op op, V init, const Work& work,
+                                 nvfuser_index_t* sync_flags, const Smem& smem) {
+  // 1. Within the block: every thread gets its thread segment's partial.
+  const V partial = fsBlockAllReduceImpl<X_THREAD, Y_THREAD, Z_THREAD>(val, op, smem);
+
+  unsigned t_r, t_R, t_seg;
+  fsReduceCoords<X_THREAD, Y_THREAD, Z_THREAD>(threadIdx.x, threadIdx.y, threadIdx.z,
+                                               blockDim.x, blockDim.y, blockDim.z, t_r, t_R,
+                                               t_seg);
+  const nvfuser_index_t t_S =
+      static_cast<nvfuser_index_t>(blockDim.x) * blockDim.y * blockDim.z / t_R;
+  unsigned b_r, b_R, b_seg;
+  fsReduceCoords<X_BLOCK, Y_BLOCK, Z_BLOCK>(blockIdx.x, blockIdx.y, blockIdx.z, gridDim.x,
+                                            gridDim.y, gridDim.z, b_r, b_R, b_seg);
+
+  // 2. One thread per thread segment publishes the partial: slot (b_seg, b_r, t_seg).
+  const nvfuser_index_t block_base = (static_cast<nvfuser_index_t>(b_seg) * b_R) * t_S;
+  if (t_r == 0) {
+    work.store(block_base + static_cast<nvfuser_index_t>(b_r) * t_S + t_seg, partial);
+  }
+  __threadfence();  // partials are visible device-wide before the arrival is counted
+  __syncthreads();
+
+  // 3. Count this block's arrival; the last one of the block segment finishes.
+  __shared__ int fs_grid_last_block;
+  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
+    const unsigned long long old =
+        atomicAdd(reinterpret_cast<unsigned long long*>(sync_flags + b_seg), 1ull);
+    const bool last = old + 1 == static_cast<unsigned long long>(b_R);
+    if (last) {
+      sync_flags[b_seg] = 0;  // every other block of the segment has already counted
+    }
+    fs_grid_last_block = last ? 1 : 0;
+  }
+  __syncthreads();
+  const bool last = fs_grid_last_block != 0;
+  __syncthreads();  // all have read the flag before another call may overwrite it
+  if (!last) {
+    return false;
+  }
+  __threadfence();
+
+  // 4. The last block: its threads of each thread segment split the b_R partials, then
+  // combine them within the block (same tree as above, so every thread gets the result).
+  V acc = init;
+  for (nvfuser_index_t b = t_r; b < b_R; b += t_R) {
+    acc = op(acc, work.load(block_base + b * t_S + t_seg));
+  }
+  out = fsBlockAllReduceImpl<X_THREAD, Y_THREAD, Z_THREAD>(acc, op, smem);
+  return true;
+}
+
+template <bool X_BLOCK, bool Y_BLOCK, bool Z_BLOCK, bool X_THREAD, bool Y_THREAD, bool Z_THREAD,
+          typename T, typename Func>
+__device__ bool gridReduce(T& out, T val, Func op, T init, T* work_buf,
+                           nvfuser_index_t* sync_flags, T* smem) {
+  FsWorkStore<T> work{work_buf};
+  FsSmemStore<T> st{smem};
+  return fsGridReduceImpl<X_BLOCK, Y_BLOCK, Z_BLOCK, X_THREAD, Y_THREAD, Z_THREAD>(
+      out, val, op, init, work, sync_flags, st);
+}
+
+// Welford over the grid: work buffers and smem as gridReduce, one array per component
+// (work_n and smem_n are nvfuser_index_t). Returns true in the last block of each block
+// segment with (out_avg, out_m2, out_n) set; partials with n == 0 are ignored.
+template <bool X_BLOCK, bool Y_BLOCK, bool Z_BLOCK, bool X_THREAD, bool Y_THREAD, bool Z_THREAD,
+          typename T>
+__device__ bool gridWelford(T& out_avg, T& out_m2, nvfuser_index_t& out_n, T avg, T m2,
+                            nvfuser_index_t n, T* work_avg, T* work_m2, nvfuser_index_t* work_n,
+                            nvfuser_index_t* sync_flags, T* smem_avg, T* smem_m2,
+                            nvfuser_index_t* smem_n) {
+  FsWelfordWorkStore<T> work{work_avg, work_m2, work_n};
+  FsWelfordSmemStore<T> st{smem_avg, smem_m2, smem_n};
+  FsWelford<T> val{avg, m2, n};
+  FsWelford<T> init{T(0), T(0), 0};
+  FsWelford<T> out;
+  const bool last = fsGridReduceImpl<X_BLOCK, Y_BLOCK, Z_BLOCK, X_THREAD, Y_THREAD, Z_THREAD>(
+      out, val, FsWelfordOp<T>(), init, work, sync_flags, st);
+  if (last) {
+    out_avg = out.avg;
+    out_m2 = out.m2;
+    out_n = out.n;
+  }
+  return last;
+}
+
+#endif  // FS_RUNTIME_GRID_REDUCE_CUH
