@@ -1,0 +1,58 @@
+"""Kernel IR to CUDA C: one complete source text per kernel.
+
+The text is the runtime headers (prelude.py), a few kernel-support functions, and
+the kernel itself, so it compiles alone with `nvcc --ptx`, with NVRTC and, with the
+emulator's header force-included, with g++.
+"""
+
+from __future__ import annotations
+
+from engine.codegen.prelude import runtime_prelude
+from engine.lower import kir
+
+# Serial Welford steps used by the generated code (the block/grid combinations are in
+# the runtime headers). Chan's formula, as the reference evaluator.
+_SUPPORT = r"""
+template <typename T>
+__device__ __forceinline__ void fs_welford_update(T& avg, T& m2, nvfuser_index_t& n, T x) {
+  n += 1;
+  T delta = x - avg;
+  avg += delta / (T)n;
+  m2 += delta * (x - avg);
+}
+
+template <typename T>
+__device__ __forceinline__ void fs_welford_combine(
+    T& avg, T& m2, nvfuser_index_t& n, T b_avg, T b_m2, nvfuser_index_t b_n) {
+  if (b_n == 0) {
+    return;
+  }
+  nvfuser_index_t ab_n = n + b_n;
+  T b_frac = (T)b_n / (T)ab_n;
+  T delta = b_avg - avg;
+  avg += delta * b_frac;
+  m2 += b_m2 + delta * delta * (T)n * b_frac;
+  n = ab_n;
+}
+"""
+
+
+def kernel_text(kernel: kir.Kernel) -> str:
+    params = ", ".join(f"{p.decl} {p.name}" for p in kernel.params)
+    threads = kernel.launch.threads
+    lines = [
+        f'extern "C" __global__ void __launch_bounds__({threads}) {kernel.name}({params}) {{',
+    ]
+    if kernel.smem_bytes:
+        lines.append("  FS_DYNAMIC_SHARED(smem);")
+        off = getattr(kernel, "reduction_smem_offset", 0)
+        lines.append(f"  char* red_smem = smem + {off};")
+    for s in kernel.body:
+        lines.extend(s.lines(1))
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def render(kernel: kir.Kernel) -> str:
+    """The complete CUDA source of `kernel`."""
+    return runtime_prelude() + "\n" + _SUPPORT + "\n" + kernel_text(kernel)

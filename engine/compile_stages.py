@@ -1,0 +1,112 @@
+"""The stages of compile_fusion: segment, then per segment schedule, lower and render."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.config import Options
+from engine.errors import CompileError
+from engine.ir.base import Val
+from engine.ir.fusion import Fusion
+from engine.trace import Trace
+
+
+def _segment(fusion: Fusion, inputs: list[Any], options: Options, trace: Trace) -> tuple[list[tuple], Any]:
+    """(group fusion, value map original->clone, group inputs, group outputs, id) per group, in run order."""
+    from engine.compile import is_user_scheduled
+
+    if is_user_scheduled(fusion):
+        clone, vmap = fusion.clone()
+        trace.event("segment", "fusion", "user-scheduled fusion: one segment, the schedule as written")
+        return [(clone, vmap, list(fusion.inputs), list(fusion.outputs), 0, "user")], None
+    try:
+        from engine.segment import segment_fusion
+    except ImportError:
+        segment_fusion = None
+    if segment_fusion is None:
+        clone, vmap = fusion.clone()
+        return [(clone, vmap, list(fusion.inputs), list(fusion.outputs), 0, None)], None
+    segmented = segment_fusion(fusion, inputs, options, trace)
+    trace.stage("segmented_fusion", str(segmented))
+    groups = []
+    for g in segmented.groups_in_order() if hasattr(segmented, "groups_in_order") else segmented.groups:
+        clone, vmap = g.make_fusion()
+        groups.append((clone, vmap, list(g.inputs), list(g.outputs), g.id, g.scheduler))
+    return groups, segmented
+
+
+def _example_values(groups: list[tuple], fusion: Fusion, inputs: list[Any]) -> dict[int, Any]:
+    """Every group's input values at the compiled sizes, by running the reference group by group."""
+    from engine.reference import evaluate
+
+    values: dict[int, Any] = {id(v): x for v, x in zip(fusion.inputs, inputs)}
+    for clone, _vmap, g_in, g_out, _gid, _s in groups:
+        args = [values[id(v)] if id(v) in values else _const(v) for v in g_in]
+        for v, t in zip(g_out, evaluate(clone, args)):
+            values[id(v)] = t
+    return values
+
+
+def _const(v: Val) -> Any:
+    value = getattr(v, "value", None)
+    if value is None:
+        raise CompileError(f"{getattr(v, 'short_name', v)} is a segment input that nothing produces")
+    return value
+
+
+def build_segments(fusion: Fusion, inputs: list[Any], options: Options, trace: Trace) -> tuple[list, Any]:
+    from engine.compile import CompiledSegment
+
+    groups, segmented = _segment(fusion, inputs, options, trace)
+    values = _example_values(groups, fusion, inputs)
+    segments = []
+    for clone, _vmap, g_in, g_out, gid, sched in groups:
+        args = [values[id(v)] if id(v) in values else _const(v) for v in g_in]
+        seg = CompiledSegment(
+            gid, sched or "", [getattr(v, "short_name", str(v)) for v in g_in],
+            [getattr(v, "short_name", str(v)) for v in g_out], clone, g_in, g_out,
+        )
+        schedule_segment(seg, args, options, trace)
+        segments.append(seg)
+    return segments, segmented
+
+
+def schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace) -> None:
+    from engine.lower.pipeline import lower_fusion
+    from engine.schedule import registry
+    from engine.schedule.runtime_info import SchedulerRuntimeInfo
+
+    fusion = seg.fusion
+    info = SchedulerRuntimeInfo(fusion, args)
+    subject = f"g{seg.id}"
+    if seg.scheduler != "user":
+        trace.stage("fusion_ir_presched", str(fusion))
+        verdicts, first = registry.can_schedule(fusion, info, trace, subject)
+        kind = options.force_scheduler or (first.value if first is not None else None)
+        if kind is None:
+            reasons = "\n".join(str(v) for v in verdicts)
+            raise CompileError(f"segment {seg.id}: no scheduler accepts it:\n{reasons}")
+        chosen = registry.get(kind)
+        if options.force_scheduler and not next(v for v in verdicts if v.scheduler.value == kind).accepted:
+            raise CompileError(f"segment {seg.id}: the forced scheduler {kind} refuses it")
+        seg.scheduler = kind
+        seg.params = chosen.compute_heuristics(fusion, info, trace)
+        chosen.schedule(fusion, seg.params, trace)
+        if seg.params is not None:
+            trace.stage("scheduler_params", str(seg.params))
+    seg.scheduled_ir = str(fusion)
+    trace.stage("fusion_ir", seg.scheduled_ir)
+    if seg.scheduler in ("expr_eval", "no_op"):
+        return
+    from engine.codegen.cuda import render
+
+    seg.kernel_name = f"nvfuser_{seg.scheduler}_f0_c0_r0_g{seg.id}"
+    lowered = lower_fusion(fusion, info.env, seg.kernel_name)
+    seg.lowered = lowered
+    seg.stages = dict(lowered.stages)
+    seg.kernel_ir = lowered.kernel.listing()
+    seg.cuda_source = render(lowered.kernel)
+    seg.launch = lowered.kernel.launch
+    trace.stage("kernel_ir", seg.kernel_ir)
+    trace.stage("cuda_kernel", seg.cuda_source)
+    trace.stage("launch_param", str(seg.launch))

@@ -1,0 +1,198 @@
+"""Indexing: from loop indices to every IterDomain of a tensor, with value ranges.
+
+Kernels are specialised to the sizes they are compiled for, so every extent is a
+number. An index is known for a tensor's loop ids (the loop variables, thread and
+block indices); it then flows backward through splits, merges and resizes to the
+root and logical ids and forward to the allocation ids. Each index carries the
+range [lo, hi) it can take, which decides where predicates are needed.
+
+A producer is indexed from its consumer: ids that the loop map pairs with the
+consumer's (logical->root across the op, then matching transforms) take the
+consumer's index, and the producer's own transforms derive the rest. Broadcast ids
+of a producer take index 0 unless an inlined loop promoted them to the consumer's
+extent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from engine.analysis.logical_map import consumers_of
+from engine.analysis.replay import loop_map
+from engine.errors import CompileError
+from engine.ir.base import Expr
+from engine.ir.iterdomain import IdTransform, IterDomain, Merge, Resize, Split, Swizzle, transforms_between
+from engine.ir.scalar import Scalar
+from engine.ir.tensorview import TensorView
+from engine.lower import cexpr
+from engine.lower.loops import in_tvs
+
+
+@dataclass(frozen=True)
+class Ix:
+    """An index as C text and the half-open range of values it takes."""
+
+    term: cexpr.Term
+    lo: int
+    hi: int
+
+
+class Extents:
+    """Iteration counts of IterDomains at the compiled sizes, with broadcast promotion."""
+
+    def __init__(self, env: Mapping[Scalar, int | float]) -> None:
+        self.env = env
+        self.promoted: dict[IterDomain, int] = {}
+        self._memo: dict[IterDomain, int] = {}
+
+    def value(self, s: Scalar) -> int:
+        try:
+            return int(s.evaluate(self.env))
+        except KeyError as e:
+            raise CompileError(f"extent {s.inline()} is not known at compile time: {e}") from None
+
+    def of(self, i: IterDomain) -> int:
+        if i in self.promoted:
+            return self.promoted[i]
+        got = self._memo.get(i)
+        if got is None:
+            got = self._compute(i)
+            self._memo[i] = got
+        return got
+
+    def _compute(self, i: IterDomain) -> int:
+        t = i.definition
+        if isinstance(t, Split):
+            n, f = self.of(t.in_id), self.value(t.factor)
+            rest = -(-n // f)
+            if t.inner_split:
+                return rest if i is t.outer else f
+            return f if i is t.outer else rest
+        if isinstance(t, Merge):
+            return self.of(t.outer) * self.of(t.inner)
+        if isinstance(t, Resize):
+            return self.value(t.left) + self.of(t.in_id) + self.value(t.right)
+        if isinstance(t, Swizzle):
+            return self.of(t.inputs[t.outputs.index(i)])
+        if i.expanded_extent is not None:
+            return self.value(i.expanded_extent)
+        return self.value(i.extent)
+
+    def promote(self, exprs: list[Expr]) -> None:
+        """Broadcast ids inlined into a concrete loop iterate that loop's extent.
+
+        Consumers are visited before producers so promotions chain along inlining.
+        """
+        for expr in reversed(exprs):
+            for p in in_tvs(expr):
+                if p.compute_at_pos == 0:
+                    continue
+                shared = _ancestors(p, p.domain.loop[: p.compute_at_pos])
+                for c in consumers_of(p):
+                    for pid, cid in loop_map(p, c).items():
+                        if pid.is_broadcast and pid in shared and pid not in self.promoted:
+                            n = self.of(cid)
+                            if n != 1:
+                                self.promoted[pid] = n
+        self._memo.clear()
+
+
+def _ancestors(tv: TensorView, ids: list[IterDomain]) -> set[IterDomain]:
+    out = set(ids)
+    for t in transforms_between(tv.domain.maybe_root, ids):
+        out.update(t.inputs)
+        out.update(t.outputs)
+    return out
+
+
+_TRANSFORMS: dict[int, list[IdTransform]] = {}
+
+
+def tv_transforms(tv: TensorView) -> list[IdTransform]:
+    """Every transform among the tensor's root, logical, allocation and loop ids."""
+    dom = tv.domain
+    found: dict[int, IdTransform] = {}
+    for target in (dom.logical, dom.loop, dom.maybe_allocation):
+        for t in transforms_between(dom.maybe_root, target):
+            found[id(t)] = t
+    # Loop ids may also lead to allocation ids (an allocation set from the loop domain).
+    for t in transforms_between(dom.loop, dom.maybe_allocation):
+        found[id(t)] = t
+    return sorted(found.values(), key=lambda t: min(o.name for o in t.outputs))
+
+
+def propagate(tv: TensorView, known: dict[IterDomain, Ix], ext: Extents) -> dict[IterDomain, Ix]:
+    """Fill in the index of every id of `tv` reachable from `known` (which it extends)."""
+    ts = tv_transforms(tv)
+    changed = True
+    while changed:
+        changed = False
+        for t in ts:
+            if all(o in known for o in t.outputs) and not all(i in known for i in t.inputs):
+                _backward(t, known, ext)
+                changed = True
+            elif all(i in known for i in t.inputs) and not all(o in known for o in t.outputs):
+                _forward(t, known, ext)
+                changed = True
+    return known
+
+
+def _backward(t: IdTransform, k: dict[IterDomain, Ix], ext: Extents) -> None:
+    if isinstance(t, Split):
+        o, i = k[t.outer], k[t.inner]
+        n = ext.of(t.inner)
+        k.setdefault(t.in_id, Ix(cexpr.add(cexpr.mul(o.term, n), i.term),
+                                 o.lo * n + i.lo, (o.hi - 1) * n + i.hi))
+    elif isinstance(t, Merge):
+        x = k[t.out]
+        n = ext.of(t.inner)
+        k.setdefault(t.outer, Ix(cexpr.div(x.term, n), _floordiv(x.lo, n), _floordiv(x.hi - 1, n) + 1))
+        inner_hi = min(n, x.hi) if x.lo >= 0 else n
+        k.setdefault(t.inner, Ix(cexpr.mod(x.term, n), 0, inner_hi))
+    elif isinstance(t, Resize):
+        x = k[t.out]
+        left = ext.value(t.left)
+        k.setdefault(t.in_id, Ix(cexpr.sub(x.term, left), x.lo - left, x.hi - left))
+    else:
+        raise CompileError(f"code generation does not support {t.kind} transforms ({t})")
+
+
+def _forward(t: IdTransform, k: dict[IterDomain, Ix], ext: Extents) -> None:
+    if isinstance(t, Split):
+        x = k[t.in_id]
+        n = ext.of(t.inner)
+        k.setdefault(t.outer, Ix(cexpr.div(x.term, n), _floordiv(x.lo, n), _floordiv(x.hi - 1, n) + 1))
+        k.setdefault(t.inner, Ix(cexpr.mod(x.term, n), 0, min(n, x.hi) if x.lo >= 0 else n))
+    elif isinstance(t, Merge):
+        o, i = k[t.outer], k[t.inner]
+        n = ext.of(t.inner)
+        k.setdefault(t.out, Ix(cexpr.add(cexpr.mul(o.term, n), i.term),
+                               o.lo * n + i.lo, (o.hi - 1) * n + i.hi))
+    elif isinstance(t, Resize):
+        x = k[t.in_id]
+        left = ext.value(t.left)
+        k.setdefault(t.out, Ix(cexpr.add(x.term, left), x.lo + left, x.hi + left))
+    else:
+        raise CompileError(f"code generation does not support {t.kind} transforms ({t})")
+
+
+def _floordiv(a: int, b: int) -> int:
+    return a // b
+
+
+def producer_known(producer: TensorView, consumer: TensorView, c_index: dict[IterDomain, Ix],
+                   ext: Extents) -> dict[IterDomain, Ix]:
+    """Seed a producer's indices from its consumer's through the loop map."""
+    known: dict[IterDomain, Ix] = {}
+    for pid, cid in loop_map(producer, consumer).items():
+        if pid.is_broadcast and pid not in ext.promoted:
+            known[pid] = Ix(0, 0, 1)
+        elif cid in c_index and ext.of(pid) == ext.of(cid):
+            # Unequal extents: the consumer merged a broadcast into this axis (the loop map
+            # forwards such merges); the index then comes through the consumer's merge.
+            known[pid] = c_index[cid]
+    for pid in producer.domain.logical:
+        if pid.is_broadcast and pid not in known:
+            known[pid] = Ix(0, 0, 1)
+    return known

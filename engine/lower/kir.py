@@ -1,0 +1,154 @@
+"""Kernel IR: the loops, allocations, statements and synchronisation of one kernel.
+
+Statements hold C expressions as text (indices and operands are already lowered);
+the structure (loops, predicates, allocations, reductions, barriers) stays explicit
+so passes can rewrite it and both the kernel-IR listing and the CUDA renderer read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from engine.runtime.abi import ArgSpec, LaunchConfig
+
+
+class Stmt:
+    def lines(self, indent: int) -> list[str]:
+        raise NotImplementedError
+
+
+def _pad(indent: int) -> str:
+    return "  " * indent
+
+
+@dataclass
+class Comment(Stmt):
+    text: str
+
+    def lines(self, indent: int) -> list[str]:
+        return [f"{_pad(indent)}// {self.text}"]
+
+
+@dataclass
+class Assign(Stmt):
+    """`lhs = rhs;` — one element of an expression's output."""
+
+    lhs: str
+    rhs: str
+    source: str = ""  # the fusion expression it comes from, e.g. "T3 = T1 + T2"
+
+    def lines(self, indent: int) -> list[str]:
+        return [f"{_pad(indent)}{self.lhs} = {self.rhs};"]
+
+
+@dataclass
+class Raw(Stmt):
+    """A statement with no structure passes need to see (a runtime-function call)."""
+
+    text: str
+
+    def lines(self, indent: int) -> list[str]:
+        return [_pad(indent) + ln for ln in self.text.splitlines()]
+
+
+@dataclass
+class Allocate(Stmt):
+    name: str
+    ctype: str
+    size: int
+    memory: str  # "local" or "shared"
+    offset: int = 0  # byte offset into dynamic shared memory
+    init: str | None = None  # fill value, for reduction accumulators
+
+    def lines(self, indent: int) -> list[str]:
+        p = _pad(indent)
+        if self.memory == "shared":
+            return [f"{p}{self.ctype}* {self.name} = reinterpret_cast<{self.ctype}*>(smem + {self.offset});"]
+        out = [f"{p}{self.ctype} {self.name}[{self.size}];"]
+        if self.init is not None:
+            out.append(f"{p}#pragma unroll")
+            out.append(f"{p}for (int k = 0; k < {self.size}; ++k) {self.name}[k] = {self.init};")
+        return out
+
+
+@dataclass
+class ForLoop(Stmt):
+    var: str
+    extent: int
+    kind: str  # "serial", "unroll", "vectorize"
+    domain: str  # the IterDomain it realises, for listings
+    body: list[Stmt] = field(default_factory=list)
+
+    def lines(self, indent: int) -> list[str]:
+        p = _pad(indent)
+        out = []
+        if self.kind in ("unroll", "vectorize"):
+            out.append(f"{p}#pragma unroll")
+        out.append(f"{p}for (nvfuser_index_t {self.var} = 0; {self.var} < {self.extent}; ++{self.var}) {{")
+        for s in self.body:
+            out.extend(s.lines(indent + 1))
+        out.append(p + "}")
+        return out
+
+
+@dataclass
+class IfThenElse(Stmt):
+    cond: str
+    then: list[Stmt] = field(default_factory=list)
+    orelse: list[Stmt] = field(default_factory=list)
+
+    def lines(self, indent: int) -> list[str]:
+        p = _pad(indent)
+        out = [f"{p}if ({self.cond}) {{"]
+        for s in self.then:
+            out.extend(s.lines(indent + 1))
+        if self.orelse:
+            out.append(p + "} else {")
+            for s in self.orelse:
+                out.extend(s.lines(indent + 1))
+        out.append(p + "}")
+        return out
+
+
+@dataclass
+class Scope(Stmt):
+    """A brace-delimited block: keeps a statement group's temporaries local."""
+
+    body: list[Stmt] = field(default_factory=list)
+
+    def lines(self, indent: int) -> list[str]:
+        p = _pad(indent)
+        out = [p + "{"]
+        for s in self.body:
+            out.extend(s.lines(indent + 1))
+        out.append(p + "}")
+        return out
+
+
+@dataclass
+class BlockSync(Stmt):
+    reason: str = ""
+
+    def lines(self, indent: int) -> list[str]:
+        tail = f"  // {self.reason}" if self.reason else ""
+        return [f"{_pad(indent)}__syncthreads();{tail}"]
+
+
+@dataclass
+class Kernel:
+    name: str
+    params: list[ArgSpec]
+    body: list[Stmt]
+    launch: LaunchConfig
+    smem_bytes: int = 0
+    # Extra global buffers the host allocates: name -> (ctype, elements, zero-filled)
+    workspaces: dict[str, tuple[str, int, bool]] = field(default_factory=dict)
+
+    def listing(self) -> str:
+        """The kernel IR as text (nvFuser's kernel_ir dump, in this engine's terms)."""
+        head = ", ".join(f"{p.decl} {p.name}" for p in self.params)
+        out = [f"%kernel {self.name}({head}) {{"]
+        for s in self.body:
+            out.extend(s.lines(1))
+        out.append(f"}} // %kernel {self.name}")
+        return "\n".join(out) + "\n"

@@ -1,0 +1,180 @@
+"""Loop-nest generation: which expressions share which loops, from loop domains and ca_pos.
+
+An expression runs in the loop nest of its output's loop domain. A producer whose
+ca_pos is k shares its first k loops with every consumer, so at nesting level k the
+expressions fall into groups joined by "producer inlined past k": each group opens
+one loop over its (concrete) IterDomain at that level and is arranged recursively one
+level deeper; expressions whose nest ends at level k sit directly in the scope. Items
+of a scope are ordered topologically by data dependence (ties keep the fusion's
+order); a cycle means the inlining cannot be realised and is reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from engine.errors import CompileError
+from engine.ir.base import Expr
+from engine.ir.iterdomain import IterDomain
+from engine.ir.tensorview import TensorView
+
+
+def out_tv(expr: Expr) -> TensorView:
+    tvs = [o for o in expr.outputs if isinstance(o, TensorView)]
+    if not tvs:
+        raise CompileError(f"{expr.op_name}: an expression without tensor outputs cannot be lowered")
+    return tvs[0]
+
+
+def in_tvs(expr: Expr) -> list[TensorView]:
+    out: list[TensorView] = []
+    for v in expr.inputs:
+        if isinstance(v, TensorView) and v not in out:
+            out.append(v)
+    return out
+
+
+@dataclass
+class LoopNode:
+    """One loop of the nest: a level, the IterDomains it realises and its children."""
+
+    level: int
+    ids: list[IterDomain]  # every expression's loop id at this level (all mapped)
+    children: list[LoopNode | Expr] = field(default_factory=list)
+    virtual: bool = False  # a level that emits no loop (see Nest)
+
+    @property
+    def concrete(self) -> IterDomain:
+        """The id whose extent the loop runs: a non-broadcast one when there is one."""
+        for i in reversed(self.ids):
+            if not i.is_broadcast:
+                return i
+        for i in reversed(self.ids):
+            if i.has_expanded_extent:
+                return i
+        return self.ids[-1]
+
+
+def _ordered(items: list[list[Expr]], position: dict[Expr, int]) -> list[list[Expr]]:
+    """Items (lists of exprs) in dependence order; ties by first fusion position."""
+    owner: dict[int, int] = {}
+    for k, item in enumerate(items):
+        for e in item:
+            for o in e.outputs:
+                owner[id(o)] = k
+    deps: list[set[int]] = [set() for _ in items]
+    for k, item in enumerate(items):
+        for e in item:
+            for v in e.inputs:
+                j = owner.get(id(v))
+                if j is not None and j != k:
+                    deps[k].add(j)
+    done: list[int] = []
+    left = set(range(len(items)))
+    while left:
+        ready = [k for k in left if not (deps[k] & left)]
+        if not ready:
+            names = sorted({out_tv(e).short_name for k in left for e in items[k]})
+            raise CompileError(
+                "the inlining positions create a dependence cycle between loop nests of "
+                + ", ".join(names) + " (a tensor is inlined into a loop that its consumer's "
+                "producer closes); lower the compute-at positions"
+            )
+        k = min(ready, key=lambda j: min(position[e] for e in items[j]))
+        done.append(k)
+        left.discard(k)
+    return [items[k] for k in done]
+
+
+def _groups(exprs: list[Expr], level: int) -> list[list[Expr]]:
+    """Exprs joined when a producer among them is inlined into a consumer past `level`."""
+    parent = {e: e for e in exprs}
+
+    def find(e: Expr) -> Expr:
+        while parent[e] is not e:
+            parent[e] = parent[parent[e]]
+            e = parent[e]
+        return e
+
+    by_output: dict[int, Expr] = {}
+    for e in exprs:
+        for o in e.outputs:
+            by_output[id(o)] = e
+    for e in exprs:
+        for p in in_tvs(e):
+            d = by_output.get(id(p))
+            if d is not None and p.compute_at_pos > level:
+                parent[find(d)] = find(e)
+    groups: dict[Expr, list[Expr]] = {}
+    for e in exprs:
+        groups.setdefault(find(e), []).append(e)
+    return list(groups.values())
+
+
+VirtualKey = Callable[[IterDomain], bool]
+
+
+class Nest:
+    """The loop nest: real loops as a tree, and for every expression the concrete id of
+    each virtual level (a loop that emits no code: thread/block-parallel or a single
+    iteration). A virtual level is not a scope: its groups dissolve into the enclosing
+    scope, so statements of different virtual groups may interleave as data requires."""
+
+    def __init__(self, exprs: list[Expr], is_virtual: VirtualKey) -> None:
+        self.position = {e: k for k, e in enumerate(exprs)}
+        self.is_virtual = is_virtual
+        self.virtual: dict[Expr, dict[int, IterDomain]] = {e: {} for e in exprs}
+        self.items = self._scope(exprs, 0)
+
+    def _items(self, exprs: list[Expr], level: int) -> list[LoopNode | Expr]:
+        leaves = [e for e in exprs if out_tv(e).nloop <= level]
+        out: list[LoopNode | Expr] = list(leaves)
+        for g in _groups([e for e in exprs if out_tv(e).nloop > level], level):
+            g = sorted(g, key=self.position.__getitem__)
+            node = LoopNode(level, [out_tv(e).axis(level) for e in g])
+            if self.is_virtual(node.concrete):
+                for e in g:
+                    self.virtual[e][level] = node.concrete
+                out.extend(self._items(g, level + 1))
+            else:
+                node.children = self._scope(g, level + 1)
+                out.append(node)
+        return out
+
+    def _scope(self, exprs: list[Expr], level: int) -> list[LoopNode | Expr]:
+        items = self._items(exprs, level)
+        members = [_exprs_of(it) for it in items]
+        order = _ordered(members, self.position)
+        by_first = {id(m[0]): it for m, it in zip(members, items)}
+        return [by_first[id(m[0])] for m in order]
+
+
+def _exprs_of(item: LoopNode | Expr) -> list[Expr]:
+    if not isinstance(item, LoopNode):
+        return [item]
+    out: list[Expr] = []
+    for c in item.children:
+        out.extend(_exprs_of(c))
+    return out
+
+
+def walk(nest: Nest):
+    """(expr, loops) in program order; loops has one node per level of the expr's nest,
+    real loops from the tree and virtual ones for the levels that emit no code."""
+
+    def visit(scope: list[LoopNode | Expr], stack: list[LoopNode]):
+        for item in scope:
+            if isinstance(item, LoopNode):
+                yield from visit(item.children, stack + [item])
+            else:
+                real = {n.level: n for n in stack}
+                loops = []
+                for k in range(out_tv(item).nloop):
+                    if k in real:
+                        loops.append(real[k])
+                    else:
+                        loops.append(LoopNode(k, [nest.virtual[item].get(k, out_tv(item).axis(k))], virtual=True))
+                yield item, loops
+
+    yield from visit(nest.items, [])

@@ -1,0 +1,375 @@
+"""Expression lowering: each fusion expression becomes indexed, predicated statements.
+
+Runs over the loop nest (loops.py): for every expression it computes the loop
+indices of its output, indexes the output and every producer (index.py), guards the
+statement with the predicates its index ranges call for, and lowers reductions into
+accumulators, block/grid all-reduces and write-backs. What it decides beyond the
+nest (allocations, work after a loop closes, barriers) is attached to scope items
+and assembled into the kernel IR at the end.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from engine.analysis.logical_map import consumers_of
+from engine.codegen import ops_table
+from engine.dtypes import DataType, promote
+from engine.errors import CompileError
+from engine.ir import exprs as ex
+from engine.ir.base import Expr, Val
+from engine.ir.iterdomain import IterDomain, ParallelType
+from engine.ir.scalar import Scalar
+from engine.ir.tensorview import TensorView
+from engine.lower import cexpr, kir
+from engine.lower.buffers import Buffer, make_buffer
+from engine.lower.index import Extents, Ix, producer_known, propagate
+from engine.lower.loops import LoopNode, in_tvs, out_tv
+
+_THREAD_VARS = {
+    ParallelType.block_x: "threadIdx.x", ParallelType.block_y: "threadIdx.y", ParallelType.block_z: "threadIdx.z",
+    ParallelType.grid_x: "blockIdx.x", ParallelType.grid_y: "blockIdx.y", ParallelType.grid_z: "blockIdx.z",
+}
+_COMPARE = {"lt", "le", "gt", "ge", "eq", "ne"}
+_LOGICAL = {"logical_and", "logical_or"}
+
+
+def loop_kind(pt: ParallelType) -> str:
+    if pt == ParallelType.vectorize:
+        return "vectorize"
+    if pt in (ParallelType.unroll, ParallelType.unswitch):
+        return "unroll"
+    return "serial"
+
+
+@dataclass
+class Access:
+    """A tensor element as C text, and the indices that produced it."""
+
+    text: str
+    index: dict[IterDomain, Ix]
+
+
+@dataclass
+class ScopeWork:
+    """What the lowering attaches around the nest's items."""
+
+    allocs: dict[int, list[kir.Stmt]] = field(default_factory=lambda: defaultdict(list))
+    pre: dict[int, list[kir.Stmt]] = field(default_factory=lambda: defaultdict(list))
+    post: dict[int, list[kir.Stmt]] = field(default_factory=lambda: defaultdict(list))
+
+
+class ExprLowering:
+    def __init__(self, exprs: list[Expr], nest: list[LoopNode | Expr], ext: Extents,
+                 launch_dims: dict[ParallelType, int], scalar_names: dict[Scalar, str]) -> None:
+        self.exprs = exprs
+        self.nest = nest
+        self.ext = ext
+        self.launch_dims = launch_dims
+        self.scalar_names = scalar_names
+        self.buffers: dict[TensorView, Buffer] = {}
+        self.work = ScopeWork()
+        self.body: dict[Expr, list[kir.Stmt]] = {}
+        self.flags: dict[TensorView, list[str]] = {}  # grid-reduced values valid only where true
+        self.smem_bytes = 0
+        self.reduce_smem_bytes = 0
+        self.workspaces: dict[str, tuple[str, int, bool]] = {}
+        self.events: list[str] = []
+        self.pending_sync: list[tuple[int, list[LoopNode], Expr, str]] = []
+
+    # ---- buffers --------------------------------------------------------------------
+    def buffer(self, tv: TensorView) -> Buffer:
+        b = self.buffers.get(tv)
+        if b is None:
+            b = make_buffer(tv, self.ext)
+            if b.memory == "shared":
+                b.offset = _align(self.smem_bytes, 16)
+                self.smem_bytes = b.offset + b.size * max(tv.dtype.bits // 8, 1)
+            self.buffers[tv] = b
+        return b
+
+    def reserve_reduction_smem(self, bytes_per_thread: int) -> None:
+        self.reduce_smem_bytes = max(self.reduce_smem_bytes, bytes_per_thread * self.block_threads())
+
+    def block_threads(self) -> int:
+        d = self.launch_dims
+        return d.get(ParallelType.block_x, 1) * d.get(ParallelType.block_y, 1) * d.get(ParallelType.block_z, 1)
+
+    # ---- loop indices -----------------------------------------------------------------
+    def loop_index(self, node: LoopNode, own: IterDomain | None = None) -> Ix:
+        """The index a loop gives: its variable, a thread/block index, or 0.
+
+        In a virtual loop (merged parallel or single-iteration groups) each expression's
+        own id gives the range, since the merged groups may differ in extent.
+        """
+        c = node.concrete
+        pt = c.parallel_type
+        n = self.ext.of(own if (node.virtual and own is not None) else c)
+        if pt in _THREAD_VARS:
+            return Ix(_THREAD_VARS[pt], 0, n)
+        if node.virtual:
+            return Ix(0, 0, 1)
+        return Ix(f"i{c.name}", 0, n)
+
+    def output_index(self, out: TensorView, loops: list[LoopNode]) -> dict[IterDomain, Ix]:
+        return self.loop_seeded_index(out, loops, len(loops))
+
+    def forwarded(self, node: LoopNode, own: IterDomain) -> bool:
+        """The loop runs a larger (promoted) id than `own`: a consumer merged a broadcast in."""
+        return not (own.is_broadcast and own not in self.ext.promoted) and \
+            self.ext.of(own) != self.ext.of(node.concrete)
+
+    def loop_seeded_index(self, tv: TensorView, loops: list[LoopNode], upto: int) -> dict[IterDomain, Ix]:
+        """Indices of `tv`'s ids from the loops below `upto`.
+
+        Loop ids the loops run directly take the loop's index; the positions shared with
+        a consumer (ca_pos) also take what the consumer's indices give through the op, so
+        an axis whose loop is a consumer's merge with a broadcast is indexed correctly.
+        """
+        known: dict[IterDomain, Ix] = {}
+        for k in range(min(upto, tv.nloop)):
+            i = tv.axis(k)
+            if i.is_broadcast and i not in self.ext.promoted:
+                known[i] = Ix(0, 0, 1)
+            elif not self.forwarded(loops[k], i):
+                known[i] = self.loop_index(loops[k], i)
+        m = min(upto, tv.compute_at_pos)
+        consumers = consumers_of(tv) if m > 0 else []
+        if consumers:
+            c_idx = self.loop_seeded_index(consumers[0], loops, m)
+            for pid, ix in producer_known(tv, consumers[0], c_idx, self.ext).items():
+                known.setdefault(pid, ix)
+        return propagate(tv, known, self.ext)
+
+    def thread_predicates(self, loops: list[LoopNode], out: TensorView | None = None) -> list[str]:
+        preds: list[str] = []
+        for k, node in enumerate(loops):
+            own = out.axis(k) if out is not None else None
+            if own is not None and own.is_broadcast and own not in self.ext.promoted:
+                continue
+            if own is not None and self.forwarded(node, own):
+                continue  # bounds come through the consumer's indices
+            ix = self.loop_index(node, own)
+            pt = node.concrete.parallel_type
+            if pt in _THREAD_VARS and ix.hi < self.launch_dims.get(pt, 1):
+                cond = f"{_THREAD_VARS[pt]} < {ix.hi}"
+                if cond not in preds:
+                    preds.append(cond)
+        return preds
+
+    def bounds_predicates(self, tv: TensorView, index: dict[IterDomain, Ix]) -> list[str]:
+        out: list[str] = []
+        for i in tv.domain.logical:
+            if i.is_broadcast:
+                continue
+            ix = index.get(i)
+            if ix is None:
+                raise CompileError(f"{tv.short_name}: axis {i} cannot be indexed from the loop nest")
+            n = self.ext.of(i)
+            if isinstance(ix.term, int):
+                if not 0 <= ix.term < n:
+                    out.append("false")
+                continue
+            if ix.lo < 0:
+                out.append(f"{_wrap(ix.term)} >= 0")
+            if ix.hi > n:
+                out.append(f"{_wrap(ix.term)} < {n}")
+        return out
+
+    # ---- addressing ------------------------------------------------------------------
+    def address(self, tv: TensorView, index: dict[IterDomain, Ix], reader: str) -> str:
+        b = self.buffer(tv)
+        if b.memory == "global":
+            terms: list[cexpr.Term] = []
+            alloc = b.alloc_ids
+            for k, i in enumerate(alloc):
+                if i.is_broadcast:
+                    continue
+                ix = index.get(i)
+                if ix is None:
+                    raise CompileError(f"{reader}: cannot index {tv.short_name}'s allocation axis {i}")
+                stride: cexpr.Term = f"{b.name}.alloc_stride[{k}]"
+                if k == len(alloc) - 1 and _innermost_contiguous(tv):
+                    stride = 1
+                terms.append(cexpr.mul(ix.term, stride))
+            lin: cexpr.Term = 0
+            for t in terms:
+                lin = cexpr.add(lin, t)
+            return f"{b.name}[{cexpr.text(lin)}]"
+        lin = 0
+        for i, s in zip(b.layout, b.strides):
+            ix = index.get(i)
+            if ix is None:
+                raise CompileError(
+                    f"{reader}: cannot index {tv.short_name} ({b.memory} memory) on its axis {i}: "
+                    "the consumer's loops do not determine it"
+                )
+            lin = cexpr.add(lin, cexpr.mul(ix.term, s))
+        self._check_same_thread(tv, b, index, reader)
+        return f"{b.name}[{cexpr.text(lin)}]"
+
+    def _check_same_thread(self, tv: TensorView, b: Buffer, index: dict[IterDomain, Ix], reader: str) -> None:
+        for i in tv.domain.loop[b.level:]:
+            pt = i.parallel_type
+            if i.is_broadcast or i.is_reduction or pt not in _THREAD_VARS:
+                continue
+            if b.memory == "shared" and not pt.is_block_dim:
+                continue
+            ix = index.get(i)
+            if ix is not None and ix.term != _THREAD_VARS[pt] and self.ext.of(i) > 1:
+                where = "thread" if pt.is_thread_dim else "block"
+                raise CompileError(
+                    f"{reader} reads {tv.short_name} ({b.memory} memory) at elements another {where} "
+                    f"computed (axis {i} is indexed by {ix.term}, not {_THREAD_VARS[pt]}); "
+                    + ("keep it in shared or global memory" if pt.is_thread_dim else "keep it in global memory")
+                )
+
+    def read(self, v: Val, consumer: TensorView, c_index: dict[IterDomain, Ix],
+             extra: dict[IterDomain, Ix] | None = None) -> Access:
+        if isinstance(v, Scalar):
+            return Access(self.scalar(v), {})
+        assert isinstance(v, TensorView)
+        known = producer_known(v, consumer, c_index, self.ext)
+        if extra:
+            known.update(extra)
+        index = propagate(v, known, self.ext)
+        return Access(self.address(v, index, consumer.short_name), index)
+
+    def scalar(self, s: Scalar) -> str:
+        if s.value is not None:
+            return ops_table.literal(s.value, s.dtype)
+        if s in self.scalar_names:
+            return self.scalar_names[s]
+        free = s.free_symbols()
+        # Scalar inputs stay runtime arguments; only sizes are specialised.
+        if all(f in self.ext.env and f not in self.scalar_names for f in free):
+            return ops_table.literal(s.evaluate(self.ext.env), s.dtype)
+        if s.op is None:
+            raise CompileError(f"scalar {s.inline()} is neither an input nor known at compile time")
+        a, b = (self.scalar(x) for x in s.operands)
+        return _scalar_op(s.op, a, b)
+
+    # ---- expressions -------------------------------------------------------------------
+    def lower(self, expr: Expr, loops: list[LoopNode]) -> None:
+        out = out_tv(expr)
+        self._register_allocations(expr, loops)
+        c_index = self.output_index(out, loops)
+        preds = self.thread_predicates(loops, out) + self.bounds_predicates(out, c_index)
+        flags = sorted({f for p in in_tvs(expr) for f in self.flags.get(p, [])})
+        for o in expr.outputs:
+            if isinstance(o, TensorView) and flags:
+                self.flags[o] = flags
+        if isinstance(expr, ex.WelfordOp):
+            from engine.lower.reductions import lower_welford
+
+            stmts = lower_welford(self, expr, loops, c_index, preds + flags)
+        elif isinstance(expr, ex.ReductionOp):
+            from engine.lower.reductions import lower_reduction
+
+            stmts = lower_reduction(self, expr, loops, c_index, preds + flags)
+        else:
+            rhs = self.value(expr, out, c_index)
+            lhs = self.address(out, c_index, out.short_name)
+            stmts = _guard(preds + flags, [kir.Assign(lhs, rhs, _source(expr))])
+        self.body[expr] = stmts
+
+    def _register_allocations(self, expr: Expr, loops: list[LoopNode]) -> None:
+        for o in expr.outputs:
+            if not isinstance(o, TensorView):
+                continue
+            b = self.buffer(o)
+            if b.memory == "global":
+                continue
+            self.alloc_at(b.level, loops, kir.Allocate(b.name, b.ctype, b.size, b.memory, b.offset))
+            if b.memory == "shared":
+                self.pending_sync.append((b.level, list(loops), expr, f"{b.name} in shared memory"))
+
+    def alloc_at(self, level: int, loops: list[LoopNode], stmt: kir.Stmt) -> None:
+        self.work.allocs[self.scope_key(level, loops)].append(stmt)
+
+    def item_at(self, level: int, loops: list[LoopNode], expr: Expr) -> int:
+        """The item of the scope at depth `level` that contains `expr`: the first real loop
+        at or below `level`, or the expression itself."""
+        for node in loops[level:]:
+            if not node.virtual:
+                return id(node)
+        return id(expr)
+
+    def scope_key(self, level: int, loops: list[LoopNode]) -> int:
+        """The scope that allocations at depth `level` go to: the innermost real loop above."""
+        for node in reversed(loops[:level]):
+            if not node.virtual:
+                return id(node)
+        return 0
+
+    def value(self, expr: Expr, out: TensorView, c_index: dict[IterDomain, Ix]) -> str:
+        """The C expression of one output element."""
+        from engine.lower.op_values import value_of
+
+        return value_of(self, expr, out, c_index)
+
+    # ---- dtype helpers ------------------------------------------------------------------
+    def operand_dtype(self, expr: Expr, out: TensorView) -> DataType:
+        if isinstance(expr, ex.BinaryOp) and expr.op in _COMPARE | _LOGICAL:
+            tensors = [v.dtype for v in expr.inputs if isinstance(v, TensorView)]
+            dt = tensors[0] if tensors else expr.inputs[0].dtype
+            for d in tensors[1:]:
+                dt = promote(dt, d)
+            if expr.op in _LOGICAL:
+                return DataType.Bool
+            for v in expr.inputs:
+                if isinstance(v, Scalar) and v.dtype.is_float and not dt.is_float:
+                    dt = DataType.Float
+            return _compute(dt)
+        return _compute(out.dtype)
+
+    def converted(self, text: str, src: DataType, dst: DataType) -> str:
+        return text if src == dst else ops_table.cast(text, src, dst)
+
+
+def _compute(dt: DataType) -> DataType:
+    return DataType.Float if dt.is_low_precision_float else dt
+
+
+def _align(n: int, a: int) -> int:
+    return (n + a - 1) // a * a
+
+
+def _wrap(t: cexpr.Term) -> str:
+    s = str(t)
+    return s if s.isidentifier() or s.replace(".", "").isalnum() else f"({s})"
+
+
+def _innermost_contiguous(tv: TensorView) -> bool:
+    dom = tv.domain
+    alloc = [i for i in dom.maybe_allocation if not i.is_reduction]
+    contig = [c for i, c in zip(dom.maybe_allocation, dom.contiguity) if not i.is_reduction]
+    return bool(alloc) and not alloc[-1].is_broadcast and contig[-1] is True
+
+
+def _guard(preds: list[str], stmts: list[kir.Stmt]) -> list[kir.Stmt]:
+    if not preds:
+        return stmts
+    if "false" in preds:
+        return []
+    return [kir.IfThenElse(" && ".join(preds), stmts)]
+
+
+def _source(expr: Expr) -> str:
+    outs = ", ".join(o.short_name for o in expr.outputs if isinstance(o, TensorView))
+    ins = ", ".join(getattr(v, "short_name", str(v)) for v in expr.inputs)
+    return f"{outs} = {expr.op_name}({ins})"
+
+
+_SCALAR_OPS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%"}
+
+
+def _scalar_op(op: str, a: str, b: str) -> str:
+    if op in _SCALAR_OPS:
+        return f"({a} {_SCALAR_OPS[op]} {b})"
+    if op == "ceilDiv":
+        return f"ceilDiv({a}, {b})"
+    if op in ("max", "min"):
+        return f"({a} {'>' if op == 'max' else '<'} {b} ? {a} : {b})"
+    raise CompileError(f"scalar operation {op} has no C form")

@@ -1,0 +1,175 @@
+"""The C value of one output element, per fusion op (reductions live in reductions.py)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from engine.codegen import ops_table
+from engine.dtypes import DataType
+from engine.errors import CompileError
+from engine.ir import exprs as ex
+from engine.ir.base import Expr
+from engine.ir.iterdomain import IterDomain, Resize
+from engine.ir.scalar import Scalar
+from engine.ir.tensorview import TensorView
+from engine.lower import cexpr
+from engine.lower.index import Ix
+
+if TYPE_CHECKING:
+    from engine.lower.lowering import ExprLowering
+
+
+def _dtype(v) -> DataType:
+    return v.dtype
+
+
+def _operand(low: ExprLowering, v, out: TensorView, c_index, dt: DataType) -> str:
+    acc = low.read(v, out, c_index)
+    src = _dtype(v)
+    if isinstance(v, Scalar) and v.value is not None:
+        return ops_table.literal(v.value, dt)
+    return low.converted(acc.text, src, dt)
+
+
+def value_of(low: ExprLowering, expr: Expr, out: TensorView, c_index: dict[IterDomain, Ix]) -> str:
+    if isinstance(expr, ex.UnaryOp):
+        return _unary(low, expr, out, c_index)
+    if isinstance(expr, ex.BinaryOp):
+        dt = low.operand_dtype(expr, out)
+        a, b = (_operand(low, v, out, c_index, dt) for v in expr.inputs)
+        return low.converted(ops_table.binary(expr.op, a, b, dt), _result_dtype(expr.op, dt), out.dtype)
+    if isinstance(expr, ex.TernaryOp):
+        return _ternary(low, expr, out, c_index)
+    if isinstance(expr, ex.LoadStoreOp | ex.BroadcastOp | ex.SqueezeOp | ex.ExpandOp | ex.ViewOp | ex.SliceOp):
+        v = expr.inputs[0]
+        return low.converted(low.read(v, out, c_index).text, v.dtype, out.dtype)
+    if isinstance(expr, ex.PadOp):
+        return _pad(low, expr, out, c_index)
+    if isinstance(expr, ex.CatOp):
+        return _cat(low, expr, out, c_index)
+    if isinstance(expr, ex.FullOp):
+        return _operand(low, expr.fill, out, c_index, out.dtype)
+    if isinstance(expr, ex.IotaOp):
+        return _iota(low, expr, out, c_index)
+    if isinstance(expr, ex.SelectOp):
+        return _select(low, expr, out, c_index)
+    if isinstance(expr, ex.IndexSelectOp | ex.GatherOp):
+        return _lookup(low, expr, out, c_index)
+    raise CompileError(
+        f"{out.short_name}: code generation does not support {expr.op_name} "
+        "(it runs through expr_eval or is not implemented)"
+    )
+
+
+def _result_dtype(op: str, dt: DataType) -> DataType:
+    if op in ("lt", "le", "gt", "ge", "eq", "ne", "logical_and", "logical_or"):
+        return DataType.Bool
+    return dt
+
+
+def _unary(low: ExprLowering, expr: ex.UnaryOp, out: TensorView, c_index) -> str:
+    v = expr.inputs[0]
+    x = low.read(v, out, c_index).text
+    if isinstance(v, Scalar) and v.value is not None:
+        x = ops_table.literal(v.value, v.dtype)
+    if expr.op == "cast":
+        return ops_table.cast(x, v.dtype, out.dtype)
+    # Bool-valued predicates (isnan, ...) compute in their input's type.
+    dt = DataType.Float if v.dtype.is_low_precision_float else v.dtype
+    x = low.converted(x, v.dtype, dt)
+    res_dt = DataType.Bool if out.dtype == DataType.Bool else dt
+    return low.converted(ops_table.unary(expr.op, x, dt), res_dt, out.dtype)
+
+
+def _ternary(low: ExprLowering, expr: ex.TernaryOp, out: TensorView, c_index) -> str:
+    dt = DataType.Float if out.dtype.is_low_precision_float else out.dtype
+    args = list(expr.inputs)
+    if expr.op == "where":
+        c = low.read(args[0], out, c_index).text
+        if isinstance(args[0], Scalar) and args[0].value is not None:
+            c = ops_table.literal(args[0].value, DataType.Bool)
+        c = low.converted(c, args[0].dtype, DataType.Bool)
+        a = _operand(low, args[1], out, c_index, dt)
+        b = _operand(low, args[2], out, c_index, dt)
+        return low.converted(ops_table.ternary("where", c, a, b, dt), dt, out.dtype)
+    a, b, c = (_operand(low, v, out, c_index, dt) for v in args)
+    return low.converted(ops_table.ternary(expr.op, a, b, c, dt), dt, out.dtype)
+
+
+def _logical_noreduction(tv: TensorView) -> list[IterDomain]:
+    return [i for i in tv.domain.logical if not i.is_reduction]
+
+
+def _pad(low: ExprLowering, expr: ex.PadOp, out: TensorView, c_index) -> str:
+    inp = expr.inputs[0]
+    acc = low.read(inp, out, c_index)
+    conds: list[str] = []
+    for pid in _logical_noreduction(inp):
+        ix = acc.index.get(pid)
+        if ix is None or pid.is_broadcast:
+            continue
+        n = low.ext.of(pid)
+        if ix.lo < 0:
+            conds.append(f"{_w(ix.term)} >= 0")
+        if ix.hi > n:
+            conds.append(f"{_w(ix.term)} < {n}")
+    val = _operand(low, expr.value, out, c_index, out.dtype)
+    inside = low.converted(acc.text, inp.dtype, out.dtype)
+    if not conds:
+        return inside
+    return f"(({' && '.join(conds)}) ? {inside} : {val})"
+
+
+def _unpadded_range(low: ExprLowering, tv: TensorView, dim: int) -> tuple[int, int]:
+    i = _logical_noreduction(tv)[dim]
+    t = i.definition
+    if isinstance(t, Resize):
+        left = low.ext.value(t.left)
+        return left, left + low.ext.of(t.in_id)
+    return 0, low.ext.of(i)
+
+
+def _cat(low: ExprLowering, expr: ex.CatOp, out: TensorView, c_index) -> str:
+    d = expr.dim
+    cid = _logical_noreduction(out)[d]
+    idx = c_index[cid].term
+    parts = [(_unpadded_range(low, v, d), _operand(low, v, out, c_index, out.dtype)) for v in expr.inputs]
+    text = parts[-1][1]
+    for (_lo, hi), val in reversed(parts[:-1]):
+        text = f"({_w(idx)} < {hi} ? {val} : {text})"
+    return text
+
+
+def _iota(low: ExprLowering, expr: ex.IotaOp, out: TensorView, c_index) -> str:
+    i = _logical_noreduction(out)[0]
+    idx = c_index[i].term
+    start, step = expr.inputs[1], expr.inputs[2]
+    dt = out.dtype
+    s = low.converted(low.scalar(start), start.dtype, dt) if isinstance(start, Scalar) else "0"
+    k = low.converted(low.scalar(step), step.dtype, dt) if isinstance(step, Scalar) else "1"
+    pos = low.converted(str(idx), DataType.Index, dt)
+    return f"({s} + {pos} * {k})"
+
+
+def _select(low: ExprLowering, expr: ex.SelectOp, out: TensorView, c_index) -> str:
+    inp = expr.inputs[0]
+    index = expr.index
+    sel = low.scalar(index) if isinstance(index, Scalar) else low.read(index, out, c_index).text
+    axis = expr.select_axis
+    n = low.ext.of(axis)
+    extra = {axis: Ix(f"((nvfuser_index_t)({sel}))", 0, n)}
+    return low.converted(low.read(inp, out, c_index, extra).text, inp.dtype, out.dtype)
+
+
+def _lookup(low: ExprLowering, expr: Expr, out: TensorView, c_index) -> str:
+    inp, index = expr.inputs[0], expr.inputs[1]
+    axis = _logical_noreduction(inp)[expr.dim]
+    n = low.ext.of(axis)
+    idx_text = low.read(index, out, c_index).text
+    extra = {axis: Ix(f"((nvfuser_index_t)({idx_text}))", 0, n)}
+    return low.converted(low.read(inp, out, c_index, extra).text, inp.dtype, out.dtype)
+
+
+def _w(t: cexpr.Term) -> str:
+    s = str(t)
+    return s if s.isidentifier() or s.lstrip("-").isdigit() else f"({s})"

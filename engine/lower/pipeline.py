@@ -1,0 +1,190 @@
+"""The lowering pipeline: a scheduled fusion (one segment) to a kernel, pass by pass.
+
+Passes, in order (names as nvFuser's lower_verbose stages where one exists):
+  1. validate          every expression can be generated; sizes are bound
+  2. loop_nests        loops from loop domains and compute-at positions (loops.py)
+  3. parallel_dims     launch configuration from parallelized IterDomains
+  4. allocation        buffers: memory type, scope, size (buffers.py)
+  5. index_and_predicate   indexed, predicated statements; reductions (lowering.py)
+  6. sync              __syncthreads after shared/global writes read by other threads
+  7. assemble          the kernel IR
+Each pass's result is kept as text in `Lowered.stages`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from engine.dtypes import DataType
+from engine.errors import CompileError
+from engine.ir import exprs as ex
+from engine.ir.base import Expr
+from engine.ir.fusion import Fusion
+from engine.ir.iterdomain import ParallelType
+from engine.ir.scalar import Scalar
+from engine.ir.tensorview import MemoryType, TensorView
+from engine.lower import kir
+from engine.lower.index import Extents
+from engine.lower.loops import LoopNode, Nest, out_tv, walk
+from engine.lower.lowering import ExprLowering
+from engine.runtime.abi import ArgSpec, LaunchConfig, ScalarArg, TensorArg
+
+_DIMS = [ParallelType.grid_x, ParallelType.grid_y, ParallelType.grid_z,
+         ParallelType.block_x, ParallelType.block_y, ParallelType.block_z]
+_UNSUPPORTED = (ex.MatmulOp, ex.LinearOp)
+
+
+@dataclass
+class Lowered:
+    kernel: kir.Kernel
+    stages: dict[str, str] = field(default_factory=dict)
+    # How the host binds each tensor argument: TensorView by kernel parameter name.
+    tensors: dict[str, TensorView] = field(default_factory=dict)
+
+
+def tensor_arg(tv: TensorView) -> TensorArg:
+    nd = len([i for i in tv.domain.logical if not i.is_reduction])
+    na = len([i for i in tv.domain.maybe_allocation if not i.is_reduction])
+    return TensorArg(tv.short_name, tv.dtype.cuda_name, nd, na)
+
+
+def _validate(fusion: Fusion) -> list[Expr]:
+    exprs = fusion.exprs()
+    for e in exprs:
+        if isinstance(e, _UNSUPPORTED):
+            raise CompileError(f"{out_tv(e).short_name}: {e.op_name} is not generated as CUDA; it runs through expr_eval")
+        for o in e.outputs:
+            if isinstance(o, TensorView) and o.dtype == DataType.Float4_e2m1fn:
+                raise CompileError(f"{o.short_name}: fp4 tensors are produced by the quantization runtime only")
+    return exprs
+
+
+def _nest_text(nest: list[LoopNode | Expr], depth: int = 0) -> list[str]:
+    out: list[str] = []
+    for item in nest:
+        if isinstance(item, LoopNode):
+            out.append("  " * depth + f"FOR {item.concrete}:")
+            out.extend(_nest_text(item.children, depth + 1))
+        else:
+            out.append("  " * depth + f"{out_tv(item).short_name} = {item.op_name}(...)")
+    return out
+
+
+def _is_virtual(i, ext: Extents) -> bool:
+    return i.parallel_type in _DIMS or ext.of(i) == 1
+
+
+def _parallel_dims(nest: Nest, exprs: list[Expr], ext: Extents) -> dict[ParallelType, int]:
+    dims: dict[ParallelType, int] = {}
+    for _e, loops in walk(nest):
+        for node in loops:
+            c = node.concrete
+            if c.parallel_type in _DIMS:
+                dims[c.parallel_type] = max(dims.get(c.parallel_type, 1), ext.of(c))
+    threads = dims.get(ParallelType.block_x, 1) * dims.get(ParallelType.block_y, 1) * dims.get(ParallelType.block_z, 1)
+    if threads > 1024:
+        raise CompileError(f"the schedule asks for {threads} threads per block (at most 1024)")
+    return dims
+
+
+def _params(fusion: Fusion) -> tuple[list[ArgSpec], dict[str, TensorView], dict[Scalar, str]]:
+    params: list[ArgSpec] = []
+    tensors: dict[str, TensorView] = {}
+    for v in fusion.inputs:
+        if isinstance(v, TensorView):
+            params.append(tensor_arg(v))
+            tensors[v.short_name] = v
+        elif isinstance(v, Scalar):
+            params.append(ScalarArg(v.inline(), v.dtype.cuda_name if v.dtype != DataType.Index else "int64_t"))
+    for v in fusion.outputs:
+        if isinstance(v, TensorView) and v.short_name not in tensors:
+            params.append(tensor_arg(v))
+            tensors[v.short_name] = v
+    for tv in fusion.tensors():
+        if isinstance(tv, TensorView) and tv.memory_type == MemoryType.Global and tv.short_name not in tensors:
+            params.append(tensor_arg(tv))
+            tensors[tv.short_name] = tv
+    return params, tensors, {v: v.inline() for v in fusion.inputs if isinstance(v, Scalar)}
+
+
+def _syncs(low: ExprLowering, fusion: Fusion) -> list[str]:
+    notes: list[str] = []
+    for level, loops, expr, why in low.pending_sync:
+        low.work.post[low.item_at(level, loops, expr)].append(kir.BlockSync(f"RAW: {why}"))
+        if any(not n.virtual for n in loops[:level]):
+            low.work.pre[low.item_at(level, loops, expr)].append(kir.BlockSync(f"WAR: {why}"))
+        notes.append(f"sync around {why}")
+    return notes
+
+
+def _assemble(nest: list[LoopNode | Expr], low: ExprLowering, key: int) -> list[kir.Stmt]:
+    body: list[kir.Stmt] = list(low.work.allocs.get(key, []))
+    for item in nest:
+        body.extend(low.work.pre.get(id(item), []))
+        if isinstance(item, LoopNode):
+            inner = _assemble(item.children, low, id(item))
+            ix = low.loop_index(item)
+            if isinstance(ix.term, int) or ix.term.startswith(("threadIdx", "blockIdx")):
+                # Parallel and single-iteration loops emit no loop: their body joins the scope.
+                body.extend(inner)
+            else:
+                from engine.lower.lowering import loop_kind
+
+                body.append(kir.ForLoop(ix.term, ix.hi, loop_kind(item.concrete.parallel_type),
+                                        str(item.concrete), inner))
+        else:
+            body.extend(low.body[item])
+        body.extend(low.work.post.get(id(item), []))
+    return body
+
+
+def _mark_global_syncs(low: ExprLowering, fusion: Fusion, exprs: list[Expr], loops_of: dict) -> None:
+    """Global tensors read back in the same kernel: other threads may have written them."""
+    for e in exprs:
+        for o in e.outputs:
+            if (isinstance(o, TensorView) and o.memory_type == MemoryType.Global and fusion.uses_of(o)):
+                loops = loops_of[e]
+                level = min(o.compute_at_pos, len(loops))
+                if isinstance(e, ex.ReductionOp | ex.WelfordOp):
+                    from engine.lower.reductions import acc_level
+
+                    level = acc_level(out_tv(e))
+                low.pending_sync.append((level, loops, e, f"{o.short_name} in global memory"))
+
+
+def lower_fusion(fusion: Fusion, env: dict, name: str) -> Lowered:
+    stages: dict[str, str] = {}
+    exprs = _validate(fusion)
+    ext = Extents(env)
+    ext.promote(exprs)
+    nest = Nest(exprs, lambda i: _is_virtual(i, ext))
+    stages["loop_nests"] = "\n".join(_nest_text(nest.items)) + "\n"
+    dims = _parallel_dims(nest, exprs, ext)
+    launch = LaunchConfig(
+        (dims.get(ParallelType.grid_x, 1), dims.get(ParallelType.grid_y, 1), dims.get(ParallelType.grid_z, 1)),
+        (dims.get(ParallelType.block_x, 1), dims.get(ParallelType.block_y, 1), dims.get(ParallelType.block_z, 1)),
+    )
+    stages["parallel_dims"] = str(launch) + "\n"
+    params, tensors, scalars = _params(fusion)
+    low = ExprLowering(exprs, nest.items, ext, dims, scalars)
+    loops_of = {}
+    for e, loops in walk(nest):
+        loops_of[e] = loops
+        low.lower(e, loops)
+    stages["allocation"] = "".join(
+        f"{b.name}: {b.memory} {b.ctype}[{b.size}] at level {b.level} over "
+        f"({', '.join(str(i) for i in b.layout)})\n"
+        for b in low.buffers.values() if b.memory != "global"
+    )
+    _mark_global_syncs(low, fusion, exprs, loops_of)
+    stages["sync"] = "\n".join(_syncs(low, fusion)) + "\n"
+    body = _assemble(nest.items, low, 0)
+    red_off = (low.smem_bytes + 15) // 16 * 16
+    smem = red_off + low.reduce_smem_bytes
+    for wname, (ctype, _n, _z) in low.workspaces.items():
+        params.append(TensorArg(wname, ctype, 1, 1))
+    kernel = kir.Kernel(name, params, body,
+                        LaunchConfig(launch.grid, launch.block, smem), smem, dict(low.workspaces))
+    kernel.reduction_smem_offset = red_off  # type: ignore[attr-defined]
+    stages["kernel_ir"] = kernel.listing()
+    return Lowered(kernel, stages, tensors)

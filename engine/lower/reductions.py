@@ -1,0 +1,226 @@
+"""Reductions and Welford: per-thread accumulation, block/grid all-reduce, write-back.
+
+An accumulator (registers) holds the reduction's output ids right of its
+allocation level, without reduction and parallel ids. The expression's statement
+folds one input element into it; once the accumulating sub-tree closes, thread- and
+block-parallel reduction ids are combined across threads (blockAllReduce: every
+thread gets the result) or blocks (gridReduce: only the last block to arrive has it,
+so everything computed from it is guarded by a flag), and the result is written to
+the output tensor (its local buffer or global memory).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from engine.codegen import ops_table
+from engine.dtypes import DataType
+from engine.errors import CompileError
+from engine.ir import exprs as ex
+from engine.ir.iterdomain import IterDomain, ParallelType
+from engine.ir.tensorview import TensorView
+from engine.lower import cexpr, kir
+from engine.lower.buffers import local_layout
+from engine.lower.index import Ix, propagate
+from engine.lower.loops import LoopNode
+
+if TYPE_CHECKING:
+    from engine.lower.lowering import ExprLowering
+
+_THREADS = (ParallelType.block_x, ParallelType.block_y, ParallelType.block_z)
+_BLOCKS = (ParallelType.grid_x, ParallelType.grid_y, ParallelType.grid_z)
+
+
+def _bools(flags: list[bool]) -> str:
+    return ", ".join("true" if f else "false" for f in flags)
+
+
+def _compute(dt: DataType) -> DataType:
+    return DataType.Float if dt.is_low_precision_float else dt
+
+
+def acc_level(out: TensorView) -> int:
+    if out.fusion.uses_of(out):
+        return out.compute_at_pos
+    red = [k for k, i in enumerate(out.domain.loop) if i.is_reduction]
+    return red[0] if red else out.nloop
+
+
+def parallel_reduction(out: TensorView) -> tuple[list[bool], list[bool]]:
+    pts = {i.parallel_type for i in out.domain.loop if i.is_reduction}
+    return [p in pts for p in _THREADS], [p in pts for p in _BLOCKS]
+
+
+class Accumulator:
+    """Registers for one reduction output: name, layout and the element the loops select."""
+
+    def __init__(self, low: ExprLowering, out: TensorView, name: str, dtype: DataType,
+                 loops: list[LoopNode], c_index: dict[IterDomain, Ix]) -> None:
+        self.level = acc_level(out)
+        self.layout, self.strides, self.size = local_layout(out, self.level, "local", low.ext)
+        self.name, self.dtype = name, dtype
+        lin: cexpr.Term = 0
+        for i, s in zip(self.layout, self.strides):
+            lin = cexpr.add(lin, cexpr.mul(c_index[i].term, s))
+        self.element = f"{name}[{cexpr.text(lin)}]"
+
+
+def lower_reduction(low: ExprLowering, expr: ex.ReductionOp, loops: list[LoopNode],
+                    c_index: dict[IterDomain, Ix], preds: list[str]) -> list[kir.Stmt]:
+    out, inp = expr.output, expr.input
+    dt = _compute(out.dtype)
+    acc = Accumulator(low, out, f"{out.short_name}_acc", dt, loops, c_index)
+    init = ops_table.literal(expr.init, dt)
+    low.alloc_at(acc.level, loops, kir.Allocate(acc.name, dt.cuda_name, acc.size, "local", init=init))
+    x = low.converted(low.read(inp, out, c_index).text, inp.dtype, dt)
+    step = kir.Assign(acc.element, ops_table.reduction_combine(expr.op, acc.element, x, dt),
+                      f"{out.short_name} = reduction({inp.short_name})")
+    post: list[kir.Stmt] = []
+    threads, blocks = parallel_reduction(out)
+    combine = f"[]({dt.cuda_name} a, {dt.cuda_name} b) {{ return {ops_table.reduction_combine(expr.op, 'a', 'b', dt)}; }}"
+    if any(blocks):
+        post += _grid(low, out, acc, threads, blocks, combine, init, loops)
+    elif any(threads):
+        low.reserve_reduction_smem(8)
+        post.append(_each(acc, lambda e: kir.Assign(
+            e, f"blockAllReduce<{_bools(threads)}>({e}, {combine}, reinterpret_cast<{dt.cuda_name}*>(red_smem))")))
+    post += _write_back(low, out, [(out, acc)], loops)
+    low.work.post[low.item_at(acc.level, loops, expr)].extend(post)
+    return _guard(preds, [step])
+
+
+def _each(acc: Accumulator, make) -> kir.Stmt:
+    if acc.size == 1:
+        return make(f"{acc.name}[0]")
+    loop = kir.ForLoop("k", acc.size, "serial", f"{acc.name} elements")
+    loop.body.append(make(f"{acc.name}[k]"))
+    return loop
+
+
+def _grid(low: ExprLowering, out: TensorView, acc: Accumulator, threads: list[bool], blocks: list[bool],
+          combine: str, init: str, loops: list[LoopNode]) -> list[kir.Stmt]:
+    dims = low.launch_dims
+    n_blocks = dims.get(ParallelType.grid_x, 1) * dims.get(ParallelType.grid_y, 1) * dims.get(ParallelType.grid_z, 1)
+    n_threads = dims.get(ParallelType.block_x, 1) * dims.get(ParallelType.block_y, 1) * dims.get(ParallelType.block_z, 1)
+    work, sync = f"{out.short_name}_work", f"{out.short_name}_sync"
+    per = n_blocks * n_threads
+    low.workspaces[work] = (acc.dtype.cuda_name, per * acc.size, False)
+    low.workspaces[sync] = ("nvfuser_index_t", n_blocks * acc.size, True)
+    low.reserve_reduction_smem(8)
+    flag = f"{out.short_name}_last"
+    low.alloc_at(acc.level, loops, kir.Raw(f"bool {flag} = false;"))
+    low.flags[out] = [flag]
+    ct = acc.dtype.cuda_name
+    loop = kir.ForLoop("k", acc.size, "serial", f"{acc.name} elements")
+    loop.body.append(kir.Assign(
+        flag,
+        f"gridReduce<{_bools(blocks)}, {_bools(threads)}>({acc.name}[k], {acc.name}[k], {combine}, {init}, "
+        f"{work}.data + k * {per}, {sync}.data + k * {n_blocks}, reinterpret_cast<{ct}*>(red_smem))",
+    ))
+    return [loop]
+
+
+def _write_back(low: ExprLowering, out: TensorView, pairs: list[tuple[TensorView, Accumulator]],
+                loops: list[LoopNode]) -> list[kir.Stmt]:
+    """Store accumulators into the outputs: loops over the accumulator ids, outputs indexed."""
+    acc0 = pairs[0][1]
+    known: dict[IterDomain, Ix] = {}
+    thread_only: list[str] = []
+    for k, i in enumerate(out.domain.loop):
+        if k < acc0.level:
+            known[i] = low.loop_index(loops[k], i)
+        elif i.is_broadcast and i not in low.ext.promoted:
+            known[i] = Ix(0, 0, 1)
+        elif i.is_reduction:
+            known[i] = Ix(0, 0, 1)
+            pt = i.parallel_type
+            if pt in _THREADS and low.buffer(out).memory == "global":
+                var = {ParallelType.block_x: "threadIdx.x", ParallelType.block_y: "threadIdx.y",
+                       ParallelType.block_z: "threadIdx.z"}[pt]
+                thread_only.append(f"{var} == 0")
+        elif i.parallel_type.is_thread_dim or i.parallel_type.is_block_dim:
+            known[i] = low.loop_index(LoopNode(k, [i]))
+        elif i in acc0.layout:
+            n = low.ext.of(i)
+            known[i] = Ix(f"w{i.name}" if n > 1 else 0, 0, n)
+    stores: list[kir.Stmt] = []
+    preds: list[str] = []
+    for tv, acc in pairs:
+        lin: cexpr.Term = 0
+        for i, s in zip(acc.layout, acc.strides):
+            lin = cexpr.add(lin, cexpr.mul(known[i].term, s))
+        index = propagate(tv, {tv.domain.loop[k]: known[i] for k, i in enumerate(out.domain.loop)
+                               if i in known}, low.ext)
+        value = low.converted(f"{acc.name}[{cexpr.text(lin)}]", acc.dtype, tv.dtype)
+        stores.append(kir.Assign(low.address(tv, index, tv.short_name), value, f"{tv.short_name} = {acc.name}"))
+        if not preds:
+            preds = low.thread_predicates(loops[: acc0.level], None) + [
+                p for p in _bounds(low, tv, index)
+            ] + thread_only + low.flags.get(out, [])
+    body: list[kir.Stmt] = _guard(preds, stores)
+    for i in reversed(acc0.layout):
+        n = low.ext.of(i)
+        if n > 1:
+            body = [kir.ForLoop(f"w{i.name}", n, "serial", str(i), body)]
+    return body
+
+
+def _bounds(low: ExprLowering, tv: TensorView, index: dict[IterDomain, Ix]) -> list[str]:
+    out: list[str] = []
+    for i in tv.domain.logical:
+        if i.is_broadcast or i.is_reduction:
+            continue
+        ix = index.get(i)
+        if ix is None:
+            raise CompileError(f"{tv.short_name}: axis {i} cannot be indexed for the write-back")
+        n = low.ext.of(i)
+        if ix.hi > n and not isinstance(ix.term, int):
+            out.append(f"{ix.term} < {n}" if str(ix.term).isidentifier() else f"({ix.term}) < {n}")
+    return out
+
+
+def _guard(preds: list[str], stmts: list[kir.Stmt]) -> list[kir.Stmt]:
+    if not preds:
+        return stmts
+    return [kir.IfThenElse(" && ".join(preds), stmts)]
+
+
+def lower_welford(low: ExprLowering, expr: ex.WelfordOp, loops: list[LoopNode],
+                  c_index: dict[IterDomain, Ix], preds: list[str]) -> list[kir.Stmt]:
+    avg, var, n = expr.outputs
+    dt = _compute(avg.dtype)
+    accs = [Accumulator(low, t, f"{t.short_name}_acc", d, loops, c_index)
+            for t, d in ((avg, dt), (var, dt), (n, DataType.Int))]
+    for a in accs:
+        low.alloc_at(a.level, loops, kir.Allocate(a.name, a.dtype.cuda_name, a.size, "local", init="0"))
+    a_e, m_e, n_e = (a.element for a in accs)
+    if len(expr.inputs) == 1:
+        x = low.converted(low.read(expr.inputs[0], avg, c_index).text, expr.inputs[0].dtype, dt)
+        step = kir.Raw(f"fs_welford_update({a_e}, {m_e}, {n_e}, {x});")
+    else:
+        ia, im, inn = expr.inputs
+        xa = low.converted(low.read(ia, avg, c_index).text, ia.dtype, dt)
+        xm = low.converted(low.read(im, avg, c_index).text, im.dtype, dt)
+        xn = low.converted(low.read(inn, avg, c_index).text, inn.dtype, DataType.Int)
+        step = kir.Raw(f"fs_welford_combine({a_e}, {m_e}, {n_e}, {xa}, {xm}, {xn});")
+    threads, blocks = parallel_reduction(avg)
+    post: list[kir.Stmt] = []
+    if any(blocks):
+        raise CompileError(f"{avg.short_name}: a Welford across blocks (grid Welford) is not supported yet")
+    if any(threads):
+        low.reserve_reduction_smem(24)
+        a0 = accs[0]
+        ct = dt.cuda_name
+        nthreads = low.block_threads()
+
+        def call(e: str) -> kir.Stmt:
+            k = e[len(a0.name):]
+            return kir.Raw(
+                f"blockWelford<{_bools(threads)}>({a0.name}{k}, {accs[1].name}{k}, {accs[2].name}{k}, "
+                f"reinterpret_cast<{ct}*>(red_smem), reinterpret_cast<{ct}*>(red_smem) + {nthreads}, "
+                f"reinterpret_cast<nvfuser_index_t*>(red_smem + {2 * nthreads * max(dt.bits // 8, 1)}));")
+
+        post.append(_each(a0, call))
+    post += _write_back(low, avg, list(zip((avg, var, n), accs)), loops)
+    low.work.post[low.item_at(accs[0].level, loops, expr)].extend(post)
+    return _guard(preds, [step])
