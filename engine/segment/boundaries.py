@@ -5,8 +5,12 @@
   the offsets are computed inside the fusion the segmenter cuts there, so they become
   segment inputs; its output becomes a segment output. Only the grouped matmul may read
   that output, as its scale1: any other use is an error naming the use.
-- Seed 004: block scales of a BlockQuantizationOp must be a (segment) output; when the
-  fusion reads them, the segmenter cuts after the quantization.
+- Seed 004: block scales of a BlockQuantizationOp must be a (segment) output (the
+  pointwise scheduler refuses them otherwise); when the fusion reads them, the segment
+  that quantizes writes them to global memory as a segment output whether or not their
+  readers share its segment. (nvFuser cuts before the readers; this engine keeps the
+  layout op with the quantization, since its pointwise scheduler finds no reference in a
+  layout op alone.)
 """
 
 from __future__ import annotations
@@ -29,9 +33,11 @@ def check_layout_op_uses(fusion: Fusion) -> None:
                 check_use(use)
 
 
-def boundary_vals(fusion: Fusion, trace: Trace | None = None) -> dict[Val, str]:
-    """Tensors that no segment may compute and read internally, each with the reason."""
+def boundary_vals(fusion: Fusion, trace: Trace | None = None) -> tuple[dict[Val, str], dict[Val, str]]:
+    """(cut, forced): tensors that no segment may both compute and read, and tensors that
+    the segment computing them must output; each with the reason."""
     out: dict[Val, str] = {}
+    forced: dict[Val, str] = {}
     for e in fusion.exprs():
         if isinstance(e, PreprocessGroupedMatmulInputSf):
             for what, v in (("input_offsets", e.input_offsets), ("output_offsets", e.output_offsets)):
@@ -45,9 +51,11 @@ def boundary_vals(fusion: Fusion, trace: Trace | None = None) -> dict[Val, str]:
         elif isinstance(e, BlockQuantizationOp):
             s = e.block_scales
             if isinstance(s, TensorView) and fusion.uses_of(s):
-                out[s] = (f"block scales {s.short_name} of BlockQuantizationOp are read inside the "
-                          "fusion: they must be a segment output")
+                forced[s] = (f"block scales {s.short_name} of BlockQuantizationOp are read inside the "
+                             "fusion: they must be a segment output")
     if trace is not None:
         for v, why in out.items():
-            trace.event("boundary", v.short_name, why, tensor=v.short_name)
-    return out
+            trace.event("boundary", v.short_name, why, tensor=v.short_name, rule="cut")
+        for v, why in forced.items():
+            trace.event("boundary", v.short_name, why, tensor=v.short_name, rule="output")
+    return out, forced

@@ -219,6 +219,14 @@ def cut_fusion(
 
 def _plain_input(tv: TensorView) -> None:
     dom = tv.domain
+    if any(i.is_reduction for i in dom.logical):
+        # A reduction output read by a later segment is a plain tensor there: its reduced
+        # axes were consumed in the producing segment (nvFuser clears them as well).
+        dom.logical = [i for i in dom.logical if not i.is_reduction]
+        if dom.allocation is not None:
+            dom.allocation = [i for i in dom.allocation if not i.is_reduction]
+        dom.loop = [i for i in dom.loop if not i.is_reduction]
+        dom.contiguity = dom.default_contiguity()
     if not dom.has_root:
         return
     for i in dom.logical:
@@ -395,7 +403,8 @@ class SegmentedFusion:
         """The fusion's outputs computed group by group: each group's own Fusion
         (make_fusion) evaluated by the reference evaluator, fed with the tensors earlier
         groups produced. Tests compare this with evaluating the complete fusion."""
-        from engine.reference import Context, bind_input, evaluate, finish_output
+        from engine.ir.quant_exprs import PreprocessGroupedMatmulInputSf
+        from engine.reference import Context, bind_input, finish_output
 
         ctx = Context(_device_of(inputs))
         values: dict[Val, Any] = {}
@@ -403,7 +412,8 @@ class SegmentedFusion:
             values[val] = bind_input(k, val, x, ctx)
         for g in self.groups:
             sub, vmap = g.make_fusion()
-            outs = evaluate(sub, g.input_values(values, ctx.env), device=ctx.device)
+            raw = {vmap[v] for v in g.inputs if isinstance(v.definition, PreprocessGroupedMatmulInputSf)}
+            outs = _evaluate_segment(sub, g.input_values(values, ctx.env), ctx.device, raw)
             for v, t in zip(g.outputs, outs):
                 values[v] = t
         result = []
@@ -415,6 +425,40 @@ class SegmentedFusion:
             else:
                 raise ExecutionError(f"output {v.short_name} was computed by no segment")
         return result
+
+
+def _evaluate_segment(sub: Fusion, args: Sequence[Any], device: torch.device, raw: set[Val]) -> list[Any]:
+    """The reference evaluator's loop for one segment, except that a layout-op output
+    passed between segments stays the raw buffer the op wrote (allocation-sized: padded,
+    swizzled rows), which only the grouped matmul reads; binding checks it against its
+    logical sizes, so it is passed as is (seed 000: allocated by the allocation domain)."""
+    from engine.reference import HANDLERS, Context, bind_input
+
+    ctx = Context(device)
+    values: dict[Val, Any] = {}
+    for k, (val, x) in enumerate(zip(sub.inputs, args, strict=True)):
+        values[val] = x.to(device) if val in raw else bind_input(k, val, x, ctx)
+    for expr in sub.exprs():
+        ins = []
+        for v in expr.inputs:
+            if v in values:
+                ins.append(values[v])
+            elif isinstance(v, Scalar):
+                ins.append(ctx.scalar(v))
+            else:
+                raise ExecutionError(f"{getattr(v, 'short_name', v)} is used before it is computed")
+        handler = HANDLERS.get(type(expr))
+        if handler is None:
+            raise ExecutionError(f"the reference evaluator has no rule for {type(expr).__name__}")
+        try:
+            outs = handler(expr, ins, ctx)
+        except ExecutionError:
+            raise
+        except Exception as e:
+            names = ", ".join(getattr(o, "short_name", "?") for o in expr.outputs)
+            raise ExecutionError(f"{type(expr).__name__} producing {names} failed: {e}") from e
+        values.update(zip(expr.outputs, outs))
+    return [values[v] for v in sub.outputs]
 
 
 def _device_of(inputs: Sequence[Any]) -> torch.device:

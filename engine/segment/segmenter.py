@@ -124,7 +124,7 @@ class _Finder:
         self.sizes = sizes
         self.options = options
         self.trace = trace
-        self.boundary = boundary_vals(fusion, trace)
+        self.boundary, self.forced = boundary_vals(fusion, trace)
         self.cache: dict[frozenset[int], tuple[list[Verdict], SchedulerType | None]] = {}
         self.forwarding = Forwarding()
         self.privatized: dict[Expr, list[Expr]] = {}
@@ -157,7 +157,7 @@ class _Finder:
         outputs: list[Val] = []
         for e in core:
             for v in e.outputs:
-                if v in outs or any(u not in core_set for u in self.fusion.uses_of(v)):
+                if v in outs or v in self.forced or any(u not in core_set for u in self.fusion.uses_of(v)):
                     outputs.append(v)
         ins = sorted(inputs, key=lambda t: t.name)
         return eff, ins, sorted(dict.fromkeys(outputs), key=lambda t: t.name)
@@ -329,7 +329,7 @@ class _Finder:
                         f"({', '.join(e.output.short_name for e in hints)})")
         elif self.boundary:
             self._event("segment", "fusion", "tensors that must cross a segment boundary: "
-                        + ", ".join(v.short_name for v in self.boundary))
+                        + ", ".join(v.short_name for v in self.boundary) + ": segmenting")
         else:
             verdicts, first = self._ask(exprs)
             vs = [{"scheduler": str(v.scheduler), "accepted": v.accepted, "reason": v.reason} for v in verdicts]
@@ -337,11 +337,12 @@ class _Finder:
                 self._event("segment", "fusion", f"un-segmented: {first} accepts the complete fusion",
                             accepted=True, scheduler=str(first), verdicts=vs)
                 self.groups = [_Group(list(exprs))]
-                return self._finish(whole=True)
+                return self._finish()
             self._event("segment", "fusion", "no scheduler accepts the complete fusion: segmenting",
                         accepted=False, scheduler=None, verdicts=vs)
 
-        self.forwarding = find_forwarding(fusion, self.options.forwarding, set(self.boundary), self.trace)
+        self.forwarding = find_forwarding(fusion, self.options.forwarding,
+                                          {*self.boundary, *self.forced}, self.trace)
         self._privatize()
         exprs = fusion.exprs()
         self.pos = {e: k for k, e in enumerate(exprs)}
@@ -356,7 +357,7 @@ class _Finder:
         self._level_merge()
         self._final_merge()
         self._revert_privatized()
-        return self._finish(whole=False)
+        return self._finish()
 
     def _privatize(self) -> None:
         """One copy of an up-cast or squeeze per use, so that a segment boundary after it
@@ -371,7 +372,7 @@ class _Finder:
                 continue
             out = e.output
             uses = self.fusion.uses_of(out)
-            if len(uses) < 2 or out in outs or out in self.boundary:
+            if len(uses) < 2 or out in outs or out in self.boundary or out in self.forced:
                 continue
             clones = []
             with FusionGuard(self.fusion):
@@ -616,7 +617,7 @@ class _Finder:
         self.pos = {e: k for k, e in enumerate(self.fusion.exprs())}
 
     # ---- the result ------------------------------------------------------------------------
-    def _finish(self, whole: bool) -> SegmentedFusion:
+    def _finish(self) -> SegmentedFusion:
         fusion = self.fusion
         producers, _ = self._adjacency()
         order = self._topo(producers)
@@ -643,9 +644,6 @@ class _Finder:
         for k, g in enumerate(run):
             core = sorted(g.exprs, key=self.pos.__getitem__)
             eff, ins, outs = self._group_io(core)
-            if whole:
-                outs = sorted({v for v in fusion.outputs if isinstance(v, TensorView) and v.definition is not None},
-                              key=lambda t: t.name)
             verdicts, first = self._ask(core)
             if first is None:
                 reasons = "\n".join(str(v) for v in verdicts)
