@@ -30,8 +30,11 @@ from engine.runtime.emu import HEADER_PATH, cache_dir, compile_error
 # -fno-strict-aliasing: generated CUDA reinterprets memory freely (vectorized loads through Array
 # types); nvcc tolerates that, g++ -O2 may not. -fvisibility=hidden: only fs_launch and
 # fs_emu_stats are exported, so two kernels' libraries never bind to each other's symbols.
+# -fstack-clash-protection: a big local array must touch the guard page below a fiber's stack
+# (reported as a stack overflow) instead of silently writing into the next fiber's stack.
 CXX_FLAGS: tuple[str, ...] = (
     "-O2", "-std=c++17", "-fPIC", "-shared", "-fvisibility=hidden", "-fno-strict-aliasing",
+    "-fstack-clash-protection",
 )
 SHIM_FILE = "fs_emulate_shim.cpp"
 _ERR_BYTES = 4096
@@ -160,6 +163,10 @@ def compile_library(source: str, name: str, shim: str, cxx: str = "g++",
 
 _libs: dict[Path, ctypes.CDLL] = {}
 _libs_lock = threading.Lock()
+# One launch at a time in this process: a launch installs process-wide fault handlers for its
+# duration (a kernel's memory fault becomes an ExecutionError), which concurrent launches from
+# several threads would undo under each other.
+_launch_lock = threading.Lock()
 
 
 def _load(path: Path) -> ctypes.CDLL:
@@ -183,12 +190,14 @@ class EmulatedKernel:
     raises CompileError with the compiler log and the offending source lines.
     """
 
-    def __init__(self, source: str, name: str, specs: list[ArgSpec]) -> None:
+    def __init__(self, source: str, name: str, specs: list[ArgSpec], *,
+                 extra_flags: tuple[str, ...] = ()) -> None:
+        # extra_flags: e.g. ("-O0", "-g") to debug a kernel under gdb (later flags win).
         self.source = source
         self.name = name
         self.specs = list(specs)
         self.shim = make_shim(name, self.specs)
-        self.library_path = compile_library(source, name, self.shim)
+        self.library_path = compile_library(source, name, self.shim, flags=CXX_FLAGS + tuple(extra_flags))
         self._lib = _load(self.library_path)
         self.stats = EmuStats()  # summed over every launch of this object
         self.last_stats = EmuStats()
@@ -217,7 +226,8 @@ class EmulatedKernel:
 
         alloc_strides: per tensor name, allocation strides when they differ from the logical
         ones (see abi.tensor_layout). Raises ExecutionError naming the kernel on a deadlock, a
-        trap or failed assert, or an invalid launch.
+        trap or failed assert, a memory fault (SIGSEGV/SIGBUS, fiber stack overflow), an integer
+        division by zero, or an invalid launch.
         """
         self._check_args(args)
         packed = pack_args(self.specs, list(args), alloc_strides)
@@ -225,9 +235,10 @@ class EmulatedKernel:
         argv = (ctypes.c_void_p * max(1, len(bufs)))(*[ctypes.addressof(b) for b in bufs])
         err = ctypes.create_string_buffer(_ERR_BYTES)
         (gx, gy, gz), (bx, by, bz) = launch.grid, launch.block
-        rc = self._lib.fs_launch(argv, gx, gy, gz, bx, by, bz, launch.shared_mem_bytes, err, _ERR_BYTES)
         counts = (ctypes.c_ulonglong * 5)()
-        self._lib.fs_emu_stats(counts, 5)
+        with _launch_lock:
+            rc = self._lib.fs_launch(argv, gx, gy, gz, bx, by, bz, launch.shared_mem_bytes, err, _ERR_BYTES)
+            self._lib.fs_emu_stats(counts, 5)
         self.last_stats = EmuStats(1, *counts)
         self.stats.add(self.last_stats)
         if rc != 0:

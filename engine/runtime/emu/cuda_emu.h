@@ -22,12 +22,22 @@
 
 #define FS_EMULATE 1
 
+// The hand-written context switch (x86-64); -DFS_EMU_USE_UCONTEXT or another architecture uses
+// glibc's swapcontext, about 10x slower per switch (it changes the signal mask by syscall).
+#if defined(__x86_64__) && !defined(FS_EMU_USE_UCONTEXT)
+#define FS_EMU_ASM_SWITCH 1
+#else
+#define FS_EMU_ASM_SWITCH 0
+#endif
+
 // Every system header is included before the CUDA keyword macros below are defined: libstdc++
 // and glibc spell attributes such as __noinline__ themselves, which the macros would break.
 #include <algorithm>
 #include <cassert>
 #include <cfloat>
 #include <climits>
+#include <csetjmp>
+#include <csignal>
 #include <cstdarg>
 #include <cmath>
 #include <cstddef>
@@ -39,6 +49,7 @@
 #include <limits>
 #include <math.h>
 #include <mutex>
+#include <pthread.h>
 #include <new>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -46,7 +57,7 @@
 #include <type_traits>
 #include <unistd.h>
 #include <utility>
-#if !defined(__x86_64__)
+#if !FS_EMU_ASM_SWITCH
 #include <ucontext.h>
 #endif
 
@@ -129,7 +140,7 @@ struct Fiber {
   int lin;        // linear thread id: x + bx * (y + by * z)
   int state;
   int wait_line;  // source line of the barrier it waits at (for deadlock messages)
-#if !defined(__x86_64__)
+#if !FS_EMU_ASM_SWITCH
   ucontext_t uc;
 #endif
 };
@@ -170,7 +181,7 @@ struct State {
   size_t stack_stride;
   int stacks_cap;
   void* sched_sp;
-#if !defined(__x86_64__)
+#if !FS_EMU_ASM_SWITCH
   ucontext_t sched_uc;
 #endif
   bool failed;
@@ -204,7 +215,7 @@ static constexpr int warpSize = 32;
 // ---------------------------------------------------------------------------------------------
 // Context switch
 // ---------------------------------------------------------------------------------------------
-#if defined(__x86_64__)
+#if FS_EMU_ASM_SWITCH
 // fs_emu_swap(save, load): push the callee-saved registers, store rsp in *save, load rsp = load,
 // pop the other context's registers and return into it. Caller-saved registers need no saving:
 // every switch is a function call. The SSE control word is never changed by kernels.
@@ -267,7 +278,7 @@ static inline void fiber_init(int t) {
   // not all land in the same L1 sets.
   char* top = lo + s.stack_size - (size_t)(t % 32) * 128;
   top = (char*)((uintptr_t)top & ~(uintptr_t)15);
-#if defined(__x86_64__)
+#if FS_EMU_ASM_SWITCH
   // [rbp rbx r12 r13 r14 r15 (popped in reverse)] then the return address fs_emu_fiber_main and
   // a null fake return address of its own: at its entry rsp % 16 == 8, as after a call.
   void** sp = (void**)(top - 64);
@@ -285,7 +296,7 @@ static inline void fiber_init(int t) {
 }
 
 // Run thread t (set threadIdx first), saving the current context into `save`.
-#if defined(__x86_64__)
+#if FS_EMU_ASM_SWITCH
 static inline void switch_to(void** save, int t) {
   State& s = g();
   s.cur = t;
@@ -311,7 +322,7 @@ static inline void yield_current() {
   State& s = g();
   Fiber& f = cur_fiber();
   int next = s.failed ? -1 : rq_pop();
-#if defined(__x86_64__)
+#if FS_EMU_ASM_SWITCH
   if (next >= 0)
     switch_to(&f.sp, next);
   else
@@ -980,7 +991,7 @@ static bool run_block() {
   }
   // Each switch_to returns here only when no fiber is ready: all done, deadlocked, or failed.
   for (int t = rq_pop(); t >= 0 && !s.failed; t = rq_pop()) {
-#if defined(__x86_64__)
+#if FS_EMU_ASM_SWITCH
     switch_to(&s.sched_sp, t);
 #else
     switch_to(&s.sched_uc, t);
@@ -994,6 +1005,104 @@ static bool run_block() {
   }
   ++s.stats.blocks;
   s.stats.threads += (unsigned long long)s.nthreads;
+  return true;
+}
+
+// A memory fault (or integer division by zero) in a kernel becomes an error of the launch, not
+// the death of the process (e.g. the pytest run that emulates generated kernels). While a launch
+// runs, SIGSEGV/SIGBUS/SIGFPE handlers on an alternate stack (a fiber's stack may be the one that
+// overflowed) jump back to the launching frame; the previous handlers are restored afterwards.
+// Faults on other OS threads go to the previous handlers.
+static sigjmp_buf fault_jmp;
+static pthread_t fault_thread;
+static volatile sig_atomic_t fault_sig;
+static void* volatile fault_addr;
+static struct sigaction fault_old[3];
+static const int fault_signals[3] = {SIGSEGV, SIGBUS, SIGFPE};
+alignas(16) static char fault_altstack[64 * 1024];
+
+static void fault_handler(int sig, siginfo_t* si, void* uctx) {
+  if (pthread_equal(pthread_self(), fault_thread)) {
+    fault_sig = sig;
+    fault_addr = si ? si->si_addr : nullptr;
+    siglongjmp(fault_jmp, 1);
+  }
+  for (int i = 0; i < 3; ++i) {
+    if (fault_signals[i] != sig) continue;
+    const struct sigaction& old = fault_old[i];
+    if ((old.sa_flags & SA_SIGINFO) && old.sa_sigaction) {
+      old.sa_sigaction(sig, si, uctx);
+    } else if (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN) {
+      old.sa_handler(sig);
+    } else {
+      signal(sig, SIG_DFL);  // returning re-executes the faulting instruction: default action
+    }
+  }
+}
+
+static void describe_fault() {
+  State& s = g();
+  char what[160];
+  const uintptr_t a = (uintptr_t)fault_addr;
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  int guard_of = -1;
+  for (int i = 0; s.stacks && i < s.stacks_cap; ++i) {
+    uintptr_t lo = (uintptr_t)(s.stacks + s.stack_stride * (size_t)i);
+    if (a >= lo && a < lo + page) guard_of = i;
+  }
+  if (guard_of >= 0)
+    snprintf(what, sizeof(what), "stack overflow (each thread has %zu KiB; set FUSESCOPE_EMU_STACK_KIB)",
+             s.stack_size / 1024);
+  else if (fault_sig == SIGFPE)
+    snprintf(what, sizeof(what), "SIGFPE (integer division by zero or overflow)");
+  else
+    snprintf(what, sizeof(what), "%s: invalid memory access at address %p",
+             fault_sig == SIGBUS ? "SIGBUS" : "SIGSEGV", fault_addr);
+  const Fiber& f = cur_fiber();
+  snprintf(s.msg, sizeof(s.msg), "block (%u,%u,%u) thread (%u,%u,%u): %s", fs_emu_block_idx.x,
+           fs_emu_block_idx.y, fs_emu_block_idx.z, f.tid.x, f.tid.y, f.tid.z, what);
+}
+
+struct FaultGuard {
+  stack_t old_ss;
+  bool ok;
+  FaultGuard() : ok(false) {
+    stack_t ss;
+    ss.ss_sp = fault_altstack;
+    ss.ss_size = sizeof(fault_altstack);
+    ss.ss_flags = 0;
+    if (sigaltstack(&ss, &old_ss) != 0) return;
+    struct sigaction sa;
+    std::memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = fault_handler;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    fault_thread = pthread_self();
+    for (int i = 0; i < 3; ++i) sigaction(fault_signals[i], &sa, &fault_old[i]);
+    ok = true;
+  }
+  ~FaultGuard() {
+    if (!ok) return;
+    for (int i = 0; i < 3; ++i) sigaction(fault_signals[i], &fault_old[i], nullptr);
+    sigaltstack(&old_ss, nullptr);
+  }
+};
+
+// All blocks of the grid, x fastest. sigsetjmp's frame outlives every fiber, so a fault's
+// siglongjmp lands here with the fibers simply abandoned (they are reset for the next block).
+static bool run_blocks(dim3 grid) {
+  State& s = g();
+  if (sigsetjmp(fault_jmp, 1) != 0) {
+    describe_fault();
+    s.failed = true;
+    return false;
+  }
+  for (unsigned z = 0; z < grid.z; ++z)
+    for (unsigned y = 0; y < grid.y; ++y)
+      for (unsigned x = 0; x < grid.x; ++x) {
+        fs_emu_block_idx = uint3{x, y, z};
+        if (!run_block()) return false;
+      }
   return true;
 }
 
@@ -1035,16 +1144,10 @@ static int run_grid(void (*entry)(void*), void* ctx, dim3 grid, dim3 block, int 
   s.msg[0] = '\0';
   fs_emu_block_dim = block;
   fs_emu_grid_dim = grid;
-  for (unsigned z = 0; z < grid.z; ++z)
-    for (unsigned y = 0; y < grid.y; ++y)
-      for (unsigned x = 0; x < grid.x; ++x) {
-        fs_emu_block_idx = uint3{x, y, z};
-        if (!run_block()) {
-          snprintf(err, (size_t)errlen, "%s", s.msg);
-          return 1;
-        }
-      }
-  return 0;
+  FaultGuard guard;  // when it cannot be armed, a fault kills the process as it would without it
+  const bool ok = run_blocks(grid);
+  if (!ok) snprintf(err, (size_t)errlen, "%s", s.msg);
+  return ok ? 0 : 1;
 }
 
 }  // namespace fs_emu

@@ -245,6 +245,30 @@ extern "C" __global__ void trap(Tensor<float, 1, 1> T0) {
 }
 """
 
+# Faults: a wild store (SIGSEGV), a local array too large for a fiber's stack, an integer division
+# by zero; `mode` picks one, in block 1 thread 5 only.
+KERNELS["fault"] = PRELUDE + r"""
+__device__ __noinline__ int big_frame(int x) {
+  volatile int big[1 << 20];
+  for (int i = 0; i < (1 << 20); i += 1024) {
+    big[i] = i + x;
+  }
+  return big[x & 1023];
+}
+extern "C" __global__ void fault(Tensor<int, 1, 1> T0, int mode) {
+  const long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  const bool culprit = blockIdx.x == 1 && threadIdx.x == 5;
+  if (culprit && mode == 0) {
+    T0.data[g + (1LL << 40)] = 1;
+  } else if (culprit && mode == 1) {
+    T0.data[g] = big_frame(T0.data[g]);
+  } else {
+    const int d = culprit && mode == 2 ? T0.data[0] : 1;  // T0[0] is 0
+    T0.data[g] = T0.data[g] / d;
+  }
+}
+"""
+
 # Missing ';' at the end of the line that declares `i`: compilers blame the next line.
 KERNELS["syntax_error"] = PRELUDE + r"""
 extern "C" __global__ void syntax_error(Tensor<float, 1, 1> T0) {

@@ -33,6 +33,7 @@ SPECS = {
     "deadlock": [T("T0", "float", 1)],
     "warp_deadlock": [T("T0", "float", 1)],
     "trap": [T("T0", "float", 1)],
+    "fault": [T("T0", "int", 1), ScalarArg("mode", "int")],
     "syntax_error": [T("T0", "float", 1)],
 }
 
@@ -195,6 +196,21 @@ def test_failed_device_assert_is_an_execution_error(kernel) -> None:
     x[200] = -1.0
     with pytest.raises(ExecutionError, match=r"block \(1,0,0\) thread \(72,0,0\): assertion"):
         k.launch([x], LaunchConfig(grid=(2, 1, 1), block=(128, 1, 1)))
+
+
+@pytest.mark.parametrize("mode, message", [
+    (0, r"SIGSEGV: invalid memory access at address 0x"),
+    (1, r"stack overflow \(each thread has 64 KiB; set FUSESCOPE_EMU_STACK_KIB\)"),
+    (2, r"SIGFPE \(integer division by zero"),
+])
+def test_faults_are_execution_errors_naming_the_thread(kernel, mode: int, message: str) -> None:
+    k = kernel("fault")
+    x = torch.arange(64, dtype=torch.int32)
+    with pytest.raises(ExecutionError, match=r"emulated kernel fault .*block \(1,0,0\) thread \(5,0,0\): "
+                       + message):
+        k.launch([x, mode], LaunchConfig(grid=(2, 1, 1), block=(32, 1, 1)))
+    k.launch([x, 3], LaunchConfig(grid=(2, 1, 1), block=(32, 1, 1)))  # and the library still works
+    assert torch.equal(x, torch.arange(64, dtype=torch.int32))
 
 
 def test_syntax_error_is_a_compile_error_with_the_line(cuda_kernels) -> None:
