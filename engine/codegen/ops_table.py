@@ -266,12 +266,20 @@ def cast(x: str, src: DataType, dst: DataType) -> str:
 # ---- literals ----------------------------------------------------------------------------
 
 
+def _to_f32(v: float) -> float:
+    """v rounded to float32 (inf when it rounds beyond float's range)."""
+    try:
+        return struct.unpack("<f", struct.pack("<f", v))[0]
+    except OverflowError:
+        return math.copysign(math.inf, v)
+
+
 def _float32_repr(v: float) -> str:
     """The shortest decimal that reads back as the same float32."""
-    f32 = struct.unpack("<f", struct.pack("<f", v))[0]
+    f32 = _to_f32(v)
     for digits in range(1, 10):
         s = f"{f32:.{digits}g}"
-        if struct.unpack("<f", struct.pack("<f", float(s)))[0] == f32:
+        if _to_f32(float(s)) == f32:
             break
     if "e" not in s and "." not in s and "inf" not in s:
         s += ".0"
@@ -316,9 +324,8 @@ def literal(value: float | int | bool, dtype: DataType) -> str:
             return "INFINITY" if v > 0 else "(-INFINITY)"
         return "static_cast<double>(INFINITY)" if v > 0 else "(-static_cast<double>(INFINITY))"
     if dtype == _F:
-        try:
-            f32 = struct.unpack("<f", struct.pack("<f", v))[0]
-        except OverflowError:  # rounds beyond float's range: inf, as torch does
+        f32 = _to_f32(v)
+        if math.isinf(f32):  # rounds beyond float's range: inf, as torch does
             return "INFINITY" if v > 0 else "(-INFINITY)"
         s = _float32_repr(f32)
         return f"{s}f" if not s.startswith("-") else f"({s}f)"
