@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -128,8 +129,8 @@ def _compiler_id(cxx: str) -> str:
 
 
 def compile_library(source: str, name: str, shim: str, cxx: str = "g++",
-                    flags: tuple[str, ...] = CXX_FLAGS) -> Path:
-    """Compile source + shim into a shared library (or find it in the cache); its path."""
+                    flags: tuple[str, ...] = CXX_FLAGS) -> tuple[Path, bool]:
+    """Compile source + shim into a shared library, or find it in the cache: (path, cached)."""
     if shutil.which(cxx) is None:
         raise CompileError(f"kernel {name}: the emulate back end needs {cxx}, which is not on PATH")
     header = HEADER_PATH.read_text(encoding="utf-8")
@@ -141,7 +142,7 @@ def compile_library(source: str, name: str, shim: str, cxx: str = "g++",
     out_dir = cache_dir("emulate")
     lib = out_dir / f"{name[:48]}-{key}.so"
     if lib.exists():
-        return lib
+        return lib, True
     # Kept beside the library so that a failing kernel can be rebuilt and debugged by hand.
     src_path = out_dir / f"{name[:48]}-{key}.cpp"
     src_path.write_text(text, encoding="utf-8")
@@ -158,7 +159,7 @@ def compile_library(source: str, name: str, shim: str, cxx: str = "g++",
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-    return lib
+    return lib, False
 
 
 _libs: dict[Path, ctypes.CDLL] = {}
@@ -197,10 +198,13 @@ class EmulatedKernel:
         self.name = name
         self.specs = list(specs)
         self.shim = make_shim(name, self.specs)
-        self.library_path = compile_library(source, name, self.shim, flags=CXX_FLAGS + tuple(extra_flags))
+        start = time.perf_counter()
+        self.library_path, self.cached = compile_library(source, name, self.shim,
+                                                         flags=CXX_FLAGS + tuple(extra_flags))
         self._lib = _load(self.library_path)
-        self.stats = EmuStats()  # summed over every launch of this object
-        self.last_stats = EmuStats()
+        self.compile_time_s = time.perf_counter() - start  # ~0 when the library was cached
+        self.stats = EmuStats()  # counts of the last launch (the profiler reads them)
+        self.total_stats = EmuStats()  # summed over every launch of this object
 
     def _check_args(self, args: list[object]) -> None:
         if len(args) != len(self.specs):
@@ -239,8 +243,8 @@ class EmulatedKernel:
         with _launch_lock:
             rc = self._lib.fs_launch(argv, gx, gy, gz, bx, by, bz, launch.shared_mem_bytes, err, _ERR_BYTES)
             self._lib.fs_emu_stats(counts, 5)
-        self.last_stats = EmuStats(1, *counts)
-        self.stats.add(self.last_stats)
+        self.stats = EmuStats(1, *counts)
+        self.total_stats.add(self.stats)
         if rc != 0:
             msg = err.value.decode(errors="replace")
             raise ExecutionError(f"emulated kernel {self.name} ({launch}): {msg}")

@@ -67,8 +67,8 @@ def test_2d_grid_strided_tensors_and_scalars(kernel) -> None:
     k.launch([x, out, scale, 2.0, 0.25, 3, 4, True], launch)
     expected = -(x.double() * 2.0 + 0.25 + 7 * 0.5)
     torch.testing.assert_close(out, expected)
-    assert k.last_stats.blocks == 4 * 5 and k.last_stats.threads == 20 * 128
-    assert k.last_stats.barriers == 0
+    assert k.stats.blocks == 4 * 5 and k.stats.threads == 20 * 128
+    assert k.stats.barriers == 0
 
 
 def test_alloc_strides_override_the_tensors_own(kernel) -> None:
@@ -90,8 +90,8 @@ def test_syncthreads_block_reversal(kernel) -> None:
     rev = x.view(blocks, n).flip(1) * 2
     expected = rev + rev.roll(-1, dims=1)
     torch.testing.assert_close(out.view(blocks, n), expected)
-    assert k.last_stats.barriers == 3 * blocks
-    assert k.last_stats.threads == blocks * n
+    assert k.stats.barriers == 3 * blocks
+    assert k.stats.threads == blocks * n
 
 
 def test_warp_shuffle_reductions_across_warps(kernel) -> None:
@@ -105,7 +105,7 @@ def test_warp_shuffle_reductions_across_warps(kernel) -> None:
         torch.testing.assert_close(d, x.sum(1).double(), rtol=1e-5, atol=1e-4)
         assert i.tolist() == [threads * (threads + 1) // 2] * rows
     # Each warp: 3 types x 5 shuffle steps; then warp 0 another 15.
-    assert k.last_stats.warp_syncs == rows * (3 * 15 + 15)
+    assert k.stats.warp_syncs == rows * (3 * 15 + 15)
 
 
 def test_warp_scan_broadcast_votes(kernel) -> None:
@@ -143,6 +143,7 @@ def test_atomics_and_last_block_done_counter(kernel) -> None:
         assert f[0].item() == x.sum().item()
         assert f[1].item() == x.sum().item()
         assert counter.item() == 0
+    assert k.total_stats.launches >= 2 and k.stats.launches == 1
     assert d.item() == 2 * x.sum().item()
     assert i.tolist() == [int(x.max().item()), 2 * n, 100, 7]  # CAS: block 0 wins the first launch
     assert u.item() == 2 * (n * (n - 1) // 2)
