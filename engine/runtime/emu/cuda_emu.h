@@ -32,7 +32,6 @@
 
 // Every system header is included before the CUDA keyword macros below are defined: libstdc++
 // and glibc spell attributes such as __noinline__ themselves, which the macros would break.
-#include <algorithm>
 #include <cassert>
 #include <cfloat>
 #include <climits>
@@ -48,7 +47,6 @@
 #include <exception>
 #include <limits>
 #include <math.h>
-#include <mutex>
 #include <pthread.h>
 #include <new>
 #include <stdlib.h>
@@ -875,7 +873,13 @@ static inline long long __double2ll_rz(double x) { return (long long)x; }
 // ---------------------------------------------------------------------------------------------
 namespace fs_emu {
 
-static std::mutex launch_mutex;  // static __shared__ storage makes a library single-launch
+// Static __shared__ storage makes a library single-launch. (pthread, not std::mutex: <mutex>
+// doubles the header's compile time.)
+static pthread_mutex_t launch_mutex = PTHREAD_MUTEX_INITIALIZER;
+struct LaunchLock {
+  LaunchLock() { pthread_mutex_lock(&launch_mutex); }
+  ~LaunchLock() { pthread_mutex_unlock(&launch_mutex); }
+};
 
 static size_t stack_bytes_wanted() {
   // FUSESCOPE_EMU_STACK_KIB: per-thread stack for kernels with large local arrays.
@@ -1109,7 +1113,7 @@ static bool run_blocks(dim3 grid) {
 // Run the grid; 0 on success, else 1 with a message in err.
 static int run_grid(void (*entry)(void*), void* ctx, dim3 grid, dim3 block, int smem_bytes, char* err,
                     int errlen) {
-  std::lock_guard<std::mutex> lock(launch_mutex);
+  LaunchLock lock;
   State& s = g();
   if (errlen > 0) err[0] = '\0';
   s.stats = Stats{0, 0, 0, 0, 0};

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from engine.errors import CompileError
@@ -12,17 +15,18 @@ pytestmark = pytest.mark.skipif(not nvcc_available(), reason="nvcc is not instal
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_emulator_test_kernels_are_valid_cuda(cuda_kernels: dict[str, str], arch: str) -> None:
-    failures = []
-    for name, source in cuda_kernels.items():
-        if name == "syntax_error":
-            continue
+    def check(name: str) -> str | None:
         try:
-            ptx = ptx_check(source, arch)
+            ptx = ptx_check(cuda_kernels[name], arch)
         except CompileError as e:
-            failures.append(f"{name}: {e}")
-            continue
-        assert f".target {arch}" in ptx
-        assert f".entry {name}(" in ptx, name
+            return f"{name}: {e}"
+        if f".target {arch}" not in ptx or f".entry {name}(" not in ptx:
+            return f"{name}: PTX lacks .target {arch} or .entry {name}"
+        return None
+
+    names = [n for n in cuda_kernels if n != "syntax_error"]
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:  # nvcc runs are independent
+        failures = [f for f in pool.map(check, names) if f]
     assert not failures, "\n\n".join(failures)
 
 
