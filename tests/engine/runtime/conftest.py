@@ -49,6 +49,23 @@ extern "C" __global__ void index2d(Tensor<float, 2, 2> T0, Tensor<double, 2, 2> 
 }
 """
 
+# 3-D grid and block indices; __syncthreads_count/or/and; the sm_80 warp reduction intrinsic.
+KERNELS["index3d"] = PRELUDE + r"""
+extern "C" __global__ void index3d(Tensor<int, 1, 1> T0, Tensor<int, 1, 1> T1) {
+  const int tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  const int nthreads = blockDim.x * blockDim.y * blockDim.z;
+  const int bid = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  const long long g = (long long)bid * nthreads + tid;
+  T0.data[g] = ((((blockIdx.z * 16 + blockIdx.y) * 16 + blockIdx.x) * 16 + threadIdx.z) * 16 +
+                threadIdx.y) * 16 + threadIdx.x;
+  const int odd = __syncthreads_count(tid % 2);
+  const int last = __syncthreads_or(tid == nthreads - 1);
+  const int none = __syncthreads_and(tid > 0);
+  const int wsum = __reduce_add_sync(0xffffffffu, tid);
+  T1.data[g] = odd * 1000000 + last * 100000 + none * 10000 + wsum;
+}
+"""
+
 # Block-wide reversal through static shared memory; two barriers per block.
 KERNELS["reverse"] = PRELUDE + r"""
 extern "C" __global__ void reverse(Tensor<float, 1, 1> T0, Tensor<float, 1, 1> T1) {

@@ -25,6 +25,7 @@ SPECS = {
     "index2d": [T("T0", "float", 2), T("T1", "double", 2), T("T2", "float", 0), ScalarArg("s0", "double"),
                 ScalarArg("s1", "float"), ScalarArg("s2", "int64_t"), ScalarArg("s3", "int"),
                 ScalarArg("s4", "bool")],
+    "index3d": [T("T0", "int", 1), T("T1", "int", 1)],
     "reverse": [T("T0", "float", 1), T("T1", "float", 1)],
     "warp_reduce": [T("T0", "float", 2), T("T1", "float", 1), T("T2", "double", 1), T("T3", "long long", 1)],
     "warp_misc": [T("T0", "int", 1), T("T1", "int", 1), T("T2", "int", 1), T("T3", "unsigned int", 1)],
@@ -78,6 +79,23 @@ def test_alloc_strides_override_the_tensors_own(kernel) -> None:
     launch = LaunchConfig(grid=(1, 1, 1), block=(4, 3, 1))
     k.launch([x, out, torch.tensor(0.0), 1.0, 0.0, 0, 0, False], launch, alloc_strides={"T1": [1, 3]})
     assert torch.equal(out.flatten(), x.t().reshape(-1).double())
+
+
+def test_3d_grid_block_and_block_votes(kernel) -> None:
+    k = kernel("index3d")
+    grid, block = (3, 2, 2), (8, 4, 2)
+    n = 64 * 12
+    ids, votes = torch.empty(n, dtype=torch.int32), torch.empty(n, dtype=torch.int32)
+    k.launch([ids, votes], LaunchConfig(grid=grid, block=block))
+    expected = [
+        ((((bz * 16 + by) * 16 + bx) * 16 + tz) * 16 + ty) * 16 + tx
+        for bz in range(2) for by in range(2) for bx in range(3)
+        for tz in range(2) for ty in range(4) for tx in range(8)
+    ]
+    assert ids.tolist() == expected
+    warp_sums = [sum(range(32)), sum(range(32, 64))]
+    assert votes.tolist() == [32 * 1000000 + 100000 + warp_sums[t // 32] for t in range(64)] * 12
+    assert k.stats.barriers == 3 * 12 and k.stats.warp_syncs == 2 * 12
 
 
 def test_syncthreads_block_reversal(kernel) -> None:
