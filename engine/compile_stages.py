@@ -7,6 +7,7 @@ from typing import Any
 from engine.config import Options
 from engine.errors import CompileError
 from engine.ir.base import Val
+from engine.ir.exprs import LinearOp, MatmulOp
 from engine.ir.fusion import Fusion
 from engine.trace import Trace
 
@@ -79,7 +80,11 @@ def schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace) 
     fusion = seg.fusion
     info = SchedulerRuntimeInfo(fusion, args)
     subject = f"g{seg.id}"
-    if seg.scheduler != "user":
+    if seg.scheduler == "user" and any(isinstance(e, MatmulOp | LinearOp) for e in fusion.exprs()):
+        # Matmuls run through torch (expr_eval) whatever the user scheduled around them; the
+        # stream axis of a user schedule is the host program's business.
+        seg.scheduler = "expr_eval"
+    if seg.scheduler not in ("user", "expr_eval"):
         trace.stage("fusion_ir_presched", str(fusion))
         verdicts, first = registry.can_schedule(fusion, info, trace, subject)
         kind = options.force_scheduler or (first.value if first is not None else None)
@@ -101,7 +106,10 @@ def schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace) 
     from engine.codegen.cuda import render
 
     seg.kernel_name = f"nvfuser_{seg.scheduler}_f0_c0_r0_g{seg.id}"
-    lowered = lower_fusion(fusion, info.env, seg.kernel_name)
+    try:
+        lowered = lower_fusion(fusion, info.env, seg.kernel_name)
+    except CompileError as e:
+        raise CompileError(f"segment {seg.id} ({seg.scheduler}): {e}") from e
     seg.lowered = lowered
     seg.stages = dict(lowered.stages)
     seg.kernel_ir = lowered.kernel.listing()

@@ -19,7 +19,7 @@ from engine.dtypes import DataType, promote
 from engine.errors import CompileError
 from engine.ir import exprs as ex
 from engine.ir.base import Expr, Val
-from engine.ir.iterdomain import IterDomain, ParallelType
+from engine.ir.iterdomain import IterDomain, ParallelType, Resize, Split
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
 from engine.lower import cexpr, kir
@@ -160,7 +160,7 @@ class ExprLowering:
 
     def bounds_predicates(self, tv: TensorView, index: dict[IterDomain, Ix]) -> list[str]:
         out: list[str] = []
-        for i in tv.domain.logical:
+        for i in _checked_ids(tv):
             if i.is_broadcast:
                 continue
             ix = index.get(i)
@@ -326,6 +326,26 @@ class ExprLowering:
 
     def converted(self, text: str, src: DataType, dst: DataType) -> str:
         return text if src == dst else ops_table.cast(text, src, dst)
+
+
+def _checked_ids(tv: TensorView) -> list[IterDomain]:
+    """Logical ids, and root ids an rfactor or reshape transformed (a split may overhang them).
+    Root ids of a pad's Resize are not checked: out of the input's range is the padding."""
+    dom = tv.domain
+    ids = list(dom.logical)
+    if dom.root is not None:
+        logical = set(dom.logical)
+        ids += [r for r in dom.root if r not in logical and not any(isinstance(u, Resize) for u in r.uses)]
+    # A split whose pieces overhang its input (a non-divisible inner split) would repeat
+    # elements: the input of every split between logical and loop is checked too.
+    from engine.lower.index import tv_transforms
+
+    seen = set(ids)
+    for t in tv_transforms(tv):
+        if isinstance(t, Split) and t.in_id not in seen:
+            seen.add(t.in_id)
+            ids.append(t.in_id)
+    return ids
 
 
 def _compute(dt: DataType) -> DataType:

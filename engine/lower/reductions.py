@@ -104,8 +104,19 @@ def _grid(low: ExprLowering, out: TensorView, acc: Accumulator, threads: list[bo
     n_threads = dims.get(ParallelType.block_x, 1) * dims.get(ParallelType.block_y, 1) * dims.get(ParallelType.block_z, 1)
     work, sync = f"{out.short_name}_work", f"{out.short_name}_sync"
     per = n_blocks * n_threads
-    low.workspaces[work] = (acc.dtype.cuda_name, per * acc.size, False)
-    low.workspaces[sync] = ("nvfuser_index_t", n_blocks * acc.size, True)
+    # Every call needs its own regions (a block may run ahead into the next call before the
+    # last block of this one has read the partials): one per accumulator element and per
+    # iteration of the serial loops around the call.
+    instance: cexpr.Term = 0
+    count = 1
+    for node in reversed(loops[: acc.level]):
+        if not node.virtual:
+            ix = low.loop_index(node)
+            instance = cexpr.add(instance, cexpr.mul(ix.term, count))
+            count *= ix.hi
+    slot = cexpr.text(cexpr.add(cexpr.mul(instance, acc.size), "k"))
+    low.workspaces[work] = (acc.dtype.cuda_name, per * acc.size * count, False)
+    low.workspaces[sync] = ("nvfuser_index_t", n_blocks * acc.size * count, True)
     low.reserve_reduction_smem(8)
     flag = f"{out.short_name}_last"
     low.alloc_at(acc.level, loops, kir.Raw(f"bool {flag} = false;"))
@@ -115,7 +126,8 @@ def _grid(low: ExprLowering, out: TensorView, acc: Accumulator, threads: list[bo
     loop.body.append(kir.Assign(
         flag,
         f"gridReduce<{_bools(blocks)}, {_bools(threads)}>({acc.name}[k], {acc.name}[k], {combine}, {init}, "
-        f"{work}.data + k * {per}, {sync}.data + k * {n_blocks}, reinterpret_cast<{ct}*>(red_smem))",
+        f"{work}.data + ({slot}) * {per}, {sync}.data + ({slot}) * {n_blocks}, "
+        f"reinterpret_cast<{ct}*>(red_smem))",
     ))
     return [loop]
 
@@ -144,6 +156,7 @@ def _write_back(low: ExprLowering, out: TensorView, pairs: list[tuple[TensorView
             n = low.ext.of(i)
             known[i] = Ix(f"w{i.name}" if n > 1 else 0, 0, n)
     stores: list[kir.Stmt] = []
+    global_stores: list[kir.Stmt] = []
     preds: list[str] = []
     for tv, acc in pairs:
         lin: cexpr.Term = 0
@@ -152,12 +165,15 @@ def _write_back(low: ExprLowering, out: TensorView, pairs: list[tuple[TensorView
         index = propagate(tv, {tv.domain.loop[k]: known[i] for k, i in enumerate(out.domain.loop)
                                if i in known}, low.ext)
         value = low.converted(f"{acc.name}[{cexpr.text(lin)}]", acc.dtype, tv.dtype)
-        stores.append(kir.Assign(low.address(tv, index, tv.short_name), value, f"{tv.short_name} = {acc.name}"))
+        store = kir.Assign(low.address(tv, index, tv.short_name), value, f"{tv.short_name} = {acc.name}")
+        # Only global stores are left to one thread of the reduction: every thread needs its
+        # own copy of a local result.
+        (global_stores if low.buffer(tv).memory == "global" else stores).append(store)
         if not preds:
             preds = low.thread_predicates(loops[: acc0.level], None) + [
                 p for p in _bounds(low, tv, index)
-            ] + thread_only + low.flags.get(out, [])
-    body: list[kir.Stmt] = _guard(preds, stores)
+            ] + low.flags.get(out, [])
+    body: list[kir.Stmt] = _guard(preds, stores) + _guard(preds + thread_only, global_stores)
     for i in reversed(acc0.layout):
         n = low.ext.of(i)
         if n > 1:
