@@ -151,8 +151,12 @@ def _expr_map(expr: Expr, role: int, producer: TensorView, consumer: TensorView)
             return _zip_map(p_ids, c_root)
         if len(p_ids) != len(c_root):
             return {}
+        # take_along_axis (exact_sizes) requires the axes other than `dim` to match, so
+        # they map even where a segment boundary gave them different symbolic extents
+        # (nvFuser's PairwiseLogicalDomainMap maps them when exactSizes()); torch.gather's
+        # index may be smaller than the lookup table, so only provably equal axes map.
         return {p: c for k, (p, c) in enumerate(zip(p_ids, c_root))
-                if k != expr.dim and same_scalar(p.extent, c.extent)}
+                if k != expr.dim and (expr.exact_sizes or same_scalar(p.extent, c.extent))}
     if isinstance(expr, ex.CatOp):
         if len(p_ids) != len(c_root):
             return {}

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from engine.ir import exprs as ex
 from engine.ir.tensorview import TensorView
+from engine.schedule import tools
 from engine.schedule.base import Scheduler, SchedulerType
 from engine.schedule.registry import register
 
@@ -53,7 +54,7 @@ class NoOpScheduler(Scheduler):
                 continue
             if any(not (i.is_broadcast or i.is_reduction) for i in out.domain.loop):
                 return "output has a concrete dimension"
-        return None
+        return tools.memory_promotion_reason(fusion)
 
     def compute_heuristics(
         self, fusion: Fusion, info: SchedulerRuntimeInfo, trace: Trace | None = None

@@ -28,10 +28,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from engine.analysis.logical_map import consumers_of, logical_map, producers_of
-from engine.analysis.replay import transforms_between
 from engine.analysis.vectorize import VectorizeResult, vectorization_factor
 from engine.ir import exprs as ex
-from engine.ir.iterdomain import IterDomain, ParallelType, Resize
+from engine.ir.iterdomain import IterDomain, ParallelType
 from engine.ir.quant_exprs import BlockQuantizationOp, CutlassNvfp4GroupedMmaOp
 from engine.ir.tensorview import MemoryType, TensorView
 from engine.schedule import tools
@@ -128,8 +127,9 @@ def covers_inputs(fusion: Fusion, ref: TensorView) -> bool:
             if not got <= old:
                 covered[nb] = old | got
                 queue.append(nb)
-    keep = global_only(fusion)
-    lookup_only = (ex.SelectOp, ex.IndexSelectOp, ex.GatherOp)
+    # Lookup tables are global-only too, but one also read elementwise must be covered.
+    keep = global_only(fusion) - tools.lookup_inputs(fusion)
+    lookup_only = tools.INDEXING_OPS
     for tv in fusion.inputs:
         if not isinstance(tv, TensorView) or tv in keep or not _concrete(tv):
             continue
@@ -157,21 +157,8 @@ def find_reference(fusion: Fusion) -> TensorView | None:
     return best
 
 
-def _has_resized_logical(tv: TensorView) -> bool:
-    dom = tv.domain
-    return dom.root is not None and any(
-        isinstance(t, Resize) for t in transforms_between(dom.root, dom.logical))
-
-
-def memory_promotion_reason(fusion: Fusion) -> str | None:
-    """nvFuser's rejectScheduleForMemoryPromotion: select/index_select/gather and ops
-    whose output is resized (pad, slice) must read a fusion input."""
-    for e in fusion.exprs():
-        indexing = isinstance(e, (ex.SelectOp, ex.IndexSelectOp, ex.GatherOp))
-        resized = any(isinstance(o, TensorView) and _has_resized_logical(o) for o in e.outputs)
-        if (indexing or resized) and e.inputs[0] not in fusion.inputs:
-            return f"First input of {type(e).__name__} must be fusion input."
-    return None
+# Shared with every scheduler (nvFuser's rejectScheduleForMemoryPromotion).
+memory_promotion_reason = tools.memory_promotion_reason
 
 
 def conflicting_reshapes(fusion: Fusion) -> bool:

@@ -199,6 +199,9 @@ def common_reject(fusion: Fusion, kind: SchedulerType) -> str | None:
         return "No reduction op to schedule" if kind == SchedulerType.reduction else "needs a reduction op"
     if not any(isinstance(v, TensorView) for v in fusion.inputs):
         return "Scheduling not supported with no input"
+    why = tools.memory_promotion_reason(fusion)
+    if why is not None:
+        return why
     return unsupported_ops(fusion)
 
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 
 from engine.errors import ScheduleError
+from engine.ir import exprs as ex
 from engine.ir.fusion import Fusion
-from engine.ir.iterdomain import ParallelType
+from engine.ir.iterdomain import ParallelType, Resize
 from engine.ir.propagate import inline_all_at as _inline_all_at
 from engine.ir.propagate import inline_most as _inline_most
 from engine.ir.propagate import parallelize_like as _parallelize_like
@@ -28,15 +29,30 @@ def _never(_: TensorView) -> bool:
     return False
 
 
-# ---- tensors that must stay in global memory (seeds 000 and 004) --------------------------
+# ---- tensors that must stay in global memory ----------------------------------------------
+
+# Ops that read their first input (the lookup table) at positions taken from data.
+INDEXING_OPS = (ex.SelectOp, ex.IndexSelectOp, ex.GatherOp)
+
+
+def lookup_inputs(fusion: Fusion) -> set[TensorView]:
+    """Fusion inputs read as the lookup table of select, index_select or gather
+    (take_along_axis). A thread reads such a table at an index that comes from data,
+    i.e. at elements that another thread would have loaded into its registers, so the
+    table is read from global memory directly (nvFuser's cacheInputs skips
+    isTorchGatherLookupTv / isIndexSelectLookupTv and inputs of SelectOp)."""
+    return {e.inputs[0] for e in fusion.exprs()
+            if isinstance(e, INDEXING_OPS) and isinstance(e.inputs[0], TensorView)
+            and e.inputs[0] in fusion.inputs}
+
 
 def global_only(fusion: Fusion) -> set[TensorView]:
-    """The layout op's output and offsets (seed 000) and block scales (seed 004).
-
-    Runtime functions read and write these in global memory with their own indexing, so
-    no scheduler may cache, fork, vectorize or keep them as persistent buffers.
+    """Tensors that no scheduler may cache, fork, vectorize or keep as persistent buffers:
+    the layout op's output and offsets (seed 000) and block scales (seed 004), which
+    runtime functions read and write in global memory with their own indexing, and the
+    lookup tables of indexing ops (`lookup_inputs`), read at data-dependent positions.
     """
-    keep: set[TensorView] = set()
+    keep: set[TensorView] = lookup_inputs(fusion)
     for e in fusion.exprs():
         if isinstance(e, PreprocessGroupedMatmulInputSf):
             keep.update(v for v in (e.output, e.input_offsets, e.output_offsets)
@@ -70,6 +86,30 @@ def layout_op_buffer_reason(fusion: Fusion) -> str | None:
         if out not in fusion.outputs or fusion.uses_of(out):
             return (f"output {out.short_name} of PreprocessGroupedMatmulInputSf must be a "
                     "fusion output with no uses: its runtime function writes it to global memory")
+    return None
+
+
+def _has_resized_logical(tv: TensorView) -> bool:
+    from engine.analysis.replay import transforms_between
+
+    dom = tv.domain
+    return dom.root is not None and any(
+        isinstance(t, Resize) for t in transforms_between(dom.root, dom.logical))
+
+
+def memory_promotion_reason(fusion: Fusion) -> str | None:
+    """nvFuser's rejectScheduleForMemoryPromotion, which every kernel scheduler (no_op,
+    reduction, persistent, transpose, pointwise) applies: select, index_select and
+    gather, and ops whose output is resized (pad, slice), must read a fusion input.
+    Their first input is read at elements other threads own (a data-dependent index, or
+    a shifted position), which only works from global memory; an intermediate computed
+    in the same kernel lives in registers. The segmenter then cuts before such an op,
+    so its first input arrives through global memory."""
+    for e in fusion.exprs():
+        indexing = isinstance(e, INDEXING_OPS)
+        resized = any(isinstance(o, TensorView) and _has_resized_logical(o) for o in e.outputs)
+        if (indexing or resized) and e.inputs[0] not in fusion.inputs:
+            return f"First input of {type(e).__name__} must be fusion input."
     return None
 
 

@@ -313,6 +313,9 @@ class TransposeScheduler(Scheduler):
                             "instead of creating a tile for it.")
         if _has_reduction(fusion):
             return "no support for reduction ops"
+        why = tools.memory_promotion_reason(fusion)
+        if why is not None:
+            return why
         if has_non_unique_broadcast(fusion):
             return "Broadcasting dimension might be broadcasting to multiple sizes."
         groups = group_inputs_outputs_by_inner_dim(fusion)

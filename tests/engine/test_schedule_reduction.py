@@ -187,9 +187,25 @@ def test_refusals_with_nvfusers_reasons():
     assert v["reduction"] == "has unsupported gather-like ops before reduction"
 
 
-def test_cross_entropy_reductions_do_not_share_a_schedule():
+def test_cross_entropy_gather_of_an_intermediate_is_refused_by_every_scheduler():
+    """take_along_axis reads log_softmax's result, computed in the same fusion: every
+    kernel scheduler refuses (nvFuser's rejectScheduleForMemoryPromotion), so the
+    segmenter cuts before the gather and its table arrives in global memory."""
     fd = load_fusion(SAMPLES / "cross_entropy.py")
     v, first = verdicts(fd, fd.example_inputs())
+    assert first is None
+    for kind in ("reduction", "inner_persistent", "outer_persistent",
+                 "inner_outer_persistent"):
+        assert v[kind] == "First input of GatherOp must be fusion input.", kind
+
+
+def test_unmapped_reductions_do_not_share_a_schedule():
+    # cross_entropy's two reductions without its gather: a row max and a total sum.
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        m = fd.ops.broadcast_in_dim(fd.ops.max(a, dims=[1]), shape=[32, 100], broadcast_dims=[0])
+        fd.add_output(fd.ops.sum(fd.ops.sub(a, m), dims=[0, 1]))
+    v, first = verdicts(fd, [torch.randn(32, 100)])
     assert first is None
     assert v["reduction"].startswith("Un-mapped multi-reduction: T")
     assert v["inner_persistent"].startswith("unmapped reduction T")

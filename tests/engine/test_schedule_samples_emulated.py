@@ -1,0 +1,75 @@
+"""Schedules that the lowering takes: samples whose scheduling decided whether they lower
+(indexing-op tables kept global, resize propagated to cached inputs, block quantization
+accepted by pointwise), compiled, emulated on the CPU and compared with the reference."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from engine import DataType, FusionDefinition, load_fusion
+from engine.compile import compile_fusion
+from engine.ir import exprs as ex
+from engine.ir.tensorview import MemoryType
+from engine.reference import evaluate
+from engine.schedule import schedule_fusion, tools
+
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_fusions"
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed to emulate kernels")
+
+
+def close(out: torch.Tensor, ref: torch.Tensor) -> None:
+    assert out.shape == ref.shape and out.dtype == ref.dtype
+    if out.element_size() == 1 and out.dtype.is_floating_point:  # fp8 / packed fp4
+        assert torch.equal(out.view(torch.uint8), ref.view(torch.uint8))
+        return
+    if not out.dtype.is_floating_point:
+        assert torch.equal(out, ref)
+        return
+    tol = 1e-5 if out.dtype in (torch.float32, torch.float64) else 1e-2
+    torch.testing.assert_close(out.double(), ref.double(), rtol=tol,
+                               atol=tol * max(1.0, ref.abs().max().item()))
+
+
+def emulate(name: str) -> object:
+    fd = load_fusion(SAMPLES / f"{name}.py")
+    xs = fd.example_inputs(seed=0)
+    cf = compile_fusion(fd, xs)
+    outs = cf.run(xs, backend="emulate")
+    refs = evaluate(fd.fusion, xs)
+    assert len(outs) == len(refs)
+    for o, r in zip(outs, refs):
+        close(o, r)
+    return cf
+
+
+# ---- indexing ops: the lookup table stays in global memory -----------------------------------
+
+def test_lookup_tables_are_global_only_and_not_cached():
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        i = fd.define_tensor(shape=[-1, -1], dtype=DataType.Int)
+        fd.add_output(fd.ops.relu(fd.ops.take_along_axis(a, i, dim=1)))
+    f = fd.fusion
+    table, index = f.inputs
+    assert tools.lookup_inputs(f) == {table}
+    assert table in tools.global_only(f)
+    xs = [torch.randn(64, 40), torch.randint(0, 40, (64, 8))]
+    before = fd.execute(xs)
+    kind, _ = schedule_fusion(f, xs)
+    assert str(kind) == "pointwise"
+    gather = next(e for e in f.exprs() if isinstance(e, ex.GatherOp))
+    # The gather reads the table itself (global); the index goes through a local cache.
+    assert gather.inputs[0] is table and table.memory_type == MemoryType.Global
+    assert gather.inputs[1] is not index
+    assert torch.equal(fd.execute(xs)[0], before[0])
+
+
+@needs_gxx
+def test_cross_entropy_cuts_before_the_gather_and_matches_the_reference():
+    cf = emulate("cross_entropy")
+    kinds = [s.scheduler for s in cf.segments]
+    assert kinds == ["inner_persistent", "pointwise", "reduction"]
+    # The gather's table (log_softmax's result) crosses the cut in global memory.
+    assert cf.segments[0].outputs == cf.segments[1].inputs[1:]
