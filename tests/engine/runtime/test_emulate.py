@@ -125,6 +125,17 @@ def test_warp_shuffle_reductions_across_warps(kernel) -> None:
     assert k.stats.warp_syncs == rows * (3 * 15 + 15)
 
 
+def test_ucontext_fallback_runs_the_same_kernel(cuda_kernels) -> None:
+    # Where the hand-written x86-64 switch is unavailable, glibc's swapcontext runs the fibers.
+    k = EmulatedKernel(cuda_kernels["warp_reduce"], "warp_reduce", SPECS["warp_reduce"],
+                       extra_flags=("-DFS_EMU_USE_UCONTEXT",))
+    x = torch.randn(3, 300)
+    f, d, i = torch.empty(3), torch.empty(3, dtype=torch.float64), torch.empty(3, dtype=torch.int64)
+    k.launch([x, f, d, i], LaunchConfig(grid=(3, 1, 1), block=(128, 1, 1)))
+    torch.testing.assert_close(f, x.sum(1), rtol=1e-5, atol=1e-4)
+    assert i.tolist() == [128 * 129 // 2] * 3
+
+
 def test_warp_scan_broadcast_votes(kernel) -> None:
     k = kernel("warp_misc")
     g = torch.Generator().manual_seed(0)
