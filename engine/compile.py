@@ -121,7 +121,21 @@ def alloc_strides(tv: TensorView, t: torch.Tensor) -> list[int]:
     return [t.stride(p) for p in perm]
 
 
-def _launch(seg: CompiledSegment, args: list[Any], backend: str) -> list[Any]:
+@dataclass
+class PreparedLaunch:
+    """A kernel's arguments bound for one run: what launching and profiling need."""
+
+    args: list[Any]
+    alloc_strides: dict[str, list[int]]
+    outputs: dict[str, torch.Tensor]
+    bytes_read: int
+    bytes_written: int
+
+
+def prepare_launch(seg: CompiledSegment, args: list[Any], backend: str) -> PreparedLaunch:
+    """Bind a kernel segment's inputs, allocate its outputs, intermediates and workspaces."""
+    from engine.runtime.profiler import tensor_bytes
+
     lowered = seg.lowered
     fusion = seg.fusion
     device = torch.device("cuda") if backend == "cuda" else torch.device("cpu")
@@ -150,9 +164,15 @@ def _launch(seg: CompiledSegment, args: list[Any], backend: str) -> list[Any]:
     for p in lowered.kernel.params:
         if p.name not in values:
             raise ExecutionError(f"{seg.kernel_name}: no value for kernel argument {p.name}")
-    arg_list = [values[p.name] for p in lowered.kernel.params]
-    seg.kernel(backend).launch(arg_list, seg.launch, alloc_strides=strides)
-    return [outs[v.short_name] if isinstance(v, TensorView) else v for v in fusion.outputs]
+    read = sum(tensor_bytes(x) for x in args if isinstance(x, torch.Tensor))
+    written = sum(tensor_bytes(outs[v.short_name]) for v in fusion.outputs if isinstance(v, TensorView))
+    return PreparedLaunch([values[p.name] for p in lowered.kernel.params], strides, outs, read, written)
+
+
+def _launch(seg: CompiledSegment, args: list[Any], backend: str) -> list[Any]:
+    prep = prepare_launch(seg, args, backend)
+    seg.kernel(backend).launch(prep.args, seg.launch, alloc_strides=prep.alloc_strides)
+    return [prep.outputs[v.short_name] if isinstance(v, TensorView) else v for v in seg.fusion.outputs]
 
 
 def _bind(fusion: Fusion, args: list[Any]) -> dict:
@@ -179,34 +199,76 @@ class CompiledFusion:
             raise CompileError("this compilation has no segment graph (the segmenter did not run)")
         return self.segmented.to_networkx()
 
-    def run(self, inputs: Sequence[Any], backend: str = "emulate") -> list[Any]:
+    def profile(self, inputs: Sequence[Any], backend: str = "cuda", *, warmup: int = 3,
+                repeat: int = 20) -> list[Any]:
+        """A KernelProfile per kernel segment (time, bytes, GB/s, % of peak, resources);
+        on the emulator, counts and wall time only."""
+        from engine.runtime.profiler import profile_emulated, profile_kernel
+
+        xs = self._inputs_for(inputs, backend)
+        out: list[Any] = []
+
+        def measure(seg: CompiledSegment, args: list[Any]) -> None:
+            if not seg.is_kernel:
+                return
+            prep = prepare_launch(seg, args, backend)
+            kernel = seg.kernel(backend)
+            if backend == "cuda":
+                out.append(profile_kernel(kernel, prep.args, seg.launch, warmup=warmup, repeat=repeat,
+                                          bytes_read=prep.bytes_read, bytes_written=prep.bytes_written,
+                                          alloc_strides=prep.alloc_strides))
+            else:
+                out.append(profile_emulated(kernel, prep.args, seg.launch, alloc_strides=prep.alloc_strides))
+
+        _execute(self, xs, backend, measure)
+        return out
+
+    def _inputs_for(self, inputs: Sequence[Any], backend: str) -> list[Any]:
         if backend not in BACKENDS:
             raise ExecutionError(f"unknown back end {backend!r}; choose one of {', '.join(BACKENDS)}")
-        device = torch.device("cuda") if backend == "cuda" else None
         if backend == "cuda" and not torch.cuda.is_available():
             raise ExecutionError("the cuda back end needs a GPU; use backend='emulate' or 'reference'")
-        xs = [x.to(device) if device is not None and isinstance(x, torch.Tensor) else x for x in inputs]
-        if backend == "emulate":
-            xs = [x.cpu() if isinstance(x, torch.Tensor) else x for x in xs]
+        if backend == "cuda":
+            xs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in inputs]
+        elif backend == "emulate":
+            xs = [x.cpu() if isinstance(x, torch.Tensor) else x for x in inputs]
+        else:
+            xs = list(inputs)
         if _signature(xs) != self.signature:
             raise ExecutionError(
                 "inputs differ in shape, dtype or strides from those this fusion was compiled for "
                 f"({_signature(xs)} vs {self.signature}); compile again with compile_fusion"
             )
-        values: dict[int, Any] = {id(v): x for v, x in zip(self.fusion.inputs, xs)}
-        for seg in self.segments:
-            args = [_lookup(values, v, seg) for v in seg.input_vals]
-            outs = seg.run(args, backend)
-            for v, t in zip(seg.output_vals, outs):
-                values[id(v)] = t
-        return [_lookup(values, v, None) for v in self.fusion.outputs]
+        return xs
+
+    def run(self, inputs: Sequence[Any], backend: str = "emulate") -> list[Any]:
+        """The fusion's outputs, every segment run on `backend` in order."""
+        return _execute(self, self._inputs_for(inputs, backend), backend)
 
 
-def _lookup(values: dict[int, Any], v: Val, seg: CompiledSegment | None) -> Any:
+def _execute(cf: CompiledFusion, xs: list[Any], backend: str, before=None) -> list[Any]:
+    """Run the segments in order; `before(seg, args)` sees each segment's inputs first."""
+    from engine.compile_stages import bind_env
+
+    values: dict[int, Any] = {id(v): x for v, x in zip(cf.fusion.inputs, xs)}
+    env = bind_env(cf.fusion, [x.cpu() if isinstance(x, torch.Tensor) else x for x in xs])
+    for seg in cf.segments:
+        args = [_lookup(values, v, seg, env) for v in seg.input_vals]
+        if before is not None:
+            before(seg, args)
+        for v, t in zip(seg.output_vals, seg.run(args, backend)):
+            values[id(v)] = t
+    return [_lookup(values, v, None, env) for v in cf.fusion.outputs]
+
+
+def _lookup(values: dict[int, Any], v: Val, seg: CompiledSegment | None, env: dict) -> Any:
     if id(v) in values:
         return values[id(v)]
-    if isinstance(v, Scalar) and v.value is not None:
-        return v.value
+    if isinstance(v, Scalar):
+        try:
+            return v.evaluate(env)
+        except KeyError:
+            pass
     where = f"segment {seg.id}" if seg is not None else "the fusion's outputs"
     raise ExecutionError(f"{getattr(v, 'short_name', v)} is needed by {where} but no segment produced it")
 
@@ -225,7 +287,10 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
     """Segment, schedule, lower and render `fd` (a FusionDefinition or Fusion) for `inputs`."""
     from engine.compile_stages import build_segments
 
-    fusion: Fusion = fd.fusion if hasattr(fd, "fusion") else fd
+    original: Fusion = fd.fusion if hasattr(fd, "fusion") else fd
+    # The segmenter rewrites the fusion it segments (privatized casts, global boundaries);
+    # the user's definition stays as written. Clones keep names.
+    fusion, _ = original.clone()
     options = options or Options()
     trace = Trace()
     trace.stage("fusion_ir_original", str(fusion))

@@ -28,41 +28,58 @@ def _segment(fusion: Fusion, inputs: list[Any], options: Options, trace: Trace) 
         clone, vmap = fusion.clone()
         return [(clone, vmap, list(fusion.inputs), list(fusion.outputs), 0, None)], None
     segmented = segment_fusion(fusion, inputs, options, trace)
-    trace.stage("segmented_fusion", str(segmented))
     groups = []
-    for g in segmented.groups_in_order() if hasattr(segmented, "groups_in_order") else segmented.groups:
+    for g in segmented.run_order():
         clone, vmap = g.make_fusion()
-        groups.append((clone, vmap, list(g.inputs), list(g.outputs), g.id, g.scheduler))
+        groups.append((clone, vmap, list(g.fusion_inputs), list(g.outputs), g.id, g.scheduler))
     return groups, segmented
 
 
-def _example_values(groups: list[tuple], fusion: Fusion, inputs: list[Any]) -> dict[int, Any]:
+def bind_env(fusion: Fusion, inputs: list[Any]) -> dict:
+    """Symbolic extents and scalar inputs bound to the values of `inputs`."""
+    import torch
+
+    from engine.reference import Context, bind_input
+
+    ctx = Context(torch.device("cpu"))
+    for k, (v, x) in enumerate(zip(fusion.inputs, inputs)):
+        bind_input(k, v, x, ctx)
+    return ctx.env
+
+
+def _const(v: Val, env: dict) -> Any:
+    """A segment input no segment produces: a constant, or an extent of the fusion's inputs."""
+    from engine.ir.scalar import Scalar
+
+    if isinstance(v, Scalar):
+        try:
+            return v.evaluate(env)
+        except KeyError:
+            pass
+    raise CompileError(f"{getattr(v, 'short_name', v)} is a segment input that nothing produces")
+
+
+def _example_values(groups: list[tuple], fusion: Fusion, inputs: list[Any], env: dict) -> dict[int, Any]:
     """Every group's input values at the compiled sizes, by running the reference group by group."""
     from engine.reference import evaluate
 
     values: dict[int, Any] = {id(v): x for v, x in zip(fusion.inputs, inputs)}
     for clone, _vmap, g_in, g_out, _gid, _s in groups:
-        args = [values[id(v)] if id(v) in values else _const(v) for v in g_in]
+        args = [values[id(v)] if id(v) in values else _const(v, env) for v in g_in]
         for v, t in zip(g_out, evaluate(clone, args)):
             values[id(v)] = t
     return values
-
-
-def _const(v: Val) -> Any:
-    value = getattr(v, "value", None)
-    if value is None:
-        raise CompileError(f"{getattr(v, 'short_name', v)} is a segment input that nothing produces")
-    return value
 
 
 def build_segments(fusion: Fusion, inputs: list[Any], options: Options, trace: Trace) -> tuple[list, Any]:
     from engine.compile import CompiledSegment
 
     groups, segmented = _segment(fusion, inputs, options, trace)
-    values = _example_values(groups, fusion, inputs)
+    env = bind_env(fusion, inputs)
+    values = _example_values(groups, fusion, inputs, env)
     segments = []
     for clone, _vmap, g_in, g_out, gid, sched in groups:
-        args = [values[id(v)] if id(v) in values else _const(v) for v in g_in]
+        args = [values[id(v)] if id(v) in values else _const(v, env) for v in g_in]
         seg = CompiledSegment(
             gid, sched or "", [getattr(v, "short_name", str(v)) for v in g_in],
             [getattr(v, "short_name", str(v)) for v in g_out], clone, g_in, g_out,

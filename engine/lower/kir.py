@@ -75,16 +75,22 @@ class Allocate(Stmt):
 class ForLoop(Stmt):
     var: str
     extent: int
-    kind: str  # "serial", "unroll", "vectorize"
+    kind: str  # "serial", "unroll", "vectorize", "block_strided"
     domain: str  # the IterDomain it realises, for listings
     body: list[Stmt] = field(default_factory=list)
+    threads: int = 1  # block_strided: the block's threads share the iterations
 
     def lines(self, indent: int) -> list[str]:
         p = _pad(indent)
         out = []
         if self.kind in ("unroll", "vectorize"):
             out.append(f"{p}#pragma unroll")
-        out.append(f"{p}for (nvfuser_index_t {self.var} = 0; {self.var} < {self.extent}; ++{self.var}) {{")
+        if self.kind == "block_strided":
+            tid = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
+            out.append(f"{p}for (nvfuser_index_t {self.var} = {tid}; {self.var} < {self.extent}; "
+                       f"{self.var} += {self.threads}) {{")
+        else:
+            out.append(f"{p}for (nvfuser_index_t {self.var} = 0; {self.var} < {self.extent}; ++{self.var}) {{")
         for s in self.body:
             out.extend(s.lines(indent + 1))
         out.append(p + "}")

@@ -117,6 +117,15 @@ def _syncs(low: ExprLowering, fusion: Fusion) -> list[str]:
     return notes
 
 
+def _bulk_copy_only(node: LoopNode) -> bool:
+    """Sharing a loop's iterations among threads is right only for plain copies into shared memory
+    (a barrier follows them); anything else keeps the serial loop every thread runs."""
+    from engine.lower.loops import _exprs_of
+
+    return all(isinstance(e, ex.LoadStoreOp) and out_tv(e).memory_type == MemoryType.Shared
+               for e in _exprs_of(node))
+
+
 def _assemble(nest: list[LoopNode | Expr], low: ExprLowering, key: int) -> list[kir.Stmt]:
     body: list[kir.Stmt] = list(low.work.allocs.get(key, []))
     for item in nest:
@@ -130,8 +139,11 @@ def _assemble(nest: list[LoopNode | Expr], low: ExprLowering, key: int) -> list[
             else:
                 from engine.lower.lowering import loop_kind
 
-                body.append(kir.ForLoop(ix.term, ix.hi, loop_kind(item.concrete.parallel_type),
-                                        str(item.concrete), inner))
+                kind = loop_kind(item.concrete.parallel_type)
+                if kind == "block_strided" and not _bulk_copy_only(item):
+                    kind = "serial"
+                body.append(kir.ForLoop(ix.term, ix.hi, kind, str(item.concrete), inner,
+                                        low.block_threads()))
         else:
             body.extend(low.body[item])
         body.extend(low.work.post.get(id(item), []))
