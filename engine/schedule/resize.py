@@ -481,20 +481,16 @@ def _note(trace: Trace | None, subject: str, message: str) -> None:
         trace.event("transform", subject, message)
 
 
-def _read_by_resize(fusion: Fusion, tv: TensorView) -> bool:
-    return any(isinstance(e, (ex.SliceOp, ex.PadOp)) for e in fusion.uses_of(tv))
-
-
 def _schedule_resize(fusion: Fusion, p: ResizeParams, trace: Trace | None) -> None:
     # Inputs read by a slice or pad stay in global memory, read where the op needs them
-    # (as nvFuser's cacheInputs), and so do inputs whose consumers need them under
+    # (tools.cache_inputs, as nvFuser's cacheInputs), and so do inputs whose consumers need them under
     # different resizes (one cache could not serve both).
     ref = reference_tensor(fusion)
     assert ref is not None
     make_resizes_exclusive(fusion, ref, trace)
     shared: set[TensorView] = set()
     align(fusion, ref, shared)
-    tools.cache_inputs(fusion, keep=lambda t: t in shared or _read_by_resize(fusion, t), trace=trace)
+    tools.cache_inputs(fusion, keep=lambda t: t in shared, trace=trace)
     tools.cache_and_fork_outputs(fusion, trace=trace)
     ref = reference_tensor(fusion)
     assert ref is not None

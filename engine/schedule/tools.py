@@ -117,12 +117,23 @@ def _either(a: Keep, b: Keep) -> Keep:
     return lambda tv: a(tv) or b(tv)
 
 
+def read_by_resize(fusion: Fusion, tv: TensorView) -> bool:
+    """Whether a slice or pad reads `tv`. Such an op reads its input at shifted
+    positions (a pad's output element i reads input element i - left), i.e. at elements
+    another thread's iteration of the unpadded domain would own, so every scheduler
+    reads such an input from global memory where the op needs it (nvFuser's
+    scheduler_utils::cacheInputs skips inputs used by SliceOp, SelectOp and PadOp)."""
+    return any(isinstance(e, (ex.SliceOp, ex.PadOp)) for e in fusion.uses_of(tv))
+
+
 def cache_inputs(fusion: Fusion, keep: Keep = _never, trace: Trace | None = None) -> list[TensorView]:
     """`cache_after` every tensor input that has uses; returns the caches.
 
-    An input that cannot be cached (kept by `keep` or global-only, or refused by the
-    primitive, e.g. read by a cat's pad) is read from global memory directly; the
-    trace says why.
+    An input that cannot be cached (kept by `keep` or global-only, read by a slice or
+    pad, or refused by the primitive, e.g. read by a cat) is read from global memory
+    directly; the trace says why. Without this a cache of a padded input would keep
+    the unpadded loop domain, which transform propagation from the (padded) reference
+    cannot reach across the pad's Resize: a whole tensor per thread, never inlined.
     """
     keep = _either(global_only_keep(fusion), keep)
     caches = []
@@ -131,6 +142,9 @@ def cache_inputs(fusion: Fusion, keep: Keep = _never, trace: Trace | None = None
             continue
         if keep(tv):
             _note(trace, tv, "input not cached: it must stay in global memory")
+            continue
+        if read_by_resize(fusion, tv):
+            _note(trace, tv, "input not cached: a slice or pad reads it from global memory")
             continue
         try:
             caches.append(tv.cache_after())

@@ -44,6 +44,29 @@ def emulate(name: str) -> object:
     return cf
 
 
+def per_thread_elements(tv) -> int:
+    """Elements a thread holds of a local tensor: its loop axes right of ca_pos that no
+    block or thread index binds (serial, unrolled, vectorized)."""
+    n = 1
+    for i in tv.domain.loop[tv.compute_at_pos:]:
+        pt = i.parallel_type
+        if pt.is_block_dim or pt.is_thread_dim or i.is_broadcast:
+            continue
+        assert i.extent.is_const, f"{tv}: symbolic loop extent {i}"
+        n *= i.extent.value
+    return n
+
+
+def assert_locals_inlined(cf, limit: int = 64) -> None:
+    """Every local tensor of every kernel is inlined down to a few elements a thread."""
+    for seg in cf.segments:
+        if not seg.is_kernel:
+            continue
+        for tv in seg.fusion.tensors():
+            if getattr(tv, "memory_type", None) == MemoryType.Local:
+                assert per_thread_elements(tv) <= limit, f"segment {seg.id}: {tv}"
+
+
 # ---- indexing ops: the lookup table stays in global memory -----------------------------------
 
 def test_lookup_tables_are_global_only_and_not_cached():
@@ -73,3 +96,34 @@ def test_cross_entropy_cuts_before_the_gather_and_matches_the_reference():
     assert kinds == ["inner_persistent", "pointwise", "reduction"]
     # The gather's table (log_softmax's result) crosses the cut in global memory.
     assert cf.segments[0].outputs == cf.segments[1].inputs[1:]
+
+
+# ---- pads and cats: padded inputs are read from global memory -----------------------------------
+
+def test_inputs_read_by_a_pad_are_not_cached():
+    """A cache of a padded input would keep the unpadded loop domain (propagation from
+    the padded reference stops at the pad's Resize), never inlined: the input is read
+    from global memory where the pad needs it, as nvFuser's cacheInputs."""
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        b = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        p = fd.ops.pad(a, [0, 2, 0, 0])
+        fd.add_output(fd.ops.cat([p, fd.ops.neg(b)], dim=1))
+    f = fd.fusion
+    a, b = f.inputs
+    assert tools.read_by_resize(f, a) and not tools.read_by_resize(f, b)
+    caches = tools.cache_inputs(f)
+    assert [c.definition.inputs[0] for c in caches] == [b]
+    pad = next(e for e in f.exprs() if isinstance(e, ex.PadOp))
+    assert pad.inputs[0] is a
+
+
+@needs_gxx
+def test_rope_bwd_small_lowers_every_segment_inlined_and_matches_the_reference():
+    cf = emulate("seed003_rope_bwd_small")
+    assert_locals_inlined(cf)
+    # The last segment pads and concatenates three inputs (T29, T52, T58).
+    last = cf.segments[-1]
+    assert last.scheduler == "pointwise" and len(last.inputs) == 3
+    pads = [e for e in last.fusion.exprs() if isinstance(e, ex.PadOp)]
+    assert pads and all(e.inputs[0] in last.fusion.inputs for e in pads)
