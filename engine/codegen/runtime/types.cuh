@@ -40,11 +40,12 @@ typedef unsigned long long int uint64_t;
 
 typedef int64_t nvfuser_index_t;
 
+// NVRTC has neither math.h's macros nor GCC's __builtin_huge_valf: spell them by their bits.
 #ifndef INFINITY
-#define INFINITY __builtin_huge_valf()
+#define INFINITY __int_as_float(0x7f800000)
 #endif
 #ifndef NAN
-#define NAN __builtin_nanf("")
+#define NAN __int_as_float(0x7fc00000)
 #endif
 
 // Every runtime function is inlined into the kernel; under the emulator they are plain

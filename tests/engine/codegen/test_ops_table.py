@@ -186,10 +186,11 @@ def _build(kind: str):
     return body, f"ops_{kind}", specs, args, cases, inputs, refused
 
 
-@pytest.fixture(scope="module")
-def results():
+def run_all(compile_fn=compile_all) -> dict:
+    """Build, compile (with `compile_fn`, the emulator's by default) and run the three
+    kernels: per kind (cases, outputs, inputs, refused)."""
     built = {kind: _build(kind) for kind in OPS}
-    kernels = compile_all([(b[0], b[1], b[2]) for b in built.values()])
+    kernels = compile_fn([(b[0], b[1], b[2]) for b in built.values()])
     out = {}
     for (kind, b), k in zip(built.items(), kernels):
         body, name, specs, args, cases, inputs, refused = b
@@ -197,6 +198,11 @@ def results():
         n_in = sum(len(inputs[dt]) for dt in DTYPES)
         out[kind] = (cases, args[n_in:], inputs, refused)
     return out
+
+
+@pytest.fixture(scope="module")
+def results():
+    return run_all()
 
 
 def _ulps(actual: torch.Tensor, expected: torch.Tensor, dtype: DataType,
