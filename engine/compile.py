@@ -176,12 +176,9 @@ def _launch(seg: CompiledSegment, args: list[Any], backend: str) -> list[Any]:
 
 
 def _bind(fusion: Fusion, args: list[Any]) -> dict:
-    from engine.reference import Context, bind_input
+    from engine.compile_stages import bind_env
 
-    ctx = Context(torch.device("cpu"))
-    for k, (v, x) in enumerate(zip(fusion.inputs, args)):
-        bind_input(k, v, x, ctx)
-    return ctx.env
+    return bind_env(fusion, args)
 
 
 @dataclass
@@ -251,7 +248,7 @@ def _execute(cf: CompiledFusion, xs: list[Any], backend: str, before=None) -> li
     from engine.compile_stages import bind_env
 
     values: dict[int, Any] = {id(v): x for v, x in zip(cf.fusion.inputs, xs)}
-    env = bind_env(cf.fusion, [x.cpu() if isinstance(x, torch.Tensor) else x for x in xs])
+    env = bind_env(cf.fusion, xs)
     for seg in cf.segments:
         args = [_lookup(values, v, seg, env) for v in seg.input_vals]
         if before is not None:

@@ -272,10 +272,24 @@ class FusionDefinition:
 
     # ---- use ------------------------------------------------------------------------
     def execute(self, inputs: Sequence[Any], device: Any = None, **_: Any) -> list[Any]:
-        """Run the fusion with the reference evaluator (torch ops)."""
+        """Run the fusion: compiled kernels on the GPU when the inputs are CUDA tensors
+        (compiled once per input signature), the reference evaluator (torch ops) otherwise."""
         from engine.reference import evaluate
 
-        return evaluate(self.fusion, list(inputs), device=device)
+        xs = list(inputs)
+        on_gpu = any(getattr(x, "is_cuda", False) for x in xs) or str(device or "").startswith("cuda")
+        if not on_gpu:
+            return evaluate(self.fusion, xs, device=device)
+        import torch
+
+        from engine.compile import _signature, compile_fusion
+
+        xs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in xs]
+        key = _signature(xs)
+        cache = self.__dict__.setdefault("_compiled", {})
+        if key not in cache:
+            cache[key] = compile_fusion(self, xs)
+        return cache[key].run(xs, backend="cuda")
 
     def example_inputs(self, device: str = "cpu", seed: int | None = None) -> list[Any]:
         """Fresh tensors with the shapes, dtypes and strides of the file's `inputs` list."""
