@@ -36,6 +36,7 @@ class Assign(Stmt):
     lhs: str
     rhs: str
     source: str = ""  # the fusion expression it comes from, e.g. "T3 = T1 + T2"
+    copy_ctype: str | None = None  # a plain element copy of this type: may become a vector access
 
     def lines(self, indent: int) -> list[str]:
         return [f"{_pad(indent)}{self.lhs} = {self.rhs};"]
@@ -64,7 +65,8 @@ class Allocate(Stmt):
         p = _pad(indent)
         if self.memory == "shared":
             return [f"{p}{self.ctype}* {self.name} = reinterpret_cast<{self.ctype}*>(smem + {self.offset});"]
-        out = [f"{p}{self.ctype} {self.name}[{self.size}];"]
+        # 16-byte alignment lets vectorized copies read and write whole local arrays.
+        out = [f"{p}alignas(16) {self.ctype} {self.name}[{self.size}];"]
         if self.init is not None:
             out.append(f"{p}#pragma unroll")
             out.append(f"{p}for (int k = 0; k < {self.size}; ++k) {self.name}[k] = {self.init};")

@@ -274,7 +274,10 @@ class ExprLowering:
         else:
             rhs = self.value(expr, out, c_index)
             lhs = self.address(out, c_index, out.short_name)
-            stmts = _guard(preds + flags, [kir.Assign(lhs, rhs, _source(expr))])
+            copy = None
+            if isinstance(expr, ex.LoadStoreOp) and expr.inputs[0].dtype == out.dtype:
+                copy = out.dtype.cuda_name
+            stmts = _guard(preds + flags, [kir.Assign(lhs, rhs, _source(expr), copy)])
         self.body[expr] = stmts
 
     def _register_allocations(self, expr: Expr, loops: list[LoopNode]) -> None:

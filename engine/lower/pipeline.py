@@ -27,6 +27,7 @@ from engine.lower import kir
 from engine.lower.index import Extents
 from engine.lower.loops import LoopNode, Nest, out_tv, walk
 from engine.lower.lowering import ExprLowering
+from engine.lower.vectorize import vectorize_loop
 from engine.runtime.abi import ArgSpec, LaunchConfig, ScalarArg, TensorArg
 
 _DIMS = [ParallelType.grid_x, ParallelType.grid_y, ParallelType.grid_z,
@@ -142,8 +143,8 @@ def _assemble(nest: list[LoopNode | Expr], low: ExprLowering, key: int) -> list[
                 kind = loop_kind(item.concrete.parallel_type)
                 if kind == "block_strided" and not _bulk_copy_only(item):
                     kind = "serial"
-                body.append(kir.ForLoop(ix.term, ix.hi, kind, str(item.concrete), inner,
-                                        low.block_threads()))
+                loop = kir.ForLoop(ix.term, ix.hi, kind, str(item.concrete), inner, low.block_threads())
+                body.append(vectorize_loop(loop, item.concrete, low.ext) if kind == "vectorize" else loop)
         else:
             body.extend(low.body[item])
         body.extend(low.work.post.get(id(item), []))
