@@ -149,6 +149,9 @@ def profile_kernel(kernel: Any, args: list[Any], launch: LaunchConfig, *, warmup
         kernel.launch(args, launch, alloc_strides, stream.cuda_stream, sync=(i == 0))
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
               for _ in range(repeat)]
+    # Keep the GPU busy while the launches are queued, so the events time the kernels and
+    # not the host's argument packing between them (which would dominate small kernels).
+    torch.cuda._sleep(2_000_000)
     for start, end in events:
         start.record(stream)
         kernel.launch(args, launch, alloc_strides, stream.cuda_stream, sync=False)
