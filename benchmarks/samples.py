@@ -33,7 +33,7 @@ def _time_ms(fn, warmup: int = 3, repeat: int = 20) -> float:
     # GPU time per iteration: the queue is kept full (a sleep kernel first) so host-side
     # launch overhead, ours and torch's alike, stays out of the events.
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(repeat)]
-    torch.cuda._sleep(20_000_000)
+    torch.cuda._sleep(100_000_000)
     for a, b in events:
         a.record()
         fn()
