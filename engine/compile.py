@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from engine.config import Options
-from engine.dtypes import to_torch
+from engine.dtypes import DataType, to_torch
 from engine.errors import CompileError, ExecutionError
 from engine.ir.base import Val
 from engine.ir.fusion import Fusion
@@ -101,24 +101,45 @@ def _alloc_perm(tv: TensorView) -> list[int] | None:
 
 
 def allocate(tv: TensorView, env: dict, device: torch.device) -> torch.Tensor:
-    """An engine-allocated tensor: memory in allocation order, viewed in logical order."""
+    """An engine-allocated tensor: memory in allocation order, viewed in logical order.
+
+    An allocation domain transformed beyond a permutation (a swizzle) gets contiguous
+    logical storage of the same size, which the kernel fills in allocation order, as the
+    reference evaluator returns such tensors. fp4 packs two values per byte along the
+    contiguous innermost axis.
+    """
     sizes = _logical_sizes(tv, env)
+    dtype = to_torch(tv.dtype)
     perm = _alloc_perm(tv)
+    packed = tv.dtype == DataType.Float4_e2m1fn
     if perm is None:
-        raise ExecutionError(f"{tv.short_name}: an allocation domain transformed beyond a permutation "
-                             "is not supported by the kernel back ends yet")
+        if packed:
+            sizes = sizes[:-1] + [sizes[-1] // 2]
+        return torch.empty(sizes, dtype=dtype, device=device)
     logical = [i for i in tv.domain.logical if not i.is_reduction]
     base_sizes = [1 if logical[p].is_broadcast else sizes[p] for p in perm]
-    base = torch.empty(base_sizes, dtype=to_torch(tv.dtype), device=device)
+    if packed and base_sizes:
+        base_sizes[-1] //= 2
+        sizes = list(sizes)
+        sizes[perm[-1]] //= 2
+    base = torch.empty(base_sizes, dtype=dtype, device=device)
     inv = [perm.index(k) for k in range(len(perm))]
     return base.permute(inv).expand(sizes) if sizes else base
 
 
-def alloc_strides(tv: TensorView, t: torch.Tensor) -> list[int]:
+def alloc_strides(tv: TensorView, t: torch.Tensor, env: dict | None = None) -> list[int]:
+    """Strides (elements) of `tv`'s allocation ids for the tensor `t` that holds it."""
     perm = _alloc_perm(tv)
-    if perm is None:
-        raise ExecutionError(f"{tv.short_name}: allocation domain is not a permutation of its logical domain")
-    return [t.stride(p) for p in perm]
+    if perm is not None:
+        return [t.stride(p) for p in perm]
+    if env is None or not t.is_contiguous():
+        raise ExecutionError(f"{tv.short_name}: a transformed allocation domain needs an engine-allocated tensor")
+    alloc = [i for i in tv.domain.maybe_allocation if not i.is_reduction]
+    extents = [int((i.expanded_extent or i.extent).evaluate(env)) for i in alloc]
+    strides = [1] * len(extents)
+    for k in range(len(extents) - 2, -1, -1):
+        strides[k] = strides[k + 1] * extents[k + 1]
+    return strides
 
 
 @dataclass
@@ -160,7 +181,7 @@ def prepare_launch(seg: CompiledSegment, args: list[Any], backend: str) -> Prepa
     for name, tv in lowered.tensors.items():
         t = values[name]
         if isinstance(t, torch.Tensor):
-            strides[name] = alloc_strides(tv, t)
+            strides[name] = alloc_strides(tv, t, env)
     for p in lowered.kernel.params:
         if p.name not in values:
             raise ExecutionError(f"{seg.kernel_name}: no value for kernel argument {p.name}")

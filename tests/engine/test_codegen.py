@@ -244,3 +244,40 @@ def test_scheduled_broadcast_and_reductions_with_odd_sizes() -> None:
         fd.add_output(t4)
     xs = [torch.randn(13, 333).bfloat16()]
     check_emulated(fd, xs)
+
+
+@needs_gxx
+@pytest.mark.parametrize("swizzle", [False, True])
+def test_manual_block_quantization_bit_exact(swizzle: bool) -> None:
+    """nvfp4: each thread quantizes two 16-element blocks; values and (swizzled) scales byte for byte."""
+    fd = FusionDefinition()
+    with fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+        g = fd.define_tensor(shape=[], contiguity=[], dtype=DataType.Float)
+        q, sc = fd.ops.nv_block_quantize(x, global_scale=g, swizzle_scales=swizzle)
+        fd.add_output(q)
+        fd.add_output(sc)
+    s = fd.sched
+    s.split(q, 1, 32)
+    s.parallelize(q, 0, ParallelType.grid_x)
+    s.parallelize(q, 1, ParallelType.block_x)
+    xs = [(torch.randn(128, 64) * 3).bfloat16(), torch.tensor(0.7)]
+    cf = compile_fusion(fd, xs)
+    assert "nvfp4QuantizeBlock(" in cf.segments[0].cuda_source
+    outs = cf.run(xs, backend="emulate")
+    for o, r in zip(outs, evaluate(fd.fusion, xs)):
+        assert o.shape == r.shape and o.dtype == r.dtype
+        assert torch.equal(o.view(torch.uint8), r.view(torch.uint8))
+
+
+def test_block_quantization_needs_whole_blocks_in_a_thread() -> None:
+    fd = FusionDefinition()
+    with fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        q, sc = fd.ops.nv_block_quantize(x)
+        fd.add_output(q)
+        fd.add_output(sc)
+    fd.sched.split(q, 1, 8)
+    fd.sched.parallelize(q, 1, ParallelType.block_x)
+    with pytest.raises(CompileError, match="whole blocks in one thread"):
+        compile_fusion(fd, [torch.randn(4, 64)])

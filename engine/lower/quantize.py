@@ -1,0 +1,118 @@
+"""BlockQuantizationOp: nvfp4 quantization of 16-element blocks through the runtime function.
+
+The quantized output's innermost loop must run whole blocks in one thread (an inner
+split of the last axis by a multiple of the block size, serial, unrolled or
+vectorized). Inside that loop each element of the input is gathered into registers;
+once the loop closes, every block of 16 is quantized by `nvfp4QuantizeBlock` and its 8
+packed bytes and its e4m3 scale are stored. Both outputs live in global memory, where
+fp4 values are packed two per byte along the contiguous innermost axis.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from engine.dtypes import DataType
+from engine.errors import CompileError
+from engine.ir.iterdomain import IterDomain, Split
+from engine.ir.quant_exprs import BlockQuantizationOp
+from engine.ir.tensorview import MemoryType, TensorView
+from engine.lower import cexpr, kir
+from engine.lower.index import Ix, propagate
+from engine.lower.loops import LoopNode
+
+if TYPE_CHECKING:
+    from engine.lower.lowering import ExprLowering
+
+
+def _block_loop(q: TensorView, low: ExprLowering, block: int) -> tuple[IterDomain, int]:
+    inner = q.axis(-1)
+    n = low.ext.of(inner)
+    t = inner.definition
+    last = [i for i in q.domain.logical if not i.is_reduction][-1]
+    ok = (isinstance(t, Split) and t.inner is inner and t.in_id is last and n % block == 0
+          and not inner.parallel_type.is_thread_dim and not inner.parallel_type.is_block_dim)
+    if not ok and inner is last and n % block == 0:
+        ok = True  # an unscheduled last axis: one thread runs the whole row
+    if not ok:
+        raise CompileError(
+            f"{q.short_name}: block quantization needs its innermost loop to be a serial inner split "
+            f"of the last axis by a multiple of {block} (whole blocks in one thread); it is {inner}"
+        )
+    return inner, n
+
+
+def global_linear(low: ExprLowering, tv: TensorView, index: dict[IterDomain, Ix], nibbles: bool) -> cexpr.Term:
+    """Element offset into a global tensor; for packed fp4, in nibbles (strides count bytes)."""
+    b = low.buffer(tv)
+    alloc = b.alloc_ids
+    lin: cexpr.Term = 0
+    for k, i in enumerate(alloc):
+        if i.is_broadcast:
+            continue
+        ix = index.get(i)
+        if ix is None:
+            raise CompileError(f"cannot index {tv.short_name}'s allocation axis {i}")
+        if k == len(alloc) - 1:
+            stride: cexpr.Term = 1
+        else:
+            stride = f"{b.name}.alloc_stride[{k}]"
+            if nibbles:
+                stride = cexpr.mul(stride, 2)
+        lin = cexpr.add(lin, cexpr.mul(ix.term, stride))
+    return lin
+
+
+def lower_block_quantize(low: ExprLowering, expr: BlockQuantizationOp, loops: list[LoopNode],
+                         c_index: dict[IterDomain, Ix], preds: list[str]) -> list[kir.Stmt]:
+    q, s = expr.outputs
+    for t in (q, s):
+        if t.memory_type != MemoryType.Global:
+            raise CompileError(f"{t.short_name}: the outputs of block quantization must be in global memory")
+    block = expr.block_size
+    inner, n = _block_loop(q, low, block)
+    level = q.nloop - 1
+    xb = f"{q.short_name}_xb"
+    low.alloc_at(level, loops, kir.Allocate(xb, "float", n, "local", init="0.0f"))
+    x = expr.inputs[0]
+    value = low.converted(low.read(x, q, c_index).text, x.dtype, DataType.Float)
+    pos = c_index[inner].term
+    gather = _guard(preds, [kir.Assign(f"{xb}[{cexpr.text(pos)}]", value, f"{q.short_name} block gather")])
+
+    # Indices at the first element of block `qb` of the innermost loop.
+    known = {q.axis(k): c_index[q.axis(k)] for k in range(level)}
+    known[inner] = Ix("qb", 0, n)
+    qi = propagate(q, known, low.ext)
+    last = [i for i in q.domain.logical if not i.is_reduction][-1]
+    s_last = [i for i in s.domain.logical if not i.is_reduction][-1]
+    s_known = dict(zip([i for i in s.domain.logical if not i.is_reduction][:-1],
+                       [qi[i] for i in q.domain.logical if not i.is_reduction][:-1]))
+    s_known[s_last] = Ix(cexpr.div(qi[last].term, block), 0, low.ext.of(s_last))
+    si = propagate(s, s_known, low.ext)
+    q_off = global_linear(low, q, qi, nibbles=True)
+    s_addr = low.address(s, si, s.short_name)
+    if len(expr.inputs) > 1:
+        gs, has = low.read(expr.inputs[1], q, c_index).text, "true"
+    else:
+        gs, has = "1.0f", "false"
+    store_preds = [p for p in low.thread_predicates(loops[:level], q)] + low.bounds_predicates(q, qi)
+    cond = " && ".join(store_preds) or "true"
+    qn = q.short_name
+    post = kir.Raw(
+        f"for (nvfuser_index_t qb = 0; qb < {n}; qb += {block}) {{\n"
+        f"  alignas(16) uint8_t {qn}_packed[{block // 2}];\n"
+        f"  __e4m3 {qn}_scale;\n"
+        f"  nvfp4QuantizeBlock({xb} + qb, {qn}_packed, {qn}_scale, {gs}, {has});\n"
+        f"  if ({cond}) {{\n"
+        f"    uint8_t* {qn}_bytes = reinterpret_cast<uint8_t*>({qn}.data) + ({cexpr.text(q_off)}) / 2;\n"
+        f"    for (int b = 0; b < {block // 2}; ++b) {qn}_bytes[b] = {qn}_packed[b];\n"
+        f"    {s_addr} = {qn}_scale;\n"
+        f"  }}\n"
+        f"}}"
+    )
+    low.work.post[low.item_at(level, loops, expr)].append(post)
+    return gather
+
+
+def _guard(preds: list[str], stmts: list[kir.Stmt]) -> list[kir.Stmt]:
+    return [kir.IfThenElse(" && ".join(preds), stmts)] if preds else stmts
