@@ -46,7 +46,7 @@ from engine.ir import exprs as ex
 from engine.ir.base import Expr
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain, Resize
-from engine.ir.quant_exprs import BlockQuantizationOp
+from engine.ir.quant_exprs import BlockQuantizationOp, PreprocessGroupedMatmulInputSf
 from engine.ir.scalar import same_scalar
 from engine.ir.tensorview import TensorView
 
@@ -182,6 +182,11 @@ def _expr_map(expr: Expr, role: int, producer: TensorView, consumer: TensorView)
         if consumer is expr.block_scales and len(p_ids) == len(c_root):
             return dict(zip(p_ids[:-1], c_root[:-1]))
         return {}
+    if isinstance(expr, PreprocessGroupedMatmulInputSf):
+        # The layout op moves scale (r, c) of its input to a computed place of its
+        # output's (padded) allocation: logically the output is the input, as in
+        # nvFuser's domain map, which maps the input and skips the offsets.
+        return _zip_map(p_ids, c_root) if role == 0 else {}
     if isinstance(expr, _POSITIONAL):
         if isinstance(expr, (ex.PadOp, ex.SliceOp)) and role != 0:
             return {}

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 
 from engine.analysis.logical_map import IdMap, pairwise_logical_map
 from engine.ir.iterdomain import IdTransform, IterDomain, Merge, Resize, Split, transforms_between
+from engine.ir.quant_exprs import BlockQuantizationOp
 from engine.ir.scalar import same_scalar
 from engine.ir.tensorview import TensorView
 
@@ -95,6 +96,33 @@ def _same_split(a: Split, b: Split) -> bool:
     return a.inner_split == b.inner_split and same_scalar(a.factor, b.factor)
 
 
+def _block_scale_map(producer: TensorView, consumer: TensorView,
+                     p_ts: list[IdTransform]) -> IdMap:
+    """A block quantization's input split into blocks -> its block scales' block axis.
+
+    The scales' last axis counts blocks (K / B) and maps to no axis of the input
+    logically (K is not K / B). But where the input's loop domain splits K by B (an
+    inner split), the outer part walks the blocks exactly as the scales' last axis
+    does: scale j belongs to elements j*B .. j*B+B-1. Mapping them lets the quantized
+    input be inlined into the quantization (its consumers include the scales) and
+    the scales be computed in the loops of the block they belong to.
+    """
+    e = consumer.definition
+    if not (isinstance(e, BlockQuantizationOp) and consumer is e.block_scales
+            and e.inputs and producer is e.inputs[0]):
+        return {}
+    p_ids = [i for i in producer.domain.logical if not i.is_reduction]
+    c_ids = [i for i in consumer.domain.maybe_root if not i.is_reduction]
+    if not p_ids or not c_ids:
+        return {}
+    k = p_ids[-1]
+    for t in p_ts:
+        if (isinstance(t, Split) and t.in_id is k and t.inner_split and t.factor.is_const
+                and t.factor.value == e.block_size):
+            return {t.outer: c_ids[-1]}
+    return {}
+
+
 def loop_map(producer: TensorView, consumer: TensorView) -> IdMap:
     """Producer ids -> consumer ids that iterate the same loop, logical domain to loop domain.
 
@@ -110,6 +138,7 @@ def loop_map(producer: TensorView, consumer: TensorView) -> IdMap:
     """
     m: IdMap = pairwise_logical_map(producer, consumer)
     p_ts = loop_transforms(producer)
+    m.update(_block_scale_map(producer, consumer, p_ts))
     c_ts = transforms_between(consumer.domain.maybe_root, consumer.domain.loop)
     c_set = {id(t) for t in c_ts}
     changed = True

@@ -32,6 +32,7 @@ from engine.analysis.vectorize import VectorizeResult, vectorization_factor
 from engine.ir import exprs as ex
 from engine.ir.iterdomain import IterDomain, ParallelType
 from engine.ir.quant_exprs import BlockQuantizationOp, CutlassNvfp4GroupedMmaOp
+from engine.ir.scalar import same_scalar
 from engine.ir.tensorview import MemoryType, TensorView
 from engine.schedule import tools
 from engine.schedule.base import Scheduler, SchedulerType
@@ -62,6 +63,10 @@ class PointwiseParams(HeuristicParams):
     # analysis found contiguous with the reference's: the schedule vectorizes their
     # global reads and writes. Not part of nvFuser's printout.
     vectorized_tensors: tuple[str, ...] = ()
+    # Elements of one quantization block when the fusion has a BlockQuantizationOp (0
+    # otherwise): the schedule gives each thread whole blocks of the last logical axis.
+    # Not part of nvFuser's printout.
+    block_size: int = 0
 
     def __str__(self) -> str:
         lp = self.lparams
@@ -198,6 +203,40 @@ def has_reduction(fusion: Fusion) -> bool:
     return False
 
 
+def _concrete_last(tv: TensorView) -> IterDomain:
+    return [i for i in tv.domain.logical if not i.is_reduction][-1]
+
+
+def block_quantization_size(fusion: Fusion) -> int:
+    """The block size of the fusion's BlockQuantizationOps (0 when there are none)."""
+    sizes = {e.block_size for e in fusion.exprs() if isinstance(e, BlockQuantizationOp)}
+    if len(sizes) > 1:
+        raise ValueError(f"block quantizations of different block sizes: {sorted(sizes)}")
+    return sizes.pop() if sizes else 0
+
+
+def block_quantization_reference_reason(fusion: Fusion) -> str | None:
+    """The block schedule splits the reference's last logical axis into blocks, so that
+    axis must be every quantization's last (K) axis: the reference must be a quantized
+    output (an output of another shape could put a different axis last)."""
+    qs = [e for e in fusion.exprs() if isinstance(e, BlockQuantizationOp)]
+    if not qs:
+        return None
+    if len({e.block_size for e in qs}) > 1:
+        return "block quantizations of different block sizes"
+    ref = find_reference(fusion)
+    if ref is None or not any(ref is e.quantized for e in qs):
+        return ("block quantization needs its quantized output to be the reference "
+                f"(found {ref.short_name if ref is not None else 'none'})")
+    ref_k = _concrete_last(ref)
+    for e in qs[1:]:
+        other = e.quantized
+        assert isinstance(other, TensorView)
+        if other.ndim != ref.ndim or not same_scalar(_concrete_last(other).extent, ref_k.extent):
+            return "block quantizations of different shapes"
+    return None
+
+
 def non_terminal_block_quantize(fusion: Fusion) -> TensorView | None:
     for e in fusion.exprs():
         if isinstance(e, BlockQuantizationOp) and e.block_scales not in fusion.outputs:
@@ -271,21 +310,23 @@ class PointwiseScheduler(Scheduler):
             return "no support for reduction ops"
         if non_terminal_block_quantize(fusion) is not None:
             return "no support for block quantization where block scales is not a fusion output"
-        return None
+        return block_quantization_reference_reason(fusion)
 
     def reject_runtime(self, fusion: Fusion, info: SchedulerRuntimeInfo) -> str | None:
-        # The block quantization runtime function reads whole vectors and cannot run
-        # under a serial grid-y loop (nvFuser's canScheduleRunTime).
-        if not any(isinstance(e, BlockQuantizationOp) for e in fusion.exprs()):
-            return None
-        p = self.compute_heuristics(fusion, info)
-        if p.vectorization_factor < 2:
-            return "Block Quantization Op requires vectorization factor to be at least 2."
-        if p.split_grid_y_dim:
-            return ("Block Quantization Op is not supported when splitting grid y dimension. "
-                    "This is because this will create a serial ID with an extent > 1. The "
-                    "runtime function implementing block quantization will currently not be "
-                    "able to handle that.")
+        # nvFuser's canScheduleRunTime asks for a vector of at least 2 and no split grid
+        # y, because its runtime function quantizes a block with 2-8 threads of 8-2
+        # grouped elements each. This engine's runtime function (nvfp4QuantizeBlock)
+        # quantizes a whole block in one thread, and the schedule is 1-D over blocks,
+        # so neither limit applies; the last axis must hold whole blocks.
+        for e in fusion.exprs():
+            if not isinstance(e, BlockQuantizationOp):
+                continue
+            assert isinstance(e.inputs[0], TensorView)
+            k = info.extent(_concrete_last(e.inputs[0]))
+            if k % e.block_size:
+                return (f"Block Quantization Op needs the last axis ({k}) of "
+                        f"{e.inputs[0].short_name} to be a multiple of the block size "
+                        f"{e.block_size}.")
         return None
 
     # ---- heuristics ------------------------------------------------------------------
@@ -323,6 +364,10 @@ class PointwiseScheduler(Scheduler):
             max_vu = min(max_vu, _ceil_div(n_elems, wave))
             lines.append(f"fewer elements than a wave ({wave}): budget -> {max_vu}")
 
+        block = block_quantization_size(fusion)
+        if block:
+            return self._done(self._block_heuristics(fusion, ref, info, block, index_type,
+                                                     lines, keep), trace)
         bp, flip, split_block, bdimx, bdimy, gdim_left, gdim_right = self._break_point(
             fusion, ref, info, io, elems, n_elems, max_vu, lines)
 
@@ -351,6 +396,36 @@ class PointwiseScheduler(Scheduler):
             vectorized_tensors=tuple(t.short_name for t in vec.vectorizable) if v > 1 else (),
         )
         return self._done(params, trace, vec)
+
+    def _block_heuristics(self, fusion: Fusion, ref: TensorView, info: SchedulerRuntimeInfo,
+                          block: int, index_type: str, lines: list[str],
+                          keep: set[TensorView]) -> PointwiseParams:
+        """Block quantization: a 1-D schedule over blocks, [BIDx, TIDx(128), block].
+
+        Each thread quantizes whole blocks of the last axis (this engine's runtime
+        function takes a block's 16 values at once), so the vector only subdivides a
+        block: the largest power of two that the analysis allows, that fits 16 bytes of
+        the widest vectorizable tensor and divides the block. No unroll (the runtime
+        function is called once per block), no wave-based budget (a thread's work is a
+        block whatever the size), no break point.
+        """
+        n_blocks = math.prod(info.extent(i) for i in ref.domain.logical
+                             if not i.is_reduction) // block
+        vec = vectorization_factor(fusion, ref, info, 0, keep)
+        lines.extend(f"  {x}" for x in vec.derivation)
+        max_bits = max([t.dtype.bits for t in vec.vectorizable if t.dtype.bits >= 8], default=8)
+        v = min(vec.factor, VECTOR_BYTES * 8 // max_bits, block)
+        v = math.gcd(_last_pow2(max(v, 1)), block)
+        gdimx = _ceil_div(n_blocks, THREADS_X)
+        lines.append(f"block quantization: {n_blocks} blocks of {block} elements, one per "
+                     f"thread; 1-D schedule of {gdimx} blocks of {THREADS_X} threads; each "
+                     f"block read in vectors of {v} (16 bytes of {max_bits} bits, the "
+                     "analysis, and the block size bound it)")
+        return PointwiseParams(
+            lparams=LaunchParams(bdimx=THREADS_X), index_type=index_type,
+            vectorization_factor=v, derivation=tuple(lines), block_size=block,
+            vectorized_tensors=tuple(t.short_name for t in vec.vectorizable) if v > 1 else (),
+        )
 
     def _break_point(self, fusion: Fusion, ref: TensorView, info: SchedulerRuntimeInfo,
                      io: list[TensorView], elems: list[int], n_elems: int, max_vu: int,
@@ -455,6 +530,9 @@ def schedule_pointwise(fusion: Fusion, params: PointwiseParams, trace: Trace | N
         tools.inline_most(fusion)
         return
 
+    if params.block_size:
+        _schedule_blocks(fusion, ref, params, input_caches, keep, trace)
+        return
     v = params.vectorization_factor
     bp = params.break_point
     n = ref.nloop
@@ -517,6 +595,88 @@ def schedule_pointwise(fusion: Fusion, params: PointwiseParams, trace: Trace | N
         tools.parallelize_all_like(ref, -1, targets, [pt.vectorize])
         _event(trace, "pointwise", f"vectorized by {v}: {ref.short_name}"
                + "".join(f", {t.short_name}" for t in targets))
+    tools.inline_most(fusion)
+    _event(trace, "pointwise", "inlined most", ca_pos={
+        t.short_name: t.compute_at_pos for t in fusion.tensors() if isinstance(t, TensorView)})
+
+
+def _schedule_blocks(fusion: Fusion, ref: TensorView, params: PointwiseParams,
+                     input_caches: dict[TensorView, TensorView], keep: set[TensorView],
+                     trace: Trace | None) -> None:
+    """Block quantization: every thread quantizes whole blocks of the last logical axis.
+
+    The reference (a quantized output) is split into blocks and the blocks are spread
+    over threads: [.., K] -> [.., K/B, B] -> [(..*K/B), B] -> [BIDx, TIDx(128), B]. The
+    quantize ops' outputs keep B as one serial loop: the runtime function quantizes the
+    B values of a block at once and writes the block's packed values and its scale. The
+    block scales [.., K/B] have no axis that maps to B (their last axis counts blocks),
+    so they get the same merge and split of their logical domain directly and end as
+    [BIDx, TIDx]: scale (i, j) is written by the thread that owns block (i, j). Every
+    other tensor splits B by the vector factor, [BIDx, TIDx, B/V, V], so input caches
+    read a block in vectors of V; they are inlined at TIDx into the quantization, which
+    thus finds the whole block in the thread's registers. This departs from nvFuser,
+    whose runtime function shares a block among 2-8 threads of a warp (a Group-parallel
+    axis of 2, 4 or 8 elements next to TIDx).
+    """
+    pt = ParallelType
+    block = params.block_size
+    v = params.vectorization_factor
+    qops = [e for e in fusion.exprs() if isinstance(e, BlockQuantizationOp)]
+    scales = [e.block_scales for e in qops if isinstance(e.block_scales, TensorView)]
+    quantized = [e.quantized for e in qops if isinstance(e.quantized, TensorView)]
+
+    def blocks_over_threads(tv: TensorView) -> None:
+        # The scales' [.., K/B] as the reference's axes left of B: [BIDx, TIDx].
+        for _ in range(tv.nloop - 1):
+            tv.merge(0)
+        tv.split(0, THREADS_X)  # [BIDx, TIDx]
+
+    n = ref.nloop
+    ref.split(-1, block)  # [.., K/B, B]
+    for _ in range(n - 1):
+        ref.merge(0)  # [(..*K/B), B]
+    ref.split(0, THREADS_X)  # [BIDx, TIDx, B]
+    ref.axis(0).parallelize(pt.grid_x)
+    ref.axis(1).parallelize(pt.block_x)
+    _event(trace, ref.short_name, f"reference scheduled in blocks of {block}: {ref}",
+           loop=str(ref.domain))
+    # What reads the scales (seed 000's layout op output) iterates the scales' loops:
+    # the thread that quantized block (i, j) also moves scale (i, j).
+    after: dict[TensorView, list[TensorView]] = {}
+    seen: set[TensorView] = set(scales)
+    for sc in scales:
+        queue, after[sc] = [sc], []
+        while queue:
+            for c in consumers_of(queue.pop(0)):
+                if c not in seen:
+                    seen.add(c)
+                    after[sc].append(c)
+                    queue.append(c)
+    others = [t for t in fusion.tensors()
+              if isinstance(t, TensorView) and t is not ref and t not in seen]
+    tools.propagate(ref, others)
+    for tv in scales:
+        blocks_over_threads(tv)
+        tv.axis(0).parallelize(pt.grid_x)
+        tv.axis(1).parallelize(pt.block_x)
+        if after[tv]:
+            tools.propagate(tv, after[tv])
+            tools.parallelize_all_like(tv, -1, after[tv], [pt.grid_x, pt.block_x])
+    threaded = [t for t in fusion.tensors() if isinstance(t, TensorView) and t is not ref]
+    tools.parallelize_all_like(ref, -1, threaded, [pt.grid_x, pt.block_x])
+    if v > 1:
+        split = [t for t in others if t not in fusion.inputs and t not in quantized
+                 and t.nloop == ref.nloop]
+        for tv in split:
+            tv.split(-1, v)
+        names = set(params.vectorized_tensors)
+        targets = [c for t, c in input_caches.items() if t.short_name in names]
+        targets += [o for o in fusion.outputs if isinstance(o, TensorView) and o in split
+                    and o not in keep and o.short_name in names]
+        for tv in targets:
+            tv.axis(-1).parallelize(pt.vectorize)
+        _event(trace, "pointwise", f"blocks read in vectors of {v}: "
+               + ", ".join(t.short_name for t in targets))
     tools.inline_most(fusion)
     _event(trace, "pointwise", "inlined most", ca_pos={
         t.short_name: t.compute_at_pos for t in fusion.tensors() if isinstance(t, TensorView)})

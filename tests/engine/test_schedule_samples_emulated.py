@@ -127,3 +127,48 @@ def test_rope_bwd_small_lowers_every_segment_inlined_and_matches_the_reference()
     assert last.scheduler == "pointwise" and len(last.inputs) == 3
     pads = [e for e in last.fusion.exprs() if isinstance(e, ex.PadOp)]
     assert pads and all(e.inputs[0] in last.fusion.inputs for e in pads)
+
+
+# ---- block quantization: accepted by pointwise, whole blocks per thread -----------------------
+
+@pytest.mark.parametrize("name", ["seed004_nvfp4_quantize", "seed004_nvfp4_quantize_swizzled",
+                                  "seed000_moe_layout_op"])
+def test_block_quantization_segments_schedule_whole_blocks_per_thread(name):
+    """The segment with the BlockQuantizationOp goes to pointwise at the samples' own
+    sizes; each thread's innermost loop of the quantized output is one 16-element block,
+    the block scales iterate [BIDx, TIDx] (one scale per thread and block), and the
+    quantized input is inlined at TIDx (16 elements a thread). Emulation waits for the
+    lowering of BlockQuantizationOp (engine/lower refuses fp4 outputs for now)."""
+    from engine.ir.iterdomain import ParallelType
+    from engine.ir.quant_exprs import BlockQuantizationOp
+    from engine.schedule import registry
+    from engine.schedule.runtime_info import SchedulerRuntimeInfo
+    from engine.segment import segment_fusion
+
+    fd = load_fusion(SAMPLES / f"{name}.py")
+    xs = fd.example_inputs(seed=0)
+    sf = segment_fusion(fd.fusion, xs)
+    group = next(g for g in sf.groups
+                 if any(isinstance(e, BlockQuantizationOp) for e in g.exprs))
+    sub, _ = group.make_fusion()
+    # The quantization's group reads fusion inputs only (its values and offsets).
+    args = [xs[fd.fusion.inputs.index(v)] for v in group.inputs]
+    info = SchedulerRuntimeInfo(sub, args)
+    _, first = registry.can_schedule(sub, info)
+    assert str(first) == "pointwise"
+    s = registry.get(first)
+    p = s.compute_heuristics(sub, info)
+    s.schedule(sub, p)
+    q = next(e for e in sub.exprs() if isinstance(e, BlockQuantizationOp))
+    quantized, scales, x = q.quantized, q.block_scales, q.inputs[0]
+    pt = ParallelType
+    assert [i.parallel_type for i in quantized.loop()] == [pt.grid_x, pt.block_x, pt.serial]
+    assert quantized.axis(-1).extent.value == 16
+    assert [i.parallel_type for i in scales.loop()] == [pt.grid_x, pt.block_x]
+    assert x.memory_type == MemoryType.Local and x.compute_at_pos == 2
+    for tv in sub.tensors():
+        if getattr(tv, "memory_type", None) == MemoryType.Local:
+            assert per_thread_elements(tv) <= 16, tv
+        if tv in sub.outputs and tv.nloop:
+            # Every output (the layout op's too) is spread over the same grid and block.
+            assert [i.parallel_type for i in tv.loop()[:2]] == [pt.grid_x, pt.block_x], tv
