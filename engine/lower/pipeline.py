@@ -145,7 +145,8 @@ def _assemble(nest: list[LoopNode | Expr], low: ExprLowering, key: int) -> list[
                 if kind == "block_strided" and not _bulk_copy_only(item):
                     kind = "serial"
                 loop = kir.ForLoop(ix.term, ix.hi, kind, str(item.concrete), inner, low.block_threads())
-                body.append(vectorize_loop(loop, item.concrete, low.ext) if kind == "vectorize" else loop)
+                globals_ = {b.name for b in low.buffers.values() if b.memory == "global"}
+                body.append(vectorize_loop(loop, item.concrete, low.ext, globals_) if kind == "vectorize" else loop)
         else:
             body.extend(low.body[item])
         body.extend(low.work.post.get(id(item), []))

@@ -35,11 +35,39 @@ def _divisible(domain: IterDomain, ext: Extents, width: int) -> bool:
     return isinstance(t, Split) and t.inner is domain and ext.of(t.in_id) % width == 0
 
 
-def vectorize_loop(loop: kir.ForLoop, domain: IterDomain, ext: Extents) -> kir.Stmt:
-    """The loop as one vector copy, or unchanged."""
+def _unguard(stmt: kir.Stmt) -> tuple[kir.Stmt, str | None]:
+    if isinstance(stmt, kir.IfThenElse) and not stmt.orelse and len(stmt.then) == 1:
+        return stmt.then[0], stmt.cond
+    return stmt, None
+
+
+def _vector_store(loop: kir.ForLoop, globals_: set[str]) -> list[kir.Stmt] | None:
+    """`for v { ...; G[e + v] = x; }` -> `tmp[V]; for v { ...; tmp[v] = x; } store(G[e], tmp)`:
+    the values are computed element by element, the global store is one vector access."""
+    last, cond = _unguard(loop.body[-1])
+    if not isinstance(last, kir.Assign) or last.copy_ctype is None:
+        return None
+    m = _ACCESS.match(last.lhs)
+    dst = _base(last.lhs, loop.var)
+    if m is None or m.group(1) not in globals_ or dst is None or loop.var in last.rhs and len(loop.body) == 1:
+        return None
+    tmp = f"{m.group(1)}_vec"
+    body = loop.body[:-1] + [kir.Assign(f"{tmp}[{loop.var}]", last.rhs, last.source)]
+    inner = kir.ForLoop(loop.var, loop.extent, "unroll", loop.domain, body)
+    store = kir.Raw(f"loadGeneric<{last.copy_ctype}, {loop.extent}>(&{dst}, {tmp});")
+    guarded: kir.Stmt = store if cond is None else kir.IfThenElse(re.sub(rf"\b{loop.var}\b", "0", cond), [store])
+    return [kir.Raw(f"alignas(16) {last.copy_ctype} {tmp}[{loop.extent}];"), inner, guarded]
+
+
+def vectorize_loop(loop: kir.ForLoop, domain: IterDomain, ext: Extents,
+                   globals_: set[str] | None = None) -> kir.Stmt:
+    """The loop as one vector copy (or values then one vector store), or unchanged."""
     v = loop.extent
-    if v not in (2, 4, 8, 16) or len(loop.body) != 1 or not _divisible(domain, ext, v):
+    if v not in (2, 4, 8, 16) or not loop.body or not _divisible(domain, ext, v):
         return loop
+    if len(loop.body) > 1:
+        stored = _vector_store(loop, globals_ or set())
+        return kir.Scope(stored) if stored is not None else loop
     stmt, cond = loop.body[0], None
     if isinstance(stmt, kir.IfThenElse) and not stmt.orelse and len(stmt.then) == 1:
         cond, stmt = stmt.cond, stmt.then[0]
