@@ -192,7 +192,12 @@ def prepare_launch(seg: CompiledSegment, args: list[Any], backend: str) -> Prepa
 
 def _launch(seg: CompiledSegment, args: list[Any], backend: str) -> list[Any]:
     prep = prepare_launch(seg, args, backend)
-    seg.kernel(backend).launch(prep.args, seg.launch, alloc_strides=prep.alloc_strides)
+    try:
+        seg.kernel(backend).launch(prep.args, seg.launch, alloc_strides=prep.alloc_strides)
+    except ExecutionError as e:
+        raise ExecutionError(f"segment {seg.id} ({seg.scheduler}, kernel {seg.kernel_name}): {e}") from e
+    except CompileError as e:
+        raise CompileError(f"segment {seg.id} ({seg.scheduler}, kernel {seg.kernel_name}): {e}") from e
     return [prep.outputs[v.short_name] if isinstance(v, TensorView) else v for v in seg.fusion.outputs]
 
 

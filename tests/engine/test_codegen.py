@@ -284,3 +284,28 @@ def test_block_quantization_needs_whole_blocks_in_a_thread() -> None:
     fd.sched.parallelize(q, 1, ParallelType.block_x)
     with pytest.raises(CompileError, match="whole blocks in one thread"):
         compile_fusion(fd, [torch.randn(4, 64)])
+
+
+@needs_gxx
+def test_kernel_fault_names_segment_and_kernel() -> None:
+    """A kernel that faults (here: a corrupted launch) is an ExecutionError naming both."""
+    from engine import ExecutionError
+
+    fd, xs, _t0, _t1, t2 = _pointwise((4, 8))
+    fd.sched.parallelize(t2, 0, ParallelType.block_x)
+    cf = compile_fusion(fd, xs)
+    seg = cf.segments[0]
+    seg.cuda_source = seg.cuda_source.replace("T4[", "T4.data[(nvfuser_index_t)1 << 40] = 0; T4[", 1)
+    with pytest.raises(ExecutionError, match=r"segment 0 \(user, kernel nvfuser_user_f0_c0_r0_g0\)"):
+        cf.run(xs, backend="emulate")
+
+
+def test_compile_error_quotes_the_source() -> None:
+    from engine.runtime.emulate import EmulatedKernel
+
+    fd, xs, _t0, _t1, _t2 = _pointwise((4, 8))
+    cf = compile_fusion(fd, xs)
+    seg = cf.segments[0]
+    bad = seg.cuda_source.replace("T4[", "T4 [[ oops ", 1)
+    with pytest.raises(CompileError, match="oops"):
+        EmulatedKernel(bad, seg.kernel_name, seg.lowered.kernel.params)
