@@ -57,6 +57,8 @@ class CompiledSegment:
     kernel_name: str | None = None
     stages: dict[str, str] = field(default_factory=dict)
     lowered: Any = None
+    # Inputs passed as the raw buffer their op wrote (the layout op's padded output), by position.
+    raw_inputs: set[int] = field(default_factory=set)
     _kernels: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -77,6 +79,12 @@ class CompiledSegment:
         from engine.reference import evaluate
 
         if backend == "reference" or not self.is_kernel:
+            if self.raw_inputs:
+                from engine.segment.graph import _evaluate_segment
+
+                raw = {self.fusion.inputs[k] for k in self.raw_inputs}
+                dev = next((a.device for a in args if isinstance(a, torch.Tensor)), torch.device("cpu"))
+                return _evaluate_segment(self.fusion, args, dev, raw)
             return evaluate(self.fusion, args)
         return _launch(self, args, backend)
 
@@ -113,6 +121,17 @@ def allocate(tv: TensorView, env: dict, device: torch.device) -> torch.Tensor:
     perm = _alloc_perm(tv)
     packed = tv.dtype == DataType.Float4_e2m1fn
     if perm is None:
+        alloc = _alloc_extents(tv, env)
+        numel = 1
+        for n in alloc:
+            numel *= n
+        logical_numel = 1
+        for n in sizes:
+            logical_numel *= n
+        if numel != logical_numel:
+            # A padded allocation (the layout op's): the buffer itself, padding zeroed, as the
+            # reference returns it.
+            return torch.zeros(alloc, dtype=dtype, device=device)
         if packed:
             sizes = sizes[:-1] + [sizes[-1] // 2]
         return torch.empty(sizes, dtype=dtype, device=device)
@@ -127,6 +146,11 @@ def allocate(tv: TensorView, env: dict, device: torch.device) -> torch.Tensor:
     return base.permute(inv).expand(sizes) if sizes else base
 
 
+def _alloc_extents(tv: TensorView, env: dict) -> list[int]:
+    alloc = [i for i in tv.domain.maybe_allocation if not i.is_reduction]
+    return [int((i.expanded_extent or i.extent).evaluate(env)) for i in alloc]
+
+
 def alloc_strides(tv: TensorView, t: torch.Tensor, env: dict | None = None) -> list[int]:
     """Strides (elements) of `tv`'s allocation ids for the tensor `t` that holds it."""
     perm = _alloc_perm(tv)
@@ -134,8 +158,7 @@ def alloc_strides(tv: TensorView, t: torch.Tensor, env: dict | None = None) -> l
         return [t.stride(p) for p in perm]
     if env is None or not t.is_contiguous():
         raise ExecutionError(f"{tv.short_name}: a transformed allocation domain needs an engine-allocated tensor")
-    alloc = [i for i in tv.domain.maybe_allocation if not i.is_reduction]
-    extents = [int((i.expanded_extent or i.extent).evaluate(env)) for i in alloc]
+    extents = _alloc_extents(tv, env)
     strides = [1] * len(extents)
     for k in range(len(extents) - 2, -1, -1):
         strides[k] = strides[k + 1] * extents[k + 1]

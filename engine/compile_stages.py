@@ -64,14 +64,27 @@ def _const(v: Val, env: dict) -> Any:
 
 def _example_values(groups: list[tuple], fusion: Fusion, inputs: list[Any], env: dict) -> dict[int, Any]:
     """Every group's input values at the compiled sizes, by running the reference group by group."""
+    import torch
+
     from engine.reference import evaluate
+    from engine.segment.graph import _evaluate_segment
 
     values: dict[int, Any] = {id(v): x for v, x in zip(fusion.inputs, inputs)}
     for clone, _vmap, g_in, g_out, _gid, _s in groups:
         args = [values[id(v)] if id(v) in values else _const(v, env) for v in g_in]
-        for v, t in zip(g_out, evaluate(clone, args)):
+        raw = {clone.inputs[k] for k in raw_inputs(g_in)}
+        outs = _evaluate_segment(clone, args, torch.device("cpu"), raw) if raw else evaluate(clone, args)
+        for v, t in zip(g_out, outs):
             values[id(v)] = t
     return values
+
+
+def raw_inputs(g_in: list[Val]) -> set[int]:
+    """Positions of inputs that cross segments as the raw buffer their op wrote (seed 000's
+    layout op: allocation-sized, padded), which input binding would reject."""
+    from engine.ir.quant_exprs import PreprocessGroupedMatmulInputSf
+
+    return {k for k, v in enumerate(g_in) if isinstance(getattr(v, "definition", None), PreprocessGroupedMatmulInputSf)}
 
 
 def build_segments(fusion: Fusion, inputs: list[Any], options: Options, trace: Trace) -> tuple[list, Any]:
@@ -87,6 +100,7 @@ def build_segments(fusion: Fusion, inputs: list[Any], options: Options, trace: T
             gid, sched or "", [getattr(v, "short_name", str(v)) for v in g_in],
             [getattr(v, "short_name", str(v)) for v in g_out], clone, g_in, g_out,
         )
+        seg.raw_inputs = raw_inputs(g_in)
         schedule_segment(seg, args, options, trace)
         segments.append(seg)
     return segments, segmented
@@ -98,8 +112,14 @@ def schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace) 
     from engine.schedule.runtime_info import SchedulerRuntimeInfo
 
     fusion = seg.fusion
-    info = SchedulerRuntimeInfo(fusion, args)
     subject = f"g{seg.id}"
+    if seg.raw_inputs and seg.scheduler == "expr_eval":
+        # A raw buffer input (the layout op's) has no logical sizes to bind: the segmenter's
+        # verdict stands, and expr_eval needs no sizes.
+        seg.scheduled_ir = str(fusion)
+        trace.event("schedule", subject, "expr_eval, as the segmenter decided (raw buffer input)")
+        return
+    info = SchedulerRuntimeInfo(fusion, args)
     if seg.scheduler == "user" and any(isinstance(e, MatmulOp | LinearOp) for e in fusion.exprs()):
         # Matmuls run through torch (expr_eval) whatever the user scheduled around them; the
         # stream axis of a user schedule is the host program's business.

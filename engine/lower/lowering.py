@@ -20,7 +20,7 @@ from engine.errors import CompileError
 from engine.ir import exprs as ex
 from engine.ir.base import Expr, Val
 from engine.ir.iterdomain import IterDomain, ParallelType, Resize, Split
-from engine.ir.quant_exprs import BlockQuantizationOp
+from engine.ir.quant_exprs import BlockQuantizationOp, PreprocessGroupedMatmulInputSf
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
 from engine.lower import cexpr, kir
@@ -264,7 +264,11 @@ class ExprLowering:
         for o in expr.outputs:
             if isinstance(o, TensorView) and flags:
                 self.flags[o] = flags
-        if isinstance(expr, BlockQuantizationOp):
+        if isinstance(expr, PreprocessGroupedMatmulInputSf):
+            from engine.lower.quantize import lower_layout_op
+
+            stmts = lower_layout_op(self, expr, loops, c_index, preds + flags)
+        elif isinstance(expr, BlockQuantizationOp):
             from engine.lower.quantize import lower_block_quantize
 
             stmts = lower_block_quantize(self, expr, loops, c_index, preds + flags)

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 from engine.dtypes import DataType
 from engine.errors import CompileError
-from engine.ir.iterdomain import IterDomain, Split
-from engine.ir.quant_exprs import BlockQuantizationOp
+from engine.ir.iterdomain import IterDomain, Merge, Split
+from engine.ir.quant_exprs import BlockQuantizationOp, PreprocessGroupedMatmulInputSf
 from engine.ir.tensorview import MemoryType, TensorView
 from engine.lower import cexpr, kir
 from engine.lower.index import Ix, propagate
@@ -30,7 +30,7 @@ def _block_loop(q: TensorView, low: ExprLowering, block: int) -> tuple[IterDomai
     n = low.ext.of(inner)
     t = inner.definition
     last = [i for i in q.domain.logical if not i.is_reduction][-1]
-    ok = (isinstance(t, Split) and t.inner is inner and t.in_id is last and n % block == 0
+    ok = (isinstance(t, Split) and t.inner is inner and _aligned(t.in_id, last, n, low) and n % block == 0
           and not inner.parallel_type.is_thread_dim and not inner.parallel_type.is_block_dim)
     if not ok and inner is last and n % block == 0:
         ok = True  # an unscheduled last axis: one thread runs the whole row
@@ -40,6 +40,40 @@ def _block_loop(q: TensorView, low: ExprLowering, block: int) -> tuple[IterDomai
             f"of the last axis by a multiple of {block} (whole blocks in one thread); it is {inner}"
         )
     return inner, n
+
+
+def _aligned(i: IterDomain, last: IterDomain, n: int, low: ExprLowering) -> bool:
+    """Chunks of `n` consecutive positions of `i` stay inside one row of `last`, block-aligned:
+    `i` is the last axis, or a merge whose inner part is (and which `n` divides)."""
+    if i is last:
+        return True
+    t = i.definition
+    return isinstance(t, Merge) and low.ext.of(t.inner) % n == 0 and _aligned(t.inner, last, n, low)
+
+
+def lower_layout_op(low: ExprLowering, expr: PreprocessGroupedMatmulInputSf, loops: list[LoopNode],
+                    c_index: dict[IterDomain, Ix], preds: list[str]) -> list[kir.Stmt]:
+    """Each input scale goes to the output buffer slot the runtime function computes (seed 000):
+    padded rows of 128 per group, the 128x4 swizzle inside; the padding is never written."""
+    out = expr.outputs[0]
+    inp, in_off, out_off = expr.inputs[0], expr.input_offsets, expr.output_offsets
+    for t in (out, in_off, out_off):
+        if t.memory_type != MemoryType.Global:
+            raise CompileError(f"{t.short_name}: the layout op reads its offsets and writes its output in global memory")
+    o_ids = [i for i in out.domain.logical if not i.is_reduction]
+    i_ids = [i for i in inp.domain.logical if not i.is_reduction]
+    known = {p: c_index[c] for p, c in zip(i_ids, o_ids) if c in c_index}
+    src = low.read(inp, out, c_index, known).text
+    row, col = (c_index[i].term for i in o_ids)
+    groups = low.ext.of([i for i in in_off.domain.logical if not i.is_reduction][0])
+    k = low.ext.of(o_ids[1])
+    on = out.short_name
+    stmt = kir.Raw(
+        f"{{\n  nvfuser_index_t {on}_off = preprocessGroupedMatmulInputSfOffset({cexpr.text(row)}, "
+        f"{cexpr.text(col)}, {k}, {groups}, {in_off.short_name}.data, {out_off.short_name}.data);\n"
+        f"  if ({on}_off >= 0) {{\n    {on}.data[{on}_off] = {src};\n  }}\n}}"
+    )
+    return _guard(preds, [stmt])
 
 
 def global_linear(low: ExprLowering, tv: TensorView, index: dict[IterDomain, Ix], nibbles: bool) -> cexpr.Term:

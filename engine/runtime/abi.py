@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Union
 
 import torch
 
@@ -41,7 +40,7 @@ class ScalarArg:
         return self.ctype
 
 
-ArgSpec = Union[TensorArg, ScalarArg]
+ArgSpec = TensorArg | ScalarArg
 
 
 @dataclass(frozen=True)

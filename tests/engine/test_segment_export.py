@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from engine import FusionFileError, ScheduleError, load_fusion
+from engine import FusionFileError, load_fusion
 from engine.segment import SegmentedFusion, segment_fusion
 from engine.segment import export as ex
 
@@ -40,10 +40,11 @@ def bigger_inputs(name: str) -> list[torch.Tensor] | None:
 def segmented(name: str) -> SegmentedFusion:
     fd = load_fusion(SAMPLES / name)
     xs = fd.example_inputs(device="cpu", seed=0)
+    # The nvfp4 samples segment at their own sizes too (pointwise takes 16-element blocks);
+    # larger inputs also exercise the swizzle-sized groups.
     big = bigger_inputs(name)
     if big is not None:
-        with pytest.raises(ScheduleError, match="BlockQuantizationOp"):
-            segment_fusion(load_fusion(SAMPLES / name).fusion, xs)
+        segment_fusion(load_fusion(SAMPLES / name).fusion, xs)
         xs = big
     return segment_fusion(fd.fusion, xs)
 
