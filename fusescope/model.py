@@ -5,9 +5,10 @@ the UI can't reach into the IR and the engine can change behind this file.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from engine import load_fusion
 from engine.errors import EngineError, FusionDefinitionError, ScheduleError
@@ -19,10 +20,16 @@ if TYPE_CHECKING:
     from engine import FusionDefinition
 
 Role = Literal["input", "output", "intermediate"]
+# A run that takes longer is stopped (the worker is killed): a hung kernel must not hang us.
+DEFAULT_RUN_TIMEOUT_S = 300.0
 
 
 class LoadError(Exception):
     """A fusion could not be loaded; the message is one line meant for the user."""
+
+
+class ExportError(Exception):
+    """A segment graph could not be exported; the message is one line meant for the user."""
 
 
 @dataclass(frozen=True)
@@ -54,8 +61,14 @@ class Session:
     inputs: list[ValueInfo]
     outputs: list[ValueInfo]
     tensors: dict[str, TensorInfo] = field(default_factory=dict)
+    # The file's text as it was read: what the worker process compiles and runs, so that a
+    # file edited since is not mixed with the loaded one. None for a fusion built in Python.
+    source: str | None = field(default=None, repr=False)
     # Computed on first use (it transforms a clone, which takes a moment on big fusions).
     _schedule: ScheduleResult | None = field(default=None, repr=False)
+    # One compilation per set of options: (CompiledFusion or None, result).
+    _compiled: dict[CompileOptions, tuple[object | None, CompileResult]] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
     def from_definition(
@@ -103,6 +116,60 @@ class Session:
             self._schedule = compute_schedule(self.fd)
         return self._schedule
 
+    # ---- compilation, exports and runs ------------------------------------------------
+    def compiled(self, options: CompileOptions | None = None) -> CompileResult | None:
+        """The compilation for `options` if it was made already, without compiling."""
+        entry = self._compiled.get(options or CompileOptions())
+        return entry[1] if entry is not None else None
+
+    def compile(self, options: CompileOptions | None = None) -> CompileResult:
+        """Segment, schedule, lower and generate CUDA at the file's example inputs (cached per
+        options). Failures are the result's `error`, one line; nothing here raises for them."""
+        options = options or CompileOptions()
+        with self._lock:  # the TUI compiles in a thread; two views may ask at once
+            if options not in self._compiled:
+                self._compiled[options] = _compile(self.fd, options)
+            return self._compiled[options][1]
+
+    def export(self, fmt: str, path: str | Path | None = None, options: CompileOptions | None = None) -> str | bytes:
+        """The segment graph as dot, json, mermaid or svg (written to `path` when given).
+        Raises ExportError (one line) when there is no graph or the format cannot be made."""
+        from engine.errors import EngineError
+        from engine.segment.export import export
+
+        result = self.compile(options)
+        if result.error:
+            raise ExportError(f"no segment graph: {result.error}")
+        cf = self._compiled[options or CompileOptions()][0]
+        sf = getattr(cf, "segmented", None)
+        if sf is None:
+            raise ExportError(result.note or "no segment graph for this fusion")
+        try:
+            return export(sf, fmt, path)
+        except (EngineError, ValueError, OSError) as e:
+            raise ExportError(_one_line(str(e))) from e
+
+    def fusion_source(self) -> str:
+        """The fusion-file text the worker process reads (the file as loaded, else written)."""
+        if self.source is None:
+            from engine import dumps_fusion
+
+            self.source = dumps_fusion(self.fd)
+        return self.source
+
+    def run(self, backend: str = "emulate", options: CompileOptions | None = None, *,
+            profile: bool = False, timeout: float = DEFAULT_RUN_TIMEOUT_S) -> RunResult:
+        """Compile and run the fusion on `backend` in the worker process, validated against
+        the reference evaluator. A crash or hang there is the result's status, never ours."""
+        options = options or CompileOptions()
+        job = RunJob(self.fusion_source(), self.title, options, backend, profile)
+        outcome = worker().call(job, timeout)
+        if outcome.status == "ok":
+            assert isinstance(outcome.value, RunResult)
+            return outcome.value
+        return RunResult(backend=backend, status=outcome.status, message=outcome.message,
+                         options=options, profiled=profile)
+
 
 def _value_info(v: object) -> ValueInfo:
     from engine.ir.tensorview import TensorView
@@ -127,7 +194,12 @@ def load_session(path: str | Path) -> Session:
         fd = load_fusion(str(p))
     except (EngineError, OSError, UnicodeDecodeError) as e:
         raise LoadError(_one_line(f"{type(e).__name__}: {e}")) from e
-    return Session.from_definition(fd, path=p)
+    session = Session.from_definition(fd, path=p)
+    try:
+        session.source = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        pass  # read a moment ago by the engine; if it vanished, fusion_source() writes the fd
+    return session
 
 
 def _one_line(text: str) -> str:
@@ -276,3 +348,618 @@ def _verdicts(trace: Trace) -> list[VerdictInfo]:
 
 def _events(trace: Trace) -> list[EventInfo]:
     return [EventInfo(e.kind, e.subject, e.message, str(e)) for e in trace]
+
+
+# ---- compilation ----------------------------------------------------------------------------
+# compile_fusion segments, schedules, lowers and renders CUDA for the file's example inputs.
+# The result is flattened into plain data here so that views and the CLI never hold engine
+# objects; the CompiledFusion itself stays inside the session (exports need it).
+
+# Trace kinds that are the segmenter's decisions (the rest are per-segment scheduling detail,
+# shown by the Schedule view and `show --why`).
+SEGMENTER_KINDS = ("segment", "forward", "merge")
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """The compile options the debugger lets a user change (a plain mirror of engine Options,
+    hashable so that the session keeps one compilation per set of options)."""
+
+    forwarding: bool = True
+    force_scheduler: str | None = None
+    num_streams: int = 4
+
+    def describe(self) -> str:
+        parts = [f"forwarding {'on' if self.forwarding else 'off'}"]
+        if self.force_scheduler:
+            parts.append(f"scheduler forced to {self.force_scheduler}")
+        parts.append(f"{self.num_streams} streams")
+        return ", ".join(parts)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"forwarding": self.forwarding, "force_scheduler": self.force_scheduler,
+                "num_streams": self.num_streams}
+
+
+@dataclass(frozen=True)
+class SegmentInfo:
+    id: int
+    scheduler: str
+    ops: int  # exprs in the group, forwarded copies included
+    forwarded: int  # of those, exprs replicated from inputs or factories
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    params: str  # nvFuser's heuristic parameter block; "" when the scheduler takes none
+    scheduled_ir: str
+    kernel_name: str | None  # None: no kernel (expr_eval runs through the reference evaluator)
+    cuda_source: str | None
+    kernel_ir: str | None
+    launch: str | None  # nvFuser's "Launch Parameters: ..." line
+    grid: tuple[int, int, int] | None
+    block: tuple[int, int, int] | None
+    shared_mem_bytes: int | None
+    stages: tuple[tuple[str, str], ...]  # lowering stage name -> text, in pipeline order
+
+    @property
+    def name(self) -> str:
+        return f"g{self.id}"
+
+    @property
+    def is_kernel(self) -> bool:
+        return self.cuda_source is not None
+
+    @property
+    def kernel_source(self) -> str:
+        """The generated kernel without the runtime headers inlined ahead of it (which are
+        the same for every kernel and make up most of the text)."""
+        if self.cuda_source is None:
+            return ""
+        i = self.cuda_source.rfind('extern "C" __global__')
+        return self.cuda_source[i:] if i >= 0 else self.cuda_source
+
+    @property
+    def runtime_lines(self) -> int:
+        """Lines of runtime headers ahead of the kernel."""
+        if self.cuda_source is None:
+            return 0
+        return self.cuda_source.count("\n") - self.kernel_source.count("\n")
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "id": self.id, "scheduler": self.scheduler, "ops": self.ops, "forwarded": self.forwarded,
+            "inputs": list(self.inputs), "outputs": list(self.outputs), "params": self.params,
+            "kernel_name": self.kernel_name, "launch": self.launch,
+            "grid": list(self.grid) if self.grid else None, "block": list(self.block) if self.block else None,
+            "shared_mem_bytes": self.shared_mem_bytes,
+        }
+
+
+@dataclass(frozen=True)
+class EdgeInfo:
+    """Tensors that segment `producer` writes to global memory and `consumer` reads."""
+
+    producer: int
+    consumer: int
+    tensors: tuple[str, ...]
+    bytes: int
+
+
+@dataclass(frozen=True)
+class DecisionInfo:
+    """One segmenter decision: a merge attempt, a forwarded chain, a segment formed."""
+
+    kind: str  # "merge", "forward", "segment"
+    subject: str
+    message: str
+    accepted: bool | None  # merges: whether it merged; None for other kinds
+    refusals: tuple[str, ...]  # a refused merge: "scheduler: reason" for every scheduler
+
+    @property
+    def text(self) -> str:
+        return f"[{self.kind}] {self.subject}: {_one_line(self.message)}"
+
+
+@dataclass(frozen=True)
+class CompileResult:
+    """A compilation of the session's fusion at its example inputs; `error` says why there is
+    none (one line). Segments are in run order."""
+
+    options: CompileOptions
+    segments: list[SegmentInfo]
+    edges: list[EdgeInfo]
+    decisions: list[DecisionInfo]
+    segmented_text: str  # nvFuser's Segmented_Fusion dump; "" without a segmenter run
+    host_ir: str | None  # None while the engine has no host-IR program
+    compile_time_s: float
+    error: str | None = None
+    note: str = ""  # e.g. why there is no segment graph (a user-scheduled fusion)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def boundary_bytes(self) -> int:
+        return sum(e.bytes for e in self.edges)
+
+    def segment(self, sid: int) -> SegmentInfo:
+        for s in self.segments:
+            if s.id == sid:
+                return s
+        known = ", ".join(str(s.id) for s in self.segments) or "none"
+        raise KeyError(f"no segment {sid} (segments: {known})")
+
+    def summary(self) -> str:
+        """`show --segments`: segments, edges with bytes, and the segmenter's decisions."""
+        if self.error:
+            return f"No compilation: {self.error}\n"
+        out = [f"{len(self.segments)} segment(s) ({self.options.describe()}); "
+               f"{human_bytes(self.boundary_bytes)} cross segment boundaries", ""]
+        if self.note:
+            out += [self.note, ""]
+        out.append("Segments (run order):")
+        for s in self.segments:
+            fwd = f" ({s.forwarded} forwarded)" if s.forwarded else ""
+            kernel = s.kernel_name or "no kernel"
+            out.append(f"  g{s.id:<3} {s.scheduler:<22} {s.ops:>3} ops{fwd}  in: {', '.join(s.inputs) or '-'}"
+                       f"  out: {', '.join(s.outputs) or '-'}  [{kernel}]")
+        if self.edges:
+            out += ["", "Edges (through global memory):"]
+            out += [f"  g{e.producer} -> g{e.consumer}  {', '.join(e.tensors)}  {human_bytes(e.bytes)}"
+                    for e in self.edges]
+        if self.decisions:
+            out += ["", "Segmenter decisions:"]
+            for d in self.decisions:
+                out.append(f"  {d.text}")
+                out += [f"      {r}" for r in d.refusals]
+        if self.segmented_text:
+            out += ["", self.segmented_text.rstrip("\n")]
+        return "\n".join(out) + "\n"
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "options": self.options.to_dict(),
+            "error": self.error,
+            "note": self.note or None,
+            "compile_time_s": round(self.compile_time_s, 4),
+            "segments": [s.to_dict() for s in self.segments],
+            "edges": [{"producer": e.producer, "consumer": e.consumer, "tensors": list(e.tensors),
+                       "bytes": e.bytes} for e in self.edges],
+            "boundary_bytes": self.boundary_bytes,
+            "decisions": [{"kind": d.kind, "subject": d.subject, "message": d.message,
+                           "accepted": d.accepted, "refusals": list(d.refusals)} for d in self.decisions],
+            "segmented_fusion": self.segmented_text or None,
+            "host_ir": self.host_ir,
+        }
+
+
+def human_bytes(n: int | None) -> str:
+    if n is None:
+        return "-"
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
+def _engine_options(options: CompileOptions) -> object:
+    from engine.config import Options
+
+    return Options(forwarding=options.forwarding, force_scheduler=options.force_scheduler,
+                   num_streams=options.num_streams)
+
+
+def _compile(fd: FusionDefinition, options: CompileOptions) -> tuple[object | None, CompileResult]:
+    """(CompiledFusion or None, its flattened result); every failure becomes `error`."""
+    import time
+
+    from engine.compile import compile_fusion
+
+    start = time.perf_counter()
+    try:
+        xs = fd.example_inputs(device="cpu", seed=0)
+    except FusionDefinitionError as e:
+        return None, _failed_compile(options, f"no example inputs: {_one_line(str(e))}")
+    except Exception as e:  # building tensors from the file's specs can fail in many ways
+        return None, _failed_compile(
+            options, f"could not build the example inputs: {type(e).__name__}: {_one_line(str(e))}")
+    try:
+        cf = compile_fusion(fd, xs, _engine_options(options))
+    except Exception as e:  # EngineError or a bug in a stage: either way one line for the user
+        return None, _failed_compile(options, f"{type(e).__name__}: {_one_line(str(e))}",
+                                     time.perf_counter() - start)
+    return cf, _flatten(cf, options, time.perf_counter() - start)
+
+
+def _failed_compile(options: CompileOptions, error: str, seconds: float = 0.0) -> CompileResult:
+    return CompileResult(options, [], [], [], "", None, seconds, error=error)
+
+
+def _flatten(cf: object, options: CompileOptions, seconds: float) -> CompileResult:
+    from engine.compile import CompiledFusion
+
+    assert isinstance(cf, CompiledFusion)
+    sf = cf.segmented
+    groups = {g.id: g for g in sf.groups} if sf is not None else {}
+    segments = []
+    for seg in cf.segments:
+        g = groups.get(seg.id)
+        launch = seg.launch
+        segments.append(SegmentInfo(
+            id=seg.id,
+            scheduler=str(seg.scheduler),
+            ops=len(g.exprs) if g is not None else len(seg.fusion.exprs()),
+            forwarded=len(g.forwarded_exprs) if g is not None else 0,
+            inputs=tuple(seg.inputs),
+            outputs=tuple(seg.outputs),
+            params=str(seg.params) if seg.params is not None else "",
+            scheduled_ir=seg.scheduled_ir,
+            kernel_name=seg.kernel_name,
+            cuda_source=seg.cuda_source,
+            kernel_ir=seg.kernel_ir,
+            launch=str(launch) if launch is not None else None,
+            grid=tuple(launch.grid) if launch is not None else None,
+            block=tuple(launch.block) if launch is not None else None,
+            shared_mem_bytes=launch.shared_mem_bytes if launch is not None else None,
+            stages=tuple(seg.stages.items()),
+        ))
+    edges: list[EdgeInfo] = []
+    if sf is not None:
+        # The networkx view joins parallel edges (several tensors between two segments).
+        graph = sf.to_networkx()
+        edges = [EdgeInfo(a, b, tuple(d["tensors"]), int(d["bytes"])) for a, b, d in graph.edges(data=True)]
+    decisions = [_decision(e) for e in cf.trace if e.kind in SEGMENTER_KINDS]
+    # The host-IR program is being added to the engine; show it once CompiledFusion has it.
+    host_ir = getattr(cf, "host_ir", None)
+    note = "" if sf is not None else (
+        "No segment graph: the segmenter did not run (a user-scheduled fusion runs as written, one segment).")
+    return CompileResult(
+        options=options, segments=segments, edges=edges, decisions=decisions,
+        segmented_text=str(sf) if sf is not None else "",
+        host_ir=str(host_ir) if host_ir is not None else None,
+        compile_time_s=seconds, note=note,
+    )
+
+
+def _decision(e: object) -> DecisionInfo:
+    from engine.trace import Event
+
+    assert isinstance(e, Event)
+    accepted = e.data.get("accepted") if e.kind == "merge" else None
+    refusals: tuple[str, ...] = ()
+    if accepted is False:
+        refusals = tuple(
+            f"{v['scheduler']}: {v.get('reason') or 'rejected'}"
+            for v in e.data.get("verdicts", []) if not v.get("accepted")
+        )
+    return DecisionInfo(e.kind, e.subject, e.message, accepted if isinstance(accepted, bool) else None, refusals)
+
+
+# ---- execution --------------------------------------------------------------------------------
+# Runs happen in the worker process (fusescope/worker.py): the emulator loads generated native
+# code and a GPU kernel may fault, and neither may take the debugger down. The job carries the
+# fusion's text (not engine objects) and the child compiles it itself, caching per options.
+
+BACKENDS = ("emulate", "reference", "cuda")
+RunStatus = Literal["ok", "mismatch", "error", "crashed", "timeout"]
+
+
+@dataclass(frozen=True)
+class RunJob:
+    source: str  # fusion-file text
+    filename: str  # for error messages
+    options: CompileOptions
+    backend: str
+    profile: bool
+
+
+@dataclass(frozen=True)
+class SegmentRun:
+    """One segment's figures in a run. Errors are measured at the segment's outputs against
+    the reference evaluator fed the reference's own values, so an error upstream shows in
+    every segment downstream of it: the first segment with an error is the culprit."""
+
+    segment: int
+    scheduler: str
+    kernel: str | None
+    time_ms: float | None
+    bytes: int | None  # read + written by the segment (each distinct element once)
+    gbps: float | None  # only from a GPU profile: an emulator's speed says nothing of the GPU
+    peak_fraction: float | None
+    max_error: float | None
+    registers: int | None
+    occupancy: float | None
+    note: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class OutputCheck:
+    name: str
+    max_error: float
+    tolerance: float  # the largest error allowed at the largest reference magnitude
+    ok: bool
+    note: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    backend: str
+    status: RunStatus
+    message: str  # one line: what happened
+    options: CompileOptions
+    profiled: bool
+    segments: tuple[SegmentRun, ...] = ()
+    outputs: tuple[OutputCheck, ...] = ()
+    timing: str = ""  # what time_ms measures
+    device: str = ""
+    wall_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def total_ms(self) -> float | None:
+        times = [s.time_ms for s in self.segments if s.time_ms is not None]
+        return sum(times) if times else None
+
+    def report(self) -> str:
+        """`fusescope run`'s text: a line per segment, a line per output, the verdict."""
+        out = [f"backend {self.backend} ({self.device or 'no device'}); {self.options.describe()}"]
+        if self.segments:
+            out.append(f"time: {self.timing}")
+            out.append(f"{'seg':<4} {'scheduler':<22} {'time':>10} {'bytes':>10} {'GB/s':>8} {'%peak':>6} "
+                       f"{'max err':>9} {'regs':>5} {'occ':>5}")
+            for s in self.segments:
+                out.append(
+                    f"g{s.segment:<3} {s.scheduler:<22} {fmt_ms(s.time_ms):>10} {human_bytes(s.bytes):>10} "
+                    f"{_fmt(s.gbps, '{:.1f}'):>8} {_fmt(s.peak_fraction, '{:.1%}'):>6} "
+                    f"{_fmt(s.max_error, '{:.2e}'):>9} {_fmt(s.registers, '{}'):>5} "
+                    f"{_fmt(s.occupancy, '{:.0%}'):>5}" + (f"  {s.note}" if s.note else ""))
+            out.append(f"total {fmt_ms(self.total_ms)}")
+        for o in self.outputs:
+            verdict = "ok" if o.ok else "MISMATCH"
+            out.append(f"output {o.name}: max error {o.max_error:.3e} (tolerance {o.tolerance:.1e}) {verdict}"
+                       + (f"  {o.note}" if o.note else ""))
+        out.append(f"{self.status}: {self.message}")
+        return "\n".join(out) + "\n"
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "backend": self.backend, "status": self.status, "message": self.message,
+            "options": self.options.to_dict(), "profiled": self.profiled, "timing": self.timing,
+            "device": self.device, "wall_s": round(self.wall_s, 4),
+            "segments": [s.to_dict() for s in self.segments],
+            "outputs": [o.to_dict() for o in self.outputs],
+        }
+
+
+def fmt_ms(ms: float | None) -> str:
+    if ms is None:
+        return "-"
+    return f"{ms * 1e3:.1f} us" if ms < 1 else f"{ms:.3f} ms"
+
+
+def _fmt(v: float | int | None, spec: str) -> str:
+    return "-" if v is None else spec.format(v)
+
+
+_WORKER: object | None = None
+_WORKER_LOCK = threading.Lock()
+
+
+def worker() -> Any:
+    """The session-wide worker process (started on first use, restarted after a crash)."""
+    global _WORKER
+    from fusescope.worker import Worker
+
+    with _WORKER_LOCK:
+        if _WORKER is None:
+            _WORKER = Worker(execute_job)
+        return _WORKER
+
+
+def shutdown_worker() -> None:
+    global _WORKER
+    with _WORKER_LOCK:
+        if _WORKER is not None:
+            _WORKER.stop()  # type: ignore[attr-defined]
+            _WORKER = None
+
+
+# In the worker process: compilations of the fusions it has been sent, by (text, options).
+_CHILD_CACHE: dict[tuple[str, CompileOptions], tuple[Any, Any, list[Any]]] = {}
+
+
+def execute_job(job: RunJob) -> RunResult:
+    """The worker's job (runs in the child): compile, run, validate, optionally profile."""
+    import time
+
+    from engine import loads_fusion
+    from engine.errors import EngineError
+
+    start = time.perf_counter()
+
+    def failed(message: str) -> RunResult:
+        return RunResult(job.backend, "error", message, job.options, job.profile,
+                         wall_s=time.perf_counter() - start)
+
+    if job.backend not in BACKENDS:
+        return failed(f"unknown back end {job.backend!r}; choose one of {', '.join(BACKENDS)}")
+    key = (job.source, job.options)
+    if key not in _CHILD_CACHE:
+        try:
+            fd = loads_fusion(job.source, job.filename)
+        except EngineError as e:
+            return failed(_one_line(f"{type(e).__name__}: {e}"))
+        cf, result = _compile(fd, job.options)
+        if cf is None:
+            return failed(f"compilation failed: {result.error}")
+        _CHILD_CACHE[key] = (fd, cf, fd.example_inputs(device="cpu", seed=0))
+    fd, cf, xs = _CHILD_CACHE[key]
+    try:
+        return _run_compiled(fd, cf, xs, job, start)
+    except EngineError as e:
+        return failed(_one_line(f"{type(e).__name__}: {e}"))
+
+
+def _run_compiled(fd: Any, cf: Any, xs: list[Any], job: RunJob, start: float) -> RunResult:
+    import time
+
+    import torch
+
+    from engine.compile_stages import bind_env
+    from engine.errors import ExecutionError
+    from engine.reference import evaluate
+    from engine.runtime.profiler import tensor_bytes
+
+    backend = job.backend
+    if backend == "cuda" and not torch.cuda.is_available():
+        raise ExecutionError("the cuda back end needs a GPU (torch sees none here); use emulate or reference")
+    device = torch.device("cuda") if backend == "cuda" else torch.device("cpu")
+    xs_dev = [x.to(device) if isinstance(x, torch.Tensor) else x for x in xs]
+
+    # The segments run in order on the back end, each fed what the back end produced before
+    # (as CompiledFusion.run does); the reference runs alongside, segment by segment, so that
+    # each segment's outputs can be compared. Done here rather than through cf.run because
+    # cf.run hands back only the fusion's outputs.
+    env = bind_env(cf.fusion, xs)
+    got: dict[int, Any] = {id(v): x for v, x in zip(cf.fusion.inputs, xs_dev)}
+    want: dict[int, Any] = {id(v): x for v, x in zip(cf.fusion.inputs, xs)}
+
+    def lookup(values: dict[int, Any], v: Any, where: str) -> Any:
+        if id(v) in values:
+            return values[id(v)]
+        try:
+            return v.evaluate(env)  # a scalar segment input: an extent or a constant
+        except (AttributeError, KeyError):
+            raise ExecutionError(f"{getattr(v, 'short_name', v)} is needed by {where} but nothing produced it") from None
+
+    seg_rows: dict[int, dict[str, Any]] = {}
+    for seg in cf.segments:
+        where = f"segment {seg.id}"
+        args = [lookup(got, v, where) for v in seg.input_vals]
+        ref_args = [lookup(want, v, where) for v in seg.input_vals]
+        t0 = time.perf_counter()
+        try:
+            ref_outs = seg.run(ref_args, "reference")
+        except Exception as e:
+            raise ExecutionError(f"segment {seg.id}: the reference failed: {type(e).__name__}: {e}") from e
+        if backend == "reference":
+            outs = ref_outs
+        else:
+            t0 = time.perf_counter()
+            try:
+                outs = seg.run(args, backend)
+                if backend == "cuda":
+                    torch.cuda.synchronize()
+            except ExecutionError as e:
+                raise ExecutionError(f"segment {seg.id} ({seg.kernel_name or seg.scheduler}): {e}") from e
+        ms = (time.perf_counter() - t0) * 1e3
+        errs = [_compare(o, r)[0] for o, r in zip(outs, ref_outs) if isinstance(r, torch.Tensor)]
+        nbytes = sum(tensor_bytes(t) for t in [*args, *outs] if isinstance(t, torch.Tensor))
+        seg_rows[seg.id] = {"time_ms": ms, "bytes": nbytes, "max_error": max(errs) if errs else None}
+        for v, o, r in zip(seg.output_vals, outs, ref_outs):
+            got[id(v)] = o
+            want[id(v)] = r
+    finals = [lookup(got, v, "the fusion's outputs") for v in cf.fusion.outputs]
+
+    # The fusion's outputs are checked against the reference evaluator on the whole,
+    # unsegmented fusion: that also catches a wrong cut between segments.
+    refs = evaluate(fd.fusion, xs)
+    checks = []
+    for v, o, r in zip(fd.fusion.outputs, finals, refs):
+        if not isinstance(r, torch.Tensor):
+            continue
+        err, tol, ok, note = _check(o, r)
+        checks.append(OutputCheck(getattr(v, "short_name", str(v)), err, tol, ok, note))
+
+    profiles: dict[str, Any] = {}
+    timing = {"emulate": "host wall time of each emulated launch (says nothing about a GPU)",
+              "reference": "host wall time of the reference evaluator (torch on the CPU)",
+              "cuda": "host wall time of each launch until synchronized (no --profile)"}[backend]
+    dev_name = {"emulate": "CPU emulator (g++)", "reference": "torch CPU reference"}.get(backend, "")
+    if job.profile and backend in ("emulate", "cuda"):
+        profiles = {p.name: p for p in cf.profile(xs_dev, backend)}
+        timing = ("CUDA events, median of 20 launches after warm-up" if backend == "cuda"
+                  else "emulator wall time of one launch (says nothing about a GPU)")
+    if backend == "cuda":
+        dev_name = torch.cuda.get_device_name(device)
+
+    rows = []
+    for seg in cf.segments:
+        r = seg_rows[seg.id]
+        p = profiles.get(seg.kernel_name or "")
+        note = "" if seg.is_kernel else "no kernel (reference evaluator)"
+        rows.append(SegmentRun(
+            segment=seg.id, scheduler=str(seg.scheduler), kernel=seg.kernel_name,
+            time_ms=p.time_ms if p is not None else r["time_ms"],
+            bytes=(p.bytes_total if p is not None and p.bytes_total is not None else r["bytes"]),
+            gbps=p.gbps if p is not None else None,
+            peak_fraction=p.peak_fraction if p is not None else None,
+            max_error=r["max_error"],
+            registers=p.registers if p is not None else None,
+            occupancy=p.occupancy if p is not None else None,
+            note=note,
+        ))
+    bad = [c for c in checks if not c.ok]
+    if bad:
+        status: RunStatus = "mismatch"
+        message = "; ".join(f"{c.name} differs from the reference by {c.max_error:.3e} (tolerance {c.tolerance:.1e})"
+                            for c in bad)
+    else:
+        status = "ok"
+        message = f"{len(checks)} output(s) match the reference"
+    return RunResult(backend, status, message, job.options, bool(profiles), tuple(rows), tuple(checks),
+                     timing, dev_name, time.perf_counter() - start)
+
+
+def _compare(out: Any, ref: Any) -> tuple[float, str]:
+    """(max absolute error, note). NaN where the reference has NaN counts as equal; values
+    that cannot be subtracted (fp4, shapes that differ) are compared bit for bit."""
+    import torch
+
+    out = out.detach().cpu()
+    ref = ref.detach().cpu()
+    if out.shape != ref.shape:
+        return float("inf"), f"shape {tuple(out.shape)} vs reference {tuple(ref.shape)}"
+    try:
+        a, b = out.double(), ref.double()
+    except (RuntimeError, TypeError):
+        a8 = out.contiguous().view(torch.uint8)
+        b8 = ref.contiguous().view(torch.uint8)
+        diff = int((a8 != b8).sum())
+        return float(diff), f"compared bit for bit: {diff} byte(s) differ" if diff else "bit-exact"
+    same = (a == b) | (torch.isnan(a) & torch.isnan(b))
+    if bool(same.all()):
+        return 0.0, ""
+    d = (a - b).abs()
+    d = torch.where(same, torch.zeros_like(d), d)
+    d = torch.nan_to_num(d, nan=float("inf"))
+    return float(d.max()), ""
+
+
+def _check(out: Any, ref: Any) -> tuple[float, float, bool, str]:
+    """(max error, tolerance, ok, note): floats within the engine's test tolerance (1e-5 for
+    float/double, 1e-2 for narrower floats, scaled by the reference's magnitude), the rest exact."""
+    import torch
+
+    err, note = _compare(out, ref)
+    if not ref.dtype.is_floating_point or ref.element_size() < 2 or note:
+        return err, 0.0, err == 0.0, note
+    tol = 1e-5 if ref.dtype in (torch.float32, torch.float64) else 1e-2
+    finite = ref.detach().cpu().double()
+    finite = finite[torch.isfinite(finite)]
+    scale = max(1.0, float(finite.abs().max())) if finite.numel() else 1.0
+    bound = tol * scale
+    # The engine's tests allow rtol * |ref| + atol per element; the largest that can be is
+    # 2 * tol * scale, and a per-element check is what decides.
+    ok = bool(torch.isclose(out.detach().cpu().double(), ref.detach().cpu().double(), rtol=tol, atol=bound,
+                            equal_nan=True).all())
+    return err, bound, ok, ""

@@ -1,0 +1,135 @@
+"""The session's compilations and runs (model.py), and the worker process that runs them."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+
+from fusescope import samples
+from fusescope.model import CompileOptions, Session, _check, load_session
+from fusescope.worker import Worker
+from tests.fusescope.fusions import build_seed001
+from tests.fusescope.worker_jobs import dispatch
+
+
+def sample(name: str) -> Path:
+    path = samples.resolve(name)
+    if not path.exists():
+        pytest.skip(f"bundled sample {name} is missing")
+    return path
+
+
+@pytest.fixture(scope="module")
+def worker() -> Iterator[Worker]:
+    w = Worker(dispatch)
+    yield w
+    w.stop()
+
+
+def test_worker_survives_errors_crashes_and_hangs(worker: Worker) -> None:
+    ok = worker.call("echo", timeout=60)
+    assert ok.status == "ok" and ok.value[:2] == ("echo", "echo")
+    first_pid = ok.value[2]
+    assert first_pid != os.getpid() and worker.started == 1
+
+    err = worker.call("fail", timeout=60)
+    assert err.status == "error" and err.message == "ValueError: bad job | second line"
+    assert "Traceback" in err.details
+    assert worker.call("echo", timeout=60).value[2] == first_pid  # an error keeps the worker
+
+    dead = worker.call("crash", timeout=60)
+    assert dead.status == "crashed"
+    assert dead.message.startswith("the worker process died (signal SIGABRT) during the run")
+    again = worker.call("echo", timeout=60)
+    assert again.status == "ok" and again.value[2] != first_pid and worker.started == 2
+
+    hung = worker.call("hang", timeout=1)
+    assert hung.status == "timeout" and "longer than 1 s" in hung.message
+    assert not worker.alive
+    assert worker.call("echo", timeout=60).status == "ok" and worker.started == 3
+
+
+# ---- compilations --------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def cross_entropy() -> Session:
+    return load_session(sample("cross_entropy"))
+
+
+def test_compile_cross_entropy_gives_three_segments_and_the_merge_log(cross_entropy: Session) -> None:
+    result = cross_entropy.compile()
+    assert result.ok and cross_entropy.compile() is result  # cached per options
+    assert [(s.id, s.scheduler) for s in result.segments] == [
+        (0, "inner_persistent"), (1, "pointwise"), (2, "reduction")]
+    assert [(e.producer, e.consumer, e.tensors) for e in result.edges] == [(0, 1, ("T11",)), (1, 2, ("T13",))]
+    assert result.edges[0].bytes == 12800
+    s0 = result.segment(0)
+    assert s0.kernel_name == "nvfuser_inner_persistent_f0_c0_r0_g0" and s0.ops == 10
+    assert s0.kernel_source.startswith('extern "C" __global__ void ')
+    assert "nvfuser_inner_persistent_f0_c0_r0_g0(Tensor<float, 2, 2> T0" in s0.kernel_source
+    assert s0.cuda_source is not None and s0.cuda_source.endswith(s0.kernel_source)
+    assert s0.runtime_lines > 100  # the runtime headers ahead of the kernel
+    assert s0.launch is not None and s0.launch.startswith("Launch Parameters: BlockDim.x = ")
+    assert "===== Reduction Parameters ========" in s0.params
+    assert dict(s0.stages).keys() >= {"loop_nests", "kernel_ir"}
+    refused = [d for d in result.decisions if d.kind == "merge" and d.accepted is False]
+    assert refused and all(d.refusals for d in refused)
+    assert any(r.startswith("pointwise: ") for r in refused[0].refusals)
+    assert result.segmented_text.startswith("Segmented_Fusion Dump: -- fusion segments:")
+    with pytest.raises(KeyError, match=r"no segment 7 \(segments: 0, 1, 2\)"):
+        result.segment(7)
+
+
+def test_a_compile_failure_is_one_line() -> None:
+    # Built in Python, without an `inputs = [...]` list: nothing to compile for.
+    session = Session.from_definition(build_seed001(), title="seed001")
+    result = session.compile()
+    assert not result.ok and result.segments == []
+    assert result.error is not None and result.error.startswith("no example inputs: ")
+    assert "\n" not in result.error
+    assert result.summary() == f"No compilation: {result.error}\n"
+    run = session.run("emulate")
+    assert run.status == "error" and run.message.startswith("compilation failed: no example inputs")
+
+
+def test_options_make_a_separate_compilation(cross_entropy: Session) -> None:
+    forced = cross_entropy.compile(CompileOptions(force_scheduler="pointwise"))
+    assert forced is not cross_entropy.compile()
+    assert forced.options.force_scheduler == "pointwise"
+    assert cross_entropy.compiled(CompileOptions(force_scheduler="pointwise")) is forced
+
+
+# ---- runs --------------------------------------------------------------------------------------
+def test_run_on_the_emulator_validates_each_segment(cross_entropy: Session) -> None:
+    result = cross_entropy.run("emulate", profile=True)
+    assert result.status == "ok", result.message
+    assert [s.segment for s in result.segments] == [0, 1, 2]
+    assert all(s.max_error is not None and s.max_error < 1e-4 for s in result.segments)
+    assert all(s.time_ms is not None and s.time_ms > 0 and s.bytes for s in result.segments)
+    assert result.profiled and "emulator" in result.timing
+    assert [o.name for o in result.outputs] == ["T16"] and result.outputs[0].ok
+    assert "ok: 1 output(s) match the reference" in result.report()
+
+
+def test_run_on_cuda_without_a_gpu_says_so(cross_entropy: Session) -> None:
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    result = cross_entropy.run("cuda")
+    assert result.status == "error" and "needs a GPU" in result.message
+    assert result.segments == ()
+
+
+def test_check_flags_a_mismatch_and_tolerates_rounding() -> None:
+    ref = torch.linspace(-2, 2, 100)
+    err, tol, ok, _ = _check(ref + 1e-7, ref)
+    assert ok and err == pytest.approx(1e-7, rel=0.5) and tol == pytest.approx(2e-5)
+    bad = ref.clone()
+    bad[3] += 0.5
+    err, _, ok, _ = _check(bad, ref)
+    assert not ok and err == pytest.approx(0.5)
+    nan = torch.tensor([float("nan"), 1.0])
+    assert _check(nan.clone(), nan)[2]  # NaN where the reference has NaN is a match
+    assert not _check(torch.tensor([1, 2]), torch.tensor([1, 3]))[2]  # integers are exact
