@@ -89,8 +89,15 @@ class ForLoop(Stmt):
             out.append(f"{p}#pragma unroll")
         if self.kind == "block_strided":
             tid = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
-            out.append(f"{p}for (nvfuser_index_t {self.var} = {tid}; {self.var} < {self.extent}; "
-                       f"{self.var} += {self.threads}) {{")
+            if self.extent % self.threads == 0:
+                # A known trip count: unrolled, each thread's loads are all in flight at once.
+                trips = self.extent // self.threads
+                out.append(f"{p}#pragma unroll")
+                out.append(f"{p}for (nvfuser_index_t {self.var}_k = 0; {self.var}_k < {trips}; ++{self.var}_k) {{")
+                out.append(f"{p}  const nvfuser_index_t {self.var} = {tid} + {self.var}_k * {self.threads};")
+            else:
+                out.append(f"{p}for (nvfuser_index_t {self.var} = {tid}; {self.var} < {self.extent}; "
+                           f"{self.var} += {self.threads}) {{")
         else:
             out.append(f"{p}for (nvfuser_index_t {self.var} = 0; {self.var} < {self.extent}; ++{self.var}) {{")
         for s in self.body:
