@@ -31,11 +31,33 @@ from engine.lower.loops import in_tvs
 
 @dataclass(frozen=True)
 class Ix:
-    """An index as C text and the half-open range of values it takes."""
+    """An index as C text and the half-open range of values it takes.
+
+    `parts` remembers that the index is `outer * factor + inner` with inner in [0, factor)
+    (a split's input): dividing or taking the remainder by a multiple of `factor` then
+    leaves `inner` alone, so a vectorized or unrolled position stays a trailing `+ v`.
+    """
 
     term: cexpr.Term
     lo: int
     hi: int
+    parts: tuple[cexpr.Term, cexpr.Term, int] | None = None
+
+
+def _div_mod(x: Ix, n: int) -> tuple[Ix, Ix]:
+    """x / n and x % n, simplified through x's split parts when n is a multiple of the factor."""
+    outer_hi = _floordiv(x.hi - 1, n) + 1
+    inner_hi = min(n, x.hi) if x.lo >= 0 else n
+    if x.parts is not None and x.lo >= 0:
+        o, i, f = x.parts
+        if n % f == 0:
+            q = n // f
+            rem = cexpr.mod(o, q)
+            inner = cexpr.add(cexpr.mul(rem, f), i)
+            return (Ix(cexpr.div(o, q), _floordiv(x.lo, n), outer_hi),
+                    Ix(inner, 0, inner_hi, (rem, i, f)))
+    return (Ix(cexpr.div(x.term, n), _floordiv(x.lo, n), outer_hi),
+            Ix(cexpr.mod(x.term, n), 0, inner_hi))
 
 
 class Extents:
@@ -142,14 +164,13 @@ def _backward(t: IdTransform, k: dict[IterDomain, Ix], ext: Extents) -> None:
     if isinstance(t, Split):
         o, i = k[t.outer], k[t.inner]
         n = ext.of(t.inner)
+        parts = (o.term, i.term, n) if i.lo >= 0 and i.hi <= n else None
         k.setdefault(t.in_id, Ix(cexpr.add(cexpr.mul(o.term, n), i.term),
-                                 o.lo * n + i.lo, (o.hi - 1) * n + i.hi))
+                                 o.lo * n + i.lo, (o.hi - 1) * n + i.hi, parts))
     elif isinstance(t, Merge):
-        x = k[t.out]
-        n = ext.of(t.inner)
-        k.setdefault(t.outer, Ix(cexpr.div(x.term, n), _floordiv(x.lo, n), _floordiv(x.hi - 1, n) + 1))
-        inner_hi = min(n, x.hi) if x.lo >= 0 else n
-        k.setdefault(t.inner, Ix(cexpr.mod(x.term, n), 0, inner_hi))
+        outer, inner = _div_mod(k[t.out], ext.of(t.inner))
+        k.setdefault(t.outer, outer)
+        k.setdefault(t.inner, inner)
     elif isinstance(t, Resize):
         x = k[t.out]
         left = ext.value(t.left)
@@ -160,15 +181,15 @@ def _backward(t: IdTransform, k: dict[IterDomain, Ix], ext: Extents) -> None:
 
 def _forward(t: IdTransform, k: dict[IterDomain, Ix], ext: Extents) -> None:
     if isinstance(t, Split):
-        x = k[t.in_id]
-        n = ext.of(t.inner)
-        k.setdefault(t.outer, Ix(cexpr.div(x.term, n), _floordiv(x.lo, n), _floordiv(x.hi - 1, n) + 1))
-        k.setdefault(t.inner, Ix(cexpr.mod(x.term, n), 0, min(n, x.hi) if x.lo >= 0 else n))
+        outer, inner = _div_mod(k[t.in_id], ext.of(t.inner))
+        k.setdefault(t.outer, outer)
+        k.setdefault(t.inner, inner)
     elif isinstance(t, Merge):
         o, i = k[t.outer], k[t.inner]
         n = ext.of(t.inner)
+        parts = (o.term, i.term, n) if i.lo >= 0 and i.hi <= n else None
         k.setdefault(t.out, Ix(cexpr.add(cexpr.mul(o.term, n), i.term),
-                               o.lo * n + i.lo, (o.hi - 1) * n + i.hi))
+                               o.lo * n + i.lo, (o.hi - 1) * n + i.hi, parts))
     elif isinstance(t, Resize):
         x = k[t.in_id]
         left = ext.value(t.left)
