@@ -5,15 +5,24 @@
     fusescope show FILE --transforms TV   print a TensorView's transform block
     fusescope show FILE --schedule    scheduler verdicts, the accepting scheduler, params, scheduled IR
     fusescope show FILE --why         the scheduling decisions (verdicts, heuristics), one per line
+    fusescope show FILE --segments    segments, edges with bytes, the segmenter's decisions
+    fusescope show FILE --cuda [--segment N]        generated CUDA source
+    fusescope show FILE --kernel-ir [--segment N]   kernel IR
+    fusescope show FILE --host-ir     the host-IR program (once the engine has one)
+    fusescope run FILE [--backend emulate|reference|cuda] [--profile] [--json]
+    fusescope export FILE --format dot|json|mermaid|svg -o OUT
     fusescope list                    list the bundled samples
 
 FILE is a path or the name of a bundled sample. Mistakes a user can make (a missing file, a
 malformed fusion, an unknown tensor) print one line and exit 2; only --debug shows tracebacks.
+`run` exits 0 when every output matches the reference, 3 on a mismatch, 4 when the run failed
+(an execution error, a crash or a timeout of the worker process, no GPU for cuda).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Sequence
@@ -23,7 +32,11 @@ from fusescope import samples
 
 EXIT_USAGE = 2
 EXIT_INTERNAL = 1
-SUBCOMMANDS = ("show", "list")
+EXIT_MISMATCH = 3
+EXIT_RUN_FAILED = 4
+SUBCOMMANDS = ("show", "list", "run", "export")
+BACKENDS = ("emulate", "reference", "cuda")  # model.BACKENDS; repeated so --help needs no engine
+EXPORT_FORMATS = ("dot", "json", "mermaid", "svg")
 
 
 class CliError(Exception):
@@ -34,7 +47,8 @@ def _top_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="fusescope",
         description="Interactive debugger for the engine's fusions.",
-        epilog="commands: show FILE --ir | --transforms TV | --schedule | --why;  list.  "
+        epilog="commands: show FILE --ir | --transforms TV | --schedule | --why | --segments | --cuda | "
+        "--kernel-ir | --host-ir;  run FILE [--backend B] [--profile];  export FILE --format F -o OUT;  list.  "
         "FILE may be a path or a bundled sample's name (see `fusescope list`).",
     )
     p.add_argument("file", nargs="?", help="fusion file to open (default: the bundled seed-001 sample)")
@@ -57,6 +71,56 @@ def _show_parser() -> argparse.ArgumentParser:
     what.add_argument(
         "--why", action="store_true", help="the scheduling decisions: verdicts and heuristic derivations"
     )
+    what.add_argument(
+        "--segments", action="store_true",
+        help="the compiled segments (scheduler, ops, inputs, outputs), the edges between them with "
+        "their bytes, the segmenter's decisions and nvFuser's Segmented_Fusion dump",
+    )
+    what.add_argument("--cuda", action="store_true", help="the generated CUDA source of each kernel")
+    what.add_argument("--kernel-ir", action="store_true", help="the kernel IR of each kernel")
+    what.add_argument("--host-ir", action="store_true", help="the host-IR program (when the engine has one)")
+    p.add_argument("--segment", type=int, metavar="N", help="with --cuda or --kernel-ir: only segment N")
+    p.add_argument("--json", action="store_true",
+                   help="machine-readable output (with --segments, --cuda, --kernel-ir, --host-ir)")
+    _add_compile_options(p)
+    p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    return p
+
+
+def _add_compile_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-forwarding", action="store_true",
+                   help="compile with the segmenter's input forwarding off")
+    p.add_argument("--force-scheduler", metavar="NAME", help="use this scheduler for every segment (if it accepts)")
+
+
+def _run_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="fusescope run",
+        description="Compile the fusion, run it on the file's example inputs in a worker process and "
+        "check every output against the reference evaluator.",
+        epilog="exit status: 0 all outputs match, 3 mismatch, 4 the run failed, 2 usage or load error",
+    )
+    p.add_argument("file", help="fusion file or bundled sample name")
+    p.add_argument("--backend", choices=BACKENDS, default="emulate",
+                   help="emulate: the CUDA compiled with g++ and run on the CPU (default); reference: "
+                   "torch on the CPU; cuda: the GPU")
+    p.add_argument("--profile", action="store_true",
+                   help="profile each kernel (GPU: CUDA events, GB/s, %% of peak, registers, occupancy)")
+    p.add_argument("--json", action="store_true", help="the result as JSON")
+    p.add_argument("--timeout", type=float, default=None, metavar="S",
+                   help="stop the worker process after S seconds (default 300)")
+    _add_compile_options(p)
+    p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    return p
+
+
+def _export_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="fusescope export", description="Export the segment graph.")
+    p.add_argument("file", help="fusion file or bundled sample name")
+    p.add_argument("--format", choices=EXPORT_FORMATS, required=True,
+                   help="dot (graphviz), json (versioned schema), mermaid, or svg (needs graphviz's dot)")
+    p.add_argument("-o", "--output", required=True, metavar="OUT", help="file to write; - for stdout (text formats)")
+    _add_compile_options(p)
     p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     return p
 
@@ -76,6 +140,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif command == "list":
         args = _list_parser().parse_args(args_in[1:])
         run = _cmd_list
+    elif command == "run":
+        args = _run_parser().parse_args(args_in[1:])
+        run = _cmd_run
+    elif command == "export":
+        args = _export_parser().parse_args(args_in[1:])
+        run = _cmd_export
     else:
         args = _top_parser().parse_args(args_in)
         run = _cmd_tui
@@ -118,7 +188,40 @@ def _emit(text: str) -> None:
         sys.stdout.write(text)
 
 
+def _emit_json(data: object) -> None:
+    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+
+
+def _emit_cuda(text: str) -> None:
+    """CUDA source: exactly the generated text when piped, highlighted on a terminal."""
+    if sys.stdout.isatty():
+        from rich.console import Console
+        from rich.syntax import Syntax
+
+        Console(highlight=False, soft_wrap=True).print(Syntax(text, "cuda", theme="ansi_dark"), end="")
+    else:
+        sys.stdout.write(text)
+
+
+def _options(args: argparse.Namespace):  # -> model.CompileOptions
+    from fusescope.model import CompileOptions
+
+    return CompileOptions(forwarding=not args.no_forwarding, force_scheduler=args.force_scheduler or None)
+
+
+def _compiled(session, args: argparse.Namespace):  # -> model.CompileResult
+    result = session.compile(_options(args))
+    if result.error:
+        raise CliError(f"compilation failed: {result.error}")
+    return result
+
+
 def _cmd_show(args: argparse.Namespace) -> int:
+    compiled_view = args.segments or args.cuda or args.kernel_ir or args.host_ir
+    if args.json and not compiled_view:
+        raise CliError("--json goes with --segments, --cuda, --kernel-ir or --host-ir")
+    if args.segment is not None and not (args.cuda or args.kernel_ir):
+        raise CliError("--segment goes with --cuda or --kernel-ir")
     session = _load(args.file)
     if args.ir:
         _emit(session.listing)
@@ -131,6 +234,16 @@ def _cmd_show(args: argparse.Namespace) -> int:
             # The decisions above explain the failure; the exit status and one line say it.
             sys.stdout.flush()
             raise CliError(f"no schedule: {result.error}")
+    elif args.segments:
+        compiled = _compiled(session, args)
+        _emit_json(compiled.to_dict()) if args.json else _emit(compiled.summary())
+    elif args.cuda or args.kernel_ir:
+        _show_kernels(_compiled(session, args), args)
+    elif args.host_ir:
+        compiled = _compiled(session, args)
+        if compiled.host_ir is None:
+            raise CliError("host IR is not available yet: this engine's compilation has no host-IR program")
+        _emit_json({"host_ir": compiled.host_ir}) if args.json else _emit(compiled.host_ir)
     else:
         name = args.transforms if args.transforms.upper().startswith("T") else f"T{args.transforms}"
         name = "T" + name[1:]
@@ -138,6 +251,80 @@ def _cmd_show(args: argparse.Namespace) -> int:
             _emit(session.transforms(name))
         except KeyError as e:
             raise CliError(e.args[0]) from None
+    return 0
+
+
+def _show_kernels(compiled, args: argparse.Namespace) -> None:  # compiled: model.CompileResult
+    """--cuda / --kernel-ir: every segment, or the one --segment names."""
+    if args.segment is not None:
+        try:
+            segments = [compiled.segment(args.segment)]
+        except KeyError as e:
+            raise CliError(e.args[0]) from None
+        if not segments[0].is_kernel:
+            s = segments[0]
+            raise CliError(f"segment {s.id} ({s.scheduler}) has no kernel: it runs through the reference evaluator")
+    else:
+        segments = compiled.segments
+    what = "cuda_source" if args.cuda else "kernel_ir"
+    if args.json:
+        _emit_json([
+            {"segment": s.id, "scheduler": s.scheduler, "kernel_name": s.kernel_name, "launch": s.launch,
+             what: getattr(s, what),
+             **({"stages": dict(s.stages)} if args.kernel_ir else {})}
+            for s in segments
+        ])
+        return
+    parts = []
+    for s in segments:
+        # A C++ comment per segment keeps the whole output valid CUDA (one file per kernel is
+        # what --segment N gives, exactly as generated).
+        head = f"// segment {s.id} ({s.scheduler})"
+        if not s.is_kernel:
+            parts.append(f"{head}: no kernel, runs through the reference evaluator\n")
+            continue
+        text = getattr(s, what) or ""
+        if args.segment is not None:
+            parts.append(text)
+        else:
+            parts.append(f"{head}: {s.kernel_name}\n// {s.launch}\n{text}")
+    out = "\n".join(parts)
+    _emit_cuda(out) if args.cuda else _emit(out)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from fusescope.model import DEFAULT_RUN_TIMEOUT_S
+
+    session = _load(args.file)
+    timeout = args.timeout if args.timeout is not None else DEFAULT_RUN_TIMEOUT_S
+    if timeout <= 0:
+        raise CliError("--timeout must be positive")
+    result = session.run(args.backend, _options(args), profile=args.profile, timeout=timeout)
+    if args.json:
+        _emit_json(result.to_dict())
+    elif result.segments or result.outputs:
+        sys.stdout.write(result.report())
+    sys.stdout.flush()
+    if result.status == "ok":
+        return 0
+    kind = "mismatch" if result.status == "mismatch" else "error"
+    print(f"fusescope: {kind}: {result.message}", file=sys.stderr)
+    return EXIT_MISMATCH if result.status == "mismatch" else EXIT_RUN_FAILED
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from fusescope.model import ExportError
+
+    session = _load(args.file)
+    to_stdout = args.output == "-"
+    if to_stdout and args.format == "svg":
+        raise CliError("svg is written to a file: give -o OUT.svg")
+    try:
+        data = session.export(args.format, None if to_stdout else args.output, _options(args))
+    except ExportError as e:
+        raise CliError(str(e)) from None
+    if to_stdout:
+        sys.stdout.write(data if isinstance(data, str) else data.decode())
     return 0
 
 

@@ -77,7 +77,8 @@ def test_tui_on_a_missing_file_exits_2_before_starting() -> None:
 def test_show_needs_ir_or_transforms() -> None:
     r = run_cli("show", "whatever.py")
     assert r.returncode == 2
-    assert "one of the arguments --ir --transforms --schedule --why is required" in r.stderr
+    assert ("one of the arguments --ir --transforms --schedule --why --segments --cuda --kernel-ir --host-ir "
+            "is required") in r.stderr
 
 
 def test_list_prints_each_sample_with_its_summary(tmp_path: Path) -> None:

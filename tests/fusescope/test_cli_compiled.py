@@ -1,0 +1,201 @@
+"""`fusescope show --segments | --cuda | --kernel-ir | --host-ir`, `fusescope run` and
+`fusescope export` on small bundled samples, in-process (fast) and as a process (exit codes
+and stderr as a user sees them)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from fusescope import samples
+from fusescope.cli import EXIT_MISMATCH, EXIT_RUN_FAILED, main
+from fusescope.model import CompileOptions, RunResult, Session, load_session
+from tests.fusescope.test_cli import run_cli
+
+
+def sample(name: str) -> Path:
+    path = samples.resolve(name)
+    if not path.exists():
+        pytest.skip(f"bundled sample {name} is missing")
+    return path
+
+
+def out_of(capsys: pytest.CaptureFixture[str], *argv: str, status: int = 0) -> str:
+    assert main(list(argv)) == status
+    return capsys.readouterr().out
+
+
+# ---- show ----------------------------------------------------------------------------------------
+def test_show_segments_of_cross_entropy(capsys: pytest.CaptureFixture[str]) -> None:
+    out = out_of(capsys, "show", str(sample("cross_entropy")), "--segments")
+    lines = out.splitlines()
+    assert lines[0].startswith("3 segment(s) (forwarding on, 4 streams); ")
+    assert any(ln.split()[:3] == ["g0", "inner_persistent", "10"] for ln in lines)
+    assert "  g0 -> g1  T11  12.5 KiB" in lines and "  g1 -> g2  T13  128 B" in lines
+    assert any("not merged, no scheduler accepts the merged group" in ln for ln in lines)
+    assert any(ln.strip().startswith("pointwise: ") for ln in lines)  # each refusing scheduler's reason
+    assert "Segmented_Fusion{ \n" in out
+
+
+def test_show_segments_json_of_rope_bwd(capsys: pytest.CaptureFixture[str]) -> None:
+    data = json.loads(out_of(capsys, "show", str(sample("seed003_rope_bwd_small")), "--segments", "--json"))
+    assert len(data["segments"]) == 12 and data["error"] is None
+    assert {s["scheduler"] for s in data["segments"]} >= {"pointwise", "resize", "reduction", "expr_eval"}
+    assert all(e["bytes"] > 0 and e["tensors"] for e in data["edges"])
+    assert any(d["kind"] == "forward" for d in data["decisions"])
+    assert data["boundary_bytes"] == sum(e["bytes"] for e in data["edges"])
+
+
+def test_show_cuda_of_one_segment_is_the_generated_text(capsys: pytest.CaptureFixture[str]) -> None:
+    path = sample("softmax")
+    out = out_of(capsys, "show", str(path), "--cuda", "--segment", "0")
+    seg = load_session(path).compile().segment(0)
+    assert out == seg.cuda_source
+    assert "__global__ void __launch_bounds__" in out and f"{seg.kernel_name}(" in out
+
+
+def test_show_cuda_of_every_segment_heads_each_with_a_comment(capsys: pytest.CaptureFixture[str]) -> None:
+    out = out_of(capsys, "show", str(sample("cross_entropy")), "--cuda")
+    heads = [ln for ln in out.splitlines() if re.match(r"// segment \d+ \(", ln)]
+    assert heads == [
+        "// segment 0 (inner_persistent): nvfuser_inner_persistent_f0_c0_r0_g0",
+        "// segment 1 (pointwise): nvfuser_pointwise_f0_c0_r0_g1",
+        "// segment 2 (reduction): nvfuser_reduction_f0_c0_r0_g2",
+    ]
+    assert out.count('extern "C" __global__') == 3
+
+
+def test_show_kernel_ir_and_its_stages(capsys: pytest.CaptureFixture[str]) -> None:
+    out = out_of(capsys, "show", str(sample("gelu_bias")), "--kernel-ir", "--segment", "0")
+    assert out.startswith("%kernel nvfuser_pointwise_f0_c0_r0_g0(")
+    data = json.loads(out_of(capsys, "show", str(sample("gelu_bias")), "--kernel-ir", "--json"))
+    assert data[0]["kernel_ir"] == out and {"loop_nests", "parallel_dims", "kernel_ir"} <= data[0]["stages"].keys()
+
+
+def test_show_cuda_of_a_segment_without_kernel_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(sample("seed003_rope_bwd_small"))
+    assert main(["show", path, "--cuda", "--segment", "7"]) == 2
+    assert "segment 7 (expr_eval) has no kernel" in capsys.readouterr().err
+    assert main(["show", path, "--cuda", "--segment", "12"]) == 2
+    assert "no segment 12 (segments: 0, 1, 2," in capsys.readouterr().err
+
+
+def test_show_host_ir_says_whether_the_engine_has_it(capsys: pytest.CaptureFixture[str]) -> None:
+    path = sample("softmax")
+    host_ir = load_session(path).compile().host_ir
+    status = main(["show", str(path), "--host-ir"])
+    captured = capsys.readouterr()
+    if host_ir is None:
+        assert status == 2 and captured.err.startswith("fusescope: error: host IR is not available yet")
+    else:
+        assert status == 0 and captured.out == host_ir
+
+
+def test_show_flag_combinations_that_make_no_sense_exit_2() -> None:
+    r = run_cli("show", "softmax", "--ir", "--json")
+    assert r.returncode == 2 and r.stderr.strip() == (
+        "fusescope: error: --json goes with --segments, --cuda, --kernel-ir or --host-ir")
+    r = run_cli("show", "softmax", "--segments", "--segment", "0")
+    assert r.returncode == 2 and "--segment goes with --cuda or --kernel-ir" in r.stderr
+
+
+def test_show_segments_without_example_inputs_exits_2(seed001_file: Path) -> None:
+    r = run_cli("show", str(seed001_file), "--segments")
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.startswith("fusescope: error: compilation failed: no example inputs")
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+# ---- run -----------------------------------------------------------------------------------------
+def test_run_cross_entropy_on_the_emulator(capsys: pytest.CaptureFixture[str]) -> None:
+    out = out_of(capsys, "run", str(sample("cross_entropy")), "--profile")
+    lines = out.splitlines()
+    assert lines[0] == "backend emulate (CPU emulator (g++)); forwarding on, 4 streams"
+    rows = [ln.split() for ln in lines if ln.startswith("g")]
+    assert [r[:2] for r in rows] == [["g0", "inner_persistent"], ["g1", "pointwise"], ["g2", "reduction"]]
+    assert lines[-2].startswith("output T16: max error ") and lines[-2].endswith(" ok")
+    assert lines[-1] == "ok: 1 output(s) match the reference"
+
+
+def test_run_json_of_rope_bwd(capsys: pytest.CaptureFixture[str]) -> None:
+    data = json.loads(out_of(capsys, "run", str(sample("seed003_rope_bwd_small")), "--json"))
+    assert data["status"] == "ok" and data["backend"] == "emulate"
+    assert len(data["segments"]) == 12 and all(s["max_error"] is not None for s in data["segments"])
+    assert [o["ok"] for o in data["outputs"]] == [True]
+
+
+def test_run_on_the_reference(capsys: pytest.CaptureFixture[str]) -> None:
+    out = out_of(capsys, "run", str(sample("gelu_bias")), "--backend", "reference")
+    assert "output T12: max error 0.000e+00" in out
+
+
+def test_run_on_cuda_without_gpu_exits_4_with_one_line() -> None:
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    r = run_cli("run", "softmax", "--backend", "cuda")
+    assert r.returncode == EXIT_RUN_FAILED and r.stdout == ""
+    assert r.stderr.strip().splitlines() == [
+        "fusescope: error: ExecutionError: the cuda back end needs a GPU (torch sees none here); "
+        "use emulate or reference"]
+
+
+def test_run_mismatch_exits_3(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # A wrong kernel cannot be asked for; what the CLI does with the worker's verdict is tested.
+    def mismatched(self: Session, backend: str, options: CompileOptions | None = None, **kw: object) -> RunResult:
+        return RunResult(backend, "mismatch", "T9 differs from the reference by 5.000e-01 (tolerance 1.0e-05)",
+                         options or CompileOptions(), False)
+
+    monkeypatch.setattr(Session, "run", mismatched)
+    assert main(["run", str(sample("softmax"))]) == EXIT_MISMATCH
+    err = capsys.readouterr().err
+    assert err == "fusescope: mismatch: T9 differs from the reference by 5.000e-01 (tolerance 1.0e-05)\n"
+
+
+def test_run_usage_errors_exit_2() -> None:
+    assert run_cli("run", "no/such.py").returncode == 2
+    r = run_cli("run", "softmax", "--timeout", "0")
+    assert r.returncode == 2 and r.stderr.strip() == "fusescope: error: --timeout must be positive"
+    r = run_cli("run", "softmax", "--backend", "tpu")
+    assert r.returncode == 2 and "invalid choice: 'tpu'" in r.stderr
+
+
+# ---- export --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("fmt", ["dot", "json", "mermaid"])
+def test_export_text_formats(fmt: str, tmp_path: Path) -> None:
+    out = tmp_path / f"graph.{fmt}"
+    assert main(["export", str(sample("cross_entropy")), "--format", fmt, "-o", str(out)]) == 0
+    text = out.read_text()
+    if fmt == "json":
+        data = json.loads(text)
+        assert len(data["nodes"]) == 3 and len(data["edges"]) == 2
+    elif fmt == "dot":
+        assert text.startswith("digraph ") and "inner_persistent" in text
+    else:
+        assert text.startswith("flowchart ") and 'g0 -->|"T11 (12800 B)"| g1' in text
+
+
+def test_export_to_stdout(capsys: pytest.CaptureFixture[str]) -> None:
+    out = out_of(capsys, "export", str(sample("softmax")), "--format", "mermaid", "-o", "-")
+    assert out.startswith("flowchart ")
+
+
+def test_export_svg_needs_graphviz(tmp_path: Path) -> None:
+    out = tmp_path / "graph.svg"
+    r = run_cli("export", "cross_entropy", "--format", "svg", "-o", str(out))
+    if shutil.which("dot") is None:
+        assert r.returncode == 2 and "needs graphviz's `dot` program" in r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1 and not out.exists()
+    else:
+        assert r.returncode == 0 and "<svg" in out.read_text()
+
+
+def test_export_errors_exit_2(tmp_path: Path) -> None:
+    r = run_cli("export", "softmax", "--format", "png", "-o", str(tmp_path / "x.png"))
+    assert r.returncode == 2 and "invalid choice: 'png'" in r.stderr
+    r = run_cli("export", "softmax", "--format", "dot", "-o", str(tmp_path / "missing" / "x.dot"))
+    assert r.returncode == 2 and r.stderr.startswith("fusescope: error: ") and "Traceback" not in r.stderr
