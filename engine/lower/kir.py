@@ -125,6 +125,16 @@ class IfThenElse(Stmt):
         return out
 
 
+def guard(preds: list[str], stmts: list[Stmt]) -> list[Stmt]:
+    """`stmts` under the conjunction of `preds` (none: as they are; a false one or no
+    statements: nothing)."""
+    if not stmts or "false" in preds:
+        return []
+    if not preds:
+        return stmts
+    return [IfThenElse(" && ".join(preds), stmts)]
+
+
 @dataclass
 class Scope(Stmt):
     """A brace-delimited block: keeps a statement group's temporaries local."""

@@ -72,6 +72,7 @@ class ExprLowering:
         self.ext = ext
         self.launch_dims = launch_dims
         self.scalar_names = scalar_names
+        self.fusion_inputs: set = set()
         self.buffers: dict[TensorView, Buffer] = {}
         self.work = ScopeWork()
         self.body: dict[Expr, list[kir.Stmt]] = {}
@@ -286,7 +287,7 @@ class ExprLowering:
             copy = None
             if isinstance(expr, ex.LoadStoreOp) and expr.inputs[0].dtype == out.dtype:
                 copy = out.dtype.cuda_name
-            stmts = _guard(preds + flags, [kir.Assign(lhs, rhs, _source(expr), copy)])
+            stmts = kir.guard(preds + flags, [kir.Assign(lhs, rhs, _source(expr), copy)])
         self.body[expr] = stmts
 
     def _register_allocations(self, expr: Expr, loops: list[LoopNode]) -> None:
@@ -383,12 +384,6 @@ def _innermost_contiguous(tv: TensorView) -> bool:
     return bool(alloc) and not alloc[-1].is_broadcast and contig[-1] is True
 
 
-def _guard(preds: list[str], stmts: list[kir.Stmt]) -> list[kir.Stmt]:
-    if not preds:
-        return stmts
-    if "false" in preds:
-        return []
-    return [kir.IfThenElse(" && ".join(preds), stmts)]
 
 
 def _source(expr: Expr) -> str:

@@ -27,7 +27,7 @@ from engine.lower import kir
 from engine.lower.index import Extents
 from engine.lower.loops import LoopNode, Nest, out_tv, walk
 from engine.lower.lowering import ExprLowering
-from engine.lower.vectorize import vectorize_loop
+from engine.lower.vectorize import hoist_shared_reads, vectorize_loop
 from engine.runtime.abi import ArgSpec, LaunchConfig, ScalarArg, TensorArg
 
 _DIMS = [ParallelType.grid_x, ParallelType.grid_y, ParallelType.grid_z,
@@ -119,6 +119,19 @@ def _syncs(low: ExprLowering, fusion: Fusion) -> list[str]:
     return notes
 
 
+def _engine_allocated(low: ExprLowering) -> set[str]:
+    """Global tensors the engine allocates (outputs, intermediates): aligned and contiguous in
+    their allocation order, so a store of a contiguous, divisible run can be widened."""
+    out = set()
+    for b in low.buffers.values():
+        if b.memory != "global" or b.tv in low.fusion_inputs:
+            continue
+        dom = b.tv.domain
+        if all(c is not False for c in dom.contiguity):
+            out.add(b.name)
+    return out
+
+
 def _bulk_copy_only(node: LoopNode) -> bool:
     """Sharing a loop's iterations among threads is right only for plain copies into shared memory
     (a barrier follows them); anything else keeps the serial loop every thread runs."""
@@ -145,8 +158,16 @@ def _assemble(nest: list[LoopNode | Expr], low: ExprLowering, key: int) -> list[
                 if kind == "block_strided" and not _bulk_copy_only(item):
                     kind = "serial"
                 loop = kir.ForLoop(ix.term, ix.hi, kind, str(item.concrete), inner, low.block_threads())
-                globals_ = {b.name for b in low.buffers.values() if b.memory == "global"}
-                body.append(vectorize_loop(loop, item.concrete, low.ext, globals_) if kind == "vectorize" else loop)
+                if kind == "vectorize":
+                    globals_ = {b.name for b in low.buffers.values() if b.memory == "global"}
+                    body.append(vectorize_loop(loop, item.concrete, low.ext, globals_))
+                elif kind in ("serial", "unroll"):
+                    shared = {b.name: b.ctype for b in low.buffers.values() if b.memory == "shared"}
+                    for st in hoist_shared_reads(loop, shared):
+                        body.append(vectorize_loop(st, item.concrete, low.ext, _engine_allocated(low))
+                                    if st is loop else st)
+                else:
+                    body.append(loop)
         else:
             body.extend(low.body[item])
         body.extend(low.work.post.get(id(item), []))
@@ -182,6 +203,7 @@ def lower_fusion(fusion: Fusion, env: dict, name: str) -> Lowered:
     stages["parallel_dims"] = str(launch) + "\n"
     params, tensors, scalars = _params(fusion)
     low = ExprLowering(exprs, nest.items, ext, dims, scalars)
+    low.fusion_inputs = set(fusion.inputs)
     loops_of = {}
     for e, loops in walk(nest):
         loops_of[e] = loops

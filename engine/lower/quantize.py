@@ -73,7 +73,7 @@ def lower_layout_op(low: ExprLowering, expr: PreprocessGroupedMatmulInputSf, loo
         f"{cexpr.text(col)}, {k}, {groups}, {in_off.short_name}.data, {out_off.short_name}.data);\n"
         f"  if ({on}_off >= 0) {{\n    {on}.data[{on}_off] = {src};\n  }}\n}}"
     )
-    return _guard(preds, [stmt])
+    return kir.guard(preds, [stmt])
 
 
 def global_linear(low: ExprLowering, tv: TensorView, index: dict[IterDomain, Ix], nibbles: bool) -> cexpr.Term:
@@ -111,7 +111,7 @@ def lower_block_quantize(low: ExprLowering, expr: BlockQuantizationOp, loops: li
     x = expr.inputs[0]
     value = low.converted(low.read(x, q, c_index).text, x.dtype, DataType.Float)
     pos = c_index[inner].term
-    gather = _guard(preds, [kir.Assign(f"{xb}[{cexpr.text(pos)}]", value, f"{q.short_name} block gather")])
+    gather = kir.guard(preds, [kir.Assign(f"{xb}[{cexpr.text(pos)}]", value, f"{q.short_name} block gather")])
 
     # Indices at the first element of block `qb` of the innermost loop.
     known = {q.axis(k): c_index[q.axis(k)] for k in range(level)}
@@ -148,5 +148,3 @@ def lower_block_quantize(low: ExprLowering, expr: BlockQuantizationOp, loops: li
     return gather
 
 
-def _guard(preds: list[str], stmts: list[kir.Stmt]) -> list[kir.Stmt]:
-    return [kir.IfThenElse(" && ".join(preds), stmts)] if preds else stmts

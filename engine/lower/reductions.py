@@ -86,7 +86,7 @@ def lower_reduction(low: ExprLowering, expr: ex.ReductionOp, loops: list[LoopNod
             e, f"blockAllReduce<{_bools(threads)}>({e}, {combine}, reinterpret_cast<{dt.cuda_name}*>(red_smem))")))
     post += _write_back(low, out, [(out, acc)], loops)
     low.work.post[low.item_at(acc.level, loops, expr)].extend(post)
-    return _guard(preds, [step])
+    return kir.guard(preds, [step])
 
 
 def _each(acc: Accumulator, make) -> kir.Stmt:
@@ -173,7 +173,7 @@ def _write_back(low: ExprLowering, out: TensorView, pairs: list[tuple[TensorView
             preds = low.thread_predicates(loops[: acc0.level], None) + [
                 p for p in _bounds(low, tv, index)
             ] + low.flags.get(out, [])
-    body: list[kir.Stmt] = _guard(preds, stores) + _guard(preds + thread_only, global_stores)
+    body: list[kir.Stmt] = kir.guard(preds, stores) + kir.guard(preds + thread_only, global_stores)
     for i in reversed(acc0.layout):
         n = low.ext.of(i)
         if n > 1:
@@ -195,10 +195,6 @@ def _bounds(low: ExprLowering, tv: TensorView, index: dict[IterDomain, Ix]) -> l
     return out
 
 
-def _guard(preds: list[str], stmts: list[kir.Stmt]) -> list[kir.Stmt]:
-    if not preds:
-        return stmts
-    return [kir.IfThenElse(" && ".join(preds), stmts)]
 
 
 def lower_welford(low: ExprLowering, expr: ex.WelfordOp, loops: list[LoopNode],
@@ -239,4 +235,4 @@ def lower_welford(low: ExprLowering, expr: ex.WelfordOp, loops: list[LoopNode],
         post.append(_each(a0, call))
     post += _write_back(low, avg, list(zip((avg, var, n), accs)), loops)
     low.work.post[low.item_at(accs[0].level, loops, expr)].extend(post)
-    return _guard(preds, [step])
+    return kir.guard(preds, [step])

@@ -42,21 +42,29 @@ def _unguard(stmt: kir.Stmt) -> tuple[kir.Stmt, str | None]:
 
 
 def _vector_store(loop: kir.ForLoop, globals_: set[str]) -> list[kir.Stmt] | None:
-    """`for v { ...; G[e + v] = x; }` -> `tmp[V]; for v { ...; tmp[v] = x; } store(G[e], tmp)`:
-    the values are computed element by element, the global store is one vector access."""
-    last, cond = _unguard(loop.body[-1])
-    if not isinstance(last, kir.Assign) or last.copy_ctype is None:
-        return None
-    m = _ACCESS.match(last.lhs)
-    dst = _base(last.lhs, loop.var)
-    if m is None or m.group(1) not in globals_ or dst is None or loop.var in last.rhs and len(loop.body) == 1:
-        return None
-    tmp = f"{m.group(1)}_vec"
-    body = loop.body[:-1] + [kir.Assign(f"{tmp}[{loop.var}]", last.rhs, last.source)]
-    inner = kir.ForLoop(loop.var, loop.extent, "unroll", loop.domain, body)
-    store = kir.Raw(f"loadGeneric<{last.copy_ctype}, {loop.extent}>(&{dst}, {tmp});")
-    guarded: kir.Stmt = store if cond is None else kir.IfThenElse(re.sub(rf"\b{loop.var}\b", "0", cond), [store])
-    return [kir.Raw(f"alignas(16) {last.copy_ctype} {tmp}[{loop.extent}];"), inner, guarded]
+    """`for v { ...; G[e + v] = x; ... }` -> `tmp[V]; for v { ...; tmp[v] = x; ... } store(G[e], tmp)`:
+    values are computed element by element, the global store becomes one vector access.
+    Only when nothing else in the loop touches G."""
+    for k, stmt in enumerate(loop.body):
+        inner, cond = _unguard(stmt)
+        if not isinstance(inner, kir.Assign) or inner.copy_ctype is None:
+            continue
+        m = _ACCESS.match(inner.lhs)
+        dst = _base(inner.lhs, loop.var)
+        if m is None or m.group(1) not in globals_ or dst is None:
+            continue
+        name = m.group(1)
+        others = loop.body[:k] + loop.body[k + 1:]
+        if any(re.search(rf"\b{name}\b", ln) for s in others for ln in s.lines(0)) or name in inner.rhs:
+            continue
+        tmp = f"{name}_vec"
+        body = loop.body[:k] + [kir.Assign(f"{tmp}[{loop.var}]", inner.rhs, inner.source)] + loop.body[k + 1:]
+        unrolled = kir.ForLoop(loop.var, loop.extent, "unroll", loop.domain, body)
+        store = kir.Raw(f"loadGeneric<{inner.copy_ctype}, {loop.extent}>(&{dst}, {tmp});")
+        pred = None if cond is None else re.sub(rf"\b{loop.var}\b", "0", cond)
+        return [kir.Raw(f"alignas(16) {inner.copy_ctype} {tmp}[{loop.extent}];"), unrolled,
+                *kir.guard([pred] if pred else [], [store])]
+    return None
 
 
 def vectorize_loop(loop: kir.ForLoop, domain: IterDomain, ext: Extents,
@@ -65,6 +73,11 @@ def vectorize_loop(loop: kir.ForLoop, domain: IterDomain, ext: Extents,
     v = loop.extent
     if v not in (2, 4, 8, 16) or not loop.body or not _divisible(domain, ext, v):
         return loop
+    if loop.kind != "vectorize":
+        # Not the scheduler's vector: only stores to engine-allocated outputs (aligned,
+        # contiguous) may be widened.
+        stored = _vector_store(loop, globals_ or set())
+        return kir.Scope(stored) if stored is not None else loop
     if len(loop.body) > 1:
         stored = _vector_store(loop, globals_ or set())
         return kir.Scope(stored) if stored is not None else loop
@@ -80,3 +93,66 @@ def vectorize_loop(loop: kir.ForLoop, domain: IterDomain, ext: Extents,
     if cond is None:
         return call
     return kir.IfThenElse(re.sub(rf"\b{loop.var}\b", "0", cond), [call])
+
+
+def _aligned_base(index: str, width: int) -> bool:
+    """Every top-level term of `index` is a multiple of `width` (`(..) * k` or a constant)."""
+    depth, start, terms = 0, 0, []
+    for k, ch in enumerate(index):
+        depth += ch in "(["
+        depth -= ch in ")]"
+        if depth == 0 and index[k:k + 3] == " + ":
+            terms.append(index[start:k])
+            start = k + 3
+    terms.append(index[start:])
+    for t in terms:
+        t = t.strip()
+        m = re.search(r"\* (\d+)$", t)
+        if t.isdigit() and int(t) % width == 0:
+            continue
+        if m is None or int(m.group(1)) % width:
+            return False
+    return True
+
+
+def hoist_shared_reads(loop: kir.ForLoop, shared: dict[str, str]) -> list[kir.Stmt]:
+    """Reads `S[e + v]` of a shared buffer inside a loop over v become one vector read before
+    the loop (S is not written in it, e is a multiple of the width): fewer shared-memory
+    instructions and no bank conflicts between threads reading neighbouring runs."""
+    v, width = loop.var, loop.extent
+    if width not in (2, 4, 8) or loop.kind == "block_strided":
+        return [loop]
+    text = "\n".join(ln for st in loop.body for ln in st.lines(0))
+    pre: list[kir.Stmt] = []
+    for name, ctype in shared.items():
+        if re.search(rf"\b{name}\[[^\]]*\]\s*=[^=]", text):
+            continue  # written in the loop
+        pattern = re.compile(rf"\b{name}\[([^\[\]]*?) \+ {v}\]")
+        bases = {m.group(1) for m in pattern.finditer(text)}
+        if len(bases) != 1:
+            continue
+        base = bases.pop()
+        if re.search(rf"\b{v}\b", base) or not _aligned_base(base, width) or width * _size(ctype) > 16:
+            continue
+        vec = f"{name}_r{v}"
+        pre += [kir.Raw(f"alignas(16) {ctype} {vec}[{width}];"),
+                kir.Raw(f"loadGeneric<{ctype}, {width}>({vec}, &{name}[{base}]);")]
+        _rename(loop.body, f"{name}[{base} + {v}]", f"{vec}[{v}]")
+    return pre + [loop] if pre else [loop]
+
+
+def _size(ctype: str) -> int:
+    return {"double": 8, "int64_t": 8, "float": 4, "int": 4, "__half": 2, "__bfloat": 2}.get(ctype, 1)
+
+
+def _rename(body: list[kir.Stmt], old: str, new: str) -> None:
+    for st in body:
+        if isinstance(st, kir.Assign):
+            st.rhs = st.rhs.replace(old, new)
+        elif isinstance(st, kir.Raw):
+            st.text = st.text.replace(old, new)
+        elif isinstance(st, kir.IfThenElse):
+            _rename(st.then, old, new)
+            _rename(st.orelse, old, new)
+        elif isinstance(st, kir.ForLoop | kir.Scope):
+            _rename(st.body, old, new)
