@@ -313,3 +313,14 @@ def test_compile_error_quotes_the_source() -> None:
     bad = seg.cuda_source.replace("T4[", "T4 [[ oops ", 1)
     with pytest.raises(CompileError, match="oops"):
         EmulatedKernel(bad, seg.kernel_name, seg.lowered.kernel.params)
+
+
+def test_vectorized_accesses_where_the_schedule_allows() -> None:
+    """Vector loads into the persistent buffer, vector stores from registers; seed 001's shared
+    buffer is read in vectors of 4 and its output stored in vectors of 4."""
+    fd = load_fusion("sample_fusions/softmax.py")
+    src = compile_fusion(fd, fd.example_inputs(seed=0)).segments[0].cuda_source
+    assert "loadGeneric<float, 4>(&T10[" in src and "T9_vec" in src
+    fd = load_fusion("sample_fusions/seed001_inner_outer_alloc.py")
+    src = compile_fusion(fd, fd.example_inputs(seed=0)).segments[0].cuda_source
+    assert "loadGeneric<float, 4>(T7_r" in src and "loadGeneric<float, 4>(&T8[" in src
