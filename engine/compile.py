@@ -238,6 +238,7 @@ class CompiledFusion:
     options: Options
     signature: tuple
     segmented: Any = None
+    host_ir: Any = None  # engine.host.HostIrContainer: the program `run` executes
 
     @property
     def graph(self) -> Any:
@@ -288,8 +289,10 @@ class CompiledFusion:
         return xs
 
     def run(self, inputs: Sequence[Any], backend: str = "emulate") -> list[Any]:
-        """The fusion's outputs, every segment run on `backend` in order."""
-        return _execute(self, self._inputs_for(inputs, backend), backend)
+        """The fusion's outputs: the host program (segments in order, stream loops) on `backend`."""
+        from engine.host.evaluator import HostIrEvaluator
+
+        return HostIrEvaluator(self.host_ir, backend).run(self._inputs_for(inputs, backend))
 
 
 def _execute(cf: CompiledFusion, xs: list[Any], backend: str, before=None) -> list[Any]:
@@ -341,4 +344,8 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
     trace = Trace()
     trace.stage("fusion_ir_original", str(fusion))
     segments, segmented = build_segments(fusion, list(inputs), options, trace)
-    return CompiledFusion(fusion, segments, trace, options, _signature(list(inputs)), segmented)
+    cf = CompiledFusion(fusion, segments, trace, options, _signature(list(inputs)), segmented)
+    from engine.host.lower import lower_to_host
+
+    cf.host_ir = lower_to_host(cf, trace)
+    return cf

@@ -57,7 +57,7 @@ class HostIrEvaluator:
 
     # ---- public ----------------------------------------------------------------------
     def run(self, inputs: Sequence[Any]) -> list[Any]:
-        from engine.reference import Context, bind_input, finish_output
+        from engine.reference import Context, bind_input
 
         c = self.container
         if len(inputs) != len(c.inputs):
@@ -66,7 +66,6 @@ class HostIrEvaluator:
         self.on_gpu = device.type == "cuda"
         self.ctx = Context(device)
         self.values: dict[int, Any] = {}
-        self._host_made: set[int] = set()
         for k, (v, x) in enumerate(zip(c.inputs, inputs)):
             self.values[id(v)] = bind_input(k, v, x, self.ctx)
         self.ctx.env[c.number_of_streams] = c.num_streams
@@ -88,11 +87,7 @@ class HostIrEvaluator:
         finally:
             if self.on_gpu:
                 torch.cuda.set_stream(self._caller)
-        outs = []
-        for v in c.outputs:
-            x = self._value(v)
-            outs.append(finish_output(v, x) if id(v) in self._host_made else x)
-        return outs
+        return [self._value(v) for v in c.outputs]
 
     @property
     def timeline(self) -> list[TimelineEvent]:
@@ -156,7 +151,7 @@ class HostIrEvaluator:
             raise ExecutionError(f"the host evaluator cannot run {type(s).__name__}")
 
     def _run_expr(self, e: Expr) -> None:
-        from engine.reference import HANDLERS
+        from engine.reference import HANDLERS, finish_output
 
         args = [self._value(v) for v in e.inputs]
         outs_pre = [self.values.get(id(v)) for v in e.outputs]
@@ -178,8 +173,9 @@ class HostIrEvaluator:
                 # The output is an allocated buffer or a slice of one: write into it.
                 pre.copy_(t)
             else:
-                self.values[id(v)] = t
-                self._host_made.add(id(v))
+                # A host op hands a whole tensor to the next in global memory, in its
+                # allocation layout (as the reference evaluator returns outputs).
+                self.values[id(v)] = finish_output(v, t)
 
     def _run_segment(self, seg: Any, inputs: list[Val], outputs: list[Val]) -> None:
         args = [self._value(v) for v in inputs]

@@ -112,7 +112,9 @@ def lower_to_host(cf: CompiledFusion, trace: Trace | None = None) -> HostIrConta
         exprs = exprs_between(ins, outs) if (streamed or not seg.is_kernel) else None
         if seg.is_kernel and not streamed:
             top.append(LaunchKernel(seg, ins, outs))
-        elif exprs is not None and (streamed or seg.scheduler == "expr_eval"):
+        elif exprs is not None and (streamed or (seg.scheduler == "expr_eval" and not seg.raw_inputs)):
+            # (A raw-buffer input, seed 000's layout-op output, is read through seg.run's
+            # own binding rules: that segment stays a HostUnit.)
             # Host ops hand whole tensors to one another through global memory.
             for e in exprs:
                 for v in [*e.inputs, *e.outputs]:
