@@ -1,5 +1,6 @@
 """engine: an nvFuser-style fusion compiler. The public API (DESIGN.md section 5)."""
 
+from engine.compile import CompiledFusion, compile_fusion
 from engine.dtypes import DataType
 from engine.errors import (
     CompileError,
@@ -15,7 +16,7 @@ from engine.ir.iterdomain import ParallelType
 from engine.ir.tensorview import MemoryType
 
 __all__ = [
-    "CompileError", "DataType", "EngineError", "ExecutionError", "FusionDefinition",
+    "CompileError", "CompiledFusion", "DataType", "EngineError", "ExecutionError", "FusionDefinition",
     "FusionDefinitionError", "FusionFileError", "MemoryType", "ParallelType", "ScheduleError",
-    "dumps_fusion", "load_fusion", "loads_fusion", "save_fusion",
+    "compile_fusion", "dumps_fusion", "load_fusion", "loads_fusion", "save_fusion",
 ]

@@ -324,3 +324,30 @@ def test_vectorized_accesses_where_the_schedule_allows() -> None:
     fd = load_fusion("sample_fusions/seed001_inner_outer_alloc.py")
     src = compile_fusion(fd, fd.example_inputs(seed=0)).segments[0].cuda_source
     assert "loadGeneric<float, 4>(T7_r" in src and "loadGeneric<float, 4>(&T8[" in src
+
+
+@needs_gxx
+def test_manual_vectorize_and_unroll() -> None:
+    """A user's cache_after + vectorize + unroll schedule: vector loads of the cache, values then
+    vector stores of the output, an unrolled outer loop; results exact."""
+    fd = FusionDefinition()
+    with fd:
+        t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Half)
+        t1 = fd.ops.cast(fd.ops.relu(fd.ops.cast(t0, DataType.Float)), DataType.Half)
+        fd.add_output(t1)
+    xs = [torch.randn(6, 64).half()]
+    s = fd.sched
+    cache = s.cache_after(t0)
+    s.split(t1, 1, 8)                        # [6, 8, 8]
+    s.split(t1, 1, 2)                        # [6, 4, 2, 8]
+    s.parallelize(t1, 0, ParallelType.grid_x)
+    s.parallelize(t1, 1, ParallelType.block_x)
+    s.transform_like(t1)
+    s.parallelize_like(t1)
+    s.parallelize(t1, 2, ParallelType.unroll)
+    s.parallelize(t1, 3, ParallelType.vectorize)
+    s.parallelize(cache, 3, ParallelType.vectorize)
+    s.inline_most()
+    cf = check_emulated(fd, xs)
+    src = cf.segments[0].cuda_source
+    assert "loadGeneric<__half, 8>" in src and "#pragma unroll" in src
