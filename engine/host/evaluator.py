@@ -93,6 +93,8 @@ class HostIrEvaluator:
     def timeline(self) -> list[TimelineEvent]:
         """The ops of the last run, in issue order (waits for the GPU work to finish)."""
         out = []
+        if self._events and isinstance(self._events[0], _Pending):
+            self._origin.synchronize()
         for e in self._events:
             if isinstance(e, _Pending):
                 e.end.synchronize()
