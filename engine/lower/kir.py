@@ -87,6 +87,10 @@ class ForLoop(Stmt):
         out = []
         if self.kind in ("unroll", "vectorize"):
             out.append(f"{p}#pragma unroll")
+        elif self.kind == "serial" and self.extent > 8:
+            # Long serial loops (a thread's share of a reduction) keep several iterations' loads
+            # in flight; short ones nvcc unrolls by itself.
+            out.append(f"{p}#pragma unroll 4")
         if self.kind == "block_strided":
             tid = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
             if self.extent % self.threads == 0:
