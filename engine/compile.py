@@ -326,7 +326,12 @@ def _signature(xs: Sequence[Any]) -> tuple:
     sig = []
     for x in xs:
         if isinstance(x, torch.Tensor):
-            sig.append((tuple(x.shape), tuple(x.stride()), str(x.dtype)))
+            # Kernels may use vector accesses that the compiled-for pointer alignment allowed.
+            ptr = x.data_ptr()
+            align = 16
+            while align > 1 and ptr % align:
+                align //= 2
+            sig.append((tuple(x.shape), tuple(x.stride()), str(x.dtype), align))
         else:
             sig.append(type(x).__name__)
     return tuple(sig)

@@ -9,6 +9,7 @@ from engine.errors import CompileError
 from engine.ir.base import Val
 from engine.ir.exprs import LinearOp, MatmulOp
 from engine.ir.fusion import Fusion
+from engine.ir.tensorview import TensorView
 from engine.trace import Trace
 
 
@@ -147,7 +148,16 @@ def schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace) 
 
     seg.kernel_name = f"nvfuser_{seg.scheduler}_f0_c0_r0_g{seg.id}"
     try:
-        lowered = lower_fusion(fusion, info.env, seg.kernel_name)
+        layouts = {}
+        for v, x in zip(fusion.inputs, args):
+            if isinstance(v, TensorView) and info.strides(v) is not None:
+                from engine.compile import alloc_strides
+
+                try:
+                    layouts[v.short_name] = (alloc_strides(v, x), info.alignment(v))
+                except Exception:  # an input layout the kernels address through runtime strides only
+                    pass
+        lowered = lower_fusion(fusion, info.env, seg.kernel_name, layouts)
     except CompileError as e:
         raise CompileError(f"segment {seg.id} ({seg.scheduler}): {e}") from e
     seg.lowered = lowered

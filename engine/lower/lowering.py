@@ -73,6 +73,7 @@ class ExprLowering:
         self.launch_dims = launch_dims
         self.scalar_names = scalar_names
         self.fusion_inputs: set = set()
+        self.layouts: dict[str, tuple[list[int], int]] = {}
         self.buffers: dict[TensorView, Buffer] = {}
         self.work = ScopeWork()
         self.body: dict[Expr, list[kir.Stmt]] = {}

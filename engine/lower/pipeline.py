@@ -27,7 +27,7 @@ from engine.lower import kir
 from engine.lower.index import Extents
 from engine.lower.loops import LoopNode, Nest, out_tv, walk
 from engine.lower.lowering import ExprLowering
-from engine.lower.vectorize import hoist_shared_reads, vectorize_loop
+from engine.lower.vectorize import hoist_shared_reads, vectorize_loop, widen_bulk_copy
 from engine.runtime.abi import ArgSpec, LaunchConfig, ScalarArg, TensorArg
 
 _DIMS = [ParallelType.grid_x, ParallelType.grid_y, ParallelType.grid_z,
@@ -157,6 +157,13 @@ def _assemble(nest: list[LoopNode | Expr], low: ExprLowering, key: int) -> list[
                 kind = loop_kind(item.concrete.parallel_type)
                 if kind == "block_strided" and not _bulk_copy_only(item):
                     kind = "serial"
+                if kind == "block_strided":
+                    widened = widen_bulk_copy(ix.term, ix.hi, inner, low.block_threads(), low.layouts,
+                                              {b.name: b.ctype for b in low.buffers.values()})
+                    if widened is not None:
+                        body.append(widened)
+                        body.extend(low.work.post.get(id(item), []))
+                        continue
                 loop = kir.ForLoop(ix.term, ix.hi, kind, str(item.concrete), inner, low.block_threads())
                 if kind == "vectorize":
                     globals_ = {b.name for b in low.buffers.values() if b.memory == "global"}
@@ -188,7 +195,10 @@ def _mark_global_syncs(low: ExprLowering, fusion: Fusion, exprs: list[Expr], loo
                 low.pending_sync.append((level, loops, e, f"{o.short_name} in global memory"))
 
 
-def lower_fusion(fusion: Fusion, env: dict, name: str) -> Lowered:
+def lower_fusion(fusion: Fusion, env: dict, name: str,
+                 layouts: dict[str, tuple[list[int], int]] | None = None) -> Lowered:
+    """Lower a scheduled fusion for the sizes bound in `env`. `layouts`: the compiled-for inputs'
+    allocation strides and pointer alignment (bytes), which let copies be widened safely."""
     stages: dict[str, str] = {}
     exprs = _validate(fusion)
     ext = Extents(env)
@@ -204,6 +214,7 @@ def lower_fusion(fusion: Fusion, env: dict, name: str) -> Lowered:
     params, tensors, scalars = _params(fusion)
     low = ExprLowering(exprs, nest.items, ext, dims, scalars)
     low.fusion_inputs = set(fusion.inputs)
+    low.layouts = dict(layouts or {})
     loops_of = {}
     for e, loops in walk(nest):
         loops_of[e] = loops

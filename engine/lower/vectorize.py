@@ -156,3 +156,67 @@ def _rename(body: list[kir.Stmt], old: str, new: str) -> None:
             _rename(st.orelse, old, new)
         elif isinstance(st, kir.ForLoop | kir.Scope):
             _rename(st.body, old, new)
+
+
+def _terms(index: str) -> list[str]:
+    depth, start, terms = 0, 0, []
+    for k, ch in enumerate(index):
+        depth += ch in "(["
+        depth -= ch in ")]"
+        if depth == 0 and index[k:k + 3] == " + ":
+            terms.append(index[start:k].strip())
+            start = k + 3
+    terms.append(index[start:].strip())
+    return terms
+
+
+def _multiple_of(index: str, width: int, layouts: dict[str, tuple[list[int], int]]) -> bool:
+    """Every term is a multiple of `width`: `(..) * k`, a constant, or `(..) * T.alloc_stride[j]`
+    with the compiled-for stride a multiple."""
+    for t in _terms(index):
+        if t.isdigit():
+            if int(t) % width:
+                return False
+            continue
+        m = re.search(r"\* (\d+)$", t)
+        if m is not None and int(m.group(1)) % width == 0:
+            continue
+        m = re.search(r"\* (\w+)\.alloc_stride\[(\d+)\]$", t)
+        if m is None or m.group(1) not in layouts:
+            return False
+        strides, _align = layouts[m.group(1)]
+        if strides[int(m.group(2))] % width:
+            return False
+    return True
+
+
+def widen_bulk_copy(var: str, extent: int, body: list[kir.Stmt], threads: int,
+                    layouts: dict[str, tuple[list[int], int]], ctypes: dict[str, str]) -> kir.Stmt | None:
+    """A block-strided copy `S[a + i] = G[b + i]` as 16-byte vectors: each thread copies runs of
+    V consecutive elements. Needs both bases and the extent to divide into whole vectors, and
+    the global operand's compiled-for strides and pointer alignment to allow them."""
+    if len(body) != 1:
+        return None
+    stmt, cond = _unguard(body[0])
+    if not isinstance(stmt, kir.Assign) or stmt.copy_ctype is None or (cond and re.search(rf"\b{var}\b", cond)):
+        return None
+    width = 16 // max(_size(stmt.copy_ctype), 1)
+    if width < 2 or extent % (threads * width):
+        return None
+    dst, src = _base(stmt.lhs, var), _base(stmt.rhs, var)
+    if dst is None or src is None:
+        return None
+    for access in (dst, src):
+        m = _ACCESS.match(access)
+        name, index = m.group(1), m.group(2)
+        if name in layouts and layouts[name][1] < 16:
+            return None
+        if not _multiple_of(index, width, layouts):
+            return None
+    trips = extent // (threads * width)
+    tid = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
+    d_base, s_base = dst[:-1], src[:-1]  # drop the closing bracket: `X[base`
+    call = kir.Raw(f"loadGeneric<{stmt.copy_ctype}, {width}>(&{d_base} + {var}], &{s_base} + {var}]);")
+    loop = kir.ForLoop(f"{var}_k", trips, "unroll", f"{var} in vectors of {width}",
+                       [kir.Raw(f"const nvfuser_index_t {var} = ({tid} + {var}_k * {threads}) * {width};"), call])
+    return kir.Scope(kir.guard([cond] if cond else [], [loop])) if cond else loop
