@@ -364,7 +364,8 @@ class Harness:
 def parse(argv: list[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", nargs="*", default=None, help="fusion names (default: all)")
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "out"), help="folder for bench.json / bench.md")
+    ap.add_argument("--out", default=os.environ.get("OUT") or "/tmp/fusescope-bench",
+                    help="folder for bench.json / bench.md ($OUT on the device machine)")
     ap.add_argument("--smoke", action="store_true", help="CPU: small sizes, emulated kernels, wall clock")
     ap.add_argument("--scale", choices=("full", "small"), default=None, help="sizes (default full; small with --smoke)")
     ap.add_argument("--no-nvfuser", action="store_true")
@@ -376,18 +377,22 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--fusion-reserve-s", type=float, default=20.0, help="skip a fusion with less time left")
     ap.add_argument("--target-ms", type=float, default=200.0, help="timed work per measurement")
     ap.add_argument("--resume", action="store_true", help="go on from --out's partial results")
+    ap.add_argument("--report-only", action="store_true", help="write and print the report of --out's partial results")
     ap.add_argument("--verbose", action="store_true")
     return ap.parse_args(argv)
 
 
 def main(argv: list[str]) -> int:
     args = parse(argv)
-    if not args.smoke and not torch.cuda.is_available():
+    if not args.smoke and not args.report_only and not torch.cuda.is_available():
         print("benchmarks/run.py needs a CUDA GPU (or --smoke for a CPU dry run)", file=sys.stderr)
         return 2
     h = Harness(args)
-    if args.resume:
+    if args.resume or args.report_only:
         h.resume()
+    if args.report_only:
+        print(h.finish(), flush=True)
+        return 0
     h.setup()
     fusions = benchmark_fusions(args.scale or ("small" if args.smoke else "full"))
     if args.only:
