@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from benchmarks import fusions as F
-from benchmarks import report as R
+from benchmarks import fusions as F  # noqa: N812 - short names for the two modules under test
+from benchmarks import report as R  # noqa: N812
 from benchmarks.nvf import mirror
 from benchmarks.timing import input_sets_needed, time_calls
 from engine import DataType, load_fusion
