@@ -85,8 +85,8 @@ class Harness:
     def time_left(self) -> float:
         return float("inf") if self.deadline is None else self.deadline - time.time()
 
-    def stage(self, fusion: str, stage: str) -> None:
-        self.progress_path.write_text(json.dumps({"fusion": fusion, "stage": stage}))
+    def stage(self, fusion: str, stage: str, phase: str = "") -> None:
+        self.progress_path.write_text(json.dumps({"fusion": fusion, "stage": stage, "phase": phase}))
 
     def save_partial(self) -> None:
         self.partial_path.write_text(json.dumps({"meta": self.meta, "rows": self.rows}, indent=1, default=str))
@@ -98,7 +98,7 @@ class Harness:
             self.meta.update(data.get("meta", {}))
         if self.progress_path.exists():
             p = json.loads(self.progress_path.read_text())
-            done = {r["name"] for r in self.rows}
+            done = {r["name"] for r in self.rows if p.get("phase") in r.get("phases_done", [])}
             if p.get("fusion") and p["fusion"] not in done:
                 self.crashed[p["fusion"]] = p.get("stage", "?")
                 log(f"resuming: {p['fusion']} crashed the process in stage {p.get('stage')}; that stage is skipped")
@@ -161,11 +161,13 @@ class Harness:
             log(f"engine warm-up failed: {short(e)}")
 
     # ---- one fusion --------------------------------------------------------------------------------
-    def bench(self, bf: BenchFusion) -> dict[str, Any]:
+    def bench(self, bf: BenchFusion, phase: str, row: dict[str, Any]) -> dict[str, Any]:
+        """Phase "core": the engine, eager and nvFuser; phase "compile": torch.compile (both modes)."""
         from engine.reference import evaluate
 
-        row: dict[str, Any] = {"name": bf.name, "shape": bf.shape, "sample": bf.sample, "times_ms": {},
-                               "timing": {}, "skipped": {}, "peer_checks": {}, "first_call_s": {}}
+        for k in ("times_ms", "timing", "skipped", "peer_checks", "first_call_s"):
+            row.setdefault(k, {})
+        row.update(name=bf.name, shape=bf.shape, sample=bf.sample)
         crashed = self.crashed.get(bf.name)
         dev = self.device
         xs0 = bf.make_inputs(dev, 0)
@@ -178,7 +180,7 @@ class Harness:
         row["bytes_min"] = minimal_bytes(xs0, refs)
         row["bytes_in"] = in_bytes
 
-        def timed(key: str, fn: Any, queue_full: bool = True) -> None:
+        def timed(key: str, fn: Any, queue_full: bool = self.args.queue_full) -> None:
             r = time_calls(fn, sets, device=dev, target_ms=self.args.target_ms)
             row["times_ms"][key] = r["median_ms"]
             row["timing"][key] = r
@@ -191,7 +193,9 @@ class Harness:
             if crashed == key:
                 row["skipped"][key] = "crashed the process in a previous attempt"
                 return False
-            self.stage(bf.name, key)
+            self.stage(bf.name, key, phase)
+            if os.environ.get("FUSESCOPE_BENCH_CRASH") == f"{bf.name}:{key}":  # tests the --resume path
+                os._exit(9)
             try:
                 fn()
                 return True
@@ -262,18 +266,18 @@ class Harness:
                     f"block={p.launch.block} regs={p.registers} occ={p.occupancy}")
             row.pop("engine_stage", None)
 
-        if not run_stage("engine", engine):
-            row["engine_error"] = f"{row.get('engine_stage', '?')}: {row['skipped'].get('engine')}"
-        gc.collect()
-
-        # eager -----------------------------------------------------------------------------------
-        run_stage("eager_ref", lambda: timed("eager_ref", lambda x: evaluate(fd.fusion, x)))
+        if phase == "core":
+            if not run_stage("engine", engine):
+                row["engine_error"] = f"{row.get('engine_stage', '?')}: {row['skipped'].get('engine')}"
+            gc.collect()
+            # eager -------------------------------------------------------------------------------
+            run_stage("eager_ref", lambda: timed("eager_ref", lambda x: evaluate(fd.fusion, x)))
 
         def eager_torch() -> None:
             row["peer_checks"]["eager_torch"] = compare(as_list(bf.torch_fn(*xs0)), refs)
             timed("eager_torch", lambda x: bf.torch_fn(*x))
 
-        if bf.torch_fn is not None:
+        if bf.torch_fn is not None and phase == "core":
             run_stage("eager_torch", eager_torch)
 
         # nvFuser ---------------------------------------------------------------------------------
@@ -289,10 +293,12 @@ class Harness:
             del outs
             timed("nvfuser", lambda x: nfd.execute(x))
 
-        if self.nvf is not None:
-            run_stage("nvfuser", nvfuser)
-        else:
-            row["skipped"]["nvfuser"] = self.meta.get("nvfuser", "not run")
+        if phase == "core":
+            if self.nvf is not None:
+                run_stage("nvfuser", nvfuser)
+            else:
+                row["skipped"]["nvfuser"] = self.meta.get("nvfuser", "not run")
+            return row
 
         # torch.compile ---------------------------------------------------------------------------
         for key, mode in (("compile_default", None), ("compile_mat", "max-autotune-no-cudagraphs")):
@@ -323,33 +329,41 @@ class Harness:
         return row
 
     def run(self, fusions: list[BenchFusion]) -> None:
-        done = {r["name"] for r in self.rows}
-        for bf in fusions:
-            if bf.name in done:
-                continue
-            if self.time_left() < self.args.fusion_reserve_s:
-                self.rows.append({"name": bf.name, "shape": bf.shape, "times_ms": {},
-                                  "skipped": {"all": f"time budget ({self.time_left():.0f} s left)"}})
-                log(f"{bf.name}: skipped, time budget")
-                continue
-            log(f"{bf.name} {bf.shape} (sample {bf.sample})")
-            self.stage(bf.name, "setup")
-            try:
-                row = self.bench(bf)
-            except Exception as e:  # setup of the fusion itself (inputs, reference)
-                log(f"{bf.name}: FAILED {short(e)}")
-                if self.args.verbose:
-                    traceback.print_exc()
-                row = {"name": bf.name, "shape": bf.shape, "times_ms": {}, "skipped": {"all": short(e)}}
-                if not self.cuda_alive():
+        """Every fusion's core phase first (engine, eager, nvFuser), then torch.compile's, so the
+        time budget cuts the slow peer compiles before it cuts any engine row."""
+        by_name = {r["name"]: r for r in self.rows}
+        for phase in ("core", "compile"):
+            for bf in fusions:
+                row = by_name.get(bf.name)
+                if row is None:
+                    row = by_name[bf.name] = {"name": bf.name, "shape": bf.shape, "times_ms": {}, "skipped": {}}
                     self.rows.append(row)
-                    self.save_partial()
-                    os._exit(3)
-            self.rows.append(derive(row, self.meta.get("copy_gbps")))
-            self.save_partial()
-            gc.collect()
-            if self.device == "cuda":
-                torch.cuda.empty_cache()
+                if phase in row.get("phases_done", []):
+                    continue
+                if self.time_left() < self.args.fusion_reserve_s:
+                    row.setdefault("skipped", {})[phase] = f"time budget ({self.time_left():.0f} s left)"
+                    log(f"{bf.name}: phase {phase} skipped, time budget")
+                    row.setdefault("phases_done", []).append(phase)
+                    continue
+                log(f"{bf.name} {bf.shape} [{phase}] (sample {bf.sample})")
+                self.stage(bf.name, "setup", phase)
+                try:
+                    self.bench(bf, phase, row)
+                except Exception as e:  # setup of the fusion itself (inputs, reference)
+                    log(f"{bf.name}: FAILED {short(e)}")
+                    if self.args.verbose:
+                        traceback.print_exc()
+                    row.setdefault("skipped", {})[phase] = short(e)
+                    if not self.cuda_alive():
+                        row.setdefault("phases_done", []).append(phase)
+                        self.save_partial()
+                        os._exit(3)
+                row.setdefault("phases_done", []).append(phase)
+                derive(row, self.meta.get("copy_gbps"))
+                self.save_partial()
+                gc.collect()
+                if self.device == "cuda":
+                    torch.cuda.empty_cache()
         self.progress_path.unlink(missing_ok=True)
 
     def finish(self) -> str:
@@ -376,6 +390,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--mat-reserve-s", type=float, default=45.0, help="skip max-autotune with less time left")
     ap.add_argument("--fusion-reserve-s", type=float, default=20.0, help="skip a fusion with less time left")
     ap.add_argument("--target-ms", type=float, default=200.0, help="timed work per measurement")
+    ap.add_argument("--queue-full", action="store_true",
+                    help="also time each with the queue filled first (device time without host gaps)")
     ap.add_argument("--resume", action="store_true", help="go on from --out's partial results")
     ap.add_argument("--report-only", action="store_true", help="write and print the report of --out's partial results")
     ap.add_argument("--verbose", action="store_true")
