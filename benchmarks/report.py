@@ -219,11 +219,13 @@ def format_report(rows: Sequence[dict[str, Any]], meta: dict[str, Any]) -> str:
                "kernel load from the cubin cache.")
     out.append("")
     out.append(format_table(rows))
-    single = [r.get("engine_pct_copy") for r in rows if r.get("kernels") == 1 and not r.get("engine_error")]
+    singles = [r for r in rows if r.get("kernels") == 1 and not r.get("engine_error")]
+    single = [r.get("engine_pct_copy") for r in singles]
     gm = geomean(single)
+    gk = geomean(r.get("engine_kernels_pct_copy") for r in singles)
     out.append("")
     out.append(f"Geometric mean of engine % of copy bandwidth over single-kernel fusions: {_num(gm, '.1f')}% "
-               f"({len([v for v in single if v])} fusions).")
+               f"({len([v for v in single if v])} fusions); from kernel times: {_num(gk, '.1f')}%.")
     notes = []
     skipped: dict[tuple[str, str], list[str]] = {}
     for r in rows:
