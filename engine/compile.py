@@ -59,6 +59,8 @@ class CompiledSegment:
     lowered: Any = None
     # Inputs passed as the raw buffer their op wrote (the layout op's padded output), by position.
     raw_inputs: set[int] = field(default_factory=set)
+    sync_launches: bool = False
+    _env: dict | None = None  # extents at the compiled sizes (they never change: specialised)
     _kernels: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -183,7 +185,9 @@ def prepare_launch(seg: CompiledSegment, args: list[Any], backend: str) -> Prepa
     lowered = seg.lowered
     fusion = seg.fusion
     device = torch.device("cuda") if backend == "cuda" else torch.device("cpu")
-    env = _bind(fusion, args)
+    if seg._env is None:
+        seg._env = _bind(fusion, args)
+    env = seg._env
     values: dict[str, Any] = {}
     for v, x in zip(fusion.inputs, args):
         values[v.short_name if isinstance(v, TensorView) else v.inline()] = x
@@ -215,8 +219,9 @@ def prepare_launch(seg: CompiledSegment, args: list[Any], backend: str) -> Prepa
 
 def _launch(seg: CompiledSegment, args: list[Any], backend: str) -> list[Any]:
     prep = prepare_launch(seg, args, backend)
+    kwargs = {"sync": seg.sync_launches} if backend == "cuda" else {}
     try:
-        seg.kernel(backend).launch(prep.args, seg.launch, alloc_strides=prep.alloc_strides)
+        seg.kernel(backend).launch(prep.args, seg.launch, alloc_strides=prep.alloc_strides, **kwargs)
     except ExecutionError as e:
         raise ExecutionError(f"segment {seg.id} ({seg.scheduler}, kernel {seg.kernel_name}): {e}") from e
     except CompileError as e:
@@ -238,6 +243,7 @@ class CompiledFusion:
     options: Options
     signature: tuple
     segmented: Any = None
+    last_run: Any = None  # the host evaluator of the last run (its timeline when asked for)
     host_ir: Any = None  # engine.host.HostIrContainer: the program `run` executes
 
     @property
@@ -288,11 +294,16 @@ class CompiledFusion:
             )
         return xs
 
-    def run(self, inputs: Sequence[Any], backend: str = "emulate") -> list[Any]:
-        """The fusion's outputs: the host program (segments in order, stream loops) on `backend`."""
+    def run(self, inputs: Sequence[Any], backend: str = "emulate", *, timeline: bool = False) -> list[Any]:
+        """The fusion's outputs: the host program (segments in order, stream loops) on `backend`.
+
+        Kernels are queued without waiting (Options.sync_launches waits after each); with
+        `timeline` the evaluator records events per op, kept in `self.last_run`."""
         from engine.host.evaluator import HostIrEvaluator
 
-        return HostIrEvaluator(self.host_ir, backend).run(self._inputs_for(inputs, backend))
+        evaluator = HostIrEvaluator(self.host_ir, backend, record_timeline=timeline)
+        self.last_run = evaluator
+        return evaluator.run(self._inputs_for(inputs, backend))
 
 
 def _execute(cf: CompiledFusion, xs: list[Any], backend: str, before=None) -> list[Any]:

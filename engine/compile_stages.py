@@ -102,6 +102,7 @@ def build_segments(fusion: Fusion, inputs: list[Any], options: Options, trace: T
             [getattr(v, "short_name", str(v)) for v in g_out], clone, g_in, g_out,
         )
         seg.raw_inputs = raw_inputs(g_in)
+        seg.sync_launches = options.sync_launches
         schedule_segment(seg, args, options, trace)
         segments.append(seg)
     return segments, segmented

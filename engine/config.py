@@ -13,6 +13,7 @@ class Options:
     num_streams: int = 4  # host IR: numberOfStreams of the stream-parallel pass
     force_scheduler: str | None = None  # use this scheduler for every segment (if it accepts)
     verify: bool = False  # check IR invariants between stages
+    sync_launches: bool = False  # wait after every kernel so a fault names it (slower: no queueing)
     heuristic_overrides: dict[str, Any] = field(default_factory=dict)
 
     def with_(self, **changes: Any) -> Options:
