@@ -133,6 +133,8 @@ def lower_block_quantize(low: ExprLowering, expr: BlockQuantizationOp, loops: li
     cond = " && ".join(store_preds) or "true"
     qn = q.short_name
     post = kir.Raw(
+        # Unrolled: constant offsets into the gathered block keep it in registers.
+        f"#pragma unroll\n"
         f"for (nvfuser_index_t qb = 0; qb < {n}; qb += {block}) {{\n"
         f"  alignas(16) uint8_t {qn}_packed[{block // 2}];\n"
         f"  __e4m3 {qn}_scale;\n"
