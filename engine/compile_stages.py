@@ -160,6 +160,13 @@ def schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace) 
                     pass
         lowered = lower_fusion(fusion, info.env, seg.kernel_name, layouts)
     except CompileError as e:
+        if _has_stream_axis(fusion):
+            # The host program runs a stream-parallel segment's ops through torch, slice by
+            # slice; its kernel is only a view of the user's schedule, so failing to make one
+            # is a note, not an error.
+            seg.kernel_name = None
+            trace.event("lowering", subject, f"no kernel for the stream-parallel segment: {e}")
+            return
         raise CompileError(f"segment {seg.id} ({seg.scheduler}): {e}") from e
     seg.lowered = lowered
     seg.stages = dict(lowered.stages)
@@ -169,3 +176,10 @@ def schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace) 
     trace.stage("kernel_ir", seg.kernel_ir)
     trace.stage("cuda_kernel", seg.cuda_source)
     trace.stage("launch_param", str(seg.launch))
+
+
+def _has_stream_axis(fusion: Fusion) -> bool:
+    from engine.ir.iterdomain import ParallelType
+
+    return any(i.parallel_type == ParallelType.stream
+               for tv in fusion.tensors() if isinstance(tv, TensorView) for i in tv.domain.loop)

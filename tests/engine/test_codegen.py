@@ -351,3 +351,14 @@ def test_manual_vectorize_and_unroll() -> None:
     cf = check_emulated(fd, xs)
     src = cf.segments[0].cuda_source
     assert "loadGeneric<__half, 8>" in src and "#pragma unroll" in src
+
+
+def test_stream_segment_too_big_for_a_kernel_still_runs() -> None:
+    """A user's stream-parallel schedule whose unscheduled intermediate would not fit a kernel:
+    the host program runs it slice by slice through torch; the trace says why no kernel."""
+    fd = load_fusion("sample_fusions/seed002_stream_two_sets.py")
+    xs = [torch.randn(4, 1 << 16)]
+    cf = compile_fusion(fd, xs)
+    assert cf.segments[0].cuda_source is None
+    assert any("no kernel for the stream-parallel segment" in e.message for e in cf.trace.events)
+    close(cf.run(xs, backend="reference")[0], evaluate(fd.fusion, xs)[0])
