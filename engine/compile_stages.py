@@ -64,7 +64,20 @@ def _const(v: Val, env: dict) -> Any:
 
 
 def _example_values(groups: list[tuple], fusion: Fusion, inputs: list[Any], env: dict) -> dict[int, Any]:
-    """Every group's input values at the compiled sizes, by running the reference group by group."""
+    """Every group's input tensors at the compiled sizes (schedulers read sizes, strides and
+    alignment). The reference runs on meta tensors, which computes layouts without data; an op
+    that needs values on the way (a data-dependent one) makes it run on the real inputs."""
+    import torch
+
+    meta = [torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="meta")
+            if isinstance(x, torch.Tensor) else x for x in inputs]
+    try:
+        return _run_groups(groups, fusion, meta, env)
+    except Exception:  # noqa: BLE001 - any failure on meta tensors: compute with the data
+        return _run_groups(groups, fusion, inputs, env)
+
+
+def _run_groups(groups: list[tuple], fusion: Fusion, inputs: list[Any], env: dict) -> dict[int, Any]:
     import torch
 
     from engine.reference import evaluate
@@ -74,7 +87,8 @@ def _example_values(groups: list[tuple], fusion: Fusion, inputs: list[Any], env:
     for clone, _vmap, g_in, g_out, _gid, _s in groups:
         args = [values[id(v)] if id(v) in values else _const(v, env) for v in g_in]
         raw = {clone.inputs[k] for k in raw_inputs(g_in)}
-        outs = _evaluate_segment(clone, args, torch.device("cpu"), raw) if raw else evaluate(clone, args)
+        dev = next((a.device for a in args if isinstance(a, torch.Tensor)), torch.device("cpu"))
+        outs = _evaluate_segment(clone, args, dev, raw) if raw else evaluate(clone, args)
         for v, t in zip(g_out, outs):
             values[id(v)] = t
     return values

@@ -27,10 +27,13 @@ class SchedulerRuntimeInfo:
 
         self.fusion = fusion
         self.device = device or current()
-        ctx = Context(torch.device("cpu"))
+        # Sizes only: meta tensors bind the extents without copying device data to the host.
+        ctx = Context(torch.device("meta"))
         self._tensors: dict[TensorView, torch.Tensor] = {}
         for k, (val, x) in enumerate(zip(fusion.inputs, inputs, strict=True)):
-            bind_input(k, val, x, ctx)
+            meta = (torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="meta")
+                    if isinstance(x, torch.Tensor) else x)
+            bind_input(k, val, meta, ctx)
             if isinstance(val, TensorView):
                 self._tensors[val] = x
         self.env = ctx.env

@@ -42,13 +42,13 @@ class Sizes:
 
         if len(inputs) != len(fusion.inputs):
             raise ExecutionError(f"fusion takes {len(fusion.inputs)} inputs, got {len(inputs)}")
-        ctx = Context(torch.device("cpu"))
+        ctx = Context(torch.device("meta"))
         self.given: dict[Val, Any] = {}
         for k, (val, x) in enumerate(zip(fusion.inputs, inputs)):
-            # bind on the meta device is not possible for every check, so bind a CPU view
-            # of the tensor's metadata only: bind_input moves it to CPU, which is a no-op
-            # for CPU inputs and a copy for device inputs (sizes are all we need).
-            bind_input(k, val, x.cpu() if isinstance(x, torch.Tensor) else x, ctx)
+            # Sizes are all that binding needs: meta tensors, no copy of device data.
+            meta = (torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="meta")
+                    if isinstance(x, torch.Tensor) else x)
+            bind_input(k, val, meta, ctx)
             self.given[val] = x
         self.env = ctx.env
         self._fakes: dict[TensorView, torch.Tensor] = {}
@@ -81,8 +81,7 @@ class Sizes:
         dtype, laid out as the engine allocates intermediates (allocation order,
         expanded broadcasts with stride 0)."""
         if tv in self.given:
-            x = self.given[tv]
-            return x.cpu() if isinstance(x, torch.Tensor) else x
+            return self.given[tv]  # on its own device: only sizes, strides and alignment are read
         if tv in self._fakes:
             return self._fakes[tv]
         logical = [i for i in tv.domain.logical if not i.is_reduction]
