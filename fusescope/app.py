@@ -1,4 +1,4 @@
-"""The fusescope TUI: a fusion's IR listing and schedule, its tensors, and each tensor's transforms."""
+"""The fusescope TUI: the fusion IR, tensors and transforms, the schedule, the segment graph, CUDA, runs."""
 
 from __future__ import annotations
 
@@ -12,14 +12,30 @@ from textual.widgets import Footer, Header, TabbedContent, TabPane, Tabs
 
 from fusescope import samples
 from fusescope.commands import FusionCommands
-from fusescope.messages import ScheduleComputed, SessionLoaded, SessionLoadFailed, TensorSelected
-from fusescope.model import LoadError, Session, load_session
+from fusescope.messages import (
+    CompileFinished,
+    RunFinished,
+    RunRequested,
+    ScheduleComputed,
+    SegmentSelected,
+    SessionLoaded,
+    SessionLoadFailed,
+    TensorSelected,
+)
+from fusescope.model import CompileOptions, LoadError, RunResult, Session, load_session
 from fusescope.screens.help_screen import HelpScreen, KeyRow
 from fusescope.screens.open_file_screen import OpenFileScreen
+from fusescope.widgets.cuda_view import CudaView
+from fusescope.widgets.host_ir_view import HostIrView
 from fusescope.widgets.listing_view import ListingView
+from fusescope.widgets.run_view import RunView
 from fusescope.widgets.schedule_view import ScheduleView
+from fusescope.widgets.segments_view import SegmentsView
 from fusescope.widgets.tensor_tree import TensorTree
 from fusescope.widgets.transform_view import TransformView
+
+# Tabs whose content comes from compiling the fusion (compiled in a worker when one opens).
+COMPILE_TABS = frozenset({"tab-segments", "tab-cuda", "tab-host-ir"})
 
 
 class FusescopeApp(App[None]):
@@ -32,6 +48,10 @@ class FusescopeApp(App[None]):
         Binding("r", "reload", "Reload"),
         Binding("i", "show_ir", "Fusion IR"),
         Binding("s", "show_schedule", "Schedule"),
+        Binding("g", "show_segments", "Segments"),
+        Binding("u", "show_cuda", "CUDA"),
+        Binding("x", "show_run", "Run"),
+        Binding("h", "show_host_ir", "Host IR"),
         Binding("tab", "focus_next", "Next pane", show=False),
         Binding("q", "quit", "Quit"),
     ]
@@ -39,6 +59,9 @@ class FusescopeApp(App[None]):
     def __init__(self, session: Session | None = None) -> None:
         super().__init__()
         self.session = session
+        self.options = CompileOptions()  # what the compiled views show (palette toggles forwarding)
+        self.selected_segment: int | None = None  # one selection for the Segments, CUDA and Run views
+        self._shown_compile: tuple[Session, CompileOptions] | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -50,6 +73,14 @@ class FusescopeApp(App[None]):
                         yield ListingView(id="listing")
                     with TabPane("Schedule", id="tab-schedule"):
                         yield ScheduleView(id="schedule")
+                    with TabPane("Segments", id="tab-segments"):
+                        yield SegmentsView(id="segments")
+                    with TabPane("CUDA", id="tab-cuda"):
+                        yield CudaView(id="cuda")
+                    with TabPane("Run", id="tab-run"):
+                        yield RunView(id="run")
+                    with TabPane("Host IR", id="tab-host-ir"):
+                        yield HostIrView(id="host-ir")
                 yield TransformView(id="transforms")
         yield Footer()
 
@@ -73,8 +104,16 @@ class FusescopeApp(App[None]):
         self.query_one(ListingView).show_listing(session.listing)
         self.query_one(TransformView).show_block(None, "")
         self.query_one(ScheduleView).clear()
+        for view in self._compiled_views():
+            view.clear()
+            view.loading = False
+        self.query_one(RunView).clear()
+        self.selected_segment = None
+        self._shown_compile = None
         if self.schedule_tab_active:
             self._start_schedule()
+        if self.query_one(TabbedContent).active in COMPILE_TABS:
+            self._start_compile()
 
     def show_tensor(self, name: str) -> None:
         """Select tensor `name` everywhere: tree cursor, listing marks, transform pane."""
@@ -109,6 +148,8 @@ class FusescopeApp(App[None]):
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
         if event.pane.id == "tab-schedule":
             self._start_schedule()
+        if event.pane.id in COMPILE_TABS:
+            self._start_compile()
         self._refresh_transforms()
 
     def _refresh_transforms(self) -> None:
@@ -143,6 +184,109 @@ class FusescopeApp(App[None]):
         view.loading = False
         view.show_result(event.result)
         self._refresh_transforms()
+
+    # ---- compilation (Segments, CUDA, Host IR) --------------------------------------
+    def _compiled_views(self) -> list[SegmentsView | CudaView | HostIrView]:
+        return [self.query_one(SegmentsView), self.query_one(CudaView), self.query_one(HostIrView)]
+
+    def _start_compile(self) -> None:
+        if self.session is None or self._shown_compile == (self.session, self.options):
+            return
+        for view in self._compiled_views():
+            view.loading = True
+        self._compile(self.session, self.options)
+
+    @work(thread=True, exclusive=True, group="compile")
+    def _compile(self, session: Session, options: CompileOptions) -> None:
+        # Session.compile turns engine failures into result.error; this catch is for bugs in
+        # the adapter itself, so that the views never stay loading forever.
+        try:
+            result = session.compile(options)
+        except Exception as e:
+            from fusescope.model import failed_compile
+
+            result = failed_compile(options, f"internal error: {type(e).__name__}: {e}")
+        self.post_message(CompileFinished(session, result))
+
+    @on(CompileFinished)
+    def _compile_finished(self, event: CompileFinished) -> None:
+        if event.session is not self.session or event.result.options != self.options:
+            return  # a fusion loaded or the options changed since; that compile will report
+        self._shown_compile = (event.session, event.result.options)
+        for view in self._compiled_views():
+            view.loading = False
+            view.show_result(event.result)
+        if event.result.error:
+            self.notify(event.result.error, title="Compilation failed", severity="error", timeout=10)
+            return
+        ids = [s.id for s in event.result.segments]
+        if ids:
+            self.select_segment(self.selected_segment if self.selected_segment in ids else ids[0])
+
+    def select_segment(self, sid: int) -> None:
+        """Select segment `sid` in every view that shows segments."""
+        self.selected_segment = sid
+        self.query_one(SegmentsView).select_segment(sid)
+        self.query_one(CudaView).select_segment(sid)
+        self.query_one(RunView).select_segment(sid)
+
+    @on(SegmentSelected)
+    def _segment_selected(self, event: SegmentSelected) -> None:
+        self.select_segment(event.segment)
+
+    def toggle_forwarding(self) -> None:
+        """Recompile with the segmenter's forwarding switched (the views follow)."""
+        self.options = self.options.__class__(
+            forwarding=not self.options.forwarding, force_scheduler=self.options.force_scheduler,
+            num_streams=self.options.num_streams)
+        self.notify(f"Compiling with {self.options.describe()}", timeout=3)
+        self._shown_compile = None
+        if self.query_one(TabbedContent).active not in COMPILE_TABS:
+            self.query_one(TabbedContent).active = "tab-segments"
+        else:
+            self._start_compile()
+
+    # ---- runs ---------------------------------------------------------------------
+    @on(RunRequested)
+    def _run_requested(self, event: RunRequested) -> None:
+        self.start_run(event.backend, event.profile)
+
+    def start_run(self, backend: str, profile: bool | None = None) -> None:
+        """Run the whole fusion on `backend` in the worker process (from a key or the palette)."""
+        if self.session is None:
+            self.notify("Open a fusion first", severity="warning")
+            return
+        view = self.query_one(RunView)
+        if view.running is not None:
+            self.notify(f"A run on {view.running} is in progress", severity="warning")
+            return
+        self.query_one(TabbedContent).active = "tab-run"
+        view.started(backend)
+        self._run(self.session, backend, view.profile if profile is None else profile, self.options)
+
+    @work(thread=True, group="run")
+    def _run(self, session: Session, backend: str, profile: bool, options: CompileOptions) -> None:
+        # Session.run reports worker crashes and timeouts in the result; this catch is for
+        # bugs on our side of the pipe, so that the view never stays loading forever.
+        try:
+            result = session.run(backend, options, profile=profile)
+        except Exception as e:
+            result = RunResult(backend, "error", f"internal error: {type(e).__name__}: {e}", options, profile)
+        self.post_message(RunFinished(session, result))
+
+    @on(RunFinished)
+    def _run_finished(self, event: RunFinished) -> None:
+        if event.session is not self.session:
+            return  # a fusion loaded since; the Run view was cleared then
+        result = event.result
+        self.query_one(RunView).show_run(result)
+        if result.status == "ok":
+            self.notify(f"Run on {result.backend}: {result.message}", timeout=4)
+        elif result.status == "mismatch":
+            self.notify(result.message, title=f"Run on {result.backend}: mismatch", severity="error", timeout=10)
+        else:
+            self.notify(result.message, title=f"Run on {result.backend} failed ({result.status})",
+                        severity="error", timeout=10)
 
     # ---- loading ------------------------------------------------------------------
     def open_path(self, spec: str) -> None:
@@ -187,6 +331,22 @@ class FusescopeApp(App[None]):
     def action_show_schedule(self) -> None:
         self.query_one(TabbedContent).active = "tab-schedule"
 
+    def action_show_segments(self) -> None:
+        self.query_one(TabbedContent).active = "tab-segments"
+        self.query_one(SegmentsView).focus()
+
+    def action_show_cuda(self) -> None:
+        self.query_one(TabbedContent).active = "tab-cuda"
+        self.query_one("#cuda-segments").focus()
+
+    def action_show_run(self) -> None:
+        self.query_one(TabbedContent).active = "tab-run"
+        self.query_one("#run-table").focus()
+
+    def action_show_host_ir(self) -> None:
+        self.query_one(TabbedContent).active = "tab-host-ir"
+        self.query_one(HostIrView).focus()
+
     def action_reload(self) -> None:
         if self.session is None or self.session.path is None:
             self.notify("Nothing to reload: this fusion was not read from a file", severity="warning")
@@ -215,6 +375,13 @@ class FusescopeApp(App[None]):
             assert isinstance(binding, Binding)
             rows.append(KeyRow(self.get_key_display(binding), binding.description, "Fusion IR, Schedule, Transforms"))
         rows.append(KeyRow("↑ ↓ ← →", "Scroll the verdicts, parameters and scheduled IR", "Schedule"))
+        rows.append(KeyRow("↑ ↓  j k", "Select the next / previous segment (every view follows)", "Segments"))
+        rows.append(KeyRow("↑ ↓", "Select a segment (every view follows)", "CUDA, Run"))
+        for view, where in ((CudaView, "CUDA"), (RunView, "Run")):
+            for binding in view.BINDINGS:
+                assert isinstance(binding, Binding)
+                if binding.action != "copy":
+                    rows.append(KeyRow(self.get_key_display(binding), binding.description, where))
         return rows
 
 

@@ -1,4 +1,5 @@
-"""Command-palette (ctrl+p) commands that speak the domain: open a sample, show a tensor."""
+"""Command-palette (ctrl+p) commands that speak the domain: open a sample, show a view, run,
+select a segment or a tensor."""
 
 from __future__ import annotations
 
@@ -22,10 +23,26 @@ class FusionCommands(Provider):
             ("Reload", "Read the current file again", app.action_reload),
             ("Show fusion IR", "The Fusion IR tab", app.action_show_ir),
             ("Show schedule", "Scheduler verdicts, parameters and scheduled IR (whole fusion)", app.action_show_schedule),
+            ("Show segments", "The segment graph and the segmenter's decision log", app.action_show_segments),
+            ("Show CUDA", "Each segment's kernel source, launch configuration and kernel IR", app.action_show_cuda),
+            ("Show run and profile", "The per-segment figures of the last run", app.action_show_run),
+            ("Show host IR", "The host program (once the engine produces one)", app.action_show_host_ir),
+            ("Run on the emulator", "The generated CUDA compiled with g++ and run on the CPU, checked "
+             "against the reference", partial(app.start_run, "emulate")),
+            ("Run on the reference", "torch on the CPU, segment by segment", partial(app.start_run, "reference")),
+            ("Run on the GPU (cuda)", "Needs a CUDA GPU; with profiling: GB/s, % of peak, registers, occupancy",
+             partial(app.start_run, "cuda")),
+            (f"Compile with forwarding {'off' if app.options.forwarding else 'on'}",
+             "Recompile with the segmenter's input forwarding switched", app.toggle_forwarding),
         ]
         for s in samples.list_samples():
             out.append((f"Open sample: {s.name}", s.summary or str(s.path), partial(app.open_path, str(s.path))))
         if app.session is not None:
+            compiled = app.session.compiled(app.options)
+            for seg in compiled.segments if compiled is not None else []:
+                out.append((f"Select segment: g{seg.id} ({seg.scheduler})",
+                            f"{seg.ops} ops · in {', '.join(seg.inputs) or '-'} · out {', '.join(seg.outputs)}",
+                            partial(app.select_segment, seg.id)))
             for info in app.session.tensors.values():
                 out.append(
                     (f"Show tensor: {info.name}", f"{info.role} · {info.text}", partial(app.show_tensor, info.name))

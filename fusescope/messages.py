@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 
 if TYPE_CHECKING:
-    from fusescope.model import ScheduleResult, Session
+    from fusescope.model import CompileResult, RunResult, ScheduleResult, Session
 
 
 @dataclass
@@ -42,3 +42,34 @@ class ScheduleComputed(Message):
 
     session: Session
     result: ScheduleResult
+
+
+@dataclass
+class SegmentSelected(Message):
+    """The user put the cursor on segment `segment` (its id) in some view."""
+
+    segment: int
+
+
+@dataclass
+class CompileFinished(Message):
+    """A compile worker finished for `session` (the result may carry an error)."""
+
+    session: Session
+    result: CompileResult
+
+
+@dataclass
+class RunRequested(Message):
+    """The Run view asks for a run of the whole fusion on `backend`."""
+
+    backend: str
+    profile: bool
+
+
+@dataclass
+class RunFinished(Message):
+    """A run finished (or failed, crashed, timed out: see result.status) for `session`."""
+
+    session: Session
+    result: RunResult

@@ -559,19 +559,19 @@ def _compile(fd: FusionDefinition, options: CompileOptions) -> tuple[object | No
     try:
         xs = fd.example_inputs(device="cpu", seed=0)
     except FusionDefinitionError as e:
-        return None, _failed_compile(options, f"no example inputs: {_one_line(str(e))}")
+        return None, failed_compile(options, f"no example inputs: {_one_line(str(e))}")
     except Exception as e:  # building tensors from the file's specs can fail in many ways
-        return None, _failed_compile(
+        return None, failed_compile(
             options, f"could not build the example inputs: {type(e).__name__}: {_one_line(str(e))}")
     try:
         cf = compile_fusion(fd, xs, _engine_options(options))
     except Exception as e:  # EngineError or a bug in a stage: either way one line for the user
-        return None, _failed_compile(options, f"{type(e).__name__}: {_one_line(str(e))}",
+        return None, failed_compile(options, f"{type(e).__name__}: {_one_line(str(e))}",
                                      time.perf_counter() - start)
     return cf, _flatten(cf, options, time.perf_counter() - start)
 
 
-def _failed_compile(options: CompileOptions, error: str, seconds: float = 0.0) -> CompileResult:
+def failed_compile(options: CompileOptions, error: str, seconds: float = 0.0) -> CompileResult:
     return CompileResult(options, [], [], [], "", None, seconds, error=error)
 
 

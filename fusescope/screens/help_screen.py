@@ -12,13 +12,14 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-# Said plainly so nobody hunts for views that do not exist yet (they need engine stages that
-# are still being written: segmenter, schedulers, lowering, code generation, runtime).
+# Said plainly so nobody hunts for views that do not exist yet.
 NOT_YET = (
-    "Not yet in this version: segment graph, decision log across segments, host IR, CUDA "
-    "source, run and profile, options. Today fusescope shows the fusion IR, each TensorView's "
-    "transforms, and the schedule of the whole fusion as one group (no segmenter yet), "
-    "computed at the file's example inputs (its `inputs = [...]` list)."
+    "Not yet in this version: an Options view (force a scheduler per segment, override a "
+    "heuristic value, device model) and the comparison of a run with the previous one, session "
+    "bundles, and the host-IR stream timeline; the Host IR tab says when the engine has no "
+    "host program yet. The palette recompiles with forwarding off or on. The Schedule tab "
+    "schedules the whole fusion as one group at the file's example inputs; the Segments, CUDA "
+    "and Run tabs show the real compilation, segment by segment."
 )
 
 

@@ -14,8 +14,11 @@ from fusescope.app import FusescopeApp
 from fusescope.model import Session, load_session
 from fusescope.screens.help_screen import HelpScreen
 from fusescope.screens.open_file_screen import OpenFileScreen
+from fusescope.widgets.cuda_view import CudaView
+from fusescope.widgets.host_ir_view import HostIrView
 from fusescope.widgets.listing_view import ListingView
 from fusescope.widgets.schedule_view import ScheduleView
+from fusescope.widgets.segments_view import SegmentsView
 from fusescope.widgets.tensor_tree import TensorTree
 from fusescope.widgets.transform_view import TransformView
 from tests.fusescope.fusions import build_seed001
@@ -169,6 +172,23 @@ async def test_every_footer_key_does_what_it_says(session: Session) -> None:
         assert schedule.result is not None and schedule.result.error is not None
         assert schedule.result.error.startswith("no example inputs")
         checked.add("s")
+
+        # g, u and h compile in a worker; without example inputs each view says why not.
+        for key, tab, view_type in (("g", "tab-segments", SegmentsView), ("u", "tab-cuda", CudaView),
+                                    ("h", "tab-host-ir", HostIrView)):
+            await pilot.press(key)
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            assert app.query_one(TabbedContent).active == tab
+            result = app.query_one(view_type).result
+            assert result is not None and (result.error or "").startswith("no example inputs")
+            checked.add(key)
+        await pilot.press("x")
+        await pilot.pause()
+        assert app.query_one(TabbedContent).active == "tab-run"
+        checked.add("x")
+
+        app.query_one(TensorTree).focus()
         await pilot.press("i")
         await pilot.pause()
         assert app.query_one(TabbedContent).active == "tab-ir"
