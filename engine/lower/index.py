@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from engine.analysis.logical_map import consumers_of
+from engine.analysis.logical_map import consumers_of, pairwise_logical_map
 from engine.analysis.replay import loop_map
 from engine.errors import CompileError
 from engine.ir.base import Expr
@@ -212,6 +212,11 @@ def producer_known(producer: TensorView, consumer: TensorView, c_index: dict[Ite
         elif cid in c_index and ext.of(pid) == ext.of(cid):
             # Unequal extents: the consumer merged a broadcast into this axis (the loop map
             # forwards such merges); the index then comes through the consumer's merge.
+            known[pid] = c_index[cid]
+    # An axis the loop map forwarded to a larger (merged) consumer id keeps the op's own
+    # logical pairing, which the consumer's indices always determine.
+    for pid, cid in pairwise_logical_map(producer, consumer).items():
+        if pid not in known and cid in c_index and ext.of(pid) == ext.of(cid):
             known[pid] = c_index[cid]
     for pid in producer.domain.logical:
         if pid.is_broadcast and pid not in known:

@@ -362,3 +362,16 @@ def test_stream_segment_too_big_for_a_kernel_still_runs() -> None:
     assert cf.segments[0].cuda_source is None
     assert any("no kernel for the stream-parallel segment" in e.message for e in cf.trace.events)
     close(cf.run(xs, backend="reference")[0], evaluate(fd.fusion, xs)[0])
+
+
+@needs_gxx
+def test_rope_without_forwarding_emulates_exactly() -> None:
+    """With forwarding off the RoPE casts of expanded inputs are cached and merged with their
+    broadcasts: the op's own axis pairing still indexes the input."""
+    from engine.config import Options
+
+    fd = load_fusion("sample_fusions/seed003_rope_bwd_small.py")
+    xs = fd.example_inputs(seed=0)
+    cf = compile_fusion(fd, xs, Options(forwarding=False))
+    for o, r in zip(cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs)):
+        close(o, r)
