@@ -7,14 +7,16 @@ so passes can rewrite it and both the kernel-IR listing and the CUDA renderer re
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 from engine.runtime.abi import ArgSpec, LaunchConfig
 
 
-class Stmt:
+class Stmt(ABC):
+    @abstractmethod
     def lines(self, indent: int) -> list[str]:
-        raise NotImplementedError
+        """The statement as text, indented `indent` levels."""
 
 
 def _pad(indent: int) -> str:

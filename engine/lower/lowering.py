@@ -65,10 +65,8 @@ class ScopeWork:
 
 
 class ExprLowering:
-    def __init__(self, exprs: list[Expr], nest: list[LoopNode | Expr], ext: Extents,
-                 launch_dims: dict[ParallelType, int], scalar_names: dict[Scalar, str]) -> None:
-        self.exprs = exprs
-        self.nest = nest
+    def __init__(self, ext: Extents, launch_dims: dict[ParallelType, int],
+                 scalar_names: dict[Scalar, str]) -> None:
         self.ext = ext
         self.launch_dims = launch_dims
         self.scalar_names = scalar_names
@@ -81,7 +79,6 @@ class ExprLowering:
         self.smem_bytes = 0
         self.reduce_smem_bytes = 0
         self.workspaces: dict[str, tuple[str, int, bool]] = {}
-        self.events: list[str] = []
         self.pending_sync: list[tuple[int, list[LoopNode], Expr, str]] = []
 
     # ---- buffers --------------------------------------------------------------------

@@ -26,7 +26,7 @@ from engine.ir.tensorview import MemoryType, TensorView
 from engine.lower import kir
 from engine.lower.index import Extents
 from engine.lower.loops import LoopNode, Nest, out_tv, walk
-from engine.lower.lowering import ExprLowering
+from engine.lower.lowering import ExprLowering, loop_kind
 from engine.lower.vectorize import hoist_shared_reads, vectorize_loop, widen_bulk_copy
 from engine.runtime.abi import ArgSpec, LaunchConfig, ScalarArg, TensorArg
 
@@ -76,7 +76,7 @@ def _is_virtual(i, ext: Extents) -> bool:
     return i.parallel_type in _DIMS or ext.of(i) == 1
 
 
-def _parallel_dims(nest: Nest, exprs: list[Expr], ext: Extents) -> dict[ParallelType, int]:
+def _parallel_dims(nest: Nest, ext: Extents) -> dict[ParallelType, int]:
     dims: dict[ParallelType, int] = {}
     for _e, loops in walk(nest):
         for node in loops:
@@ -109,7 +109,7 @@ def _params(fusion: Fusion) -> tuple[list[ArgSpec], dict[str, TensorView], dict[
     return params, tensors, {v: v.inline() for v in fusion.inputs if isinstance(v, Scalar)}
 
 
-def _syncs(low: ExprLowering, fusion: Fusion) -> list[str]:
+def _syncs(low: ExprLowering) -> list[str]:
     notes: list[str] = []
     for level, loops, expr, why in low.pending_sync:
         low.work.post[low.item_at(level, loops, expr)].append(kir.BlockSync(f"RAW: {why}"))
@@ -145,40 +145,35 @@ def _assemble(nest: list[LoopNode | Expr], low: ExprLowering, key: int) -> list[
     body: list[kir.Stmt] = list(low.work.allocs.get(key, []))
     for item in nest:
         body.extend(low.work.pre.get(id(item), []))
-        if isinstance(item, LoopNode):
-            inner = _assemble(item.children, low, id(item))
-            ix = low.loop_index(item)
-            if isinstance(ix.term, int) or ix.term.startswith(("threadIdx", "blockIdx")):
-                # Parallel and single-iteration loops emit no loop: their body joins the scope.
-                body.extend(inner)
-            else:
-                from engine.lower.lowering import loop_kind
-
-                kind = loop_kind(item.concrete.parallel_type)
-                if kind == "block_strided" and not _bulk_copy_only(item):
-                    kind = "serial"
-                if kind == "block_strided":
-                    widened = widen_bulk_copy(ix.term, ix.hi, inner, low.block_threads(), low.layouts,
-                                              {b.name: b.ctype for b in low.buffers.values()})
-                    if widened is not None:
-                        body.append(widened)
-                        body.extend(low.work.post.get(id(item), []))
-                        continue
-                loop = kir.ForLoop(ix.term, ix.hi, kind, str(item.concrete), inner, low.block_threads())
-                if kind == "vectorize":
-                    globals_ = {b.name for b in low.buffers.values() if b.memory == "global"}
-                    body.append(vectorize_loop(loop, item.concrete, low.ext, globals_))
-                elif kind in ("serial", "unroll"):
-                    shared = {b.name: b.ctype for b in low.buffers.values() if b.memory == "shared"}
-                    for st in hoist_shared_reads(loop, shared):
-                        body.append(vectorize_loop(st, item.concrete, low.ext, _engine_allocated(low))
-                                    if st is loop else st)
-                else:
-                    body.append(loop)
+        if isinstance(item, LoopNode):  # a real loop: virtual levels never become nodes
+            body.extend(_emit_loop(item, _assemble(item.children, low, id(item)), low))
         else:
             body.extend(low.body[item])
         body.extend(low.work.post.get(id(item), []))
     return body
+
+
+def _emit_loop(item: LoopNode, inner: list[kir.Stmt], low: ExprLowering) -> list[kir.Stmt]:
+    """The loop over `item`, as the kind of its id asks, widened where the accesses allow."""
+    ix = low.loop_index(item)
+    kind = loop_kind(item.concrete.parallel_type)
+    if kind == "block_strided":
+        if not _bulk_copy_only(item):
+            kind = "serial"
+        else:
+            widened = widen_bulk_copy(ix.term, ix.hi, inner, low.block_threads(), low.layouts,
+                                      {b.name: b.ctype for b in low.buffers.values()})
+            if widened is not None:
+                return [widened]
+    loop = kir.ForLoop(ix.term, ix.hi, kind, str(item.concrete), inner, low.block_threads())
+    if kind == "vectorize":
+        globals_ = {b.name for b in low.buffers.values() if b.memory == "global"}
+        return [vectorize_loop(loop, item.concrete, low.ext, globals_)]
+    if kind in ("serial", "unroll"):
+        shared = {b.name: b.ctype for b in low.buffers.values() if b.memory == "shared"}
+        return [vectorize_loop(st, item.concrete, low.ext, _engine_allocated(low)) if st is loop else st
+                for st in hoist_shared_reads(loop, shared)]
+    return [loop]
 
 
 def _mark_global_syncs(low: ExprLowering, fusion: Fusion, exprs: list[Expr], loops_of: dict) -> None:
@@ -205,14 +200,14 @@ def lower_fusion(fusion: Fusion, env: dict, name: str,
     ext.promote(exprs)
     nest = Nest(exprs, lambda i: _is_virtual(i, ext))
     stages["loop_nests"] = "\n".join(_nest_text(nest.items)) + "\n"
-    dims = _parallel_dims(nest, exprs, ext)
+    dims = _parallel_dims(nest, ext)
     launch = LaunchConfig(
         (dims.get(ParallelType.grid_x, 1), dims.get(ParallelType.grid_y, 1), dims.get(ParallelType.grid_z, 1)),
         (dims.get(ParallelType.block_x, 1), dims.get(ParallelType.block_y, 1), dims.get(ParallelType.block_z, 1)),
     )
     stages["parallel_dims"] = str(launch) + "\n"
     params, tensors, scalars = _params(fusion)
-    low = ExprLowering(exprs, nest.items, ext, dims, scalars)
+    low = ExprLowering(ext, dims, scalars)
     low.fusion_inputs = set(fusion.inputs)
     low.layouts = dict(layouts or {})
     loops_of = {}
@@ -225,7 +220,7 @@ def lower_fusion(fusion: Fusion, env: dict, name: str,
         for b in low.buffers.values() if b.memory != "global"
     )
     _mark_global_syncs(low, fusion, exprs, loops_of)
-    stages["sync"] = "\n".join(_syncs(low, fusion)) + "\n"
+    stages["sync"] = "\n".join(_syncs(low)) + "\n"
     body = _assemble(nest.items, low, 0)
     red_off = (low.smem_bytes + 15) // 16 * 16
     smem = red_off + low.reduce_smem_bytes

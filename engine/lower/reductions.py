@@ -171,7 +171,7 @@ def _write_back(low: ExprLowering, out: TensorView, pairs: list[tuple[TensorView
         (global_stores if low.buffer(tv).memory == "global" else stores).append(store)
         if not preds:
             preds = low.thread_predicates(loops[: acc0.level], None) + [
-                p for p in _bounds(low, tv, index)
+                p for p in low.bounds_predicates(tv, index)
             ] + low.flags.get(out, [])
     body: list[kir.Stmt] = kir.guard(preds, stores) + kir.guard(preds + thread_only, global_stores)
     for i in reversed(acc0.layout):
@@ -179,22 +179,6 @@ def _write_back(low: ExprLowering, out: TensorView, pairs: list[tuple[TensorView
         if n > 1:
             body = [kir.ForLoop(f"w{i.name}", n, "serial", str(i), body)]
     return body
-
-
-def _bounds(low: ExprLowering, tv: TensorView, index: dict[IterDomain, Ix]) -> list[str]:
-    out: list[str] = []
-    for i in tv.domain.logical:
-        if i.is_broadcast or i.is_reduction:
-            continue
-        ix = index.get(i)
-        if ix is None:
-            raise CompileError(f"{tv.short_name}: axis {i} cannot be indexed for the write-back")
-        n = low.ext.of(i)
-        if ix.hi > n and not isinstance(ix.term, int):
-            out.append(f"{ix.term} < {n}" if str(ix.term).isidentifier() else f"({ix.term}) < {n}")
-    return out
-
-
 
 
 def lower_welford(low: ExprLowering, expr: ex.WelfordOp, loops: list[LoopNode],

@@ -295,8 +295,8 @@ async def test_palette_opens_a_bundled_sample(session: Session) -> None:
 
 async def test_schedule_tab_shows_the_schedulers_decision_and_scheduled_transforms() -> None:
     path = samples.resolve("softmax")
-    if not path.exists():
-        pytest.skip("bundled sample softmax is missing")
+    # The samples ship with the project: a missing one is a failure, not a skip.
+    assert path.exists(), "bundled sample softmax is missing"
     session = load_session(path)
     app = FusescopeApp(session)
     async with app.run_test(size=SIZE) as pilot:
@@ -332,8 +332,8 @@ async def test_schedule_tab_shows_the_schedulers_decision_and_scheduled_transfor
 
 async def test_opening_a_file_clears_the_previous_schedule(session: Session, seed001_file: Path) -> None:
     sample = samples.resolve("gelu_bias")
-    if not sample.exists():
-        pytest.skip("bundled sample gelu_bias is missing")
+    # The samples ship with the project: a missing one is a failure, not a skip.
+    assert sample.exists(), "bundled sample gelu_bias is missing"
     app = FusescopeApp(load_session(sample))
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("s")

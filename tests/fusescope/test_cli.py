@@ -130,8 +130,8 @@ def test_show_every_bundled_sample() -> None:
 # ---- --schedule / --why: real scheduler output on bundled samples -------------------------
 def _sample(name: str) -> Path:
     path = samples.resolve(name)
-    if not path.exists():
-        pytest.skip(f"bundled sample {name} is missing")
+    # The samples ship with the project: a missing one is a failure, not a skip.
+    assert path.exists(), f"bundled sample {name} is missing"
     return path
 
 
