@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from engine.config import Options
@@ -186,10 +187,20 @@ def schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace) 
     seg.stages = dict(lowered.stages)
     seg.kernel_ir = lowered.kernel.listing()
     seg.cuda_source = render(lowered.kernel)
+    if seg.id in options.kernel_sources:
+        seg.cuda_source = _external_source(seg, options.kernel_sources[seg.id])
+        trace.event("codegen", subject, "the generated kernel is replaced by a user-given source")
     seg.launch = lowered.kernel.launch
     trace.stage("kernel_ir", seg.kernel_ir)
     trace.stage("cuda_kernel", seg.cuda_source)
     trace.stage("launch_param", str(seg.launch))
+
+
+def _external_source(seg: Any, source: str) -> str:
+    if not isinstance(source, str) or not re.search(rf"__global__\b[^;{{]*\b{seg.kernel_name}\s*\(", source):
+        raise CompileError(f"segment {seg.id}: the replacement kernel source must define "
+                           f"`__global__ void {seg.kernel_name}(...)` with the generated parameters")
+    return source
 
 
 def _has_stream_axis(fusion: Fusion) -> bool:

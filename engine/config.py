@@ -15,6 +15,10 @@ class Options:
     verify: bool = False  # check IR invariants between stages
     sync_launches: bool = False  # wait after every kernel so a fault names it (slower: no queueing)
     heuristic_overrides: dict[str, Any] = field(default_factory=dict)
+    # Segment id -> CUDA source that replaces the generated kernel (nvFuser's
+    # NVFUSER_EXTERNAL_SRC): to try a hand edit, or to reproduce a faulty kernel. It must
+    # define the same kernel name and parameters as the generated one.
+    kernel_sources: dict[int, str] = field(default_factory=dict)
 
     def with_(self, **changes: Any) -> Options:
         return replace(self, **changes)

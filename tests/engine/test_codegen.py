@@ -375,3 +375,24 @@ def test_rope_without_forwarding_emulates_exactly() -> None:
     cf = compile_fusion(fd, xs, Options(forwarding=False))
     for o, r in zip(cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs)):
         close(o, r)
+
+
+@needs_gxx
+def test_a_replacement_kernel_source_runs_and_its_fault_names_the_segment() -> None:
+    from engine.config import Options
+    from engine.errors import ExecutionError
+
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        fd.add_output(fd.ops.exp(a))
+    xs = [torch.randn(100)]
+    src = compile_fusion(fd, xs).segments[0].cuda_source
+    store = "T1[blockIdx.x * 128 + threadIdx.x] = T3[0];"
+    assert store in src
+    doubled = compile_fusion(fd, xs, Options(kernel_sources={0: src.replace("= T3[0];", "= 2.0f * T3[0];")}))
+    torch.testing.assert_close(doubled.run(xs, backend="emulate")[0], 2 * torch.exp(xs[0]))
+    faulty = compile_fusion(fd, xs, Options(kernel_sources={0: src.replace(store, store.replace("]", " + 100000000]", 1))}))
+    with pytest.raises(ExecutionError, match=r"segment 0 \(pointwise.*SIGSEGV"):
+        faulty.run(xs, backend="emulate")
+    with pytest.raises(CompileError, match="segment 0: the replacement kernel source must define"):
+        compile_fusion(fd, xs, Options(kernel_sources={0: "int x;"}))
