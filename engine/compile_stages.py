@@ -110,6 +110,7 @@ def build_segments(fusion: Fusion, inputs: list[Any], options: Options, trace: T
     env = bind_env(fusion, inputs)
     values = _example_values(groups, fusion, inputs, env)
     segments = []
+    used: set[str] = set()
     for clone, _vmap, g_in, g_out, gid, sched in groups:
         args = [values[id(v)] if id(v) in values else _const(v, env) for v in g_in]
         seg = CompiledSegment(
@@ -118,24 +119,30 @@ def build_segments(fusion: Fusion, inputs: list[Any], options: Options, trace: T
         )
         seg.raw_inputs = raw_inputs(g_in)
         seg.sync_launches = options.sync_launches
-        schedule_segment(seg, args, options, trace)
+        used |= schedule_segment(seg, args, options, trace)
         segments.append(seg)
+    unused = sorted(set(options.heuristic_overrides) - used)
+    if unused:
+        raise CompileError(f"heuristic override {unused[0]!r} names no parameter of any segment's "
+                           "scheduler (see `fusescope show FILE --schedule` for the parameters)")
     return segments, segmented
 
 
-def schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace) -> None:
+def schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace) -> set[str]:
+    """Schedule, lower and render one segment; returns the heuristic overrides it used."""
     from engine.lower.pipeline import lower_fusion
     from engine.schedule import registry
     from engine.schedule.runtime_info import SchedulerRuntimeInfo
 
     fusion = seg.fusion
     subject = f"g{seg.id}"
+    used: set[str] = set()
     if seg.raw_inputs and seg.scheduler == "expr_eval":
         # A raw buffer input (the layout op's) has no logical sizes to bind: the segmenter's
         # verdict stands, and expr_eval needs no sizes.
         seg.scheduled_ir = str(fusion)
         trace.event("schedule", subject, "expr_eval, as the segmenter decided (raw buffer input)")
-        return
+        return used
     info = SchedulerRuntimeInfo(fusion, args)
     if seg.scheduler == "user" and any(isinstance(e, MatmulOp | LinearOp) for e in fusion.exprs()):
         # Matmuls run through torch (expr_eval) whatever the user scheduled around them; the
@@ -153,13 +160,19 @@ def schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace) 
             raise CompileError(f"segment {seg.id}: the forced scheduler {kind} refuses it")
         seg.scheduler = kind
         seg.params = chosen.compute_heuristics(fusion, info, trace)
+        if seg.params is not None and options.heuristic_overrides:
+            from engine.schedule.params import apply_overrides
+
+            seg.params, used = apply_overrides(seg.params, options.heuristic_overrides, seg.id)
+            if used:
+                trace.event("heuristic", subject, seg.params.derivation[-1])
         chosen.schedule(fusion, seg.params, trace)
         if seg.params is not None:
             trace.stage("scheduler_params", str(seg.params))
     seg.scheduled_ir = str(fusion)
     trace.stage("fusion_ir", seg.scheduled_ir)
     if seg.scheduler in ("expr_eval", "no_op"):
-        return
+        return used
     from engine.codegen.cuda import render
 
     seg.kernel_name = f"nvfuser_{seg.scheduler}_f0_c0_r0_g{seg.id}"
@@ -181,7 +194,7 @@ def schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace) 
             # is a note, not an error.
             seg.kernel_name = None
             trace.event("lowering", subject, f"no kernel for the stream-parallel segment: {e}")
-            return
+            return used
         raise CompileError(f"segment {seg.id} ({seg.scheduler}): {e}") from e
     seg.lowered = lowered
     seg.stages = dict(lowered.stages)
@@ -194,6 +207,7 @@ def schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace) 
     trace.stage("kernel_ir", seg.kernel_ir)
     trace.stage("cuda_kernel", seg.cuda_source)
     trace.stage("launch_param", str(seg.launch))
+    return used
 
 
 def _external_source(seg: Any, source: str) -> str:

@@ -396,3 +396,29 @@ def test_a_replacement_kernel_source_runs_and_its_fault_names_the_segment() -> N
         faulty.run(xs, backend="emulate")
     with pytest.raises(CompileError, match="segment 0: the replacement kernel source must define"):
         compile_fusion(fd, xs, Options(kernel_sources={0: "int x;"}))
+
+
+@needs_gxx
+def test_heuristic_overrides_change_the_schedule_and_stay_correct() -> None:
+    from engine.config import Options
+    from engine.errors import ScheduleError
+
+    n = 64
+    x = torch.randn(n * n).as_strided((1, n, n), (n, n, 1))
+    with FusionDefinition() as small:
+        t0 = small.define_tensor(shape=[1, n, n], contiguity=[True, None, True], dtype=DataType.Float,
+                                 stride_order=[1, 2, 0])
+        t2 = small.ops.sum(small.ops.squeeze(t0, dims=[0]), dims=[1])
+        t4 = small.ops.add(t0, small.ops.broadcast(t2, is_broadcast_dim=[True, False, True]))
+        small.add_output(t4)
+        small.add_output(small.ops.sum(small.ops.squeeze(t4, dims=[0]), dims=[0]))
+    cf = compile_fusion(small, [x], Options(heuristic_overrides={"g0.lparams.gdimy": 5}))
+    p = cf.segments[0].params
+    assert p.lparams.gdimy == 5 and p.derivation[-1] == "overridden by the user: g0.lparams.gdimy=5"
+    assert "GridDim.y = 5," in str(cf.segments[0].launch)
+    for o, r in zip(cf.run([x], backend="emulate"), evaluate(small.fusion, [x])):
+        close(o, r)
+    with pytest.raises(ScheduleError, match="'lparams.gdimy': expected int, got str"):
+        compile_fusion(small, [x], Options(heuristic_overrides={"lparams.gdimy": "5"}))
+    with pytest.raises(CompileError, match="'nonsense' names no parameter"):
+        compile_fusion(small, [x], Options(heuristic_overrides={"nonsense": 1}))
