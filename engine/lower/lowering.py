@@ -161,10 +161,11 @@ class ExprLowering:
                     preds.append(cond)
         return preds
 
-    def bounds_predicates(self, tv: TensorView, index: dict[IterDomain, Ix]) -> list[str]:
+    def bounds_predicates(self, tv: TensorView, index: dict[IterDomain, Ix],
+                          skip: frozenset[IterDomain] = frozenset()) -> list[str]:
         out: list[str] = []
         for i in _checked_ids(tv):
-            if i.is_broadcast:
+            if i.is_broadcast or i in skip:
                 continue
             ix = index.get(i)
             if ix is None:

@@ -21,7 +21,7 @@ from engine.ir.iterdomain import IterDomain, ParallelType
 from engine.ir.tensorview import TensorView
 from engine.lower import cexpr, kir
 from engine.lower.buffers import local_layout
-from engine.lower.index import Ix, propagate
+from engine.lower.index import Ix, propagate, tv_transforms
 from engine.lower.loops import LoopNode
 
 if TYPE_CHECKING:
@@ -132,6 +132,21 @@ def _grid(low: ExprLowering, out: TensorView, acc: Accumulator, threads: list[bo
     return [loop]
 
 
+def _partial_ids(tv: TensorView) -> frozenset[IterDomain]:
+    """Ids between an rfactor tensor's reduced roots and its logical domain. A partial
+    result's write-back must not be predicated on them: a (block, thread) whose share of the
+    reduced rows is empty (an overhanging split) still holds the init value, which its
+    consumer reduces."""
+    dom = tv.domain
+    if dom.root is None:
+        return frozenset()
+    derived = {r for r in dom.root if r.is_reduction}
+    for t in tv_transforms(tv):
+        if any(i in derived for i in t.inputs):
+            derived.update(t.outputs)
+    return frozenset(derived - set(dom.logical))
+
+
 def _write_back(low: ExprLowering, out: TensorView, pairs: list[tuple[TensorView, Accumulator]],
                 loops: list[LoopNode]) -> list[kir.Stmt]:
     """Store accumulators into the outputs: loops over the accumulator ids, outputs indexed."""
@@ -171,7 +186,7 @@ def _write_back(low: ExprLowering, out: TensorView, pairs: list[tuple[TensorView
         (global_stores if low.buffer(tv).memory == "global" else stores).append(store)
         if not preds:
             preds = low.thread_predicates(loops[: acc0.level], None) + [
-                p for p in low.bounds_predicates(tv, index)
+                p for p in low.bounds_predicates(tv, index, _partial_ids(tv))
             ] + low.flags.get(out, [])
     body: list[kir.Stmt] = kir.guard(preds, stores) + kir.guard(preds + thread_only, global_stores)
     for i in reversed(acc0.layout):

@@ -418,6 +418,11 @@ def test_heuristic_overrides_change_the_schedule_and_stay_correct() -> None:
     assert "GridDim.y = 5," in str(cf.segments[0].launch)
     for o, r in zip(cf.run([x], backend="emulate"), evaluate(small.fusion, [x])):
         close(o, r)
+    # More blocks than row steps: the idle blocks' partial outer sums are the init value
+    # (their write-back was once predicated on the rows and left garbage).
+    idle = compile_fusion(small, [x], Options(heuristic_overrides={"lparams.gdimy": 40}))
+    for o, r in zip(idle.run([x], backend="emulate"), evaluate(small.fusion, [x])):
+        close(o, r)
     with pytest.raises(ScheduleError, match="'lparams.gdimy': expected int, got str"):
         compile_fusion(small, [x], Options(heuristic_overrides={"lparams.gdimy": "5"}))
     with pytest.raises(CompileError, match="'nonsense' names no parameter"):
