@@ -201,9 +201,10 @@ class FusionDefinition:
         if not isinstance(dtype, DataType) or dtype == DataType.Null:
             raise FusionDefinitionError(f"define_tensor: dtype must be a DataType, got {dtype!r}")
         for s in shape:
-            if not isinstance(s, int) or isinstance(s, bool) or s < -1:
+            if not isinstance(s, int) or isinstance(s, bool) or not -1 <= s <= _INDEX_MAX:
                 raise FusionDefinitionError(
-                    f"define_tensor: shape {shape} must hold -1 (symbolic) or sizes >= 0"
+                    f"define_tensor: shape {_short(shape)} must hold -1 (symbolic) or sizes >= 0 "
+                    "that fit in 64 bits"
                 )
         rank = len(shape)
         order = _allocation_order(shape, stride_order)
@@ -255,9 +256,14 @@ class FusionDefinition:
             dtype = DataType.Bool if isinstance(value, bool) else (
                 DataType.Int if isinstance(value, int) else DataType.Double)
         if dtype.is_float:
-            value = float(value)
+            try:
+                value = float(value)
+            except OverflowError:
+                raise FusionDefinitionError(f"define_scalar: {_short(value)} is too large for a float") from None
         elif dtype.is_integer:
             value = int(value)
+            if not -_INDEX_MAX - 1 <= value <= _INDEX_MAX:
+                raise FusionDefinitionError(f"define_scalar: {_short(value)} does not fit in 64 bits")
         return Scalar(dtype, value)
 
     define_constant = define_scalar
@@ -305,6 +311,16 @@ class FusionDefinition:
 
     def __repr__(self) -> str:
         return f"<FusionDefinition {len(self.fusion.inputs)} inputs, {len(self.fusion.outputs)} outputs>"
+
+
+# Sizes and integer scalars are int64 in generated code (nvfuser_index_t).
+_INDEX_MAX = (1 << 63) - 1
+
+
+def _short(value: Any) -> str:
+    """repr(value), cut to a readable length (a hostile file may hold huge literals)."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _allocation_order(shape: list[int], stride_order: Sequence[int] | None) -> list[int]:

@@ -135,3 +135,50 @@ def storage_size(shape: Sequence[int], strides: Sequence[int]) -> int:
         return 0
     return 1 + sum((n - 1) * st for n, st in zip(shape, strides))
 
+
+
+def check_spec(spec: InputSpec) -> None:
+    """Raise ValueError when `spec` could not make its tensor: data or a fill value that its
+    dtype cannot hold, a size past 64 bits, a `.view(dtype)` the last size does not divide.
+    Checked on meta tensors (no memory) except `torch.tensor` data, which the file holds."""
+    if spec.kind == "scalar":
+        return
+    dtype = spec.dtype or torch.float32
+    try:
+        if spec.kind == "tensor":
+            torch.tensor(spec.data, dtype=dtype)
+        if spec.kind == "full":
+            torch.full((), spec.fill_value, dtype=dtype)  # type: ignore[arg-type]
+        if spec.kind == "randint":
+            torch.tensor([spec.low, spec.high - 1], dtype=dtype)  # type: ignore[operator]
+        base = spec.base_shape or spec.shape
+        t = torch.empty(base, dtype=dtype, device="meta")
+        if spec.strides is not None:
+            t = t.as_strided(spec.shape, spec.strides)
+        if spec.view_dtype is not None:
+            t.view(spec.view_dtype)
+    except (RuntimeError, ValueError, TypeError, OverflowError) as e:
+        raise ValueError(str(e).splitlines()[0]) from None
+
+
+def signature_mismatch(inputs: Sequence[Any], got: Sequence[Any], want: Sequence[Any]) -> str:
+    """Which input differs between two input signatures (engine.compile._signature: per input
+    (shape, strides, dtype, alignment) or a type name), as a sentence naming it; `inputs` are
+    the fusion's input values (TensorView or Scalar)."""
+    if len(got) != len(want):
+        return f"the fusion was compiled for {len(want)} inputs, got {len(got)}"
+    for k, (g, w) in enumerate(zip(got, want)):
+        if g == w:
+            continue
+        val = inputs[k] if k < len(inputs) else None
+        name = getattr(val, "short_name", None) or (val.inline() if val is not None else "?")
+        if isinstance(g, tuple) and isinstance(w, tuple):
+            parts = [f"{what} {gv} instead of {wv}" for what, gv, wv in
+                     zip(("shape", "strides", "dtype", "pointer alignment"), g, w) if gv != wv]
+            return f"input {k} ({name}) has {', '.join(parts)}"
+        return f"input {k} ({name}) is a {_kind(g)}, compiled for a {_kind(w)}"
+    return "the inputs match"
+
+
+def _kind(sig: Any) -> str:
+    return f"tensor {sig[2]}" if isinstance(sig, tuple) else sig

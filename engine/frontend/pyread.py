@@ -15,6 +15,7 @@ import dataclasses
 import enum
 import math
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +25,13 @@ import torch
 from engine.dtypes import DataType, from_torch
 from engine.errors import FusionDefinitionError, FusionFileError, ScheduleError
 from engine.frontend.definition import FusionDefinition
-from engine.frontend.input_spec import TORCH_DTYPES, TORCH_MAKERS, InputSpec, storage_size
+from engine.frontend.input_spec import (
+    TORCH_DTYPES,
+    TORCH_MAKERS,
+    InputSpec,
+    check_spec,
+    storage_size,
+)
 from engine.ir.iterdomain import ParallelType
 from engine.ir.tensorview import MemoryType
 
@@ -36,6 +43,14 @@ _TORCH_MODULES = ("torch", "torch.testing")
 _FD_METHODS = ("define_tensor", "define_scalar", "define_constant", "add_output")
 # Trailing calls of a repro that run or check the fusion: recognised, not interpreted.
 _RUN_METHODS = ("execute", "validate")
+
+# A fusion file is a few KiB of text; anything far larger is refused before parsing.
+MAX_FILE_BYTES = 16 << 20
+# How deeply expressions may nest. Real repros nest a few levels; reading recurses per
+# level, so a cap (with the line) replaces a RecursionError deep inside the reader.
+MAX_DEPTH = 100
+# Integers in a file are sizes, dims, factors and scalars: all 64-bit in the engine.
+_INT_MIN, _INT_MAX = -(1 << 63), (1 << 63) - 1
 
 
 def enum_namespaces() -> dict[str, type[enum.Enum]]:
@@ -65,12 +80,20 @@ def load_fusion(path: str | os.PathLike[str]) -> FusionDefinition:
     """Read a fusion file (nvFuser python-frontend format) without executing it."""
     path = os.fspath(path)
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        # O_NONBLOCK: opening a FIFO must not wait for a writer before it is refused.
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise FusionFileError("not a regular file", path=path)
+            data = f.read(MAX_FILE_BYTES + 1)
     except OSError as e:
         raise FusionFileError(f"cannot read: {e.strerror}", path=path) from None
+    if len(data) > MAX_FILE_BYTES:
+        raise FusionFileError(f"larger than {MAX_FILE_BYTES >> 20} MiB; not a fusion file", path=path)
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise FusionFileError(f"not UTF-8 text: {e}", path=path) from None
+        line = data[:e.start].count(b"\n") + 1
+        raise FusionFileError(f"not UTF-8 text: {e.reason} (byte {e.start})", path=path, line=line) from None
     return loads_fusion(text, filename=path)
 
 
@@ -106,6 +129,7 @@ class _Loader:
         self.fd: FusionDefinition | None = None
         self.fd_line: int | None = None
         self.specs: list[InputSpec] | None = None
+        self.line: int | None = None  # the top-level statement being read
 
     # ---- errors ---------------------------------------------------------------------
     def error(self, node: ast.AST | None, message: str) -> FusionFileError:
@@ -114,19 +138,15 @@ class _Loader:
 
     # ---- driver -----------------------------------------------------------------------
     def load(self) -> FusionDefinition:
-        try:
-            tree = ast.parse(self.text, filename=self.filename)
-        except SyntaxError as e:
-            raise FusionFileError(f"not valid Python: {e.msg}", path=self.filename, line=e.lineno) from None
-        except (ValueError, RecursionError, MemoryError) as e:  # NUL bytes, absurd nesting
-            raise FusionFileError(f"not valid Python: {type(e).__name__}", path=self.filename) from None
-        self._check_names(tree)
+        tree = self._parse()
+        self._check_tree(tree)
         try:
             for stmt in tree.body:
+                self.line = stmt.lineno
                 self.top_statement(stmt)
         except RecursionError:
-            # Deeply nested literals: refuse rather than crash (the line is not known here).
-            raise FusionFileError("expressions nest too deeply", path=self.filename) from None
+            # A backstop: _check_tree caps nesting, so this needs a nearly exhausted stack.
+            raise FusionFileError("expressions nest too deeply", path=self.filename, line=self.line) from None
         if self.fd is None:
             self._implicit_fusion(tree)
         if self.fd is None:
@@ -142,25 +162,37 @@ class _Loader:
                     raise FusionFileError(f"fd.sched.schedule: {e}", path=self.filename) from None
         return self.fd
 
-    def _check_names(self, tree: ast.AST) -> None:
-        """Refuse dunder names anywhere (the usual way out of a sandbox), before reading."""
-        for node in ast.walk(tree):
-            names: list[str] = []
-            if isinstance(node, ast.Name):
-                names.append(node.id)
-            elif isinstance(node, ast.Attribute):
-                names.append(node.attr)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                names.append(node.name)
-            elif isinstance(node, ast.arg):
-                names.append(node.arg)
-            elif isinstance(node, ast.keyword) and node.arg is not None:
-                names.append(node.arg)
-            elif isinstance(node, ast.alias):
-                names.extend(n for n in (node.name, node.asname) if n)
-            for n in names:
+    def _parse(self) -> ast.Module:
+        if "\0" in self.text:
+            line = self.text.count("\n", 0, self.text.index("\0")) + 1
+            raise FusionFileError("not valid Python: a NUL byte", path=self.filename, line=line)
+        try:
+            return ast.parse(self.text, filename=self.filename)
+        except SyntaxError as e:
+            raise FusionFileError(f"not valid Python: {e.msg}", path=self.filename, line=e.lineno) from None
+        except (ValueError, RecursionError, MemoryError) as e:  # absurd nesting or size
+            raise FusionFileError(f"not valid Python: {type(e).__name__} (expressions nest too deeply "
+                                  "or are too large)", path=self.filename,
+                                  line=_failing_line(self.text)) from None
+
+    def _check_tree(self, tree: ast.Module) -> None:
+        """Before reading: refuse dunder names anywhere (the usual way out of a sandbox),
+        nesting deeper than MAX_DEPTH, and calls in annotations."""
+        todo: list[tuple[ast.AST, int, int]] = [(tree, 0, 1)]
+        while todo:  # iterative: the tree may be deep
+            node, depth, line = todo.pop()
+            line = getattr(node, "lineno", line)
+            if depth > MAX_DEPTH:
+                raise self.error(node, f"expressions nest more than {MAX_DEPTH} levels deep")
+            for n in _names_of(node):
                 if n.startswith("__") or ".__" in n:
                     raise self.error(node, f"name {n!r} is not allowed in a fusion file")
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                notes = [a.annotation for a in (*node.args.args, *node.args.kwonlyargs) if a.annotation]
+                for note in [*notes, node.returns]:
+                    if note is not None and not _inert_annotation(note):
+                        raise self.error(note, f"annotation {_excerpt(note)} is not allowed (a name only)")
+            todo.extend((child, depth + 1, line) for child in ast.iter_child_nodes(node))
 
     def _implicit_fusion(self, tree: ast.Module) -> None:
         # A pasted fusion function (or subclass) with no block that uses it: build it.
@@ -414,6 +446,15 @@ class _Loader:
 
     # ---- input specs ------------------------------------------------------------------
     def spec(self, node: ast.expr) -> InputSpec:
+        """One inputs entry, checked to be makeable (dtype holds the data, sizes fit)."""
+        spec = self.read_spec(node)
+        try:
+            check_spec(spec)
+        except ValueError as e:
+            raise self.error(node, f"{_excerpt(node)}: {e}") from None
+        return spec
+
+    def read_spec(self, node: ast.expr) -> InputSpec:
         if isinstance(node, ast.Name) and node.id in self.globals:
             ref = self.globals[node.id]
             if ref.kind != "spec":
@@ -489,9 +530,11 @@ class _Loader:
             if len(pos) > 1 or not _is_data(data):
                 raise self.error(node, "torch.tensor(data, ...) takes numbers or nested lists of numbers")
             spec.data = data
-            if dtype is None:
-                spec.dtype = torch.tensor(data).dtype
-            spec.shape = tuple(torch.tensor(data).shape)
+            try:
+                made = torch.tensor(data, dtype=dtype)
+            except (ValueError, RuntimeError, TypeError, OverflowError) as e:  # ragged, or out of range
+                raise self.error(node, f"torch.tensor: {str(e).splitlines()[0]}") from None
+            spec.dtype, spec.shape = made.dtype, tuple(made.shape)
             return spec
         if kind == "randint":
             # randint(high, size) or randint(low, high, size)
@@ -518,7 +561,7 @@ class _Loader:
                 raise self.error(node, "torch.full(size, fill_value, ...) needs a size and a number")
             spec.shape, spec.fill_value = _ints(self, node, pos[0]), pos[1]
             if dtype is None:
-                spec.dtype = torch.full((), pos[1]).dtype
+                spec.dtype = torch.full((), pos[1]).dtype  # pos[1] is within int64: no overflow
             return spec
         if "size" in kw:
             pos = [*pos, kw.pop("size")]
@@ -572,7 +615,7 @@ class _Loader:
         or called."""
         if isinstance(node, ast.Constant):
             if isinstance(node.value, (bool, int, float, str, complex)) or node.value is None:
-                return node.value
+                return self.int64(node, node.value)
             raise self.error(node, f"literal {node.value!r} is not allowed")
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
             v = self.plain(node.operand, env, allow_names, fd_name, attrs, call)
@@ -587,9 +630,11 @@ class _Loader:
             if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b)):
                 raise self.error(node, f"arithmetic is only allowed on numbers: {_excerpt(node)}")
             try:
-                return _ARITH[type(node.op)](a, b)
+                return self.int64(node, _ARITH[type(node.op)](a, b))
             except ZeroDivisionError:
                 raise self.error(node, "division by zero") from None
+            except OverflowError:
+                raise self.error(node, f"{_excerpt(node)} overflows") from None
         if isinstance(node, (ast.List, ast.Tuple)):
             items = []
             for e in node.elts:
@@ -600,9 +645,13 @@ class _Loader:
         if isinstance(node, ast.Dict):
             if any(k is None for k in node.keys):
                 raise self.error(node, "** unpacking is not allowed")
-            return {self.plain(k, env, allow_names, fd_name, attrs, call): self.plain(v, env, allow_names, fd_name,
-                                                                                   attrs, call)
-                    for k, v in zip(node.keys, node.values)}  # type: ignore[arg-type]
+            out = {}
+            for k, v in zip(node.keys, node.values):
+                key = self.plain(k, env, allow_names, fd_name, attrs, call)  # type: ignore[arg-type]
+                if not isinstance(key, (bool, int, float, str)):
+                    raise self.error(k, f"a dict key must be a number or a string: {_excerpt(k)}")  # type: ignore[arg-type]
+                out[key] = self.plain(v, env, allow_names, fd_name, attrs, call)
+            return out
         if isinstance(node, ast.Name):
             if allow_names and env is not None and node.id in env:
                 return env[node.id]
@@ -620,12 +669,19 @@ class _Loader:
                                                                 "-infinity"):
                     return float(v)
                 if isinstance(v, (int, float)) and not isinstance(v, bool):
-                    return float(v)
+                    return float(v)  # v is within int64: no OverflowError
                 raise self.error(node, f"float({v!r}) is not allowed")
             if call is not None:
                 return call(node)
             raise self.error(node, f"call not allowed here: {_excerpt(node)}")
         raise self.error(node, f"{type(node).__name__} expression is not allowed: {_excerpt(node)}")
+
+    def int64(self, node: ast.AST, value: Any) -> Any:
+        """`value`, refused when it is an integer outside the engine's 64 bits."""
+        if isinstance(value, int) and not isinstance(value, bool) and not _INT_MIN <= value <= _INT_MAX:
+            text = str(value) if abs(value) < 10**30 else f"a {len(str(abs(value)))}-digit integer"
+            raise self.error(node, f"{text} does not fit in 64 bits")
+        return value
 
     def attribute(self, node: ast.Attribute, env: dict[str, Any] | None, fd_name: str | None,
                   attrs: dict[str, Any] | None) -> Any:
@@ -694,6 +750,7 @@ class _Body:
             self.statement(stmt)
 
     def statement(self, stmt: ast.stmt) -> None:
+        self.loader.line = stmt.lineno
         if isinstance(stmt, ast.Pass) or _is_docstring(stmt):
             return
         if isinstance(stmt, ast.Return) and stmt.value is None:
@@ -760,6 +817,7 @@ class _Body:
 
             if name not in ops.__all__:
                 raise self.error(node, f"unknown op fd.ops.{name}")
+            self.check_op_name(node, name, args, kwargs)
             fn = getattr(self.fd.ops, name)
         elif target == "sched":
             fn = getattr(self.fd.sched, name)
@@ -774,6 +832,17 @@ class _Body:
             raise self.error(node, f"{where}: wrong arguments: {e}") from e
         except Exception as e:  # a builder failing on odd input still names the line
             raise self.error(node, f"{where}: {type(e).__name__}: {e}") from e
+
+    def check_op_name(self, node: ast.Call, name: str, args: list[Any], kwargs: dict[str, Any]) -> None:
+        """fd.ops.unary/binary/ternary/reduce take the op's name as a string: only known names,
+        so that no text from the file reaches the IR (and later the generated code) as an op."""
+        known = _op_names().get(name)
+        if known is None:
+            return
+        op = args[0] if args else kwargs.get("op")
+        if op not in known:
+            shown = repr(op) if len(repr(op)) <= 40 else repr(op)[:37] + "..."
+            raise self.error(node, f"fd.ops.{name}: unknown op {shown} (one of {', '.join(known)})")
 
     def callee(self, func: ast.expr) -> tuple[str | None, str]:
         if not isinstance(func, ast.Attribute) or func.attr.startswith("_"):
@@ -808,6 +877,23 @@ class _Body:
     def value(self, node: ast.expr) -> Any:
         v = self.loader.plain(node, self.env, True, self.fd_name, self.attrs, self.call)
         return _to_datatype(v)
+
+
+def _op_names() -> dict[str, tuple[str, ...]]:
+    """The op names that fd.ops.unary/binary/ternary/reduce accept: those the code generator
+    spells (engine/codegen/ops_table.py)."""
+    from engine.codegen import ops_table
+
+    return {
+        "unary": (*ops_table.FLOAT_UNARY, *ops_table.SAME_UNARY, *ops_table.BOOL_UNARY),
+        "binary": (*ops_table.ARITH_BINARY, *ops_table.COMPARE_BINARY, *ops_table.BITWISE_BINARY),
+        "ternary": _TERNARY_OPS,
+        "reduce": ops_table.REDUCTION_OPS,
+    }
+
+
+# engine.ops' ternary builders (where, clamp, lerp) by the names they pass to ternary().
+_TERNARY_OPS = ("where", "clamp", "lerp")
 
 
 def _is_sched_method(name: str) -> bool:
@@ -870,6 +956,44 @@ def _ints(loader: _Loader, node: ast.AST, v: Any) -> tuple[int, ...]:
                                                    for x in v):
         raise loader.error(node, f"a size must be non-negative integers, got {v!r}")
     return tuple(v)
+
+
+def _names_of(node: ast.AST) -> list[str]:
+    """The identifiers a node spells: names, attributes, definitions, arguments, keywords."""
+    if isinstance(node, ast.Name):
+        return [node.id]
+    if isinstance(node, ast.Attribute):
+        return [node.attr]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, ast.arg):
+        return [node.arg]
+    if isinstance(node, ast.keyword) and node.arg is not None:
+        return [node.arg]
+    if isinstance(node, ast.alias):
+        return [n for n in (node.name, node.asname) if n]
+    return []
+
+
+def _inert_annotation(node: ast.expr) -> bool:
+    """`FusionDefinition`, `nvfuser.FusionDefinition`, `None`, `"fd"`: never evaluated, but
+    a call or anything else in an annotation has no business in a repro."""
+    if isinstance(node, ast.Attribute):
+        return _inert_annotation(node.value)
+    return isinstance(node, ast.Name) or (isinstance(node, ast.Constant) and isinstance(node.value, (str, type(None))))
+
+
+def _failing_line(text: str) -> int | None:
+    """The first line that Python cannot parse alone for depth or size (None when the
+    trouble spans lines): locates what made ast.parse run out of stack or memory."""
+    for k, line in enumerate(text.splitlines(), start=1):
+        try:
+            ast.parse(line.strip())
+        except (RecursionError, MemoryError, ValueError):
+            return k
+        except SyntaxError:
+            continue
+    return None
 
 
 def _excerpt(node: ast.AST) -> str:
