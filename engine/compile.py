@@ -8,7 +8,6 @@ chosen back end (reference, emulate or cuda).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,7 +62,6 @@ class CompiledSegment:
     sync_launches: bool = False
     _env: dict | None = None  # extents at the compiled sizes (they never change: specialised)
     _kernels: dict[str, Any] = field(default_factory=dict)
-    _replays: dict[str, Any] = field(default_factory=dict)  # backend -> engine.host.launch.SegmentLaunch
 
     @property
     def is_kernel(self) -> bool:
@@ -125,10 +123,17 @@ def allocate(tv: TensorView, env: dict, device: torch.device) -> torch.Tensor:
     perm = _alloc_perm(tv)
     packed = tv.dtype == DataType.Float4_e2m1fn
     if perm is None:
-        if is_padded(tv, env):
+        alloc = _alloc_extents(tv, env)
+        numel = 1
+        for n in alloc:
+            numel *= n
+        logical_numel = 1
+        for n in sizes:
+            logical_numel *= n
+        if numel != logical_numel:
             # A padded allocation (the layout op's): the buffer itself, padding zeroed, as the
             # reference returns it.
-            return torch.zeros(_alloc_extents(tv, env), dtype=dtype, device=device)
+            return torch.zeros(alloc, dtype=dtype, device=device)
         if packed:
             sizes = sizes[:-1] + [sizes[-1] // 2]
         return torch.empty(sizes, dtype=dtype, device=device)
@@ -141,14 +146,6 @@ def allocate(tv: TensorView, env: dict, device: torch.device) -> torch.Tensor:
     base = torch.empty(base_sizes, dtype=dtype, device=device)
     inv = [perm.index(k) for k in range(len(perm))]
     return base.permute(inv).expand(sizes) if sizes else base
-
-
-def is_padded(tv: TensorView, env: dict) -> bool:
-    """True when `tv`'s allocation (transformed beyond a permutation) holds more elements
-    than its logical sizes: the layout op's padded buffer, which `allocate` zero-fills."""
-    if _alloc_perm(tv) is not None:
-        return False
-    return math.prod(_alloc_extents(tv, env)) != math.prod(_logical_sizes(tv, env))
 
 
 def _alloc_extents(tv: TensorView, env: dict) -> list[int]:
@@ -221,19 +218,7 @@ def prepare_launch(seg: CompiledSegment, args: list[Any], backend: str) -> Prepa
 
 
 def _launch(seg: CompiledSegment, args: list[Any], backend: str) -> list[Any]:
-    """Launch a kernel segment: the replay settled at its first launch when `args` are laid
-    out as then, else the general path (which settles a new replay)."""
-    from engine.host.launch import first_launch
-
-    replay = seg._replays.get(backend)
-    if replay is not None and replay.fits(args):
-        return replay(args)
-    replay, outputs = first_launch(seg, args, backend)
-    seg._replays[backend] = replay
-    return outputs
-
-
-def _launch_prepared(seg: CompiledSegment, prep: PreparedLaunch, backend: str) -> list[Any]:
+    prep = prepare_launch(seg, args, backend)
     kwargs = {"sync": seg.sync_launches} if backend == "cuda" else {}
     try:
         seg.kernel(backend).launch(prep.args, seg.launch, alloc_strides=prep.alloc_strides, **kwargs)
