@@ -129,8 +129,10 @@ class Fusion:
         return [v for v in self.vals() if isinstance(v, TensorView)]
 
     def uses_of(self, val: Val) -> list[Expr]:
+        """The live exprs that read `val`, each once (an expr reading it twice, as
+        lerp(a, a, w) does, is listed once in `uses` per operand)."""
         live = {id(e) for e in self.exprs()}
-        return [e for e in val.uses if id(e) in live]
+        return list({id(e): e for e in val.uses if id(e) in live}.values())
 
     # ---- editing -----------------------------------------------------------------
     def remove_expr(self, expr: Expr) -> None:
@@ -144,13 +146,14 @@ class Fusion:
             self.all_exprs.remove(expr)
 
     def replace_input_of(self, expr: Expr, old: Val, new: Val) -> None:
-        """Make `expr` read `new` where it read `old`."""
+        """Make `expr` read `new` at every operand where it read `old`."""
         if old not in expr.inputs:
             raise ValueError(f"{_short(old)} is not an input of {expr!r}")
+        for _ in range(sum(1 for v in expr.inputs if v is old)):
+            if expr in old.uses:
+                old.uses.remove(expr)
+            new.uses.append(expr)
         expr.inputs = [new if v is old else v for v in expr.inputs]
-        if expr in old.uses:
-            old.uses.remove(expr)
-        new.uses.append(expr)
 
     def replace_output(self, old: Val, new: Val) -> None:
         self.outputs = [new if v is old else v for v in self.outputs]

@@ -1,0 +1,51 @@
+"""Fusions the fuzzer (tests/fuzz) found failing, kept as fusion files: each must now compile,
+emulate and match the reference (run in a child process, so a native crash names its file)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent
+CASES = sorted((HERE / "fusions").glob("*.py"))
+CHECK = """
+import sys
+from engine import load_fusion
+from tests.fuzz.harness import run_compiled
+for path in sys.argv[1:]:
+    fd = load_fusion(path)
+    o = run_compiled(fd, fd.example_inputs(seed=0))
+    print(path, o.kind, o.category, o.detail.replace(chr(10), ' / ')[:2000], flush=True)
+"""
+
+
+def test_there_are_regression_cases() -> None:
+    assert CASES, f"no fusion files in {HERE / 'fusions'}"
+
+
+@pytest.fixture(scope="module")
+def outcomes() -> dict[str, str]:
+    """Every case run once, in one child process (one engine import for all)."""
+    repo = HERE.parents[1]
+    p = subprocess.run([sys.executable, "-c", CHECK, *map(str, CASES)], cwd=repo, capture_output=True,
+                       text=True, timeout=900)
+    done = {}
+    for line in p.stdout.splitlines():
+        path, _, rest = line.partition(" ")
+        done[path] = rest
+    for c in CASES:
+        if str(c) not in done:
+            done[str(c)] = f"the child process died (exit {p.returncode}) on or before this case:\n{p.stderr[-3000:]}"
+            break
+    return done
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed to emulate kernels")
+@pytest.mark.parametrize("path", CASES, ids=[c.stem for c in CASES])
+def test_regression_case_matches_reference(path: Path, outcomes: dict[str, str]) -> None:
+    got = outcomes.get(str(path), "not run: an earlier case killed the child process")
+    assert got.startswith("pass"), f"{path.name}: {got}"
