@@ -16,7 +16,6 @@ from fusescope.messages import (
     CompileFinished,
     RunFinished,
     RunRequested,
-    ScheduleComputed,
     SegmentSelected,
     SessionLoaded,
     SessionLoadFailed,
@@ -35,7 +34,7 @@ from fusescope.widgets.tensor_tree import TensorTree
 from fusescope.widgets.transform_view import TransformView
 
 # Tabs whose content comes from compiling the fusion (compiled in a worker when one opens).
-COMPILE_TABS = frozenset({"tab-segments", "tab-cuda", "tab-host-ir"})
+COMPILE_TABS = frozenset({"tab-schedule", "tab-segments", "tab-cuda", "tab-host-ir"})
 
 
 class FusescopeApp(App[None]):
@@ -103,15 +102,12 @@ class FusescopeApp(App[None]):
         self.query_one(TensorTree).show_session(session)
         self.query_one(ListingView).show_listing(session.listing)
         self.query_one(TransformView).show_block(None, "")
-        self.query_one(ScheduleView).clear()
         for view in self._compiled_views():
             view.clear()
             view.loading = False
         self.query_one(RunView).clear()
         self.selected_segment = None
         self._shown_compile = None
-        if self.schedule_tab_active:
-            self._start_schedule()
         if self.query_one(TabbedContent).active in COMPILE_TABS:
             self._start_compile()
 
@@ -130,12 +126,14 @@ class FusescopeApp(App[None]):
             tree.select_tensor(name)
 
     def _show_transforms(self, name: str) -> None:
-        """The tensor's transform block; on the Schedule tab, the scheduled tensor's block."""
+        """The tensor's transform block; on the Schedule tab, the block as the selected segment
+        scheduled it (when the segment holds that tensor)."""
         assert self.session is not None
         view = self.query_one(TransformView)
-        result = self.session.computed_schedule
-        if self.schedule_tab_active and result is not None and name in result.tensors:
-            view.show_block(name, result.tensors[name], scheduled=True)
+        segment = self.query_one(ScheduleView).segment
+        scheduled = dict(segment.tensors) if segment is not None else {}
+        if self.schedule_tab_active and name in scheduled:
+            view.show_block(name, scheduled[name], scheduled=True)
         else:
             view.show_block(name, self.session.transforms(name))
 
@@ -143,11 +141,9 @@ class FusescopeApp(App[None]):
     def _tensor_selected(self, event: TensorSelected) -> None:
         self.show_tensor(event.name)
 
-    # ---- schedule -----------------------------------------------------------------
+    # ---- tabs -----------------------------------------------------------------------
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        if event.pane.id == "tab-schedule":
-            self._start_schedule()
         if event.pane.id in COMPILE_TABS:
             self._start_compile()
         self._refresh_transforms()
@@ -157,37 +153,10 @@ class FusescopeApp(App[None]):
         if self.session is not None and tensor is not None:
             self._show_transforms(tensor)
 
-    def _start_schedule(self) -> None:
-        view = self.query_one(ScheduleView)
-        if self.session is None or view.result is not None:
-            return
-        view.loading = True
-        self._compute_schedule(self.session)
-
-    @work(thread=True, exclusive=True, group="schedule")
-    def _compute_schedule(self, session: Session) -> None:
-        # compute_schedule turns engine failures into result.error; this catch is for bugs in
-        # the adapter itself, so that the view never stays loading forever.
-        try:
-            result = session.schedule()
-        except Exception as e:
-            from fusescope.model import failed_schedule
-
-            result = failed_schedule(f"internal error: {type(e).__name__}: {e}")
-        self.post_message(ScheduleComputed(session, result))
-
-    @on(ScheduleComputed)
-    def _schedule_computed(self, event: ScheduleComputed) -> None:
-        if event.session is not self.session:
-            return  # a fusion loaded since; its own worker will report
-        view = self.query_one(ScheduleView)
-        view.loading = False
-        view.show_result(event.result)
-        self._refresh_transforms()
-
     # ---- compilation (Segments, CUDA, Host IR) --------------------------------------
-    def _compiled_views(self) -> list[SegmentsView | CudaView | HostIrView]:
-        return [self.query_one(SegmentsView), self.query_one(CudaView), self.query_one(HostIrView)]
+    def _compiled_views(self) -> list[ScheduleView | SegmentsView | CudaView | HostIrView]:
+        return [self.query_one(ScheduleView), self.query_one(SegmentsView), self.query_one(CudaView),
+                self.query_one(HostIrView)]
 
     def _start_compile(self) -> None:
         if self.session is None or self._shown_compile == (self.session, self.options):
@@ -226,9 +195,11 @@ class FusescopeApp(App[None]):
     def select_segment(self, sid: int) -> None:
         """Select segment `sid` in every view that shows segments."""
         self.selected_segment = sid
+        self.query_one(ScheduleView).select_segment(sid)
         self.query_one(SegmentsView).select_segment(sid)
         self.query_one(CudaView).select_segment(sid)
         self.query_one(RunView).select_segment(sid)
+        self._refresh_transforms()
 
     @on(SegmentSelected)
     def _segment_selected(self, event: SegmentSelected) -> None:
@@ -236,9 +207,7 @@ class FusescopeApp(App[None]):
 
     def toggle_forwarding(self) -> None:
         """Recompile with the segmenter's forwarding switched (the views follow)."""
-        self.options = self.options.__class__(
-            forwarding=not self.options.forwarding, force_scheduler=self.options.force_scheduler,
-            num_streams=self.options.num_streams)
+        self.options = self.options.with_(forwarding=not self.options.forwarding)
         self.notify(f"Compiling with {self.options.describe()}", timeout=3)
         self._shown_compile = None
         if self.query_one(TabbedContent).active not in COMPILE_TABS:
@@ -330,6 +299,7 @@ class FusescopeApp(App[None]):
 
     def action_show_schedule(self) -> None:
         self.query_one(TabbedContent).active = "tab-schedule"
+        self.query_one("#schedule-segments").focus()
 
     def action_show_segments(self) -> None:
         self.query_one(TabbedContent).active = "tab-segments"
@@ -374,7 +344,8 @@ class FusescopeApp(App[None]):
         for binding in ListingView.BINDINGS:
             assert isinstance(binding, Binding)
             rows.append(KeyRow(self.get_key_display(binding), binding.description, "Fusion IR, Schedule, Transforms"))
-        rows.append(KeyRow("↑ ↓ ← →", "Scroll the verdicts, parameters and scheduled IR", "Schedule"))
+        rows.append(KeyRow("↑ ↓", "Select a segment (every view follows); tab to scroll its schedule",
+                           "Schedule"))
         rows.append(KeyRow("↑ ↓  j k", "Select the next / previous segment (every view follows)", "Segments"))
         rows.append(KeyRow("↑ ↓", "Select a segment (every view follows)", "CUDA, Run"))
         for view, where in ((CudaView, "CUDA"), (RunView, "Run")):

@@ -65,11 +65,12 @@ def _show_parser() -> argparse.ArgumentParser:
     what.add_argument(
         "--schedule",
         action="store_true",
-        help="every scheduler's verdict, the accepting scheduler, its parameters and the scheduled IR "
-        "(at the file's example inputs; the whole fusion as one group: no segmenter yet)",
+        help="per segment: every scheduler's verdict, the accepting scheduler, its parameters and how "
+        "they were derived, and the scheduled IR (at the file's example inputs)",
     )
     what.add_argument(
-        "--why", action="store_true", help="the scheduling decisions: verdicts and heuristic derivations"
+        "--why", action="store_true", help="the decisions, one per line: the segmenter's merges and forwards, then each segment's "
+        "verdicts and heuristic derivations"
     )
     what.add_argument(
         "--segments", action="store_true",
@@ -226,14 +227,8 @@ def _cmd_show(args: argparse.Namespace) -> int:
     if args.ir:
         _emit(session.listing)
     elif args.schedule or args.why:
-        result = session.schedule()
-        if not result.verdicts:  # nothing was decided (e.g. no inputs list): only the error
-            raise CliError(result.error or "no scheduling decisions were made")
-        _emit(result.report() if args.schedule else result.why())
-        if result.error:
-            # The decisions above explain the failure; the exit status and one line say it.
-            sys.stdout.flush()
-            raise CliError(f"no schedule: {result.error}")
+        compiled = _compiled(session, args)
+        _emit(compiled.schedule_report() if args.schedule else compiled.why())
     elif args.segments:
         compiled = _compiled(session, args)
         _emit_json(compiled.to_dict()) if args.json else _emit(compiled.summary())

@@ -22,7 +22,7 @@ class FusionCommands(Provider):
             ("Open file…", "Open a fusion file by path", app.action_open_file),
             ("Reload", "Read the current file again", app.action_reload),
             ("Show fusion IR", "The Fusion IR tab", app.action_show_ir),
-            ("Show schedule", "Scheduler verdicts, parameters and scheduled IR (whole fusion)", app.action_show_schedule),
+            ("Show schedule", "Per segment: the accepting scheduler, parameters and their derivation, verdicts, scheduled IR", app.action_show_schedule),
             ("Show segments", "The segment graph and the segmenter's decision log", app.action_show_segments),
             ("Show CUDA", "Each segment's kernel source, launch configuration and kernel IR", app.action_show_cuda),
             ("Show run and profile", "The per-segment figures of the last run", app.action_show_run),

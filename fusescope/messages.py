@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 
 if TYPE_CHECKING:
-    from fusescope.model import CompileResult, RunResult, ScheduleResult, Session
+    from fusescope.model import CompileResult, RunResult, Session
 
 
 @dataclass
@@ -34,14 +34,6 @@ class SessionLoadFailed(Message):
 
     path: str
     error: str
-
-
-@dataclass
-class ScheduleComputed(Message):
-    """A schedule worker finished for `session` (the result may carry an error)."""
-
-    session: Session
-    result: ScheduleResult
 
 
 @dataclass

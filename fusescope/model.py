@@ -6,15 +6,13 @@ the UI can't reach into the IR and the engine can change behind this file.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from engine import load_fusion
-from engine.errors import EngineError, FusionDefinitionError, ScheduleError
+from engine.errors import EngineError, FusionDefinitionError
 from engine.ir.printer import transforms_block
-from engine.schedule import schedule_fusion
-from engine.trace import Trace
 
 if TYPE_CHECKING:
     from engine import FusionDefinition
@@ -64,8 +62,6 @@ class Session:
     # The file's text as it was read: what the worker process compiles and runs, so that a
     # file edited since is not mixed with the loaded one. None for a fusion built in Python.
     source: str | None = field(default=None, repr=False)
-    # Computed on first use (it transforms a clone, which takes a moment on big fusions).
-    _schedule: ScheduleResult | None = field(default=None, repr=False)
     # One compilation per set of options: (CompiledFusion or None, result).
     _compiled: dict[CompileOptions, tuple[object | None, CompileResult]] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -104,17 +100,6 @@ class Session:
         except KeyError:
             known = ", ".join(self.tensors) or "none"
             raise KeyError(f"no tensor {name} in {self.title} (tensors: {known})") from None
-
-    @property
-    def computed_schedule(self) -> ScheduleResult | None:
-        """The schedule if it was computed already, without computing it."""
-        return self._schedule
-
-    def schedule(self) -> ScheduleResult:
-        """The whole fusion scheduled at the file's example inputs (cached per session)."""
-        if self._schedule is None:
-            self._schedule = compute_schedule(self.fd)
-        return self._schedule
 
     # ---- compilation, exports and runs ------------------------------------------------
     def compiled(self, options: CompileOptions | None = None) -> CompileResult | None:
@@ -207,9 +192,9 @@ def _one_line(text: str) -> str:
     return " | ".join(lines)
 
 
-# ---- scheduling ---------------------------------------------------------------------------
-# No segmenter exists yet, so the whole fusion is one group; every view says so.
-WHOLE_FUSION_NOTE = "No segmenter yet: the whole fusion is scheduled as one group."
+# ---- scheduling decisions ------------------------------------------------------------------
+# Trace kinds that are a scheduler's decisions about one segment (verdicts, heuristics, the
+# choice); the segmenter's own decisions are SEGMENTER_KINDS below.
 DECISION_KINDS = ("can_schedule", "heuristic", "schedule")
 
 
@@ -223,131 +208,10 @@ class VerdictInfo:
 
 @dataclass(frozen=True)
 class EventInfo:
-    kind: str  # "can_schedule", "heuristic", "transform", "schedule"
-    subject: str
+    kind: str  # "can_schedule", "heuristic", "schedule", "merge", ...
+    subject: str  # "g2" for a segment's events
     message: str
     text: str  # "[kind] subject: message", as the engine prints an event
-
-
-@dataclass(frozen=True)
-class ScheduleResult:
-    """What the schedulers decided for the fusion; `error` says why there is no schedule.
-
-    Verdicts and events are kept even when scheduling failed, since "why did no scheduler
-    take it" is exactly what the user wants to see then.
-    """
-
-    verdicts: list[VerdictInfo]
-    scheduler: str | None
-    params: str  # str(params), nvFuser's scheduler_params block; "" without a schedule
-    derivation: tuple[str, ...]
-    scheduled_ir: str  # the scheduled clone's listing (parallel types, ca_pos)
-    events: list[EventInfo]
-    tensors: dict[str, str]  # tensor name -> its transform block after scheduling
-    error: str | None = None
-
-    @property
-    def decisions(self) -> list[EventInfo]:
-        return [e for e in self.events if e.kind in DECISION_KINDS]
-
-    def verdicts_text(self) -> str:
-        lines = [v.text for v in self.verdicts]
-        return "\n".join(lines) + "\n" if lines else ""
-
-    def params_text(self) -> str:
-        if self.scheduler is None:
-            return ""
-        if not self.params.strip():
-            return f"The {self.scheduler} scheduler takes no heuristic parameters.\n"
-        return self.params.strip("\n") + "\n"
-
-    def report(self) -> str:
-        """The `show --schedule` text: verdicts, the accepting scheduler, params, scheduled IR."""
-        out = [WHOLE_FUSION_NOTE, ""]
-        if self.verdicts:
-            out += ["Scheduler verdicts (priority order):", self.verdicts_text()]
-        if self.scheduler is not None:
-            out += [f"Accepted by: {self.scheduler}", "", self.params_text()]
-            if self.derivation:
-                out += ["Derivation:", *(f"  {d}" for d in self.derivation), ""]
-            out += ["Scheduled IR:", self.scheduled_ir.rstrip("\n"), ""]
-        if self.error:
-            out += [f"No schedule: {self.error}", ""]
-        return "\n".join(out)
-
-    def why(self) -> str:
-        """The decision events (verdicts, heuristic derivations, the choice), one per line.
-
-        An event whose message spans lines (a params block) is joined with " | " so that
-        each line of the output is one event, for grep and scripts.
-        """
-        lines = [_one_line(e.text) for e in self.decisions]
-        return "\n".join(lines) + "\n" if lines else ""
-
-
-def compute_schedule(fd: FusionDefinition) -> ScheduleResult:
-    """Schedule a clone of `fd`'s fusion at the file's example inputs, catching every failure.
-
-    A missing inputs list, a ScheduleError (no scheduler accepts) and a crash inside a
-    scheduler all become `error`, one line; the loaded fusion itself is never touched.
-    """
-    try:
-        inputs = fd.example_inputs()
-    except FusionDefinitionError as e:
-        return _failed(None, f"no example inputs: {_one_line(str(e))}")
-    except Exception as e:  # building tensors from the file's specs can fail in many ways
-        return _failed(None, f"could not build the example inputs: {type(e).__name__}: {_one_line(str(e))}")
-    fusion, _ = fd.fusion.clone()
-    trace = Trace()
-    try:
-        kind, params = schedule_fusion(fusion, inputs, trace)
-    except ScheduleError as e:
-        # The engine's message lists the verdicts after its first line; they are kept apart.
-        first = str(e).strip().splitlines()[0].rstrip(": ")
-        if first.startswith("no scheduler accepts"):
-            first += " as one group (no segmenter yet to split it; the verdicts say why)"
-        return _failed(trace, first)
-    except Exception as e:  # an engine bug: report it, keep the decisions made so far
-        return _failed(trace, f"the scheduler crashed: {type(e).__name__}: {_one_line(str(e))}")
-    return ScheduleResult(
-        verdicts=_verdicts(trace),
-        scheduler=str(kind),
-        params=str(params) if params is not None else "",
-        derivation=tuple(params.derivation) if params is not None else (),
-        scheduled_ir=str(fusion),
-        events=_events(trace),
-        tensors={tv.short_name: transforms_block(tv) for tv in fusion.tensors()},
-    )
-
-
-def failed_schedule(error: str) -> ScheduleResult:
-    """A result that is only an error (for callers that failed before any decision)."""
-    return _failed(None, error)
-
-
-def _failed(trace: Trace | None, error: str) -> ScheduleResult:
-    return ScheduleResult(
-        verdicts=_verdicts(trace) if trace is not None else [],
-        scheduler=None,
-        params="",
-        derivation=(),
-        scheduled_ir="",
-        events=_events(trace) if trace is not None else [],
-        tensors={},
-        error=error,
-    )
-
-
-def _verdicts(trace: Trace) -> list[VerdictInfo]:
-    # The trace's can_schedule events carry each verdict as data (see registry.can_schedule).
-    return [
-        VerdictInfo(str(e.data["scheduler"]), bool(e.data["accepted"]), str(e.data.get("reason", "")), e.message)
-        for e in trace.of_kind("can_schedule")
-    ]
-
-
-def _events(trace: Trace) -> list[EventInfo]:
-    return [EventInfo(e.kind, e.subject, e.message, str(e)) for e in trace]
 
 
 # ---- compilation ----------------------------------------------------------------------------
@@ -360,6 +224,9 @@ def _events(trace: Trace) -> list[EventInfo]:
 SEGMENTER_KINDS = ("segment", "forward", "merge")
 
 
+DEVICE_MODELS = ("H100", "H200", "A100")  # engine.runtime.device.MODELS, for the Options view
+
+
 @dataclass(frozen=True)
 class CompileOptions:
     """The compile options the debugger lets a user change (a plain mirror of engine Options,
@@ -368,17 +235,66 @@ class CompileOptions:
     forwarding: bool = True
     force_scheduler: str | None = None
     num_streams: int = 4
+    device_model: str | None = None  # None: the real GPU when present, else the H100 model
+    # Sorted (key, value) pairs: "vectorization_factor", "lparams.bdimx", "g1.unroll_factor"...
+    heuristic_overrides: tuple[tuple[str, int | float | bool], ...] = ()
+    # Sorted (segment id, CUDA source) pairs that replace generated kernels.
+    kernel_sources: tuple[tuple[int, str], ...] = ()
+
+    def with_(self, **changes: Any) -> CompileOptions:
+        """A copy with `changes`; dict values for the two tables are sorted into pairs."""
+        for name in ("heuristic_overrides", "kernel_sources"):
+            if isinstance(changes.get(name), dict):
+                changes[name] = tuple(sorted(changes[name].items()))
+        return replace(self, **changes)
 
     def describe(self) -> str:
         parts = [f"forwarding {'on' if self.forwarding else 'off'}"]
         if self.force_scheduler:
             parts.append(f"scheduler forced to {self.force_scheduler}")
         parts.append(f"{self.num_streams} streams")
+        if self.device_model:
+            parts.append(f"device model {self.device_model}")
+        parts += [f"{k}={v}" for k, v in self.heuristic_overrides]
+        parts += [f"g{sid} kernel replaced" for sid, _ in self.kernel_sources]
         return ", ".join(parts)
 
     def to_dict(self) -> dict[str, object]:
         return {"forwarding": self.forwarding, "force_scheduler": self.force_scheduler,
-                "num_streams": self.num_streams}
+                "num_streams": self.num_streams, "device_model": self.device_model,
+                "heuristic_overrides": dict(self.heuristic_overrides),
+                "kernel_sources": {str(k): v for k, v in self.kernel_sources}}
+
+    @classmethod
+    def from_dict(cls, d: object) -> CompileOptions:
+        """The inverse of to_dict; ValueError names the field that is wrong."""
+        if not isinstance(d, dict):
+            raise ValueError(f"options must be an object, got {type(d).__name__}")
+        unknown = sorted(set(d) - set(cls().to_dict()))
+        if unknown:
+            raise ValueError(f"options: unknown field {unknown[0]!r}")
+        fwd = d.get("forwarding", True)
+        force = d.get("force_scheduler")
+        streams = d.get("num_streams", 4)
+        device = d.get("device_model")
+        overrides = d.get("heuristic_overrides", {})
+        sources = d.get("kernel_sources", {})
+        if not isinstance(fwd, bool):
+            raise ValueError("options.forwarding must be true or false")
+        if force is not None and not isinstance(force, str):
+            raise ValueError("options.force_scheduler must be a string or null")
+        if not isinstance(streams, int) or isinstance(streams, bool) or not 1 <= streams <= 64:
+            raise ValueError("options.num_streams must be an integer from 1 to 64")
+        if device is not None and device not in DEVICE_MODELS:
+            raise ValueError(f"options.device_model must be one of {', '.join(DEVICE_MODELS)} or null")
+        if not isinstance(overrides, dict) or not all(
+                isinstance(k, str) and isinstance(v, int | float | bool) for k, v in overrides.items()):
+            raise ValueError("options.heuristic_overrides must map names to numbers or booleans")
+        if not isinstance(sources, dict) or not all(
+                isinstance(k, str) and k.isdigit() and isinstance(v, str) for k, v in sources.items()):
+            raise ValueError("options.kernel_sources must map segment ids to CUDA source text")
+        return cls(fwd, force, streams, device, tuple(sorted(overrides.items())),
+                   tuple(sorted((int(k), v) for k, v in sources.items())))
 
 
 @dataclass(frozen=True)
@@ -399,6 +315,12 @@ class SegmentInfo:
     block: tuple[int, int, int] | None
     shared_mem_bytes: int | None
     stages: tuple[tuple[str, str], ...]  # lowering stage name -> text, in pipeline order
+    # How the scheduler was chosen: every scheduler's verdict (empty when the segmenter's
+    # choice stood, e.g. expr_eval), the heuristic derivation, the segment's decision events.
+    verdicts: tuple[VerdictInfo, ...] = ()
+    derivation: tuple[str, ...] = ()
+    events: tuple[EventInfo, ...] = ()
+    tensors: tuple[tuple[str, str], ...] = ()  # tensor name -> its scheduled transform block
 
     @property
     def name(self) -> str:
@@ -423,6 +345,22 @@ class SegmentInfo:
         if self.cuda_source is None:
             return 0
         return self.cuda_source.count("\n") - self.kernel_source.count("\n")
+
+    def schedule_report(self) -> str:
+        """The Schedule view's text for this segment (what `show --schedule` prints)."""
+        out = [f"Segment g{self.id}: {self.ops} ops, in: {', '.join(self.inputs) or '-'}, "
+               f"out: {', '.join(self.outputs) or '-'}", ""]
+        if self.verdicts:
+            out += ["Scheduler verdicts (priority order):", *(v.text for v in self.verdicts), ""]
+        else:
+            out += [f"No scheduler was asked: the segmenter's choice ({self.scheduler}) stands.", ""]
+        out.append(f"Accepted by: {self.scheduler}")
+        out.append(self.params.strip("\n") if self.params.strip()
+                   else f"The {self.scheduler} scheduler takes no heuristic parameters.")
+        if self.derivation:
+            out += ["", "Derivation:", *(f"  {d}" for d in self.derivation)]
+        out += ["", "Scheduled IR:", self.scheduled_ir.rstrip("\n"), ""]
+        return "\n".join(out)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -516,6 +454,23 @@ class CompileResult:
             out += ["", self.segmented_text.rstrip("\n")]
         return "\n".join(out) + "\n"
 
+    def schedule_report(self) -> str:
+        """`show --schedule`: every segment's scheduler, parameters, verdicts, scheduled IR."""
+        if self.error:
+            return f"No compilation: {self.error}\n"
+        head = f"{len(self.segments)} segment(s) ({self.options.describe()})\n\n"
+        return head + "\n".join(s.schedule_report() for s in self.segments)
+
+    def why(self) -> str:
+        """`show --why`: the segmenter's decisions, then each segment's verdicts and heuristic
+        events, one event per line (a multi-line message is joined with " | ")."""
+        lines = [d.text for d in self.decisions]
+        for s in self.segments:
+            lines += [_one_line(e.text) for e in s.events if e.kind == "can_schedule"]
+            lines += [f"[heuristic] g{s.id}: {_one_line(d)}" for d in s.derivation]
+            lines += [_one_line(e.text) for e in s.events if e.kind not in ("can_schedule", "heuristic")]
+        return "\n".join(lines) + "\n" if lines else ""
+
     def to_dict(self) -> dict[str, object]:
         return {
             "options": self.options.to_dict(),
@@ -582,9 +537,14 @@ def _flatten(cf: object, options: CompileOptions, seconds: float) -> CompileResu
     sf = cf.segmented
     groups = {g.id: g for g in sf.groups} if sf is not None else {}
     segments = []
+    by_subject: dict[str, list[Any]] = {}
+    for e in cf.trace:
+        if e.kind in DECISION_KINDS:
+            by_subject.setdefault(e.subject, []).append(e)
     for seg in cf.segments:
         g = groups.get(seg.id)
         launch = seg.launch
+        events = by_subject.get(f"g{seg.id}", [])
         segments.append(SegmentInfo(
             id=seg.id,
             scheduler=str(seg.scheduler),
@@ -602,6 +562,10 @@ def _flatten(cf: object, options: CompileOptions, seconds: float) -> CompileResu
             block=tuple(launch.block) if launch is not None else None,
             shared_mem_bytes=launch.shared_mem_bytes if launch is not None else None,
             stages=tuple(seg.stages.items()),
+            verdicts=_last_verdicts(events),
+            derivation=tuple(getattr(seg.params, "derivation", ()) or ()),
+            events=tuple(EventInfo(e.kind, e.subject, e.message, str(e)) for e in events),
+            tensors=tuple((tv.short_name, transforms_block(tv)) for tv in seg.fusion.tensors()),
         ))
     edges: list[EdgeInfo] = []
     if sf is not None:
@@ -619,6 +583,17 @@ def _flatten(cf: object, options: CompileOptions, seconds: float) -> CompileResu
         host_ir=str(host_ir) if host_ir is not None else None,
         compile_time_s=seconds, note=note,
     )
+
+
+def _last_verdicts(events: list[Any]) -> tuple[VerdictInfo, ...]:
+    """The verdicts of the last can_schedule round about a segment (the segmenter may have
+    asked the same schedulers about the same group earlier; the scheduling step decides)."""
+    checks = [e for e in events if e.kind == "can_schedule"]
+    first = checks[0].data["scheduler"] if checks else None
+    starts = [i for i, e in enumerate(checks) if e.data["scheduler"] == first]
+    last = checks[starts[-1]:] if starts else []
+    return tuple(VerdictInfo(str(e.data["scheduler"]), bool(e.data["accepted"]), str(e.data.get("reason", "")),
+                             e.message) for e in last)
 
 
 def _decision(e: object) -> DecisionInfo:

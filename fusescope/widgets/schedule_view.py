@@ -1,5 +1,7 @@
-"""The Schedule tab: every scheduler's verdict, the accepting scheduler, its parameters and how
-they were derived, and the scheduled IR, for the whole fusion (there is no segmenter yet)."""
+"""The Schedule tab: for the selected segment, the scheduler that accepted it, its heuristic
+parameters and how they were derived (the trace's heuristic events), every other scheduler's
+verdict and reason, and the segment's scheduled IR. The segment list on the left is one more
+place to select a segment: every view follows."""
 
 from __future__ import annotations
 
@@ -9,76 +11,153 @@ from rich.console import Group
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
-from textual.widgets import Static
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
 
+from fusescope.messages import SegmentSelected
+from fusescope.render.graph import scheduler_color
 from fusescope.render.highlight import highlight
 from fusescope.widgets.copying import copy_text
 
 if TYPE_CHECKING:
-    from fusescope.model import ScheduleResult
+    from fusescope.model import CompileResult, SegmentInfo
 
-PLACEHOLDER = "The schedule is computed when this tab opens (key s)."
+PLACEHOLDER = "The fusion is compiled when this tab opens (key s)."
 
 
-class ScheduleView(VerticalScroll, can_focus=True):
+class ScheduleView(Horizontal):
     BINDINGS = [Binding("c", "copy", "Copy text")]
 
     DEFAULT_CSS = """
     ScheduleView {
         height: 1fr;
+    }
+    ScheduleView > OptionList {
+        width: 30;
+        height: 1fr;
+        border: round $panel-lighten-2;
+        border-title-color: $text-muted;
+    }
+    ScheduleView > OptionList:focus, ScheduleView > VerticalScroll:focus {
+        border: round $accent;
+    }
+    ScheduleView > VerticalScroll {
+        width: 1fr;
+        height: 1fr;
         border: round $panel-lighten-2;
         border-title-color: $text-muted;
         padding: 0 1;
     }
-    ScheduleView:focus {
-        border: round $accent;
-    }
-    ScheduleView > Static {
+    ScheduleView > VerticalScroll > Static {
         width: auto;
     }
     """
 
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 (Textual's name)
         super().__init__(id=id)
-        self.border_title = "Schedule"
-        self.result: ScheduleResult | None = None
-        self.text = ""  # what `c` copies: the same report `fusescope show --schedule` prints
-        self._body = Static(Text(PLACEHOLDER, style="dim italic"))
+        self.result: CompileResult | None = None
+        self.selected: int | None = None
+        self.text = ""  # what `c` copies: the segment's part of `fusescope show --schedule`
+        self._list = OptionList(id="schedule-segments")
+        self._list.border_title = "Segments"
+        self._scroll = VerticalScroll(id="schedule-scroll", can_focus=True)
+        self._scroll.border_title = "Schedule"
+        self._body = Static(Text(PLACEHOLDER, style="dim italic"), id="schedule-body")
 
     def compose(self) -> ComposeResult:
-        yield self._body
+        yield self._list
+        with self._scroll:
+            yield self._body
 
     def clear(self) -> None:
-        """Forget the previous fusion's schedule (a new fusion was loaded)."""
         self.result = None
+        self.selected = None
         self.text = ""
-        self.border_title = "Schedule"
+        self._list.clear_options()
+        self._scroll.border_title = "Schedule"
         self._body.update(Text(PLACEHOLDER, style="dim italic"))
 
-    def show_result(self, result: ScheduleResult) -> None:
-        from fusescope.model import WHOLE_FUSION_NOTE
-
+    def show_result(self, result: CompileResult) -> None:
         self.result = result
-        self.text = result.report()
-        self.border_title = f"Schedule · {result.scheduler}" if result.scheduler else "Schedule · none"
-        parts: list[Text] = [Text(WHOLE_FUSION_NOTE, style="italic")]
-        if result.verdicts:
-            parts.append(Text("\nScheduler verdicts (priority order)", style="bold"))
-            for v in result.verdicts:
-                # nvFuser's own line, coloured by the outcome so the accepting one stands out.
-                parts.append(Text(v.text, style="bold green" if v.accepted else "dim"))
-        if result.scheduler is not None:
-            parts.append(Text(f"\nAccepted by: {result.scheduler}", style="bold green"))
-            parts.append(Text(result.params_text().rstrip("\n")))
-            if result.derivation:
-                parts.append(Text("\nDerivation", style="bold"))
-                parts += [Text(f"  {d}") for d in result.derivation]
-            parts.append(Text("\nScheduled IR", style="bold"))
-            parts.append(highlight(result.scheduled_ir.rstrip("\n")))
+        self._list.clear_options()
         if result.error:
-            parts.append(Text(f"\nNo schedule: {result.error}", style="bold red"))
-        self._body.update(Group(*parts))
+            self.text = ""
+            self._scroll.border_title = "Schedule · no compilation"
+            self._body.update(Text(f"No compilation: {result.error}", style="bold red"))
+            return
+        for s in result.segments:
+            label = Text(f"g{s.id:<3}", style="bold")
+            label.append(s.scheduler, style=scheduler_color(s.scheduler))
+            self._list.add_option(Option(label, id=str(s.id)))
+        if self.selected not in {s.id for s in result.segments}:
+            self.selected = result.segments[0].id if result.segments else None
+        if self.selected is not None:
+            self.select_segment(self.selected)
+
+    @property
+    def segment(self) -> SegmentInfo | None:
+        if self.result is None or self.selected is None or self.result.error:
+            return None
+        return self.result.segment(self.selected)
+
+    def select_segment(self, sid: int, post: bool = False) -> None:
+        if self.result is None or self.result.error or sid not in {s.id for s in self.result.segments}:
+            return
+        self.selected = sid
+        index = self._list.get_option_index(str(sid))
+        if self._list.highlighted != index:
+            self._list.highlighted = index
+        self._render_segment()
+        if post:
+            self.post_message(SegmentSelected(sid))
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        event.stop()
+        # Only a move the user made is a selection (see CudaView: refills move the cursor too).
+        if not self._list.has_focus:
+            return
+        if event.option.id is not None and int(event.option.id) != self.selected:
+            self.select_segment(int(event.option.id), post=True)
+
+    def _render_segment(self) -> None:
+        s = self.segment
+        if s is None:
+            return
+        self.text = s.schedule_report()
+        self._scroll.border_title = f"Schedule · g{s.id} · {s.scheduler}"
+        self._body.update(Group(*_parts(s)))
+        self._scroll.scroll_home(animate=False)
 
     def action_copy(self) -> None:
         copy_text(self, self.text, "the schedule")
+
+
+def _parts(s: SegmentInfo) -> list[Text]:
+    head = Text(f"g{s.id} ", style="bold")
+    head.append(s.scheduler, style=f"bold {scheduler_color(s.scheduler)}")
+    head.append(f"  {s.ops} ops  in: {', '.join(s.inputs) or '-'}  out: {', '.join(s.outputs) or '-'}")
+    parts = [head, Text(f"\nAccepted by: {s.scheduler}", style="bold green")]
+    parts.append(Text(s.params.strip("\n")) if s.params.strip()
+                 else Text(f"The {s.scheduler} scheduler takes no heuristic parameters.", style="italic"))
+    if s.derivation:
+        parts.append(Text("\nHow the parameters were derived", style="bold"))
+        parts += [Text(f"  {d}") for d in s.derivation]
+    if s.verdicts:
+        parts.append(Text("\nEvery scheduler's verdict (priority order)", style="bold"))
+        for v in s.verdicts:
+            line = Text("  ✓ " if v.accepted else "  ✗ ", style="green" if v.accepted else "red")
+            line.append(f"{v.scheduler:<24}", style="bold" if v.accepted else "")
+            line.append("accepted" if v.accepted else (v.reason or "rejected"),
+                        style="green" if v.accepted else "dim")
+            parts.append(line)
+    else:
+        parts.append(Text(f"\nNo scheduler was asked: the segmenter's choice ({s.scheduler}) stands.",
+                          style="italic"))
+    others = [e for e in s.events if e.kind != "can_schedule"]
+    if others:
+        parts.append(Text("\nTrace events", style="bold"))
+        parts += [Text(f"  {e.text}", style="dim") for e in others]
+    parts.append(Text("\nScheduled IR", style="bold"))
+    parts.append(highlight(s.scheduled_ir.rstrip("\n")))
+    return parts

@@ -162,7 +162,7 @@ async def test_every_footer_key_does_what_it_says(session: Session) -> None:
         await pilot.pause()
         checked.add("ctrl+p")
 
-        # s opens the Schedule tab and schedules in a worker; this Python-built fusion has no
+        # s opens the Schedule tab and compiles in a worker; this Python-built fusion has no
         # example inputs, so the view says that instead of showing a schedule.
         await pilot.press("s")
         await app.workers.wait_for_complete()
@@ -293,10 +293,10 @@ async def test_palette_opens_a_bundled_sample(session: Session) -> None:
         assert app.query_one(ListingView).text == str(load_fusion(str(target.path)).fusion)
 
 
-async def test_schedule_tab_shows_the_schedulers_decision_and_scheduled_transforms() -> None:
-    path = samples.resolve("softmax")
+async def test_schedule_tab_shows_the_selected_segments_scheduler_and_scheduled_transforms() -> None:
+    path = samples.resolve("cross_entropy")
     # The samples ship with the project: a missing one is a failure, not a skip.
-    assert path.exists(), "bundled sample softmax is missing"
+    assert path.exists(), "bundled sample cross_entropy is missing"
     session = load_session(path)
     app = FusescopeApp(session)
     async with app.run_test(size=SIZE) as pilot:
@@ -305,29 +305,35 @@ async def test_schedule_tab_shows_the_schedulers_decision_and_scheduled_transfor
         transforms = app.query_one(TransformView)
         assert transforms.tensor == "T0" and not transforms.scheduled
         view = app.query_one(ScheduleView)
-        assert view.result is None  # nothing is scheduled until the tab is opened
+        assert view.result is None  # nothing is compiled until a compiled tab opens
         await pilot.press("s")
         await app.workers.wait_for_complete()
         await pilot.pause()
-        assert not view.loading
-        result = view.result
-        assert result is not None and result.error is None and result.scheduler == "inner_persistent"
-        assert view.border_title == "Schedule · inner_persistent"
-        shown = view.text
-        assert shown == session.schedule().report()  # the same text `show --schedule` prints
-        assert "Scheduler _pointwise_ ***rejected*** because : no support for reduction ops" in shown
-        assert "===== Reduction Parameters ========" in shown and "Scheduled IR:" in shown
-        # On the Schedule tab the transform pane shows the scheduled tensor: parallelized.
+        compiled = session.compile()
+        assert view.result is compiled and view.selected == 0 and app.focused.id == "schedule-segments"
+        assert view._scroll.border_title == "Schedule · g0 · inner_persistent"
+        seg0 = compiled.segment(0)
+        assert view.text == seg0.schedule_report()  # the same text `show --schedule` prints for g0
+        assert "Scheduler _pointwise_ ***rejected*** because : " in view.text
+        assert "===== Reduction Parameters ========" in view.text and "Scheduled IR:" in view.text
+        assert "Derivation:" in view.text and seg0.derivation
+        # On the Schedule tab the transform pane shows the tensor as the segment scheduled it.
         assert transforms.tensor == "T0" and transforms.scheduled
-        assert transforms.text == result.tensors["T0"] != session.transforms("T0")
+        assert transforms.text == dict(seg0.tensors)["T0"] != session.transforms("T0")
         assert "threadIdx.x" in transforms.text and "threadIdx" not in session.transforms("T0")
-        assert "(scheduled)" in transforms.border_title
+        # Down in the segment list selects g1 here and in every other view.
+        await pilot.press("down")
+        await pilot.pause()
+        assert view.selected == 1 and app.selected_segment == 1
+        assert "Accepted by: pointwise" in view.text
+        assert app.query_one(CudaView).selected == 1
+        # ... and selecting g2 elsewhere selects it here.
+        app.select_segment(2)
+        await pilot.pause()
+        assert view.selected == 2 and "Accepted by: reduction" in view.text
         await pilot.press("i")  # back on the IR tab the unscheduled block returns
         await pilot.pause()
         assert transforms.text == session.transforms("T0") and not transforms.scheduled
-        await pilot.press("s")  # the result is cached: no second worker, same result
-        await pilot.pause()
-        assert view.result is result and transforms.scheduled
 
 
 async def test_opening_a_file_clears_the_previous_schedule(session: Session, seed001_file: Path) -> None:
@@ -340,12 +346,12 @@ async def test_opening_a_file_clears_the_previous_schedule(session: Session, see
         await app.workers.wait_for_complete()
         await pilot.pause()
         view = app.query_one(ScheduleView)
-        assert view.result is not None and view.result.scheduler == "pointwise"
-        app.open_path(str(seed001_file))  # no inputs list: the new fusion cannot be scheduled
+        assert view.segment is not None and view.segment.scheduler == "pointwise"
+        app.open_path(str(seed001_file))  # no inputs list: the new fusion cannot be compiled
         await app.workers.wait_for_complete()
         await pilot.pause()
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert app.session.path == seed001_file
-        assert view.result is not None and view.result.scheduler is None
-        assert "no example inputs" in view.text
+        assert view.result is not None and view.segment is None
+        assert "no example inputs" in str(view.result.error)
