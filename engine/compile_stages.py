@@ -143,7 +143,9 @@ def schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace) 
         seg.scheduled_ir = str(fusion)
         trace.event("schedule", subject, "expr_eval, as the segmenter decided (raw buffer input)")
         return used
-    info = SchedulerRuntimeInfo(fusion, args)
+    from engine.runtime.device import current
+
+    info = SchedulerRuntimeInfo(fusion, args, current(options.device_model))
     if seg.scheduler == "user" and any(isinstance(e, MatmulOp | LinearOp) for e in fusion.exprs()):
         # Matmuls run through torch (expr_eval) whatever the user scheduled around them; the
         # stream axis of a user schedule is the host program's business.

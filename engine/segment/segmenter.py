@@ -174,7 +174,9 @@ class _Finder:
         scalars = referenced_symbols(eff, ins)
         sub, _ = cut_fusion(self.fusion, eff, [*ins, *scalars], outs)
         args = [self.sizes.tensor(t) for t in ins] + [self.sizes.value(s) for s in scalars]
-        info = SchedulerRuntimeInfo(sub, args)
+        from engine.runtime.device import current
+
+        info = SchedulerRuntimeInfo(sub, args, current(self.options.device_model))
         verdicts = []
         for t in PRIORITY:
             try:
