@@ -39,6 +39,10 @@ CXX_FLAGS: tuple[str, ...] = (
 )
 SHIM_FILE = "fs_emulate_shim.cpp"
 _ERR_BYTES = 4096
+# Per-launch CPU-time limit (seconds) when FUSESCOPE_EMU_TIMEOUT_S is unset: an endless loop in a
+# kernel becomes an ExecutionError instead of a hang. Generous: emulating a large kernel is slow.
+DEFAULT_TIME_LIMIT_S = 300.0
+TIME_LIMIT_ENV = "FUSESCOPE_EMU_TIMEOUT_S"
 
 # Element sizes of the CUDA element types a Tensor argument may carry (checked against the
 # torch tensor, since a mismatch would read garbage silently). Unknown types are not checked.
@@ -64,6 +68,18 @@ class EmuStats:
     def add(self, other: EmuStats) -> None:
         for f in fields(self):
             setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+
+def time_limit_s() -> float:
+    """The CPU seconds one emulated launch may take: $FUSESCOPE_EMU_TIMEOUT_S (0 or less: no
+    limit), else DEFAULT_TIME_LIMIT_S."""
+    text = os.environ.get(TIME_LIMIT_ENV, "").strip()
+    if not text:
+        return DEFAULT_TIME_LIMIT_S
+    try:
+        return max(0.0, float(text))
+    except ValueError:
+        raise ExecutionError(f"{TIME_LIMIT_ENV}={text!r} is not a number of seconds") from None
 
 
 def gxx_available() -> bool:
@@ -179,6 +195,8 @@ def _load(path: Path) -> ctypes.CDLL:
             lib.fs_launch.restype = ctypes.c_int
             lib.fs_emu_stats.argtypes = [ctypes.POINTER(ctypes.c_ulonglong), ctypes.c_int]
             lib.fs_emu_stats.restype = ctypes.c_int
+            lib.fs_emu_set_time_limit.argtypes = [ctypes.c_double]
+            lib.fs_emu_set_time_limit.restype = None
             _libs[path] = lib
         return _libs[path]
 
@@ -231,7 +249,8 @@ class EmulatedKernel:
         alloc_strides: per tensor name, allocation strides when they differ from the logical
         ones (see abi.tensor_layout). Raises ExecutionError naming the kernel on a deadlock, a
         trap or failed assert, a memory fault (SIGSEGV/SIGBUS, fiber stack overflow), an integer
-        division by zero, or an invalid launch.
+        division by zero, an illegal instruction, abort(), a launch past the CPU-time limit
+        (time_limit_s()), or an invalid launch.
         """
         self._check_args(args)
         packed = pack_args(self.specs, list(args), alloc_strides)
@@ -240,7 +259,9 @@ class EmulatedKernel:
         err = ctypes.create_string_buffer(_ERR_BYTES)
         (gx, gy, gz), (bx, by, bz) = launch.grid, launch.block
         counts = (ctypes.c_ulonglong * 5)()
+        limit = time_limit_s()
         with _launch_lock:
+            self._lib.fs_emu_set_time_limit(limit)
             rc = self._lib.fs_launch(argv, gx, gy, gz, bx, by, bz, launch.shared_mem_bytes, err, _ERR_BYTES)
             self._lib.fs_emu_stats(counts, 5)
         self.stats = EmuStats(1, *counts)

@@ -120,7 +120,9 @@ def source_excerpt(source: str, line: int, context: int = CONTEXT_LINES) -> str:
 def format_compile_error(source: str, log: str, program: str, arch: str, status: str = "") -> str:
     """The message of a CompileError: NVRTC's log, then the source around each error line."""
     why = f" ({status})" if status else ""
-    parts = [f"NVRTC failed to compile {program} for {arch}{why}:", log.rstrip() or "(NVRTC gave no log)"]
+    first = next((ln.strip() for ln in log.splitlines() if _DIAG.match(ln)), None)
+    head = f"NVRTC failed to compile {program} for {arch}{why}" + (f": first error: {first}" if first else ":")
+    parts = [head, log.rstrip() or "(NVRTC gave no log)"]
     for line in error_lines(log):
         parts.append(f"\n{program}:{line}:\n{source_excerpt(source, line)}")
     return "\n".join(parts)

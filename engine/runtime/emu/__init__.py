@@ -59,20 +59,36 @@ def source_excerpt(files: dict[str, str], locations: list[tuple[str, int]], cont
     return "\n".join(out)
 
 
+def first_errors(log: str, limit: int = 3) -> list[str]:
+    """The first `limit` error lines of a compiler log (g++ or nvcc/NVRTC style), in order."""
+    out: list[str] = []
+    for m in _DIAG.finditer(log):
+        if "error" in m["kind"]:
+            end = log.find("\n", m.start())
+            out.append(log[m.start():end if end >= 0 else len(log)].strip())
+            if len(out) == limit:
+                break
+    return out
+
+
 def compile_error(what: str, log: str, files: dict[str, str], max_log_chars: int = 6000) -> CompileError:
     """A CompileError whose message holds the compiler's log and the source lines it blames.
 
+    The first line names the first error (a long log may begin with notes and warnings).
     files: name -> text of each file the compiler was given under that name (the log names them).
-    The error carries `.log` (the whole log) and `.locations` ((file, line) pairs) too.
+    The error carries `.log` (the whole log), `.locations` ((file, line) pairs) and
+    `.first_errors` (the first error lines) too.
     """
     locations = error_locations(log, files)
+    errors = first_errors(log)
     shown = log.strip()
     if len(shown) > max_log_chars:
         shown = shown[:max_log_chars] + f"\n... ({len(log) - max_log_chars} more characters of log)"
-    parts = [f"{what}:", shown]
+    parts = [f"{what}: first error: {errors[0]}" if errors else f"{what}:", shown]
     if locations:
         parts += ["", "source lines:", source_excerpt(files, locations)]
     err = CompileError("\n".join(parts))
     err.log = log  # type: ignore[attr-defined]
     err.locations = locations  # type: ignore[attr-defined]
+    err.first_errors = errors  # type: ignore[attr-defined]
     return err

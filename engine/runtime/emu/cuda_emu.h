@@ -51,6 +51,7 @@
 #include <new>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <type_traits>
 #include <unistd.h>
@@ -1012,26 +1013,36 @@ static bool run_block() {
   return true;
 }
 
-// A memory fault (or integer division by zero) in a kernel becomes an error of the launch, not
-// the death of the process (e.g. the pytest run that emulates generated kernels). While a launch
-// runs, SIGSEGV/SIGBUS/SIGFPE handlers on an alternate stack (a fiber's stack may be the one that
-// overflowed) jump back to the launching frame; the previous handlers are restored afterwards.
-// Faults on other OS threads go to the previous handlers.
+// A memory fault, an integer division by zero, an illegal instruction (__builtin_trap), abort()
+// or a run past the time limit in a kernel becomes an error of the launch, not the death of the
+// process (e.g. the pytest run that emulates generated kernels). While a launch runs, handlers on
+// an alternate stack (a fiber's stack may be the one that overflowed) jump back to the launching
+// frame; the previous handlers are restored afterwards. Faults on other OS threads go to the
+// previous handlers. What still ends the process: exit(), a signal that cannot be caught
+// (SIGKILL), and a stray write that lands in valid memory (no fault to catch); fusescope runs
+// kernels in a worker process for those.
 static sigjmp_buf fault_jmp;
 static pthread_t fault_thread;
+static volatile sig_atomic_t fault_armed;  // 1 while run_blocks may be jumped back to
 static volatile sig_atomic_t fault_sig;
 static void* volatile fault_addr;
-static struct sigaction fault_old[3];
-static const int fault_signals[3] = {SIGSEGV, SIGBUS, SIGFPE};
+constexpr int kFaultSignals = 6;
+// SIGXCPU: the launch's CPU-time watchdog (a POSIX timer aimed at the launching thread).
+static const int fault_signals[kFaultSignals] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGXCPU};
+static struct sigaction fault_old[kFaultSignals];
 alignas(16) static char fault_altstack[64 * 1024];
+static double time_limit_s = 0;  // CPU seconds per launch; 0: no limit
 
 static void fault_handler(int sig, siginfo_t* si, void* uctx) {
-  if (pthread_equal(pthread_self(), fault_thread)) {
+  const bool ours = sig != SIGXCPU || (si && si->si_code == SI_TIMER);
+  if (ours && fault_armed && pthread_equal(pthread_self(), fault_thread)) {
+    fault_armed = 0;
     fault_sig = sig;
     fault_addr = si ? si->si_addr : nullptr;
     siglongjmp(fault_jmp, 1);
   }
-  for (int i = 0; i < 3; ++i) {
+  if (sig == SIGXCPU && si && si->si_code == SI_TIMER) return;  // a watchdog that fired too late
+  for (int i = 0; i < kFaultSignals; ++i) {
     if (fault_signals[i] != sig) continue;
     const struct sigaction& old = fault_old[i];
     if ((old.sa_flags & SA_SIGINFO) && old.sa_sigaction) {
@@ -1040,13 +1051,14 @@ static void fault_handler(int sig, siginfo_t* si, void* uctx) {
       old.sa_handler(sig);
     } else {
       signal(sig, SIG_DFL);  // returning re-executes the faulting instruction: default action
+      if (sig == SIGABRT || sig == SIGXCPU) raise(sig);  // sent, not a faulting instruction
     }
   }
 }
 
 static void describe_fault() {
   State& s = g();
-  char what[160];
+  char what[200];
   const uintptr_t a = (uintptr_t)fault_addr;
   const size_t page = (size_t)sysconf(_SC_PAGESIZE);
   int guard_of = -1;
@@ -1054,11 +1066,19 @@ static void describe_fault() {
     uintptr_t lo = (uintptr_t)(s.stacks + s.stack_stride * (size_t)i);
     if (a >= lo && a < lo + page) guard_of = i;
   }
-  if (guard_of >= 0)
+  if (fault_sig == SIGXCPU)
+    snprintf(what, sizeof(what), "time limit: still running after %g s of CPU time (an endless loop?); "
+             "set FUSESCOPE_EMU_TIMEOUT_S to allow more", time_limit_s);
+  else if (guard_of >= 0)
     snprintf(what, sizeof(what), "stack overflow (each thread has %zu KiB; set FUSESCOPE_EMU_STACK_KIB)",
              s.stack_size / 1024);
   else if (fault_sig == SIGFPE)
     snprintf(what, sizeof(what), "SIGFPE (integer division by zero or overflow)");
+  else if (fault_sig == SIGILL)
+    snprintf(what, sizeof(what), "SIGILL: illegal instruction (__builtin_trap() or a corrupt jump) at %p",
+             fault_addr);
+  else if (fault_sig == SIGABRT)
+    snprintf(what, sizeof(what), "SIGABRT: abort() was called (or std::terminate)");
   else
     snprintf(what, sizeof(what), "%s: invalid memory access at address %p",
              fault_sig == SIGBUS ? "SIGBUS" : "SIGSEGV", fault_addr);
@@ -1066,6 +1086,36 @@ static void describe_fault() {
   snprintf(s.msg, sizeof(s.msg), "block (%u,%u,%u) thread (%u,%u,%u): %s", fs_emu_block_idx.x,
            fs_emu_block_idx.y, fs_emu_block_idx.z, f.tid.x, f.tid.y, f.tid.z, what);
 }
+
+#ifndef sigev_notify_thread_id
+#define sigev_notify_thread_id _sigev_un._tid
+#endif
+
+// The launch's CPU-time limit: a one-shot timer on this thread's CPU clock that sends SIGXCPU to
+// this thread alone. CPU time, not wall time, so that a busy machine does not trip it.
+struct Watchdog {
+  timer_t timer;
+  bool armed;
+  Watchdog() : armed(false) {
+    if (time_limit_s <= 0) return;
+    struct sigevent ev;
+    std::memset(&ev, 0, sizeof(ev));
+    ev.sigev_notify = SIGEV_THREAD_ID;
+    ev.sigev_signo = SIGXCPU;
+    ev.sigev_notify_thread_id = (pid_t)syscall(SYS_gettid);
+    if (timer_create(CLOCK_THREAD_CPUTIME_ID, &ev, &timer) != 0) return;
+    struct itimerspec its;
+    std::memset(&its, 0, sizeof(its));
+    its.it_value.tv_sec = (time_t)time_limit_s;
+    its.it_value.tv_nsec = (long)((time_limit_s - (double)its.it_value.tv_sec) * 1e9);
+    if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0) its.it_value.tv_nsec = 1;
+    armed = timer_settime(timer, 0, &its, nullptr) == 0;
+    if (!armed) timer_delete(timer);
+  }
+  ~Watchdog() {
+    if (armed) timer_delete(timer);
+  }
+};
 
 struct FaultGuard {
   stack_t old_ss;
@@ -1082,12 +1132,13 @@ struct FaultGuard {
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
     sigemptyset(&sa.sa_mask);
     fault_thread = pthread_self();
-    for (int i = 0; i < 3; ++i) sigaction(fault_signals[i], &sa, &fault_old[i]);
+    for (int i = 0; i < kFaultSignals; ++i) sigaction(fault_signals[i], &sa, &fault_old[i]);
     ok = true;
   }
   ~FaultGuard() {
     if (!ok) return;
-    for (int i = 0; i < 3; ++i) sigaction(fault_signals[i], &fault_old[i], nullptr);
+    fault_armed = 0;
+    for (int i = 0; i < kFaultSignals; ++i) sigaction(fault_signals[i], &fault_old[i], nullptr);
     sigaltstack(&old_ss, nullptr);
   }
 };
@@ -1101,12 +1152,17 @@ static bool run_blocks(dim3 grid) {
     s.failed = true;
     return false;
   }
+  fault_armed = 1;
   for (unsigned z = 0; z < grid.z; ++z)
     for (unsigned y = 0; y < grid.y; ++y)
       for (unsigned x = 0; x < grid.x; ++x) {
         fs_emu_block_idx = uint3{x, y, z};
-        if (!run_block()) return false;
+        if (!run_block()) {
+          fault_armed = 0;
+          return false;
+        }
       }
+  fault_armed = 0;
   return true;
 }
 
@@ -1149,12 +1205,18 @@ static int run_grid(void (*entry)(void*), void* ctx, dim3 grid, dim3 block, int 
   fs_emu_block_dim = block;
   fs_emu_grid_dim = grid;
   FaultGuard guard;  // when it cannot be armed, a fault kills the process as it would without it
+  Watchdog watchdog;  // declared after the guard: disarmed before the handlers are restored
   const bool ok = run_blocks(grid);
   if (!ok) snprintf(err, (size_t)errlen, "%s", s.msg);
   return ok ? 0 : 1;
 }
 
 }  // namespace fs_emu
+
+// The CPU-time limit of each later launch in seconds (0: none); set by emulate.py before a launch.
+extern "C" __attribute__((visibility("default"))) void fs_emu_set_time_limit(double seconds) {
+  fs_emu::time_limit_s = seconds > 0 ? seconds : 0;
+}
 
 // Counters of the last launch: blocks, threads, block barriers, warp barriers, fiber switches.
 extern "C" __attribute__((visibility("default"))) int fs_emu_stats(unsigned long long* out, int n) {
