@@ -4,6 +4,12 @@ fusion. A diagnostic beside benchmarks/run.py (whose table shows 'engine run' fa
 'engine kernels' and compile times that grow with the data).
 
     PYTHONPATH=. python benchmarks/profile_host.py [--only NAME ...] [--out FILE]
+    PYTHONPATH=. python benchmarks/profile_host.py --fake-launch [--out FILE]
+
+--fake-launch measures on the CPU the Python cost of one cf.run per benchmark fusion (small
+sizes): each kernel is a stand-in that packs its arguments as the CUDA launcher does (the
+same abi.ArgBuffer) and skips only the driver call, so the figure is the host time a GPU run
+adds before and around its cuLaunchKernel calls.
 """
 
 from __future__ import annotations
@@ -56,12 +62,57 @@ def wall_ms(fn, reps: int) -> float:
     return statistics.median(times)
 
 
+class FakeKernel:
+    """A kernel stand-in: the CUDA back end's argument handling without the GPU."""
+
+    def __init__(self, specs: list, name: str) -> None:
+        self.specs, self.name = list(specs), name
+
+    def launch(self, args, launch, alloc_strides=None, **_) -> None:  # noqa: ANN001
+        import ctypes
+
+        from engine.runtime.abi import pack_args
+        from engine.runtime.cuda import validate_args
+
+        validate_args(self.name, self.specs, list(args), torch.device("cpu"))
+        packed = pack_args(self.specs, list(args), alloc_strides)
+        buffers = [(ctypes.c_char * len(b)).from_buffer_copy(b) for b in packed]
+        (ctypes.c_void_p * max(1, len(buffers)))(*[ctypes.addressof(b) for b in buffers])
+
+    def launcher(self, launch, layouts, *, sync: bool = False):  # noqa: ANN001, ANN201
+        from engine.runtime.abi import ArgBuffer
+
+        return ArgBuffer(self.specs, layouts).fill
+
+
+def fake_launch_costs(runs: int, say) -> None:  # noqa: ANN001
+    """Median wall time of cf.run (CPU tensors, kernels faked) per benchmark fusion."""
+    say(f"{'fusion':16s} {'kernels':>7s} {'cf.run us':>10s}  (median of {runs}, CPU, fake launches)")
+    for bf in benchmark_fusions("small"):
+        xs = bf.make_inputs("cpu", 0)
+        cf = compile_fusion(bf.build(), xs)
+        for s in cf.segments:
+            if s.is_kernel:
+                s._kernels["emulate"] = FakeKernel(s.lowered.kernel.params, s.kernel_name)
+        for _ in range(5):
+            cf.run(xs, backend="emulate")
+        times = []
+        for _ in range(runs):
+            t = time.perf_counter()
+            cf.run(xs, backend="emulate")
+            times.append((time.perf_counter() - t) * 1e6)
+        nk = sum(1 for s in cf.segments if s.is_kernel)
+        say(f"{bf.name:16s} {nk:7d} {statistics.median(times):10.1f}")
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", nargs="*", default=["gelu_bias", "outer_sum", "inner_outer", "rope_bwd"])
     ap.add_argument("--out", default=None)
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--smoke", action="store_true", help="CPU, small sizes, emulated kernels")
+    ap.add_argument("--fake-launch", action="store_true",
+                    help="CPU: the Python cost of cf.run per benchmark fusion, kernels faked")
     args = ap.parse_args(argv)
     global DEV, BACKEND
     if args.smoke:
@@ -71,6 +122,12 @@ def main(argv: list[str]) -> int:
     def say(s: str = "") -> None:
         print(s, flush=True)
         out.append(s)
+
+    if args.fake_launch:
+        fake_launch_costs(max(args.runs, 200), say)
+        if args.out:
+            Path(args.out).write_text("\n".join(out) + "\n")
+        return 0
 
     # fixed cost: a tiny one-kernel fusion
     txs = [torch.randn(128, 384, device=DEV).bfloat16(), torch.randn(384, device=DEV).bfloat16()]

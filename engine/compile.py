@@ -8,6 +8,7 @@ chosen back end (reference, emulate or cuda).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,6 +63,7 @@ class CompiledSegment:
     sync_launches: bool = False
     _env: dict | None = None  # extents at the compiled sizes (they never change: specialised)
     _kernels: dict[str, Any] = field(default_factory=dict)
+    _replays: dict[str, Any] = field(default_factory=dict)  # backend -> engine.host.launch.SegmentLaunch
 
     @property
     def is_kernel(self) -> bool:
@@ -123,17 +125,10 @@ def allocate(tv: TensorView, env: dict, device: torch.device) -> torch.Tensor:
     perm = _alloc_perm(tv)
     packed = tv.dtype == DataType.Float4_e2m1fn
     if perm is None:
-        alloc = _alloc_extents(tv, env)
-        numel = 1
-        for n in alloc:
-            numel *= n
-        logical_numel = 1
-        for n in sizes:
-            logical_numel *= n
-        if numel != logical_numel:
+        if is_padded(tv, env):
             # A padded allocation (the layout op's): the buffer itself, padding zeroed, as the
             # reference returns it.
-            return torch.zeros(alloc, dtype=dtype, device=device)
+            return torch.zeros(_alloc_extents(tv, env), dtype=dtype, device=device)
         if packed:
             sizes = sizes[:-1] + [sizes[-1] // 2]
         return torch.empty(sizes, dtype=dtype, device=device)
@@ -146,6 +141,14 @@ def allocate(tv: TensorView, env: dict, device: torch.device) -> torch.Tensor:
     base = torch.empty(base_sizes, dtype=dtype, device=device)
     inv = [perm.index(k) for k in range(len(perm))]
     return base.permute(inv).expand(sizes) if sizes else base
+
+
+def is_padded(tv: TensorView, env: dict) -> bool:
+    """True when `tv`'s allocation (transformed beyond a permutation) holds more elements
+    than its logical sizes: the layout op's padded buffer, which `allocate` zero-fills."""
+    if _alloc_perm(tv) is not None:
+        return False
+    return math.prod(_alloc_extents(tv, env)) != math.prod(_logical_sizes(tv, env))
 
 
 def _alloc_extents(tv: TensorView, env: dict) -> list[int]:
@@ -218,7 +221,19 @@ def prepare_launch(seg: CompiledSegment, args: list[Any], backend: str) -> Prepa
 
 
 def _launch(seg: CompiledSegment, args: list[Any], backend: str) -> list[Any]:
-    prep = prepare_launch(seg, args, backend)
+    """Launch a kernel segment: the replay settled at its first launch when `args` are laid
+    out as then, else the general path (which settles a new replay)."""
+    from engine.host.launch import first_launch
+
+    replay = seg._replays.get(backend)
+    if replay is not None and replay.fits(args):
+        return replay(args)
+    replay, outputs = first_launch(seg, args, backend)
+    seg._replays[backend] = replay
+    return outputs
+
+
+def _launch_prepared(seg: CompiledSegment, prep: PreparedLaunch, backend: str) -> list[Any]:
     kwargs = {"sync": seg.sync_launches} if backend == "cuda" else {}
     try:
         seg.kernel(backend).launch(prep.args, seg.launch, alloc_strides=prep.alloc_strides, **kwargs)
@@ -245,6 +260,8 @@ class CompiledFusion:
     segmented: Any = None
     last_run: Any = None  # the host evaluator of the last run (its timeline when asked for)
     host_ir: Any = None  # engine.host.HostIrContainer: the program `run` executes
+    # backend -> engine.host.plan.RunPlan, or False where the program needs the evaluator
+    _plans: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def graph(self) -> Any:
@@ -300,12 +317,28 @@ class CompiledFusion:
         """The fusion's outputs: the host program (segments in order, stream loops) on `backend`.
 
         Kernels are queued without waiting (Options.sync_launches waits after each); with
-        `timeline` the evaluator records events per op, kept in `self.last_run`."""
+        `timeline` the evaluator records events per op, kept in `self.last_run`. Otherwise a
+        program without stream statements runs as a RunPlan: per call, an input check and
+        the kernel launches replayed at the compiled sizes."""
         from engine.host.evaluator import HostIrEvaluator
 
+        if not timeline and backend != "reference" and backend in BACKENDS:
+            plan = self._plans.get(backend)
+            if plan is None:
+                plan = self._plans[backend] = self._plan(backend)
+            if plan:
+                self.last_run = None
+                return plan.run(inputs)
         evaluator = HostIrEvaluator(self.host_ir, backend, record_timeline=timeline)
         self.last_run = evaluator
         return evaluator.run(self._inputs_for(inputs, backend))
+
+    def _plan(self, backend: str) -> Any:
+        from engine.host.plan import RunPlan
+
+        if backend == "cuda" and not torch.cuda.is_available():
+            raise ExecutionError("the cuda back end needs a GPU; use backend='emulate' or 'reference'")
+        return RunPlan.build(self, backend) or False
 
 
 def _execute(cf: CompiledFusion, xs: list[Any], backend: str, before=None) -> list[Any]:

@@ -10,8 +10,10 @@ emulator's ctypes call read the same bytes.
 
 from __future__ import annotations
 
+import ctypes
 import struct
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -109,3 +111,62 @@ def pack_args(specs: list[ArgSpec], values: list[object],
         else:
             out.append(pack_scalar(value, spec))
     return out
+
+
+def _align8(n: int) -> int:
+    return (n + 7) & ~7
+
+
+class ArgBuffer:
+    """A kernel's packed arguments in one host buffer that lives as long as the launcher.
+
+    Sizes and strides are fixed by the compiled input signature, so they are written once;
+    a launch only writes the data pointers and scalars (`fill`). `address` is the `void**`
+    that cuLaunchKernel (and the emulator's shim) reads; the driver copies the arguments at
+    launch, so the buffer can be refilled right after. Every argument starts on 8 bytes.
+    """
+
+    def __init__(self, specs: list[ArgSpec], layouts: list[tuple[list[int], list[int]] | None]) -> None:
+        if len(specs) != len(layouts):
+            raise ValueError(f"kernel takes {len(specs)} arguments, got {len(layouts)} layouts")
+        offsets, lengths, size = [], [], 0
+        for spec, layout in zip(specs, layouts):
+            if isinstance(spec, TensorArg):
+                sizes, strides = layout or ([], [])
+                if len(sizes) != spec.ndims or len(strides) != spec.alloc_dims:
+                    raise ValueError(f"{spec.name}: kernel expects {spec.ndims} sizes and {spec.alloc_dims} "
+                                     f"strides, got {len(sizes)} and {len(strides)}")
+                n = 8 * (1 + len(sizes) + len(strides))
+            else:
+                n = struct.calcsize("<" + _SCALAR_FORMATS[spec.ctype])
+            offsets.append(size)
+            lengths.append(n)
+            size += _align8(n)
+        self._spans = list(zip(offsets, lengths))
+        # 64-bit words: 8-byte aligned, and a data pointer is one item assignment.
+        self._words = (ctypes.c_uint64 * max(1, size // 8))()
+        self._buf = memoryview(self._words).cast("B")
+        for spec, layout, off in zip(specs, layouts, offsets):
+            if isinstance(spec, TensorArg):
+                sizes, strides = layout or ([], [])
+                struct.pack_into(f"<{len(sizes) + len(strides)}q", self._buf, off + 8, *sizes, *strides)
+        base = ctypes.addressof(self._words)
+        self._params = (ctypes.c_void_p * max(1, len(specs)))(*[base + off for off in offsets])
+        self.address = ctypes.addressof(self._params)
+        # (word index of a data pointer, or -1 with the scalar's struct format and offset)
+        self._slots = [(off // 8, "", off) if isinstance(s, TensorArg) else (-1, "<" + _SCALAR_FORMATS[s.ctype], off)
+                       for s, off in zip(specs, offsets)]
+
+    def fill(self, values: list[Any]) -> None:
+        """Write this launch's data pointers (tensors) and scalars, in parameter order."""
+        words, buf = self._words, self._buf
+        for (word, fmt, off), v in zip(self._slots, values):
+            if word >= 0:
+                words[word] = v.data_ptr()
+            else:
+                struct.pack_into(fmt, buf, off, v)
+
+    def packed(self) -> list[bytes]:
+        """The bytes of each argument as they stand (what pack_args gives for the same values)."""
+        raw = bytes(self._buf)
+        return [raw[off:off + n] for off, n in self._spans]

@@ -20,7 +20,7 @@ import torch
 
 from engine.errors import CompileError, ExecutionError
 from engine.runtime import device as device_mod
-from engine.runtime.abi import ArgSpec, LaunchConfig, ScalarArg, TensorArg, pack_args
+from engine.runtime.abi import ArgBuffer, ArgSpec, LaunchConfig, ScalarArg, TensorArg, pack_args
 from engine.runtime.nvrtc import DEFAULT_OPTIONS, CompiledBinary, compile_cuda, device_arch
 
 # CUfunction_attribute values (cuda.h); cupy's driver wrapper takes the raw ints.
@@ -205,6 +205,27 @@ class CudaKernel:
         warps_per_block = -(-launch.threads // props.warp_size)
         return Occupancy(blocks, blocks * warps_per_block, props.max_threads_per_sm // props.warp_size)
 
+    def _check_block(self, launch: LaunchConfig) -> None:
+        if launch.threads > self.attributes.max_threads_per_block:
+            raise ExecutionError(
+                f"kernel {self.name}: {launch.threads} threads per block, but with "
+                f"{self.attributes.registers} registers per thread it can launch at most "
+                f"{self.attributes.max_threads_per_block}")
+
+    def launcher(self, launch: LaunchConfig, layouts: list[tuple[list[int], list[int]] | None], *,
+                 sync: bool = False) -> CudaLauncher:
+        """A launcher for repeated launches whose tensors keep these sizes and strides."""
+        import cupy
+
+        self._check_block(launch)
+        with cupy.cuda.Device(self.device.index):
+            self._allow_dynamic_smem(launch.shared_mem_bytes)
+        try:
+            args = ArgBuffer(self.specs, layouts)
+        except (KeyError, ValueError) as exc:
+            raise ExecutionError(f"kernel {self.name}: {exc}") from None
+        return CudaLauncher(self, launch, args, sync)
+
     def launch(self, args: list[torch.Tensor | float | int | bool], launch: LaunchConfig,
                alloc_strides: dict[str, list[int]] | None = None, stream: int | None = None,
                *, sync: bool = True) -> None:
@@ -217,11 +238,7 @@ class CudaKernel:
         from cupy.cuda import driver
 
         validate_args(self.name, self.specs, list(args), self.device)
-        if launch.threads > self.attributes.max_threads_per_block:
-            raise ExecutionError(
-                f"kernel {self.name}: {launch.threads} threads per block, but with "
-                f"{self.attributes.registers} registers per thread it can launch at most "
-                f"{self.attributes.max_threads_per_block}")
+        self._check_block(launch)
         try:
             packed = pack_args(self.specs, list(args), alloc_strides)
         except (TypeError, ValueError, KeyError) as exc:
@@ -232,7 +249,7 @@ class CudaKernel:
         buffers = [(ctypes.c_char * len(b)).from_buffer_copy(b) for b in packed]
         params = (ctypes.c_void_p * max(1, len(buffers)))(*[ctypes.addressof(b) for b in buffers])
         if stream is None:
-            stream = torch.cuda.current_stream(self.device).cuda_stream
+            stream = current_stream(self.device.index)
         grid, block = launch.grid, launch.block
 
         with cupy.cuda.Device(self.device.index):
@@ -248,6 +265,60 @@ class CudaKernel:
 
     def __repr__(self) -> str:
         return f"CudaKernel({self.name}, {self.binary.arch}, cached={self.binary.cached})"
+
+
+class CudaLauncher:
+    """Launches one kernel again and again with arguments of fixed sizes and strides.
+
+    Everything but the data pointers and scalars is settled once (argument layout, dynamic
+    shared memory opt-in, block size check), so a launch is: write the pointers, read
+    torch's current stream, cuLaunchKernel. Nothing waits unless `sync`.
+    """
+
+    def __init__(self, kernel: CudaKernel, launch: LaunchConfig, args: ArgBuffer, sync: bool) -> None:
+        self.kernel = kernel
+        self.args = args
+        self.sync = sync
+        self._fn = kernel._function.ptr
+        self._index = kernel.device.index
+        g, b = launch.grid, launch.block
+        self._dims = (g[0], g[1], g[2], b[0], b[1], b[2], launch.shared_mem_bytes)
+        self._launch = launch
+
+    def __call__(self, values: list[object]) -> None:
+        from cupy.cuda import driver
+
+        self.args.fill(values)
+        stream = current_stream(self._index)
+        try:
+            driver.launchKernel(self._fn, *self._dims, stream, self.args.address, 0)
+        except Exception:
+            self._launch_on_own_device(stream)
+        if self.sync:
+            synchronize(stream, self.kernel.name)
+
+    def _launch_on_own_device(self, stream: int) -> None:
+        """The launch failed: perhaps another device is current (the function belongs to its
+        device's context). Try once more with the kernel's device current."""
+        import cupy
+        from cupy.cuda import driver
+
+        with cupy.cuda.Device(self._index):
+            try:
+                driver.launchKernel(self._fn, *self._dims, stream, self.args.address, 0)
+            except Exception as exc:
+                raise ExecutionError(f"kernel {self.kernel.name} failed to launch ({self._launch}): {exc}") from None
+
+
+def current_stream(index: int) -> int:
+    """torch's current stream on device `index`, as the raw handle the driver takes."""
+    if _raw_stream is not None:
+        return _raw_stream(index)
+    return torch.cuda.current_stream(index).cuda_stream
+
+
+# The raw handle without building a torch Stream object (what inductor's generated code calls).
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
 
 def synchronize(stream: int, kernel: str) -> None:

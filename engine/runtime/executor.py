@@ -7,11 +7,12 @@ compiler: "cuda" (NVRTC + driver launch, engine.runtime.cuda) and "emulate"
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 import torch
 
-from engine.runtime.abi import ArgSpec, LaunchConfig
+from engine.runtime.abi import ArgSpec, LaunchConfig, TensorArg
 
 BACKENDS = ("cuda", "emulate")
 
@@ -46,3 +47,27 @@ def load_kernel(source: str, name: str, specs: list[ArgSpec], backend: str) -> K
 
         return EmulatedKernel(source, name, specs)
     raise ValueError(f"unknown kernel back end {backend!r}; choose one of {', '.join(BACKENDS)}")
+
+
+Launcher = Callable[[list[object]], None]
+
+
+def make_launcher(kernel: Kernel, launch: LaunchConfig, alloc_strides: dict[str, list[int]],
+                  example: list[object], *, sync: bool = False) -> Launcher:
+    """A function launching `kernel` on argument lists laid out as `example` (same sizes and
+    strides each call): the CUDA back end's prepared launcher, or `kernel.launch` with the
+    strides fixed for back ends without one."""
+    prepare = getattr(kernel, "launcher", None)
+    if prepare is None:
+        return lambda values: kernel.launch(values, launch, alloc_strides=alloc_strides)
+    specs = getattr(kernel, "specs", [])
+    layouts = [_layout(spec, x, alloc_strides) if isinstance(spec, TensorArg) else None
+               for spec, x in zip(specs, example)]
+    return prepare(launch, layouts, sync=sync)
+
+
+def _layout(spec: TensorArg, x: object, alloc_strides: dict[str, list[int]]) -> tuple[list[int], list[int]]:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{spec.name}: expected a tensor, got {type(x).__name__}")
+    strides = alloc_strides.get(spec.name)
+    return list(x.shape), list(strides) if strides is not None else list(x.stride())

@@ -1,0 +1,150 @@
+"""A kernel segment's launch, settled once for its compiled sizes and replayed on every run.
+
+A compiled fusion is specialised to its input signature, so everything a launch needs
+besides the data (output shapes and strides, the kernel's packed argument layout, the launch
+configuration) is the same on every call. The first call goes through the general path
+(prepare_launch binds sizes, allocates, and the back end validates every argument); it
+records where each kernel argument comes from, and later calls only allocate outputs with
+torch.empty_strided, write data pointers and launch. Nothing here waits for the GPU.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from engine.errors import CompileError, ExecutionError
+from engine.ir.tensorview import TensorView
+from engine.runtime.abi import TensorArg
+
+if TYPE_CHECKING:
+    from engine.compile import CompiledSegment
+
+# Where a kernel argument or a segment output comes from.
+ARG, OUT, WORK, VAL = 0, 1, 2, 3
+
+_WORK_DTYPES = {"nvfuser_index_t": torch.int64, "int64_t": torch.int64, "double": torch.float64,
+                "float": torch.float32, "int": torch.int32}
+
+
+@dataclass(frozen=True)
+class AllocSpec:
+    """An output the launch allocates: its view's sizes and strides over fresh memory."""
+
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+    dtype: torch.dtype
+    zero: bool = False  # a padded layout buffer: the padding must read as zeros
+
+    def new(self, device: torch.device) -> torch.Tensor:
+        t = torch.empty_strided(self.shape, self.stride, dtype=self.dtype, device=device)
+        return t.zero_() if self.zero else t
+
+
+def alloc_spec(tv: TensorView, env: dict) -> AllocSpec:
+    """What `compile.allocate` makes for `tv`, read off a meta tensor (no memory)."""
+    from engine.compile import allocate, is_padded
+
+    t = allocate(tv, env, torch.device("meta"))
+    return AllocSpec(tuple(t.shape), tuple(t.stride()), t.dtype, is_padded(tv, env))
+
+
+class SegmentLaunch:
+    """Replays one kernel segment's launch; built by `first_launch`."""
+
+    def __init__(self, seg: CompiledSegment, backend: str, device: torch.device, args: list[Any], prep: Any) -> None:
+        from engine.runtime.executor import make_launcher
+
+        self.seg = seg
+        self.device = device
+        inputs = {v.short_name if isinstance(v, TensorView) else v.inline(): k
+                  for k, v in enumerate(seg.fusion.inputs)}
+        lowered = seg.lowered
+        self.allocs: list[AllocSpec] = []
+        self.workspaces: list[tuple[int, torch.dtype, bool]] = []
+        self.sources: list[tuple[int, int]] = []
+        outs: dict[str, int] = {}
+        for p in lowered.kernel.params:
+            if p.name in inputs:
+                self.sources.append((ARG, inputs[p.name]))
+            elif isinstance(p, TensorArg) and p.name in lowered.tensors:
+                outs[p.name] = len(self.allocs)
+                self.sources.append((OUT, len(self.allocs)))
+                self.allocs.append(alloc_spec(lowered.tensors[p.name], seg._env))
+            else:
+                ctype, n, zero = lowered.kernel.workspaces[p.name]
+                self.sources.append((WORK, len(self.workspaces)))
+                self.workspaces.append((n, _WORK_DTYPES.get(ctype, torch.float32), zero))
+        self.results = [_result(v, inputs, outs) for v in seg.fusion.outputs]
+        # Tensor inputs' sizes and strides: the launcher's argument layout assumes them.
+        self.layouts = {k: (x.shape, x.stride()) for k, x in enumerate(args) if isinstance(x, torch.Tensor)}
+        kernel = seg.kernel(backend)
+        self.launch = make_launcher(kernel, seg.launch, prep.alloc_strides, prep.args,
+                                    sync=seg.sync_launches and backend == "cuda")
+        # Workspaces per stream, kept across runs: a grid reduction's flags are zeroed once and
+        # the kernel leaves them zero; stream order keeps two runs on one stream apart.
+        self._kept: dict[Any, list[torch.Tensor]] = {}
+        self._stream = _stream_key(device)
+
+    def fits(self, args: list[Any]) -> bool:
+        """True when `args` have the sizes and strides this launch was settled for."""
+        for k, (shape, stride) in self.layouts.items():
+            x = args[k]
+            if not isinstance(x, torch.Tensor) or x.shape != shape or x.stride() != stride:
+                return False
+        return True
+
+    def __call__(self, args: list[Any]) -> list[Any]:
+        """Launch on `args` (laid out as when settled; the caller knows they are) and return
+        the segment's outputs."""
+        device = self.device
+        outs = [a.new(device) for a in self.allocs]
+        work = self._workspaces() if self.workspaces else []
+        pick = (args, outs, work)
+        values = [pick[kind][k] for kind, k in self.sources]
+        try:
+            self.launch(values)
+        except (ExecutionError, CompileError) as e:
+            self._kept.clear()  # a failed launch may leave the flags set
+            raise type(e)(f"segment {self.seg.id} ({self.seg.scheduler}, kernel {self.seg.kernel_name}): {e}") from e
+        return [pick[kind][k] if kind != VAL else k for kind, k in self.results]
+
+    def _workspaces(self) -> list[torch.Tensor]:
+        key = self._stream()
+        kept = self._kept.get(key)
+        if kept is None:
+            kept = [(torch.zeros if zero else torch.empty)(n, dtype=dt, device=self.device)
+                    for n, dt, zero in self.workspaces]
+            self._kept[key] = kept
+        return kept
+
+
+def _result(v: Any, inputs: dict[str, int], outs: dict[str, int]) -> tuple[int, Any]:
+    if not isinstance(v, TensorView):
+        return (VAL, v)
+    if v.short_name in outs:
+        return (OUT, outs[v.short_name])
+    if v.short_name in inputs:
+        return (ARG, inputs[v.short_name])
+    raise ExecutionError(f"segment output {v.short_name} is neither allocated by its kernel nor an input")
+
+
+def _stream_key(device: torch.device) -> Any:
+    if device.type != "cuda":
+        return lambda: None
+    from engine.runtime.cuda import current_stream
+
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    return lambda: current_stream(index)
+
+
+def first_launch(seg: CompiledSegment, args: list[Any], backend: str) -> tuple[SegmentLaunch, list[Any]]:
+    """Launch through the general path (every argument validated) and settle the replay."""
+    from engine.compile import _launch_prepared, prepare_launch
+
+    prep = prepare_launch(seg, args, backend)
+    outputs = _launch_prepared(seg, prep, backend)
+    device = torch.device("cuda") if backend == "cuda" else torch.device("cpu")
+    return SegmentLaunch(seg, backend, device, args, prep), outputs

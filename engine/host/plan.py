@@ -1,0 +1,248 @@
+"""The host program flattened for repeated runs at the compiled input signature.
+
+`CompiledFusion.run` calls this on every call, so it does per call only what depends on
+the data: check the inputs against the signature (shape, strides, dtype, alignment, one
+comparison each), then run a flat list of steps over a list of value slots. Kernel
+launches replay the launch settled at their first call (engine.host.launch); values that
+depend only on the sizes (extents, derived scalars) are computed once when the plan is
+built. Host programs with stream statements (loops, stream switches, aliasing selects) and
+runs that record a timeline go through HostIrEvaluator instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from engine.errors import ExecutionError
+from engine.host import hir
+from engine.ir.base import Expr, Val
+from engine.ir.scalar import Scalar
+from engine.ir.tensorview import TensorView
+
+if TYPE_CHECKING:
+    from engine.compile import CompiledFusion
+
+# How a step reads a value: from a slot, a constant fixed by the sizes, or a scalar that
+# depends on the fusion's scalar inputs (evaluated each run).
+SLOT, CONST, DYN = 0, 1, 2
+
+
+class InputCheck:
+    """The compiled signature as one comparison per property and input: True when `xs` fit.
+
+    Data at least as aligned as compiled for fits (the kernels assume that much)."""
+
+    def __init__(self, signature: tuple, on_gpu: bool) -> None:
+        self.expected = [(tuple(s[0]), tuple(s[1]), _dtype(s[2]), s[3]) if isinstance(s, tuple) else s
+                         for s in signature]
+        self.on_gpu = on_gpu
+
+    def __call__(self, xs: Sequence[Any]) -> bool:
+        if len(xs) != len(self.expected):
+            return False
+        on_gpu = self.on_gpu
+        for x, want in zip(xs, self.expected):
+            if type(want) is tuple:
+                shape, stride, dtype, align = want
+                if (not isinstance(x, torch.Tensor) or x.is_cuda != on_gpu or x.shape != shape
+                        or x.stride() != stride or x.dtype != dtype or x.data_ptr() % align):
+                    return False
+            elif type(x).__name__ != want:
+                return False
+        return True
+
+
+def _dtype(name: str) -> torch.dtype:
+    return getattr(torch, name.removeprefix("torch."))
+
+
+def to_device(xs: Sequence[Any], backend: str) -> list[Any]:
+    """Tensors moved to the back end's device (cuda: the GPU; emulate: the CPU)."""
+    if backend == "cuda":
+        return [x.cuda() if isinstance(x, torch.Tensor) and not x.is_cuda else x for x in xs]
+    if backend == "emulate":
+        return [x.cpu() if isinstance(x, torch.Tensor) and x.is_cuda else x for x in xs]
+    return list(xs)
+
+
+class RunPlan:
+    """Steps over value slots: launches, host units, host exprs, deallocations."""
+
+    def __init__(self, cf: CompiledFusion, backend: str) -> None:
+        c = cf.host_ir
+        self.cf = cf
+        self.backend = backend
+        self.check = InputCheck(cf.signature, backend == "cuda")
+        self.slots: dict[int, int] = {id(v): k for k, v in enumerate(c.inputs)}
+        self.scalar_inputs = [(k, v) for k, v in enumerate(c.inputs) if isinstance(v, Scalar)]
+        self.trusted = {k for k, v in enumerate(c.inputs) if isinstance(v, TensorView)}
+        self.static_env = _static_env(c, cf.signature)
+        self.needs_env = False
+        self.steps = [self._step(s) for s in c.top_level]
+        self.outputs = [self._ref(v) for v in c.outputs]
+        self.n_slots = len(self.slots)
+
+    @classmethod
+    def build(cls, cf: CompiledFusion, backend: str) -> RunPlan | None:
+        """The plan, or None when the host program has statements only the evaluator runs."""
+        for s in cf.host_ir.top_level:
+            if not isinstance(s, (hir.LaunchKernel, hir.PostOnStream, hir.Deallocate, Expr)):
+                return None
+        return cls(cf, backend)
+
+    # ---- running -----------------------------------------------------------------------------
+    def run(self, inputs: Sequence[Any]) -> list[Any]:
+        xs = inputs if type(inputs) is list else list(inputs)
+        if not self.check(xs):
+            # Tensors on another device are moved there first, as the evaluator's path does.
+            xs = to_device(inputs, self.backend)
+            if not self.check(xs):
+                # The compiled fusion's full check words the error, naming the input that differs.
+                self.cf._inputs_for(inputs, self.backend)
+                raise ExecutionError("the inputs differ from those this fusion was compiled for; "
+                                     "compile again with compile_fusion")
+        slots: list[Any] = [None] * self.n_slots
+        slots[: len(xs)] = xs
+        env = self._env(xs) if self.needs_env else None
+        for step in self.steps:
+            step(slots, env)
+        return [_read(r, slots, env) for r in self.outputs]
+
+    def _env(self, xs: list[Any]) -> Any:
+        from engine.reference import Context
+
+        device = next((x.device for x in xs if isinstance(x, torch.Tensor)), torch.device("cpu"))
+        ctx = Context(device)
+        ctx.env.update(self.static_env)
+        for k, v in self.scalar_inputs:
+            x = xs[k]
+            ctx.env[v] = x.item() if isinstance(x, torch.Tensor) else x
+        return ctx
+
+    # ---- building ----------------------------------------------------------------------------
+    def _slot(self, v: Val) -> int:
+        return self.slots.setdefault(id(v), len(self.slots))
+
+    def _ref(self, v: Val) -> tuple[int, Any]:
+        if id(v) in self.slots:
+            return (SLOT, self.slots[id(v)])
+        if not isinstance(v, Scalar):
+            raise ExecutionError(f"{getattr(v, 'short_name', v)} is read before the host program produced it")
+        try:
+            return (CONST, v.evaluate(self.static_env))
+        except KeyError:
+            self.needs_env = True
+            return (DYN, v)
+
+    def _step(self, s: Any) -> Any:
+        if isinstance(s, hir.Deallocate):
+            return _Free(self.slots.get(id(s.tv)))
+        if isinstance(s, hir.LaunchKernel):
+            refs = [self._ref(v) for v in s.inputs]
+            trusted = all(r[0] != SLOT or r[1] in self.trusted or not isinstance(v, TensorView)
+                          for r, v in zip(refs, s.inputs))
+            outs = [self._slot(v) for v in s.outputs]
+            if trusted:
+                self.trusted.update(outs)
+            return _Launch(s.segment, refs, outs, self.backend, trusted)
+        if isinstance(s, hir.PostOnStream):
+            refs = [self._ref(v) for v in s.inputs]
+            return _Unit(s.unit.segment, refs, [self._slot(v) for v in s.outputs], self.backend)
+        refs = [self._ref(v) for v in s.inputs]
+        self.needs_env = True
+        return _HostExpr(s, refs, [self._slot(v) for v in s.outputs])
+
+
+def _static_env(c: hir.HostIrContainer, signature: tuple) -> dict:
+    """Extents bound from the tensor inputs' compiled sizes (meta tensors: no data)."""
+    from engine.reference import Context, bind_input
+
+    ctx = Context(torch.device("meta"))
+    for k, (v, s) in enumerate(zip(c.inputs, signature)):
+        if isinstance(v, TensorView) and isinstance(s, tuple):
+            bind_input(k, v, torch.empty_strided(s[0], s[1], dtype=_dtype(s[2]), device="meta"), ctx)
+    ctx.env[c.number_of_streams] = c.num_streams
+    return ctx.env
+
+
+def _read(ref: tuple[int, Any], slots: list[Any], env: Any) -> Any:
+    kind, x = ref
+    if kind == SLOT:
+        return slots[x]
+    if kind == CONST:
+        return x
+    return env.scalar(x)
+
+
+class _Free:
+    def __init__(self, slot: int | None) -> None:
+        self.slot = slot
+
+    def __call__(self, slots: list[Any], env: Any) -> None:
+        # Dropping the last reference returns the memory to torch's caching allocator.
+        if self.slot is not None:
+            slots[self.slot] = None
+
+
+class _Launch:
+    def __init__(self, seg: Any, refs: list[tuple[int, Any]], outs: list[int], backend: str, trusted: bool) -> None:
+        self.seg, self.refs, self.outs, self.backend, self.trusted = seg, refs, outs, backend, trusted
+        self.plain = all(kind == SLOT for kind, _ in refs)
+        self.in_slots = [x for _, x in refs]
+        self._fitted: Any = None  # the replay whose layouts these inputs were found to have
+
+    def __call__(self, slots: list[Any], env: Any) -> None:
+        if self.plain:
+            args = [slots[k] for k in self.in_slots]
+        else:
+            args = [_read(r, slots, env) for r in self.refs]
+        replay = self.seg._replays.get(self.backend)
+        # Trusted inputs keep their layouts from run to run (checked inputs, or outputs of
+        # launches whose inputs are trusted): compared with the replay's once, not per run.
+        if replay is not None and self.trusted and (replay is self._fitted or replay.fits(args)):
+            self._fitted = replay
+            outputs = replay(args)
+        else:
+            from engine.compile import _launch
+
+            outputs = _launch(self.seg, args, self.backend)
+        for k, t in zip(self.outs, outputs):
+            slots[k] = t
+
+
+class _Unit:
+    def __init__(self, seg: Any, refs: list[tuple[int, Any]], outs: list[int], backend: str) -> None:
+        self.seg, self.refs, self.outs, self.backend = seg, refs, outs, backend
+
+    def __call__(self, slots: list[Any], env: Any) -> None:
+        outputs = self.seg.run([_read(r, slots, env) for r in self.refs], self.backend)
+        for k, t in zip(self.outs, outputs):
+            slots[k] = t
+
+
+class _HostExpr:
+    """A fusion-level expr run through the reference evaluator's torch rule."""
+
+    def __init__(self, e: Expr, refs: list[tuple[int, Any]], outs: list[int]) -> None:
+        from engine.reference import HANDLERS
+
+        self.e, self.refs, self.outs = e, refs, outs
+        self.handler = HANDLERS.get(type(e))
+        if self.handler is None:
+            raise ExecutionError(f"the host program has no torch rule for {type(e).__name__}")
+
+    def __call__(self, slots: list[Any], env: Any) -> None:
+        from engine.reference import finish_output
+
+        try:
+            results = self.handler(self.e, [_read(r, slots, env) for r in self.refs], env)
+        except ExecutionError:
+            raise
+        except Exception as err:  # name the op at fault, keep the cause
+            names = ", ".join(getattr(v, "short_name", "?") for v in self.e.outputs)
+            raise ExecutionError(f"host op {type(self.e).__name__} producing {names} failed: {err}") from err
+        for k, v, t in zip(self.outs, self.e.outputs, results):
+            slots[k] = finish_output(v, t)
