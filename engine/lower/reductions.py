@@ -97,6 +97,11 @@ def _each(acc: Accumulator, make) -> kir.Stmt:
     return loop
 
 
+# Shared memory a grouped grid reduction may take for its in-block step (it needs one slot
+# per thread and accumulator element); a larger accumulator reduces element by element.
+_GROUP_SMEM_BYTES = 48 * 1024
+
+
 def _grid(low: ExprLowering, out: TensorView, acc: Accumulator, threads: list[bool], blocks: list[bool],
           combine: str, init: str, loops: list[LoopNode]) -> list[kir.Stmt]:
     dims = low.launch_dims
@@ -114,14 +119,25 @@ def _grid(low: ExprLowering, out: TensorView, acc: Accumulator, threads: list[bo
             ix = low.loop_index(node)
             instance = cexpr.add(instance, cexpr.mul(ix.term, count))
             count *= ix.hi
-    slot = cexpr.text(cexpr.add(cexpr.mul(instance, acc.size), "k"))
     low.workspaces[work] = (acc.dtype.cuda_name, per * acc.size * count, False)
-    low.workspaces[sync] = ("nvfuser_index_t", n_blocks * acc.size * count, True)
-    low.reserve_reduction_smem(8)
     flag = f"{out.short_name}_last"
     low.alloc_at(acc.level, loops, kir.Raw(f"bool {flag} = false;"))
     low.flags[out] = [flag]
     ct = acc.dtype.cuda_name
+    width = acc.dtype.bits // 8
+    if 1 < acc.size and acc.size * width * n_threads <= _GROUP_SMEM_BYTES:
+        # One call for the whole accumulator: one arrival and fence instead of acc.size.
+        low.workspaces[sync] = ("nvfuser_index_t", n_blocks * count, True)
+        low.reserve_reduction_smem(max(8, acc.size * width))
+        return [kir.Assign(
+            flag,
+            f"gridReduceGroup<{_bools(blocks)}, {_bools(threads)}>({acc.name}, {combine}, {init}, "
+            f"{work}.data + ({cexpr.text(instance)}) * {per * acc.size}, "
+            f"{sync}.data + ({cexpr.text(instance)}) * {n_blocks}, reinterpret_cast<{ct}*>(red_smem))",
+        )]
+    slot = cexpr.text(cexpr.add(cexpr.mul(instance, acc.size), "k"))
+    low.workspaces[sync] = ("nvfuser_index_t", n_blocks * acc.size * count, True)
+    low.reserve_reduction_smem(8)
     loop = kir.ForLoop("k", acc.size, "serial", f"{acc.name} elements")
     loop.body.append(kir.Assign(
         flag,

@@ -145,6 +145,7 @@ __device__ bool fsGridReduceImpl(V& out, V val, Op op, V init, const Work& work,
   // 4. The last block: its threads of each thread segment split the b_R partials, then
   // combine them within the block (same tree as above, so every thread gets the result).
   V acc = init;
+  #pragma unroll 4
   for (nvfuser_index_t b = t_r; b < b_R; b += t_R) {
     acc = op(acc, work.load(block_base + b * t_S + t_seg));
   }
@@ -160,6 +161,64 @@ __device__ bool gridReduce(T& out, T val, Func op, T init, T* work_buf,
   FsSmemStore<T> st{smem};
   return fsGridReduceImpl<X_BLOCK, Y_BLOCK, Z_BLOCK, X_THREAD, Y_THREAD, Z_THREAD>(
       out, val, op, init, work, sync_flags, st);
+}
+
+// N values at once (an accumulator array, e.g. the per-thread columns of an outer
+// reduction): one arrival count and one fence for all of them instead of N, and the last
+// block loads N independent partials per step, so its loads overlap instead of queueing
+// one by one. smem: blockDim.x*y*z*N elements; work_buf: N times gridReduce's size.
+template <typename T, int N, typename Func>
+struct FsGroupOp {
+  Func op;
+  FS_DEVICE Array<T, N> operator()(Array<T, N> a, const Array<T, N>& b) const {
+    #pragma unroll
+    for (int k = 0; k < N; ++k) {
+      a[k] = op(a[k], b[k]);
+    }
+    return a;
+  }
+};
+
+template <typename T, int N>
+struct FsGroupWorkStore {
+  T* work;
+  FS_DEVICE Array<T, N> load(nvfuser_index_t i) const {
+    Array<T, N> v;
+    #pragma unroll
+    for (int k = 0; k < N; ++k) {
+      v[k] = fsVolatileLoad(work + i * N + k);
+    }
+    return v;
+  }
+  FS_DEVICE void store(nvfuser_index_t i, const Array<T, N>& v) const {
+    #pragma unroll
+    for (int k = 0; k < N; ++k) {
+      work[i * N + k] = v[k];
+    }
+  }
+};
+
+template <bool X_BLOCK, bool Y_BLOCK, bool Z_BLOCK, bool X_THREAD, bool Y_THREAD, bool Z_THREAD,
+          typename T, int N, typename Func>
+__device__ bool gridReduceGroup(T (&vals)[N], Func op, T init, T* work_buf,
+                                nvfuser_index_t* sync_flags, T* smem) {
+  Array<T, N> val, zero, out;
+  #pragma unroll
+  for (int k = 0; k < N; ++k) {
+    val[k] = vals[k];
+  }
+  zero.set(init);
+  FsGroupWorkStore<T, N> work{work_buf};
+  FsSmemStore<Array<T, N>> st{reinterpret_cast<Array<T, N>*>(smem)};
+  const bool last = fsGridReduceImpl<X_BLOCK, Y_BLOCK, Z_BLOCK, X_THREAD, Y_THREAD, Z_THREAD>(
+      out, val, FsGroupOp<T, N, Func>{op}, zero, work, sync_flags, st);
+  if (last) {
+    #pragma unroll
+    for (int k = 0; k < N; ++k) {
+      vals[k] = out[k];
+    }
+  }
+  return last;
 }
 
 // Welford over the grid: work buffers and smem as gridReduce, one array per component
