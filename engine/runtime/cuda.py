@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import threading
 from dataclasses import dataclass, replace
 
 import torch
@@ -284,16 +285,18 @@ class CudaLauncher:
         g, b = launch.grid, launch.block
         self._dims = (g[0], g[1], g[2], b[0], b[1], b[2], launch.shared_mem_bytes)
         self._launch = launch
+        self._lock = threading.Lock()
 
     def __call__(self, values: list[object]) -> None:
         from cupy.cuda import driver
 
-        self.args.fill(values)
         stream = current_stream(self._index)
-        try:
-            driver.launchKernel(self._fn, *self._dims, stream, self.args.address, 0)
-        except Exception:
-            self._launch_on_own_device(stream)
+        with self._lock:  # one argument buffer: threads sharing the launcher take turns
+            self.args.fill(values)
+            try:
+                driver.launchKernel(self._fn, *self._dims, stream, self.args.address, 0)
+            except Exception:
+                self._launch_on_own_device(stream)
         if self.sync:
             synchronize(stream, self.kernel.name)
 
