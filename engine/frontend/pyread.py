@@ -264,7 +264,7 @@ class _Loader:
 
     def function_def(self, fn: ast.FunctionDef) -> None:
         if fn.decorator_list:
-            raise self.error(fn, "decorators are not allowed")
+            raise self.error(fn.decorator_list[0], "decorators are not allowed")
         a = fn.args
         if (len(a.args) != 1 or a.posonlyargs or a.kwonlyargs or a.vararg or a.kwarg or a.defaults):
             raise self.error(fn, f"fusion function {fn.name!r} must take exactly one argument (fd)")
@@ -272,7 +272,9 @@ class _Loader:
         self.globals[fn.name] = _Ref("function", fn)
 
     def class_def(self, cls: ast.ClassDef) -> None:
-        if cls.decorator_list or cls.keywords or len(cls.bases) != 1:
+        if cls.decorator_list:
+            raise self.error(cls.decorator_list[0], "decorators are not allowed")
+        if cls.keywords or len(cls.bases) != 1:
             raise self.error(cls, f"class {cls.name!r} must subclass FusionDefinition only")
         if self.resolve_global(cls.bases[0]).kind != "fd_class":
             raise self.error(cls.bases[0], f"class {cls.name!r} must subclass FusionDefinition")

@@ -1,0 +1,307 @@
+"""Hostile and broken fusion files: every one is refused with a FusionFileError naming the file
+and line, nothing in it runs, and no other exception type escapes load_fusion.
+
+Each payload that could act writes a marker file when run as Python; the tests check that the
+marker is absent after loading, and (test_payloads_are_live) that running the same text as
+Python, with a stand-in nvfuser module, does create it: the refusals are not vacuous.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import sys
+import types
+from pathlib import Path
+
+import pytest
+import torch
+
+from engine import DataType, FusionDefinition, load_fusion, loads_fusion
+from engine.errors import EngineError, ExecutionError, FusionDefinitionError, FusionFileError
+
+HEAD = "import torch\nfrom nvfuser import FusionDefinition, DataType\n"  # lines 1-2
+W = "with FusionDefinition() as fd:\n"  # line 3 when first
+T = "    t = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)\n"  # line 4
+MK = "open('{marker}', 'w')"
+BIG = "9" * 400
+
+# name -> (body after HEAD, the line the error must name, whether running it writes the marker)
+HOSTILE: dict[str, tuple[str, int, bool]] = {
+    # imports and calls outside the frontend
+    "import_subprocess": ("import subprocess as sp\nsp.run(['touch', '{marker}'])\n", 3, True),
+    "import_os_path": ("import os.path\nos.system('touch {marker}')\n", 3, True),
+    "from_builtins": ("from builtins import open as o\no('{marker}', 'w')\n", 3, True),
+    "import_importlib": ("import importlib\nimportlib.import_module('os').system('touch {marker}')\n", 3, True),
+    "relative_import": ("from . import evil\n", 3, False),
+    "torch_submodule": ("import torch.utils\n", 3, False),
+    "torch_load": ("inputs = [torch.load('{marker}')]\n", 3, False),
+    "exec_top": (f"exec(\"{MK}\")\n", 3, True),
+    "eval_in_shape": (W + f"    t = fd.define_tensor(shape=eval(\"[{MK}]\"))\n", 4, True),
+    "compile_call": (W + f"    t = fd.define_tensor(shape=[exec(compile(\"{MK}\", 'x', 'exec'))])\n", 4, True),
+    "breakpoint": (W + "    breakpoint()\n", 4, False),
+    "print_open": (W + T + f"    print({MK})\n", 5, True),
+    "open_in_op": (W + T + f"    u = fd.ops.add(t, {MK})\n", 5, True),
+    "getattr_escape": (W + T + "    u = getattr(fd, 'ops')\n", 5, False),
+    "vars_globals": (W + T + "    u = fd.ops.add(t, len(globals()))\n", 5, False),
+    "method_on_tensor": (W + T + "    u = t.fusion.inputs\n", 5, False),
+    "fd_fusion_attr": (W + T + "    u = fd.ops.add(fd.fusion, t)\n", 5, False),
+    "fd_private": (W + T + "    u = fd._record_call('fd', 'x', open, ('{marker}', 'w'), {})\n", 5, False),
+    "sched_private": (W + T + "    u = fd.sched._fd\n", 5, False),
+    "execute_payload": (W + T + f"fd.execute([{MK}])\n", 5, True),
+    # attribute tricks
+    "subclasses": (W + "    t = ().__class__.__base__.__subclasses__()\n", 4, False),
+    "func_globals": (W + T + "    u = fd.ops.add.__globals__['__builtins__']\n", 5, False),
+    "dunder_dict": (W + T + "    u = fd.__dict__\n", 5, False),
+    "enum_class": (W + "    t = fd.define_tensor(shape=[2], dtype=DataType.Float.__class__)\n", 4, False),
+    "torch_builtins": (W + "    t = fd.define_tensor(shape=[2], dtype=torch.__builtins__)\n", 4, False),
+    "main_guard": ("if __name__ == '__main__':\n    " + MK + "\n", 3, False),
+    "dunder_method": ("class F(FusionDefinition):\n    def __init__(self):\n        " + MK + "\n", 4, False),
+    # lambdas, comprehensions, f-strings, decorators, walrus, starred
+    "lambda_arg": (W + T + f"    u = fd.ops.add(t, (lambda: {MK})())\n", 5, True),
+    "lambda_top": (f"f = lambda: {MK}\n", 3, False),
+    "list_comprehension": (W + f"    t = fd.define_tensor(shape=[{MK} for i in [1]])\n", 4, True),
+    "generator": (W + f"    t = fd.define_tensor(shape=list({MK} for i in [1]))\n", 4, True),
+    "dict_comprehension": (W + T + f"    fd.sched.reorder(t, {{0: {MK} for i in [1]}})\n", 5, True),
+    "fstring_shape": (W + "    t = fd.define_tensor(shape=[f\"{" + MK + "}\"])\n", 4, True),
+    "fstring_top": ("x = f\"{" + MK + "}\"\n", 3, True),
+    "decorator_fn": (f"@{MK}.close\ndef f(fd):\n    pass\n", 3, False),
+    "decorator_class": (f"@{MK}.close\nclass F(FusionDefinition):\n    pass\n", 3, False),
+    "decorator_method": ("class F(FusionDefinition):\n    @staticmethod\n    def definition(fd):\n        pass\n",
+                         4, False),
+    "walrus_arg": (W + f"    t = fd.define_tensor(shape=[(m := {MK}) and 2])\n", 4, True),
+    "walrus_top": (f"(m := {MK})\n", 3, True),
+    "starred_call": (W + T + "    u = fd.ops.add(*[t, t])\n", 5, False),
+    "starred_list": (W + "    t = fd.define_tensor(shape=[*[2, 3]])\n", 4, False),
+    "double_star": (W + "    t = fd.define_tensor(**{'shape': [2]})\n", 4, False),
+    "starred_target": (W + T + "    a, *b = fd.ops.var_mean(t, dims=[0])\n", 5, False),
+    "annotation_call": (f"def f(fd: {MK}) -> None:\n    pass\n", 3, False),
+    "default_arg": (f"def f(fd={MK}):\n    pass\n", 3, False),
+    "class_body_code": (f"class F(FusionDefinition):\n    x = {MK}\n", 4, False),
+    "metaclass": (f"class F(FusionDefinition, metaclass={MK}):\n    pass\n", 3, False),
+    # control flow and other statements
+    "try_except": (W + f"    try:\n        {MK}\n    except Exception:\n        pass\n", 4, True),
+    "while_loop": (W + "    while True:\n        pass\n", 4, False),
+    "if_stmt": (W + f"    if True:\n        {MK}\n", 4, True),
+    "assert_stmt": (W + f"    assert {MK}\n", 4, True),
+    "global_stmt": ("def f(fd):\n    global x\n", 4, False),
+    "del_stmt": (W + T + "    del t\n", 5, False),
+    "async_def": ("async def f(fd):\n    pass\n", 3, False),
+    "await_expr": (W + "    await fd\n", 4, False),
+    "yield_expr": ("def f(fd):\n    yield fd\n", 4, False),
+    "aug_assign": (W + T + "    t += 1\n", 5, False),
+    "subscript_store": (W + T + "    fd.ops[0] = t\n", 5, False),
+    # recursion bombs
+    "self_recursion": ("def f(fd):\n    f(fd)\nwith FusionDefinition() as fd:\n    f(fd)\n", 4, False),
+    "mutual_recursion": ("def f(fd):\n    g(fd)\ndef g(fd):\n    f(fd)\nwith FusionDefinition() as fd:\n    f(fd)\n",
+                         4, False),
+    "method_recursion": ("class F(FusionDefinition):\n    def definition(self):\n        self.definition()\n", 5, False),
+    "nested_calls_150": (W + T + "    u = " + "fd.ops.neg(" * 150 + "t" + ")" * 150 + "\n", 5, False),
+    "nested_lists_5000": (W + "    t = fd.define_tensor(shape=" + "[" * 5000 + "]" * 5000 + ")\n", 4, False),
+    "unary_minus_3000": (W + "    t = fd.define_tensor(shape=[" + "-" * 3000 + "2])\n", 4, False),
+    "binop_chain_30000": (W + "    t = fd.define_tensor(shape=[" + "+".join(["1"] * 30000) + "])\n", 4, False),
+    "nested_dicts": (W + T + "    fd.sched.reorder(t, " + "{0: " * 120 + "0" + "}" * 120 + ")\n", 5, False),
+    # gigantic literals
+    "int_400_digits": (W + f"    t = fd.define_tensor(shape=[{BIG}])\n", 4, False),
+    "int_5000_digits": (W + "    t = fd.define_tensor(shape=[" + "9" * 5000 + "])\n", 4, False),
+    "int_past_int64": (W + T + "    u = fd.ops.add(t, 9223372036854775808)\n", 5, False),
+    "huge_scalar": (W + f"    s = fd.define_scalar({BIG}, dtype=DataType.Int)\n", 4, False),
+    "huge_quotient": (W + f"    t = fd.define_tensor(shape=[{BIG} // 10 ** 1])\n", 4, False),
+    "float_of_huge": (W + f"    s = fd.define_scalar(float({BIG}))\n", 4, False),
+    "overflowing_product": (W + "    t = fd.define_tensor(shape=[9223372036854775807 * 3])\n", 4, False),
+    "string_repeat": (W + "    t = fd.define_tensor(shape=['a' * 1000000000])\n", 4, False),
+    "huge_inputs_size": (W + "    pass\ninputs = [torch.randn(" + BIG + ")]\n", 5, False),
+    # wrong types
+    "shape_string": (W + "    t = fd.define_tensor(shape='abc')\n", 4, False),
+    "shape_number": (W + "    t = fd.define_tensor(shape=5)\n", 4, False),
+    "dtype_string": (W + "    t = fd.define_tensor(shape=[2], dtype='Float')\n", 4, False),
+    "contiguity_number": (W + "    t = fd.define_tensor(shape=[2], contiguity=7)\n", 4, False),
+    "operand_string": (W + T + "    u = fd.ops.add(t, 'x')\n", 5, False),
+    "operand_none": (W + T + "    u = fd.ops.add(t, None)\n", 5, False),
+    "dims_string": (W + T + "    u = fd.ops.sum(t, dims='0')\n", 5, False),
+    "unhashable_key": (W + T + "    fd.sched.reorder(t, {[0]: 0})\n", 5, False),
+    "bytes_literal": (W + "    t = fd.define_tensor(shape=[b'2'])\n", 4, False),
+    "output_number": (W + "    fd.add_output(3)\n", 4, False),
+    "split_string": (W + T + "    u = fd.ops.neg(t)\n    fd.sched.split(u, 0, '4')\n", 6, False),
+    # unknown ops, and op names that would be text in the generated code
+    "unknown_op": (W + T + "    u = fd.ops.system(t)\n", 5, False),
+    "unknown_sched": (W + T + "    fd.sched.run_shell(t)\n", 5, False),
+    "unary_code": (W + T + "    u = fd.ops.unary('exp); system(\"x\"); (', t)\n", 5, False),
+    "binary_code": (W + T + "    u = fd.ops.binary('add */ evil /*', t, t)\n", 5, False),
+    "ternary_code": (W + T + "    u = fd.ops.ternary('where\\n#include <x>', t, t, t)\n", 5, False),
+    "reduce_code": (W + T + "    u = fd.ops.reduce('max) + evil(', t)\n", 5, False),
+    # negative and huge shapes
+    "negative_size": (W + "    t = fd.define_tensor(shape=[-2])\n", 4, False),
+    "negative_full": (W + "    t = fd.ops.full([-5], 1.0, dtype=DataType.Float)\n", 4, False),
+    "negative_input": (W + "    pass\ninputs = [torch.randn(-3)]\n", 5, False),
+    "negative_stride": (W + "    pass\ninputs = [torch.randn(6).as_strided((2, 3), (-3, 1))]\n", 5, False),
+    "zero_split": (W + T + "    u = fd.ops.neg(t)\n    fd.sched.split(u, 0, 0)\n", 6, False),
+    "storage_overflow": (W + "    pass\ninputs = [torch.randn(4611686018427387904, 4611686018427387904)]\n", 5, False),
+    "strided_past_storage": (W + "    pass\ninputs = [torch.randn(5).as_strided((2, 3), (3, 1))]\n", 5, False),
+    # dtypes that do not match the data
+    "data_overflows_dtype": (W + "    pass\ninputs = [torch.tensor([1, 300], dtype=torch.uint8)]\n", 5, False),
+    "fill_overflows_dtype": (W + "    pass\ninputs = [torch.full([2], 1000, dtype=torch.int8)]\n", 5, False),
+    "range_overflows_dtype": (W + "    pass\ninputs = [torch.randint(0, 300, (3,), dtype=torch.int8)]\n", 5, False),
+    "ragged_data": (W + "    pass\ninputs = [torch.tensor([[1, 2], [3]])]\n", 5, False),
+    "string_data": (W + "    pass\ninputs = [torch.tensor(['a'])]\n", 5, False),
+    "view_size_mismatch": (W + "    pass\ninputs = [torch.randn(3).view(torch.float64)]\n", 5, False),
+    "dtype_not_a_dtype": (W + "    pass\ninputs = [torch.randn(3, dtype=torch.nn)]\n", 5, False),
+    # truncated files
+    "truncated_call": (W + "    t = fd.define_tensor(shape=[2,\n", 4, False),
+    "truncated_string": (W + "    t = fd.define_tensor(shape='\n", 4, False),
+    "truncated_block": ("with FusionDefinition() as fd:", 3, False),
+    "truncated_inputs": (W + T + "inputs = [\n    torch.randn(4),\n", 5, False),
+    "nul_byte": (W + "    t = fd.define_tensor(shape=[2])\x00\n", 4, False),
+}
+
+
+@pytest.fixture()
+def marker(tmp_path: Path) -> Path:
+    return tmp_path / "marker"
+
+
+def _write(tmp_path: Path, name: str, body: str, marker: Path) -> Path:
+    path = tmp_path / f"{name}.py"
+    path.write_text(HEAD + body.replace("{marker}", str(marker)), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_file_is_refused_naming_the_line(name: str, tmp_path: Path, marker: Path) -> None:
+    body, line, _ = HOSTILE[name]
+    path = _write(tmp_path, name, body, marker)
+    with pytest.raises(FusionFileError) as info:
+        load_fusion(path)
+    msg = str(info.value)
+    assert info.value.path == str(path)
+    assert info.value.line == line, msg[:300]
+    assert msg.startswith(f"{path}:{line}: "), msg[:300]
+    assert len(msg) < 2000  # huge literals are not echoed whole
+    assert not marker.exists()
+
+
+class _Anything:
+    """A stand-in for nvfuser's FusionDefinition and DataType: any attribute, any call."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        pass
+
+    def __getattr__(self, name: str) -> _Anything:
+        return _Anything()
+
+    def __call__(self, *args: object, **kwargs: object) -> _Anything:
+        return _Anything()
+
+    def __enter__(self) -> _Anything:
+        return self
+
+    def __exit__(self, *exc: object) -> bool:
+        return False
+
+
+LIVE = sorted(name for name, (_, _, live) in HOSTILE.items() if live)
+
+
+@pytest.mark.parametrize("name", LIVE)
+def test_payloads_are_live(name: str, tmp_path: Path, marker: Path, monkeypatch) -> None:
+    """Run as Python (nvfuser stood in for), each payload does write its marker."""
+    fake = types.ModuleType("nvfuser")
+    fake.FusionDefinition = _Anything  # type: ignore[attr-defined]
+    fake.DataType = _Anything()  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "nvfuser", fake)
+    path = _write(tmp_path, name, HOSTILE[name][0], marker)
+    ast.parse(path.read_text())  # valid Python: the reader refused it by rule, not by accident
+    try:
+        exec(compile(path.read_text(), str(path), "exec"), {"__name__": "payload"})  # noqa: S102
+    except Exception:
+        pass  # the payload ran before whatever failed after it
+    assert marker.exists()
+
+
+def test_every_refusal_is_a_fusion_file_error_never_another_exception() -> None:
+    """The same texts through loads_fusion: nothing but FusionFileError, whatever went wrong."""
+    for name, (body, line, _) in HOSTILE.items():
+        try:
+            loads_fusion(HEAD + body.replace("{marker}", "/nonexistent/m"), filename="f.py")
+        except FusionFileError as e:
+            assert e.line == line, name
+        except BaseException as e:  # noqa: BLE001 - the point of the test
+            pytest.fail(f"{name}: {type(e).__name__} escaped load_fusion: {e}"[:500])
+        else:
+            pytest.fail(f"{name}: accepted")
+
+
+def test_files_that_are_not_text_name_the_line_or_the_file(tmp_path: Path) -> None:
+    bad_utf8 = tmp_path / "latin1.py"
+    bad_utf8.write_bytes((HEAD + W + "    # caf\xe9\n").encode("latin-1"))
+    with pytest.raises(FusionFileError, match=r"latin1\.py:4: not UTF-8 text"):
+        load_fusion(bad_utf8)
+    big = tmp_path / "big.py"
+    with open(big, "wb") as f:
+        f.truncate(17 << 20)  # sparse: costs no disk
+    with pytest.raises(FusionFileError, match=r"big\.py: larger than 16 MiB"):
+        load_fusion(big)
+    fifo = tmp_path / "fifo.py"
+    os.mkfifo(fifo)  # opening it for reading must not wait for a writer
+    with pytest.raises(FusionFileError, match="not a regular file"):
+        load_fusion(fifo)
+    with pytest.raises(FusionFileError, match="cannot read"):
+        load_fusion(tmp_path)
+
+
+def test_api_refuses_values_past_64_bits() -> None:
+    with pytest.raises(FusionDefinitionError, match="fit in 64 bits"):
+        with FusionDefinition() as fd:
+            fd.define_tensor(shape=[1 << 63])
+    with pytest.raises(FusionDefinitionError, match="does not fit in 64 bits"):
+        with FusionDefinition() as fd:
+            fd.define_scalar(-(1 << 63) - 1, dtype=DataType.Int)
+    with pytest.raises(FusionDefinitionError, match="too large for a float"):
+        with FusionDefinition() as fd:
+            fd.define_scalar(10**400, dtype=DataType.Double)
+
+
+# ---- inputs that contradict the definition, at compile and at run time ----------------------
+
+def _fusion() -> FusionDefinition:
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, 4], contiguity=[True, True], dtype=DataType.Float)
+        s = fd.define_scalar(dtype=DataType.Double)
+        fd.add_output(fd.ops.mul(fd.ops.exp(a), s))
+    return fd
+
+
+GOOD = [torch.randn(3, 4), 2.0]
+CONTRADICTING = {
+    "dtype": ([torch.randn(3, 4, dtype=torch.float64), 2.0], r"input 0 \(T0\) must be float \(torch.float32\)",
+              r"input 0 \(T0\) has dtype torch.float64 instead of torch.float32"),
+    "rank": ([torch.randn(12), 2.0], r"input 0 \(T0\) must have rank 2", r"input 0 \(T0\) has shape \(12,\)"),
+    "static_size": ([torch.randn(3, 5), 2.0], r"input 0 \(T0\) axis 1 must have size 4",
+                    r"input 0 \(T0\) has shape \(3, 5\) instead of \(3, 4\)"),
+    "count": ([torch.randn(3, 4)], "fusion takes 2 inputs, got 1", "compiled for 2 inputs, got 1"),
+    "tensor_for_scalar": ([torch.randn(3, 4), torch.randn(3)], r"input 1 \(d\d+\) is a scalar",
+                          r"input 1 \(d\d+\) is a tensor torch.float32, compiled for a float"),
+    "scalar_for_tensor": ([2.0, 2.0], r"input 0 \(T0\) must be a torch tensor, got float",
+                          r"input 0 \(T0\) is a float, compiled for a tensor torch.float32"),
+    "string": ([torch.randn(3, 4), "x"], r"input 1 \(d\d+\) must be a number, got str",
+               r"input 1 \(d\d+\) is a str"),
+}
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    from engine.compile import compile_fusion
+
+    return compile_fusion(_fusion(), GOOD)
+
+
+@pytest.mark.parametrize("name", sorted(CONTRADICTING))
+def test_inputs_that_contradict_the_definition_are_named(name: str, compiled) -> None:
+    from engine.compile import compile_fusion
+
+    xs, at_compile, at_run = CONTRADICTING[name]
+    with pytest.raises(ExecutionError, match=at_compile):
+        compile_fusion(_fusion(), xs)
+    with pytest.raises(ExecutionError, match=at_run):
+        compiled.run(xs, backend="reference")
+    assert issubclass(ExecutionError, EngineError)
