@@ -105,6 +105,32 @@ def fake_launch_costs(runs: int, say) -> None:  # noqa: ANN001
         say(f"{bf.name:16s} {nk:7d} {statistics.median(times):10.1f}")
 
 
+def issue_costs(names: list[str] | None, runs: int, say) -> None:  # noqa: ANN001
+    """On the GPU: host microseconds per cf.run while the GPU is busy (calls issued back to back
+    behind a sleep kernel, so none waits for the device), per benchmark fusion at full size."""
+    say(f"{'fusion':16s} {'kernels':>7s} {'host us/run':>11s}  (median of 5 x {runs} calls issued behind a sleep)")
+    for bf in benchmark_fusions("full"):
+        if names and bf.name not in names:
+            continue
+        xs = bf.make_inputs("cuda", 0)
+        cf = compile_fusion(bf.build(), xs)
+        for _ in range(3):
+            cf.run(xs, backend="cuda")
+        sync()
+        per = []
+        for _ in range(5):
+            torch.cuda._sleep(int(2e6 * runs * 0.2))  # ~0.2 ms a call at ~2 GHz: longer than the calls
+            t = time.perf_counter()
+            for _ in range(runs):
+                cf.run(xs, backend="cuda")
+            per.append((time.perf_counter() - t) * 1e6 / runs)
+            sync()
+        nk = sum(1 for s in cf.segments if s.is_kernel)
+        say(f"{bf.name:16s} {nk:7d} {statistics.median(per):11.1f}")
+        del cf, xs
+        torch.cuda.empty_cache()
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", nargs="*", default=["gelu_bias", "outer_sum", "inner_outer", "rope_bwd"])
@@ -113,6 +139,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--smoke", action="store_true", help="CPU, small sizes, emulated kernels")
     ap.add_argument("--fake-launch", action="store_true",
                     help="CPU: the Python cost of cf.run per benchmark fusion, kernels faked")
+    ap.add_argument("--issue", action="store_true",
+                    help="GPU: host time per cf.run with the GPU busy (--only: fusions, default all)")
     args = ap.parse_args(argv)
     global DEV, BACKEND
     if args.smoke:
@@ -123,8 +151,11 @@ def main(argv: list[str]) -> int:
         print(s, flush=True)
         out.append(s)
 
-    if args.fake_launch:
-        fake_launch_costs(max(args.runs, 200), say)
+    if args.fake_launch or args.issue:
+        if args.fake_launch:
+            fake_launch_costs(max(args.runs, 200), say)
+        else:
+            issue_costs(args.only if "--only" in argv else None, args.runs, say)
         if args.out:
             Path(args.out).write_text("\n".join(out) + "\n")
         return 0
