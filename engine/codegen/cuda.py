@@ -7,8 +7,16 @@ emulator's header force-included, with g++.
 
 from __future__ import annotations
 
+import re
+
 from engine.codegen.prelude import runtime_prelude
+from engine.errors import CompileError
 from engine.lower import kir
+
+# What the kernel's name and parameter names may be. They are the engine's own (T3, the
+# scheduler's kernel name), never text from a fusion file; checked so that a future change
+# cannot splice arbitrary text into the source.
+_C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
 
 # Serial Welford steps used by the generated code (the block/grid combinations are in
 # the runtime headers). Chan's formula, as the reference evaluator.
@@ -38,6 +46,9 @@ __device__ __forceinline__ void fs_welford_combine(
 
 
 def kernel_text(kernel: kir.Kernel) -> str:
+    for name in (kernel.name, *(p.name for p in kernel.params)):
+        if not _C_IDENTIFIER.fullmatch(name):
+            raise CompileError(f"kernel {kernel.name!r}: {name!r} is not a C identifier")
     params = ", ".join(f"{p.decl} {p.name}" for p in kernel.params)
     threads = kernel.launch.threads
     lines = [

@@ -305,3 +305,69 @@ def test_inputs_that_contradict_the_definition_are_named(name: str, compiled) ->
     with pytest.raises(ExecutionError, match=at_run):
         compiled.run(xs, backend="reference")
     assert issubclass(ExecutionError, EngineError)
+
+
+# ---- identifiers from a file never reach the generated CUDA ---------------------------------
+
+# Names a file may legally use that would be dangerous spliced into CUDA: builtin variables,
+# keywords and runtime symbols, and text in comments, docstrings and strings.
+SPLICE_FILE = '''\
+"""Docstring: "); asm("trap"); /* system("rm -rf /") */ #include </etc/passwd>"""
+import torch
+from nvfuser import FusionDefinition, DataType
+
+# comment: */ asm volatile("trap;"); /* #define float double
+def asm_volatile_trap(fd : FusionDefinition) -> None :
+    """"); __trap(); //"""
+    blockIdx = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+    threadIdx = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+    include_etc_passwd = fd.ops.add(blockIdx, threadIdx)
+    extern_C_system = fd.ops.sum(include_etc_passwd, dims=[1])
+    fd.add_output(extern_C_system)
+
+with FusionDefinition() as goto_evil_label:
+    asm_volatile_trap(goto_evil_label)  # */ #pragma once
+
+inputs = [
+    torch.randn(8, 300, dtype=torch.float32, device='cuda:0'),  # "); exit(1); //
+    torch.randn(8, 300, dtype=torch.float32, device='cuda:0'),
+]
+'''
+FILE_WORDS = ["asm", "trap", "system", "passwd", "blockIdx =", "threadIdx =", "include_etc_passwd",
+              "extern_C_system", "goto_evil_label", "asm_volatile_trap", "rm -rf", "exit(1)", "pragma once",
+              "#define float", "Docstring"]
+
+
+def test_identifiers_from_a_file_never_reach_the_generated_cuda(tmp_path: Path) -> None:
+    from engine.compile import compile_fusion
+    from engine.runtime.nvcc import nvcc_available, ptx_check
+
+    path = tmp_path / "splice.py"
+    path.write_text(SPLICE_FILE)
+    fd = load_fusion(path)
+    xs = fd.example_inputs(seed=0)
+    cf = compile_fusion(fd, xs)
+    kernels = [s for s in cf.segments if s.cuda_source]
+    assert kernels
+    for seg in kernels:
+        kernel = seg.cuda_source[seg.cuda_source.index('extern "C" __global__'):]
+        for word in FILE_WORDS:
+            assert word not in kernel, f"{word!r} from the file is in kernel {seg.kernel_name}"
+        assert seg.kernel_name.startswith("nvfuser_")
+        if nvcc_available():
+            ptx_check(seg.cuda_source, "sm_90")  # compiles as it is
+    torch.testing.assert_close(cf.run(xs, backend="reference")[0], (xs[0] + xs[1]).sum(1))
+
+
+def test_the_code_generator_refuses_a_name_that_is_not_an_identifier() -> None:
+    from engine.codegen.cuda import kernel_text
+    from engine.errors import CompileError
+    from engine.lower import kir
+    from engine.runtime.abi import LaunchConfig, TensorArg
+
+    k = kir.Kernel("k); system(\"x\"); (", [TensorArg("T0", "float", 1, 1)], [], LaunchConfig((1, 1, 1), (32, 1, 1)))
+    with pytest.raises(CompileError, match="is not a C identifier"):
+        kernel_text(k)
+    k = kir.Kernel("k0", [TensorArg("T0, int evil", "float", 1, 1)], [], LaunchConfig((1, 1, 1), (32, 1, 1)))
+    with pytest.raises(CompileError, match="'T0, int evil' is not a C identifier"):
+        kernel_text(k)
