@@ -311,10 +311,10 @@ def test_block_quantization_gives_each_thread_whole_blocks():
     # Block scales and quantized values are written by the quantize op itself.
     assert scales in f.outputs and scales.definition is q_expr
     assert quantized in f.outputs and quantized.definition is q_expr
-    assert [i.parallel_type for i in quantized.loop()] == [pt.grid_x, pt.block_x, pt.serial]
+    assert [i.parallel_type for i in quantized.loop()] == [pt.grid_x, pt.block_x, pt.unroll]
     assert quantized.axis(-1).extent.value == 16
     assert [i.parallel_type for i in scales.loop()] == [pt.grid_x, pt.block_x]
-    assert [i.parallel_type for i in x.loop()] == [pt.grid_x, pt.block_x, pt.serial, pt.vectorize]
+    assert [i.parallel_type for i in x.loop()] == [pt.grid_x, pt.block_x, pt.unroll, pt.vectorize]
     assert [i.extent.value for i in x.loop()[2:]] == [2, 8]
     assert x.definition.inputs[0] in f.inputs and x.compute_at_pos == 2
     # The scales share the quantized output's grid and block axes, extent for extent.

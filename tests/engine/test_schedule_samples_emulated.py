@@ -162,7 +162,7 @@ def test_block_quantization_segments_schedule_whole_blocks_per_thread(name):
     q = next(e for e in sub.exprs() if isinstance(e, BlockQuantizationOp))
     quantized, scales, x = q.quantized, q.block_scales, q.inputs[0]
     pt = ParallelType
-    assert [i.parallel_type for i in quantized.loop()] == [pt.grid_x, pt.block_x, pt.serial]
+    assert [i.parallel_type for i in quantized.loop()] == [pt.grid_x, pt.block_x, pt.unroll]
     assert quantized.axis(-1).extent.value == 16
     assert [i.parallel_type for i in scales.loop()] == [pt.grid_x, pt.block_x]
     assert x.memory_type == MemoryType.Local and x.compute_at_pos == 2
