@@ -107,9 +107,14 @@ def lower_block_quantize(low: ExprLowering, expr: BlockQuantizationOp, loops: li
     inner, n = _block_loop(q, low, block)
     level = q.nloop - 1
     xb = f"{q.short_name}_xb"
-    low.alloc_at(level, loops, kir.Allocate(xb, "float", n, "local", init="0.0f"))
     x = expr.inputs[0]
-    value = low.converted(low.read(x, q, c_index).text, x.dtype, DataType.Float)
+    value = low.read(x, q, c_index).text
+    if x.dtype == DataType.BFloat16:
+        # The runtime quantizes bf16 two values at a time, on their bits.
+        low.alloc_at(level, loops, kir.Allocate(xb, "__bfloat", n, "local", init="fsBfloatFromBits(0)"))
+    else:
+        low.alloc_at(level, loops, kir.Allocate(xb, "float", n, "local", init="0.0f"))
+        value = low.converted(value, x.dtype, DataType.Float)
     pos = c_index[inner].term
     gather = kir.guard(preds, [kir.Assign(f"{xb}[{cexpr.text(pos)}]", value, f"{q.short_name} block gather")])
 
@@ -133,15 +138,15 @@ def lower_block_quantize(low: ExprLowering, expr: BlockQuantizationOp, loops: li
     cond = " && ".join(store_preds) or "true"
     qn = q.short_name
     post = kir.Raw(
-        # Unrolled: constant offsets into the gathered block keep it in registers.
+        # Unrolled: constant offsets into the gathered block keep it in registers. The 8
+        # packed bytes of a block are 8-aligned (K is a multiple of the block): one store.
         f"#pragma unroll\n"
         f"for (nvfuser_index_t qb = 0; qb < {n}; qb += {block}) {{\n"
-        f"  alignas(16) uint8_t {qn}_packed[{block // 2}];\n"
         f"  __e4m3 {qn}_scale;\n"
-        f"  nvfp4QuantizeBlock({xb} + qb, {qn}_packed, {qn}_scale, {gs}, {has});\n"
+        f"  const FsNvfp4Packed {qn}_packed = nvfp4QuantizeBlock({xb} + qb, {qn}_scale, {gs}, {has});\n"
         f"  if ({cond}) {{\n"
-        f"    uint8_t* {qn}_bytes = reinterpret_cast<uint8_t*>({qn}.data) + ({cexpr.text(q_off)}) / 2;\n"
-        f"    for (int b = 0; b < {block // 2}; ++b) {qn}_bytes[b] = {qn}_packed[b];\n"
+        f"    *reinterpret_cast<FsNvfp4Packed*>(reinterpret_cast<uint8_t*>({qn}.data) + "
+        f"({cexpr.text(q_off)}) / 2) = {qn}_packed;\n"
         f"    {s_addr} = {qn}_scale;\n"
         f"  }}\n"
         f"}}"

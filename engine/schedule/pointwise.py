@@ -664,11 +664,16 @@ def _schedule_blocks(fusion: Fusion, ref: TensorView, params: PointwiseParams,
             tools.parallelize_all_like(tv, -1, after[tv], [pt.grid_x, pt.block_x])
     threaded = [t for t in fusion.tensors() if isinstance(t, TensorView) and t is not ref]
     tools.parallelize_all_like(ref, -1, threaded, [pt.grid_x, pt.block_x])
+    # A block's loops are unrolled: every index into the thread's block is then a constant
+    # and the block lives in registers, never in local memory.
+    blocked = [ref] + [t for t in others if t not in fusion.inputs and t.nloop == ref.nloop]
+    for tv in blocked:
+        tv.axis(-1).parallelize(pt.unroll)
     if v > 1:
-        split = [t for t in others if t not in fusion.inputs and t not in quantized
-                 and t.nloop == ref.nloop]
+        split = [t for t in blocked if t not in quantized]
         for tv in split:
             tv.split(-1, v)
+            tv.axis(-2).parallelize(pt.unroll)
         names = set(params.vectorized_tensors)
         targets = [c for t, c in input_caches.items() if t.short_name in names]
         targets += [o for o in fusion.outputs if isinstance(o, TensorView) and o in split
