@@ -21,7 +21,7 @@ from fusescope.messages import (
     SessionLoadFailed,
     TensorSelected,
 )
-from fusescope.model import CompileOptions, LoadError, RunResult, Session, load_session
+from fusescope.model import DEFAULT_RUN_TIMEOUT_S, CompileOptions, LoadError, RunResult, Session, load_session
 from fusescope.screens.help_screen import HelpScreen, KeyRow
 from fusescope.screens.open_file_screen import OpenFileScreen
 from fusescope.widgets.cuda_view import CudaView
@@ -59,7 +59,8 @@ class FusescopeApp(App[None]):
         super().__init__()
         self.session = session
         self.options = CompileOptions()  # what the compiled views show (palette toggles forwarding)
-        self.selected_segment: int | None = None  # one selection for the Segments, CUDA and Run views
+        self.selected_segment: int | None = None  # one selection for every view that shows segments
+        self.run_timeout = DEFAULT_RUN_TIMEOUT_S  # a run longer than this stops the worker
         self._shown_compile: tuple[Session, CompileOptions] | None = None
 
     def compose(self) -> ComposeResult:
@@ -106,6 +107,8 @@ class FusescopeApp(App[None]):
             view.clear()
             view.loading = False
         self.query_one(RunView).clear()
+        if session.runs:  # a bundle's recorded runs
+            self.query_one(RunView).show_runs(session.runs)
         self.selected_segment = None
         self._shown_compile = None
         if self.query_one(TabbedContent).active in COMPILE_TABS:
@@ -238,9 +241,10 @@ class FusescopeApp(App[None]):
         # Session.run reports worker crashes and timeouts in the result; this catch is for
         # bugs on our side of the pipe, so that the view never stays loading forever.
         try:
-            result = session.run(backend, options, profile=profile)
+            result = session.run(backend, options, profile=profile, timeout=self.run_timeout)
         except Exception as e:
             result = RunResult(backend, "error", f"internal error: {type(e).__name__}: {e}", options, profile)
+            session.runs.append(result)
         self.post_message(RunFinished(session, result))
 
     @on(RunFinished)
@@ -248,7 +252,7 @@ class FusescopeApp(App[None]):
         if event.session is not self.session:
             return  # a fusion loaded since; the Run view was cleared then
         result = event.result
-        self.query_one(RunView).show_run(result)
+        self.query_one(RunView).show_runs(event.session.runs)
         if result.status == "ok":
             self.notify(f"Run on {result.backend}: {result.message}", timeout=4)
         elif result.status == "mismatch":

@@ -92,6 +92,15 @@ def _add_compile_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-forwarding", action="store_true",
                    help="compile with the segmenter's input forwarding off")
     p.add_argument("--force-scheduler", metavar="NAME", help="use this scheduler for every segment (if it accepts)")
+    p.add_argument("--device-model", choices=("H100", "H200", "A100"),
+                   help="schedule for this GPU model (default: the real GPU, else H100)")
+    p.add_argument("--streams", type=int, metavar="N", help="numberOfStreams of stream-parallel host loops (default 4)")
+    p.add_argument("--heuristic", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a heuristic parameter, e.g. vectorization_factor=2 or g1.lparams.bdimx=128 "
+                   "(repeatable)")
+    p.add_argument("--kernel-source", action="append", default=[], metavar="N=PATH.cu",
+                   help="replace segment N's generated kernel with this CUDA file (same kernel name and "
+                   "parameters; start from `show FILE --cuda --segment N`); repeatable")
 
 
 def _run_parser() -> argparse.ArgumentParser:
@@ -205,9 +214,18 @@ def _emit_cuda(text: str) -> None:
 
 
 def _options(args: argparse.Namespace):  # -> model.CompileOptions
-    from fusescope.model import CompileOptions
+    from fusescope.model import CompileOptions, OptionError, parse_heuristic, read_kernel_source
 
-    return CompileOptions(forwarding=not args.no_forwarding, force_scheduler=args.force_scheduler or None)
+    if args.streams is not None and not 1 <= args.streams <= 64:
+        raise CliError("--streams must be from 1 to 64")
+    try:
+        overrides = dict(parse_heuristic(text) for text in args.heuristic)
+        sources = dict(read_kernel_source(text) for text in args.kernel_source)
+    except OptionError as e:
+        raise CliError(str(e)) from None
+    return CompileOptions(forwarding=not args.no_forwarding, force_scheduler=args.force_scheduler or None,
+                          num_streams=args.streams or 4, device_model=args.device_model).with_(
+        heuristic_overrides=overrides, kernel_sources=sources)
 
 
 def _compiled(session, args: argparse.Namespace):  # -> model.CompileResult

@@ -65,6 +65,9 @@ class Session:
     # One compilation per set of options: (CompiledFusion or None, result).
     _compiled: dict[CompileOptions, tuple[object | None, CompileResult]] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # Every run of this session, oldest first (the Run view compares the last two; a bundle
+    # keeps them). A bundle's recorded runs are here too.
+    runs: list[RunResult] = field(default_factory=list)
 
     @classmethod
     def from_definition(
@@ -151,9 +154,29 @@ class Session:
         outcome = worker().call(job, timeout)
         if outcome.status == "ok":
             assert isinstance(outcome.value, RunResult)
-            return outcome.value
-        return RunResult(backend=backend, status=outcome.status, message=outcome.message,
-                         options=options, profiled=profile)
+            result = outcome.value
+        else:
+            result = RunResult(backend=backend, status=outcome.status,
+                               message=_name_segment(outcome.message, outcome.details),
+                               options=options, profiled=profile)
+        self.runs.append(result)
+        return result
+
+
+# The worker child prints this before each segment runs, into its log: when the worker dies
+# or hangs, the last such line in the log names the segment that was running.
+RUNNING_MARK = "fusescope: running segment "
+
+
+def _name_segment(message: str, log: str) -> str:
+    """`message` about a dead or hung worker, led by the segment that was running."""
+    marks = [ln for ln in log.splitlines() if ln.startswith(RUNNING_MARK)]
+    if not marks:
+        return message
+    mark = marks[-1]
+    # The worker quotes its last output, which is this very line: once is enough.
+    message = message.replace(f" (its last output: {mark[:200]})", "")
+    return f"segment {mark[len(RUNNING_MARK):].strip()}: {message}"
 
 
 def _value_info(v: object) -> ValueInfo:
@@ -295,6 +318,37 @@ class CompileOptions:
             raise ValueError("options.kernel_sources must map segment ids to CUDA source text")
         return cls(fwd, force, streams, device, tuple(sorted(overrides.items())),
                    tuple(sorted((int(k), v) for k, v in sources.items())))
+
+
+class OptionError(ValueError):
+    """An option the user typed is malformed; the message is one line naming it."""
+
+
+def parse_heuristic(text: str) -> tuple[str, int | float | bool]:
+    """"KEY=VALUE" (e.g. "g1.vectorization_factor=2") -> (key, int, float or bool value)."""
+    key, sep, raw = (part.strip() for part in text.partition("="))
+    if not sep or not key or not raw:
+        raise OptionError(f"heuristic override {text!r}: write KEY=VALUE, e.g. vectorization_factor=2")
+    if raw.lower() in ("true", "false"):
+        return key, raw.lower() == "true"
+    for kind in (int, float):
+        try:
+            return key, kind(raw)
+        except ValueError:
+            pass
+    raise OptionError(f"heuristic override {key!r}: {raw!r} is not a number or true/false")
+
+
+def read_kernel_source(text: str) -> tuple[int, str]:
+    """"N=PATH.cu" -> (segment N, the file's CUDA text)."""
+    sid, sep, path = (part.strip() for part in text.partition("="))
+    if not sep or not sid.lstrip("g").isdigit() or not path:
+        raise OptionError(f"kernel source {text!r}: write N=PATH.cu (N a segment id)")
+    try:
+        return int(sid.lstrip("g")), Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise OptionError(f"kernel source for segment {sid}: cannot read {path}: "
+                          f"{getattr(e, 'strerror', None) or e}") from None
 
 
 @dataclass(frozen=True)
@@ -501,7 +555,11 @@ def _engine_options(options: CompileOptions) -> object:
     from engine.config import Options
 
     return Options(forwarding=options.forwarding, force_scheduler=options.force_scheduler,
-                   num_streams=options.num_streams)
+                   num_streams=options.num_streams, device_model=options.device_model,
+                   heuristic_overrides=dict(options.heuristic_overrides),
+                   kernel_sources=dict(options.kernel_sources),
+                   # A replaced kernel may fault: waiting after each launch names the segment.
+                   sync_launches=bool(options.kernel_sources))
 
 
 def _compile(fd: FusionDefinition, options: CompileOptions) -> tuple[object | None, CompileResult]:
@@ -663,6 +721,20 @@ class OutputCheck:
 
 
 @dataclass(frozen=True)
+class TimelineRow:
+    """One op of the host program's stream timeline (a cuda run records it)."""
+
+    op: str  # "LaunchKernel g2", "Set -> T3", ...
+    stream: str  # "caller", "pool 0", ...
+    start_ms: float  # since the program started
+    end_ms: float
+    iteration: int | None = None  # StreamIdx inside a stream loop
+
+    def to_dict(self) -> dict[str, object]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
 class RunResult:
     backend: str
     status: RunStatus
@@ -674,6 +746,8 @@ class RunResult:
     timing: str = ""  # what time_ms measures
     device: str = ""
     wall_s: float = 0.0
+    boundary_bytes: int | None = None  # bytes written by one segment and read by another
+    timeline: tuple[TimelineRow, ...] = ()  # the host program's ops (cuda runs only)
 
     @property
     def ok(self) -> bool:
@@ -683,6 +757,11 @@ class RunResult:
     def total_ms(self) -> float | None:
         times = [s.time_ms for s in self.segments if s.time_ms is not None]
         return sum(times) if times else None
+
+    @property
+    def total_bytes(self) -> int | None:
+        sizes = [s.bytes for s in self.segments if s.bytes is not None]
+        return sum(sizes) if sizes else None
 
     def report(self) -> str:
         """`fusescope run`'s text: a line per segment, a line per output, the verdict."""
@@ -697,7 +776,8 @@ class RunResult:
                     f"{_fmt(s.gbps, '{:.1f}'):>8} {_fmt(s.peak_fraction, '{:.1%}'):>6} "
                     f"{_fmt(s.max_error, '{:.2e}'):>9} {_fmt(s.registers, '{}'):>5} "
                     f"{_fmt(s.occupancy, '{:.0%}'):>5}" + (f"  {s.note}" if s.note else ""))
-            out.append(f"total {fmt_ms(self.total_ms)}")
+            out.append(f"total {fmt_ms(self.total_ms)}, {human_bytes(self.total_bytes)} moved, "
+                       f"{human_bytes(self.boundary_bytes)} cross segment boundaries")
         for o in self.outputs:
             verdict = "ok" if o.ok else "MISMATCH"
             out.append(f"output {o.name}: max error {o.max_error:.3e} (tolerance {o.tolerance:.1e}) {verdict}"
@@ -710,8 +790,10 @@ class RunResult:
             "backend": self.backend, "status": self.status, "message": self.message,
             "options": self.options.to_dict(), "profiled": self.profiled, "timing": self.timing,
             "device": self.device, "wall_s": round(self.wall_s, 4),
+            "boundary_bytes": self.boundary_bytes,
             "segments": [s.to_dict() for s in self.segments],
             "outputs": [o.to_dict() for o in self.outputs],
+            "timeline": [t.to_dict() for t in self.timeline],
         }
 
 
@@ -819,6 +901,7 @@ def _run_compiled(fd: Any, cf: Any, xs: list[Any], job: RunJob, start: float) ->
     seg_rows: dict[int, dict[str, Any]] = {}
     for seg in cf.segments:
         where = f"segment {seg.id}"
+        print(f"{RUNNING_MARK}{seg.id} ({seg.kernel_name or seg.scheduler}) on {backend}", flush=True)
         args = [lookup(got, v, where) for v in seg.input_vals]
         ref_args = [lookup(want, v, where) for v in seg.input_vals]
         t0 = time.perf_counter()
@@ -837,6 +920,8 @@ def _run_compiled(fd: Any, cf: Any, xs: list[Any], job: RunJob, start: float) ->
                 if backend == "cuda":
                     torch.cuda.synchronize()
             except ExecutionError as e:
+                if str(e).startswith(f"segment {seg.id} "):
+                    raise  # the engine named the segment already (sync_launches)
                 raise ExecutionError(f"segment {seg.id} ({seg.kernel_name or seg.scheduler}): {e}") from e
         ms = (time.perf_counter() - t0) * 1e3
         errs = [_compare(o, r)[0] for o, r in zip(outs, ref_outs) if isinstance(r, torch.Tensor)]
@@ -866,8 +951,14 @@ def _run_compiled(fd: Any, cf: Any, xs: list[Any], job: RunJob, start: float) ->
         profiles = {p.name: p for p in cf.profile(xs_dev, backend)}
         timing = ("CUDA events, median of 20 launches after warm-up" if backend == "cuda"
                   else "emulator wall time of one launch (says nothing about a GPU)")
+    timeline: tuple[TimelineRow, ...] = ()
     if backend == "cuda":
         dev_name = torch.cuda.get_device_name(device)
+        # The host program once more, recording its stream timeline (for the Host IR tab).
+        cf.run(xs_dev, backend="cuda", timeline=True)
+        timeline = tuple(TimelineRow(e.op, e.stream, e.start, e.end, e.iteration) for e in cf.last_run.timeline)
+    sf = getattr(cf, "segmented", None)
+    boundary = sum(int(d["bytes"]) for _, _, d in sf.to_networkx().edges(data=True)) if sf is not None else None
 
     rows = []
     for seg in cf.segments:
@@ -894,7 +985,7 @@ def _run_compiled(fd: Any, cf: Any, xs: list[Any], job: RunJob, start: float) ->
         status = "ok"
         message = f"{len(checks)} output(s) match the reference"
     return RunResult(backend, status, message, job.options, bool(profiles), tuple(rows), tuple(checks),
-                     timing, dev_name, time.perf_counter() - start)
+                     timing, dev_name, time.perf_counter() - start, boundary, timeline)
 
 
 def _compare(out: Any, ref: Any) -> tuple[float, str]:

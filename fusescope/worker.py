@@ -159,7 +159,7 @@ class Worker:
                 self._kill()
                 return Outcome("timeout", message=(
                     f"the run took longer than {timeout:g} s; the worker process was stopped "
-                    "(a new one starts with the next run)"))
+                    "(a new one starts with the next run)"), details=self._log_tail())
             try:
                 status, value, details = self._conn.recv()
             except (EOFError, OSError):

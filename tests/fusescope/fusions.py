@@ -44,3 +44,33 @@ def build_seed001(split_t4: bool = False) -> FusionDefinition:
     return fd
 
 
+
+
+# A one-kernel fusion (exp of 1000 floats) whose kernel the crash-isolation tests replace.
+EXP_FILE = '''\
+import torch
+def nvfuser_fusion_id0(fd : FusionDefinition) -> None :
+    T0 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float, is_cpu=False)
+    T1 = fd.ops.exp(T0)
+    fd.add_output(T1)
+
+with FusionDefinition() as fd:
+    nvfuser_fusion_id0(fd)
+
+inputs = [
+    torch.randn((1000,), dtype=torch.float32, device='cuda:0'),
+]
+'''
+EXP_KERNEL_HEAD = "nvfuser_pointwise_f0_c0_r0_g0(Tensor<float, 1, 1> T0, Tensor<float, 1, 1> T1) {\n"
+EXP_STORE = "T1[blockIdx.x * 128 + threadIdx.x] = T3[0];"
+
+
+def faulty_kernels(source: str) -> dict[str, str]:
+    """The generated kernel of EXP_FILE altered three ways: an out-of-bounds write, an endless
+    loop, and a kill of the whole process (what no signal handler in the emulator can catch)."""
+    assert EXP_KERNEL_HEAD in source and EXP_STORE in source, "the generated exp kernel changed shape"
+    return {
+        "fault": source.replace(EXP_STORE, EXP_STORE.replace("]", " + 100000000]", 1)),
+        "hang": source.replace(EXP_KERNEL_HEAD, EXP_KERNEL_HEAD + "  volatile int spin = 1;\n  while (spin) {}\n"),
+        "crash": source.replace(EXP_KERNEL_HEAD, EXP_KERNEL_HEAD + "  raise(SIGKILL);\n"),
+    }

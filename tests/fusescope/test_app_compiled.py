@@ -121,7 +121,10 @@ async def test_every_compiled_view_with_one_selection_and_an_emulated_run(name: 
         for row, s in enumerate(compiled.segments):
             cells = [str(c) for c in table.get_row_at(row)]
             assert cells[0] == f"g{s.id}" and cells[1] == s.scheduler
-            assert cells[2] != "-" and cells[3] != "-" and cells[6] != "-"  # time, bytes, max error
+            assert cells[2] != "-" and cells[5] != "-" and cells[8] != "-"  # time, bytes, max error
+            assert cells[3] == "-"  # no previous run to compare with
+        assert "cross segment boundaries" in run.status_text and "History (1 run(s)" in str(
+            run.query_one("#run-history").render())
         assert table.cursor_row == ids.index(app.selected_segment)
         # The table's cursor is a selection too.
         if len(ids) > 1:

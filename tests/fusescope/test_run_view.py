@@ -1,0 +1,62 @@
+"""The Run view's table on recorded results: sorting by key and by header click, the delta
+column against the previous run, totals, boundary bytes and the history."""
+
+from __future__ import annotations
+
+import pytest
+from textual.app import App, ComposeResult
+from textual.widgets import DataTable
+
+from fusescope.model import CompileOptions, RunResult, SegmentRun
+from fusescope.widgets.run_view import RunView
+
+pytestmark = pytest.mark.asyncio
+
+
+def run(times: list[float], options: CompileOptions | None = None) -> RunResult:
+    segments = tuple(SegmentRun(k, "pointwise", f"k{k}", t, 1000 * (k + 1), None, None, 0.0, None, None)
+                     for k, t in enumerate(times))
+    return RunResult("emulate", "ok", "1 output(s) match the reference", options or CompileOptions(), False,
+                     segments, (), "wall time", "CPU emulator (g++)", 0.1, boundary_bytes=2048)
+
+
+class Host(App[None]):
+    def compose(self) -> ComposeResult:
+        yield RunView(id="run")
+
+
+async def test_sorting_deltas_totals_and_history() -> None:
+    app = Host()
+    async with app.run_test(size=(160, 40)) as pilot:
+        view = app.query_one(RunView)
+        table = view.query_one(DataTable)
+        before = run([1.0, 4.0, 2.0])
+        after = run([1.0, 2.0, 3.0], CompileOptions(forwarding=False))
+        view.show_runs([before, after])
+        await pilot.pause()
+        column = [str(table.get_row_at(k)[0]) for k in range(table.row_count)]
+        assert column == ["g0", "g1", "g2"]
+        deltas = {str(table.get_row_at(k)[0]): str(table.get_row_at(k)[3]) for k in range(3)}
+        assert deltas == {"g0": "+0%", "g1": "-50%", "g2": "+50%"}
+        assert "total 6.000 ms" in view.status_text and "-14% vs the previous run" in view.status_text
+        assert "5.9 KiB moved" in view.status_text and "2.0 KiB cross segment boundaries" in view.status_text
+        assert "options now: forwarding off" in view.status_text
+        view.focus()
+        table.focus()
+        await pilot.press("z", "z")  # seg -> scheduler -> time (slowest first)
+        await pilot.pause()
+        assert view.sort_column == "time" and view.sort_reverse
+        assert [str(table.get_row_at(k)[0]) for k in range(3)] == ["g2", "g1", "g0"]
+        await pilot.press("Z")
+        assert [str(table.get_row_at(k)[0]) for k in range(3)] == ["g0", "g1", "g2"]
+        view.sort_by("delta")  # biggest slow-down first
+        assert [str(table.get_row_at(k)[0]) for k in range(3)] == ["g2", "g0", "g1"]
+        # Clicking a header sorts by that column.
+        await pilot.click(DataTable, offset=(3, 1))
+        await pilot.pause()
+        assert view.sort_column == "seg"
+        assert view.rows()[0][:4] == ["seg", "scheduler", "time", "Δ time"]
+        history = str(view.query_one("#run-history").render())
+        assert "History (2 run(s)" in history and "#2 emulate" in history
+        with pytest.raises(KeyError, match="no column 'nope'"):
+            view.sort_by("nope")
