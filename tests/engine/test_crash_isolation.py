@@ -131,3 +131,15 @@ def test_what_the_emulator_cannot_catch_ends_only_a_child_process(statement: str
     r = subprocess.run([sys.executable, "-c", CHILD, statement], capture_output=True, text=True, timeout=300)
     assert r.returncode == returncode, r.stderr[-2000:]
     assert "launching" in r.stdout and "survived" not in r.stdout
+
+
+def test_nvrtc_errors_name_the_first_error_in_the_headline() -> None:
+    from engine.runtime.nvrtc import format_compile_error
+
+    source = "\n".join(f"line {k}" for k in range(1, 12))
+    log = ('k.cu(3): warning: unused variable\nk.cu(5): error: identifier "undeclared_name" is undefined\n'
+           'k.cu(9): error: expected an expression\n2 errors detected\n')
+    msg = format_compile_error(source, log, "k.cu", "sm_90", "NVRTC_ERROR_COMPILATION")
+    assert msg.splitlines()[0] == ('NVRTC failed to compile k.cu for sm_90 (NVRTC_ERROR_COMPILATION): first error: '
+                                   'k.cu(5): error: identifier "undeclared_name" is undefined')
+    assert ">  5 | line 5" in msg and ">  9 | line 9" in msg  # the blamed source lines
