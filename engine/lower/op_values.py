@@ -104,9 +104,12 @@ def _pad(low: ExprLowering, expr: ex.PadOp, out: TensorView, c_index) -> str:
     inp = expr.inputs[0]
     acc = low.read(inp, out, c_index)
     conds: list[str] = []
-    for pid in _logical_noreduction(inp):
+    for k, pid in enumerate(_logical_noreduction(inp)):
+        if pid.is_broadcast:
+            conds += _padded_broadcast_conds(low, out, k, c_index)
+            continue
         ix = acc.index.get(pid)
-        if ix is None or pid.is_broadcast:
+        if ix is None:
             continue
         n = low.ext.of(pid)
         if ix.lo < 0:
@@ -118,6 +121,17 @@ def _pad(low: ExprLowering, expr: ex.PadOp, out: TensorView, c_index) -> str:
     if not conds:
         return inside
     return f"(({' && '.join(conds)}) ? {inside} : {val})"
+
+
+def _padded_broadcast_conds(low: ExprLowering, out: TensorView, dim: int, c_index) -> list[str]:
+    """Where a pad widens a broadcast axis, the producer's index is always 0 and says nothing:
+    the consumer's index on the resized axis must fall in the unpadded range."""
+    oid = _logical_noreduction(out)[dim]
+    if not isinstance(oid.definition, Resize) or oid not in c_index:
+        return []
+    lo, hi = _unpadded_range(low, out, dim)
+    term = _w(c_index[oid].term)
+    return [f"{term} >= {lo}", f"{term} < {hi}"]
 
 
 def _unpadded_range(low: ExprLowering, tv: TensorView, dim: int) -> tuple[int, int]:
