@@ -119,7 +119,6 @@ def _grid(low: ExprLowering, out: TensorView, acc: Accumulator, threads: list[bo
             ix = low.loop_index(node)
             instance = cexpr.add(instance, cexpr.mul(ix.term, count))
             count *= ix.hi
-    low.workspaces[work] = (acc.dtype.cuda_name, per * acc.size * count, False)
     flag = f"{out.short_name}_last"
     low.alloc_at(acc.level, loops, kir.Raw(f"bool {flag} = false;"))
     low.flags[out] = [flag]
@@ -127,14 +126,18 @@ def _grid(low: ExprLowering, out: TensorView, acc: Accumulator, threads: list[bo
     width = acc.dtype.bits // 8
     if 1 < acc.size and acc.size * width * n_threads <= _GROUP_SMEM_BYTES:
         # One call for the whole accumulator: one arrival and fence instead of acc.size.
-        low.workspaces[sync] = ("nvfuser_index_t", n_blocks * count, True)
+        # Two levels of partials, each acc.size element-major rows of `per`; flags per block
+        # segment: one per group of blocks and one for the groups.
+        low.workspaces[work] = (ct, 2 * per * acc.size * count, False)
+        low.workspaces[sync] = ("nvfuser_index_t", 2 * n_blocks * count, True)
         low.reserve_reduction_smem(max(8, acc.size * width))
         return [kir.Assign(
             flag,
             f"gridReduceGroup<{_bools(blocks)}, {_bools(threads)}>({acc.name}, {combine}, {init}, "
-            f"{work}.data + ({cexpr.text(instance)}) * {per * acc.size}, "
-            f"{sync}.data + ({cexpr.text(instance)}) * {n_blocks}, reinterpret_cast<{ct}*>(red_smem))",
+            f"{work}.data + ({cexpr.text(instance)}) * {2 * per * acc.size}, {per}, "
+            f"{sync}.data + ({cexpr.text(instance)}) * {2 * n_blocks}, reinterpret_cast<{ct}*>(red_smem))",
         )]
+    low.workspaces[work] = (ct, per * acc.size * count, False)
     slot = cexpr.text(cexpr.add(cexpr.mul(instance, acc.size), "k"))
     low.workspaces[sync] = ("nvfuser_index_t", n_blocks * acc.size * count, True)
     low.reserve_reduction_smem(8)

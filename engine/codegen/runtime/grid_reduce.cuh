@@ -164,9 +164,15 @@ __device__ bool gridReduce(T& out, T val, Func op, T init, T* work_buf,
 }
 
 // N values at once (an accumulator array, e.g. the per-thread columns of an outer
-// reduction): one arrival count and one fence for all of them instead of N, and the last
-// block loads N independent partials per step, so its loads overlap instead of queueing
-// one by one. smem: blockDim.x*y*z*N elements; work_buf: N times gridReduce's size.
+// reduction), in two levels so that no single block reads every partial:
+//   1. each block reduces within itself and publishes its partials;
+//   2. the blocks of a block segment form groups of about sqrt(b_R) blocks; the last block
+//      of each group to arrive combines the group's partials and publishes one per group;
+//   3. the last group finisher combines the group partials and returns true with `vals` set.
+// Partials are stored element-major (work[k * stride + slot]) so that a warp's loads of one
+// element are contiguous. Sizes per call site: work_buf 2 * N * stride elements, stride =
+// gridReduce's work size; sync_flags 2 * gridDim.x*y*z (zeroed once; kept zero).
+// smem: blockDim.x*y*z*N elements.
 template <typename T, int N, typename Func>
 struct FsGroupOp {
   Func op;
@@ -180,45 +186,114 @@ struct FsGroupOp {
 };
 
 template <typename T, int N>
-struct FsGroupWorkStore {
-  T* work;
-  FS_DEVICE Array<T, N> load(nvfuser_index_t i) const {
+FS_DEVICE void fsGroupPublish(T* work, nvfuser_index_t stride, nvfuser_index_t slot,
+                              const Array<T, N>& v) {
+  #pragma unroll
+  for (int k = 0; k < N; ++k) {
+    work[k * stride + slot] = v[k];
+  }
+}
+
+// Whether this block is the last of `count` to arrive at `*flag` (then the flag is reset).
+FS_DEVICE bool fsArriveLast(nvfuser_index_t* flag, unsigned count) {
+  __shared__ int fs_group_last;
+  __threadfence();  // this block's partials are visible device-wide before it counts
+  __syncthreads();
+  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
+    const unsigned long long old = atomicAdd(reinterpret_cast<unsigned long long*>(flag), 1ull);
+    const bool last = old + 1 == static_cast<unsigned long long>(count);
+    if (last) {
+      *flag = 0;  // every other block has already counted
+    }
+    fs_group_last = last ? 1 : 0;
+  }
+  __syncthreads();
+  const bool last = fs_group_last != 0;
+  __syncthreads();  // all have read the flag before another call may overwrite it
+  if (last) {
+    __threadfence();
+  }
+  return last;
+}
+
+// Combines partials [first, first + count) of a thread segment, split among its t_R threads,
+// then across those threads; every thread of the block gets its segment's result.
+template <bool X_THREAD, bool Y_THREAD, bool Z_THREAD, typename T, int N, typename Func>
+FS_DEVICE Array<T, N> fsGroupCombine(const T* work, nvfuser_index_t stride, nvfuser_index_t first,
+                                     unsigned count, nvfuser_index_t t_S, unsigned t_r, unsigned t_R,
+                                     unsigned t_seg, T init, FsGroupOp<T, N, Func> op,
+                                     const FsSmemStore<Array<T, N>>& st) {
+  Array<T, N> acc;
+  acc.set(init);
+  #pragma unroll 2
+  for (unsigned b = t_r; b < count; b += t_R) {
+    const nvfuser_index_t slot = (first + b) * t_S + t_seg;
     Array<T, N> v;
     #pragma unroll
     for (int k = 0; k < N; ++k) {
-      v[k] = fsVolatileLoad(work + i * N + k);
+      v[k] = fsVolatileLoad(work + k * stride + slot);
     }
-    return v;
+    acc = op(acc, v);
   }
-  FS_DEVICE void store(nvfuser_index_t i, const Array<T, N>& v) const {
-    #pragma unroll
-    for (int k = 0; k < N; ++k) {
-      work[i * N + k] = v[k];
-    }
-  }
-};
+  return fsBlockAllReduceImpl<X_THREAD, Y_THREAD, Z_THREAD>(acc, op, st);
+}
 
 template <bool X_BLOCK, bool Y_BLOCK, bool Z_BLOCK, bool X_THREAD, bool Y_THREAD, bool Z_THREAD,
           typename T, int N, typename Func>
-__device__ bool gridReduceGroup(T (&vals)[N], Func op, T init, T* work_buf,
+__device__ bool gridReduceGroup(T (&vals)[N], Func op, T init, T* work_buf, nvfuser_index_t stride,
                                 nvfuser_index_t* sync_flags, T* smem) {
-  Array<T, N> val, zero, out;
+  const FsGroupOp<T, N, Func> gop{op};
+  const FsSmemStore<Array<T, N>> st{reinterpret_cast<Array<T, N>*>(smem)};
+  Array<T, N> val;
   #pragma unroll
   for (int k = 0; k < N; ++k) {
     val[k] = vals[k];
   }
-  zero.set(init);
-  FsGroupWorkStore<T, N> work{work_buf};
-  FsSmemStore<Array<T, N>> st{reinterpret_cast<Array<T, N>*>(smem)};
-  const bool last = fsGridReduceImpl<X_BLOCK, Y_BLOCK, Z_BLOCK, X_THREAD, Y_THREAD, Z_THREAD>(
-      out, val, FsGroupOp<T, N, Func>{op}, zero, work, sync_flags, st);
-  if (last) {
-    #pragma unroll
-    for (int k = 0; k < N; ++k) {
-      vals[k] = out[k];
-    }
+  const Array<T, N> partial = fsBlockAllReduceImpl<X_THREAD, Y_THREAD, Z_THREAD>(val, gop, st);
+  unsigned t_r, t_R, t_seg;
+  fsReduceCoords<X_THREAD, Y_THREAD, Z_THREAD>(threadIdx.x, threadIdx.y, threadIdx.z,
+                                               blockDim.x, blockDim.y, blockDim.z, t_r, t_R,
+                                               t_seg);
+  const nvfuser_index_t t_S =
+      static_cast<nvfuser_index_t>(blockDim.x) * blockDim.y * blockDim.z / t_R;
+  unsigned b_r, b_R, b_seg;
+  fsReduceCoords<X_BLOCK, Y_BLOCK, Z_BLOCK>(blockIdx.x, blockIdx.y, blockIdx.z, gridDim.x,
+                                            gridDim.y, gridDim.z, b_r, b_R, b_seg);
+  unsigned g_size = 1;
+  while (g_size * g_size < b_R) {
+    ++g_size;
   }
-  return last;
+  const unsigned groups = (b_R + g_size - 1) / g_size;
+  const unsigned group = b_r / g_size;
+  const unsigned members = min(g_size, b_R - group * g_size);
+  const nvfuser_index_t seg_base = static_cast<nvfuser_index_t>(b_seg) * b_R;
+  nvfuser_index_t* flags = sync_flags + static_cast<nvfuser_index_t>(b_seg) * (b_R + 1);
+
+  // Level 1: publish, then the group's last block combines the group.
+  if (t_r == 0) {
+    fsGroupPublish(work_buf, stride, (seg_base + b_r) * t_S + t_seg, partial);
+  }
+  if (!fsArriveLast(flags + group, members)) {
+    return false;
+  }
+  const Array<T, N> group_sum = fsGroupCombine<X_THREAD, Y_THREAD, Z_THREAD>(
+      work_buf, stride, seg_base + group * g_size, members, t_S, t_r, t_R, t_seg, init, gop, st);
+
+  // Level 2: group partials in the second half of the work buffer.
+  T* work2 = work_buf + N * stride;
+  if (t_r == 0) {
+    fsGroupPublish(work2, stride, (seg_base + group) * t_S + t_seg, group_sum);
+  }
+  if (!fsArriveLast(flags + b_R, groups)) {
+    return false;
+  }
+  const Array<T, N> total = fsGroupCombine<X_THREAD, Y_THREAD, Z_THREAD>(
+      work2, stride, seg_base, groups, t_S, t_r, t_R, t_seg, init, gop, st);
+  #pragma unroll
+  for (int k = 0; k < N; ++k) {
+    vals[k] = total[k];
+  }
+  return true;
 }
 
 // Welford over the grid: work buffers and smem as gridReduce, one array per component
