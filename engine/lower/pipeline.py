@@ -49,9 +49,33 @@ def tensor_arg(tv: TensorView) -> TensorArg:
     return TensorArg(tv.short_name, tv.dtype.cuda_name, nd, na)
 
 
+# Parallel types that bind one loop axis of a tensor: a second axis with the same type would
+# share its index (nvFuser refuses this too).
+_ONE_AXIS = frozenset({
+    ParallelType.grid_x, ParallelType.grid_y, ParallelType.grid_z, ParallelType.block_x,
+    ParallelType.block_y, ParallelType.block_z, ParallelType.vectorize,
+})
+
+
+def _check_parallel_types(tv: TensorView) -> None:
+    seen: dict[ParallelType, int] = {}
+    for k, i in enumerate(tv.domain.loop):
+        p = i.parallel_type
+        if p in _ONE_AXIS:
+            if p in seen:
+                raise CompileError(
+                    f"{tv.short_name}: loop axes {seen[p]} and {k} are both parallelized as {p.name}; "
+                    "a parallel type binds one axis of a tensor"
+                )
+            seen[p] = k
+
+
 def _validate(fusion: Fusion) -> list[Expr]:
     exprs = fusion.exprs()
     for e in exprs:
+        for o in e.outputs:
+            if isinstance(o, TensorView):
+                _check_parallel_types(o)
         if isinstance(e, _UNSUPPORTED):
             raise CompileError(f"{out_tv(e).short_name}: {e.op_name} is not generated as CUDA; it runs through expr_eval")
         for o in e.outputs:

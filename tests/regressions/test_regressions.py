@@ -1,5 +1,7 @@
 """Fusions the fuzzer (tests/fuzz) found failing, kept as fusion files: each must now compile,
-emulate and match the reference (run in a child process, so a native crash names its file)."""
+emulate and match the reference (run in a child process, so a native crash names its file).
+A file whose schedule is invalid says so on a line `# expect refused: TEXT`: the engine must
+then refuse it with an error containing TEXT."""
 
 from __future__ import annotations
 
@@ -48,4 +50,9 @@ def outcomes() -> dict[str, str]:
 @pytest.mark.parametrize("path", CASES, ids=[c.stem for c in CASES])
 def test_regression_case_matches_reference(path: Path, outcomes: dict[str, str]) -> None:
     got = outcomes.get(str(path), "not run: an earlier case killed the child process")
-    assert got.startswith("pass"), f"{path.name}: {got}"
+    expect = [line.split(":", 1)[1].strip() for line in path.read_text().splitlines()
+              if line.startswith("# expect refused:")]
+    if expect:
+        assert got.startswith("refused") and expect[0] in got, f"{path.name}: {got}"
+    else:
+        assert got.startswith("pass"), f"{path.name}: {got}"
