@@ -52,25 +52,35 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--schedules", type=int, default=200, help="random manual schedules to run")
     ap.add_argument("--seed", type=int, default=0, help="run seed: case i is rebuilt from (mode, seed, i)")
     ap.add_argument("--jobs", type=int, default=2, help="child processes")
-    ap.add_argument("--nvcc", action="store_true", help="also compile every kernel with nvcc (sm_80)")
+    ap.add_argument("--nvcc-every", type=int, default=10,
+                    help="every K-th case also compiles its kernels with nvcc for sm_80 (0: never)")
+    ap.add_argument("--time-budget", type=float, default=0.0,
+                    help="seconds after which no new case starts (split between fusions and schedules "
+                         "by their counts; 0: none); the summary says how many ran")
     ap.add_argument("--out", type=Path, default=Path("fuzz_failures"), help="where failing cases go")
     ap.add_argument("--save", type=int, default=20, help="at most this many failing cases are shrunk and saved")
+    ap.add_argument("--save-budget", type=float, default=0.0,
+                    help="seconds for shrinking and saving failing cases (0: no limit)")
     ap.add_argument("--json", type=Path, help="also write every case's record here")
     a = ap.parse_args(argv)
     start = time.perf_counter()
     failures, lines, records_all = 0, [], []
+    total = max(1, a.fusions + a.schedules)
     for mode, count in (("fusion", a.fusions), ("schedule", a.schedules)):
         if count <= 0:
             continue
         t0 = time.perf_counter()
-        records = run_cases(mode, a.seed, count, a.jobs, a.nvcc)
+        share = a.time_budget * count / total
+        deadline = time.time() + share if a.time_budget else 0.0
+        records = run_cases(mode, a.seed, count, a.jobs, a.nvcc_every, deadline)
         mode_lines, failed = summarize(mode, records)
         lines += mode_lines + [f"  elapsed {time.perf_counter() - t0:.1f} s"]
         failures += failed
         records_all += records
     if a.json:
         a.json.write_text(json.dumps(records_all), encoding="utf-8")
-    saved = save_failures(records_all, a.out.resolve(), a.save) if failures else []
+    save_deadline = time.time() + a.save_budget if a.save_budget else 0.0
+    saved = save_failures(records_all, a.out.resolve(), a.save, a.jobs, save_deadline) if failures else []
     lines += [f"saved: {p}" for p in saved]
     lines.append(f"total: {failures} failing cases; elapsed {time.perf_counter() - start:.1f} s "
                  f"with {a.jobs} jobs")

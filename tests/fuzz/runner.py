@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
@@ -63,18 +64,21 @@ def run_case(mode: str, chooser: Any, nvcc: bool = False) -> tuple[Outcome, Any]
 
 
 # ---- the child ------------------------------------------------------------------------------
-def worker(mode: str, seed: int, start: int, stop: int, nvcc: bool) -> None:
+def worker(mode: str, seed: int, start: int, stop: int, nvcc_every: int, deadline: float) -> None:
     for i in range(start, stop):
+        if deadline and time.time() > deadline:
+            return
         print(f"{TAG}START {i}", flush=True)
+        nvcc = nvcc_every > 0 and i % nvcc_every == 0
         outcome, _ = run_case(mode, RandomChooser(case_key(mode, seed, i)), nvcc)
         record = {"mode": mode, "seed": seed, "index": i, **asdict(outcome)}
         print(f"{TAG}RESULT {json.dumps(record)}", flush=True)
 
 
-def _child_cmd(mode: str, seed: int, start: int, stop: int, nvcc: bool) -> list[str]:
-    cmd = [sys.executable, "-m", "tests.fuzz.runner", "worker", "--mode", mode, "--seed", str(seed),
-           "--start", str(start), "--stop", str(stop)]
-    return cmd + (["--nvcc"] if nvcc else [])
+def _child_cmd(mode: str, seed: int, start: int, stop: int, nvcc_every: int, deadline: float) -> list[str]:
+    return [sys.executable, "-m", "tests.fuzz.runner", "worker", "--mode", mode, "--seed", str(seed),
+            "--start", str(start), "--stop", str(stop), "--nvcc-every", str(nvcc_every),
+            "--deadline", str(deadline)]
 
 
 def _env() -> dict[str, str]:
@@ -83,11 +87,12 @@ def _env() -> dict[str, str]:
     return env
 
 
-def run_shard(mode: str, seed: int, start: int, stop: int, nvcc: bool,
+def run_shard(mode: str, seed: int, start: int, stop: int, nvcc_every: int, deadline: float,
               on_record: Callable[[dict], None]) -> None:
-    """Cases [start, stop) in child processes, restarted after a case that kills one."""
-    while start < stop:
-        proc = subprocess.Popen(_child_cmd(mode, seed, start, stop, nvcc), cwd=REPO, env=_env(),
+    """Cases [start, stop) in child processes, restarted after a case that kills one; no new
+    case starts after `deadline` (time.time(); 0: none)."""
+    while start < stop and not (deadline and time.time() > deadline):
+        proc = subprocess.Popen(_child_cmd(mode, seed, start, stop, nvcc_every, deadline), cwd=REPO, env=_env(),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         started, done = None, start
         assert proc.stdout is not None
@@ -103,7 +108,7 @@ def run_shard(mode: str, seed: int, start: int, stop: int, nvcc: bool,
                 done, started = record["index"] + 1, None
         err = proc.stderr.read() if proc.stderr else ""
         rc = proc.wait()
-        if started is None and done >= stop:
+        if started is None and (done >= stop or rc == 0):
             return
         at = started if started is not None else done
         on_record({"mode": mode, "seed": seed, "index": at, "kind": "crash",
@@ -112,9 +117,10 @@ def run_shard(mode: str, seed: int, start: int, stop: int, nvcc: bool,
         start = at + 1
 
 
-def run_cases(mode: str, seed: int, count: int, jobs: int, nvcc: bool = False,
+def run_cases(mode: str, seed: int, count: int, jobs: int, nvcc_every: int = 0, deadline: float = 0.0,
               on_record: Callable[[dict], None] | None = None) -> list[dict]:
-    """Records of cases 0..count-1, run over `jobs` children (contiguous shards)."""
+    """Records of cases 0..count-1 (fewer when `deadline` passes), run over `jobs` children;
+    every `nvcc_every`-th case also compiles its kernels with nvcc."""
     records: list[dict] = []
     lock = threading.Lock()
 
@@ -127,7 +133,7 @@ def run_cases(mode: str, seed: int, count: int, jobs: int, nvcc: bool = False,
     jobs = max(1, min(jobs, count))
     bounds = [count * k // jobs for k in range(jobs + 1)]
     with ThreadPoolExecutor(jobs) as pool:
-        futures = [pool.submit(run_shard, mode, seed, bounds[k], bounds[k + 1], nvcc, keep)
+        futures = [pool.submit(run_shard, mode, seed, bounds[k], bounds[k + 1], nvcc_every, deadline, keep)
                    for k in range(jobs) if bounds[k] < bounds[k + 1]]
         for f in futures:
             f.result()
@@ -151,9 +157,10 @@ def shrink_and_save(mode: str, seed: int, index: int, out_dir: Path, do_shrink: 
         return None
     draws = first.draws
     if do_shrink:
-        def still_fails(candidate: list[int]) -> bool:
-            o, _ = run_case(mode, ReplayChooser(candidate))
-            return (o.kind, o.category) == (outcome.kind, outcome.category)
+        def still_fails(candidate: list[int]) -> list[int] | None:
+            replay = ReplayChooser(candidate)
+            o, _ = run_case(mode, replay)
+            return replay.draws if (o.kind, o.category) == (outcome.kind, outcome.category) else None
 
         draws = shrink(draws, still_fails, budget)
         outcome, made = run_case(mode, ReplayChooser(draws))
@@ -168,19 +175,33 @@ def shrink_and_save(mode: str, seed: int, index: int, out_dir: Path, do_shrink: 
     return path
 
 
-def save_failures(records: Sequence[dict], out_dir: Path, limit: int, shrink_cases: bool = True) -> list[str]:
-    """Shrink and write up to `limit` failing cases, each in its own child; returns the paths."""
-    paths = []
-    for r in [r for r in records if r["kind"] in ("mismatch", "crash")][:limit]:
-        for do_shrink in ((True, False) if shrink_cases else (False,)):
-            cmd = [sys.executable, "-m", "tests.fuzz.runner", "save", "--mode", r["mode"], "--seed",
-                   str(r["seed"]), "--index", str(r["index"]), "--out", str(out_dir)]
-            cmd += [] if do_shrink else ["--no-shrink"]
-            p = subprocess.run(cmd, cwd=REPO, env=_env(), capture_output=True, text=True, timeout=900)
-            if p.returncode == 0 and p.stdout.strip():
-                paths.append(p.stdout.strip().splitlines()[-1])
-                break
-    return paths
+def _save_one(r: dict, out_dir: Path, deadline: float) -> str | None:
+    """Shrink and write one failing case in a child; unshrunk when shrinking fails or runs late."""
+    for do_shrink in (True, False):
+        cmd = [sys.executable, "-m", "tests.fuzz.runner", "save", "--mode", r["mode"], "--seed",
+               str(r["seed"]), "--index", str(r["index"]), "--out", str(out_dir)]
+        cmd += [] if do_shrink else ["--no-shrink"]
+        left = deadline - time.time() if deadline else 900.0
+        try:
+            p = subprocess.run(cmd, cwd=REPO, env=_env(), capture_output=True, text=True,
+                               timeout=max(20.0, left))
+        except subprocess.TimeoutExpired:
+            continue
+        if p.returncode == 0 and p.stdout.strip():
+            return p.stdout.strip().splitlines()[-1]
+    return None
+
+
+def save_failures(records: Sequence[dict], out_dir: Path, limit: int, jobs: int = 1,
+                  deadline: float = 0.0) -> list[str]:
+    """Shrink and write up to `limit` failing cases (distinct categories first), `jobs` at a
+    time, each in its own child; returns the paths written."""
+    bad = [r for r in records if r["kind"] in ("mismatch", "crash")]
+    firsts = list({(r["mode"], r["category"]): r for r in reversed(bad)}.values())[::-1]
+    picked = (firsts + [r for r in bad if r not in firsts])[:limit]
+    with ThreadPoolExecutor(max(1, jobs)) as pool:
+        paths = list(pool.map(lambda r: _save_one(r, out_dir, deadline), picked))
+    return [p for p in paths if p]
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -191,12 +212,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--start", type=int, default=0)
     ap.add_argument("--stop", type=int, default=0)
     ap.add_argument("--index", type=int, default=0)
-    ap.add_argument("--nvcc", action="store_true")
+    ap.add_argument("--nvcc-every", type=int, default=0)
+    ap.add_argument("--deadline", type=float, default=0.0)
     ap.add_argument("--no-shrink", action="store_true")
     ap.add_argument("--out", type=Path, default=REPO / "fuzz_failures")
     a = ap.parse_args(argv)
     if a.action == "worker":
-        worker(a.mode, a.seed, a.start, a.stop, a.nvcc)
+        worker(a.mode, a.seed, a.start, a.stop, a.nvcc_every, a.deadline)
         return
     path = shrink_and_save(a.mode, a.seed, a.index, a.out, not a.no_shrink)
     if path is not None:

@@ -3,14 +3,20 @@
 A case is its list of draws (see choices.RandomChooser); replaying a shorter list, or one
 with smaller values, gives a simpler case (fewer ops, smaller extents, the first option of
 each choice). A candidate is kept when it still fails the same way (same outcome kind and
-category), until no pass simplifies anything or the attempt budget is spent.
+category) and the draws its replay consumed are smaller in shortlex order (fewer, then
+smaller), until no pass simplifies anything or the attempt budget is spent.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-Check = Callable[[list[int]], bool]  # True: these draws still fail the same way
+# The draws a replay of the candidate consumed when it still fails the same way, else None.
+Check = Callable[[list[int]], list[int] | None]
+
+
+def _smaller(a: list[int], b: list[int]) -> bool:
+    return (len(a), a) < (len(b), b)
 
 
 def shrink(draws: list[int], still_fails: Check, budget: int = 80) -> list[int]:
@@ -22,8 +28,9 @@ def shrink(draws: list[int], still_fails: Check, budget: int = 80) -> list[int]:
         if tries >= budget or candidate == best:
             return False
         tries += 1
-        if still_fails(candidate):
-            best = candidate
+        used = still_fails(candidate)
+        if used is not None and _smaller(used, best):
+            best = used
             return True
         return False
 

@@ -1,0 +1,121 @@
+"""CI fuzz run: fixed seeds, so every run checks the same cases (scripts/fuzz.py runs long ones).
+
+300 random fusions and 200 random manual schedules go through segment, schedule, lower,
+render and the emulate back end and are compared with the reference, in two child processes
+(a native crash names its case). Refusals (the engine's own errors saying what it does not
+support) are allowed; mismatches and crashes fail, with the fusion file of the first one.
+A hypothesis test drives the same generator for definitions and compiles (no emulation).
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engine import dumps_fusion
+from engine.errors import FusionDefinitionError
+from tests.fuzz.choices import HypothesisChooser, RandomChooser, ReplayChooser
+from tests.fuzz.gen import generate_fusion
+from tests.fuzz.harness import REFUSALS, mismatch_reason
+from tests.fuzz.runner import case_key, run_cases
+from tests.fuzz.shrink import shrink
+
+SEED = 2026
+FUSIONS = 300
+SCHEDULES = 200
+JOBS = 2
+
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed to emulate kernels")
+
+
+def _report(records: list[dict]) -> str:
+    bad = [r for r in records if r["kind"] in ("mismatch", "crash")]
+    if not bad:
+        return ""
+    first = bad[0]
+    made = generate_fusion(RandomChooser(case_key(first["mode"], first["seed"], first["index"])))
+    lines = [f"{len(bad)} failing cases (rerun one: python -m tests.fuzz.runner save --mode MODE "
+             f"--seed {SEED} --index I --out DIR)"]
+    lines += [f"  {r['mode']} {r['index']}: {r['kind']} {r['category']}: {r['detail'][:300]}" for r in bad]
+    if first["mode"] == "fusion":
+        lines += ["first failing fusion:", dumps_fusion(made.fd, inputs=made.inputs)]
+    return "\n".join(lines)
+
+
+@needs_gxx
+def test_generated_fusions_match_the_reference() -> None:
+    records = run_cases("fusion", SEED, FUSIONS, JOBS)
+    assert len(records) == FUSIONS
+    assert not _report(records), _report(records)
+    # The run must mostly compile and emulate, not only be refused.
+    assert sum(r["kind"] == "pass" for r in records) >= 0.8 * FUSIONS
+
+
+@needs_gxx
+def test_random_manual_schedules_are_refused_clearly_or_correct() -> None:
+    records = run_cases("schedule", SEED, SCHEDULES, JOBS)
+    assert len(records) == SCHEDULES
+    assert not _report(records), _report(records)
+    assert sum(r["kind"] == "pass" for r in records) >= 0.6 * SCHEDULES
+
+
+@settings(derandomize=True, max_examples=40, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.data())
+def test_hypothesis_definitions_evaluate_and_compile(data: st.DataObject) -> None:
+    """The generator as a hypothesis strategy: every definable fusion runs on the reference
+    and compiles, or is refused with the engine's own error (hypothesis shrinks a crash)."""
+    from engine.compile import compile_fusion
+    from engine.reference import evaluate
+
+    try:
+        case = generate_fusion(HypothesisChooser(data), max_ops=5)
+    except FusionDefinitionError:
+        return
+    evaluate(case.fd.fusion, case.inputs)
+    try:
+        compile_fusion(case.fd, case.inputs)
+    except REFUSALS:
+        pass
+
+
+def test_a_case_replays_from_its_draws() -> None:
+    first = RandomChooser("replay-check")
+    a = generate_fusion(first)
+    b = generate_fusion(ReplayChooser(first.draws))
+    assert dumps_fusion(a.fd, inputs=a.inputs) == dumps_fusion(b.fd, inputs=b.inputs)
+    for x, y in zip(a.inputs, b.inputs):
+        assert torch.equal(x, y) and x.stride() == y.stride()
+
+
+def test_shrink_keeps_the_failure_and_simplifies() -> None:
+    def has_reduction(draws: list[int]) -> list[int] | None:
+        replay = ReplayChooser(draws)
+        case = generate_fusion(replay)
+        return replay.draws if any(op in ("sum", "max", "min", "mean") for op in case.ops) else None
+
+    seed = next(s for s in range(200) if has_reduction(_draws(f"s{s}")) and len(_draws(f"s{s}")) > 40)
+    draws = _draws(f"s{seed}")
+    small = shrink(draws, has_reduction, budget=60)
+    assert has_reduction(small) is not None
+    assert len(small) < len(draws)
+
+
+def _draws(seed: str) -> list[int]:
+    ch = RandomChooser(seed)
+    generate_fusion(ch)
+    return ch.draws
+
+
+def test_the_comparison_catches_differences() -> None:
+    ref = torch.tensor([1.0, float("nan"), 3.0])
+    assert mismatch_reason(ref.clone(), ref) is None
+    assert "differ" in mismatch_reason(torch.tensor([1.0, float("nan"), 3.1]), ref)
+    assert "differ" in mismatch_reason(torch.tensor([1.0, 2.0, 3.0]), ref)
+    assert "shape/dtype" in mismatch_reason(ref.half(), ref)
+    assert "differ" in mismatch_reason(torch.tensor([1, 2]), torch.tensor([1, 3]))
+    assert mismatch_reason(torch.tensor([1.0, 2.0]).bfloat16(), torch.tensor([1.004, 2.0]).bfloat16()) is None
