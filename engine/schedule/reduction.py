@@ -289,7 +289,8 @@ def reduction_heuristics(
         serial = ceil_div(red_n, bdimy)
         gdimy = 1
         if gdimx < dev.sm_count and serial >= 32:
-            gdimy = min(prev_pow2(serial // 8), max(1, prev_pow2(dev.sm_count // gdimx)))
+            # Two blocks per SM: one block of 256 threads keeps too few loads in flight.
+            gdimy = min(prev_pow2(serial // 8), max(1, prev_pow2(dev.sm_count * 2 // gdimx)))
         why.append(f"TIDx {bdimx} over {after_v} iteration vectors; TIDy {bdimy} over the "
                    f"reduction; BIDx {gdimx}; BIDy {gdimy} (grid reduction when columns < SMs)")
         p = ReductionParams(
