@@ -27,6 +27,7 @@ from fusescope.screens.open_file_screen import OpenFileScreen
 from fusescope.widgets.cuda_view import CudaView
 from fusescope.widgets.host_ir_view import HostIrView
 from fusescope.widgets.listing_view import ListingView
+from fusescope.widgets.options_view import OptionsApplied, OptionsView
 from fusescope.widgets.run_view import RunView
 from fusescope.widgets.schedule_view import ScheduleView
 from fusescope.widgets.segments_view import SegmentsView
@@ -51,6 +52,7 @@ class FusescopeApp(App[None]):
         Binding("u", "show_cuda", "CUDA"),
         Binding("x", "show_run", "Run"),
         Binding("h", "show_host_ir", "Host IR"),
+        Binding("t", "show_options", "Options"),
         Binding("tab", "focus_next", "Next pane", show=False),
         Binding("q", "quit", "Quit"),
     ]
@@ -62,6 +64,7 @@ class FusescopeApp(App[None]):
         self.selected_segment: int | None = None  # one selection for every view that shows segments
         self.run_timeout = DEFAULT_RUN_TIMEOUT_S  # a run longer than this stops the worker
         self._shown_compile: tuple[Session, CompileOptions] | None = None
+        self._compare_from: CompileOptions | None = None  # options before a change, to compare with
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -81,6 +84,8 @@ class FusescopeApp(App[None]):
                         yield RunView(id="run")
                     with TabPane("Host IR", id="tab-host-ir"):
                         yield HostIrView(id="host-ir")
+                    with TabPane("Options", id="tab-options"):
+                        yield OptionsView(id="options")
                 yield TransformView(id="transforms")
         yield Footer()
 
@@ -147,7 +152,7 @@ class FusescopeApp(App[None]):
     # ---- tabs -----------------------------------------------------------------------
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        if event.pane.id in COMPILE_TABS:
+        if event.pane.id in COMPILE_TABS or event.pane.id == "tab-options":
             self._start_compile()
         self._refresh_transforms()
 
@@ -166,25 +171,34 @@ class FusescopeApp(App[None]):
             return
         for view in self._compiled_views():
             view.loading = True
-        self._compile(self.session, self.options)
+        self._compile(self.session, self.options, self._compare_from)
 
     @work(thread=True, exclusive=True, group="compile")
-    def _compile(self, session: Session, options: CompileOptions) -> None:
+    def _compile(self, session: Session, options: CompileOptions, before: CompileOptions | None) -> None:
         # Session.compile turns engine failures into result.error; this catch is for bugs in
         # the adapter itself, so that the views never stay loading forever.
+        from fusescope.model import compare_compiles, failed_compile
+
         try:
             result = session.compile(options)
+            comparison = None
+            if before is not None:  # the options changed: say what that did
+                comparison = compare_compiles(session.compile(before), result, session.runs)
         except Exception as e:
-            from fusescope.model import failed_compile
-
             result = failed_compile(options, f"internal error: {type(e).__name__}: {e}")
-        self.post_message(CompileFinished(session, result))
+            comparison = None
+        self.post_message(CompileFinished(session, result, comparison))
 
     @on(CompileFinished)
     def _compile_finished(self, event: CompileFinished) -> None:
         if event.session is not self.session or event.result.options != self.options:
             return  # a fusion loaded or the options changed since; that compile will report
         self._shown_compile = (event.session, event.result.options)
+        if event.comparison is not None:
+            self._compare_from = None
+            self.query_one(OptionsView).show_comparison(event.comparison)
+            first = event.comparison.splitlines()[1] if "\n" in event.comparison else event.comparison
+            self.notify(first, title="Recompiled with the new options", timeout=6)
         for view in self._compiled_views():
             view.loading = False
             view.show_result(event.result)
@@ -210,13 +224,26 @@ class FusescopeApp(App[None]):
 
     def toggle_forwarding(self) -> None:
         """Recompile with the segmenter's forwarding switched (the views follow)."""
-        self.options = self.options.with_(forwarding=not self.options.forwarding)
-        self.notify(f"Compiling with {self.options.describe()}", timeout=3)
+        self.apply_options(self.options.with_(forwarding=not self.options.forwarding))
+
+    def apply_options(self, options: CompileOptions) -> None:
+        """Recompile with `options` in a worker; the Options tab then shows what changed."""
+        if options == self.options:
+            self.notify("The options are unchanged", timeout=3)
+            return
+        self._compare_from = self.options
+        self.options = options
+        self.query_one(OptionsView).show_options(options)
+        self.notify(f"Compiling with {options.describe()}", timeout=3)
         self._shown_compile = None
-        if self.query_one(TabbedContent).active not in COMPILE_TABS:
+        if self.query_one(TabbedContent).active not in COMPILE_TABS | {"tab-options"}:
             self.query_one(TabbedContent).active = "tab-segments"
         else:
             self._start_compile()
+
+    @on(OptionsApplied)
+    def _options_applied(self, event: OptionsApplied) -> None:
+        self.apply_options(event.options)
 
     # ---- runs ---------------------------------------------------------------------
     @on(RunRequested)
@@ -320,6 +347,10 @@ class FusescopeApp(App[None]):
     def action_show_host_ir(self) -> None:
         self.query_one(TabbedContent).active = "tab-host-ir"
         self.query_one(HostIrView).focus()
+
+    def action_show_options(self) -> None:
+        self.query_one(TabbedContent).active = "tab-options"
+        self.query_one("#opt-forwarding").focus()
 
     def action_reload(self) -> None:
         if self.session is None or self.session.path is None:

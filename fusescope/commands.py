@@ -26,7 +26,9 @@ class FusionCommands(Provider):
             ("Show segments", "The segment graph and the segmenter's decision log", app.action_show_segments),
             ("Show CUDA", "Each segment's kernel source, launch configuration and kernel IR", app.action_show_cuda),
             ("Show run and profile", "The per-segment figures of the last run", app.action_show_run),
-            ("Show host IR", "The host program (once the engine produces one)", app.action_show_host_ir),
+            ("Show host IR", "The host program and, after a cuda run, its stream timeline", app.action_show_host_ir),
+            ("Show options", "Forwarding, forced scheduler, heuristic overrides, device model, streams, "
+             "replacement kernels; recompile and compare", app.action_show_options),
             ("Run on the emulator", "The generated CUDA compiled with g++ and run on the CPU, checked "
              "against the reference", partial(app.start_run, "emulate")),
             ("Run on the reference", "torch on the CPU, segment by segment", partial(app.start_run, "reference")),

@@ -49,6 +49,7 @@ class CompileFinished(Message):
 
     session: Session
     result: CompileResult
+    comparison: str | None = None  # what changed against the options before (after a change)
 
 
 @dataclass

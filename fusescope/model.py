@@ -6,6 +6,7 @@ the UI can't reach into the IR and the engine can change behind this file.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -318,6 +319,43 @@ class CompileOptions:
             raise ValueError("options.kernel_sources must map segment ids to CUDA source text")
         return cls(fwd, force, streams, device, tuple(sorted(overrides.items())),
                    tuple(sorted((int(k), v) for k, v in sources.items())))
+
+
+def scheduler_names() -> list[str]:
+    """The engine's schedulers in priority order (what force_scheduler accepts)."""
+    from engine.schedule.registry import PRIORITY
+
+    return [str(p) for p in PRIORITY]
+
+
+def compare_compiles(before: CompileResult, after: CompileResult, runs: Sequence[RunResult] = ()) -> str:
+    """What changed from `before` to `after`: options, segment count, each segment's scheduler
+    and parameters, and the last run's total time under each (from `runs`)."""
+    out = [f"options: {before.options.describe()}  ->  {after.options.describe()}"]
+    if before.error or after.error:
+        out.append(f"before: {before.error or 'compiled'}; after: {after.error or 'compiled'}")
+        return "\n".join(out) + "\n"
+    out.append(f"segments: {len(before.segments)} -> {len(after.segments)}; boundary bytes: "
+               f"{human_bytes(before.boundary_bytes)} -> {human_bytes(after.boundary_bytes)}")
+    old = {s.id: s for s in before.segments}
+    for s in after.segments:
+        b = old.pop(s.id, None)
+        if b is None:
+            out.append(f"  g{s.id}: new ({s.scheduler}, {s.ops} ops)")
+        elif (b.scheduler, b.ops) != (s.scheduler, s.ops):
+            out.append(f"  g{s.id}: {b.scheduler}, {b.ops} ops -> {s.scheduler}, {s.ops} ops")
+        elif b.params != s.params or b.cuda_source != s.cuda_source:
+            changed = [f"{x} -> {y}" for x, y in zip(b.params.splitlines(), s.params.splitlines()) if x != y]
+            replaced = s.id in dict(after.options.kernel_sources)
+            what = "; ".join(ln.strip() for ln in changed) or (
+                "kernel source replaced by the user" if replaced else "the generated kernel differs")
+            out.append(f"  g{s.id} ({s.scheduler}): {what}")
+    out += [f"  g{sid}: gone ({b.scheduler}, {b.ops} ops)" for sid, b in old.items()]
+    for label, options in (("before", before.options), ("after", after.options)):
+        last = next((r for r in reversed(runs) if r.options == options and r.total_ms is not None), None)
+        out.append(f"last run {label}: " + (f"{fmt_ms(last.total_ms)} on {last.backend}" if last
+                                             else "none yet (x then e runs it)"))
+    return "\n".join(out) + "\n"
 
 
 class OptionError(ValueError):

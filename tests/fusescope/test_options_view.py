@@ -1,0 +1,79 @@
+"""The Options tab: change options, recompile in a worker, see what changed."""
+
+from __future__ import annotations
+
+import pytest
+from textual.widgets import Input, Switch, TabbedContent
+
+from fusescope import samples
+from fusescope.app import FusescopeApp
+from fusescope.model import load_session
+from fusescope.widgets.options_view import OptionsView
+from fusescope.widgets.segments_view import SegmentsView
+
+pytestmark = pytest.mark.asyncio
+
+
+async def settle(app: FusescopeApp, pilot: object) -> None:
+    await app.workers.wait_for_complete()
+    await pilot.pause()  # type: ignore[attr-defined]
+
+
+async def test_toggling_forwarding_recompiles_seed003_and_shows_the_difference() -> None:
+    path = samples.resolve("seed003_rope_bwd_small")
+    assert path.exists(), "bundled sample seed003_rope_bwd_small is missing"
+    session = load_session(path)
+    app = FusescopeApp(session)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.press("t")
+        await settle(app, pilot)
+        assert app.query_one(TabbedContent).active == "tab-options"
+        before = session.compile()
+        assert app.focused is app.query_one("#opt-forwarding", Switch)
+        await pilot.press("space")  # forwarding off
+        await pilot.press("ctrl+a")
+        await settle(app, pilot)
+        await settle(app, pilot)
+        assert not app.options.forwarding
+        after = session.compile(app.options)
+        view = app.query_one(OptionsView)
+        assert view.text.startswith("options: forwarding on, 4 streams  ->  forwarding off, 4 streams\n")
+        assert f"segments: {len(before.segments)} -> {len(after.segments)}" in view.text
+        # Without forwarding the forwarded chains stay in their own segments: the segments differ.
+        assert [(s.scheduler, s.ops) for s in before.segments] != [(s.scheduler, s.ops) for s in after.segments]
+        assert "expr_eval" in view.text
+        segments = app.query_one(SegmentsView)
+        assert segments.result is after and "forwarding off" in segments.border_title
+
+
+async def test_a_heuristic_override_changes_the_parameters_and_bad_input_is_refused() -> None:
+    path = samples.resolve("gelu_bias")
+    assert path.exists(), "bundled sample gelu_bias is missing"
+    app = FusescopeApp(load_session(path))
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.press("t")
+        await settle(app, pilot)
+        field = app.query_one("#opt-heuristics", Input)
+        field.value = "vectorization_factor=lots"
+        field.focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        errors = [n.message for n in app._notifications if n.severity == "error"]
+        assert any("'lots' is not a number" in m for m in errors) and app.options.heuristic_overrides == ()
+        field.value = "g0.vectorization_factor=2"
+        await pilot.press("enter")
+        await settle(app, pilot)
+        await settle(app, pilot)
+        assert app.options.heuristic_overrides == (("g0.vectorization_factor", 2),)
+        assert "g0 (pointwise): vectorization_factor: 8 -> vectorization_factor: 2" in app.query_one(OptionsView).text
+        field.value = "no_such_parameter=1"  # the engine refuses it: the compile error is shown
+        await pilot.press("enter")
+        await settle(app, pilot)
+        await settle(app, pilot)
+        errors = [n.message for n in app._notifications if n.severity == "error"]
+        assert any("no_such_parameter" in m for m in errors)
+        await pilot.press("escape")
+        await pilot.click("#opt-reset")
+        await settle(app, pilot)
+        await settle(app, pilot)
+        assert app.options.heuristic_overrides == () and app.session.compiled(app.options).ok
