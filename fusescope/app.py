@@ -24,6 +24,7 @@ from fusescope.messages import (
 from fusescope.model import DEFAULT_RUN_TIMEOUT_S, CompileOptions, LoadError, RunResult, Session, load_session
 from fusescope.screens.help_screen import HelpScreen, KeyRow
 from fusescope.screens.open_file_screen import OpenFileScreen
+from fusescope.screens.save_screen import SaveScreen
 from fusescope.widgets.cuda_view import CudaView
 from fusescope.widgets.host_ir_view import HostIrView
 from fusescope.widgets.listing_view import ListingView
@@ -53,6 +54,8 @@ class FusescopeApp(App[None]):
         Binding("x", "show_run", "Run"),
         Binding("h", "show_host_ir", "Host IR"),
         Binding("t", "show_options", "Options"),
+        Binding("b", "save_bundle", "Save bundle"),
+        Binding("w", "export", "Export"),
         Binding("tab", "focus_next", "Next pane", show=False),
         Binding("q", "quit", "Quit"),
     ]
@@ -114,6 +117,7 @@ class FusescopeApp(App[None]):
         self.query_one(RunView).clear()
         if session.runs:  # a bundle's recorded runs
             self.query_one(RunView).show_runs(session.runs)
+        self.query_one(HostIrView).show_timeline(session.runs)
         self.selected_segment = None
         self._shown_compile = None
         if self.query_one(TabbedContent).active in COMPILE_TABS:
@@ -280,6 +284,7 @@ class FusescopeApp(App[None]):
             return  # a fusion loaded since; the Run view was cleared then
         result = event.result
         self.query_one(RunView).show_runs(event.session.runs)
+        self.query_one(HostIrView).show_timeline(event.session.runs)
         if result.status == "ok":
             self.notify(f"Run on {result.backend}: {result.message}", timeout=4)
         elif result.status == "mismatch":
@@ -351,6 +356,47 @@ class FusescopeApp(App[None]):
     def action_show_options(self) -> None:
         self.query_one(TabbedContent).active = "tab-options"
         self.query_one("#opt-forwarding").focus()
+
+    def action_save_bundle(self) -> None:
+        if self.session is None:
+            self.notify("Open a fusion first", severity="warning")
+            return
+        default = f"{Path(self.session.title).stem}.bundle.json"
+        self.push_screen(SaveScreen("Save the session (fusion, options, runs) as a bundle", default),
+                         self.save_bundle)
+
+    def save_bundle(self, path: str | None) -> None:
+        from fusescope.bundle import BundleError, save
+
+        if not path or self.session is None:
+            return
+        try:
+            written = save(self.session, path)
+        except BundleError as e:
+            self.notify(str(e), title="Bundle not saved", severity="error", timeout=10)
+            return
+        self.notify(f"Saved {written} ({len(self.session.runs)} run(s))")
+
+    def action_export(self) -> None:
+        tab = self.query_one(TabbedContent).active.removeprefix("tab-")
+        self.push_screen(SaveScreen(
+            "Export: .svg saves a screenshot, .csv the Run table, any other name the current view's text",
+            f"fusescope-{tab}.txt"), self.export)
+
+    def export(self, path: str | None) -> None:
+        from fusescope.exports import ViewExportError, export_view
+
+        if not path:
+            return
+        try:
+            self.notify(export_view(self, path))
+        except ViewExportError as e:
+            self.notify(str(e), title="Export failed", severity="error", timeout=10)
+
+    def current_view_text(self) -> str:
+        """The text of what the current tab shows (what an export to a text file writes)."""
+        view = self.query_one(f"#{self.query_one(TabbedContent).active} > *")
+        return str(getattr(view, "export_text", None) or getattr(view, "text", ""))
 
     def action_reload(self) -> None:
         if self.session is None or self.session.path is None:

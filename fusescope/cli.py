@@ -11,7 +11,11 @@
     fusescope show FILE --host-ir     the host-IR program (once the engine has one)
     fusescope run FILE [--backend emulate|reference|cuda] [--profile] [--json]
     fusescope export FILE --format dot|json|mermaid|svg -o OUT
+    fusescope serve [FILE]            the TUI in a web browser (needs textual-serve)
     fusescope list                    list the bundled samples
+
+FILE may also be a session bundle (.json, saved with `run --save-bundle` or key b in the TUI):
+`show BUNDLE --runs` prints its recorded runs, `run BUNDLE` replays it with its options.
 
 FILE is a path or the name of a bundled sample. Mistakes a user can make (a missing file, a
 malformed fusion, an unknown tensor) print one line and exit 2; only --debug shows tracebacks.
@@ -34,7 +38,7 @@ EXIT_USAGE = 2
 EXIT_INTERNAL = 1
 EXIT_MISMATCH = 3
 EXIT_RUN_FAILED = 4
-SUBCOMMANDS = ("show", "list", "run", "export")
+SUBCOMMANDS = ("show", "list", "run", "export", "serve")
 BACKENDS = ("emulate", "reference", "cuda")  # model.BACKENDS; repeated so --help needs no engine
 EXPORT_FORMATS = ("dot", "json", "mermaid", "svg")
 
@@ -80,6 +84,7 @@ def _show_parser() -> argparse.ArgumentParser:
     what.add_argument("--cuda", action="store_true", help="the generated CUDA source of each kernel")
     what.add_argument("--kernel-ir", action="store_true", help="the kernel IR of each kernel")
     what.add_argument("--host-ir", action="store_true", help="the host-IR program (when the engine has one)")
+    what.add_argument("--runs", action="store_true", help="a bundle's recorded runs (no GPU needed)")
     p.add_argument("--segment", type=int, metavar="N", help="with --cuda or --kernel-ir: only segment N")
     p.add_argument("--json", action="store_true",
                    help="machine-readable output (with --segments, --cuda, --kernel-ir, --host-ir)")
@@ -119,6 +124,8 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="the result as JSON")
     p.add_argument("--timeout", type=float, default=None, metavar="S",
                    help="stop the worker process after S seconds (default 300)")
+    p.add_argument("--save-bundle", metavar="OUT.json",
+                   help="save the session (fusion, options, this run's results, device, versions) as a bundle")
     _add_compile_options(p)
     p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     return p
@@ -131,6 +138,16 @@ def _export_parser() -> argparse.ArgumentParser:
                    help="dot (graphviz), json (versioned schema), mermaid, or svg (needs graphviz's dot)")
     p.add_argument("-o", "--output", required=True, metavar="OUT", help="file to write; - for stdout (text formats)")
     _add_compile_options(p)
+    p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    return p
+
+
+def _serve_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="fusescope serve",
+                                description="Serve the TUI in a web browser (needs the textual-serve package).")
+    p.add_argument("file", nargs="?", help="fusion file or bundle to open (default: a bundled sample)")
+    p.add_argument("--host", default="localhost", help="address to listen on (default localhost)")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     return p
 
@@ -156,6 +173,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif command == "export":
         args = _export_parser().parse_args(args_in[1:])
         run = _cmd_export
+    elif command == "serve":
+        args = _serve_parser().parse_args(args_in[1:])
+        run = _cmd_serve
     else:
         args = _top_parser().parse_args(args_in)
         run = _cmd_tui
@@ -252,6 +272,11 @@ def _cmd_show(args: argparse.Namespace) -> int:
         _emit_json(compiled.to_dict()) if args.json else _emit(compiled.summary())
     elif args.cuda or args.kernel_ir:
         _show_kernels(_compiled(session, args), args)
+    elif args.runs:
+        if not session.runs:
+            raise CliError(f"{args.file} has no recorded runs (only a bundle saved after a run has some)")
+        for k, run in enumerate(session.runs, start=1):
+            _emit(f"== run {k} of {len(session.runs)}\n" + run.report())
     elif args.host_ir:
         compiled = _compiled(session, args)
         if compiled.host_ir is None:
@@ -306,13 +331,23 @@ def _show_kernels(compiled, args: argparse.Namespace) -> None:  # compiled: mode
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from fusescope.model import DEFAULT_RUN_TIMEOUT_S
+    from fusescope.model import DEFAULT_RUN_TIMEOUT_S, CompileOptions
 
     session = _load(args.file)
     timeout = args.timeout if args.timeout is not None else DEFAULT_RUN_TIMEOUT_S
     if timeout <= 0:
         raise CliError("--timeout must be positive")
-    result = session.run(args.backend, _options(args), profile=args.profile, timeout=timeout)
+    options = _options(args)
+    if session.runs and options == CompileOptions():
+        options = session.runs[-1].options  # a bundle replays with the options it recorded
+    result = session.run(args.backend, options, profile=args.profile, timeout=timeout)
+    if args.save_bundle:
+        from fusescope.bundle import BundleError, save
+
+        try:
+            save(session, args.save_bundle)
+        except BundleError as e:
+            raise CliError(str(e)) from None
     if args.json:
         _emit_json(result.to_dict())
     elif result.segments or result.outputs:
@@ -363,6 +398,21 @@ def _cmd_tui(args: argparse.Namespace) -> int:
     from fusescope.app import FusescopeApp  # Textual loads only when the TUI is wanted
 
     FusescopeApp(session).run()
+    return 0
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        from textual_serve.server import Server
+    except ImportError:
+        raise CliError("fusescope serve needs the textual-serve package: pip install textual-serve") from None
+    import shlex
+
+    command = f"{shlex.quote(sys.executable)} -m fusescope"
+    if args.file:
+        _load(args.file)  # a bad file is refused here, in one line, not in the browser
+        command += f" {shlex.quote(str(samples.resolve(args.file)))}"
+    Server(command, host=args.host, port=args.port, title="fusescope").serve()
     return 0
 
 

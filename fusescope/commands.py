@@ -34,6 +34,10 @@ class FusionCommands(Provider):
             ("Run on the reference", "torch on the CPU, segment by segment", partial(app.start_run, "reference")),
             ("Run on the GPU (cuda)", "Needs a CUDA GPU; with profiling: GB/s, % of peak, registers, occupancy",
              partial(app.start_run, "cuda")),
+            ("Save session bundle…", "The fusion, its options and every run as versioned JSON (reopens "
+             "without a GPU)", app.action_save_bundle),
+            ("Export…", "The current view's text to a file, the Run table to .csv, or a screenshot to .svg",
+             app.action_export),
             (f"Compile with forwarding {'off' if app.options.forwarding else 'on'}",
              "Recompile with the segmenter's input forwarding switched", app.toggle_forwarding),
         ]

@@ -199,6 +199,15 @@ def load_session(path: str | Path) -> Session:
         raise LoadError(f"no such file: {p}")
     if p.is_dir():
         raise LoadError(f"{p} is a folder, not a fusion file")
+    if p.suffix.lower() == ".json":  # a session bundle: its fusion and recorded runs
+        from fusescope.bundle import BundleError, load
+
+        try:
+            session = load(p)
+        except BundleError as e:
+            raise LoadError(str(e)) from None
+        session.path = p
+        return session
     try:
         fd = load_fusion(str(p))
     except (EngineError, OSError, UnicodeDecodeError) as e:
@@ -209,6 +218,29 @@ def load_session(path: str | Path) -> Session:
     except (OSError, UnicodeDecodeError):
         pass  # read a moment ago by the engine; if it vanished, fusion_source() writes the fd
     return session
+
+
+def session_from_source(source: str, title: str) -> Session:
+    """A session from fusion-file text (a bundle's): parsed by the engine, never executed."""
+    from engine import loads_fusion
+
+    try:
+        fd = loads_fusion(source, title)
+    except EngineError as e:
+        raise LoadError(_one_line(f"{type(e).__name__}: {e}")) from e
+    session = Session.from_definition(fd, title=title)
+    session.source = source
+    return session
+
+
+def input_specs(session: Session) -> list[dict[str, object]]:
+    """Shape, dtype and strides of each example input (sizes only: meta tensors)."""
+    try:
+        xs = session.fd.example_inputs(device="meta")
+    except Exception:  # no inputs list, or specs the engine cannot build: nothing to record
+        return []
+    return [{"shape": list(x.shape), "dtype": str(x.dtype).removeprefix("torch."), "strides": list(x.stride())}
+            if hasattr(x, "shape") else {"scalar": repr(x)} for x in xs]
 
 
 def _one_line(text: str) -> str:
@@ -833,6 +865,60 @@ class RunResult:
             "outputs": [o.to_dict() for o in self.outputs],
             "timeline": [t.to_dict() for t in self.timeline],
         }
+
+
+def _field(d: dict[str, Any], key: str, kinds: tuple[type, ...], where: str, optional: bool = False) -> Any:
+    """d[key], checked to be one of `kinds` (bool is not a number here); ValueError names it."""
+    if key not in d:
+        if optional:
+            return None
+        raise ValueError(f"{where}.{key} is missing")
+    v = d[key]
+    if v is None and optional:
+        return None
+    if isinstance(v, bool) and bool not in kinds:
+        raise ValueError(f"{where}.{key} must be {' or '.join(k.__name__ for k in kinds)}, got a boolean")
+    if not isinstance(v, kinds):
+        raise ValueError(f"{where}.{key} must be {' or '.join(k.__name__ for k in kinds)}, got {type(v).__name__}")
+    return v
+
+
+def _record(d: object, cls: type, where: str) -> Any:
+    """A frozen dataclass from its to_dict form: every field typed as declared."""
+    import dataclasses
+
+    if not isinstance(d, dict):
+        raise ValueError(f"{where} must be an object, got {type(d).__name__}")
+    kinds = {"str": (str,), "int": (int,), "float": (float, int), "bool": (bool,)}
+    values = {}
+    for f in dataclasses.fields(cls):
+        ann = str(f.type)
+        base = ann.split(" | ")[0]
+        optional = "None" in ann or f.default is not dataclasses.MISSING
+        values[f.name] = _field(d, f.name, kinds.get(base, (str,)), where, optional)
+        if values[f.name] is None and f.default is not dataclasses.MISSING:
+            values[f.name] = f.default
+    return cls(**values)
+
+
+def run_from_dict(d: object, where: str = "run") -> RunResult:
+    """The inverse of RunResult.to_dict; ValueError (one line) names the field at fault."""
+    if not isinstance(d, dict):
+        raise ValueError(f"{where} must be an object, got {type(d).__name__}")
+    status = _field(d, "status", (str,), where)
+    if status not in ("ok", "mismatch", "error", "crashed", "timeout"):
+        raise ValueError(f"{where}.status {status!r} is not a run status")
+    lists = {k: _field(d, k, (list,), where, optional=True) or [] for k in ("segments", "outputs", "timeline")}
+    return RunResult(
+        backend=_field(d, "backend", (str,), where), status=status, message=_field(d, "message", (str,), where),
+        options=CompileOptions.from_dict(_field(d, "options", (dict,), where)),
+        profiled=_field(d, "profiled", (bool,), where), timing=_field(d, "timing", (str,), where),
+        device=_field(d, "device", (str,), where), wall_s=float(_field(d, "wall_s", (float, int), where)),
+        boundary_bytes=_field(d, "boundary_bytes", (int,), where, optional=True),
+        segments=tuple(_record(x, SegmentRun, f"{where}.segments[{k}]") for k, x in enumerate(lists["segments"])),
+        outputs=tuple(_record(x, OutputCheck, f"{where}.outputs[{k}]") for k, x in enumerate(lists["outputs"])),
+        timeline=tuple(_record(x, TimelineRow, f"{where}.timeline[{k}]") for k, x in enumerate(lists["timeline"])),
+    )
 
 
 def fmt_ms(ms: float | None) -> str:

@@ -1,5 +1,5 @@
-"""The Host IR tab: the host program that launches the kernels (stream loops and all), once
-the engine's compilation produces one; until then it says so."""
+"""The Host IR tab: the host program that launches the kernels (stream loops and all) and,
+after a run on the GPU, its stream timeline: which op ran on which stream, when."""
 
 from __future__ import annotations
 
@@ -15,11 +15,16 @@ from fusescope.render.highlight import highlight
 from fusescope.widgets.copying import copy_text
 
 if TYPE_CHECKING:
-    from fusescope.model import CompileResult
+    from fusescope.model import CompileResult, RunResult
 
 PLACEHOLDER = "The fusion is compiled when this tab opens (key h)."
 NOT_YET = ("Host IR is not available yet: this engine's compilation has no host-IR program. "
            "It is being added to the engine; this tab shows it as soon as compile_fusion produces it.")
+
+
+NO_TIMELINE = ("Stream timeline: none yet. It needs a run on the GPU (the cuda back end: key d on the "
+               "Run tab, or a bundle recorded on a GPU).")
+TIMELINE_BAR = 40
 
 
 class HostIrView(VerticalScroll, can_focus=True):
@@ -47,9 +52,12 @@ class HostIrView(VerticalScroll, can_focus=True):
         self.shown = PLACEHOLDER  # what the tab says, as plain text
         self.result: CompileResult | None = None
         self._body = Static(Text(PLACEHOLDER, style="dim italic"))
+        self.timeline_text = NO_TIMELINE
+        self._timeline = Static(Text(NO_TIMELINE, style="dim italic"), id="host-timeline")
 
     def compose(self) -> ComposeResult:
         yield self._body
+        yield self._timeline
 
     def clear(self) -> None:
         self.result = None
@@ -70,6 +78,31 @@ class HostIrView(VerticalScroll, can_focus=True):
         else:
             self.text = self.shown = result.host_ir
             self._body.update(highlight(result.host_ir))
+
+    @property
+    def export_text(self) -> str:
+        return self.text + self.timeline_text
+
+    def show_timeline(self, runs: list[RunResult]) -> None:
+        """The timeline of the last run that recorded one (cuda runs do)."""
+        run = next((r for r in reversed(runs) if r.timeline), None)
+        if run is None:
+            last = runs[-1].backend if runs else None
+            self.timeline_text = NO_TIMELINE + (f" The last run was on {last}." if last else "")
+            self._timeline.update(Text("\n" + self.timeline_text, style="dim italic"))
+            return
+        end = max(e.end_ms for e in run.timeline) or 1.0
+        lines = Text(f"\nStream timeline ({run.device or run.backend}, {len(run.timeline)} ops, {end:.3f} ms)\n",
+                     style="bold")
+        lines.append(f"{'op':<30} {'stream':<8} {'iter':>4} {'start ms':>9} {'end ms':>9}  time\n", style="dim")
+        for e in run.timeline:
+            a = round(e.start_ms / end * TIMELINE_BAR)
+            b = max(a + 1, round(e.end_ms / end * TIMELINE_BAR))
+            it = "-" if e.iteration is None else str(e.iteration)
+            lines.append(f"{e.op[:30]:<30} {e.stream:<8} {it:>4} {e.start_ms:9.3f} {e.end_ms:9.3f}  ")
+            lines.append(" " * a + "█" * (b - a) + "\n", style="cyan" if e.stream == "caller" else "magenta")
+        self.timeline_text = lines.plain
+        self._timeline.update(lines)
 
     def action_copy(self) -> None:
         copy_text(self, self.text, "the host IR")
