@@ -237,7 +237,7 @@ class FusionGenerator:
             return None
         b, shape = self.partner(a)
         if not isinstance(b, TensorView) or not b.dtype.is_float:
-            b = a.tv
+            b, shape = a.tv, a.shape
         return self.add(self.fd.ops.lerp(a.tv, b, choice(self.ch, [0.25, 0.5, 2.0])), shape, "lerp")
 
     def sanitized(self, v: Val) -> TensorView:
