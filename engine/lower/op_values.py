@@ -105,8 +105,11 @@ def _pad(low: ExprLowering, expr: ex.PadOp, out: TensorView, c_index) -> str:
     acc = low.read(inp, out, c_index)
     conds: list[str] = []
     for k, pid in enumerate(_logical_noreduction(inp)):
+        oid = _logical_noreduction(out)[k]
+        if isinstance(oid.definition, Resize) and oid in c_index:
+            conds += _inside_conds(low, out, k, c_index)
+            continue
         if pid.is_broadcast:
-            conds += _padded_broadcast_conds(low, out, k, c_index)
             continue
         ix = acc.index.get(pid)
         if ix is None:
@@ -123,15 +126,15 @@ def _pad(low: ExprLowering, expr: ex.PadOp, out: TensorView, c_index) -> str:
     return f"(({' && '.join(conds)}) ? {inside} : {val})"
 
 
-def _padded_broadcast_conds(low: ExprLowering, out: TensorView, dim: int, c_index) -> list[str]:
-    """Where a pad widens a broadcast axis, the producer's index is always 0 and says nothing:
-    the consumer's index on the resized axis must fall in the unpadded range."""
+def _inside_conds(low: ExprLowering, out: TensorView, dim: int, c_index) -> list[str]:
+    """The consumer's index on a padded axis falls in the unpadded range. Tested on the
+    consumer's index, which is never negative: the producer's (index - left) may be, and the
+    thread and block indices it is made of are unsigned in CUDA. A broadcast producer axis
+    (always index 0) has only this test."""
     oid = _logical_noreduction(out)[dim]
-    if not isinstance(oid.definition, Resize) or oid not in c_index:
-        return []
     lo, hi = _unpadded_range(low, out, dim)
     term = _w(c_index[oid].term)
-    return [f"{term} >= {lo}", f"{term} < {hi}"]
+    return ([f"{term} >= {lo}"] if lo > 0 else []) + ([f"{term} < {hi}"] if hi < low.ext.of(oid) else [])
 
 
 def _unpadded_range(low: ExprLowering, tv: TensorView, dim: int) -> tuple[int, int]:
