@@ -119,11 +119,16 @@ class ExprLowering:
         return self.loop_seeded_index(out, loops, len(loops))
 
     def forwarded(self, node: LoopNode, own: IterDomain) -> bool:
-        """The loop runs a larger (promoted) id than `own`: a consumer merged a broadcast in."""
-        return not (own.is_broadcast and own not in self.ext.promoted) and \
-            self.ext.of(own) != self.ext.of(node.concrete)
+        """The loop runs a larger (promoted) id than `own`: a consumer merged a broadcast in.
+        Split outputs may have the loop's extent and still split a smaller id (a tensor
+        before a broadcast, in the loop of the tensor after it): their split inputs differ."""
+        if own.is_broadcast and own not in self.ext.promoted:
+            return False
+        return self.ext.of(own) != self.ext.of(node.concrete) or \
+            self.ext.of(_unsplit(own)) != self.ext.of(_unsplit(node.concrete))
 
-    def loop_seeded_index(self, tv: TensorView, loops: list[LoopNode], upto: int) -> dict[IterDomain, Ix]:
+    def loop_seeded_index(self, tv: TensorView, loops: list[LoopNode], upto: int,
+                          avoid: frozenset[TensorView] = frozenset()) -> dict[IterDomain, Ix]:
         """Indices of `tv`'s ids from the loops below `upto`.
 
         Loop ids the loops run directly take the loop's index; the positions shared with
@@ -138,12 +143,31 @@ class ExprLowering:
             elif not self.forwarded(loops[k], i):
                 known[i] = self.loop_index(loops[k], i)
         m = min(upto, tv.compute_at_pos)
-        consumers = consumers_of(tv) if m > 0 else []
+        consumers = [c for c in consumers_of(tv) if c not in avoid] if m > 0 else []
         if consumers:
-            c_idx = self.loop_seeded_index(consumers[0], loops, m)
+            c_idx = self.loop_seeded_index(consumers[0], loops, m, avoid)
             for pid, ix in producer_known(tv, consumers[0], c_idx, self.ext).items():
                 known.setdefault(pid, ix)
+        elif any(self.forwarded(loops[k], tv.axis(k)) for k in range(min(upto, tv.nloop))):
+            self._seed_from_producer(tv, loops, upto, known, avoid | {tv})
         return propagate(tv, known, self.ext)
+
+    def _seed_from_producer(self, tv: TensorView, loops: list[LoopNode], upto: int,
+                            known: dict[IterDomain, Ix], avoid: frozenset[TensorView]) -> None:
+        """A tensor no consumer is inlined into, in loops that run another tensor's (larger)
+        ids: its logical indices are those of an inlined producer's, whose own indices come
+        through that producer's other consumers (as nvFuser's loop promotion gives them)."""
+        from engine.analysis.logical_map import logical_map
+
+        d = tv.definition
+        for p in (d.inputs if d is not None else []):
+            if not isinstance(p, TensorView) or p.compute_at_pos == 0:
+                continue
+            p_idx = self.loop_seeded_index(p, loops, min(upto, p.compute_at_pos), avoid)
+            for pid, cid in logical_map(p, tv, map_broadcast=False).items():
+                if pid in p_idx:
+                    known.setdefault(cid, p_idx[pid])
+            return
 
     def thread_predicates(self, loops: list[LoopNode], out: TensorView | None = None) -> list[str]:
         preds: list[str] = []
@@ -341,6 +365,13 @@ class ExprLowering:
 
     def converted(self, text: str, src: DataType, dst: DataType) -> str:
         return text if src == dst else ops_table.cast(text, src, dst)
+
+
+def _unsplit(i: IterDomain) -> IterDomain:
+    """The id `i` was split from, through any number of splits (itself when not split)."""
+    while isinstance(i.definition, Split):
+        i = i.definition.inputs[0]
+    return i
 
 
 def _checked_ids(tv: TensorView) -> list[IterDomain]:

@@ -96,6 +96,13 @@ def _nest_text(nest: list[LoopNode | Expr], depth: int = 0) -> list[str]:
     return out
 
 
+# CUDA's launch limits per dimension (gridDim.x is 2^31 - 1, larger than any extent here).
+_DIM_LIMITS = {
+    ParallelType.block_x: 1024, ParallelType.block_y: 1024, ParallelType.block_z: 64,
+    ParallelType.grid_y: 65535, ParallelType.grid_z: 65535,
+}
+
+
 def _is_virtual(i, ext: Extents) -> bool:
     return i.parallel_type in _DIMS or ext.of(i) == 1
 
@@ -110,6 +117,12 @@ def _parallel_dims(nest: Nest, ext: Extents) -> dict[ParallelType, int]:
     threads = dims.get(ParallelType.block_x, 1) * dims.get(ParallelType.block_y, 1) * dims.get(ParallelType.block_z, 1)
     if threads > 1024:
         raise CompileError(f"the schedule asks for {threads} threads per block (at most 1024)")
+    for pt, n in dims.items():
+        if n > _DIM_LIMITS.get(pt, n):
+            raise CompileError(
+                f"the schedule binds {n} iterations to {pt.name} ({pt.value}); CUDA allows at most "
+                f"{_DIM_LIMITS[pt]}"
+            )
     return dims
 
 

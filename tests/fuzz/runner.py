@@ -146,17 +146,18 @@ def fusion_of(made: Any) -> Any:
 
 
 def shrink_and_save(mode: str, seed: int, index: int, out_dir: Path, do_shrink: bool = True,
-                    budget: int = 60) -> Path | None:
-    """Rebuild a failing case, shrink it while it fails the same way, write its fusion file."""
+                    budget: int = 60, force: bool = False) -> Path | None:
+    """Rebuild a failing case, shrink it while it fails the same way, write its fusion file
+    (with `force`, a case that passes or is refused is written too, unshrunk)."""
     from engine import dumps_fusion
     from tests.fuzz.shrink import shrink
 
     first = RandomChooser(case_key(mode, seed, index))
     outcome, made = run_case(mode, first)
-    if outcome.kind in ("pass", "refused"):
+    if outcome.kind in ("pass", "refused") and not force:
         return None
     draws = first.draws
-    if do_shrink:
+    if do_shrink and not force:
         def still_fails(candidate: list[int]) -> list[int] | None:
             replay = ReplayChooser(candidate)
             o, _ = run_case(mode, replay)
@@ -215,12 +216,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--nvcc-every", type=int, default=0)
     ap.add_argument("--deadline", type=float, default=0.0)
     ap.add_argument("--no-shrink", action="store_true")
+    ap.add_argument("--force", action="store_true", help="write the case even if it passes now")
     ap.add_argument("--out", type=Path, default=REPO / "fuzz_failures")
     a = ap.parse_args(argv)
     if a.action == "worker":
         worker(a.mode, a.seed, a.start, a.stop, a.nvcc_every, a.deadline)
         return
-    path = shrink_and_save(a.mode, a.seed, a.index, a.out, not a.no_shrink)
+    path = shrink_and_save(a.mode, a.seed, a.index, a.out, not a.no_shrink, force=a.force)
     if path is not None:
         print(path)
 

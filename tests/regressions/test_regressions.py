@@ -19,9 +19,12 @@ import sys
 from engine import load_fusion
 from tests.fuzz.harness import run_compiled
 for path in sys.argv[1:]:
-    fd = load_fusion(path)
-    o = run_compiled(fd, fd.example_inputs(seed=0))
-    print(path, o.kind, o.category, o.detail.replace(chr(10), ' / ')[:2000], flush=True)
+    try:
+        fd = load_fusion(path)
+        o = run_compiled(fd, fd.example_inputs(seed=0))
+        print(path, o.kind, o.category, o.detail.replace(chr(10), ' / ')[:2000], flush=True)
+    except Exception as e:
+        print(path, "error", type(e).__name__, str(e).replace(chr(10), ' / ')[:2000], flush=True)
 """
 
 
