@@ -97,6 +97,47 @@ struct FsWelfordWorkStore {
   }
 };
 
+// Where this thread and block stand in a grid reduction: r = index among the reduced,
+// R = their count, seg = the index of its segment (threads, then blocks), t_S = thread
+// segments per block.
+struct FsGridCoords {
+  unsigned t_r, t_R, t_seg, b_r, b_R, b_seg;
+  nvfuser_index_t t_S;
+};
+
+template <bool X_BLOCK, bool Y_BLOCK, bool Z_BLOCK, bool X_THREAD, bool Y_THREAD, bool Z_THREAD>
+FS_DEVICE FsGridCoords fsGridCoords() {
+  FsGridCoords c;
+  fsReduceCoords<X_THREAD, Y_THREAD, Z_THREAD>(threadIdx.x, threadIdx.y, threadIdx.z, blockDim.x,
+                                               blockDim.y, blockDim.z, c.t_r, c.t_R, c.t_seg);
+  c.t_S = static_cast<nvfuser_index_t>(blockDim.x) * blockDim.y * blockDim.z / c.t_R;
+  fsReduceCoords<X_BLOCK, Y_BLOCK, Z_BLOCK>(blockIdx.x, blockIdx.y, blockIdx.z, gridDim.x,
+                                            gridDim.y, gridDim.z, c.b_r, c.b_R, c.b_seg);
+  return c;
+}
+
+// Whether this block is the last of `count` to arrive at `*flag` (then the flag is reset).
+FS_DEVICE bool fsArriveLast(nvfuser_index_t* flag, unsigned count) {
+  __shared__ int fs_group_last;
+  __threadfence();  // this block's partials are visible device-wide before it counts
+  __syncthreads();
+  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
+    const unsigned long long old = atomicAdd(reinterpret_cast<unsigned long long*>(flag), 1ull);
+    const bool last = old + 1 == static_cast<unsigned long long>(count);
+    if (last) {
+      *flag = 0;  // every other block has already counted
+    }
+    fs_group_last = last ? 1 : 0;
+  }
+  __syncthreads();
+  const bool last = fs_group_last != 0;
+  __syncthreads();  // all have read the flag before another call may overwrite it
+  if (last) {
+    __threadfence();
+  }
+  return last;
+}
+
 // The shared core: V is the value (T, or FsWelford<T>), Work and Smem the storages.
 template <bool X_BLOCK, bool Y_BLOCK, bool Z_BLOCK, bool X_THREAD, bool Y_THREAD, bool Z_THREAD,
           typename V, typename Op, typename Work, typename Smem>
@@ -105,42 +146,19 @@ __device__ bool fsGridReduceImpl(V& out, V val, Op op, V init, const Work& work,
   // 1. Within the block: every thread gets its thread segment's partial.
   const V partial = fsBlockAllReduceImpl<X_THREAD, Y_THREAD, Z_THREAD>(val, op, smem);
 
-  unsigned t_r, t_R, t_seg;
-  fsReduceCoords<X_THREAD, Y_THREAD, Z_THREAD>(threadIdx.x, threadIdx.y, threadIdx.z,
-                                               blockDim.x, blockDim.y, blockDim.z, t_r, t_R,
-                                               t_seg);
-  const nvfuser_index_t t_S =
-      static_cast<nvfuser_index_t>(blockDim.x) * blockDim.y * blockDim.z / t_R;
-  unsigned b_r, b_R, b_seg;
-  fsReduceCoords<X_BLOCK, Y_BLOCK, Z_BLOCK>(blockIdx.x, blockIdx.y, blockIdx.z, gridDim.x,
-                                            gridDim.y, gridDim.z, b_r, b_R, b_seg);
+  const FsGridCoords c = fsGridCoords<X_BLOCK, Y_BLOCK, Z_BLOCK, X_THREAD, Y_THREAD, Z_THREAD>();
+  const unsigned t_r = c.t_r, t_R = c.t_R, t_seg = c.t_seg, b_r = c.b_r, b_R = c.b_R, b_seg = c.b_seg;
+  const nvfuser_index_t t_S = c.t_S;
 
   // 2. One thread per thread segment publishes the partial: slot (b_seg, b_r, t_seg).
   const nvfuser_index_t block_base = (static_cast<nvfuser_index_t>(b_seg) * b_R) * t_S;
   if (t_r == 0) {
     work.store(block_base + static_cast<nvfuser_index_t>(b_r) * t_S + t_seg, partial);
   }
-  __threadfence();  // partials are visible device-wide before the arrival is counted
-  __syncthreads();
-
   // 3. Count this block's arrival; the last one of the block segment finishes.
-  __shared__ int fs_grid_last_block;
-  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
-    const unsigned long long old =
-        atomicAdd(reinterpret_cast<unsigned long long*>(sync_flags + b_seg), 1ull);
-    const bool last = old + 1 == static_cast<unsigned long long>(b_R);
-    if (last) {
-      sync_flags[b_seg] = 0;  // every other block of the segment has already counted
-    }
-    fs_grid_last_block = last ? 1 : 0;
-  }
-  __syncthreads();
-  const bool last = fs_grid_last_block != 0;
-  __syncthreads();  // all have read the flag before another call may overwrite it
-  if (!last) {
+  if (!fsArriveLast(sync_flags + b_seg, b_R)) {
     return false;
   }
-  __threadfence();
 
   // 4. The last block: its threads of each thread segment split the b_R partials, then
   // combine them within the block (same tree as above, so every thread gets the result).
@@ -194,28 +212,6 @@ FS_DEVICE void fsGroupPublish(T* work, nvfuser_index_t stride, nvfuser_index_t s
   }
 }
 
-// Whether this block is the last of `count` to arrive at `*flag` (then the flag is reset).
-FS_DEVICE bool fsArriveLast(nvfuser_index_t* flag, unsigned count) {
-  __shared__ int fs_group_last;
-  __threadfence();  // this block's partials are visible device-wide before it counts
-  __syncthreads();
-  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
-    const unsigned long long old = atomicAdd(reinterpret_cast<unsigned long long*>(flag), 1ull);
-    const bool last = old + 1 == static_cast<unsigned long long>(count);
-    if (last) {
-      *flag = 0;  // every other block has already counted
-    }
-    fs_group_last = last ? 1 : 0;
-  }
-  __syncthreads();
-  const bool last = fs_group_last != 0;
-  __syncthreads();  // all have read the flag before another call may overwrite it
-  if (last) {
-    __threadfence();
-  }
-  return last;
-}
-
 // Combines partials [first, first + count) of a thread segment, split among its t_R threads,
 // then across those threads; every thread of the block gets its segment's result.
 template <bool X_THREAD, bool Y_THREAD, bool Z_THREAD, typename T, int N, typename Func>
@@ -250,15 +246,9 @@ __device__ bool gridReduceGroup(T (&vals)[N], Func op, T init, T* work_buf, nvfu
     val[k] = vals[k];
   }
   const Array<T, N> partial = fsBlockAllReduceImpl<X_THREAD, Y_THREAD, Z_THREAD>(val, gop, st);
-  unsigned t_r, t_R, t_seg;
-  fsReduceCoords<X_THREAD, Y_THREAD, Z_THREAD>(threadIdx.x, threadIdx.y, threadIdx.z,
-                                               blockDim.x, blockDim.y, blockDim.z, t_r, t_R,
-                                               t_seg);
-  const nvfuser_index_t t_S =
-      static_cast<nvfuser_index_t>(blockDim.x) * blockDim.y * blockDim.z / t_R;
-  unsigned b_r, b_R, b_seg;
-  fsReduceCoords<X_BLOCK, Y_BLOCK, Z_BLOCK>(blockIdx.x, blockIdx.y, blockIdx.z, gridDim.x,
-                                            gridDim.y, gridDim.z, b_r, b_R, b_seg);
+  const FsGridCoords c = fsGridCoords<X_BLOCK, Y_BLOCK, Z_BLOCK, X_THREAD, Y_THREAD, Z_THREAD>();
+  const unsigned t_r = c.t_r, t_R = c.t_R, t_seg = c.t_seg, b_r = c.b_r, b_R = c.b_R, b_seg = c.b_seg;
+  const nvfuser_index_t t_S = c.t_S;
   unsigned g_size = 1;
   while (g_size * g_size < b_R) {
     ++g_size;
