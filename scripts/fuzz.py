@@ -59,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
                          "by their counts; 0: none); the summary says how many ran")
     ap.add_argument("--out", type=Path, default=Path("fuzz_failures"), help="where failing cases go")
     ap.add_argument("--save", type=int, default=20, help="at most this many failing cases are shrunk and saved")
+    ap.add_argument("--cxx-opt", default="",
+                    help="g++ optimization level for the emulated kernels (e.g. -O0: faster compiles; "
+                         "default: the engine's own flags)")
     ap.add_argument("--save-budget", type=float, default=0.0,
                     help="seconds for shrinking and saving failing cases (0: no limit)")
     ap.add_argument("--json", type=Path, help="also write every case's record here")
@@ -72,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         share = a.time_budget * count / total
         deadline = time.time() + share if a.time_budget else 0.0
-        records = run_cases(mode, a.seed, count, a.jobs, a.nvcc_every, deadline)
+        records = run_cases(mode, a.seed, count, a.jobs, a.nvcc_every, deadline, a.cxx_opt)
         mode_lines, failed = summarize(mode, records)
         lines += mode_lines + [f"  elapsed {time.perf_counter() - t0:.1f} s"]
         failures += failed

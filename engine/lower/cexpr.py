@@ -31,6 +31,15 @@ def _p(x: Term, need: bool) -> str:
     return f"({x})" if need else str(x)
 
 
+def _signed(a: Term) -> Term:
+    """CUDA's thread and block indices are unsigned, and so is arithmetic on them: a term made
+    of them is cast to the signed index type before a subtraction, which may go below zero
+    (a bounds test `x - 7 >= 0` would otherwise always hold)."""
+    if isinstance(a, str) and ("threadIdx" in a or "blockIdx" in a):
+        return f"((nvfuser_index_t)({a}))" if _top_ops(a) else f"((nvfuser_index_t){a})"
+    return a
+
+
 def add(a: Term, b: Term) -> Term:
     if isinstance(a, int) and isinstance(b, int):
         return a + b
@@ -39,14 +48,14 @@ def add(a: Term, b: Term) -> Term:
     if b == 0:
         return a
     if isinstance(b, int) and b < 0:
-        return f"{a} - {-b}"
+        return f"{_signed(a)} - {-b}"
     return f"{a} + {_p(b, _is_sum(b) and '-' in str(b))}"
 
 
 def sub(a: Term, b: Term) -> Term:
     if isinstance(b, int):
         return add(a, -b)
-    return f"{a} - {_p(b, _is_sum(b))}"
+    return f"{_signed(a)} - {_p(b, _is_sum(b))}"
 
 
 def mul(a: Term, b: Term) -> Term:

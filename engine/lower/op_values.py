@@ -165,7 +165,7 @@ def _iota(low: ExprLowering, expr: ex.IotaOp, out: TensorView, c_index) -> str:
     s = low.converted(low.scalar(start), start.dtype, dt) if isinstance(start, Scalar) else "0"
     k = low.converted(low.scalar(step), step.dtype, dt) if isinstance(step, Scalar) else "1"
     pos = low.converted(str(idx), DataType.Index, dt)
-    return f"({s} + {pos} * {k})"
+    return f"({s} + ({pos}) * {k})"  # the index may be a sum: (i * 2 + j) * step
 
 
 def _select(low: ExprLowering, expr: ex.SelectOp, out: TensorView, c_index) -> str:

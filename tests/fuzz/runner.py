@@ -64,7 +64,14 @@ def run_case(mode: str, chooser: Any, nvcc: bool = False) -> tuple[Outcome, Any]
 
 
 # ---- the child ------------------------------------------------------------------------------
-def worker(mode: str, seed: int, start: int, stop: int, nvcc_every: int, deadline: float) -> None:
+def worker(mode: str, seed: int, start: int, stop: int, nvcc_every: int, deadline: float,
+           cxx_opt: str = "") -> None:
+    if cxx_opt:
+        # The fuzz run tests the engine's code generation, not g++'s optimizer: a lower
+        # optimization level makes each emulated kernel's compile cheaper.
+        from engine.runtime import emulate
+
+        emulate.CXX_FLAGS = tuple(cxx_opt if f.startswith("-O") else f for f in emulate.CXX_FLAGS)
     for i in range(start, stop):
         if deadline and time.time() > deadline:
             return
@@ -75,10 +82,11 @@ def worker(mode: str, seed: int, start: int, stop: int, nvcc_every: int, deadlin
         print(f"{TAG}RESULT {json.dumps(record)}", flush=True)
 
 
-def _child_cmd(mode: str, seed: int, start: int, stop: int, nvcc_every: int, deadline: float) -> list[str]:
+def _child_cmd(mode: str, seed: int, start: int, stop: int, nvcc_every: int, deadline: float,
+               cxx_opt: str) -> list[str]:
     return [sys.executable, "-m", "tests.fuzz.runner", "worker", "--mode", mode, "--seed", str(seed),
             "--start", str(start), "--stop", str(stop), "--nvcc-every", str(nvcc_every),
-            "--deadline", str(deadline)]
+            "--deadline", str(deadline), f"--cxx-opt={cxx_opt}"]
 
 
 def _env() -> dict[str, str]:
@@ -88,11 +96,11 @@ def _env() -> dict[str, str]:
 
 
 def run_shard(mode: str, seed: int, start: int, stop: int, nvcc_every: int, deadline: float,
-              on_record: Callable[[dict], None]) -> None:
+              cxx_opt: str, on_record: Callable[[dict], None]) -> None:
     """Cases [start, stop) in child processes, restarted after a case that kills one; no new
     case starts after `deadline` (time.time(); 0: none)."""
     while start < stop and not (deadline and time.time() > deadline):
-        proc = subprocess.Popen(_child_cmd(mode, seed, start, stop, nvcc_every, deadline), cwd=REPO, env=_env(),
+        proc = subprocess.Popen(_child_cmd(mode, seed, start, stop, nvcc_every, deadline, cxx_opt), cwd=REPO, env=_env(),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         started, done = None, start
         assert proc.stdout is not None
@@ -118,9 +126,10 @@ def run_shard(mode: str, seed: int, start: int, stop: int, nvcc_every: int, dead
 
 
 def run_cases(mode: str, seed: int, count: int, jobs: int, nvcc_every: int = 0, deadline: float = 0.0,
-              on_record: Callable[[dict], None] | None = None) -> list[dict]:
+              cxx_opt: str = "", on_record: Callable[[dict], None] | None = None) -> list[dict]:
     """Records of cases 0..count-1 (fewer when `deadline` passes), run over `jobs` children;
-    every `nvcc_every`-th case also compiles its kernels with nvcc."""
+    every `nvcc_every`-th case also compiles its kernels with nvcc; `cxx_opt` (e.g. "-O0")
+    replaces the emulator's g++ optimization level."""
     records: list[dict] = []
     lock = threading.Lock()
 
@@ -133,7 +142,8 @@ def run_cases(mode: str, seed: int, count: int, jobs: int, nvcc_every: int = 0, 
     jobs = max(1, min(jobs, count))
     bounds = [count * k // jobs for k in range(jobs + 1)]
     with ThreadPoolExecutor(jobs) as pool:
-        futures = [pool.submit(run_shard, mode, seed, bounds[k], bounds[k + 1], nvcc_every, deadline, keep)
+        futures = [pool.submit(run_shard, mode, seed, bounds[k], bounds[k + 1], nvcc_every, deadline,
+                               cxx_opt, keep)
                    for k in range(jobs) if bounds[k] < bounds[k + 1]]
         for f in futures:
             f.result()
@@ -215,12 +225,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--index", type=int, default=0)
     ap.add_argument("--nvcc-every", type=int, default=0)
     ap.add_argument("--deadline", type=float, default=0.0)
+    ap.add_argument("--cxx-opt", default="")
     ap.add_argument("--no-shrink", action="store_true")
     ap.add_argument("--force", action="store_true", help="write the case even if it passes now")
     ap.add_argument("--out", type=Path, default=REPO / "fuzz_failures")
     a = ap.parse_args(argv)
     if a.action == "worker":
-        worker(a.mode, a.seed, a.start, a.stop, a.nvcc_every, a.deadline)
+        worker(a.mode, a.seed, a.start, a.stop, a.nvcc_every, a.deadline, a.cxx_opt)
         return
     path = shrink_and_save(a.mode, a.seed, a.index, a.out, not a.no_shrink, force=a.force)
     if path is not None:
