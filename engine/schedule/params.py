@@ -68,6 +68,8 @@ def apply_overrides(params: HeuristicParams, overrides: dict[str, object],
         if not hasattr(current, name):
             raise ScheduleError(f"heuristic override {full!r}: LaunchParams has no field {name!r}")
         old = getattr(current, name)
+        if isinstance(old, tuple) and isinstance(value, list):  # JSON has no tuples
+            value = tuple(value)
         if type(value) is not type(old) and not (isinstance(old, float) and isinstance(value, int)):
             raise ScheduleError(f"heuristic override {full!r}: expected {type(old).__name__}, "
                                 f"got {type(value).__name__} {value!r}")
