@@ -203,6 +203,29 @@ struct FsGroupOp {
   }
 };
 
+// The block-level step's shared memory, element-major like the partials: slot i's element
+// k at smem[k * slots + i], so that a warp's accesses to one element fall in distinct banks
+// (slot-major 64-byte arrays put a whole warp on two banks).
+template <typename T, int N>
+struct FsGroupSmemStore {
+  T* smem;
+  unsigned slots;
+  FS_DEVICE Array<T, N> load(unsigned i) const {
+    Array<T, N> v;
+    #pragma unroll
+    for (int k = 0; k < N; ++k) {
+      v[k] = smem[k * slots + i];
+    }
+    return v;
+  }
+  FS_DEVICE void store(unsigned i, const Array<T, N>& v) const {
+    #pragma unroll
+    for (int k = 0; k < N; ++k) {
+      smem[k * slots + i] = v[k];
+    }
+  }
+};
+
 template <typename T, int N>
 FS_DEVICE void fsGroupPublish(T* work, nvfuser_index_t stride, nvfuser_index_t slot,
                               const Array<T, N>& v) {
@@ -218,16 +241,18 @@ template <bool X_THREAD, bool Y_THREAD, bool Z_THREAD, typename T, int N, typena
 FS_DEVICE Array<T, N> fsGroupCombine(const T* work, nvfuser_index_t stride, nvfuser_index_t first,
                                      unsigned count, nvfuser_index_t t_S, unsigned t_r, unsigned t_R,
                                      unsigned t_seg, T init, FsGroupOp<T, N, Func> op,
-                                     const FsSmemStore<Array<T, N>>& st) {
+                                     const FsGroupSmemStore<T, N>& st) {
   Array<T, N> acc;
   acc.set(init);
-  #pragma unroll 2
+  // L2 loads (ld.global.cg), not volatile ones: the arrival count's fences order them after
+  // the partials' stores, and unlike volatile loads they may all be in flight at once.
+  #pragma unroll 4
   for (unsigned b = t_r; b < count; b += t_R) {
     const nvfuser_index_t slot = (first + b) * t_S + t_seg;
     Array<T, N> v;
     #pragma unroll
     for (int k = 0; k < N; ++k) {
-      v[k] = fsVolatileLoad(work + k * stride + slot);
+      v[k] = __ldcg(work + k * stride + slot);
     }
     acc = op(acc, v);
   }
@@ -239,7 +264,7 @@ template <bool X_BLOCK, bool Y_BLOCK, bool Z_BLOCK, bool X_THREAD, bool Y_THREAD
 __device__ bool gridReduceGroup(T (&vals)[N], Func op, T init, T* work_buf, nvfuser_index_t stride,
                                 nvfuser_index_t* sync_flags, T* smem) {
   const FsGroupOp<T, N, Func> gop{op};
-  const FsSmemStore<Array<T, N>> st{reinterpret_cast<Array<T, N>*>(smem)};
+  const FsGroupSmemStore<T, N> st{smem, blockDim.x * blockDim.y * blockDim.z};
   Array<T, N> val;
   #pragma unroll
   for (int k = 0; k < N; ++k) {
