@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 from engine.dtypes import DataType
 from engine.errors import FusionDefinitionError
+from engine.frontend.spellings import normalize
 from engine.ir.base import _current
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain, IterType
@@ -74,6 +75,8 @@ class _Ops:
 
         @functools.wraps(builder)
         def op(*args: Any, **kwargs: Any) -> Any:
+            # Older frontends' argument names and overloads, in the current spelling.
+            args, kwargs = normalize(name, args, kwargs)
             return fd._record_call("ops", name, builder, args, kwargs)
 
         return op
@@ -138,6 +141,9 @@ class FusionDefinition:
         self.sched = _RecordingSched(self, SchedOperators(self))
         # Specs of example inputs, as read from a fusion file's `inputs = [...]` list.
         self.input_specs: list[Any] | None = None
+        # add_output(T, alias_input): fusion output index -> fusion input index. The fusion
+        # computes T as an output; execute() writes it into that input and does not return it.
+        self.output_aliases: dict[int, int] = {}
         self._token: contextvars.Token | None = None
         if type(self).definition is not FusionDefinition.definition:
             with self:
@@ -190,11 +196,20 @@ class FusionDefinition:
         *,
         symbolic_sizes: Sequence[int] | None = None,
         contiguous: Sequence[bool | None] | None = None,
+        sizes: Sequence[int] | None = None,
+        strides: Sequence[int] | None = None,
+        static_sizes: bool = False,
     ) -> TensorView:
         """A fusion input. shape: -1 symbolic, 1 broadcast, n static. contiguity and
         stride_order as nvFuser: contiguity per allocation axis (None for broadcast;
         None on a non-1 axis makes an expanded broadcast), stride_order[i] the rank of
-        dim i's stride with 0 the innermost."""
+        dim i's stride with 0 the innermost. symbolic_sizes/contiguous are the 2023
+        names of shape/contiguity; sizes/strides (with static_sizes) the 2022 form that
+        takes a tensor's size() and stride()."""
+        if sizes is not None or strides is not None:
+            if shape is not None or symbolic_sizes is not None or contiguity is not None or stride_order:
+                raise FusionDefinitionError("define_tensor: give sizes/strides or shape/contiguity, not both")
+            shape, contiguity, stride_order = _from_sizes_strides(sizes, strides, static_sizes)
         shape = list(shape if shape is not None else symbolic_sizes or [])
         if contiguity is None:
             contiguity = contiguous
@@ -244,17 +259,24 @@ class FusionDefinition:
     @_recorded
     def define_scalar(self, value: Any = None, dtype: DataType | None = None) -> Scalar:
         """A constant when `value` is given, else a scalar input of the fusion."""
+        if isinstance(value, DataType) and dtype is None:
+            value, dtype = None, value  # the 2022-2023 define_scalar(DataType.Int): an input
         if dtype is not None and not isinstance(dtype, DataType):
             raise FusionDefinitionError(f"define_scalar: dtype must be a DataType, got {dtype!r}")
         if value is None:
             s = self.fusion.new_symbol(dtype or DataType.Double)
             self.fusion.add_input(s)
             return s
-        if not isinstance(value, (bool, int, float)):
+        if not isinstance(value, (bool, int, float, complex)):
             raise FusionDefinitionError(f"define_scalar: value must be a number, got {value!r}")
         if dtype is None:
             dtype = DataType.Bool if isinstance(value, bool) else (
-                DataType.Int if isinstance(value, int) else DataType.Double)
+                DataType.Int if isinstance(value, int) else
+                DataType.ComplexDouble if isinstance(value, complex) else DataType.Double)
+        if isinstance(value, complex) or dtype.is_complex:
+            if not dtype.is_complex:
+                raise FusionDefinitionError(f"define_scalar: {value!r} is complex; dtype {dtype.name} is not")
+            return Scalar(dtype, complex(value))
         if dtype.is_float:
             try:
                 value = float(value)
@@ -274,7 +296,30 @@ class FusionDefinition:
             raise FusionDefinitionError(f"add_output: expected a tensor or scalar, got {output!r}")
         if isinstance(output, TensorView) and output.fusion is not self.fusion:
             raise FusionDefinitionError(f"add_output: {output.short_name} belongs to another fusion")
+        if alias_input is not None:
+            self._check_alias(output, alias_input)
         self.fusion.add_output(output)
+        if alias_input is not None:
+            self.output_aliases[len(self.fusion.outputs) - 1] = self.fusion.inputs.index(alias_input)
+
+    def _check_alias(self, output: Any, target: Any) -> None:
+        """nvFuser writes an aliased output into its input's buffer: same dtype, a tensor input."""
+        if not isinstance(output, TensorView) or not isinstance(target, TensorView) or not any(
+                target is x for x in self.fusion.inputs):
+            raise FusionDefinitionError(f"add_output: alias_input must be a tensor input of the fusion, "
+                                        f"got {_short(target)}")
+        if output.dtype != target.dtype:
+            raise FusionDefinitionError(f"add_output: {output.short_name} ({output.dtype.cuda_name}) cannot "
+                                        f"alias {target.short_name} ({target.dtype.cuda_name})")
+        if any(output is o for o in self.fusion.outputs):
+            raise FusionDefinitionError(f"add_output: {output.short_name} is already an output")
+
+    def apply_output_aliases(self, inputs: Sequence[Any], outputs: Sequence[Any]) -> list[Any]:
+        """What nvFuser returns for `outputs` of this fusion: aliased outputs are written into
+        their inputs (in place) and left out of the list."""
+        for out_k, in_k in self.output_aliases.items():
+            inputs[in_k].copy_(outputs[out_k])
+        return [o for k, o in enumerate(outputs) if k not in self.output_aliases]
 
     # ---- use ------------------------------------------------------------------------
     def execute(self, inputs: Sequence[Any], device: Any = None, **_: Any) -> list[Any]:
@@ -285,7 +330,7 @@ class FusionDefinition:
         xs = list(inputs)
         on_gpu = any(getattr(x, "is_cuda", False) for x in xs) or str(device or "").startswith("cuda")
         if not on_gpu:
-            return evaluate(self.fusion, xs, device=device)
+            return self.apply_output_aliases(inputs, evaluate(self.fusion, xs, device=device))
         import torch
 
         from engine.compile import _signature, compile_fusion
@@ -295,7 +340,7 @@ class FusionDefinition:
         cache = self.__dict__.setdefault("_compiled", {})
         if key not in cache:
             cache[key] = compile_fusion(self, xs)
-        return cache[key].run(xs, backend="cuda")
+        return self.apply_output_aliases(inputs, cache[key].run(xs, backend="cuda"))
 
     def example_inputs(self, device: str = "cpu", seed: int | None = None) -> list[Any]:
         """Fresh tensors with the shapes, dtypes and strides of the file's `inputs` list."""
@@ -321,6 +366,33 @@ def _short(value: Any) -> str:
     """repr(value), cut to a readable length (a hostile file may hold huge literals)."""
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _from_sizes_strides(
+    sizes: Sequence[int] | None, strides: Sequence[int] | None, static_sizes: bool
+) -> tuple[list[int], list[bool | None], list[int] | None]:
+    """shape, contiguity (per allocation axis) and stride_order for the 2022 frontend's
+    define_tensor(sizes=t.size(), strides=t.stride()): size-1 and stride-0 axes are
+    broadcasts, other sizes symbolic unless static_sizes."""
+    sizes, strides = list(sizes or []), list(strides or [])
+    if len(sizes) != len(strides) or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0
+                                             for x in (*sizes, *strides)):
+        raise FusionDefinitionError(f"define_tensor: sizes {_short(sizes)} and strides {_short(strides)} must "
+                                    "be equally long lists of integers >= 0")
+    rank = len(sizes)
+    shape = [s if static_sizes or s == 1 else -1 for s in sizes]
+    # Outermost first: larger strides outside; ties keep the logical order.
+    order = sorted(range(rank), key=lambda d: -strides[d])
+    contiguity: list[bool | None] = [None] * rank
+    inner = 1  # stride an axis must have to be contiguous with the non-broadcast axis inside it
+    for pos in reversed(range(rank)):
+        d = order[pos]
+        if sizes[d] == 1 or strides[d] == 0:
+            continue
+        contiguity[pos] = strides[d] == inner
+        inner = strides[d] * sizes[d]
+    stride_order = None if order == list(range(rank)) else [rank - 1 - order.index(d) for d in range(rank)]
+    return shape, contiguity, stride_order
 
 
 def _allocation_order(shape: list[int], stride_order: Sequence[int] | None) -> list[int]:

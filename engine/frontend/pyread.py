@@ -32,6 +32,7 @@ from engine.frontend.input_spec import (
     check_spec,
     storage_size,
 )
+from engine.frontend.spellings import unknown_op_message
 from engine.ir.iterdomain import ParallelType
 from engine.ir.tensorview import MemoryType
 
@@ -356,6 +357,8 @@ class _Loader:
                 raise self.error(stmt, "bind the FusionDefinition to one name: `as fd`")
             self.globals[item.optional_vars.id] = _Ref("fd", fd)
             fd_name = item.optional_vars.id
+        elif isinstance(item.context_expr, ast.Name):
+            fd_name = item.context_expr.id  # `fd = FusionDefinition()` then `with fd:`
         else:
             fd_name = None
         body = stmt.body
@@ -673,6 +676,13 @@ class _Loader:
                 if isinstance(v, (int, float)) and not isinstance(v, bool):
                     return float(v)  # v is within int64: no OverflowError
                 raise self.error(node, f"float({v!r}) is not allowed")
+            if (isinstance(node.func, ast.Name) and node.func.id == "complex" and node.func.id not in (env or {})
+                    and 1 <= len(node.args) <= 2 and not node.keywords):
+                # complex(1.0, -2.0): how nvFuser's repros print a complex constant.
+                parts = [self.plain(a, None, False) for a in node.args]
+                if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in parts):
+                    return complex(*parts)
+                raise self.error(node, f"complex{tuple(parts)!r} takes numbers")
             if call is not None:
                 return call(node)
             raise self.error(node, f"call not allowed here: {_excerpt(node)}")
@@ -818,7 +828,7 @@ class _Body:
             import engine.ops as ops
 
             if name not in ops.__all__:
-                raise self.error(node, f"unknown op fd.ops.{name}")
+                raise self.error(node, unknown_op_message(name))
             self.check_op_name(node, name, args, kwargs)
             fn = getattr(self.fd.ops, name)
         elif target == "sched":

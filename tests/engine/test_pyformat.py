@@ -440,7 +440,7 @@ BAD = {
     "unknown_op": ("with FusionDefinition() as fd:\n    t0 = fd.define_tensor(shape=[2])\n"
                    "    t1 = fd.ops.frobnicate(t0)\n", 5),
     "wrong_keyword": ("with FusionDefinition() as fd:\n    t0 = fd.define_tensor(shape=[2])\n"
-                      "    t1 = fd.ops.sum(t0, axes=[0])\n", 5),
+                      "    t1 = fd.ops.sum(t0, over=[0])\n", 5),
     "wrong_arity": ("with FusionDefinition() as fd:\n    t0 = fd.define_tensor(shape=[2])\n"
                     "    t1 = fd.ops.add(t0)\n", 5),
     "bad_dims": ("with FusionDefinition() as fd:\n    t0 = fd.define_tensor(shape=[2])\n"

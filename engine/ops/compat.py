@@ -1,0 +1,102 @@
+"""Frontend ops of nvFuser's python API that compose from the engine's own ops.
+
+Repro scripts of several nvFuser versions call these: the size queries that feed
+dynamic shapes (`tensor_sizes` in 2022-2023, `size`/`shape` later), the old `view`
+name of reshape, `arange` (an iota of a computed length) and `embedding_fwd` (an
+index_select of weight rows). Each builds the same IR as its expansion would.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from engine.dtypes import DataType
+from engine.errors import FusionDefinitionError
+from engine.ir.scalar import Scalar, as_scalar, binary, ceil_div, smax
+from engine.ir.tensorview import TensorView
+from engine.ops.common import check_tensor, no_reductions, norm_dim
+from engine.ops.factory import iota
+from engine.ops.indexing import index_select
+from engine.ops.shape import ShapeEntry, reshape
+
+__all__ = ["arange", "embedding_fwd", "shape", "size", "tensor_sizes", "view"]
+
+
+def _extent(tv: TensorView, d: int) -> Scalar:
+    i = no_reductions(tv)[d]
+    return i.expanded_extent if i.expanded_extent is not None else i.extent
+
+
+def size(arg: TensorView, dim: int) -> Scalar:
+    """The extent of axis `dim` (an Index scalar, symbolic for a symbolic axis)."""
+    tv = check_tensor("size", arg)
+    return _extent(tv, norm_dim("size", dim, len(no_reductions(tv)), tv))
+
+
+def shape(arg: TensorView) -> list[Scalar]:
+    """All extents, as the shape vector that reshape/broadcast_in_dim/expand take."""
+    tv = check_tensor("shape", arg)
+    return [_extent(tv, d) for d in range(len(no_reductions(tv)))]
+
+
+def tensor_sizes(arg: TensorView) -> list[Scalar]:
+    """The 2022-2023 frontend's name for shape()."""
+    return shape(arg)
+
+
+def view(arg: TensorView, original_shape: Sequence[ShapeEntry], new_shape: Sequence[ShapeEntry]) -> TensorView:
+    """The 2022 frontend's name for reshape(arg, original_shape, new_shape)."""
+    return reshape(arg, original_shape, new_shape)
+
+
+def _is_int(x: object) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _length(start: object, end: object, step: object) -> int | Scalar:
+    """ceil((end - start) / step), at least 0."""
+    if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (start, end, step)):
+        if step == 0:
+            raise FusionDefinitionError("arange: step must not be 0")
+        return max(0, math.ceil((end - start) / step))  # type: ignore[operator]
+    for x in (start, end, step):
+        if not (_is_int(x) or isinstance(x, Scalar) and x.dtype.is_integer):
+            raise FusionDefinitionError(f"arange: a scalar start/end/step must be an integer, got {x!r}")
+    return smax(ceil_div(binary("sub", as_scalar(end), as_scalar(start)), as_scalar(step)), 0)  # type: ignore[arg-type]
+
+
+def arange(start: int | float | Scalar, end: int | float | Scalar | None = None,
+           step: int | float | Scalar | None = None, dtype: DataType = DataType.Int) -> TensorView:
+    """[start, start + step, ...) below `end`, as torch.arange; arange(end) counts from 0."""
+    if end is None:
+        start, end = 0, start
+    step = 1 if step is None else step
+    return iota(_length(start, end, step), start, step, dtype)
+
+
+def embedding_fwd(input: TensorView, weight: TensorView, padding_idx: object = None,  # noqa: A002
+                  max_norm: object = None, norm_type: object = None, scale_grad_by_freq: object = None,
+                  sparse: object = None) -> TensorView:
+    """torch.nn.functional.embedding's forward: weight rows picked by `input`. padding_idx,
+    scale_grad_by_freq and sparse shape only the backward; max_norm (which renormalizes
+    weight rows in place) is refused."""
+    if max_norm is not None:
+        raise FusionDefinitionError("embedding_fwd: max_norm is not supported")
+    idx = check_tensor("embedding_fwd", input, "input")
+    w = check_tensor("embedding_fwd", weight, "weight")
+    if len(no_reductions(w)) != 2:
+        raise FusionDefinitionError(f"embedding_fwd: weight {w.short_name} must be 2-D")
+    dims = shape(idx)
+    if not dims:
+        raise FusionDefinitionError(f"embedding_fwd: input {idx.short_name} must have at least one axis")
+    flat = idx if len(dims) == 1 else reshape(idx, [_product(dims)])
+    rows = index_select(w, flat, 0)
+    return rows if len(dims) == 1 else reshape(rows, [*dims, _extent(w, 1)])
+
+
+def _product(xs: list[Scalar]) -> Scalar:
+    out = xs[0]
+    for x in xs[1:]:
+        out = binary("mul", out, x)
+    return out
