@@ -14,6 +14,7 @@ from fusescope.app import FusescopeApp
 from fusescope.model import Session, load_session
 from fusescope.screens.help_screen import HelpScreen
 from fusescope.screens.open_file_screen import OpenFileScreen
+from fusescope.screens.save_screen import SaveScreen
 from fusescope.widgets.cuda_view import CudaView
 from fusescope.widgets.host_ir_view import HostIrView
 from fusescope.widgets.listing_view import ListingView
@@ -188,11 +189,25 @@ async def test_every_footer_key_does_what_it_says(session: Session) -> None:
         assert app.query_one(TabbedContent).active == "tab-run"
         checked.add("x")
 
+        await pilot.press("t")
+        await pilot.pause()
+        assert app.query_one(TabbedContent).active == "tab-options"
+        checked.add("t")
+
         app.query_one(TensorTree).focus()
         await pilot.press("i")
         await pilot.pause()
         assert app.query_one(TabbedContent).active == "tab-ir"
         checked.add("i")
+
+        # b and w ask for a file to write (a bundle; an export of the current view).
+        for key, default in (("b", "seed001.bundle.json"), ("w", "fusescope-ir.txt")):
+            await pilot.press(key)
+            await pilot.pause()
+            assert isinstance(app.screen, SaveScreen) and app.screen.query_one("#save-path").value == default
+            await pilot.press("escape")
+            await pilot.pause()
+            checked.add(key)
 
         # The text panes add their own key.
         await pilot.press("tab")

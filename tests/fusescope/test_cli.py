@@ -78,7 +78,7 @@ def test_show_needs_ir_or_transforms() -> None:
     r = run_cli("show", "whatever.py")
     assert r.returncode == 2
     assert ("one of the arguments --ir --transforms --schedule --why --segments --cuda --kernel-ir --host-ir "
-            "is required") in r.stderr
+            "--runs is required") in r.stderr
 
 
 def test_list_prints_each_sample_with_its_summary(tmp_path: Path) -> None:
