@@ -142,4 +142,4 @@ def test_nvrtc_errors_name_the_first_error_in_the_headline() -> None:
     msg = format_compile_error(source, log, "k.cu", "sm_90", "NVRTC_ERROR_COMPILATION")
     assert msg.splitlines()[0] == ('NVRTC failed to compile k.cu for sm_90 (NVRTC_ERROR_COMPILATION): first error: '
                                    'k.cu(5): error: identifier "undeclared_name" is undefined')
-    assert ">  5 | line 5" in msg and ">  9 | line 9" in msg  # the blamed source lines
+    assert "> 5 | line 5" in msg and ">  9 | line 9" in msg  # the blamed source lines
