@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from textual.binding import Binding
-from textual.widgets import TabbedContent
+from textual.widgets import Footer, TabbedContent
 
 from fusescope import samples
 from fusescope.app import FusescopeApp
@@ -69,7 +69,9 @@ async def test_snapshot_of_the_main_views(key: str, view: str) -> None:
         await pilot.press(key)
         await app.workers.wait_for_complete()
         await pilot.pause()
-        app.query_one("#tensors").focus()  # one focus for every view: the footer's keys are the same
+        # The footer redraws a frame or more after a focus change, later on a loaded machine;
+        # its keys are tested apart, so the snapshot leaves it out.
+        app.query_one(Footer).display = False
         await pilot.pause(0.3)
         shot = _normalized(app.export_screenshot(title="fusescope"))
     stored = SNAPSHOTS / f"softmax_{view}.svg"
