@@ -241,7 +241,12 @@ def vectorize_factor(fusion: Fusion, info: SchedulerRuntimeInfo, inner_numel: in
             return 1, why
         while v > 1 and (sizes[k] % v or info.alignment(t) < v * dtype_bytes(t)):
             v //= 2
-    why.append(f"every input's innermost extent and alignment allow {v}")
+        # Every row must start aligned too: an outer stride that is not a multiple of the
+        # vector (a padded or sliced input) puts later rows' vectors off alignment.
+        for d, (n, st) in enumerate(zip(sizes, strides)):
+            while d != k and n > 1 and v > 1 and st % v:
+                v //= 2
+    why.append(f"every input's innermost extent, outer strides and alignment allow {v}")
     return v, why
 
 

@@ -36,9 +36,6 @@ CXX_OPT = ""
 # Cases of this run that still fail: engine bugs found by the fuzzer and not fixed yet, each
 # with what goes wrong. A case listed here that passes is reported, not failed (fixed: remove it).
 KNOWN_FAILURES: dict[tuple[str, int], str] = {
-    ("fusion", 122): "keepdim sum over every axis of a non-contiguous input: SIGSEGV at a null address "
-                     "in the reduction kernel (its rank-0 output feeds an expr_eval segment)",
-    ("fusion", 296): "same as 122, reduced to sum(T0[2, 3, 64] with a gap after axis 0, keepdim=True)",
     ("schedule", 5): "iota's output in shared memory, inlined into a block_x consumer: 30 of 31 values wrong "
                      "(each thread fills the whole buffer; no barrier before other threads read it)",
 }
