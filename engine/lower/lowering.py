@@ -185,6 +185,24 @@ class ExprLowering:
                     preds.append(cond)
         return preds
 
+    def redundant_write_predicates(self, loops: list[LoopNode], out: TensorView) -> list[str]:
+        """One writer per element of a global output that has a broadcast axis bound to a
+        thread or block dimension: every index along it addresses the same element (an
+        expanded input passed on between segments was written by all 32 blocks of a RoPE
+        kernel's blockIdx.y). Only for outputs the kernel does not read back, which other
+        blocks would then read before the one writer has written."""
+        if self.buffer(out).memory != "global" or out.uses:
+            return []
+        preds: list[str] = []
+        for k, node in enumerate(loops):
+            own = out.axis(k)
+            if own is None or not own.is_broadcast or own in self.ext.promoted:
+                continue
+            pt = node.concrete.parallel_type
+            if pt in _THREAD_VARS and self.launch_dims.get(pt, 1) > 1:
+                preds.append(f"{_THREAD_VARS[pt]} == 0")
+        return preds
+
     def bounds_predicates(self, tv: TensorView, index: dict[IterDomain, Ix],
                           skip: frozenset[IterDomain] = frozenset()) -> list[str]:
         out: list[str] = []
@@ -283,7 +301,8 @@ class ExprLowering:
         out = out_tv(expr)
         self._register_allocations(expr, loops)
         c_index = self.output_index(out, loops)
-        preds = self.thread_predicates(loops, out) + self.bounds_predicates(out, c_index)
+        preds = (self.thread_predicates(loops, out) + self.redundant_write_predicates(loops, out)
+                 + self.bounds_predicates(out, c_index))
         flags = sorted({f for p in in_tvs(expr) for f in self.flags.get(p, [])})
         for o in expr.outputs:
             if isinstance(o, TensorView) and flags:
