@@ -3,6 +3,7 @@ and the TUI in a real terminal (tmux)."""
 
 from __future__ import annotations
 
+import html
 import os
 import re
 import shutil
@@ -55,6 +56,15 @@ def test_every_footer_key_has_an_action() -> None:
         assert callable(getattr(app, f"action_{name}", None)), f"key {b.key} ({b.description}) does nothing"
 
 
+def _content(svg: str) -> list[str]:
+    """The screenshot's text, row by row, without scrollbar thumbs: colours and the thumb's
+    position follow focus and scroll timing (they differed between runs on a loaded machine),
+    the views' text must not."""
+    rows = re.findall(r"<text[^>]*>(.*?)</text>", svg, flags=re.S)
+    text = (html.unescape(re.sub(r"<[^>]+>", "", r)).strip("▁▂▃▄▅▆▇█ \n") for r in rows)
+    return [t for t in text if t]
+
+
 def _normalized(svg: str) -> str:
     # Textual names the CSS classes of a screenshot after a hash of its content and title.
     return re.sub(r"terminal-\d+", "terminal", svg)
@@ -79,7 +89,7 @@ async def test_snapshot_of_the_main_views(key: str, view: str) -> None:
         if not UPDATE:
             pytest.fail(f"no snapshot {stored.name}: rerun with FUSESCOPE_UPDATE_SNAPSHOTS=1 to record it")
         stored.write_text(shot)
-    if shot != stored.read_text():
+    if shot != stored.read_text() and _content(shot) != _content(stored.read_text()):
         got = stored.with_suffix(".actual.svg")
         got.write_text(shot)
         pytest.fail(f"{view} view differs from {stored.name} (now in {got.name}); if the change is "
