@@ -3,8 +3,11 @@
 A local or shared tensor is allocated in the scope of its compute-at position and
 holds the loop ids right of it, without broadcast and reduction ids, and without
 the parallel ids whose threads (local) or blocks (local and shared) each keep their
-own copy. Global tensors are kernel arguments addressed by their allocation domain
-and the runtime strides of the Tensor struct.
+own copy. A shared tensor also holds the ids left of its compute-at position whose
+loop is bound to a thread dimension (as nvFuser's allocation does): the block's
+threads share the buffer, so each writes its own element there. Global tensors are
+kernel arguments addressed by their allocation domain and the runtime strides of the
+Tensor struct.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.errors import CompileError
-from engine.ir.iterdomain import IterDomain
+from engine.ir.iterdomain import IterDomain, ParallelType
 from engine.ir.tensorview import MemoryType, TensorView
 from engine.lower.index import Extents
 
@@ -48,8 +51,11 @@ def _excluded(i: IterDomain, memory: str) -> bool:
     return memory == "local" and pt.is_thread_dim
 
 
-def local_layout(tv: TensorView, level: int, memory: str, ext: Extents) -> tuple[list[IterDomain], list[int], int]:
-    ids = [i for i in tv.domain.loop[level:] if not _excluded(i, memory)]
+def local_layout(tv: TensorView, level: int, memory: str, ext: Extents,
+                 outer: list[IterDomain] | None = None) -> tuple[list[IterDomain], list[int], int]:
+    """The buffer's ids (`outer`, then the loop ids right of `level` it keeps), their strides
+    and its size in elements."""
+    ids = list(outer or []) + [i for i in tv.domain.loop[level:] if not _excluded(i, memory)]
     sizes = [ext.of(i) for i in ids]
     strides = [1] * len(ids)
     for k in range(len(ids) - 2, -1, -1):
@@ -60,13 +66,28 @@ def local_layout(tv: TensorView, level: int, memory: str, ext: Extents) -> tuple
     return ids, strides, size
 
 
-def make_buffer(tv: TensorView, ext: Extents, level: int | None = None) -> Buffer:
+def shared_outer_ids(tv: TensorView, level: int, loop_types: list[ParallelType]) -> list[IterDomain]:
+    """Ids of a shared tensor left of `level` whose loop (`loop_types`: the parallel type of
+    each loop the tensor is computed in, the loop's own, which a consumer inlined into may
+    have bound) is a thread dimension: every thread of the block computes its own element
+    of them, so the buffer keeps one per thread."""
+    out = []
+    for k in range(min(level, len(loop_types), tv.nloop)):
+        i = tv.axis(k)
+        if not (i.is_broadcast or i.is_reduction) and loop_types[k].is_thread_dim:
+            out.append(i)
+    return out
+
+
+def make_buffer(tv: TensorView, ext: Extents, level: int | None = None,
+                loop_types: list[ParallelType] | None = None) -> Buffer:
     mem = {MemoryType.Global: "global", MemoryType.Local: "local", MemoryType.Shared: "shared"}[tv.memory_type]
     name = tv.short_name
     if mem == "global":
         return Buffer(tv, mem, name, element_ctype(tv), 0, [], [], 0)
     lvl = tv.compute_at_pos if level is None else level
-    layout, strides, size = local_layout(tv, lvl, mem, ext)
+    outer = shared_outer_ids(tv, lvl, loop_types or []) if mem == "shared" else []
+    layout, strides, size = local_layout(tv, lvl, mem, ext, outer)
     if mem == "local" and size > 4096:
         raise CompileError(
             f"{tv.short_name}: a local buffer of {size} elements per thread (loop ids right of "

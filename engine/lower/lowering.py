@@ -82,10 +82,13 @@ class ExprLowering:
         self.pending_sync: list[tuple[int, list[LoopNode], Expr, str]] = []
 
     # ---- buffers --------------------------------------------------------------------
-    def buffer(self, tv: TensorView) -> Buffer:
+    def buffer(self, tv: TensorView, loops: list[LoopNode] | None = None) -> Buffer:
+        """`tv`'s buffer, made on first use: by its writer, whose `loops` give the parallel
+        types of the loops it shares with consumers (a shared buffer keeps the thread-bound ones)."""
         b = self.buffers.get(tv)
         if b is None:
-            b = make_buffer(tv, self.ext)
+            types = [n.concrete.parallel_type for n in loops] if loops is not None else None
+            b = make_buffer(tv, self.ext, loop_types=types)
             if b.memory == "shared":
                 b.offset = _align(self.smem_bytes, 16)
                 self.smem_bytes = b.offset + b.size * max(tv.dtype.bits // 8, 1)
@@ -202,6 +205,26 @@ class ExprLowering:
             if pt in _THREAD_VARS and self.launch_dims.get(pt, 1) > 1:
                 preds.append(f"{_THREAD_VARS[pt]} == 0")
         return preds
+
+    def shared_write_predicates(self, loops: list[LoopNode], out: TensorView) -> list[str]:
+        """One writer per element of a shared tensor: the block's threads share the buffer, and
+        those along a launched thread dimension that no loop of the write binds (the tensor's
+        loop is serial there, or its axis a broadcast, which the buffer does not hold) would
+        all write the same elements; as with nvFuser's thread predicates, only thread 0 along
+        that dimension writes (a barrier then separates the writes from other threads' reads).
+        Bulk loops share their iterations among the threads already."""
+        if self.buffer(out).memory != "shared":
+            return []
+        owned: set[ParallelType] = set()
+        for k, node in enumerate(loops):
+            pt = node.concrete.parallel_type
+            if pt == ParallelType.bulk:
+                return []
+            own = out.axis(k) if k < out.nloop else None
+            if pt.is_thread_dim and not (own is not None and own.is_broadcast):
+                owned.add(pt)
+        return [f"{_THREAD_VARS[pt]} == 0" for pt in (ParallelType.block_x, ParallelType.block_y, ParallelType.block_z)
+                if pt not in owned and self.launch_dims.get(pt, 1) > 1]
 
     def bounds_predicates(self, tv: TensorView, index: dict[IterDomain, Ix],
                           skip: frozenset[IterDomain] = frozenset()) -> list[str]:
@@ -329,6 +352,7 @@ class ExprLowering:
             copy = None
             if isinstance(expr, ex.LoadStoreOp) and expr.inputs[0].dtype == out.dtype:
                 copy = out.dtype.cuda_name
+            preds = preds + self.shared_write_predicates(loops, out)
             stmts = kir.guard(preds + flags, [kir.Assign(lhs, rhs, _source(expr), copy)])
         self.body[expr] = stmts
 
@@ -336,7 +360,7 @@ class ExprLowering:
         for o in expr.outputs:
             if not isinstance(o, TensorView):
                 continue
-            b = self.buffer(o)
+            b = self.buffer(o, loops)
             if b.memory == "global":
                 continue
             self.alloc_at(b.level, loops, kir.Allocate(b.name, b.ctype, b.size, b.memory, b.offset))

@@ -35,10 +35,7 @@ NVCC_EVERY = 25  # every 25th case also compiles its kernels with nvcc (about 1 
 CXX_OPT = ""
 # Cases of this run that still fail: engine bugs found by the fuzzer and not fixed yet, each
 # with what goes wrong. A case listed here that passes is reported, not failed (fixed: remove it).
-KNOWN_FAILURES: dict[tuple[str, int], str] = {
-    ("schedule", 5): "iota's output in shared memory, inlined into a block_x consumer: 30 of 31 values wrong "
-                     "(each thread fills the whole buffer; no barrier before other threads read it)",
-}
+KNOWN_FAILURES: dict[tuple[str, int], str] = {}
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed to emulate kernels")
 
