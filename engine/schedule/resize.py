@@ -98,13 +98,13 @@ def _has_reduction(fusion: Fusion) -> bool:
 
 
 def reference_tensor(fusion: Fusion) -> TensorView | None:
-    """The output with the most logical dims, first on ties (nvFuser's pointwise reference)."""
-    best: TensorView | None = None
-    for v in fusion.outputs:
-        if isinstance(v, TensorView) and v not in fusion.inputs:
-            if best is None or v.ndim > best.ndim:
-                best = v
-    return best
+    """The output with the most logical dims; on ties, the one downstream of the most
+    slices and pads (every resize must lie between the inputs and the reference: an
+    output upstream of a resize is then recomputed, see align), then the first."""
+    outs = [v for v in fusion.outputs if isinstance(v, TensorView) and v not in fusion.inputs]
+    if not outs:
+        return None
+    return max(outs, key=lambda v: (v.ndim, len(_upstream_resizes(v)), -outs.index(v)))
 
 
 def _broadcast_groups(fusion: Fusion) -> _UnionFind:
@@ -168,10 +168,11 @@ class _ConflictError(Exception):
     when the cause is not one tensor, e.g. a reshape)."""
 
     def __init__(self, message: str, tensor: TensorView | None = None,
-                 consumer: TensorView | None = None) -> None:
+                 consumer: TensorView | None = None, output: TensorView | None = None) -> None:
         super().__init__(message)
         self.tensor = tensor
         self.consumer = consumer
+        self.output = output  # an output its producers would give a resized loop
 
 
 _NOT_RECOMPUTED = ("; recomputing a resize input is supported for pointwise, cast, broadcast, "
@@ -252,6 +253,18 @@ def align(fusion: Fusion, ref: TensorView,
     ref_ids = [i for i in ref.domain.logical if not i.is_reduction]
     result: dict[TensorView, Alignment] = {ref: {k: (i, ()) for k, i in enumerate(ref_ids)}}
     inputs = set(id(v) for v in fusion.inputs)
+    outputs = set(id(v) for v in fusion.outputs if v is not ref)
+
+    def check_output(tv: TensorView, al: Alignment, user: TensorView | None) -> None:
+        # An output is written over its whole logical range: its loop cannot carry a
+        # resize (nvFuser refuses a resize between the reference and an output). Needed
+        # resized by a consumer: that consumer gets a copy; given a resize by its
+        # producers: it gets private copies of them (make_resizes_exclusive).
+        if id(tv) in outputs and any(chain for _, chain in al.values()):
+            raise _ConflictError(
+                f"output {tv.short_name} would be written under a resize of the reference "
+                f"{ref.short_name}" + _NOT_RECOMPUTED, tv if user else None, user,
+                None if user else tv)
     # First everything the reference depends on, from consumers to producers: a
     # tensor's alignment is what its consumers need (as the resize propagation goes
     # from each slice and pad to its inputs); a tensor two consumers need differently
@@ -267,6 +280,7 @@ def align(fusion: Fusion, ref: TensorView,
                     shared_inputs.add(nb)
                 continue
             al = _c2p(src, nb, result[src])
+            check_output(nb, al, src)
             if nb in result:
                 if not _same_alignment(result[nb], al):
                     raise _ConflictError(
@@ -293,7 +307,13 @@ def align(fusion: Fusion, ref: TensorView,
                 if shared_inputs is not None and not _same_alignment(result[nb], _c2p(src, nb, result[src])):
                     shared_inputs.add(nb)
                 continue
-            al = _p2c(src, nb, result[src]) if is_consumer else _c2p(src, nb, result[src])
+            src_al = result[src]
+            if id(src) in inputs:
+                # Read from global memory, an input offers its other consumers its
+                # plain index space, not the resized loop of the consumer that reached it.
+                src_al = {k: (i, ()) for k, (i, _) in src_al.items()}
+            al = _p2c(src, nb, src_al) if is_consumer else _c2p(src, nb, src_al)
+            check_output(nb, al, None if is_consumer else src)
             if nb in result:
                 if _same_alignment(result[nb], al):
                     for k in al.keys() - result[nb].keys():
@@ -314,25 +334,65 @@ _RECOMPUTABLE = (ex.UnaryOp, ex.BinaryOp, ex.TernaryOp, ex.BroadcastOp, ex.Expan
                  ex.LoadStoreOp, ex.FullOp, ex.IotaOp)
 
 
-def _recompute_for(fusion: Fusion, tv: TensorView, consumer: TensorView) -> TensorView | None:
-    """nvFuser's RecomputeTv: a copy of tv's definition, read by `consumer` instead of tv.
-
-    Only for ops whose output has no root domain (no transforms to replay) and that
-    produce one tensor; None otherwise.
-    """
+def _recomputable(fusion: Fusion, tv: TensorView) -> bool:
+    # Only ops whose output has no root domain (no transforms to replay) and that
+    # produce one tensor.
     e = tv.definition
-    if (e is None or not isinstance(e, _RECOMPUTABLE) or len(e.outputs) != 1
-            or tv.domain.root is not None or tv in fusion.inputs):
-        return None
+    return (e is not None and isinstance(e, _RECOMPUTABLE) and len(e.outputs) == 1
+            and tv.domain.root is None and tv not in fusion.inputs)
+
+
+def _copy_of(fusion: Fusion, tv: TensorView, swap: dict[TensorView, TensorView]) -> TensorView:
+    """A new tensor computed by a copy of tv's definition, reading `swap`'s copies."""
+    e = tv.definition
+    assert e is not None
     ids = [IterDomain(fusion, i.extent, i.iter_type, expanded_extent=i.expanded_extent)
            for i in tv.domain.logical]
     copy = TensorView(fusion, TensorDomain(ids), tv.dtype)
     clone = object.__new__(type(e))
-    ex.Expr.__init__(clone, fusion, list(e.inputs), [copy], **e.attributes)
+    ex.Expr.__init__(clone, fusion, [swap.get(v, v) for v in e.inputs], [copy], **e.attributes)
+    return copy
+
+
+def _recompute_for(fusion: Fusion, tv: TensorView, consumer: TensorView) -> TensorView | None:
+    """nvFuser's RecomputeTv: a copy of tv's definition, read by `consumer` instead of tv;
+    None when tv cannot be recomputed."""
+    if not _recomputable(fusion, tv):
+        return None
+    copy = _copy_of(fusion, tv, {})
     for use in fusion.uses_of(tv):
         if consumer in use.outputs:
             fusion.replace_input_of(use, tv, copy)
     return copy
+
+
+def _privatize_producers(fusion: Fusion, tv: TensorView) -> bool:
+    """Give `tv` its own copies of every producer back to the fusion inputs; False (the
+    fusion unchanged) when one of them cannot be recomputed."""
+    cone: set[TensorView] = set()
+    stack = [p for p in producers_of(tv) if p not in fusion.inputs]
+    while stack:
+        p = stack.pop()
+        if p in cone:
+            continue
+        if not _recomputable(fusion, p):
+            return False
+        cone.add(p)
+        stack.extend(q for q in producers_of(p) if q not in fusion.inputs)
+    if not cone:
+        return False
+    copies: dict[TensorView, TensorView] = {}
+    for e in fusion.exprs():  # topological: producers' copies exist before their readers'
+        out = e.outputs[0] if e.outputs else None
+        if out in cone:
+            assert isinstance(out, TensorView)
+            copies[out] = _copy_of(fusion, out, copies)
+    d = tv.definition
+    assert d is not None
+    for src, dst in copies.items():
+        if src in d.inputs:
+            fusion.replace_input_of(d, src, dst)
+    return True
 
 
 def make_resizes_exclusive(fusion: Fusion, ref: TensorView, trace: Trace | None = None) -> None:
@@ -348,6 +408,12 @@ def make_resizes_exclusive(fusion: Fusion, ref: TensorView, trace: Trace | None 
             align(fusion, ref)
             return
         except _ConflictError as c:
+            if c.output is not None:
+                if not _privatize_producers(fusion, c.output):
+                    raise
+                _note(trace, c.output.short_name, "its producers are recomputed for it: the "
+                      "reference needs them under a resize")
+                continue
             if c.tensor is None or c.consumer is None:
                 raise
             copy = _recompute_for(fusion, c.tensor, c.consumer)
@@ -419,26 +485,22 @@ class ResizeScheduler(Scheduler):
         ref = reference_tensor(fusion)
         if ref is None:
             return "No reference found"
-        ref_resizes = _upstream_resizes(ref)
-        for out in fusion.outputs:
-            if not isinstance(out, TensorView) or out is ref:
-                continue
-            diff = ref_resizes ^ _upstream_resizes(out)
-            if diff:
-                rz = _resize_of(out, diff) or _resize_of(ref, diff)
-                return ("Resize between reference and output not allowed. "
-                        f"Reference: {ref}. Output: {out}. Resize: {rz}")
         if len(group_inputs_outputs_by_inner_dim(fusion)) >= 2:
             return "Transpose-like patterns not supported."
         # This engine's own limits (see the module docstring).
         if any(isinstance(e, ex.ViewOp) for e in fusion.exprs()):
             return "reshape in a resize fusion is not supported by this engine yet"
+        try:
+            align(fusion, ref)
+            return None
+        except _ConflictError:
+            pass
         # Recomputation is tried on a copy: a verdict never changes the fusion.
         copy, vals = fusion.clone()
         try:
             make_resizes_exclusive(copy, vals[ref])  # type: ignore[arg-type]
         except _ConflictError as c:
-            return str(c)
+            return _resize_between_outputs(fusion, ref) or str(c)
         return None
 
     def compute_heuristics(
@@ -474,6 +536,22 @@ class ResizeScheduler(Scheduler):
     def schedule(self, fusion: Fusion, params: HeuristicParams | None, trace: Trace | None = None) -> None:
         assert isinstance(params, ResizeParams)
         _schedule_resize(fusion, params, trace)
+
+
+def _resize_between_outputs(fusion: Fusion, ref: TensorView) -> str | None:
+    """nvFuser's reason when an output and the reference lie on different sides of a
+    resize. nvFuser refuses every such fusion; this engine refuses only those whose
+    outputs could not be given their own copies of the resized producers."""
+    ref_resizes = _upstream_resizes(ref)
+    for out in fusion.outputs:
+        if not isinstance(out, TensorView) or out is ref:
+            continue
+        diff = ref_resizes ^ _upstream_resizes(out)
+        if diff:
+            rz = _resize_of(out, diff) or _resize_of(ref, diff)
+            return ("Resize between reference and output not allowed. "
+                    f"Reference: {ref}. Output: {out}. Resize: {rz}")
+    return None
 
 
 def _note(trace: Trace | None, subject: str, message: str) -> None:

@@ -2,7 +2,7 @@
 segment that needs them instead of passing their result through global memory.
 
 nvFuser's SegmentCandidateFinder::forwardInputs sets aside chains of unary ops that start
-at a fusion input with a single use; seed 003 ("Forward full op") extends the starting
+at a fusion input with a single use (here broadcast and expand continue a chain too); seed 003 ("Forward full op") extends the starting
 points to factory outputs (`full`; here also iota, and zeros/ones, which are `full`)
 that are not fusion outputs. The end of each chain, or the factory output itself, is then
 treated like a fusion input while groups are merged, and the chain is replicated into each
@@ -21,6 +21,9 @@ from engine.ir.tensorview import TensorView
 from engine.trace import Trace
 
 FACTORY_EXPRS: tuple[type[Expr], ...] = (ex.FullOp, ex.IotaOp)
+# Ops a chain may continue through: unary ops, and broadcast/expand, which move no data
+# (seed 003's segments both recompute `broadcast` and `expand` of the cos/sin inputs).
+_FORWARDED_OPS: tuple[type[Expr], ...] = (ex.UnaryOp, ex.BroadcastOp, ex.ExpandOp)
 
 
 @dataclass
@@ -67,7 +70,7 @@ def find_forwarding(
         if len(uses) != 1:
             return None, f"{len(uses)} uses"
         u = uses[0]
-        if not isinstance(u, ex.UnaryOp):
+        if not isinstance(u, _FORWARDED_OPS):
             return None, f"its use {type(u).__name__} is not a unary op"
         if u.output in outputs:
             return None, f"{_name(u.output)} is a fusion output"

@@ -358,6 +358,7 @@ class _Finder:
         self._combine_reductions()
         self._level_merge()
         self._final_merge()
+        self._narrow_boundaries()
         self._revert_privatized()
         return self._finish()
 
@@ -598,6 +599,44 @@ class _Finder:
                     break
             if not done:
                 return
+
+    def _narrow_boundaries(self) -> None:
+        """Move a cast across a segment boundary so that the narrow tensor crosses it: an
+        up-cast producing the boundary tensor moves into its reader, a down-cast reading
+        it into its producer, when both schedulers accept the groups so changed. A
+        group left with a reshape alone then runs as a view (expr_eval)."""
+        outputs = set(self.fusion.outputs)
+        moved = True
+        while moved:
+            moved = False
+            prod = self._producer_group()
+            for a, b, v in self._edges():
+                if a.is_input or v in outputs or v in self.boundary or v in self.forced:
+                    continue
+                uses = self.fusion.uses_of(v)
+                if any(u not in b.exprs for u in uses):
+                    continue  # v is read elsewhere too: it crosses the boundary anyway
+                e = v.definition
+                if e in a.exprs and _is_upcast(e) and len(a.exprs) > 1:
+                    src, dst, cast_expr = a, b, e
+                elif len(uses) == 1 and _is_downcast(uses[0]) and len(b.exprs) > 1:
+                    src, dst, cast_expr = b, a, uses[0]
+                else:
+                    continue
+                if prod.get(v) is not a:
+                    continue
+                rest = [x for x in src.exprs if x is not cast_expr]
+                grown = sorted([*dst.exprs, cast_expr], key=self.pos.__getitem__)
+                if self._ask(rest)[1] is None or self._ask(grown)[1] is None:
+                    continue
+                src.exprs[:] = rest
+                dst.exprs[:] = grown
+                self._event("narrow", v.short_name,
+                            f"boundary narrowed: the cast producing {cast_expr.output.short_name} moved "
+                            f"from {src.label()} to {dst.label()}, so the narrower tensor crosses",
+                            moved=cast_expr.name, source=src.label(), target=dst.label())
+                moved = True
+                break
 
     def _revert_privatized(self) -> None:
         for orig, clones in self.privatized.items():

@@ -147,6 +147,26 @@ def test_rope_bwd_full_outputs_never_cross_and_cat_keeps_its_pads():
     assert all("+" in m.subject for m in merges)
 
 
+def test_rope_bwd_each_rotary_path_is_one_resize_kernel_and_bf16_crosses():
+    # Seed 003's segments: the q path (mul by cos/sin, slices, negation, pads) is one
+    # resize segment reading the inputs, as is the k path; broadcast/expand of cos and sin
+    # are recomputed in both. Casts move to the narrow side of each boundary, so the
+    # reshapes that are left alone become views (expr_eval) and no fp32 tensor crosses.
+    fd = load_fusion(SAMPLES / "seed003_rope_bwd_small.py")
+    xs = fd.example_inputs(device="cpu", seed=0)
+    trace = Trace()
+    sf = segment_fusion(fd.fusion, xs, trace=trace)
+    kinds = [g.scheduler for g in sf.groups]
+    assert kinds.count("resize") == 2 and kinds.count("reduction") == 2
+    assert sum(k != "expr_eval" for k in kinds) == 6
+    crossing = {e.val for e in sf.edges}
+    assert all(v.dtype == DataType.BFloat16 for v in crossing), [v.short_name for v in crossing]
+    q_path = sf.groups[0]
+    assert q_path.scheduler == "resize" and [v.short_name for v in q_path.inputs] == ["T0", "T1", "T3"]
+    assert trace.of_kind("narrow")
+    check_reference(fd, sf, xs)
+
+
 # ---- nvFuser's segmentation tests ----------------------------------------------------------
 
 def test_segmenter_hint_cuts_after_the_segment_set():
