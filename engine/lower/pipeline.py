@@ -82,6 +82,9 @@ def _validate(fusion: Fusion) -> list[Expr]:
             if isinstance(o, TensorView) and o.dtype == DataType.Float4_e2m1fn and \
                     type(e).__name__ != "BlockQuantizationOp":
                 raise CompileError(f"{o.short_name}: fp4 tensors are produced by the quantization runtime only")
+    from engine.lower.reductions import check_grid_results
+
+    check_grid_results(exprs)
     return exprs
 
 

@@ -51,12 +51,42 @@ def parallel_reduction(out: TensorView) -> tuple[list[bool], list[bool]]:
     return [p in pts for p in _THREADS], [p in pts for p in _BLOCKS]
 
 
+def check_grid_results(exprs: list) -> None:
+    """Refuse a schedule that reads a grid reduction's result in every block.
+
+    A reduction across blocks (gridReduce, gridWelford) is not an all-reduce: only the
+    last block to arrive gets the result. A tensor computed from it whose loop still
+    iterates over a block dimension that the reduction reduced (a result broadcast back
+    over the reduced axis, as a normalization over it would need) would be computed by
+    the other blocks without it.
+    """
+    from engine.analysis.persistent import _downstream
+
+    for e in exprs:
+        if not isinstance(e, (ex.ReductionOp, ex.WelfordOp)):
+            continue
+        out = e.outputs[0]
+        if not isinstance(out, TensorView):
+            continue
+        reduced = {i.parallel_type for i in out.domain.loop
+                   if i.is_reduction and i.parallel_type in _BLOCKS}
+        if not reduced:
+            continue
+        for t in sorted(_downstream(out), key=lambda t: t.name):
+            for i in t.domain.loop:
+                if i.parallel_type in reduced and not (i.is_reduction or i.is_broadcast):
+                    raise CompileError(
+                        f"{t.short_name} is computed from {out.short_name}, a reduction across "
+                        f"blocks ({i.parallel_type}) that only the last block has, but iterates over "
+                        f"{i}: every block would need the result (a grid all-reduce, not supported)")
+
+
 class Accumulator:
     """Registers for one reduction output: name, layout and the element the loops select."""
 
     def __init__(self, low: ExprLowering, out: TensorView, name: str, dtype: DataType,
-                 loops: list[LoopNode], c_index: dict[IterDomain, Ix]) -> None:
-        self.level = acc_level(out)
+                 loops: list[LoopNode], c_index: dict[IterDomain, Ix], level: int | None = None) -> None:
+        self.level = acc_level(out) if level is None else level
         self.layout, self.strides, self.size = local_layout(out, self.level, "local", low.ext)
         self.name, self.dtype = name, dtype
         lin: cexpr.Term = 0
@@ -102,23 +132,34 @@ def _each(acc: Accumulator, make) -> kir.Stmt:
 _GROUP_SMEM_BYTES = 48 * 1024
 
 
-def _grid(low: ExprLowering, out: TensorView, acc: Accumulator, threads: list[bool], blocks: list[bool],
-          combine: str, init: str, loops: list[LoopNode]) -> list[kir.Stmt]:
+def _grid_sizes(low: ExprLowering) -> tuple[int, int]:
+    """(blocks, blocks x threads per block) of the launch: a grid reduction's partials."""
     dims = low.launch_dims
     n_blocks = dims.get(ParallelType.grid_x, 1) * dims.get(ParallelType.grid_y, 1) * dims.get(ParallelType.grid_z, 1)
-    n_threads = dims.get(ParallelType.block_x, 1) * dims.get(ParallelType.block_y, 1) * dims.get(ParallelType.block_z, 1)
-    work, sync = f"{out.short_name}_work", f"{out.short_name}_sync"
-    per = n_blocks * n_threads
-    # Every call needs its own regions (a block may run ahead into the next call before the
-    # last block of this one has read the partials): one per accumulator element and per
-    # iteration of the serial loops around the call.
+    return n_blocks, n_blocks * low.block_threads()
+
+
+def _grid_instance(low: ExprLowering, loops: list[LoopNode], level: int) -> tuple[cexpr.Term, int]:
+    """Which call of a grid reduction this is, and how many there are. Every call needs its
+    own work and flag regions (a block may run ahead into the next call before the last
+    block of this one has read the partials): one per iteration of the serial loops around
+    the call (and, by the caller, per accumulator element)."""
     instance: cexpr.Term = 0
     count = 1
-    for node in reversed(loops[: acc.level]):
+    for node in reversed(loops[:level]):
         if not node.virtual:
             ix = low.loop_index(node)
             instance = cexpr.add(instance, cexpr.mul(ix.term, count))
             count *= ix.hi
+    return instance, count
+
+
+def _grid(low: ExprLowering, out: TensorView, acc: Accumulator, threads: list[bool], blocks: list[bool],
+          combine: str, init: str, loops: list[LoopNode]) -> list[kir.Stmt]:
+    n_blocks, per = _grid_sizes(low)
+    work, sync = f"{out.short_name}_work", f"{out.short_name}_sync"
+    n_threads = per // n_blocks
+    instance, count = _grid_instance(low, loops, acc.level)
     flag = f"{out.short_name}_last"
     low.alloc_at(acc.level, loops, kir.Raw(f"bool {flag} = false;"))
     low.flags[out] = [flag]
@@ -193,9 +234,11 @@ def _write_back(low: ExprLowering, out: TensorView, pairs: list[tuple[TensorView
     global_stores: list[kir.Stmt] = []
     preds: list[str] = []
     for tv, acc in pairs:
+        # A Welford's outputs share one loop structure: a sibling's ids are out's, by position.
+        tv_known = _sibling_index(tv, out, known)
         lin: cexpr.Term = 0
         for i, s in zip(acc.layout, acc.strides):
-            lin = cexpr.add(lin, cexpr.mul(known[i].term, s))
+            lin = cexpr.add(lin, cexpr.mul(tv_known[i].term, s))
         index = propagate(tv, {tv.domain.loop[k]: known[i] for k, i in enumerate(out.domain.loop)
                                if i in known}, low.ext)
         value = low.converted(f"{acc.name}[{cexpr.text(lin)}]", acc.dtype, tv.dtype)
@@ -215,11 +258,26 @@ def _write_back(low: ExprLowering, out: TensorView, pairs: list[tuple[TensorView
     return body
 
 
+def _sibling_index(tv: TensorView, ref: TensorView, index: dict[IterDomain, Ix]) -> dict[IterDomain, Ix]:
+    """`index` (keyed by `ref`'s loop ids) extended to the loop ids of `tv`, a sibling output
+    of the same Welford: the siblings are scheduled alike, so their loop ids match by position."""
+    if tv is ref:
+        return index
+    out = dict(index)
+    for a, b in zip(tv.domain.loop, ref.domain.loop):
+        if a not in out and b in index:
+            out[a] = index[b]
+    return out
+
+
 def lower_welford(low: ExprLowering, expr: ex.WelfordOp, loops: list[LoopNode],
                   c_index: dict[IterDomain, Ix], preds: list[str]) -> list[kir.Stmt]:
     avg, var, n = expr.outputs
     dt = _compute(avg.dtype)
-    accs = [Accumulator(low, t, f"{t.short_name}_acc", d, loops, c_index)
+    # One level for the three accumulators: they are combined and written back together
+    # (siblings are never inlined, so their buffers are all at the top level).
+    level = min(acc_level(t) for t in (avg, var, n))
+    accs = [Accumulator(low, t, f"{t.short_name}_acc", d, loops, _sibling_index(t, avg, c_index), level)
             for t, d in ((avg, dt), (var, dt), (n, DataType.Int))]
     for a in accs:
         low.alloc_at(a.level, loops, kir.Allocate(a.name, a.dtype.cuda_name, a.size, "local", init="0"))
@@ -235,22 +293,56 @@ def lower_welford(low: ExprLowering, expr: ex.WelfordOp, loops: list[LoopNode],
         step = kir.Raw(f"fs_welford_combine({a_e}, {m_e}, {n_e}, {xa}, {xm}, {xn});")
     threads, blocks = parallel_reduction(avg)
     post: list[kir.Stmt] = []
+    a0 = accs[0]
+    ct = dt.cuda_name
+    nthreads = low.block_threads()
+    smem = (f"reinterpret_cast<{ct}*>(red_smem), reinterpret_cast<{ct}*>(red_smem) + {nthreads}, "
+            f"reinterpret_cast<nvfuser_index_t*>(red_smem + {2 * nthreads * max(dt.bits // 8, 1)})")
     if any(blocks):
-        raise CompileError(f"{avg.short_name}: a Welford across blocks (grid Welford) is not supported yet")
-    if any(threads):
+        post += _grid_welford(low, expr, accs, threads, blocks, loops, smem)
+    elif any(threads):
         low.reserve_reduction_smem(24)
-        a0 = accs[0]
-        ct = dt.cuda_name
-        nthreads = low.block_threads()
 
         def call(e: str) -> kir.Stmt:
             k = e[len(a0.name):]
             return kir.Raw(
-                f"blockWelford<{_bools(threads)}>({a0.name}{k}, {accs[1].name}{k}, {accs[2].name}{k}, "
-                f"reinterpret_cast<{ct}*>(red_smem), reinterpret_cast<{ct}*>(red_smem) + {nthreads}, "
-                f"reinterpret_cast<nvfuser_index_t*>(red_smem + {2 * nthreads * max(dt.bits // 8, 1)}));")
+                f"blockWelford<{_bools(threads)}>({a0.name}{k}, {accs[1].name}{k}, {accs[2].name}{k}, {smem});")
 
         post.append(_each(a0, call))
     post += _write_back(low, avg, list(zip((avg, var, n), accs)), loops)
     low.work.post[low.item_at(accs[0].level, loops, expr)].extend(post)
     return kir.guard(preds, [step])
+
+
+def _grid_welford(low: ExprLowering, expr: ex.WelfordOp, accs: list[Accumulator], threads: list[bool],
+                  blocks: list[bool], loops: list[LoopNode], smem: str) -> list[kir.Stmt]:
+    """gridWelford per accumulator element: as _grid's gridReduce, with three work buffers
+    (avg, m2, n). Only the last block to arrive gets the result; its flag guards every
+    output's consumers."""
+    avg = expr.outputs[0]
+    a0 = accs[0]
+    n_blocks, per = _grid_sizes(low)
+    instance, count = _grid_instance(low, loops, a0.level)
+    flag = f"{avg.short_name}_last"
+    low.alloc_at(a0.level, loops, kir.Raw(f"bool {flag} = false;"))
+    for o in expr.outputs:
+        if isinstance(o, TensorView):
+            low.flags[o] = [flag]
+    works = []
+    for acc, part in zip(accs, ("avg", "m2", "n")):
+        name = f"{avg.short_name}_work_{part}"
+        low.workspaces[name] = (acc.dtype.cuda_name, per * a0.size * count, False)
+        works.append(name)
+    sync = f"{avg.short_name}_sync"
+    low.workspaces[sync] = ("nvfuser_index_t", n_blocks * a0.size * count, True)
+    low.reserve_reduction_smem(24)
+    slot = cexpr.text(cexpr.add(cexpr.mul(instance, a0.size), "k"))
+    vals = ", ".join(f"{a.name}[k]" for a in accs)
+    bufs = ", ".join(f"{w}.data + ({slot}) * {per}" for w in works)
+    loop = kir.ForLoop("k", a0.size, "serial", f"{a0.name} elements")
+    loop.body.append(kir.Assign(
+        flag,
+        f"gridWelford<{_bools(blocks)}, {_bools(threads)}>({vals}, {vals}, {bufs}, "
+        f"{sync}.data + ({slot}) * {n_blocks}, {smem})",
+    ))
+    return [loop]

@@ -15,10 +15,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from engine.analysis.logical_map import consumers_of
+from engine.analysis.logical_map import consumers_of, logical_map, producers_of
 from engine.analysis.persistent import (
     PersistentBufferInfo,
     is_fastest_dim_reduction,
+    is_reduction_tv,
     persistent_buffer_size,
     persistent_buffers,
     reduction_properties,
@@ -176,12 +177,59 @@ def persistent_compile_reject(fusion: Fusion, kind: SchedulerType) -> str | None
         pair = unmapped_reductions(reds)
         if pair is not None:
             return f"unmapped reduction {pair[0]} and {pair[1]}"
+    else:
+        why = outer_result_reused(fusion, reds)
+        if why is not None:
+            return why
     if any(isinstance(e, ex.ViewOp) for e in fusion.exprs()):
         return "View may interfere with normalization scheduling."
     if not persistent_buffers(fusion).persistent_buffers:
         return "no persistent buffer identified"
     if gather_before_reduction(fusion, reds):
         return "has unsupported gather-like ops before normalization"
+    return None
+
+
+def outer_result_reused(fusion: Fusion, reds: list[TensorView]) -> str | None:
+    """Why the combined inner-outer schedule cannot compute this fusion: an outer
+    reduction's result is used again over the rows it reduced, or reduced again.
+
+    That schedule ends each outer reduction with a grid reduction over the persistent
+    blocks (gridReduce), after every block's loop over its rows: only the last block
+    to arrive has the result, and no row is left to combine it with. A normalization
+    over the outer axis (x - mean over dim 0, a two-pass variance over dim 0) needs it
+    in every block, i.e. a grid-wide all-reduce and a second pass over the rows, which
+    that schedule does not have. Whatever is computed from an outer result may only
+    run over the result's own axes (and broadcasts of them that stay broadcast), to
+    outputs: a tensor downstream of it with a concrete axis that does not come from the
+    result's axes iterates over rows, and one defined by a reduction reduces it again.
+    """
+    from engine.analysis.persistent import _downstream
+
+    order = {t: k for k, t in enumerate(fusion.tensors())}
+    for red in reds:
+        if is_fastest_dim_reduction(red):
+            continue
+        e = red.definition
+        sibs = [o for o in e.outputs if isinstance(o, TensorView)] if e is not None else [red]
+        own = {i for s in sibs for i in s.domain.logical if not i.is_reduction}
+        down: set[TensorView] = set()
+        for s in sibs:
+            down |= _downstream(s)
+        down -= set(sibs)
+        for t in sorted(down, key=lambda t: order.get(t, len(order))):
+            if is_reduction_tv(t):
+                return (f"outer reduction {red.short_name} is reduced again by {t.short_name}: the "
+                        "combined kernel has an outer result only after its grid reduction")
+            for p in producers_of(t):
+                if p in down or p in sibs:
+                    own |= {c for q, c in logical_map(p, t).items() if q in own}
+            rows = [i for i in t.domain.logical
+                    if not i.is_reduction and not i.is_broadcast and i not in own]
+            if rows:
+                return (f"outer reduction {red.short_name}'s result is used over the rows it reduced "
+                        f"({t.short_name} axis {rows[0]}): the combined kernel's grid reduction gives "
+                        "it to the last block only (a grid all-reduce is not supported)")
     return None
 
 
@@ -567,7 +615,7 @@ class InnerOuterPersistentScheduler(_Persistent):
         if partial * _ROWS_PER_STEP > register_budget(dev) or size > max(
                 register_budget(dev), smem_budget(dev) // (_ROWS_PER_STEP * _STAGES)):
             return "not enough registers or shared memory for persistence"
-        return None
+        return _welford_in_row_loop(fusion, info)
 
     def compute_heuristics(self, fusion: Fusion, info: SchedulerRuntimeInfo,
                            trace: Trace | None = None) -> ReductionParams:
@@ -575,6 +623,33 @@ class InnerOuterPersistentScheduler(_Persistent):
 
     def schedule(self, fusion: Fusion, params: HeuristicParams | None, trace: Trace | None = None) -> None:
         schedule_inner_outer(fusion, _check(params), trace)
+
+
+def _row_steps(p: ReductionParams, it_n: int) -> int:
+    """Iterations of the serial loop over each block's rows in the inner-outer schedule:
+    the iteration domain split by rows per step, the grid and the stages, as
+    schedule_inner_outer splits it."""
+    rows = ceil_div(max(1, it_n), p.rows_per_step)
+    return ceil_div(ceil_div(rows, p.lparams.gdimy), max(1, p.circular_buffer_stages))
+
+
+def _welford_in_row_loop(fusion: Fusion, info: SchedulerRuntimeInfo) -> str | None:
+    """An inner Welford whose result is read per row needs that read inside the serial
+    loop over each block's rows, but a Welford's sibling outputs are never inlined: with
+    more than one step the loop would have to close before the Welford and reopen after."""
+    reds = reduction_tvs(fusion)
+    for red in reds:
+        e = red.definition
+        if not (is_fastest_dim_reduction(red) and isinstance(e, ex.WelfordOp)):
+            continue
+        if not any(consumers_of(o) for o in e.outputs if isinstance(o, TensorView)):
+            continue
+        p = inner_outer_heuristics(fusion, info, None)
+        steps = _row_steps(p, reduction_properties(red, info).total_iteration_numel)
+        if steps > 1:
+            return (f"inner Welford {red.short_name} is read in the loop over each block's rows "
+                    f"({steps} steps), but its outputs cannot be inlined into it")
+    return None
 
 
 def _check(params: HeuristicParams | None) -> ReductionParams:

@@ -5,6 +5,7 @@ allocation domain, schedules that verify and keep the reference results."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -382,3 +383,106 @@ def test_inner_outer_with_a_welford_inner_reduction():
     xs = [torch.randn(40, 24)]
     assert verdicts(fd, xs)[1] == SchedulerType.inner_outer_persistent
     schedule(fd, xs, "inner_outer_persistent")
+
+
+# ---- outer reductions whose result is used again (var over dim 0 next to var over dim 1) -------------------
+
+def var_both_dims(kind: str, c1: int = 1, c0: int = 0, k1: bool = True,
+                  k0: bool = False) -> FusionDefinition:
+    """A reduction over dim 1 (used again per row) and one over dim 0 of one [rows, cols]
+    input (tests/realworld/scripts/var_correction.py is var with c1=1, c0=0, k1, not k0).
+    var: two-pass variances (the dim-0 mean is broadcast back over the rows); var_mean:
+    Welfords; sum: plain sums over dim 0 and dim 1; mixed: x - sum over dim 1, and
+    var_mean over dim 0 (an outer Welford whose results only go to outputs)."""
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+
+        def per_row(t):
+            return t if k1 else fd.ops.broadcast(t, [False, True])
+
+        if kind == "var":
+            fd.add_output(fd.ops.sub(t0, per_row(fd.ops.var(t0, dims=[1], correction=c1, keepdim=k1))))
+            fd.add_output(fd.ops.var(t0, dims=[0], correction=c0, keepdim=k0))
+        elif kind == "var_mean":
+            v1, m1 = fd.ops.var_mean(t0, dims=[1], correction=c1, keepdim=k1)
+            fd.add_output(fd.ops.div(fd.ops.sub(t0, per_row(m1)), fd.ops.add(per_row(v1), 1.0)))
+            for t in fd.ops.var_mean(t0, dims=[0], correction=c0, keepdim=k0):
+                fd.add_output(t)
+        elif kind == "sum":
+            fd.add_output(fd.ops.sum(t0, dims=[0], keepdim=k0))
+            fd.add_output(fd.ops.sum(t0, dims=[1], keepdim=k1))
+        else:
+            fd.add_output(fd.ops.sub(t0, per_row(fd.ops.sum(t0, dims=[1], keepdim=k1))))
+            for t in fd.ops.var_mean(t0, dims=[0], correction=c0, keepdim=k0):
+                fd.add_output(t)
+    return fd
+
+
+def test_inner_outer_refuses_an_outer_result_used_over_the_rows():
+    """The combined kernel's outer reductions end in a grid reduction that only the last
+    block gets: the dim-0 mean of a two-pass variance cannot go back over every block's
+    rows. It used to be taken, and the dim-0 variance came out wrong."""
+    fd = var_both_dims("var")
+    v, first = verdicts(fd, [torch.randn(5, 9)])
+    assert first is None  # segmented: inner persistent, then outer persistent
+    assert v["inner_outer_persistent"] == (
+        "outer reduction T10's result is used over the rows it reduced (T13 axis iS26{i0}): the "
+        "combined kernel's grid reduction gives it to the last block only (a grid all-reduce is "
+        "not supported)")
+    # An outer result going to outputs only (keepdim: broadcast, not iterated) is taken.
+    fd = var_both_dims("mixed", k0=True)
+    assert verdicts(fd, [torch.randn(64, 96)])[1] == SchedulerType.inner_outer_persistent
+
+
+def test_lowering_refuses_a_grid_reduction_result_read_by_every_block():
+    """The same schedule forced past the scheduler's check: the lowering refuses it
+    rather than generate a kernel where only the last block has the dim-0 mean."""
+    from engine.errors import CompileError
+    from engine.lower.pipeline import lower_fusion
+
+    fd = load_fusion(Path(__file__).resolve().parents[1] / "realworld" / "scripts" / "var_correction.py")
+    xs = fd.example_inputs(seed=0)
+    info = SchedulerRuntimeInfo(fd.fusion, xs, H100)
+    s = registry.get("inner_outer_persistent")
+    s.schedule(fd.fusion, s.compute_heuristics(fd.fusion, info))
+    with pytest.raises(CompileError, match="only the last block has.*grid all-reduce"):
+        lower_fusion(fd.fusion, info.env, "k")
+
+
+def test_inner_outer_refuses_an_inner_welford_read_in_a_row_loop():
+    """A Welford's outputs are never inlined: read per row inside a loop over several
+    steps of each block's rows, it would need the loop closed and reopened."""
+    fd = var_both_dims("var_mean")
+    assert verdicts(fd, [torch.randn(64, 96)])[0]["inner_outer_persistent"] == "accepted"
+    v, _ = verdicts(fd, [torch.randn(1000, 33)])
+    assert v["inner_outer_persistent"] == ("inner Welford T1 is read in the loop over each block's "
+                                           "rows (2 steps), but its outputs cannot be inlined into it")
+
+
+_VAR_CASES = [
+    # kind, correction over dim 1, over dim 0, keepdim over dim 1, over dim 0
+    ("var", 1, 0, True, False),  # the real-world script
+    ("var", 0, 1, False, True),
+    ("var_mean", 1, 0, True, False),
+    ("var_mean", 0, 1, False, True),
+    ("sum", 0, 0, False, True),
+    ("mixed", 0, 1, True, True),
+]
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed to emulate kernels")
+@pytest.mark.parametrize("shape", [(5, 9), (64, 96), (1000, 33), (7, 4096)])
+@pytest.mark.parametrize("case", _VAR_CASES, ids=lambda c: "-".join(map(str, c)))
+def test_reductions_over_both_dims_emulated(shape: tuple[int, int], case: tuple):
+    from engine.compile import compile_fusion
+    from engine.reference import evaluate
+
+    fd = var_both_dims(*case)
+    xs = [torch.randn(*shape, generator=torch.Generator().manual_seed(0)) * 3 + 1]
+    cf = compile_fusion(fd, xs)
+    outs = cf.run(xs, backend="emulate")
+    refs = evaluate(fd.fusion, xs)
+    assert len(outs) == len(refs)
+    for o, r in zip(outs, refs, strict=True):
+        assert o.shape == r.shape
+        torch.testing.assert_close(o.double(), r.double(), rtol=1e-5, atol=1e-5 * max(1.0, r.abs().max().item()))
