@@ -85,11 +85,14 @@ def _run_groups(groups: list[tuple], fusion: Fusion, inputs: list[Any], env: dic
     from engine.segment.graph import _evaluate_segment
 
     values: dict[int, Any] = {id(v): x for v, x in zip(fusion.inputs, inputs)}
+    # A group without tensor inputs (factories only) computes on the inputs' device: on
+    # meta tensors when the sizes are all that is needed.
+    default = next((x.device for x in inputs if isinstance(x, torch.Tensor)), torch.device("cpu"))
     for clone, _vmap, g_in, g_out, _gid, _s in groups:
         args = [values[id(v)] if id(v) in values else _const(v, env) for v in g_in]
         raw = {clone.inputs[k] for k in raw_inputs(g_in)}
-        dev = next((a.device for a in args if isinstance(a, torch.Tensor)), torch.device("cpu"))
-        outs = _evaluate_segment(clone, args, dev, raw) if raw else evaluate(clone, args)
+        dev = next((a.device for a in args if isinstance(a, torch.Tensor)), default)
+        outs = _evaluate_segment(clone, args, dev, raw) if raw else evaluate(clone, args, dev)
         for v, t in zip(g_out, outs):
             values[id(v)] = t
     return values

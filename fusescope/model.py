@@ -277,7 +277,7 @@ class EventInfo:
 
 # Trace kinds that are the segmenter's decisions (the rest are per-segment scheduling detail,
 # shown by the Schedule view and `show --why`).
-SEGMENTER_KINDS = ("segment", "forward", "merge", "narrow")
+SEGMENTER_KINDS = ("segment", "fold", "forward", "merge", "narrow")
 
 
 DEVICE_MODELS = ("H100", "H200", "A100")  # engine.runtime.device.MODELS, for the Options view
@@ -510,7 +510,7 @@ class EdgeInfo:
 class DecisionInfo:
     """One segmenter decision: a merge attempt, a forwarded chain, a segment formed."""
 
-    kind: str  # "merge", "forward", "narrow", "segment"
+    kind: str  # "merge", "fold", "forward", "narrow", "segment"
     subject: str
     message: str
     accepted: bool | None  # merges: whether it merged; None for other kinds

@@ -25,6 +25,21 @@ class Fusion:
         self.all_vals: list[Val] = []
         self._counters = {"tv": 0, "id": 0, "scalar": 0, "expr": 0}
         self._zero: Scalar | None = None
+        # exprs() is asked for constantly while scheduling (uses_of, consumers_of); it is
+        # kept until the graph changes. Every edit goes through a method below, which
+        # bumps the version.
+        self._version = 0
+        self._exprs_cache: tuple[int, list[Expr], set[int]] | None = None
+
+    def __getstate__(self) -> dict:
+        # A copy (clone, pickling) recomputes the order: the cache holds ids of these exprs.
+        state = dict(self.__dict__)
+        state["_exprs_cache"] = None
+        return state
+
+    def changed(self) -> None:
+        """The graph was edited (operands, outputs, exprs): forget the cached order."""
+        self._version += 1
 
     # ---- naming (nvFuser numbers each kind in creation order) ------------------
     def _next(self, kind: str) -> int:
@@ -68,6 +83,7 @@ class Fusion:
         for inp in expr.inputs:
             inp.uses.append(expr)
         self.all_exprs.append(expr)
+        self.changed()
         return self._next("expr")
 
     def add_input(self, val: Val) -> None:
@@ -76,6 +92,7 @@ class Fusion:
         if val in self.inputs:
             raise FusionDefinitionError(f"{_short(val)} is already an input")
         self.inputs.append(val)
+        self.changed()
         _set_global(val)
 
     def add_output(self, val: Val) -> None:
@@ -83,15 +100,22 @@ class Fusion:
             # nvFuser allows an input to be an output (an alias); keep it simple and allowed.
             pass
         self.outputs.append(val)
+        self.changed()
         _set_global(val)
 
     def exprs(self) -> list[Expr]:
         """Exprs the outputs depend on, in topological order (depth-first from outputs)."""
-        order: list[Expr] = []
-        seen: set[int] = set()
-        for out in self.outputs:
-            self._visit(out, order, seen)
-        return order
+        return list(self._live()[1])
+
+    def _live(self) -> tuple[int, list[Expr], set[int]]:
+        cache = self._exprs_cache
+        if cache is None or cache[0] != self._version:
+            order: list[Expr] = []
+            seen: set[int] = set()
+            for out in self.outputs:
+                self._visit(out, order, seen)
+            cache = self._exprs_cache = (self._version, order, {id(e) for e in order})
+        return cache
 
     def _visit(self, val: Val, order: list[Expr], seen: set[int]) -> None:
         # Iterative post-order so that long chains do not hit Python's recursion limit.
@@ -131,7 +155,7 @@ class Fusion:
     def uses_of(self, val: Val) -> list[Expr]:
         """The live exprs that read `val`, each once (an expr reading it twice, as
         lerp(a, a, w) does, is listed once in `uses` per operand)."""
-        live = {id(e) for e in self.exprs()}
+        live = self._live()[2]
         return list({id(e): e for e in val.uses if id(e) in live}.values())
 
     # ---- editing -----------------------------------------------------------------
@@ -144,6 +168,7 @@ class Fusion:
                 out.definition = None
         if expr in self.all_exprs:
             self.all_exprs.remove(expr)
+        self.changed()
 
     def replace_input_of(self, expr: Expr, old: Val, new: Val) -> None:
         """Make `expr` read `new` at every operand where it read `old`."""
@@ -154,9 +179,11 @@ class Fusion:
                 old.uses.remove(expr)
             new.uses.append(expr)
         expr.inputs = [new if v is old else v for v in expr.inputs]
+        self.changed()
 
     def replace_output(self, old: Val, new: Val) -> None:
         self.outputs = [new if v is old else v for v in self.outputs]
+        self.changed()
         _set_global(new)
 
     def clone(self) -> tuple[Fusion, dict[Val, Val]]:

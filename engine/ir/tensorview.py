@@ -461,6 +461,7 @@ class TensorView(Val):
         expr.outputs = [cache if o is self else o for o in expr.outputs]
         cache.definition = expr
         self.definition = None
+        self.fusion.changed()
         self.domain = new_dom
         LoadStoreOp(self.fusion, self, cache, kind=op_type)
         verify_around([self, cache])

@@ -71,6 +71,8 @@ class ExprLowering:
         self.launch_dims = launch_dims
         self.scalar_names = scalar_names
         self.fusion_inputs: set = set()
+        # Local `full` outputs read as their fill value (pipeline.constant_fulls): never stored.
+        self.constants: dict[TensorView, Scalar] = {}
         self.layouts: dict[str, tuple[list[int], int]] = {}
         self.buffers: dict[TensorView, Buffer] = {}
         self.work = ScopeWork()
@@ -299,6 +301,9 @@ class ExprLowering:
         if isinstance(v, Scalar):
             return Access(self.scalar(v), {})
         assert isinstance(v, TensorView)
+        fill = self.constants.get(v)
+        if fill is not None:
+            return Access(self.converted(self.scalar(fill), fill.dtype, v.dtype), {})
         known = producer_known(v, consumer, c_index, self.ext)
         if extra:
             known.update(extra)

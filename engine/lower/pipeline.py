@@ -70,6 +70,26 @@ def _check_parallel_types(tv: TensorView) -> None:
             seen[p] = k
 
 
+# Ops whose lowering reads each operand through ExprLowering.read (op_values.value_of).
+_CONSTANT_READERS = (ex.UnaryOp, ex.BinaryOp, ex.TernaryOp, ex.PadOp, ex.SliceOp, ex.CatOp)
+
+
+def constant_fulls(fusion: Fusion, exprs: list[Expr]) -> dict[TensorView, Scalar]:
+    """Local tensors made by `full` that only pointwise, pad, slice and cat ops read: every
+    element is the fill value, so the readers use it directly and nothing is stored (a pad
+    of a `full` then needs no loop of its own: see tools.memory_promotion_reason)."""
+    out: dict[TensorView, Scalar] = {}
+    for e in exprs:
+        if not isinstance(e, ex.FullOp):
+            continue
+        tv = out_tv(e)
+        if tv.memory_type == MemoryType.Global or tv in fusion.outputs:
+            continue
+        if all(isinstance(u, _CONSTANT_READERS) for u in fusion.uses_of(tv)) and isinstance(e.fill, Scalar):
+            out[tv] = e.fill
+    return out
+
+
 def _validate(fusion: Fusion) -> list[Expr]:
     exprs = fusion.exprs()
     for e in exprs:
@@ -236,6 +256,8 @@ def lower_fusion(fusion: Fusion, env: dict, name: str,
     allocation strides and pointer alignment (bytes), which let copies be widened safely."""
     stages: dict[str, str] = {}
     exprs = _validate(fusion)
+    constants = constant_fulls(fusion, exprs)
+    exprs = [e for e in exprs if out_tv(e) not in constants]
     ext = Extents(env)
     ext.promote(exprs)
     nest = Nest(exprs, lambda i: _is_virtual(i, ext))
@@ -249,6 +271,7 @@ def lower_fusion(fusion: Fusion, env: dict, name: str,
     params, tensors, scalars = _params(fusion)
     low = ExprLowering(ext, dims, scalars)
     low.fusion_inputs = set(fusion.inputs)
+    low.constants = constants
     low.layouts = dict(layouts or {})
     loops_of = {}
     for e, loops in walk(nest):

@@ -403,22 +403,26 @@ def make_resizes_exclusive(fusion: Fusion, ref: TensorView, trace: Trace | None 
     memory wherever needed. Raises _ConflictError when a tensor cannot be recomputed.
     """
     limit = 4 * len(fusion.exprs()) + 8
+    made_for: dict[TensorView, TensorView] = {}  # copy -> the consumer it was made for
+    privatized: set[TensorView] = set()
     for _ in range(limit):
         try:
             align(fusion, ref)
             return
         except _ConflictError as c:
             if c.output is not None:
-                if not _privatize_producers(fusion, c.output):
+                if c.output in privatized or not _privatize_producers(fusion, c.output):
                     raise
+                privatized.add(c.output)
                 _note(trace, c.output.short_name, "its producers are recomputed for it: the "
                       "reference needs them under a resize")
                 continue
-            if c.tensor is None or c.consumer is None:
-                raise
+            if c.tensor is None or c.consumer is None or made_for.get(c.tensor) is c.consumer:
+                raise  # a copy made for this consumer conflicts again: no copy can help
             copy = _recompute_for(fusion, c.tensor, c.consumer)
             if copy is None:
                 raise
+            made_for[copy] = c.consumer
             _note(trace, copy.short_name, f"recomputes {c.tensor.short_name} for "
                   f"{c.consumer.short_name}: the two need it under different resizes")
     raise _ConflictError("resize inputs could not be made exclusive")

@@ -104,11 +104,14 @@ def memory_promotion_reason(fusion: Fusion) -> str | None:
     Their first input is read at elements other threads own (a data-dependent index, or
     a shifted position), which only works from global memory; an intermediate computed
     in the same kernel lives in registers. The segmenter then cuts before such an op,
-    so its first input arrives through global memory."""
+    so its first input arrives through global memory. A `full` is the exception: every
+    element is its fill value, which the lowering reads directly (pipeline.constant_fulls)."""
     for e in fusion.exprs():
         indexing = isinstance(e, INDEXING_OPS)
         resized = any(isinstance(o, TensorView) and _has_resized_logical(o) for o in e.outputs)
-        if (indexing or resized) and e.inputs[0] not in fusion.inputs:
+        first = e.inputs[0]
+        constant = resized and isinstance(getattr(first, "definition", None), ex.FullOp)
+        if (indexing or resized) and first not in fusion.inputs and not constant:
             return f"First input of {type(e).__name__} must be fusion input."
     return None
 

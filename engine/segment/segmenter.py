@@ -32,6 +32,7 @@ from engine.ir.fusion import Fusion
 from engine.ir.tensorview import TensorView
 from engine.schedule.base import PRIORITY, SchedulerType, Verdict
 from engine.segment.boundaries import boundary_vals, check_layout_op_uses
+from engine.segment.fold import fold_zero_factories
 from engine.segment.forwarding import Forwarding, find_forwarding
 from engine.segment.graph import (
     SegmentedEdge,
@@ -323,6 +324,7 @@ class _Finder:
     # ---- the passes ------------------------------------------------------------------------
     def run(self) -> SegmentedFusion:
         fusion = self.fusion
+        fold_zero_factories(fusion, self.trace)
         exprs = fusion.exprs()
         self.pos = {e: k for k, e in enumerate(exprs)}
         hints = [e for e in exprs if _is_segment_set(e)]

@@ -15,6 +15,7 @@ from engine.ir import exprs as ex
 from engine.ir.quant_exprs import BlockQuantizationOp, PreprocessGroupedMatmulInputSf
 from engine.reference import evaluate
 from engine.segment import SegmentedFusion, segment_fusion
+from engine.segment.fold import fold_zero_factories
 from engine.trace import Trace
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_fusions"
@@ -157,14 +158,44 @@ def test_rope_bwd_each_rotary_path_is_one_resize_kernel_and_bf16_crosses():
     trace = Trace()
     sf = segment_fusion(fd.fusion, xs, trace=trace)
     kinds = [g.scheduler for g in sf.groups]
-    assert kinds.count("resize") == 2 and kinds.count("reduction") == 2
-    assert sum(k != "expr_eval" for k in kinds) == 6
+    assert kinds.count("resize") == 2 and kinds.count("reduction") == 1
+    assert sum(k != "expr_eval" for k in kinds) == 4
+    # The v gradient (a sum of zeros over the grouped heads, cast and broadcast) folds to a
+    # full of zeros, which the cat's segment reads as its fill value; so does q's zero term.
+    assert [e.subject for e in trace.of_kind("fold")] == ["T9", "T54", "T55", "T56", "T57", "T58"]
     crossing = {e.val for e in sf.edges}
     assert all(v.dtype == DataType.BFloat16 for v in crossing), [v.short_name for v in crossing]
     q_path = sf.groups[0]
     assert q_path.scheduler == "resize" and [v.short_name for v in q_path.inputs] == ["T0", "T1", "T3"]
     assert trace.of_kind("narrow")
     check_reference(fd, sf, xs)
+
+
+def _zeros_reduced(fill: float) -> FusionDefinition:
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+        z = fd.ops.full([8, 4, 64], fill, DataType.BFloat16)
+        s = fd.ops.sum(fd.ops.cast(z, DataType.Float), dims=[1])
+        b = fd.ops.cast(s, DataType.BFloat16)
+        fd.add_output(fd.ops.cat([x, b], dim=0))
+    return fd
+
+
+def test_zero_factories_fold_and_a_pad_reads_the_fill_value():
+    fd = _zeros_reduced(0.0)
+    xs = [torch.randn(8, 64).to(torch.bfloat16)]
+    trace = Trace()
+    sf = segment_fusion(fd.fusion.clone()[0], xs, trace=trace)
+    assert [e.data["op"] for e in trace.of_kind("fold")] == ["UnaryOp", "ReductionOp", "UnaryOp"]
+    # No reduction is left: one segment, the cat reading the zeros where they are padded.
+    assert [g.scheduler for g in sf.groups] == ["resize"]
+    check_reference(fd, sf, xs)
+
+
+def test_factories_of_other_values_do_not_fold():
+    fusion = _zeros_reduced(1.5).fusion.clone()[0]
+    before = str(fusion)
+    assert fold_zero_factories(fusion) == 0 and str(fusion) == before
 
 
 # ---- nvFuser's segmentation tests ----------------------------------------------------------
