@@ -219,7 +219,8 @@ def root_to_logical(tv: TensorView) -> IdMap:
     """Root ids that continue as one logical id: identical (permute) or through a Resize.
 
     A reshape's splits and merges are not one-to-one, so their root ids stop here;
-    transform propagation does not cross a reshape (a known simplification).
+    transform propagation crosses a reshape as a whole instead, from the full merge of
+    one side's logical ids to the other's (engine.analysis.replay.linear_id).
     """
     dom = tv.domain
     logical = set(dom.logical)

@@ -66,6 +66,14 @@ def replay_onto(
             mixes = o is not None and i is not None and (
                 o.is_reduction != i.is_reduction and not (o.is_broadcast or i.is_broadcast))
             if mixes:
+                kept = _beside_reduced_broadcast(o, i)
+                if kept is not None:
+                    # One side is a reduced broadcast here (a reduction over a size-1
+                    # axis, seed 001's AllocationDomainBroadcast variant): it holds one
+                    # index, so the merged axis continues the other side, as across a
+                    # squeeze, and the reduced broadcast stays a separate axis.
+                    rmap[t.out] = kept
+                    continue
                 # The reference merged two axes that are iteration and reduction here
                 # (across a reduction op): not a valid merge, so it is not replayed and
                 # both axes stay as they are.
@@ -90,6 +98,83 @@ def replay_onto(
             loop.append(d)
     loop += [d for d in current if d not in used]
     return loop, rmap
+
+
+def _reduced_broadcast(i: IterDomain) -> bool:
+    """A reduction over one element (of a broadcast axis): its index is always 0."""
+    return (i.is_reduction and i.expanded_extent is None and i.extent.is_const
+            and i.extent.value == 1)
+
+
+def _beside_reduced_broadcast(a: IterDomain, b: IterDomain) -> IterDomain | None:
+    """Of two ids a reference merged, where one is a reduced broadcast and the other is
+    not a reduction: the other one (the merge continues it), else None."""
+    if _reduced_broadcast(a) and not b.is_reduction:
+        return b
+    if _reduced_broadcast(b) and not a.is_reduction:
+        return a
+    return None
+
+
+# ---- the linear equivalence across a reshape -------------------------------------------
+
+def linear_ids(tv: TensorView) -> list[IterDomain]:
+    """The logical ids that make up `tv`'s elements in row-major order: reduction ids
+    and plain (unexpanded) broadcasts, which hold one element, are left out."""
+    return [i for i in tv.domain.logical
+            if not i.is_reduction and not (i.is_broadcast and i.expanded_extent is None)]
+
+
+def linear_id(tv: TensorView) -> IterDomain | None:
+    """The first id of `tv`'s logical->loop history that is the row-major merge of all of
+    its `linear_ids` (the only such logical id when there is one), or None.
+
+    A reshape keeps the row-major order of the elements: element k of its input,
+    flattened, is element k of its output, flattened. So the full merge of a reshape
+    input's logical ids and the full merge of its output's iterate the same loop, which
+    is how a schedule that merges everything (the pointwise 1-D schedule, nvFuser's
+    reshape-compatible flattening) crosses a reshape in either direction.
+    """
+    want = linear_ids(tv)
+    if not want:
+        return None
+    logical = set(tv.domain.logical)
+    memo: dict[IterDomain, list[IterDomain] | None] = {}
+
+    def lin(i: IterDomain) -> list[IterDomain] | None:
+        if i in memo:
+            return memo[i]
+        got: list[IterDomain] | None
+        if i in logical:
+            got = [i] if i in want else []
+        elif isinstance(i.definition, Merge):
+            a, b = lin(i.definition.outer), lin(i.definition.inner)
+            got = None if a is None or b is None else a + b
+        else:
+            got = None
+        memo[i] = got
+        return got
+
+    candidates = [i for i in tv.domain.logical if i in want]
+    for t in loop_transforms(tv):
+        if isinstance(t, Merge):
+            candidates.append(t.out)
+    return next((i for i in candidates if lin(i) == want), None)
+
+
+def is_reshape_edge(producer: TensorView, consumer: TensorView) -> bool:
+    from engine.ir.exprs import ViewOp
+
+    e = consumer.definition
+    return isinstance(e, ViewOp) and bool(e.inputs) and e.inputs[0] is producer
+
+
+def _reshape_linear_map(producer: TensorView, consumer: TensorView) -> IdMap:
+    """Across a reshape: the producer's full merge -> the consumer's (see linear_id)."""
+    if not is_reshape_edge(producer, consumer):
+        return {}
+    x, y = linear_id(producer), linear_id(consumer)
+    return {x: y} if x is not None and y is not None else {}
 
 
 def _same_split(a: Split, b: Split) -> bool:
@@ -135,10 +220,34 @@ def loop_map(producer: TensorView, consumer: TensorView) -> IdMap:
     the same loop as the pad's or slice's output; a producer without it is not
     inlined across the slice or pad. Merges with a broadcast axis that only one side
     has forward the other axis.
+
+    Across a reshape, a producer whose loop was replayed from the reshape's output
+    (backward propagation) matches the output's reshape transforms one by one; one
+    scheduled before the reshape (forward propagation) instead shares the full merge of
+    its logical ids with the output's full merge (linear_id). Both are tried and the map
+    that pairs more of the producer's loop ids with the consumer's wins.
     """
+    m = _loop_map(producer, consumer, {})
+    linear = _reshape_linear_map(producer, consumer)
+    if linear:
+        alt = _loop_map(producer, consumer, linear)
+        c_loop = set(consumer.domain.loop)
+
+        def reach(mm: IdMap) -> int:
+            return sum(1 for i in producer.domain.loop if mm.get(i) in c_loop)
+
+        if reach(alt) > reach(m):
+            return alt
+    return m
+
+
+def _loop_map(producer: TensorView, consumer: TensorView, linear: IdMap) -> IdMap:
     m: IdMap = pairwise_logical_map(producer, consumer)
     p_ts = loop_transforms(producer)
     m.update(_block_scale_map(producer, consumer, p_ts))
+    # The producer's merges that build its full merge are not matched against the
+    # consumer's reshape merges: the full merge maps to the consumer's full merge.
+    m.update(linear)
     c_ts = transforms_between(consumer.domain.maybe_root, consumer.domain.loop)
     c_set = {id(t) for t in c_ts}
     changed = True
@@ -147,6 +256,9 @@ def loop_map(producer: TensorView, consumer: TensorView) -> IdMap:
         changed = False
         for t in p_ts:
             if id(t) in done:
+                continue
+            if any(o in linear for o in t.outputs):
+                done.add(id(t))
                 continue
             if isinstance(t, Split):
                 b = m.get(t.in_id)
@@ -180,6 +292,14 @@ def loop_map(producer: TensorView, consumer: TensorView) -> IdMap:
                     # an input (a consumer merge with a broadcast we lack): retry then.
                     if match is not None:
                         m[t.out] = match.out
+                        done.add(id(t))
+                        changed = True
+                    elif (kept := _beside_reduced_broadcast(bo, bi)) is not None and (
+                            t.outer.is_broadcast or t.inner.is_broadcast):
+                        # Our merge of a broadcast with an axis that the consumer reduces
+                        # over one element and keeps (see replay_onto): the merged axis
+                        # iterates the kept one.
+                        m[t.out] = kept
                         done.add(id(t))
                         changed = True
                 elif (bo is None) != (bi is None):

@@ -15,8 +15,10 @@ from engine.ir.tensorview import TensorView, transaction
 def replay_edge(src: TensorView, dst: TensorView) -> None:
     """Give `dst` (a direct producer or consumer of `src`) `src`'s loop transforms."""
     from engine.analysis.logical_map import consumers_of, logical_map, pairwise_logical_map
-    from engine.analysis.replay import loop_transforms, replay_onto, transforms_between
+    from engine.analysis.replay import is_reshape_edge, loop_transforms, replay_onto, transforms_between
 
+    if (is_reshape_edge(src, dst) or is_reshape_edge(dst, src)) and _replay_across_reshape(src, dst):
+        return
     if dst in consumers_of(src):
         id_map = logical_map(src, dst)
         ts = loop_transforms(src)
@@ -28,6 +30,41 @@ def replay_edge(src: TensorView, dst: TensorView) -> None:
     loop, _ = replay_onto(ts, src.domain.loop, id_map, dst.domain.logical,
                           on_transform=dst._follow_allocation)
     dst.domain.loop = loop
+
+
+def _replay_across_reshape(src: TensorView, dst: TensorView) -> bool:
+    """Across a reshape (`dst` is the reshape of `src`, or its input). Where `src`'s loop
+    descends from the full merge of its logical ids (engine.analysis.replay.linear_id),
+    `dst` merges all of its own logical ids the same way, which iterates the same
+    elements in the same order (a reshape keeps the row-major order), and replays what
+    `src` did after its full merge. Every tensor of a flattened (1-D) schedule thus gets
+    the same loop whichever path propagation takes to it; otherwise a tensor reached
+    forward through a reshape would keep its reshaped axes unscheduled (the logical map
+    pairs only the axes a reshape keeps), and one reached backward would carry the
+    reshape's splits and merges, which a neighbour reached along another path (a reshape
+    and its inverse between one input and an output) does not share.
+
+    Returns False, changing nothing, when `src` has no full merge (a tiled or partly
+    merged schedule): the caller then replays what the logical map pairs (backward, the
+    reshape output's root->logical transforms are replayed onto the input)."""
+    from engine.analysis.replay import linear_id, linear_ids, replay_onto, transforms_between
+    from engine.ir.iterdomain import Merge
+
+    x = linear_id(src)
+    ids = linear_ids(dst)
+    if x is None or not ids:
+        return False
+    y = ids[0]
+    for i in ids[1:]:
+        m = Merge(y, i)
+        dst._follow_allocation(m)
+        y = m.out
+    rest = [i for i in dst.domain.logical if i not in ids]
+    ts = transforms_between([x], src.domain.loop)
+    loop, _ = replay_onto(ts, src.domain.loop, {x: y}, [y, *rest],
+                          on_transform=dst._follow_allocation)
+    dst.domain.loop = loop
+    return True
 
 
 def _neighbours(tv: TensorView) -> list[TensorView]:

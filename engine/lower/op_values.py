@@ -179,11 +179,27 @@ def _select(low: ExprLowering, expr: ex.SelectOp, out: TensorView, c_index) -> s
 
 
 def _lookup(low: ExprLowering, expr: Expr, out: TensorView, c_index) -> str:
+    """index_select, gather and take_along_axis read their lookup table (in global memory)
+    at the index tensor's value on axis `dim`, and on every other axis at the output's own
+    position: out[.., j, ..] = table[.., index[..], ..]. The other axes are seeded here
+    from the output's logical indices, not only through the domain map: torch.gather's
+    index may be smaller than the table, so the map leaves those axes unpaired (their
+    extents differ), yet output element (i, j) still reads table row i. A broadcast axis
+    of the table (take_along_axis broadcasts it against the index) reads position 0."""
     inp, index = expr.inputs[0], expr.inputs[1]
-    axis = _logical_noreduction(inp)[expr.dim]
+    p_ids, o_ids = _logical_noreduction(inp), _logical_noreduction(out)
+    axis = p_ids[expr.dim]
     n = low.ext.of(axis)
     idx_text = low.read(index, out, c_index).text
     extra = {axis: Ix(f"((nvfuser_index_t)({idx_text}))", 0, n)}
+    if len(p_ids) == len(o_ids):
+        for k, (pid, oid) in enumerate(zip(p_ids, o_ids)):
+            if k == expr.dim:
+                continue
+            if pid.is_broadcast:
+                extra[pid] = Ix(0, 0, 1)
+            elif oid in c_index:
+                extra[pid] = c_index[oid]
     return low.converted(low.read(inp, out, c_index, extra).text, inp.dtype, out.dtype)
 
 

@@ -5,7 +5,9 @@ tensor, inputs of select/gather and resize ops are fusion inputs, no reductions,
 block scales are fusion outputs) and the ops this engine evaluates with torch (matmul,
 linear, the grouped matmul) which no generated kernel takes. The seed-000 rule for the
 layout op (its offsets are fusion inputs and its output a fusion output without uses)
-is checked by the registry before every scheduler's own checks (tools.py).
+is checked by the registry before every scheduler's own checks (tools.py). With a
+reshape, the flattened schedule is tried on a copy and refused, naming the tensor, when
+some tensor could not be inlined into its consumers (reshape_schedule_reason).
 
 Heuristics follow nvFuser's non-TMA pointwise heuristics: 128 threads in x; the
 vector/unroll budget is 16 bytes of the widest input, fewer with many tensors or with
@@ -29,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from engine.analysis.logical_map import consumers_of, logical_map, producers_of
 from engine.analysis.vectorize import VectorizeResult, vectorization_factor
+from engine.errors import ScheduleError
 from engine.ir import exprs as ex
 from engine.ir.iterdomain import IterDomain, ParallelType
 from engine.ir.quant_exprs import BlockQuantizationOp, CutlassNvfp4GroupedMmaOp
@@ -193,6 +196,51 @@ def conflicting_reshapes(fusion: Fusion) -> bool:
     return any(len(v) > 1 for v in shapes.values())
 
 
+def reshape_schedule_reason(fusion: Fusion) -> str | None:
+    """With a reshape, whether the 1-D schedule gives every tensor a loop its consumers
+    share. Transform propagation carries the reference's flattened loop across a reshape
+    from the full row-major merge of one side's axes to the other's; a tensor whose axes
+    reach the reshape in another order (a permute of the reshaped tensor between the
+    reference and the reshape) cannot be flattened both ways, and would be read by its
+    consumers at elements other threads computed. The schedule is tried on a copy (the
+    verdict never changes the fusion) and refused, naming the tensor, when a local
+    tensor with consumers keeps a parallel axis outside its inlined loops; the
+    segmenter then splits the fusion. None when it schedules consistently."""
+    if not any(isinstance(e, ex.ViewOp) for e in fusion.exprs()):
+        return None
+    if any(isinstance(e, BlockQuantizationOp) for e in fusion.exprs()):
+        return None  # the block schedule is not the flattened one (and takes no reshape)
+    copy, _ = fusion.clone()
+    try:
+        schedule_pointwise(copy, PointwiseParams(lparams=LaunchParams(bdimx=THREADS_X)))
+    except (ValueError, ScheduleError) as e:
+        return f"the 1-D schedule cannot cross the reshapes: {e}"
+    names = {t.short_name for t in fusion.tensors() if isinstance(t, TensorView)}
+
+    def name(tv: TensorView) -> str:
+        # The copy's caches are not in the user's fusion: name them by what they copy.
+        d = tv.definition
+        if tv.short_name in names or not isinstance(d, ex.LoadStoreOp):
+            return tv.short_name
+        if isinstance(d.inputs[0], TensorView) and d.inputs[0].short_name in names:
+            return f"the cache of {d.inputs[0].short_name}"
+        return tv.short_name
+
+    for tv in copy.tensors():
+        if (not isinstance(tv, TensorView) or tv in copy.inputs
+                or tv.memory_type != MemoryType.Local or not consumers_of(tv)):
+            continue
+        outside = [i for i in tv.domain.loop[tv.compute_at_pos:]
+                   if not i.is_broadcast and (i.parallel_type.is_thread_dim or i.parallel_type.is_block_dim)]
+        if outside:
+            readers = [c for c in consumers_of(tv) if c.short_name in names] or consumers_of(tv)
+            return (f"the 1-D schedule cannot cross the reshapes: {name(tv)} is not inlined "
+                    f"into {', '.join(c.short_name for c in readers)} (their loops differ: "
+                    "reshaped and permuted axes flatten in different orders), so it would be "
+                    "read at elements other threads computed")
+    return None
+
+
 def has_reduction(fusion: Fusion) -> bool:
     for e in fusion.exprs():
         if isinstance(e, (ex.ReductionOp, ex.WelfordOp)):
@@ -310,7 +358,10 @@ class PointwiseScheduler(Scheduler):
             return "no support for reduction ops"
         if non_terminal_block_quantize(fusion) is not None:
             return "no support for block quantization where block scales is not a fusion output"
-        return block_quantization_reference_reason(fusion)
+        why = block_quantization_reference_reason(fusion)
+        if why is not None:
+            return why
+        return reshape_schedule_reason(fusion)
 
     def reject_runtime(self, fusion: Fusion, info: SchedulerRuntimeInfo) -> str | None:
         # nvFuser's canScheduleRunTime asks for a vector of at least 2 and no split grid
@@ -440,7 +491,9 @@ class PointwiseScheduler(Scheduler):
             return none
         if any(isinstance(e, ex.ViewOp) for e in fusion.exprs()):
             # A break inside a reshaped group of axes would split what the reshape merged;
-            # without nvFuser's view-disjoint sets the engine keeps such fusions 1-D.
+            # without nvFuser's view-disjoint sets the engine keeps such fusions 1-D. The
+            # flattened loop is also what propagation carries across a reshape, in either
+            # direction (engine.analysis.replay.linear_id), so every tensor shares it.
             lines.append("reshape in the fusion: 1-D schedule")
             return none
         present = _dims_present(fusion, ref, io)

@@ -427,3 +427,83 @@ def test_heuristic_overrides_change_the_schedule_and_stay_correct() -> None:
         compile_fusion(small, [x], Options(heuristic_overrides={"lparams.gdimy": "5"}))
     with pytest.raises(CompileError, match="'nonsense' names no parameter"):
         compile_fusion(small, [x], Options(heuristic_overrides={"nonsense": 1}))
+
+
+# ---- gather / take_along_axis / index_select: the lookup table stays in global memory -------
+
+def _lookup_fusion(table: tuple[int, ...], index: tuple[int, ...], dim: int, ops: tuple[str, ...]):
+    """`ops` of one table and one index tensor, summed; size-1 axes are declared as such."""
+    fd = FusionDefinition()
+    with fd:
+        t0 = fd.define_tensor(shape=[1 if s == 1 else -1 for s in table],
+                              contiguity=[True] * len(table), dtype=DataType.Float)
+        t1 = fd.define_tensor(shape=[1 if s == 1 else -1 for s in index],
+                              contiguity=[True] * len(index), dtype=DataType.Int)
+        outs = [getattr(fd.ops, op)(t0, t1, dim) for op in ops]
+        acc = outs[0]
+        for o in outs[1:]:
+            acc = fd.ops.add(acc, o)
+        fd.add_output(acc)
+    g = torch.Generator().manual_seed(0)
+    xs = [torch.randn(*table, generator=g), torch.randint(0, table[dim], index, generator=g)]
+    return fd, xs
+
+
+@needs_gxx
+@pytest.mark.parametrize("table, index, dim", [
+    ((10, 7), (10, 7), 0), ((10, 7), (10, 7), 1),
+    ((10, 7), (5, 3), 0), ((10, 7), (5, 3), 1),      # index smaller than the table
+    ((130, 3), (129, 2), 0),                          # more than one block of 128 threads
+    ((1, 9), (1, 4), 1), ((10, 1), (3, 1), 0),        # size-1 axes
+    ((6, 5, 7), (4, 5, 3), 2), ((6, 5, 7), (2, 3, 7), 1),
+])
+def test_gather_reads_the_table_at_the_outputs_position_off_dim(table, index, dim) -> None:
+    """torch.gather's index may be smaller than the table on the axes other than `dim`, so
+    those axes are not mapped to the table's (realworld index_select_gather: 'cannot index
+    T0's allocation axis'); the table is still read at the output's position there."""
+    fd, xs = _lookup_fusion(table, index, dim, ("gather",))
+    cf = check_emulated(fd, xs)
+    assert [s.scheduler for s in cf.segments] == ["pointwise"]
+
+
+@needs_gxx
+@pytest.mark.parametrize("table, index, dim", [
+    ((10, 7), (10, 3), 1), ((10, 7), (5, 7), 0), ((13, 9), (2, 9), 0), ((1, 9), (1, 4), 1),
+    ((6, 5, 7), (6, 3, 7), 1),
+])
+def test_gather_and_take_along_axis_of_one_table(table, index, dim) -> None:
+    fd, xs = _lookup_fusion(table, index, dim, ("gather", "take_along_axis"))
+    cf = check_emulated(fd, xs)
+    assert [s.scheduler for s in cf.segments] == ["pointwise"]
+    # The table is read from global memory, never cached in registers.
+    assert "T0[" in cf.segments[0].cuda_source
+
+
+@needs_gxx
+@pytest.mark.parametrize("table, index, dim", [
+    ((1, 7), (5, 3), 1), ((10, 7), (1, 3), 1), ((10, 7), (4, 1), 0), ((10, 1), (4, 6), 0),
+])
+def test_take_along_axis_broadcasts_table_and_index(table, index, dim) -> None:
+    fd, xs = _lookup_fusion(table, index, dim, ("take_along_axis",))
+    check_emulated(fd, xs)
+
+
+@needs_gxx
+@pytest.mark.parametrize("dim", [0, 1])
+def test_index_select_with_gather_of_one_table(dim: int) -> None:
+    """The realworld script's shape: index_select and gather/take_along_axis of one table
+    (the two results have unrelated shapes, so they are two segments)."""
+    fd = FusionDefinition()
+    with fd:
+        t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        t1 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Int)
+        t2 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Int)
+        fd.add_output(fd.ops.index_select(t0, t1, dim=dim))
+        t4 = fd.ops.gather(t0, t2, dim=dim)
+        fd.add_output(fd.ops.add(t4, fd.ops.take_along_axis(t0, t2, dim)))
+    g = torch.Generator().manual_seed(0)
+    table = (10, 7)
+    gidx = (4, 7) if dim == 0 else (10, 3)
+    xs = [torch.randn(*table, generator=g), torch.randint(0, table[dim], (5,), generator=g),
+          torch.randint(0, table[dim], gidx, generator=g)]
+    check_emulated(fd, xs)

@@ -551,3 +551,111 @@ def test_less_than_a_wave_is_not_vectorized_even_when_aligned():
     assert any("fewer elements than a wave (16896): budget -> 1" in e.message for e in trace)
     assert any("vectorization factor 8" in e.message for e in trace)  # what the layout allows
     assert p.vectorization_factor == 1 and p.unroll_factor_inner == 1
+
+
+# ---- reshapes: every tensor of the 1-D schedule shares the reference's flattened loop --------
+
+def _emulate_against_reference(fd, xs):
+    import shutil
+
+    from engine.compile import compile_fusion
+    from engine.reference import evaluate
+
+    if shutil.which("g++") is None:
+        pytest.skip("g++ is needed to emulate kernels")
+    cf = compile_fusion(fd, xs)
+    outs = cf.run(xs, backend="emulate")
+    refs = evaluate(fd.fusion, xs)
+    assert len(outs) == len(refs)
+    for o, r in zip(outs, refs):
+        assert o.shape == r.shape and torch.equal(o, r)
+    return cf
+
+
+def _reshape_relu_reshape(shape, mid, final, both: bool):
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[1 if s == 1 else -1 for s in shape],
+                              contiguity=[True] * len(shape), dtype=DataType.Float)
+        t2 = fd.ops.relu(fd.ops.reshape(t0, mid))
+        t3 = fd.ops.reshape(t2, final)
+        if both:
+            fd.add_output(t2)
+        fd.add_output(t3)
+    return fd, [torch.randn(*shape, generator=torch.Generator().manual_seed(0))]
+
+
+@pytest.mark.parametrize("both", [True, False])
+@pytest.mark.parametrize("shape, mid, final", [
+    ((4, 6), [2, 2, 6], [24]),            # realworld reshape_original_shape
+    ((5, 7), [7, 5], [35]),               # extents that divide nothing
+    ((5, 7), [35], [7, 5]),
+    ((130, 3), [390], [3, 130]),          # more than one block
+    ((1, 6), [2, 3], [6]),                # size-1 axes (squeezed by the reshape)
+    ((4, 1, 6), [24], [2, 12]),
+    ((256, 96), [2, 128, 96], [24576]),   # large enough to vectorize
+])
+def test_reshape_relu_reshape_schedules_every_tensor_alike(shape, mid, final, both):
+    """The reference is the 3-D intermediate output (or the final one); propagation crosses
+    the second reshape forward and the first backward. Tensors after a reshape once kept
+    their reshaped axes unscheduled and were read across threads from local memory."""
+    fd, xs = _reshape_relu_reshape(shape, mid, final, both)
+    cf = _emulate_against_reference(fd, xs)
+    assert [s.scheduler for s in cf.segments] == ["pointwise"]
+    fd, xs = _reshape_relu_reshape(shape, mid, final, both)
+    kind, p, _ = schedule_and_check(fd, xs)
+    assert kind == SchedulerType.pointwise
+    n = 2 + (p.unroll_factor_inner > 1)  # [BIDx, (unroll), TIDx, (V)]
+    for tv in fd.fusion.tensors():
+        if tv not in fd.fusion.inputs:
+            assert tv.compute_at_pos >= n, f"{tv.short_name}: {tv}"
+
+
+def test_reshape_of_the_reference_and_its_inverse_back_to_the_input():
+    """T0 -> reshape -> relu -> reshape back -> + T0: propagation reaches the relu from both
+    reshapes; both give it the same flattened loop, so everything inlines."""
+    for shape, mid in [((4, 6), [24]), ((64, 96), [32, 2, 96]), ((5, 7), [7, 5])]:
+        with FusionDefinition() as fd:
+            t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+            t2 = fd.ops.relu(fd.ops.reshape(t0, mid))
+            fd.add_output(t2)
+            fd.add_output(fd.ops.add(fd.ops.reshape(t2, list(shape)), t0))
+        cf = _emulate_against_reference(fd, [torch.randn(*shape)])
+        assert [s.scheduler for s in cf.segments] == ["pointwise"]
+
+
+@pytest.mark.parametrize("shape, final", [((4, 6), [24]), ((33, 65), [65, 33]), ((128, 64), [8192])])
+def test_reference_before_a_reshape(shape, final):
+    """The reference (first of the widest outputs) comes before the reshape: propagation
+    crosses it forward, from the reference's full merge to the reshaped tensor's."""
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        t1 = fd.ops.relu(t0)
+        fd.add_output(t1)
+        fd.add_output(fd.ops.neg(fd.ops.reshape(t1, final)))
+        fd.add_output(fd.ops.abs(t1))
+    cf = _emulate_against_reference(fd, [torch.randn(*shape)])
+    assert [s.scheduler for s in cf.segments] == ["pointwise"]
+
+
+@pytest.mark.parametrize("variant", ["permute_output", "permute_added"])
+def test_reshape_and_permute_of_one_tensor_is_refused_and_segmented(variant):
+    """A reshape flattens T0 row-major, a permute of T0 column-major: no 1-D loop serves
+    both, so the pointwise scheduler refuses (naming the tensor) instead of failing in
+    the lowering with a local read across threads; the segmenter splits the fusion."""
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.relu(fd.ops.reshape(t0, [24])))
+        if variant == "permute_output":
+            fd.add_output(fd.ops.neg(fd.ops.permute(t0, [1, 0])))
+        else:
+            t1 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+            fd.add_output(fd.ops.add(fd.ops.permute(t0, [1, 0]), t1))
+    xs = [torch.randn(4, 6)] + ([torch.randn(6, 4)] if variant == "permute_added" else [])
+    before = str(fd.fusion)
+    vs, _ = verdicts(fd, xs)
+    reason = vs[SchedulerType.pointwise].reason
+    assert reason.startswith("the 1-D schedule cannot cross the reshapes: the cache of T0 is not "
+                             "inlined into T1"), reason
+    assert str(fd.fusion) == before  # the verdict tried the schedule on a copy
+    cf = _emulate_against_reference(fd, xs)
+    assert len(cf.segments) == 2

@@ -23,10 +23,12 @@ needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is neede
 WORKS = [
     "alias_running_stats", "direct_frontend", "embedding_fwd", "execute_device_scalars",
     "expand_where_clamp", "factories", "fp8_cast", "full_symbolic", "gelu_erf_bwd", "gelu_tanh",
-    "iota_arange", "layer_norm_var_mean", "matmul_linear", "old_define_constant", "old_max_axes",
-    "reshape_define_vector", "rope_cat_pad", "set_segment_set", "size_shape_ops", "sizes_strides",
+    "index_select_gather", "iota_arange", "layer_norm_var_mean", "matmul_linear",
+    "old_define_constant", "old_max_axes", "reshape_define_vector", "reshape_original_shape",
+    "rope_cat_pad", "set_segment_set", "size_shape_ops", "sizes_strides",
     "slice_strides", "softmax_dims", "squeeze_forms", "stride_order_channels_last",
     "subclass_schedule", "symbolic_sizes_contiguous", "tensor_sizes_bcast", "two_fusion_functions",
+    "var_correction",
 ]
 
 # Genuinely unsupported features: refused while loading, with the op and the line.
@@ -48,12 +50,6 @@ COMPILE_REFUSED = {
 # Engine bugs these scripts found (scheduling/lowering, outside the frontend): strict xfail,
 # so a fix shows up as XPASS and the script moves to WORKS.
 KNOWN_BUGS = {
-    "index_select_gather": "gather and take_along_axis of one table in a fusion: "
-                           "'cannot index T0's allocation axis' in the pointwise lowering",
-    "reshape_original_shape": "reshape -> relu -> reshape with both outputs: a local tensor read "
-                              "across threads in the pointwise schedule",
-    "var_correction": "var over dim 1 (keepdim) and var over dim 0 of one input: the "
-                      "inner-outer persistent kernel computes the dim-0 variance wrong",
 }
 
 
