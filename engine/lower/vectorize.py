@@ -17,8 +17,12 @@ from engine.lower.index import Extents
 _ACCESS = re.compile(r"^(\w+)\[(.*)\]$")
 
 
-def _base(access: str, var: str) -> str | None:
-    """`T3[e + var]` -> `T3[e]` when `var` is the last term, with coefficient 1, and only there."""
+def _base(access: str, var: str, width: int = 0) -> str | None:
+    """`T3[e + var]` -> `T3[e]` when `var` is a term of its own, with coefficient 1, and only
+    there. A slice's or pad's shift may follow it (`e + var + 64`, or a term
+    `(((nvfuser_index_t)(e + var)) - 64)`) when the shift is a multiple of `width` (given
+    by callers whose guard is uniform over the vector): the vector starts at `e` shifted,
+    still aligned."""
     m = _ACCESS.match(access)
     if m is None or len(re.findall(rf"\b{var}\b", access)) != 1:
         return None
@@ -27,7 +31,29 @@ def _base(access: str, var: str) -> str | None:
         return f"{name}[0]"
     if index.endswith(f" + {var}"):
         return f"{name}[{index[: -len(var) - 3]}]"
-    return None
+    terms = _terms(index)
+    with_var = [t for t in terms if re.search(rf"\b{var}\b", t)]
+    shifted = re.fullmatch(rf"\(\(\(nvfuser_index_t\)\((.*) \+ {var}\)\) - (\d+)\)", with_var[0]) if with_var else None
+    if width == 0 or (with_var != [var] and shifted is None):
+        return None
+    shifts = [int(t) for t in terms if t.isdigit()] + ([int(shifted.group(2))] if shifted else [])
+    if any(k % width for k in shifts):
+        return None
+    base = re.sub(rf"\b{var}\b", "0", index)
+    return f"{name}[{base}]"
+
+
+def _terms(index: str) -> list[str]:
+    """The top-level ` + `-separated terms of an index expression."""
+    depth, start, terms = 0, 0, []
+    for k, ch in enumerate(index):
+        depth += ch in "(["
+        depth -= ch in ")]"
+        if depth == 0 and index[k:k + 3] == " + ":
+            terms.append(index[start:k].strip())
+            start = k + 3
+    terms.append(index[start:].strip())
+    return terms
 
 
 def _divisible(domain: IterDomain, ext: Extents, width: int) -> bool:
@@ -86,7 +112,7 @@ def vectorize_loop(loop: kir.ForLoop, domain: IterDomain, ext: Extents,
         cond, stmt = stmt.cond, stmt.then[0]
     if not isinstance(stmt, kir.Assign) or stmt.copy_ctype is None:
         return loop
-    dst, src = _base(stmt.lhs, loop.var), _base(stmt.rhs, loop.var)
+    dst, src = _base(stmt.lhs, loop.var, v), _base(stmt.rhs, loop.var, v)
     if dst is None or src is None:
         return loop
     call = kir.Raw(f"loadGeneric<{stmt.copy_ctype}, {v}>(&{dst}, &{src});")

@@ -563,16 +563,37 @@ def _note(trace: Trace | None, subject: str, message: str) -> None:
         trace.event("transform", subject, message)
 
 
+def _private_caches(fusion: Fusion, tv: TensorView, trace: Trace | None) -> None:
+    """One cache of input `tv` per op that reads it: its readers need it under different
+    resizes (shifted by a slice or pad), which one cache could not serve, and each cache
+    is then a (vectorizable) copy aligned like its only reader."""
+    uses = fusion.uses_of(tv)
+    if len(uses) < 2 or tools.read_by_resize(fusion, tv) or tools.global_only_keep(fusion)(tv):
+        return
+    try:
+        cache = tv.cache_after()
+    except ScheduleError as e:
+        _note(trace, tv.short_name, f"input not cached: {e}")
+        return
+    readers = [c for u in uses for c in u.outputs if isinstance(c, TensorView)]
+    for reader in readers[1:]:
+        _recompute_for(fusion, cache, reader)
+    _note(trace, tv.short_name, f"input cached once per reader ({len(readers)}): they need it "
+          "under different resizes")
+
+
 def _schedule_resize(fusion: Fusion, p: ResizeParams, trace: Trace | None) -> None:
     # Inputs read by a slice or pad stay in global memory, read where the op needs them
-    # (tools.cache_inputs, as nvFuser's cacheInputs), and so do inputs whose consumers need them under
-    # different resizes (one cache could not serve both).
+    # (tools.cache_inputs, as nvFuser's cacheInputs); inputs whose readers need them under
+    # different resizes get a cache per reader.
     ref = reference_tensor(fusion)
     assert ref is not None
     make_resizes_exclusive(fusion, ref, trace)
     shared: set[TensorView] = set()
     align(fusion, ref, shared)
     tools.cache_inputs(fusion, keep=lambda t: t in shared, trace=trace)
+    for tv in [v for v in fusion.inputs if v in shared]:
+        _private_caches(fusion, tv, trace)
     tools.cache_and_fork_outputs(fusion, trace=trace)
     ref = reference_tensor(fusion)
     assert ref is not None

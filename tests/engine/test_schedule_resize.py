@@ -272,7 +272,8 @@ def test_scheduling_is_deterministic_and_traced(make):
 
 def test_expanded_broadcast_and_a_twice_read_input_are_scheduled_and_inlined():
     # The seed-003 pattern: cos broadcast and expanded over the heads; the gradient read
-    # twice (a pointwise product and a slice): read from global memory by both, not cached.
+    # twice (a pointwise product and a slice), which need it shifted differently: one
+    # cache (a vectorized copy) per reader.
     with FusionDefinition() as fd:
         c = fd.define_tensor(shape=[1, S, D], contiguity=[None, True, True], dtype=DataType.BFloat16)
         x = fd.define_tensor(shape=[1, 32, S, D], contiguity=[None, True, True, True],
@@ -290,7 +291,10 @@ def test_expanded_broadcast_and_a_twice_read_input_are_scheduled_and_inlined():
     f = fd.fusion
     verify_fusion(f)
     x_in = f.inputs[1]
-    assert all(type(e).__name__ == "UnaryOp" for e in f.uses_of(x_in))  # the casts read it
+    caches = f.uses_of(x_in)
+    assert len(caches) == 2 and all(type(e).__name__ == "LoadStoreOp" for e in caches)
+    assert all(len(f.uses_of(e.outputs[0])) == 1 for e in caches)
+    assert all(any(i.parallel_type.name == "vectorize" for i in e.outputs[0].domain.loop) for e in caches)
     for t in f.tensors():
         if t not in f.inputs and t not in f.outputs:
             assert t.compute_at_pos >= 2, str(t)
