@@ -261,3 +261,35 @@ def test_a_broadcast_bias_is_cached_parallelized_and_inlined():
     assert bias_cache.axis(0).parallel_type == ParallelType.grid_x
     assert bias_cache.axis(-1).parallel_type == ParallelType.vectorize
     assert torch.equal(fd.execute(xs)[0], before)
+
+
+def test_large_transposes_take_64x64_tiles_on_256_threads():
+    fd = sample()
+    xs = [torch.empty(8192, 8192, dtype=torch.float32, device="meta") for _ in fd.fusion.inputs]
+    info = SchedulerRuntimeInfo(fd.fusion, xs)
+    p = registry.get(SchedulerType.transpose).compute_heuristics(fd.fusion, info)
+    assert (p.tile_size1, p.tile_size2, p.lparams.bdimx) == (64, 64, 256)
+    small = registry.get(SchedulerType.transpose).compute_heuristics(
+        fd.fusion, SchedulerRuntimeInfo(fd.fusion, big_inputs()))
+    assert (small.tile_size1, small.tile_size2, small.lparams.bdimx) == (32, 32, 128)
+
+
+def test_a_64x64_tile_schedule_emulates_exactly():
+    import shutil
+
+    import pytest
+
+    from engine import compile_fusion
+    from engine.config import Options
+    from engine.reference import evaluate
+
+    if shutil.which("g++") is None:
+        pytest.skip("g++ is needed to emulate kernels")
+    fd = sample()
+    xs = big_inputs(512, 1024)
+    opts = Options(force_scheduler="transpose",
+                   heuristic_overrides={"tile_size1": 64, "tile_size2": 64, "lparams.bdimx": 256})
+    cf = compile_fusion(fd, xs, opts)
+    assert cf.segments[0].launch.block[0] == 256
+    for o, r in zip(cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs)):
+        assert torch.equal(o, r)
