@@ -2,8 +2,10 @@
 
 Repro scripts of several nvFuser versions call these: the size queries that feed
 dynamic shapes (`tensor_sizes` in 2022-2023, `size`/`shape` later), the old `view`
-name of reshape, `arange` (an iota of a computed length) and `embedding_fwd` (an
-index_select of weight rows). Each builds the same IR as its expansion would.
+name of reshape, `arange` (an iota of a computed length), `embedding_fwd` (an
+index_select of weight rows), `addcmul` and `threshold` (pointwise compositions) and
+`stride_order` (a copy with a permuted allocation domain, which Thunder's traces use to
+give an output torch's strides). Each builds the same IR as its expansion would.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from engine.ops.factory import iota
 from engine.ops.indexing import index_select
 from engine.ops.shape import ShapeEntry, reshape
 
-__all__ = ["arange", "embedding_fwd", "shape", "size", "tensor_sizes", "view"]
+__all__ = ["addcmul", "arange", "embedding_fwd", "shape", "size", "stride_order", "tensor_sizes",
+           "threshold", "view"]
 
 
 def _extent(tv: TensorView, d: int) -> Scalar:
@@ -99,4 +102,40 @@ def _product(xs: list[Scalar]) -> Scalar:
     out = xs[0]
     for x in xs[1:]:
         out = binary("mul", out, x)
+    return out
+
+
+def addcmul(arg: object, tensor1: object, tensor2: object, value: object = 1.0) -> object:
+    """arg + value * tensor1 * tensor2 (nvFuser's addcmul)."""
+    from engine.ops.arith import add, mul
+
+    return add(arg, mul(value, mul(tensor1, tensor2)))
+
+
+def threshold(arg: object, threshold: object, value: object) -> object:  # noqa: A002
+    """value where arg <= threshold, else arg (torch.nn.functional.threshold)."""
+    from engine.ops.arith import le, where
+
+    return where(le(arg, threshold), value, arg)
+
+
+def stride_order(arg: TensorView, stride_order: Sequence[int]) -> TensorView:
+    """A copy of `arg` laid out so that `stride_order[i]` is the rank of dim i's stride (0:
+    innermost), as define_tensor's stride_order: its allocation domain is the permuted
+    logical domain."""
+    from engine.ops.shape import set_
+
+    tv = check_tensor("stride_order", arg)
+    ids = no_reductions(tv)
+    rank = len(ids)
+    so = list(stride_order)
+    if len(so) != rank or sorted(so) != list(range(rank)):
+        raise FusionDefinitionError(f"stride_order: {so} must be a permutation of 0..{rank - 1}")
+    out = set_(tv)
+    logical = no_reductions(out)
+    order = [0] * rank
+    for d, r in enumerate(so):
+        order[rank - 1 - r] = d
+    if order != list(range(rank)):
+        out.set_allocation_domain([logical[d] for d in order], True)
     return out
