@@ -43,19 +43,6 @@ def _base(access: str, var: str, width: int = 0) -> str | None:
     return f"{name}[{base}]"
 
 
-def _terms(index: str) -> list[str]:
-    """The top-level ` + `-separated terms of an index expression."""
-    depth, start, terms = 0, 0, []
-    for k, ch in enumerate(index):
-        depth += ch in "(["
-        depth -= ch in ")]"
-        if depth == 0 and index[k:k + 3] == " + ":
-            terms.append(index[start:k].strip())
-            start = k + 3
-    terms.append(index[start:].strip())
-    return terms
-
-
 def _divisible(domain: IterDomain, ext: Extents, width: int) -> bool:
     t = domain.definition
     return isinstance(t, Split) and t.inner is domain and ext.of(t.in_id) % width == 0
@@ -185,6 +172,7 @@ def _rename(body: list[kir.Stmt], old: str, new: str) -> None:
 
 
 def _terms(index: str) -> list[str]:
+    """The top-level ` + `-separated terms of an index expression."""
     depth, start, terms = 0, 0, []
     for k, ch in enumerate(index):
         depth += ch in "(["
