@@ -931,6 +931,17 @@ static bool ensure_capacity(int nthreads, char* err, int errlen) {
   return true;
 }
 
+// Give the fiber stacks back after a launch: every stack has a guard page, so each kernel's
+// library would otherwise hold two mappings per thread for the life of the process, and a
+// process that emulates a few hundred kernels runs into the kernel's limit on mappings.
+static void release_stacks() {
+  State& s = g();
+  if (!s.stacks) return;
+  munmap(s.stacks, s.stack_stride * (size_t)s.stacks_cap);
+  s.stacks = nullptr;
+  s.stacks_cap = 0;
+}
+
 // Explain why a block could not finish: who waits where, who has exited.
 static void describe_deadlock() {
   State& s = g();
@@ -1207,6 +1218,7 @@ static int run_grid(void (*entry)(void*), void* ctx, dim3 grid, dim3 block, int 
   FaultGuard guard;  // when it cannot be armed, a fault kills the process as it would without it
   Watchdog watchdog;  // declared after the guard: disarmed before the handlers are restored
   const bool ok = run_blocks(grid);
+  release_stacks();
   if (!ok) snprintf(err, (size_t)errlen, "%s", s.msg);
   return ok ? 0 : 1;
 }
