@@ -1,4 +1,4 @@
-"""F1: every key the app answers to, and what the debugger does not do yet."""
+"""F1: every key the app answers to, and what this version does not do."""
 
 from __future__ import annotations
 
@@ -14,12 +14,11 @@ from textual.widgets import Static
 
 # Said plainly so nobody hunts for views that do not exist yet.
 NOT_YET = (
-    "Not yet in this version: an Options view (force a scheduler per segment, override a "
-    "heuristic value, device model) and the comparison of a run with the previous one, session "
-    "bundles, and the host-IR stream timeline; the Host IR tab says when the engine has no "
-    "host program yet. The palette recompiles with forwarding off or on. The Schedule tab "
-    "schedules the whole fusion as one group at the file's example inputs; the Segments, CUDA "
-    "and Run tabs show the real compilation, segment by segment."
+    "Not in this version: random-number ops, scaled dot-product attention and scatter (a file "
+    "using them is refused when opened, naming the op and line); complex dtypes (refused at "
+    "compile); circular buffering and TMA loads in the generated kernels. Kernels are compiled "
+    "for the file's example input sizes; the emulate back end checks values, its times say "
+    "nothing about a GPU."
 )
 
 
