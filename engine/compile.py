@@ -204,8 +204,9 @@ def prepare_launch(seg: CompiledSegment, args: list[Any], backend: str) -> Prepa
             outs[p.name] = t
         elif isinstance(p, TensorArg):
             ctype, n, zero = lowered.kernel.workspaces[p.name]
-            dt = {"nvfuser_index_t": torch.int64, "int64_t": torch.int64, "double": torch.float64,
-                  "float": torch.float32, "int": torch.int32}.get(ctype, torch.float32)
+            from engine.host.launch import work_dtype
+
+            dt = work_dtype(ctype)
             values[p.name] = (torch.zeros if zero else torch.empty)(n, dtype=dt, device=device)
     strides = {}
     for name, tv in lowered.tensors.items():

@@ -29,6 +29,21 @@ _WORK_DTYPES = {"nvfuser_index_t": torch.int64, "int64_t": torch.int64, "double"
                 "float": torch.float32, "int": torch.int32}
 
 
+def work_dtype(ctype: str) -> torch.dtype:
+    """The torch dtype of a kernel workspace declared with C type `ctype`: every element type
+    the kernel may use for a grid reduction's partials (a max over bool keeps bool partials;
+    fuzz fusion 1-4000 got float32 memory for a bool workspace)."""
+    if ctype in _WORK_DTYPES:
+        return _WORK_DTYPES[ctype]
+    from engine.dtypes import DataType
+    from engine.reference import to_torch
+
+    for d in DataType:
+        if d not in (DataType.Null, DataType.Float4_e2m1fn) and d.cuda_name == ctype:
+            return to_torch(d)
+    raise KeyError(f"no torch dtype for the workspace C type {ctype!r}")
+
+
 @dataclass(frozen=True)
 class AllocSpec:
     """An output the launch allocates: its view's sizes and strides over fresh memory."""
@@ -76,7 +91,7 @@ class SegmentLaunch:
             else:
                 ctype, n, zero = lowered.kernel.workspaces[p.name]
                 self.sources.append((WORK, len(self.workspaces)))
-                self.workspaces.append((n, _WORK_DTYPES.get(ctype, torch.float32), zero))
+                self.workspaces.append((n, work_dtype(ctype), zero))
         self.results = [_result(v, inputs, outs) for v in seg.fusion.outputs]
         # Tensor inputs' sizes and strides: the launcher's argument layout assumes them.
         self.layouts = {k: (x.shape, x.stride()) for k, x in enumerate(args) if isinstance(x, torch.Tensor)}

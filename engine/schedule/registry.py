@@ -24,6 +24,13 @@ _MODULES = ["expr_eval", "no_op", "matmul", "reduction", "resize", "transpose", 
             "normalization"]
 _loaded = False
 
+# Schedulers that generate a kernel (expr_eval and no_op run none, matmul runs through torch).
+_KERNEL_SCHEDULERS = {
+    SchedulerType.reduction, SchedulerType.resize, SchedulerType.transpose, SchedulerType.pointwise,
+    SchedulerType.inner_persistent, SchedulerType.outer_persistent,
+    SchedulerType.inner_outer_persistent,
+}
+
 
 def _load() -> None:
     global _loaded
@@ -67,6 +74,8 @@ def verdict(kind: SchedulerType, fusion: Fusion, info: SchedulerRuntimeInfo | No
     # the layout op's runtime function needs its offsets and output in global memory,
     # which no scheduler (not even expr_eval, which cannot run it) can change.
     reason = tools.layout_op_buffer_reason(fusion)
+    if reason is None and kind in _KERNEL_SCHEDULERS:
+        reason = tools.self_mapping_reason(fusion)
     if reason is None:
         reason = s.reject_compile_time(fusion)
     if reason is None and info is not None:

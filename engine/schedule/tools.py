@@ -89,6 +89,67 @@ def layout_op_buffer_reason(fusion: Fusion) -> str | None:
     return None
 
 
+def self_mapping_reason(fusion: Fusion) -> str | None:
+    """nvFuser's hasSelfMapping ("Fusion has self mapping"): two concrete logical axes of
+    one tensor in the same exact class, as `x + x[:, None]` (both axes of the sum are x's
+    axis). No loop nest can index one buffer of x at both positions: a value inlined into
+    both consumers would be computed at one of them only (fuzz fusion 1-7240). Exact classes:
+    producer-consumer maps without broadcast pairs, and root ids that stay one logical id
+    (a permute, a split or merge with a size-1 part; a resize changes the extent).
+    A reason naming the tensor and its axes, or None."""
+    from engine.analysis.logical_map import pairwise_logical_map, tensor_edges
+    from engine.analysis.replay import transforms_between
+    from engine.ir.iterdomain import Merge, Split
+
+    parent: dict[int, object] = {}
+
+    def find(i: object) -> object:
+        while parent.get(id(i), i) is not i:
+            i = parent[id(i)]
+        return i
+
+    def union(a: object, b: object) -> None:
+        ra, rb = find(a), find(b)
+        if ra is not rb:
+            parent[id(rb)] = ra
+
+    def one(x: object) -> bool:
+        e = x.extent  # type: ignore[attr-defined]
+        return bool(x.is_broadcast or (e.is_const and e.value == 1))  # type: ignore[attr-defined]
+
+    for p, c, _e in tensor_edges(fusion):
+        for a, b in pairwise_logical_map(p, c, map_broadcast=False).items():
+            union(a, b)
+    tvs = [t for t in fusion.tensors() if isinstance(t, TensorView)]
+    for tv in tvs:
+        dom = tv.domain
+        if dom.root is None:
+            continue
+        for t in transforms_between(dom.root, dom.logical):
+            if isinstance(t, Split):
+                if one(t.inner):
+                    union(t.in_id, t.outer)
+                elif one(t.outer):
+                    union(t.in_id, t.inner)
+            elif isinstance(t, Merge):
+                if one(t.outer):
+                    union(t.inner, t.out)
+                elif one(t.inner):
+                    union(t.outer, t.out)
+    for tv in tvs:
+        seen: dict[int, int] = {}
+        for k, i in enumerate(tv.domain.logical):
+            if i.is_broadcast:
+                continue
+            r = id(find(i))
+            if r in seen:
+                return (f"Fusion has self mapping: axes {seen[r]} and {k} of {tv.short_name} are the "
+                        "same axis of a tensor it is computed from (as in x + x[:, None]); one loop "
+                        "nest cannot index that tensor's buffer at both positions")
+            seen[r] = k
+    return None
+
+
 def _has_resized_logical(tv: TensorView) -> bool:
     from engine.analysis.replay import transforms_between
 

@@ -141,6 +141,14 @@ def referenced_symbols(exprs: Sequence[Expr], inputs: Sequence[TensorView]) -> l
                 walk(y)
 
     input_set = set(inputs)
+    for tv in inputs:
+        # An input whose extent is an expression of symbols (a cat's i0 + i0 made in
+        # another segment) binds none of them; the heuristics still need its size.
+        for i in tv.domain.logical:
+            if not i.is_reduction:
+                e = i.expanded_extent if i.expanded_extent is not None else i.extent
+                if not e.is_symbol and not e.is_const:
+                    add(e)
     for e in exprs:
         for v in e.inputs:
             if isinstance(v, Scalar):
