@@ -53,6 +53,12 @@ def coverage_error(logical: Sequence[IterDomain], target: Sequence[IterDomain]) 
             o, n = t.outer, t.inner
             if (o.is_reduction != n.is_reduction) and not (o.is_broadcast or n.is_broadcast):
                 return f"merge of {o} and {n} mixes reduction and iteration axes"
+            b = o if o.is_broadcast else n if n.is_broadcast else None
+            if (b is not None and (o.is_reduction or n.is_reduction) and b.expanded_extent is not None
+                    and not (b.expanded_extent.is_const and b.expanded_extent.evaluate({}) == 1)):
+                # The merged reduction would also run over the expansion, whose elements
+                # are separate outputs, not values to reduce (fuzz schedule-1-502: 512 != 64).
+                return f"merge of {o} and {n} mixes a reduction axis with an expanded broadcast axis"
         frontier.update(t.outputs)
     tset = set(target)
     extra = [i for i in target if i not in frontier]

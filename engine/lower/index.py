@@ -202,6 +202,21 @@ def _floordiv(a: int, b: int) -> int:
     return a // b
 
 
+def _unsplit(i: IterDomain) -> IterDomain:
+    """The id `i` was split from, through any number of splits (itself when not split)."""
+    while isinstance(i.definition, Split):
+        i = i.definition.in_id
+    return i
+
+
+def _same_source(pid: IterDomain, cid: IterDomain, ext: Extents) -> bool:
+    """Whether a producer id and the consumer id the loop map pairs it with split inputs of
+    the same extent (so equal indices mean the same element), or are not split at all."""
+    if pid.is_broadcast or not isinstance(pid.definition, Split):
+        return True
+    return ext.of(_unsplit(pid)) == ext.of(_unsplit(cid))
+
+
 def producer_known(producer: TensorView, consumer: TensorView, c_index: dict[IterDomain, Ix],
                    ext: Extents) -> dict[IterDomain, Ix]:
     """Seed a producer's indices from its consumer's through the loop map."""
@@ -209,9 +224,12 @@ def producer_known(producer: TensorView, consumer: TensorView, c_index: dict[Ite
     for pid, cid in loop_map(producer, consumer).items():
         if pid.is_broadcast and pid not in ext.promoted:
             known[pid] = Ix(0, 0, 1)
-        elif cid in c_index and ext.of(pid) == ext.of(cid):
+        elif cid in c_index and ext.of(pid) == ext.of(cid) and _same_source(pid, cid, ext):
             # Unequal extents: the consumer merged a broadcast into this axis (the loop map
             # forwards such merges); the index then comes through the consumer's merge.
+            # The same holds for split outputs of equal extent whose split inputs differ
+            # (a split of x in the loop of a split of x merged with an expanded broadcast):
+            # the consumer's loop index then counts the larger merged space, not x's.
             known[pid] = c_index[cid]
     # An axis the loop map forwarded to a larger (merged) consumer id keeps the op's own
     # logical pairing, which the consumer's indices always determine.

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 _THREADS = (ParallelType.block_x, ParallelType.block_y, ParallelType.block_z)
 _BLOCKS = (ParallelType.grid_x, ParallelType.grid_y, ParallelType.grid_z)
+_SERIAL = (ParallelType.serial, ParallelType.unroll, ParallelType.unswitch)
 
 
 def _bools(flags: list[bool]) -> str:
@@ -95,9 +96,34 @@ class Accumulator:
         self.element = f"{name}[{cexpr.text(lin)}]"
 
 
+def check_no_broadcast_loop(low: ExprLowering, out: TensorView, loops: list[LoopNode]) -> None:
+    """Refuse a reduction that a serial loop repeats over a piece of a broadcast axis.
+
+    Splitting a broadcast axis gives pieces of the split factor's extent (bS{2} from an
+    outer split by 2); a loop over such a piece of the reduction's own output runs the
+    accumulation that many times, so the result would count every element again (fuzz
+    schedule-1-1658: `2 != 1`); so does a loop over an expanded broadcast axis that the
+    reduction keeps (schedule-1-502: `512 != 64`), as the accumulator holds one value for
+    all its iterations. Thread-bound loops only replicate work.
+    """
+    for k, node in enumerate(loops):
+        if k >= out.nloop or node.virtual:
+            continue
+        own = out.axis(k)
+        if not own.is_broadcast or own in low.ext.promoted:
+            continue
+        if node.concrete.parallel_type in _SERIAL and low.ext.of(node.concrete) > 1:
+            raise CompileError(
+                f"{out.short_name}: the reduction runs inside a loop of {low.ext.of(node.concrete)} "
+                f"iterations over its broadcast axis {own}, "
+                "which would accumulate every element that many times"
+            )
+
+
 def lower_reduction(low: ExprLowering, expr: ex.ReductionOp, loops: list[LoopNode],
                     c_index: dict[IterDomain, Ix], preds: list[str]) -> list[kir.Stmt]:
     out, inp = expr.output, expr.input
+    check_no_broadcast_loop(low, out, loops)
     dt = _compute(out.dtype)
     acc = Accumulator(low, out, f"{out.short_name}_acc", dt, loops, c_index)
     init = ops_table.literal(expr.init, dt)
@@ -273,6 +299,7 @@ def _sibling_index(tv: TensorView, ref: TensorView, index: dict[IterDomain, Ix])
 def lower_welford(low: ExprLowering, expr: ex.WelfordOp, loops: list[LoopNode],
                   c_index: dict[IterDomain, Ix], preds: list[str]) -> list[kir.Stmt]:
     avg, var, n = expr.outputs
+    check_no_broadcast_loop(low, avg, loops)
     dt = _compute(avg.dtype)
     # One level for the three accumulators: they are combined and written back together
     # (siblings are never inlined, so their buffers are all at the top level).
