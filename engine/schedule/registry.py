@@ -24,6 +24,15 @@ _MODULES = ["expr_eval", "no_op", "matmul", "reduction", "resize", "transpose", 
             "normalization"]
 _loaded = False
 
+def _self_mapping(fusion: Fusion) -> str | None:
+    """tools.self_mapping_reason, once per state of the fusion: every kernel scheduler asks."""
+    cached = getattr(fusion, "_self_mapping", None)
+    if cached is None or cached[0] != fusion._version:
+        cached = (fusion._version, tools.self_mapping_reason(fusion))
+        fusion._self_mapping = cached  # type: ignore[attr-defined]
+    return cached[1]
+
+
 # Schedulers that generate a kernel (expr_eval and no_op run none, matmul runs through torch).
 _KERNEL_SCHEDULERS = {
     SchedulerType.reduction, SchedulerType.resize, SchedulerType.transpose, SchedulerType.pointwise,
@@ -75,7 +84,7 @@ def verdict(kind: SchedulerType, fusion: Fusion, info: SchedulerRuntimeInfo | No
     # which no scheduler (not even expr_eval, which cannot run it) can change.
     reason = tools.layout_op_buffer_reason(fusion)
     if reason is None and kind in _KERNEL_SCHEDULERS:
-        reason = tools.self_mapping_reason(fusion)
+        reason = _self_mapping(fusion)
     if reason is None:
         reason = s.reject_compile_time(fusion)
     if reason is None and info is not None:
