@@ -39,16 +39,32 @@ def is_reduction_tv(tv: TensorView) -> bool:
     )
 
 
+def is_trivial_reduction_tv(tv: TensorView) -> bool:
+    """A reduction whose reduced axes all have one element (a sum over a size-1 broadcast
+    axis, as Thunder's layer-norm backward does on [N, 1] tensors): each output element
+    is its one input element, a squeeze in all but name."""
+    red = [i for i in tv.domain.logical if i.is_reduction]
+    return bool(red) and all(_is_const_one(i) for i in red)
+
+
 def reduction_tvs(fusion: Fusion) -> list[TensorView]:
     """Tensors defined by a reduction, in topological order; of a Welford's outputs
-    only the first (avg) stands for the op, as nvFuser's getReductionTvs."""
+    only the first (avg) stands for the op, as nvFuser's getReductionTvs.
+
+    Trivial reductions (is_trivial_reduction_tv) are left out, as nvFuser's
+    getReductionTvs leaves them out (nvFuser now makes them squeezes when the fusion is
+    defined): they reduce nothing, so they are neither inner nor outer reductions and
+    keep no buffer alive; they are scheduled and lowered like the pointwise ops around
+    them. A fusion whose reductions are all trivial keeps them, for the reduction
+    scheduler, the only one here that takes a reduction op."""
     out: list[TensorView] = []
+    trivial: list[TensorView] = []
     for e in fusion.exprs():
         if isinstance(e, (ex.ReductionOp, ex.WelfordOp)):
             tv = e.outputs[0]
             if isinstance(tv, TensorView) and is_reduction_tv(tv):
-                out.append(tv)
-    return out
+                (trivial if is_trivial_reduction_tv(tv) else out).append(tv)
+    return out if out else trivial
 
 
 def _closure(tv: TensorView, step) -> set[TensorView]:

@@ -82,6 +82,31 @@ class ExprLowering:
         self.reduce_smem_bytes = 0
         self.workspaces: dict[str, tuple[str, int, bool]] = {}
         self.pending_sync: list[tuple[int, list[LoopNode], Expr, str]] = []
+        # A reduction's root id -> the rfactor producer's logical id it continues (see
+        # note_rfactor_sources): the split chain an id comes from goes on through it.
+        self.rfactor_source: dict[IterDomain, IterDomain] = {}
+
+    def note_rfactor_sources(self, exprs: list[Expr]) -> None:
+        """Record, for every reduction of an rfactor tensor, which of the producer's logical
+        ids (a split of a reduced axis: the per-block or per-thread partials) each of its
+        root ids continues. A loop that such a reduction shares with the tensors feeding the
+        rfactor (the grid axis of an outer reduction's final grid reduction) then runs the
+        same split of the same axis for all of them, as nvFuser's exact map says."""
+        from engine.analysis.logical_map import pairwise_logical_map
+
+        for e in exprs:
+            if not isinstance(e, ex.ReductionOp | ex.WelfordOp):
+                continue
+            for p in in_tvs(e):
+                if p.domain.root is None:
+                    continue
+                for o in e.outputs:
+                    if not isinstance(o, TensorView):
+                        continue
+                    for pid, cid in pairwise_logical_map(p, o).items():
+                        if (cid.definition is None and pid.definition is not None
+                                and not pid.is_broadcast and self.ext.of(pid) == self.ext.of(cid)):
+                            self.rfactor_source.setdefault(cid, pid)
 
     # ---- buffers --------------------------------------------------------------------
     def buffer(self, tv: TensorView, loops: list[LoopNode] | None = None) -> Buffer:
@@ -130,7 +155,19 @@ class ExprLowering:
         if own.is_broadcast and own not in self.ext.promoted:
             return False
         return self.ext.of(own) != self.ext.of(node.concrete) or \
-            self.ext.of(_unsplit(own)) != self.ext.of(_unsplit(node.concrete))
+            self.ext.of(self._unsplit(own)) != self.ext.of(self._unsplit(node.concrete))
+
+    def _unsplit(self, i: IterDomain) -> IterDomain:
+        """The id `i` was split from, through any number of splits and through the rfactor
+        boundary of a reduction (itself when not split)."""
+        seen: set[IterDomain] = set()
+        while i not in seen:
+            seen.add(i)
+            i = _unsplit(i)
+            if i not in self.rfactor_source:
+                break
+            i = self.rfactor_source[i]
+        return i
 
     def loop_seeded_index(self, tv: TensorView, loops: list[LoopNode], upto: int,
                           avoid: frozenset[TensorView] = frozenset()) -> dict[IterDomain, Ix]:

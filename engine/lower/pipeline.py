@@ -273,6 +273,7 @@ def lower_fusion(fusion: Fusion, env: dict, name: str,
     low.fusion_inputs = set(fusion.inputs)
     low.constants = constants
     low.layouts = dict(layouts or {})
+    low.note_rfactor_sources(exprs)
     loops_of = {}
     for e, loops in walk(nest):
         loops_of[e] = loops

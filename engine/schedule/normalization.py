@@ -341,6 +341,30 @@ def _inner_outer_sizes(fusion: Fusion, info: SchedulerRuntimeInfo) -> tuple[int,
     return size, partial, project, _kept_buffers(pb, project)
 
 
+def _has_row_axis(fusion: Fusion, ref: TensorView, tv: TensorView) -> bool:
+    """Whether `tv` has an axis that the logical maps of the fusion's ops pair with an
+    iteration (row) axis of the inner reduction `ref` (broadcasts do not pair)."""
+    from engine.analysis.logical_map import pairwise_logical_map
+
+    rows = {i for i in ref.domain.logical if not i.is_reduction and not i.is_broadcast}
+    pairs = []
+    for e in fusion.exprs():
+        for c in e.outputs:
+            if not isinstance(c, TensorView):
+                continue
+            for p in {v for v in e.inputs if isinstance(v, TensorView)}:
+                pairs += [(a, b) for a, b in pairwise_logical_map(p, c).items()
+                          if not a.is_broadcast and not b.is_broadcast]
+    changed = True
+    while changed:
+        changed = False
+        for a, b in pairs:
+            if (a in rows) != (b in rows):
+                rows |= {a, b}
+                changed = True
+    return any(i in rows for i in tv.domain.logical)
+
+
 def inner_outer_heuristics(fusion: Fusion, info: SchedulerRuntimeInfo, trace: Trace | None) -> ReductionParams:
     dev = info.device
     reds = reduction_tvs(fusion)
@@ -359,6 +383,11 @@ def inner_outer_heuristics(fusion: Fusion, info: SchedulerRuntimeInfo, trace: Tr
     gdimy = min(dev.sm_count, ceil_div(it_n, rows))
     tma = has_tma(dev)
     stages = _STAGES if tma else 1
+    # Only inputs with a row (an axis of the iteration domain) are copied a row at a time
+    # into the circular buffer; a persistent input without one (a norm's [H] weight, about
+    # nothing per row in `size`) is the same for every row: each thread keeps its part in
+    # registers across the row loop.
+    row_inputs = [t for t in kept if t in fusion.inputs and _has_row_axis(fusion, ref, t)]
     input_bytes = size * rows * stages
     in_smem = tma or input_bytes + partial * rows > register_budget(dev)
     why = [f"inner persistent buffer {size} bytes per row, outer partial results {partial} "
@@ -367,7 +396,7 @@ def inner_outer_heuristics(fusion: Fusion, info: SchedulerRuntimeInfo, trace: Tr
            f"(TIDy); BIDy {gdimy} blocks loop over {it_n} rows",
            ("Hopper TMA: inputs loaded to shared memory in " if tma else "inputs in ")
            + (f"{stages} circular-buffer stages, {input_bytes} bytes" if in_smem else "registers")]
-    smem = tuple(t.short_name for t in kept if t in fusion.inputs) if in_smem else ()
+    smem = tuple(t.short_name for t in row_inputs) if in_smem else ()
     p = ReductionParams(
         tag="InnerOuter Persistent Heuristic", fastest_dim=True, persistent_kernel=True,
         project_persistent_buffers=project, combined_inner_outer=True,
@@ -425,6 +454,77 @@ def schedule_inner_or_outer(fusion: Fusion, p: ReductionParams, trace: Trace | N
     outs = [o for o in fusion.outputs if isinstance(o, TensorView) and o not in fusion.inputs]
     vectorize_io(fusion, [*caches, *outs], v)
     inline(fusion, buffers, n_iter, trace)
+    separate_reduction_phases(fusion, reds, n_iter, trace)
+
+
+def separate_reduction_phases(fusion: Fusion, reds: list[TensorView], n_iter: int,
+                              trace: Trace | None) -> list[TensorView]:
+    """Keep what a reduction reads apart from what reads its result, past the iteration
+    axes. Returns the tensors whose inlining it lowered.
+
+    Right of the first `n_iter` loops (the rows), each reduction `red` runs a loop of
+    its own that closes before its result is read. A tensor inlined past `n_iter` shares
+    those loops with all of its consumers, so it joins them into one loop nest; when one
+    such nest holds a tensor `red` is computed from and one computed from `red`'s result,
+    the nest would have to run both before and after the reduction (the lowering refuses
+    it as a dependence cycle). That happens when a tensor on the way to `red` is also read
+    by a branch that the inlining joins with the tensors after `red` (RMS-norm backward:
+    grad_out feeds both grad_out * w, summed per row, and grad_out * x_hat, whose loop
+    shares 1 / rms with grad_input). Such a tensor is what nvFuser calls a persistent
+    buffer: it is inlined at the iteration axes only, and kept across the reduction.
+    """
+    from engine.analysis.persistent import _downstream, _siblings, _upstream
+
+    changed: list[TensorView] = []
+    phases = []
+    for red in reds:
+        sibs = set(_siblings(red))
+        after: set[TensorView] = set()
+        for x in sibs:
+            after |= _downstream(x)
+        phases.append((_upstream(red) - set(fusion.inputs), after - sibs, sibs))
+    while True:
+        nest = _nests_past(fusion, n_iter)
+        glue = None
+        for up, after, sibs in phases:
+            mixed = {nest[t] for t in up} & {nest[t] for t in after}
+            if not mixed:
+                continue
+            # An inlining path from `up` to `after` leaves `up` through such a tensor
+            # (a producer of a tensor in `up` is in `up`; `red` itself is not inlined).
+            glue = next((t for t in sorted(up, key=lambda t: t.name)
+                         if t.compute_at_pos > n_iter and nest[t] in mixed
+                         and any(c not in up and c not in sibs for c in consumers_of(t))), None)
+            break
+        if glue is None:
+            return changed
+        glue.inline_at(min(n_iter, glue.nloop), best_effort=True)
+        changed.append(glue)
+        if trace is not None:
+            trace.event("transform", glue.short_name,
+                        f"inlined at {glue.compute_at_pos} (iteration axes only): read before a "
+                        "reduction and by a loop nest that also reads its result, it persists "
+                        "across the reduction")
+
+
+def _nests_past(fusion: Fusion, n_iter: int) -> dict[TensorView, TensorView]:
+    """Each tensor's loop nest right of the first `n_iter` loops, named by one of its
+    tensors: a tensor inlined past `n_iter` shares it with its consumers."""
+    parent: dict[TensorView, TensorView] = {}
+
+    def find(t: TensorView) -> TensorView:
+        while parent.get(t, t) is not t:
+            t = parent[t]
+        return t
+
+    for t in fusion.tensors():
+        if t in fusion.inputs or t.compute_at_pos <= n_iter:
+            continue
+        for c in consumers_of(t):
+            a, b = find(t), find(c)
+            if a is not b:
+                parent[a] = b
+    return {t: find(t) for t in fusion.tensors()}
 
 
 def smem_allocation_from_loop(tv: TensorView) -> list[IterDomain]:
@@ -536,6 +636,7 @@ def schedule_inner_outer(fusion: Fusion, p: ReductionParams, trace: Trace | None
     tools.inline_most(fusion, others)  # type: ignore[arg-type]
     for b in keep:
         b.inline_at(min(4, b.nloop), best_effort=True)
+    separate_reduction_phases(fusion, [r for r in reds if is_fastest_dim_reduction(r)], 4, trace)
     for c in smem:
         # Stages and rows right of position 2 are what the circular buffer holds.
         c.inline_at(2, best_effort=True)

@@ -486,3 +486,290 @@ def test_reductions_over_both_dims_emulated(shape: tuple[int, int], case: tuple)
     for o, r in zip(outs, refs, strict=True):
         assert o.shape == r.shape
         torch.testing.assert_close(o.double(), r.double(), rtol=1e-5, atol=1e-5 * max(1.0, r.abs().max().item()))
+
+
+# ---- outer reductions of what the inner reduction's result computes (layer-norm backward) -----------------
+
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed to emulate kernels")
+
+
+def _emulate(fd: FusionDefinition, xs: list, dev: str = "H100") -> list[str]:
+    """Compile for `dev`, run on the emulator, compare with the reference; the schedulers."""
+    from engine.compile import compile_fusion
+    from engine.config import Options
+    from engine.reference import evaluate
+
+    cf = compile_fusion(fd, xs, Options(device_model=dev))
+    outs = cf.run(xs, backend="emulate")
+    refs = evaluate(fd.fusion, xs)
+    assert len(outs) == len(refs) == len(fd.fusion.outputs)
+    for o, r in zip(outs, refs, strict=True):
+        assert o.shape == r.shape and o.dtype == r.dtype
+        tol = 1e-5 if o.dtype == torch.float32 else 1e-2
+        torch.testing.assert_close(o.double(), r.double(), rtol=tol, atol=tol * max(1.0, r.abs().max().item()))
+    return [s.scheduler for s in cf.segments]
+
+
+def mean_sub_col_sum(rows: int, cols: int) -> tuple[FusionDefinition, list]:
+    """The smallest case: y = x - mean(x, dim 1) (an output), and sum(y, dim 0). The outer
+    reduction reads a tensor computed from the inner reduction's result."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        m = fd.ops.div(fd.ops.sum(x, dims=[1], keepdim=True), fd.ops.size(x, 1))
+        y = fd.ops.sub(x, m)
+        fd.add_output(y)
+        fd.add_output(fd.ops.sum(y, dims=[0]))
+    return fd, [torch.randn(rows, cols, generator=torch.Generator().manual_seed(0))]
+
+
+def _torch_dtype(dt: DataType) -> torch.dtype:
+    return torch.bfloat16 if dt == DataType.BFloat16 else torch.float32
+
+
+def layer_norm_backward(rows: int, cols: int, dt: DataType, mean_keepdim: bool = False
+                        ) -> tuple[FusionDefinition, list]:
+    """Layer-norm backward as nvFuser's python frontend gets it from Thunder (nvFuser's
+    benchmarks/python layernorm_bwd_fusion): x, grad_out, mean ([N] or [N, 1]), rstd
+    [N, 1], weight; grad_input from the per-row sums of grad_out * w * x_hat and
+    grad_out * w (then sums of [N, 1] tensors over their broadcast axis), grad_weight and
+    grad_bias as sums over the rows. Float compute for bf16 inputs."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dt)
+        g = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dt)
+        if mean_keepdim:
+            mean = fd.define_tensor(shape=[-1, 1], contiguity=[True, None], dtype=DataType.Float)
+        else:
+            mean = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        rstd = fd.define_tensor(shape=[-1, 1], contiguity=[True, None], dtype=DataType.Float)
+        w = fd.define_tensor(shape=[-1], contiguity=[True], dtype=dt)
+        if dt != DataType.Float:
+            x, g, w = (fd.ops.cast(t, DataType.Float) for t in (x, g, w))
+        col = [fd.ops.size(x, 0), 1]
+        full = fd.ops.shape(x)
+        m = mean if mean_keepdim else fd.ops.broadcast_in_dim(mean, shape=col, broadcast_dims=[0])
+        xmu = fd.ops.sub(x, fd.ops.broadcast_in_dim(m, shape=full, broadcast_dims=[0, 1]))
+        rb = fd.ops.broadcast_in_dim(rstd, shape=full, broadcast_dims=[0, 1])
+        x_hat = fd.ops.mul(xmu, rb)
+        wb = fd.ops.broadcast_in_dim(w, shape=full, broadcast_dims=[1])
+        grad_bias = fd.ops.sum(g, dims=[0])
+        gw = fd.ops.mul(g, wb)
+        grad_weight = fd.ops.sum(fd.ops.mul(g, x_hat), dims=[0])
+        a = fd.ops.mul(gw, rb)
+        s1 = fd.ops.broadcast_in_dim(fd.ops.sum(fd.ops.mul(gw, xmu), dims=[1]), shape=col, broadcast_dims=[0])
+        s2 = fd.ops.broadcast_in_dim(fd.ops.sum(fd.ops.neg(a), dims=[1]), shape=col, broadcast_dims=[0])
+        d_var = fd.ops.mul(fd.ops.mul(-0.5, s1), fd.ops.pow(rstd, 3.0))
+        s2 = fd.ops.sum(s2, dims=[1])  # over the broadcast axis: a trivial reduction
+        d_var = fd.ops.sum(d_var, dims=[1])
+        d_var = fd.ops.broadcast_in_dim(fd.ops.broadcast_in_dim(d_var, shape=col, broadcast_dims=[0]),
+                                        shape=full, broadcast_dims=[0, 1])
+        t = fd.ops.div(fd.ops.mul(fd.ops.mul(2.0, d_var), xmu), fd.ops.size(x, 1))
+        s2 = fd.ops.broadcast_in_dim(fd.ops.broadcast_in_dim(s2, shape=col, broadcast_dims=[0]),
+                                     shape=full, broadcast_dims=[0, 1])
+        grad_input = fd.ops.add(a, fd.ops.add(t, fd.ops.div(s2, fd.ops.size(x, 1))))
+        for out in (grad_input, grad_weight, grad_bias):
+            fd.add_output(out if dt == DataType.Float else fd.ops.cast(out, dt))
+    gen = torch.Generator().manual_seed(0)
+    xf = torch.randn(rows, cols, generator=gen)
+    mu = xf.mean(1, keepdim=True)
+    rs = (xf.var(1, unbiased=False, keepdim=True) + 1e-5).rsqrt()
+    tdt = _torch_dtype(dt)
+    return fd, [xf.to(tdt), torch.randn(rows, cols, generator=gen).to(tdt),
+                mu if mean_keepdim else mu.reshape(rows), rs, torch.randn(cols, generator=gen).to(tdt)]
+
+
+def rms_norm_backward(rows: int, cols: int, dt: DataType) -> tuple[FusionDefinition, list]:
+    """RMS-norm backward in the same form (nvFuser's rmsnorm_bwd_fusion): x, rms [N, 1],
+    grad_out, weight; grad_input from one per-row sum, grad_weight a sum over the rows."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dt)
+        rms = fd.define_tensor(shape=[-1, 1], contiguity=[True, None], dtype=DataType.Float)
+        g = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dt)
+        w = fd.define_tensor(shape=[-1], contiguity=[True], dtype=dt)
+        if dt != DataType.Float:
+            x, g, w = (fd.ops.cast(t, DataType.Float) for t in (x, g, w))
+        full = fd.ops.shape(x)
+        col = [fd.ops.size(x, 0), 1]
+        rb = fd.ops.broadcast_in_dim(rms, shape=full, broadcast_dims=[0, 1])
+        inv = fd.ops.reciprocal(rb)
+        x_hat = fd.ops.mul(x, inv)
+        gw = fd.ops.mul(g, fd.ops.broadcast_in_dim(w, shape=full, broadcast_dims=[1]))
+        grad_weight = fd.ops.sum(fd.ops.mul(g, x_hat), dims=[0])
+        s = fd.ops.sum(fd.ops.mul(fd.ops.mul(fd.ops.neg(gw), x), fd.ops.reciprocal(fd.ops.pow(rb, 2.0))),
+                       dims=[1])
+        s = fd.ops.mul(fd.ops.broadcast_in_dim(s, shape=col, broadcast_dims=[0]),
+                       fd.ops.reciprocal(fd.ops.mul(2.0, rms)))
+        s = fd.ops.sum(fd.ops.div(s, fd.ops.size(x, 1)), dims=[1])  # a trivial reduction
+        s = fd.ops.broadcast_in_dim(fd.ops.broadcast_in_dim(s, shape=col, broadcast_dims=[0]),
+                                    shape=full, broadcast_dims=[0, 1])
+        grad_input = fd.ops.add(fd.ops.mul(gw, inv), fd.ops.mul(fd.ops.mul(s, 2.0), x))
+        for out in (grad_input, grad_weight):
+            fd.add_output(out if dt == DataType.Float else fd.ops.cast(out, dt))
+    gen = torch.Generator().manual_seed(0)
+    xf = torch.randn(rows, cols, generator=gen)
+    r = (xf.pow(2).mean(1, keepdim=True) + 1e-5).sqrt()
+    tdt = _torch_dtype(dt)
+    return fd, [xf.to(tdt), r, torch.randn(rows, cols, generator=gen).to(tdt),
+                torch.randn(cols, generator=gen).to(tdt)]
+
+
+@needs_gxx
+@pytest.mark.parametrize("shape", [(64, 96), (1000, 33), (5, 9), (7, 4096)])
+def test_outer_reduction_of_the_inner_result_emulated(shape: tuple[int, int]):
+    """It used to be taken and then fail to lower: 'T6: axis iS12{i0} cannot be indexed from
+    the loop nest'. The final grid reduction of the outer partials shares the blockIdx.y loop
+    with the row loop's tensors; its axis is the rfactor's split of the rows, which the
+    lowering now follows across the rfactor instead of taking it for another axis."""
+    fd, xs = mean_sub_col_sum(*shape)
+    assert verdicts(fd, xs)[1] == SchedulerType.inner_outer_persistent
+    for dev in ("H100", "A100"):  # shared-memory (TMA) and register inputs
+        assert _emulate(fd, xs, dev) == ["inner_outer_persistent"]
+
+
+@needs_gxx
+@pytest.mark.parametrize("n", [16, 33, 40])
+@pytest.mark.parametrize("variant", [False, True])
+def test_seed001_like_lowers_and_emulates(n: int, variant: bool):
+    """The variant sums over {0, 2} and then {0, 1} of a [1, n, n] input: the size-1 axis is
+    reduced by both. The inner reduction merges it into its reduced axis; the outer one
+    cannot merge a reduction with its iteration axis, so the merge used to stop there and
+    the outer reduction kept its inner axis unsplit, read by threads that did not compute
+    it. A reduction over one element now forwards such a merge, as a broadcast does."""
+    fd, xs = seed001_like(n, variant)
+    assert _emulate(fd, xs) == ["inner_outer_persistent"]
+
+
+_NORM_DTYPES = [DataType.Float, DataType.BFloat16]
+
+
+@needs_gxx
+@pytest.mark.parametrize("shape", [(64, 96), (1000, 33), (256, 1024), (5, 9)])
+@pytest.mark.parametrize("dt", _NORM_DTYPES, ids=lambda d: d.name)
+@pytest.mark.parametrize("mean_keepdim", [False, True], ids=["mean_N", "mean_N1"])
+def test_layer_norm_backward_emulated(shape: tuple[int, int], dt: DataType, mean_keepdim: bool):
+    fd, xs = layer_norm_backward(*shape, dt, mean_keepdim)
+    assert _emulate(fd, xs) == ["inner_outer_persistent"]
+
+
+@needs_gxx
+@pytest.mark.parametrize("shape", [(64, 96), (1000, 33), (256, 1024), (5, 9)])
+@pytest.mark.parametrize("dt", _NORM_DTYPES, ids=lambda d: d.name)
+def test_rms_norm_backward_emulated(shape: tuple[int, int], dt: DataType):
+    fd, xs = rms_norm_backward(*shape, dt)
+    assert _emulate(fd, xs) == ["inner_outer_persistent"]
+
+
+@needs_gxx
+@pytest.mark.parametrize("dt", _NORM_DTYPES, ids=lambda d: d.name)
+def test_norm_backwards_at_2048_by_4096_emulated(dt: DataType):
+    for build in (layer_norm_backward, rms_norm_backward):
+        fd, xs = build(2048, 4096, dt)
+        assert _emulate(fd, xs) == ["inner_outer_persistent"]
+
+
+def test_trivial_reductions_are_not_inner_or_outer_reductions():
+    """Sums of [N, 1] tensors over their broadcast axis (layer-norm backward has two) reduce
+    nothing: as in nvFuser's getReductionTvs they are not reductions to the normalization
+    schedulers. They used to count as outer reductions whose result is used per row, so
+    layer-norm backward was split into five kernels."""
+    from engine.analysis.persistent import is_trivial_reduction_tv
+
+    fd, xs = layer_norm_backward(64, 96, DataType.Float)
+    trivial = [t for t in fd.fusion.tensors() if is_trivial_reduction_tv(t)]
+    assert len(trivial) == 2
+    reds = reduction_tvs(fd.fusion)
+    assert len(reds) == 4 and not set(reds) & set(trivial)
+    assert reduction_type(reds) == "inner_outer"
+    v, first = verdicts(fd, xs)
+    assert first == SchedulerType.inner_outer_persistent
+    # A fusion of trivial reductions only keeps them: the reduction scheduler takes it.
+    with FusionDefinition() as fd2:
+        t0 = fd2.define_tensor(shape=[-1, 1], contiguity=[True, None], dtype=DataType.Float)
+        fd2.add_output(fd2.ops.sum(t0, dims=[1]))
+    assert len(reduction_tvs(fd2.fusion)) == 1
+    assert verdicts(fd2, [torch.randn(8, 1)])[1] == SchedulerType.reduction
+
+
+def rms_norm_backward_rstd(rows: int, cols: int, dt: DataType) -> tuple[FusionDefinition, list]:
+    """RMS-norm backward written from rstd = 1 / rms: grad_input = rstd * (g * w - x_hat *
+    mean(g * w * x_hat)), grad_weight = sum over the rows of g * x_hat."""
+    with FusionDefinition() as fd:
+        g = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dt)
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dt)
+        rstd = fd.define_tensor(shape=[-1, 1], contiguity=[True, None], dtype=DataType.Float)
+        w = fd.define_tensor(shape=[-1], contiguity=[True], dtype=dt)
+        if dt != DataType.Float:
+            g, x, w = (fd.ops.cast(t, DataType.Float) for t in (g, x, w))
+        full = fd.ops.shape(x)
+        rb = fd.ops.broadcast_in_dim(rstd, shape=full, broadcast_dims=[0, 1])
+        x_hat = fd.ops.mul(x, rb)
+        gw = fd.ops.mul(g, fd.ops.broadcast_in_dim(w, shape=full, broadcast_dims=[1]))
+        s = fd.ops.div(fd.ops.sum(fd.ops.mul(gw, x_hat), dims=[1], keepdim=True), fd.ops.size(x, 1))
+        s = fd.ops.broadcast_in_dim(s, shape=full, broadcast_dims=[0, 1])
+        grad_input = fd.ops.mul(rb, fd.ops.sub(gw, fd.ops.mul(x_hat, s)))
+        grad_weight = fd.ops.sum(fd.ops.mul(g, x_hat), dims=[0])
+        for out in (grad_input, grad_weight):
+            fd.add_output(out if dt == DataType.Float else fd.ops.cast(out, dt))
+    gen = torch.Generator().manual_seed(0)
+    xf = torch.randn(rows, cols, generator=gen)
+    r = (xf.pow(2).mean(1, keepdim=True) + 1e-5).rsqrt()
+    tdt = _torch_dtype(dt)
+    return fd, [torch.randn(rows, cols, generator=gen).to(tdt), xf.to(tdt), r,
+                torch.randn(cols, generator=gen).to(tdt)]
+
+
+def test_a_weight_is_not_a_row_buffer_of_the_circular_buffer():
+    """Only inputs with a row go to the shared-memory circular buffer, a row at a time. The
+    [H] weight (a persistent buffer's input once bf16 buffers are projected to inputs) has
+    no row axis and used to be put there too: scheduling then failed to inline its 1-D
+    cache at position 2."""
+    fd, xs = rms_norm_backward_rstd(64, 96, DataType.BFloat16)
+    p = heuristics(fd, xs, "inner_outer_persistent")
+    assert p.project_persistent_buffers
+    g, _x, _rstd, w = fd.fusion.inputs
+    assert w.short_name not in p.smem_persistent_buffers
+    assert g.short_name in p.smem_persistent_buffers
+    schedule(fd, xs, "inner_outer_persistent")
+
+
+@needs_gxx
+@pytest.mark.parametrize("shape", [(64, 96), (1000, 33), (256, 1024)])
+@pytest.mark.parametrize("dt", _NORM_DTYPES, ids=lambda d: d.name)
+def test_rms_norm_backward_from_rstd_emulated(shape: tuple[int, int], dt: DataType):
+    fd, xs = rms_norm_backward_rstd(*shape, dt)
+    assert _emulate(fd, xs) == ["inner_outer_persistent"]
+
+
+@needs_gxx
+def test_a_tensor_read_before_and_after_a_reduction_persists():
+    """RMS-norm backward: the grad_out cache feeds grad_out * w (summed per row) and
+    grad_out * x_hat (summed over the rows), whose loop nest shares 1 / rms with grad_input,
+    computed from the per-row sum. Inlined into both, it joined the loops before and after
+    the reduction into one nest (a dependence cycle in the lowering); it is now inlined at
+    the iteration axes only, a persistent buffer."""
+    fd, xs = rms_norm_backward(1000, 33, DataType.Float)
+    t = Trace()
+    schedule(fd, xs, "inner_outer_persistent", trace=t)
+    held = [e.subject for e in t.of_kind("transform") if "persists across the reduction" in e.message]
+    assert held
+    for name in held:
+        tv = next(x for x in fd.fusion.tensors() if x.short_name == name)
+        assert tv.compute_at_pos == 4
+    fd, xs = rms_norm_backward(1000, 33, DataType.Float)
+    assert _emulate(fd, xs) == ["inner_outer_persistent"]
+    # The inner persistent schedule has the same hazard: a row sum of (g * w) * x next to
+    # an output g * x / rms that shares 1 / rms with the normalized output.
+    with FusionDefinition() as fd:
+        g = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        rms = fd.define_tensor(shape=[-1, 1], contiguity=[True, None], dtype=DataType.Float)
+        w = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        full = fd.ops.shape(x)
+        inv = fd.ops.reciprocal(fd.ops.broadcast_in_dim(rms, shape=full, broadcast_dims=[0, 1]))
+        a = fd.ops.mul(g, fd.ops.broadcast_in_dim(w, shape=full, broadcast_dims=[1]))
+        s = fd.ops.sum(fd.ops.mul(a, x), dims=[1], keepdim=True)
+        fd.add_output(fd.ops.sub(fd.ops.mul(a, inv), fd.ops.mul(fd.ops.mul(x, s), inv)))
+        fd.add_output(fd.ops.mul(fd.ops.mul(g, x), inv))
+    gen = torch.Generator().manual_seed(0)
+    xs = [torch.randn(1000, 33, generator=gen), torch.randn(1000, 33, generator=gen),
+          torch.rand(1000, 1, generator=gen) + 0.5, torch.randn(33, generator=gen)]
+    assert _emulate(fd, xs) == ["inner_persistent"]
