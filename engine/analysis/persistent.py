@@ -79,16 +79,16 @@ def _closure(tv: TensorView, step) -> set[TensorView]:
     return seen
 
 
-def _upstream(tv: TensorView) -> set[TensorView]:
+def upstream_tvs(tv: TensorView) -> set[TensorView]:
     return _closure(tv, producers_of)
 
 
-def _downstream(tv: TensorView) -> set[TensorView]:
+def downstream_tvs(tv: TensorView) -> set[TensorView]:
     # Every output of a consuming expr (all of a Welford's outputs) is downstream.
     return _closure(tv, consumers_of)
 
 
-def _siblings(tv: TensorView) -> list[TensorView]:
+def sibling_tvs(tv: TensorView) -> list[TensorView]:
     e = tv.definition
     if e is None:
         return [tv]
@@ -119,11 +119,11 @@ def persistent_buffers(fusion: Fusion) -> PersistentBufferInfo:
     they must persist across it."""
     info = PersistentBufferInfo()
     for red in reduction_tvs(fusion):
-        up = _upstream(red)
+        up = upstream_tvs(red)
         after: set[TensorView] = set()
-        sibs = set(_siblings(red))
+        sibs = set(sibling_tvs(red))
         for s in sibs:
-            after |= _downstream(s)
+            after |= downstream_tvs(s)
         live = []
         for t in sorted(up, key=lambda t: t.name):
             # A consumer outside the reduction's input cone whose values meet the
@@ -134,7 +134,7 @@ def persistent_buffers(fusion: Fusion) -> PersistentBufferInfo:
             for c in consumers_of(t):
                 if c in up or c in sibs:
                     continue
-                if c in after or _downstream(c) & after:
+                if c in after or downstream_tvs(c) & after:
                     live.append(t)
                     break
         info.live_across[red] = live

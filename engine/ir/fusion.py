@@ -41,6 +41,11 @@ class Fusion:
         """The graph was edited (operands, outputs, exprs): forget the cached order."""
         self._version += 1
 
+    @property
+    def version(self) -> int:
+        """Counts the graph's edits: a result derived from the graph stays valid while it holds."""
+        return self._version
+
     # ---- naming (nvFuser numbers each kind in creation order) ------------------
     def _next(self, kind: str) -> int:
         n = self._counters[kind]

@@ -61,7 +61,7 @@ def check_grid_results(exprs: list) -> None:
     over the reduced axis, as a normalization over it would need) would be computed by
     the other blocks without it.
     """
-    from engine.analysis.persistent import _downstream
+    from engine.analysis.persistent import downstream_tvs
 
     for e in exprs:
         if not isinstance(e, (ex.ReductionOp, ex.WelfordOp)):
@@ -73,7 +73,7 @@ def check_grid_results(exprs: list) -> None:
                    if i.is_reduction and i.parallel_type in _BLOCKS}
         if not reduced:
             continue
-        for t in sorted(_downstream(out), key=lambda t: t.name):
+        for t in sorted(downstream_tvs(out), key=lambda t: t.name):
             for i in t.domain.loop:
                 if i.parallel_type in reduced and not (i.is_reduction or i.is_broadcast):
                     raise CompileError(

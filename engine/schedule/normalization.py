@@ -139,15 +139,15 @@ def project_to_inputs(fusion: Fusion, pb: PersistentBufferInfo, trace: Trace | N
     """Make the uses of each projectable buffer after its reduction read a copy
     recomputed from the inputs, so that only the inputs stay persistent (nvFuser's
     projectPersistentBuffers). Returns the recomputed copies."""
-    from engine.analysis.persistent import _downstream, _siblings
+    from engine.analysis.persistent import downstream_tvs, sibling_tvs
 
     made: list[TensorView] = []
     for buf, _ins in pb.projectable.items():
         after: set[TensorView] = set()
         for red, live in pb.live_across.items():
             if buf in live:
-                for s in _siblings(red):
-                    after |= _downstream(s)
+                for s in sibling_tvs(red):
+                    after |= downstream_tvs(s)
         uses = [e for e in fusion.uses_of(buf)
                 if any(isinstance(o, TensorView) and o in after for o in e.outputs)]
         if not uses:
@@ -204,7 +204,7 @@ def outer_result_reused(fusion: Fusion, reds: list[TensorView]) -> str | None:
     outputs: a tensor downstream of it with a concrete axis that does not come from the
     result's axes iterates over rows, and one defined by a reduction reduces it again.
     """
-    from engine.analysis.persistent import _downstream
+    from engine.analysis.persistent import downstream_tvs
 
     order = {t: k for k, t in enumerate(fusion.tensors())}
     for red in reds:
@@ -215,7 +215,7 @@ def outer_result_reused(fusion: Fusion, reds: list[TensorView]) -> str | None:
         own = {i for s in sibs for i in s.domain.logical if not i.is_reduction}
         down: set[TensorView] = set()
         for s in sibs:
-            down |= _downstream(s)
+            down |= downstream_tvs(s)
         down -= set(sibs)
         for t in sorted(down, key=lambda t: order.get(t, len(order))):
             if is_reduction_tv(t):
@@ -473,16 +473,16 @@ def separate_reduction_phases(fusion: Fusion, reds: list[TensorView], n_iter: in
     shares 1 / rms with grad_input). Such a tensor is what nvFuser calls a persistent
     buffer: it is inlined at the iteration axes only, and kept across the reduction.
     """
-    from engine.analysis.persistent import _downstream, _siblings, _upstream
+    from engine.analysis.persistent import downstream_tvs, sibling_tvs, upstream_tvs
 
     changed: list[TensorView] = []
     phases = []
     for red in reds:
-        sibs = set(_siblings(red))
+        sibs = set(sibling_tvs(red))
         after: set[TensorView] = set()
         for x in sibs:
-            after |= _downstream(x)
-        phases.append((_upstream(red) - set(fusion.inputs), after - sibs, sibs))
+            after |= downstream_tvs(x)
+        phases.append((upstream_tvs(red) - set(fusion.inputs), after - sibs, sibs))
     while True:
         nest = _nests_past(fusion, n_iter)
         glue = None

@@ -170,10 +170,10 @@ def unsupported_ops(fusion: Fusion) -> str | None:
 
 def gather_before_reduction(fusion: Fusion, reds: list[TensorView]) -> bool:
     """A gather-like op (take_along_axis, index_select) whose result a reduction reads."""
-    from engine.analysis.persistent import _upstream
+    from engine.analysis.persistent import upstream_tvs
 
     for r in reds:
-        for t in _upstream(r) | {r}:
+        for t in upstream_tvs(r) | {r}:
             if isinstance(t.definition, (ex.GatherOp, ex.IndexSelectOp, ex.SelectOp)):
                 return True
     return False
@@ -181,10 +181,10 @@ def gather_before_reduction(fusion: Fusion, reds: list[TensorView]) -> bool:
 
 def post_reduction_broadcast(fusion: Fusion, reds: list[TensorView]) -> bool:
     """A reduction's result broadcast again: a normalization, not a plain reduction."""
-    from engine.analysis.persistent import _downstream
+    from engine.analysis.persistent import downstream_tvs
 
     for r in reds:
-        for t in _downstream(r):
+        for t in downstream_tvs(r):
             if isinstance(t.definition, ex.BroadcastOp):
                 return True
     return False

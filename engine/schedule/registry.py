@@ -27,8 +27,8 @@ _loaded = False
 def _self_mapping(fusion: Fusion) -> str | None:
     """tools.self_mapping_reason, once per state of the fusion: every kernel scheduler asks."""
     cached = getattr(fusion, "_self_mapping", None)
-    if cached is None or cached[0] != fusion._version:
-        cached = (fusion._version, tools.self_mapping_reason(fusion))
+    if cached is None or cached[0] != fusion.version:
+        cached = (fusion.version, tools.self_mapping_reason(fusion))
         fusion._self_mapping = cached  # type: ignore[attr-defined]
     return cached[1]
 

@@ -97,21 +97,13 @@ def self_mapping_reason(fusion: Fusion) -> str | None:
     producer-consumer maps without broadcast pairs, and root ids that stay one logical id
     (a permute, a split or merge with a size-1 part; a resize changes the extent).
     A reason naming the tensor and its axes, or None."""
+    from networkx.utils import UnionFind
+
     from engine.analysis.logical_map import pairwise_logical_map, tensor_edges
     from engine.analysis.replay import transforms_between
     from engine.ir.iterdomain import Merge, Split
 
-    parent: dict[int, object] = {}
-
-    def find(i: object) -> object:
-        while parent.get(id(i), i) is not i:
-            i = parent[id(i)]
-        return i
-
-    def union(a: object, b: object) -> None:
-        ra, rb = find(a), find(b)
-        if ra is not rb:
-            parent[id(rb)] = ra
+    uf = UnionFind()
 
     def one(x: object) -> bool:
         e = x.extent  # type: ignore[attr-defined]
@@ -119,7 +111,7 @@ def self_mapping_reason(fusion: Fusion) -> str | None:
 
     for p, c, _e in tensor_edges(fusion):
         for a, b in pairwise_logical_map(p, c, map_broadcast=False).items():
-            union(a, b)
+            uf.union(a, b)
     tvs = [t for t in fusion.tensors() if isinstance(t, TensorView)]
     for tv in tvs:
         dom = tv.domain
@@ -128,20 +120,20 @@ def self_mapping_reason(fusion: Fusion) -> str | None:
         for t in transforms_between(dom.root, dom.logical):
             if isinstance(t, Split):
                 if one(t.inner):
-                    union(t.in_id, t.outer)
+                    uf.union(t.in_id, t.outer)
                 elif one(t.outer):
-                    union(t.in_id, t.inner)
+                    uf.union(t.in_id, t.inner)
             elif isinstance(t, Merge):
                 if one(t.outer):
-                    union(t.inner, t.out)
+                    uf.union(t.inner, t.out)
                 elif one(t.inner):
-                    union(t.outer, t.out)
+                    uf.union(t.outer, t.out)
     for tv in tvs:
         seen: dict[int, int] = {}
         for k, i in enumerate(tv.domain.logical):
             if i.is_broadcast:
                 continue
-            r = id(find(i))
+            r = id(uf[i])
             if r in seen:
                 return (f"Fusion has self mapping: axes {seen[r]} and {k} of {tv.short_name} are the "
                         "same axis of a tensor it is computed from (as in x + x[:, None]); one loop "
