@@ -202,7 +202,7 @@ def _floordiv(a: int, b: int) -> int:
     return a // b
 
 
-def _unsplit(i: IterDomain) -> IterDomain:
+def unsplit(i: IterDomain) -> IterDomain:
     """The id `i` was split from, through any number of splits (itself when not split)."""
     while isinstance(i.definition, Split):
         i = i.definition.in_id
@@ -214,7 +214,7 @@ def _same_source(pid: IterDomain, cid: IterDomain, ext: Extents) -> bool:
     the same extent (so equal indices mean the same element), or are not split at all."""
     if pid.is_broadcast or not isinstance(pid.definition, Split):
         return True
-    return ext.of(_unsplit(pid)) == ext.of(_unsplit(cid))
+    return ext.of(unsplit(pid)) == ext.of(unsplit(cid))
 
 
 def producer_known(producer: TensorView, consumer: TensorView, c_index: dict[IterDomain, Ix],

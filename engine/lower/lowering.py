@@ -25,7 +25,7 @@ from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
 from engine.lower import cexpr, kir
 from engine.lower.buffers import Buffer, make_buffer
-from engine.lower.index import Extents, Ix, producer_known, propagate
+from engine.lower.index import Extents, Ix, producer_known, propagate, unsplit
 from engine.lower.loops import LoopNode, in_tvs, out_tv
 
 _THREAD_VARS = {
@@ -163,7 +163,7 @@ class ExprLowering:
         seen: set[IterDomain] = set()
         while i not in seen:
             seen.add(i)
-            i = _unsplit(i)
+            i = unsplit(i)
             if i not in self.rfactor_source:
                 break
             i = self.rfactor_source[i]
@@ -450,13 +450,6 @@ class ExprLowering:
 
     def converted(self, text: str, src: DataType, dst: DataType) -> str:
         return text if src == dst else ops_table.cast(text, src, dst)
-
-
-def _unsplit(i: IterDomain) -> IterDomain:
-    """The id `i` was split from, through any number of splits (itself when not split)."""
-    while isinstance(i.definition, Split):
-        i = i.definition.inputs[0]
-    return i
 
 
 def _checked_ids(tv: TensorView) -> list[IterDomain]:
