@@ -14,7 +14,8 @@ non-broadcast producer be inlined into a consumer whose loop merged in a broadca
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 
 from engine.analysis.logical_map import IdMap, pairwise_logical_map
 from engine.ir.iterdomain import IdTransform, IterDomain, Merge, Resize, Split, transforms_between
@@ -227,6 +228,33 @@ def loop_map(producer: TensorView, consumer: TensorView) -> IdMap:
     its logical ids with the output's full merge (linear_id). Both are tried and the map
     that pairs more of the producer's loop ids with the consumer's wins.
     """
+    if _frozen is not None:
+        # The key holds the loop domains themselves, so a changed loop misses.
+        key = (producer, consumer, tuple(producer.domain.loop), tuple(consumer.domain.loop))
+        hit = _frozen.get(key)
+        if hit is None:
+            hit = _frozen[key] = _fresh_loop_map(producer, consumer)
+        return dict(hit)
+    return _fresh_loop_map(producer, consumer)
+
+
+_frozen: dict | None = None
+
+
+@contextlib.contextmanager
+def loop_maps_frozen() -> Iterator[None]:
+    """Reuse loop_map results while the schedule is final (lowering asks for the same pairs
+    hundreds of times: every index walks its producers' maps)."""
+    global _frozen
+    outer = _frozen
+    _frozen = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _frozen = outer
+
+
+def _fresh_loop_map(producer: TensorView, consumer: TensorView) -> IdMap:
     m = _loop_map(producer, consumer, {})
     linear = _reshape_linear_map(producer, consumer)
     if linear:

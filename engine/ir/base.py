@@ -7,6 +7,8 @@ import contextvars
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from engine.ir.graph_copy import copy_node
+
 if TYPE_CHECKING:
     from engine.ir.fusion import Fusion
 
@@ -36,6 +38,8 @@ class Val:
     `uses` the Exprs that read it; the Fusion keeps both up to date.
     """
 
+    __deepcopy__ = copy_node
+
     def __init__(self) -> None:
         self.definition: Expr | None = None
         self.uses: list[Expr] = []
@@ -49,6 +53,7 @@ class Expr:
     """
 
     op_name = "expr"
+    __deepcopy__ = copy_node
 
     def __init__(
         self,

@@ -11,6 +11,7 @@ import enum
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from engine.ir.graph_copy import copy_node
 from engine.ir.scalar import Scalar, ScalarLike, as_scalar, binary, ceil_div
 
 if TYPE_CHECKING:
@@ -65,6 +66,8 @@ class ParallelType(enum.Enum):
 
 
 class IterDomain:
+    __deepcopy__ = copy_node
+
     def __init__(
         self,
         fusion: Fusion,
@@ -148,6 +151,7 @@ class IdTransform:
     """A transform between IterDomains; it links itself into their history."""
 
     kind = "transform"
+    __deepcopy__ = copy_node
 
     def __init__(self, inputs: list[IterDomain], outputs: list[IterDomain]) -> None:
         self.inputs = inputs

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from engine.dtypes import DataType
 from engine.errors import ScheduleError
 from engine.ir.base import Expr, Val
+from engine.ir.graph_copy import copy_node
 from engine.ir.iterdomain import IdTransform, IterDomain, Merge, ParallelType, Split
 from engine.ir.scalar import ScalarLike
 
@@ -44,6 +45,8 @@ class TensorDomain:
     loop: what code iterates, after scheduling. contiguity: one entry per allocation
     axis, True/False, or None for broadcast and reduction axes.
     """
+
+    __deepcopy__ = copy_node
 
     def __init__(
         self,

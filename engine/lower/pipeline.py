@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from engine.analysis.replay import loop_maps_frozen
 from engine.dtypes import DataType
 from engine.errors import CompileError
 from engine.ir import exprs as ex
@@ -254,6 +255,12 @@ def lower_fusion(fusion: Fusion, env: dict, name: str,
                  layouts: dict[str, tuple[list[int], int]] | None = None) -> Lowered:
     """Lower a scheduled fusion for the sizes bound in `env`. `layouts`: the compiled-for inputs'
     allocation strides and pointer alignment (bytes), which let copies be widened safely."""
+    with loop_maps_frozen():
+        return _lower_fusion(fusion, env, name, layouts)
+
+
+def _lower_fusion(fusion: Fusion, env: dict, name: str,
+                  layouts: dict[str, tuple[list[int], int]] | None) -> Lowered:
     stages: dict[str, str] = {}
     exprs = _validate(fusion)
     constants = constant_fulls(fusion, exprs)

@@ -30,7 +30,10 @@ from engine.ir import exprs as ex
 from engine.ir.base import Expr, FusionGuard, Val
 from engine.ir.fusion import Fusion
 from engine.ir.tensorview import TensorView
+from engine.runtime.device import current
+from engine.schedule import registry
 from engine.schedule.base import PRIORITY, SchedulerType, Verdict
+from engine.schedule.runtime_info import SchedulerRuntimeInfo
 from engine.segment.boundaries import boundary_vals, check_layout_op_uses
 from engine.segment.fold import fold_zero_factories
 from engine.segment.forwarding import Forwarding, find_forwarding
@@ -126,7 +129,7 @@ class _Finder:
         self.options = options
         self.trace = trace
         self.boundary, self.forced = boundary_vals(fusion, trace)
-        self.cache: dict[frozenset[int], tuple[list[Verdict], SchedulerType | None]] = {}
+        self.cache: dict[frozenset[int], tuple[Fusion, SchedulerRuntimeInfo, list[Verdict]]] = {}
         self.forwarding = Forwarding()
         self.privatized: dict[Expr, list[Expr]] = {}
         self.groups: list[_Group] = []
@@ -163,30 +166,32 @@ class _Finder:
         ins = sorted(inputs, key=lambda t: t.name)
         return eff, ins, sorted(dict.fromkeys(outputs), key=lambda t: t.name)
 
-    def _ask(self, core: Sequence[Expr]) -> tuple[list[Verdict], SchedulerType | None]:
-        """Every scheduler's verdict on the group of `core` exprs, as its own Fusion."""
+    def _ask(self, core: Sequence[Expr], every: bool = False) -> tuple[list[Verdict], SchedulerType | None]:
+        """The schedulers' verdicts on the group of `core` exprs, as its own Fusion, in priority
+        order up to the one that takes it (nvFuser's tryMerge stops there too); with `every`,
+        all of them, as a final segment shows them."""
         key = frozenset(id(e) for e in core)
-        if key in self.cache:
-            return self.cache[key]
-        from engine.schedule import registry
-        from engine.schedule.runtime_info import SchedulerRuntimeInfo
-
-        eff, ins, outs = self._group_io(core)
-        scalars = referenced_symbols(eff, ins)
-        sub, _ = cut_fusion(self.fusion, eff, [*ins, *scalars], outs)
-        args = [self.sizes.tensor(t) for t in ins] + [self.sizes.value(s) for s in scalars]
-        from engine.runtime.device import current
-
-        info = SchedulerRuntimeInfo(sub, args, current(self.options.device_model))
-        verdicts = []
-        for t in PRIORITY:
+        asked = self.cache.get(key)
+        if asked is None:
+            asked = self.cache[key] = self._cut(core)
+        sub, info, verdicts = asked
+        # A forced scheduler may come after the first that accepts.
+        every = every or self.options.force_scheduler is not None
+        for t in PRIORITY[len(verdicts):]:
+            if not every and self._choose(verdicts) is not None:
+                break
             try:
                 verdicts.append(registry.verdict(t, sub, info))
             except Exception as e:  # a scheduler that crashes refuses, and says why
                 verdicts.append(Verdict(t, False, f"check failed: {type(e).__name__}: {e}"))
-        first = self._choose(verdicts)
-        self.cache[key] = (verdicts, first)
-        return verdicts, first
+        return list(verdicts), self._choose(verdicts)
+
+    def _cut(self, core: Sequence[Expr]) -> tuple[Fusion, SchedulerRuntimeInfo, list[Verdict]]:
+        eff, ins, outs = self._group_io(core)
+        scalars = referenced_symbols(eff, ins)
+        sub, _ = cut_fusion(self.fusion, eff, [*ins, *scalars], outs)
+        args = [self.sizes.tensor(t) for t in ins] + [self.sizes.value(s) for s in scalars]
+        return sub, SchedulerRuntimeInfo(sub, args, current(self.options.device_model)), []
 
     def _choose(self, verdicts: list[Verdict]) -> SchedulerType | None:
         forced = self.options.force_scheduler
@@ -687,7 +692,7 @@ class _Finder:
         for k, g in enumerate(run):
             core = sorted(g.exprs, key=self.pos.__getitem__)
             eff, ins, outs = self._group_io(core)
-            verdicts, first = self._ask(core)
+            verdicts, first = self._ask(core, every=True)
             if first is None:
                 reasons = "\n".join(str(v) for v in verdicts)
                 names = ", ".join(f"{type(e).__name__} producing {e.outputs[0].short_name}" for e in core)

@@ -14,6 +14,7 @@ from engine.config import Options
 from engine.ir import exprs as ex
 from engine.ir.quant_exprs import BlockQuantizationOp, PreprocessGroupedMatmulInputSf
 from engine.reference import evaluate
+from engine.schedule.base import PRIORITY
 from engine.segment import SegmentedFusion, segment_fusion
 from engine.segment.fold import fold_zero_factories
 from engine.trace import Trace
@@ -140,11 +141,20 @@ def test_rope_bwd_full_outputs_never_cross_and_cat_keeps_its_pads():
     assert all(isinstance(v.definition, ex.PadOp) and v.definition in group.exprs for v in cat.inputs)
     assert "g{(" in str(sf) and "group id: " in str(sf)
     check_reference(fd, sf, xs)
-    # Every merge attempt names the groups and carries every scheduler's verdict.
+    # Every merge attempt names the groups and carries the verdicts in priority order: a refused
+    # merge every scheduler's refusal, an accepted one those up to the scheduler that takes it
+    # (nvFuser's tryMerge stops there).
     merges = trace.of_kind("merge")
     assert any(m.data["accepted"] for m in merges) and any(not m.data["accepted"] for m in merges)
     asked = [m for m in merges if m.data["verdicts"]]
-    assert all(len(m.data["verdicts"]) == 10 for m in asked)
+    for m in asked:
+        vs = m.data["verdicts"]
+        assert [v["scheduler"] for v in vs] == [str(t) for t in PRIORITY[:len(vs)]]
+        assert not any(v["accepted"] for v in vs[:-1])
+        if m.data["accepted"]:
+            assert vs[-1]["accepted"] and vs[-1]["scheduler"] == m.data["scheduler"]
+        else:
+            assert len(vs) == len(PRIORITY) and not vs[-1]["accepted"]
     assert all("+" in m.subject for m in merges)
 
 
