@@ -51,6 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fusions", type=int, default=300, help="random fusions to run")
     ap.add_argument("--schedules", type=int, default=200, help="random manual schedules to run")
     ap.add_argument("--seed", type=int, default=0, help="run seed: case i is rebuilt from (mode, seed, i)")
+    ap.add_argument("--first", type=int, default=0,
+                    help="index of the first case of each mode: a long run split over several calls "
+                         "(--first 0, then --first N with the same seed) runs the same cases as one call")
     ap.add_argument("--jobs", type=int, default=2, help="child processes")
     ap.add_argument("--nvcc-every", type=int, default=10,
                     help="every K-th case also compiles its kernels with nvcc for sm_80 (0: never)")
@@ -75,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         share = a.time_budget * count / total
         deadline = time.time() + share if a.time_budget else 0.0
-        records = run_cases(mode, a.seed, count, a.jobs, a.nvcc_every, deadline, a.cxx_opt)
+        records = run_cases(mode, a.seed, count, a.jobs, a.nvcc_every, deadline, a.cxx_opt, first=a.first)
         mode_lines, failed = summarize(mode, records)
         lines += mode_lines + [f"  elapsed {time.perf_counter() - t0:.1f} s"]
         failures += failed

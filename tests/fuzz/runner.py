@@ -126,10 +126,11 @@ def run_shard(mode: str, seed: int, start: int, stop: int, nvcc_every: int, dead
 
 
 def run_cases(mode: str, seed: int, count: int, jobs: int, nvcc_every: int = 0, deadline: float = 0.0,
-              cxx_opt: str = "", on_record: Callable[[dict], None] | None = None) -> list[dict]:
-    """Records of cases 0..count-1 (fewer when `deadline` passes), run over `jobs` children;
-    every `nvcc_every`-th case also compiles its kernels with nvcc; `cxx_opt` (e.g. "-O0")
-    replaces the emulator's g++ optimization level."""
+              cxx_opt: str = "", on_record: Callable[[dict], None] | None = None,
+              first: int = 0) -> list[dict]:
+    """Records of cases first..first+count-1 (fewer when `deadline` passes), run over `jobs`
+    children; every `nvcc_every`-th case also compiles its kernels with nvcc; `cxx_opt` (e.g.
+    "-O0") replaces the emulator's g++ optimization level."""
     records: list[dict] = []
     lock = threading.Lock()
 
@@ -140,7 +141,7 @@ def run_cases(mode: str, seed: int, count: int, jobs: int, nvcc_every: int = 0, 
                 on_record(r)
 
     jobs = max(1, min(jobs, count))
-    bounds = [count * k // jobs for k in range(jobs + 1)]
+    bounds = [first + count * k // jobs for k in range(jobs + 1)]
     with ThreadPoolExecutor(jobs) as pool:
         futures = [pool.submit(run_shard, mode, seed, bounds[k], bounds[k + 1], nvcc_every, deadline,
                                cxx_opt, keep)
