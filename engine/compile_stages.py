@@ -10,7 +10,7 @@ from engine.errors import CompileError
 from engine.ir.base import Val
 from engine.ir.exprs import LinearOp, MatmulOp
 from engine.ir.fusion import Fusion
-from engine.ir.tensorview import TensorView
+from engine.ir.tensorview import TensorView, loop_edits_trusted
 from engine.trace import Trace
 
 
@@ -171,7 +171,8 @@ def schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace) 
             seg.params, used = apply_overrides(seg.params, options.heuristic_overrides, seg.id)
             if used:
                 trace.event("heuristic", subject, seg.params.derivation[-1])
-        chosen.schedule(fusion, seg.params, trace)
+        with loop_edits_trusted():
+            chosen.schedule(fusion, seg.params, trace)
         if seg.params is not None:
             trace.stage("scheduler_params", str(seg.params))
     seg.scheduled_ir = str(fusion)

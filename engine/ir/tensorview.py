@@ -154,7 +154,7 @@ class TensorView(Val):
         self._check_outside_ca(pos, "split")
         if isinstance(factor, bool) or (isinstance(factor, int) and factor <= 0):
             raise ScheduleError(f"{self.short_name}: split factor must be a positive int, got {factor}")
-        with transaction([self]):
+        with transaction([self], loop_edit=True):
             s = Split(self.domain.loop[pos], factor, inner_split)
             self.domain.loop[pos : pos + 1] = [s.outer, s.inner]
             self._follow_allocation(s)
@@ -174,7 +174,7 @@ class TensorView(Val):
                 f"{self.short_name}: cannot merge {outer} and {inner}: "
                 "iteration and reduction axes do not merge"
             )
-        with transaction([self]):
+        with transaction([self], loop_edit=True):
             m = Merge(outer, inner)
             loop = self.domain.loop
             lo = min(po, pi)
@@ -206,14 +206,14 @@ class TensorView(Val):
             raise ScheduleError(f"{self.short_name}: reorder moves axes inside the inlined positions")
         # Reorder changes iteration order only: the allocation domain (memory order)
         # stays as it is.
-        with transaction([self]):
+        with transaction([self], loop_edit=True):
             self.domain.loop = loop
         return self
 
     def parallelize(self, axis: int, parallel_type: ParallelType) -> TensorView:
         if not isinstance(parallel_type, ParallelType):
             raise ScheduleError(f"{self.short_name}: expected a ParallelType, got {parallel_type!r}")
-        with transaction([self]):
+        with transaction([self], loop_edit=True):
             self.axis(axis).parallelize(parallel_type)
         return self
 
@@ -582,13 +582,44 @@ class _Snapshot:
             del i.uses[n:]
 
 
+# Tensors whose loop-domain edits wait for one verification (see loop_edits_trusted).
+_unverified: dict[TensorView, None] | None = None
+
+
 @contextlib.contextmanager
-def transaction(tvs: Sequence[TensorView]) -> Iterator[None]:
+def loop_edits_trusted() -> Iterator[None]:
+    """Verify the loop-domain edits (split, merge, reorder, parallelize) made inside once, at
+    the end, instead of after each edit with a snapshot to roll back to.
+
+    For the engine's own schedulers, which make hundreds of such edits per fusion and never
+    recover from a refused one: a user's schedule keeps the per-edit check, whose rollback
+    leaves the session usable after a refused edit. Other primitives (cache, rfactor,
+    compute_at) are verified as they happen even inside.
+    """
+    global _unverified
+    if _unverified is not None:
+        yield
+        return
+    _unverified = {}
+    try:
+        yield
+        touched = list(_unverified)
+    finally:
+        _unverified = None
+    verify_around(touched)
+
+
+@contextlib.contextmanager
+def transaction(tvs: Sequence[TensorView], loop_edit: bool = False) -> Iterator[None]:
     """Run a mutation of `tvs`, then verify them and their neighbours; on ScheduleError
     (from the mutation or the verifier) put every tensor back and re-raise."""
     from engine.analysis.logical_map import consumers_of, producers_of
     from engine.ir.verify import verify
 
+    if loop_edit and _unverified is not None:
+        yield
+        _unverified.update(dict.fromkeys(tvs))
+        return
     snaps = [_Snapshot(t) for t in tvs]
     try:
         yield
