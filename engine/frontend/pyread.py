@@ -34,7 +34,7 @@ from engine.frontend.input_spec import (
 )
 from engine.frontend.spellings import unknown_op_message
 from engine.ir.iterdomain import ParallelType
-from engine.ir.tensorview import MemoryType
+from engine.ir.tensorview import MemoryType, TensorView
 
 # Modules a repro may import; importing them here binds nothing that runs.
 _NVFUSER_MODULES = ("nvfuser", "nvfuser_direct")
@@ -44,6 +44,8 @@ _TORCH_MODULES = ("torch", "torch.testing")
 _FD_METHODS = ("define_tensor", "define_scalar", "define_constant", "add_output")
 # Trailing calls of a repro that run or check the fusion: recognised, not interpreted.
 _RUN_METHODS = ("execute", "validate")
+# Methods of nvFuser's Tensor that a fusion body may call: T.size(d), T.shape().
+_TENSOR_METHODS = ("size", "shape")
 
 # A fusion file is a few KiB of text; anything far larger is refused before parsing.
 MAX_FILE_BYTES = 16 << 20
@@ -705,6 +707,11 @@ class _Loader:
             if node.attr in attrs:
                 return attrs[node.attr]
             raise self.error(node, f"unknown attribute {fd_name}.{node.attr}")
+        # nvFuser's Tensor.ndim: a number read off a tensor the body defined, nothing else.
+        if node.attr == "ndim":
+            tv = self.tensor_of(base, env, fd_name, attrs)
+            if tv is not None:
+                return tv.ndim
         enum_cls = self.enum_of(base, env)
         if enum_cls is not None:
             member = _enum_member(enum_cls, node.attr)
@@ -720,6 +727,18 @@ class _Loader:
                     return _TorchConst(node.attr)  # layout= / memory_format= of an inputs entry
                 raise self.error(node, f"torch.{node.attr} is not a dtype this format knows")
         raise self.error(node, f"attribute not allowed here: {_excerpt(node)}")
+
+    def tensor_of(self, node: ast.expr, env: dict[str, Any] | None, fd_name: str | None,
+                  attrs: dict[str, Any] | None) -> TensorView | None:
+        """The tensor a name (`T0`) or a subclass's stored attribute (`self.t0`) holds, if any."""
+        if isinstance(node, ast.Name):
+            v = env.get(node.id) if env is not None else None
+        elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and fd_name is not None
+              and node.value.id == fd_name and attrs is not None and not node.attr.startswith("_")):
+            v = attrs.get(node.attr)
+        else:
+            return None
+        return v if isinstance(v, TensorView) else None
 
     def enum_of(self, node: ast.expr, env: dict[str, Any] | None) -> type[enum.Enum] | None:
         if isinstance(node, ast.Name) and (env is None or node.id not in env):
@@ -810,10 +829,12 @@ class _Body:
         target, name = self.callee(func)
         if target == "vector":
             return self.define_vector(node)
+        if target == "tensor":
+            return self.tensor_method(node, name)
         if target is None:
             raise self.error(node, f"call not allowed: {_excerpt(node)} (only {self.fd_name}.ops.*, "
-                                   f"{self.fd_name}.sched.*, {self.fd_name}.define_tensor/define_scalar "
-                                   f"and {self.fd_name}.add_output)")
+                                   f"{self.fd_name}.sched.*, {self.fd_name}.define_tensor/define_scalar, "
+                                   f"{self.fd_name}.add_output and a tensor's .size(dim) and .shape())")
         args = []
         for a in node.args:
             if isinstance(a, ast.Starred):
@@ -869,7 +890,34 @@ class _Body:
             if base.attr == "sched" and not _is_sched_method(func.attr):
                 raise self.loader.error(func, f"unknown schedule operation {self.fd_name}.sched.{func.attr}")
             return base.attr, func.attr
+        if func.attr in _TENSOR_METHODS and self.loader.tensor_of(base, self.env, self.fd_name,
+                                                                  self.attrs) is not None:
+            return "tensor", func.attr
         return None, ""
+
+    def tensor_method(self, node: ast.Call, name: str) -> Any:
+        """nvFuser's Tensor methods `T.size(d)` and `T.shape()`: the ops fd.ops.size and
+        fd.ops.shape, recorded (and written back) in that spelling."""
+        func = node.func
+        assert isinstance(func, ast.Attribute)
+        tv = self.loader.tensor_of(func.value, self.env, self.fd_name, self.attrs)
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            raise self.error(node, "* and ** arguments are not allowed")
+        args = [self.value(a) for a in node.args]
+        kwargs = {k.arg: self.value(k.value) for k in node.keywords}
+        where = f"{_excerpt(func)}()"
+        if name == "size":
+            if len(args) + len(kwargs) != 1 or (kwargs and "dim" not in kwargs):
+                raise self.error(node, f"{where} takes one dim")
+            kwargs = {"dim": args[0] if args else kwargs["dim"]}
+        elif args or kwargs:
+            raise self.error(node, f"{where} takes no arguments")
+        try:
+            return getattr(self.fd.ops, name)(tv, **kwargs)
+        except FusionDefinitionError as e:
+            raise self.error(node, f"{where}: {e}") from e
+        except Exception as e:  # odd arguments (a string dim) still name the line
+            raise self.error(node, f"{where}: {type(e).__name__}: {e}") from e
 
     def define_vector(self, node: ast.Call) -> list[Any]:
         """Older repros' `V = fd.define_vector([S0, 4], dtype=DataType.Int)`: a shape list.

@@ -83,6 +83,17 @@ def cast_func(src: DataType, dst: DataType) -> str:
     return f"({dst.cuda_name})"
 
 
+def unary_text(op: str, x: str, src: DataType, dst: DataType) -> str:
+    """nvFuser's printing of a unary op on `x` (a tensor's or a scalar's text)."""
+    if op in _UNARY_INLINE:
+        return f"{_UNARY_INLINE[op]}{x}"
+    if op == "cast":
+        fn = cast_func(src, dst)
+    else:
+        fn = op + ("f" if dst == DataType.Float and op not in _UNARY_NO_SUFFIX else "")
+    return f"{fn}({x})"
+
+
 class UnaryOp(Expr):
     op_name = "unary"
 
@@ -90,16 +101,8 @@ class UnaryOp(Expr):
         super().__init__(fusion, [inp], [out], op=op)
 
     def to_string(self, indent: int = 0) -> str:
-        op, inp, out = self.op, self.input, self.output
-        if op in _UNARY_INLINE:
-            rhs = f"{_UNARY_INLINE[op]}{operand(inp)}"
-        else:
-            if op == "cast":
-                fn = cast_func(inp.dtype, out.dtype)
-            else:
-                fn = op + ("f" if out.dtype == DataType.Float and op not in _UNARY_NO_SUFFIX else "")
-            rhs = f"{fn}({operand(inp)})"
-        return two_lines(out, rhs, indent, ";\n")
+        inp, out = self.input, self.output
+        return two_lines(out, unary_text(self.op, operand(inp), inp.dtype, out.dtype), indent, ";\n")
 
 
 _BINARY_INLINE = {

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import operator
+import struct
 from collections.abc import Callable, Mapping
 from typing import Any, TypeAlias
 
@@ -18,13 +19,32 @@ from engine.ir.base import Val
 Number: TypeAlias = int | float | bool
 ScalarLike: TypeAlias = "Scalar | int | float | bool"
 
+
+def _c_div(a: Any, b: Any) -> Any:
+    # Integer division truncates, as the generated C does (Python's // floors); float
+    # division by zero is IEEE's inf or nan there, not an exception.
+    if isinstance(a, int) and isinstance(b, int):
+        q = abs(a) // abs(b)
+        return q if (a < 0) == (b < 0) else -q
+    if b == 0:
+        return math.nan if a == 0 or math.isnan(a) else math.copysign(math.inf, a) * math.copysign(1.0, b)
+    return a / b
+
+
+def _c_mod(a: Any, b: Any) -> Any:
+    # C's % and fmod: the result takes the dividend's sign (Python's % the divisor's).
+    if isinstance(a, int) and isinstance(b, int):
+        return a - b * _c_div(a, b)
+    return math.nan if b == 0 else math.fmod(a, b)
+
+
 # op -> (printed symbol or function name, is_infix, python implementation)
 _OPS: dict[str, tuple[str, bool, Callable[[Any, Any], Any]]] = {
     "add": ("+", True, operator.add),
     "sub": ("-", True, operator.sub),
     "mul": ("*", True, operator.mul),
-    "div": ("/", True, lambda a, b: a // b if isinstance(a, int) and isinstance(b, int) else a / b),
-    "mod": ("%", True, operator.mod),
+    "div": ("/", True, _c_div),
+    "mod": ("%", True, _c_mod),
     "ceilDiv": ("ceilDiv", False, lambda a, b: -(-a // b)),
     "max": ("max", False, max),
     "min": ("min", False, min),
@@ -89,6 +109,13 @@ class Scalar(Val):
             return format_number(self.value)
         if self.op is None:
             return f"{_symbol_prefix(self.dtype)}{self.name}"
+        if len(self.operands) == 1:
+            # nvFuser prints a unary op as its tensor form does, without parentheses:
+            # `-d1`, `reciprocal(d1)`, `sqrtf(f3)`, `(float)(i2)`.
+            from engine.ir.exprs import unary_text
+
+            (x,) = self.operands
+            return unary_text(self.op, x.inline(), x.dtype, self.dtype)
         symbol, infix, _ = _OPS[self.op]
         a, b = (x.inline() for x in self.operands)
         return f"( {a} {symbol} {b} )" if infix else f"( {symbol}({a}, {b}) )"
@@ -112,9 +139,14 @@ class Scalar(Val):
             if env is None or self not in env:
                 raise KeyError(f"scalar {self.inline()} is not bound")
             return env[self]
+        if len(self.operands) == 1:
+            (x,) = self.operands
+            return eval_unary(self.op, x.evaluate(env), x.dtype, self.dtype)
         fn = _OPS[self.op][2]
         a, b = (x.evaluate(env) for x in self.operands)
-        return fn(a, b)
+        out = fn(a, b)
+        # A float scalar computes in single precision in the kernel; so does its value here.
+        return _to_f32(out) if self.dtype is DataType.Float else out
 
     def free_symbols(self) -> set[Scalar]:
         if self.is_symbol:
@@ -166,10 +198,12 @@ def const(value: Number, dtype: DataType | None = None) -> Scalar:
     return as_scalar(value, dtype)
 
 
-def _simplify(op: str, a: Scalar, b: Scalar) -> Scalar | None:
+def _simplify(op: str, a: Scalar, b: Scalar, dtype: DataType | None = None) -> Scalar | None:
     av, bv = a.value, b.value
     if av is not None and bv is not None:
-        return Scalar(a.dtype, _OPS[op][2](av, bv))
+        out_dtype = dtype or a.dtype
+        value = _OPS[op][2](av, bv)
+        return Scalar(out_dtype, _to_f32(value) if out_dtype is DataType.Float else value)
     if op == "add" and av == 0:
         return b
     if op in ("add", "sub") and bv == 0:
@@ -183,14 +217,78 @@ def _simplify(op: str, a: Scalar, b: Scalar) -> Scalar | None:
     return None
 
 
-def binary(op: str, a: ScalarLike, b: ScalarLike) -> Scalar:
-    """Scalar arithmetic with constant folding and the identities x+0, x*1, x/1."""
+def binary(op: str, a: ScalarLike, b: ScalarLike, dtype: DataType | None = None) -> Scalar:
+    """Scalar arithmetic with constant folding and the identities x+0, x*1, x/1.
+    `dtype` is the promoted result type (the frontend's); extents leave it to the operands."""
     sa, sb = as_scalar(a), as_scalar(b)
-    simple = _simplify(op, sa, sb)
-    if simple is not None:
+    simple = _simplify(op, sa, sb, dtype)
+    # An identity (x * 1) keeps x, unless promotion widens its type (Index * 1.0).
+    if simple is not None and (dtype is None or simple.dtype == dtype):
         return simple
-    dtype = sa.dtype if not sa.is_const else sb.dtype
+    if dtype is None:
+        dtype = sa.dtype if not sa.is_const else sb.dtype
     return Scalar(dtype, op=op, operands=(sa, sb))
+
+
+# Types a symbolic scalar may have after a cast or unary op: the kernel holds a scalar
+# expression in one of these C types (storage types like half only exist in tensors).
+SCALAR_DTYPES = (DataType.Bool, DataType.Int32, DataType.Int, DataType.Index, DataType.Float, DataType.Double)
+
+
+def unary(op: str, x: Scalar, dtype: DataType) -> Scalar:
+    """`op` applied to `x` with result type `dtype` ("cast" converts); constants fold."""
+    if op == "cast" and x.dtype == dtype:
+        return x
+    if x.value is not None:
+        return Scalar(dtype, eval_unary(op, x.value, x.dtype, dtype))
+    return Scalar(dtype, op=op, operands=(x,))
+
+
+def eval_unary(op: str, value: Number, src: DataType, dst: DataType) -> Number:
+    """The value of a unary scalar op as the kernel computes it: torch's function in the
+    op's compute type (the result type, or the operand's for predicates), as the
+    reference evaluator computes the tensor op."""
+    import torch
+
+    from engine.dtypes import to_torch
+
+    if op == "cast":
+        if dst.is_bool:
+            return bool(value)
+        if dst.is_integer:
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"cannot cast {format_number(value)} to {dst.cuda_name}")
+            return int(torch.tensor(int(value)).to(to_torch(dst)).item())
+        return _to_f32(float(value)) if dst is DataType.Float else float(value)
+    compute = src if dst.is_bool else dst
+    t = torch.tensor(value, dtype=to_torch(compute))
+    fn = _UNARY_TORCH.get(op) or getattr(torch, op)
+    return fn(t).to(to_torch(dst)).item()
+
+
+def _to_f32(value: Any) -> Any:
+    if not isinstance(value, float):
+        return value
+    try:
+        return struct.unpack("<f", struct.pack("<f", value))[0]
+    except OverflowError:
+        return math.copysign(math.inf, value)
+
+
+def _gelu(t: Any) -> Any:
+    import torch
+
+    return torch.nn.functional.gelu(t)
+
+
+def _silu(t: Any) -> Any:
+    import torch
+
+    return torch.nn.functional.silu(t)
+
+
+# Unary ops whose torch function is not torch.<op>.
+_UNARY_TORCH: dict[str, Callable[[Any], Any]] = {"gelu": _gelu, "silu": _silu}
 
 
 def ceil_div(a: ScalarLike, b: ScalarLike) -> Scalar:
@@ -212,5 +310,7 @@ def same_scalar(a: Scalar, b: Scalar) -> bool:
     if a.value is not None or b.value is not None:
         return a.value is not None and b.value is not None and a.value == b.value
     if a.op is None or b.op is None or a.op != b.op:
+        return False
+    if a.op == "cast" and a.dtype != b.dtype:
         return False
     return all(same_scalar(x, y) for x, y in zip(a.operands, b.operands))

@@ -67,27 +67,62 @@ def maybe_broadcast(op: str, vals: list[Val]) -> list[Val]:
     return out
 
 
+# Scalar-only binary ops (fd.ops name -> engine.ir.scalar op): a derived scalar.
+_SCALAR_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "mod": "mod",
+                  "maximum": "max", "minimum": "min"}
+
+
 def _scalar_result(op: str, vals: list[Val], dtype: DataType) -> Scalar:
     # Scalar-only arithmetic: a derived scalar (folded when constant).
     from engine.ir.scalar import binary as scalar_binary
 
-    if len(vals) == 2 and op in ("add", "sub", "mul", "mod") and all(isinstance(v, Scalar) for v in vals):
-        return scalar_binary(op, vals[0], vals[1])
+    if len(vals) == 2 and op in _SCALAR_BINARY and all(isinstance(v, Scalar) for v in vals):
+        if not all(v.is_const for v in vals):
+            _check_scalar_dtype(op, dtype)
+        a, b = (_promote_scalar(v, dtype) for v in vals)
+        return scalar_binary(_SCALAR_BINARY[op], a, b, dtype)
     raise FusionDefinitionError(f"{op}: scalar-only operands are not supported; pass a tensor")
+
+
+def _check_scalar_dtype(op: str, dtype: DataType) -> None:
+    from engine.ir.scalar import SCALAR_DTYPES
+
+    if dtype not in SCALAR_DTYPES:
+        raise FusionDefinitionError(f"{op}: a scalar of type {dtype.cuda_name} is not supported "
+                                    "(bool, integer, float or double)")
+
+
+def _promote_scalar(v: Scalar, dtype: DataType) -> Scalar:
+    """nvFuser's optionalCast: a scalar operand changing category (int to float, any bool)
+    gets an explicit cast, one of the same category is used as it is."""
+    from engine.ir.scalar import unary as scalar_unary
+
+    if v.dtype == dtype or (category(v.dtype) == category(dtype) and not v.dtype.is_bool):
+        return v
+    return scalar_unary("cast", v, dtype)
+
+
+def _unary_dtype(op: str, dtype: DataType) -> DataType:
+    if op in BOOL_UNARY:
+        return DataType.Bool
+    if op in FLOAT_UNARY and (dtype.is_integer or dtype.is_bool):
+        return DataType.Float  # nvFuser's float_op_config: integers promote to float
+    return dtype
 
 
 def unary(op: str, x: Operand) -> Val:
     v = to_val(x)
-    if not isinstance(v, TensorView):
-        raise FusionDefinitionError(f"{op}: operand must be a tensor, got a scalar")
-    if op in BOOL_UNARY:
-        dtype = DataType.Bool
-    elif op in FLOAT_UNARY and (v.dtype.is_integer or v.dtype.is_bool):
-        dtype = DataType.Float
-    else:
-        dtype = v.dtype
+    dtype = _unary_dtype(op, v.dtype)
     if op == "bitwise_not" and v.dtype.is_float:
         raise FusionDefinitionError(f"bitwise_not: {v.short_name} is {v.dtype.cuda_name}, not an integer")
+    if isinstance(v, Scalar):
+        from engine.ir.scalar import unary as scalar_unary
+
+        if not v.is_const:
+            _check_scalar_dtype(op, v.dtype)
+        if op not in BOOL_UNARY:
+            v = _promote_scalar(v, dtype)
+        return scalar_unary(op, v, dtype)
     out = _make_tensor_out(op, [v], dtype)
     UnaryOp(v.fusion, op, out, v)
     return out
@@ -107,7 +142,11 @@ def cast(arg: Operand, dtype: DataType) -> Val:
             elif dtype.is_float:
                 value = float(value)
             return Scalar(dtype, value)
-        raise FusionDefinitionError("cast: symbolic scalar casts are not supported")
+        from engine.ir.scalar import unary as scalar_unary
+
+        _check_scalar_dtype("cast", v.dtype)
+        _check_scalar_dtype("cast", dtype)
+        return scalar_unary("cast", v, dtype)
     out = _make_tensor_out("cast", [v], dtype)
     if dtype == v.dtype:
         from engine.ir.exprs import LoadStoreOp
@@ -142,8 +181,8 @@ def truediv(a: Operand, b: Operand) -> Val:
     """Division that yields a float for integer operands (Python's `/`)."""
     vals = [to_val(a), to_val(b)]
     if all(v.dtype.is_integer or v.dtype.is_bool for v in vals):
-        vals = [cast(v, DataType.Float) if isinstance(v, TensorView) else to_val(float(v.value))
-                if isinstance(v, Scalar) and v.is_const else v for v in vals]
+        vals = [to_val(float(v.value)) if isinstance(v, Scalar) and v.is_const else cast(v, DataType.Float)
+                for v in vals]
     return binary("div", vals[0], vals[1])
 
 
