@@ -49,8 +49,11 @@ class Context:
             raise ExecutionError(f"scalar {s.inline()} has no value: {e}") from None
 
 
-def evaluate(fusion: Fusion, inputs: Sequence[Any], device: Any = None) -> list[Any]:
-    """Outputs of `fusion` for `inputs` (torch tensors and numbers)."""
+def evaluate(fusion: Fusion, inputs: Sequence[Any], device: Any = None,
+             after: Callable[[Expr, list[Any]], list[Any]] | None = None) -> list[Any]:
+    """Outputs of `fusion` for `inputs` (torch tensors and numbers). `after(expr, outs)`,
+    when given, sees each expression's outputs and returns what later ones read instead
+    (the fuzz harness perturbs them to measure how rounding moves the results)."""
     if len(inputs) != len(fusion.inputs):
         raise ExecutionError(f"fusion takes {len(fusion.inputs)} inputs, got {len(inputs)}")
     dev = torch.device(device) if device is not None else _device_of(inputs)
@@ -69,6 +72,8 @@ def evaluate(fusion: Fusion, inputs: Sequence[Any], device: Any = None) -> list[
             raise
         except Exception as e:  # name the op at fault, keep the cause
             raise ExecutionError(f"{type(expr).__name__} producing {_names(expr.outputs)} failed: {e}") from e
+        if after is not None:
+            outs = after(expr, outs)
         for v, t in zip(expr.outputs, outs):
             values[v] = t
     return [finish_output(v, _value(v, values, ctx)) for v in fusion.outputs]

@@ -104,19 +104,33 @@ class Extents:
     def promote(self, exprs: list[Expr]) -> None:
         """Broadcast ids inlined into a concrete loop iterate that loop's extent.
 
-        Consumers are visited before producers so promotions chain along inlining.
+        Promotions chain along inlining, so every consumer is promoted before its
+        producers: tensors are visited in reverse order of definition (fusion inputs
+        last). Visiting the readers of each expression instead promoted a tensor read
+        late (fuzz fusion 1-874: T3 read by the last lerp) from a consumer not yet
+        promoted, and a merged broadcast kept the expanded extent alone (3 of 192),
+        which then bounded the predicate of every producer inlined with it. A broadcast
+        inlined into consumers of different extents (one that stays a broadcast, one
+        that concretizes it) runs the largest one's loop.
         """
+        order: list[TensorView] = []
         for expr in reversed(exprs):
-            for p in in_tvs(expr):
-                if p.compute_at_pos == 0:
-                    continue
-                shared = _ancestors(p, p.domain.loop[: p.compute_at_pos])
-                for c in consumers_of(p):
-                    for pid, cid in loop_map(p, c).items():
-                        if pid.is_broadcast and pid in shared and pid not in self.promoted:
-                            n = self.of(cid)
-                            if n != 1:
-                                self.promoted[pid] = n
+            order += [o for o in expr.outputs if isinstance(o, TensorView) and o not in order]
+        for expr in reversed(exprs):
+            order += [p for p in in_tvs(expr) if p not in order]
+        for p in order:
+            if p.compute_at_pos == 0:
+                continue
+            shared = _ancestors(p, p.domain.loop[: p.compute_at_pos])
+            found: dict[IterDomain, int] = {}
+            for c in consumers_of(p):
+                for pid, cid in loop_map(p, c).items():
+                    if pid.is_broadcast and pid in shared and pid not in self.promoted:
+                        found[pid] = max(found.get(pid, 1), self.of(cid))
+            got = {pid: n for pid, n in found.items() if n != 1}
+            if got:
+                self.promoted.update(got)
+                self._memo.clear()
         self._memo.clear()
 
 
@@ -209,12 +223,52 @@ def unsplit(i: IterDomain) -> IterDomain:
     return i
 
 
+SplitStep = tuple[int, bool, bool]
+
+
+def split_chain(i: IterDomain, ext: Extents,
+                continues: Mapping[IterDomain, IterDomain] | None = None) -> tuple[IterDomain, list[SplitStep]]:
+    """The id `i` was split from, through any number of splits (and on through `continues`:
+    ids that continue another, as a reduction's root ids continue its rfactor producer's),
+    and the splits on the way from `i` up: (factor, whether `i`'s side is the outer one,
+    inner split). Two ids iterate the same elements when both agree: equal extents of the
+    split inputs alone can be a coincidence (x[62] split by 2, then by 128, and [2 ex, 31]
+    merged, then split by 128, both split 62 elements)."""
+    seen: set[IterDomain] = set()
+    steps: list[SplitStep] = []
+    while i not in seen:
+        seen.add(i)
+        while isinstance(i.definition, Split):
+            t = i.definition
+            steps.append((ext.value(t.factor), i is t.outer, t.inner_split))
+            i = t.in_id
+        if continues is None or i not in continues:
+            break
+        i = continues[i]
+    return i, steps
+
+
+def same_split_source(a: IterDomain, b: IterDomain, ext: Extents,
+                      continues: Mapping[IterDomain, IterDomain] | None = None) -> bool:
+    ra, sa = split_chain(a, ext, continues)
+    rb, sb = split_chain(b, ext, continues)
+    return sa == sb and ext.of(ra) == ext.of(rb)
+
+
 def _same_source(pid: IterDomain, cid: IterDomain, ext: Extents) -> bool:
-    """Whether a producer id and the consumer id the loop map pairs it with split inputs of
-    the same extent (so equal indices mean the same element), or are not split at all."""
+    """Whether a producer id and the consumer id the loop map pairs it with split the same
+    elements in the same way (so equal indices mean the same element), or are not split."""
     if pid.is_broadcast or not isinstance(pid.definition, Split):
         return True
-    return ext.of(unsplit(pid)) == ext.of(unsplit(cid))
+    return same_split_source(pid, cid, ext)
+
+
+def _merged_beside_broadcast(i: IterDomain) -> IterDomain | None:
+    """The other input of the merge of a broadcast that made `i`, if one did."""
+    t = i.definition
+    if not isinstance(t, Merge) or t.outer.is_broadcast == t.inner.is_broadcast:
+        return None
+    return t.inner if t.outer.is_broadcast else t.outer
 
 
 def producer_known(producer: TensorView, consumer: TensorView, c_index: dict[IterDomain, Ix],
@@ -231,6 +285,12 @@ def producer_known(producer: TensorView, consumer: TensorView, c_index: dict[Ite
             # (a split of x in the loop of a split of x merged with an expanded broadcast):
             # the consumer's loop index then counts the larger merged space, not x's.
             known[pid] = c_index[cid]
+        elif (kept := _merged_beside_broadcast(cid)) is not None and kept in c_index \
+                and ext.of(pid) == ext.of(kept) and _same_source(pid, kept, ext):
+            # The loop map forwarded pid to the consumer's merge of pid's image with a
+            # broadcast that pid's tensor lacks: that image is indexed as pid is (inside a
+            # loop that stops short of the consumer's logical ids, only it is known).
+            known[pid] = c_index[kept]
     # An axis the loop map forwarded to a larger (merged) consumer id keeps the op's own
     # logical pairing, which the consumer's indices always determine.
     for pid, cid in pairwise_logical_map(producer, consumer).items():

@@ -25,7 +25,7 @@ from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
 from engine.lower import cexpr, kir
 from engine.lower.buffers import Buffer, make_buffer
-from engine.lower.index import Extents, Ix, producer_known, propagate, unsplit
+from engine.lower.index import Extents, Ix, producer_known, propagate, same_split_source
 from engine.lower.loops import LoopNode, in_tvs, out_tv
 
 _THREAD_VARS = {
@@ -151,23 +151,12 @@ class ExprLowering:
     def forwarded(self, node: LoopNode, own: IterDomain) -> bool:
         """The loop runs a larger (promoted) id than `own`: a consumer merged a broadcast in.
         Split outputs may have the loop's extent and still split a smaller id (a tensor
-        before a broadcast, in the loop of the tensor after it): their split inputs differ."""
+        before a broadcast, in the loop of the tensor after it): their splits differ."""
         if own.is_broadcast and own not in self.ext.promoted:
             return False
-        return self.ext.of(own) != self.ext.of(node.concrete) or \
-            self.ext.of(self._unsplit(own)) != self.ext.of(self._unsplit(node.concrete))
-
-    def _unsplit(self, i: IterDomain) -> IterDomain:
-        """The id `i` was split from, through any number of splits and through the rfactor
-        boundary of a reduction (itself when not split)."""
-        seen: set[IterDomain] = set()
-        while i not in seen:
-            seen.add(i)
-            i = unsplit(i)
-            if i not in self.rfactor_source:
-                break
-            i = self.rfactor_source[i]
-        return i
+        if self.ext.of(own) != self.ext.of(node.concrete):
+            return True
+        return not same_split_source(own, node.concrete, self.ext, self.rfactor_source)
 
     def loop_seeded_index(self, tv: TensorView, loops: list[LoopNode], upto: int,
                           avoid: frozenset[TensorView] = frozenset()) -> dict[IterDomain, Ix]:
@@ -225,6 +214,37 @@ class ExprLowering:
                 cond = f"{_THREAD_VARS[pt]} < {ix.hi}"
                 if cond not in preds:
                     preds.append(cond)
+        return preds
+
+    def promoted_loop_predicates(self, loops: list[LoopNode], out: TensorView) -> list[str]:
+        """Bounds of the loop nest itself for a tensor that runs in larger (promoted) loops
+        and that no consumer is inlined into. Its indices come from an inlined producer
+        (_seed_from_producer), so its own bounds only say that those indices are in range:
+        the iterations past the end of a non-divisible split of the promoted loop (threads
+        112..127 of a 112-element loop) still map to valid elements and would write what
+        the producer, predicated off there, never computed (fuzz fusion 2-7366). Every
+        split among the loop ids' definitions whose outer and inner parts the nest runs
+        bounds its input."""
+        if out.compute_at_pos > 0 and consumers_of(out):
+            return []  # bounds come through the consumer's indices
+        if not any(self.forwarded(n, out.axis(k)) for k, n in enumerate(loops) if k < out.nloop):
+            return []
+        known = {n.concrete: self.loop_index(n) for n in loops}
+        preds: list[str] = []
+        queue = list(known)
+        while queue:
+            t = queue.pop(0).definition
+            if not isinstance(t, Split) or t.in_id in known or t.outer not in known or t.inner not in known:
+                continue
+            o, i = known[t.outer], known[t.inner]
+            n = self.ext.of(t.inner)
+            ix = Ix(cexpr.add(cexpr.mul(o.term, n), i.term), o.lo * n + i.lo, (o.hi - 1) * n + i.hi)
+            known[t.in_id] = ix
+            queue.append(t.in_id)
+            if ix.hi > self.ext.of(t.in_id):
+                pred = f"{_wrap(ix.term)} < {self.ext.of(t.in_id)}"
+                if pred not in preds:
+                    preds.append(pred)
         return preds
 
     def redundant_write_predicates(self, loops: list[LoopNode], out: TensorView) -> list[str]:
@@ -358,16 +378,19 @@ class ExprLowering:
             return ops_table.literal(s.evaluate(self.ext.env), s.dtype)
         if s.op is None:
             raise CompileError(f"scalar {s.inline()} is neither an input nor known at compile time")
+        if len(s.operands) == 1:
+            (x,) = s.operands
+            return _scalar_unary(s.op, self.scalar(x), x.dtype, s.dtype)
         a, b = (self.scalar(x) for x in s.operands)
-        return _scalar_op(s.op, a, b)
+        return _scalar_op(s.op, a, b, s.dtype)
 
     # ---- expressions -------------------------------------------------------------------
     def lower(self, expr: Expr, loops: list[LoopNode]) -> None:
         out = out_tv(expr)
         self._register_allocations(expr, loops)
         c_index = self.output_index(out, loops)
-        preds = (self.thread_predicates(loops, out) + self.redundant_write_predicates(loops, out)
-                 + self.bounds_predicates(out, c_index))
+        preds = (self.thread_predicates(loops, out) + self.promoted_loop_predicates(loops, out)
+                 + self.redundant_write_predicates(loops, out) + self.bounds_predicates(out, c_index))
         flags = sorted({f for p in in_tvs(expr) for f in self.flags.get(p, [])})
         for o in expr.outputs:
             if isinstance(o, TensorView) and flags:
@@ -503,7 +526,9 @@ def _source(expr: Expr) -> str:
 _SCALAR_OPS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%"}
 
 
-def _scalar_op(op: str, a: str, b: str) -> str:
+def _scalar_op(op: str, a: str, b: str, dtype: DataType | None = None) -> str:
+    if op == "mod" and dtype is not None and dtype.is_float:
+        return f"fmod({a}, {b})"  # C's % takes integers only
     if op in _SCALAR_OPS:
         return f"({a} {_SCALAR_OPS[op]} {b})"
     if op == "ceilDiv":
@@ -511,3 +536,12 @@ def _scalar_op(op: str, a: str, b: str) -> str:
     if op in ("max", "min"):
         return f"({a} {'>' if op == 'max' else '<'} {b} ? {a} : {b})"
     raise CompileError(f"scalar operation {op} has no C form")
+
+
+def _scalar_unary(op: str, x: str, src: DataType, dst: DataType) -> str:
+    if op == "cast":
+        return ops_table.cast(x, src, dst)
+    if dst == DataType.Bool:  # predicates compute in their operand's type
+        return ops_table.unary(op, x, src)
+    # The op computes in its result type, as nvFuser's promotion casts the operand first.
+    return ops_table.unary(op, ops_table.cast(x, src, dst), dst)

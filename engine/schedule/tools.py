@@ -139,6 +139,73 @@ def self_mapping_reason(fusion: Fusion) -> str | None:
                         "same axis of a tensor it is computed from (as in x + x[:, None]); one loop "
                         "nest cannot index that tensor's buffer at both positions")
             seen[r] = k
+    return _reshaped_self_mapping(tvs, uf, one)
+
+
+def _reshaped_self_mapping(tvs: list[TensorView], uf: object, one: Callable[[object], bool]) -> str | None:
+    """Self mapping through a reshape: two axes of one tensor that come from one axis of
+    a tensor it is computed from, one of them through a reshape's merges and splits,
+    as in x.reshape(2, 3)[:, :, None] + x (fuzz fusions 2-3079, 1-7785). Exact classes
+    (`uf`, as self_mapping_reason builds them) do not see through a reshape, so
+    each reshape output class records the classes its merges and splits read; two axes
+    conflict when those ancestries share a concrete class, unless the input or the
+    output of one reshape has both: the axes of one side are one walk over the same
+    elements (a reshape and its inverse added to their input, whose classes become
+    each other's ancestors, are such a walk). A value computed once per loop iteration
+    and read by both routes would be read at one element only."""
+    from engine.analysis.replay import transforms_between
+    from engine.ir.iterdomain import Merge, Split
+
+    def cls(i: object) -> int:
+        return id(uf[i])  # type: ignore[index]
+
+    parents: dict[int, set[int]] = {}
+    walks: list[set[int]] = []
+    for tv in tvs:
+        dom = tv.domain
+        if dom.root is None or not isinstance(tv.definition, ex.ViewOp):
+            continue
+        for side in (tv.definition.inputs[0], tv):
+            if isinstance(side, TensorView):
+                walks.append({cls(i) for i in side.domain.logical if not i.is_broadcast})
+        for t in transforms_between(dom.root, dom.logical):
+            if not isinstance(t, Split | Merge) or one(t.inner) or one(t.outer):
+                continue  # a resize changes the extent; size-1 parts keep the class
+            ins = {cls(i) for i in t.inputs if not i.is_broadcast}
+            for o in t.outputs:
+                parents.setdefault(cls(o), set()).update(ins)
+
+    if not parents:
+        return None
+    memo: dict[int, set[int]] = {}
+
+    def ancestry(c: int) -> set[int]:
+        if c not in memo:
+            out, stack = {c}, [c]
+            while stack:
+                for p in parents.get(stack.pop(), ()):
+                    if p not in out:
+                        out.add(p)
+                        stack.append(p)
+            memo[c] = out
+        return memo[c]
+    first: dict[int, tuple[int, str]] = {}  # a class -> its first tensor axis, for the message
+    for n, tv in enumerate(tvs):
+        for k, i in enumerate(tv.domain.logical):
+            first.setdefault(cls(i), (n, f"axis {k} of {tv.short_name}"))
+    for tv in tvs:
+        axes = [(k, cls(i)) for k, i in enumerate(tv.domain.logical) if not i.is_broadcast]
+        for n, (k1, c1) in enumerate(axes):
+            for k2, c2 in axes[n + 1:]:
+                if any(c1 in w and c2 in w for w in walks):
+                    continue
+                shared = ancestry(c1) & ancestry(c2)
+                if shared:
+                    src = min(first.get(c, (len(tvs), "one axis")) for c in shared)[1]
+                    return (f"Fusion has self mapping through a reshape: axes {k1} and {k2} of "
+                            f"{tv.short_name} both come from {src}, one of them through a "
+                            "reshape's merges and splits (as in x.reshape(2, 3)[:, :, None] + x); "
+                            "one loop nest cannot index that tensor's buffer at both positions")
     return None
 
 

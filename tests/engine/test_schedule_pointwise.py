@@ -623,6 +623,39 @@ def test_reshape_of_the_reference_and_its_inverse_back_to_the_input():
         assert [s.scheduler for s in cf.segments] == ["pointwise"]
 
 
+def _reshape_beside_input(variant: str) -> FusionDefinition:
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        src = fd.ops.neg(x) if variant == "intermediate" else x
+        r = fd.ops.reshape(src, [2, 3])
+        if variant == "two_reshapes":
+            other = fd.ops.broadcast_in_dim(fd.ops.reshape(src, [2, 3]), [2, 3, 2, 3], [2, 3])
+            fd.add_output(fd.ops.add(fd.ops.broadcast_in_dim(r, [2, 3, 2, 3], [0, 1]), other))
+        elif variant == "same_walk":
+            fd.add_output(fd.ops.add(r, fd.ops.reshape(fd.ops.abs(src), [2, 3])))
+        else:
+            fd.add_output(fd.ops.add(fd.ops.broadcast_in_dim(r, [2, 3, 6], [0, 1]),
+                                     fd.ops.broadcast_in_dim(src, [2, 3, 6], [2])))
+    return fd
+
+
+@pytest.mark.parametrize("variant", ["input", "intermediate", "two_reshapes", "same_walk"])
+def test_self_mapping_through_a_reshape_is_refused(variant):
+    """x.reshape(2, 3)[:, :, None] + x: axes 0, 1 of the sum come from x's axis through the
+    reshape, axis 2 directly. One buffer of x inlined into both readers held one element per
+    thread (fuzz fusion 2-3079: the input cache was shared), so every kernel scheduler refuses
+    and the segmenter splits; two reshapes of x to the same shape added elementwise walk x
+    alike and stay one kernel."""
+    fd = _reshape_beside_input(variant)
+    reason = registry.verdict(SchedulerType.pointwise, fd.fusion, None).reason
+    if variant == "same_walk":
+        assert reason == ""
+    else:
+        assert "Fusion has self mapping through a reshape" in reason and "axis 0 of T0" in reason
+    cf = _emulate_against_reference(_reshape_beside_input(variant), [torch.randn(6)])
+    assert len(cf.segments) == (1 if variant == "same_walk" else 2)
+
+
 @pytest.mark.parametrize("shape, final", [((4, 6), [24]), ((33, 65), [65, 33]), ((128, 64), [8192])])
 def test_reference_before_a_reshape(shape, final):
     """The reference (first of the widest outputs) comes before the reshape: propagation

@@ -173,7 +173,8 @@ class FusionGenerator:
         v = self.pick()
         names = {"f": FLOAT_UNARY, "i": INT_UNARY, "b": BOOL_UNARY}[_kind(v.dtype)]
         name = choice(self.ch, names)
-        return self.add(getattr(self.fd.ops, name)(v.tv), v.shape, name)
+        src = self.nan_free(v) if name == "signbit" else v.tv
+        return self.add(getattr(self.fd.ops, name)(src), v.shape, name)
 
     def partner(self, a: Val) -> tuple[Any, tuple[int, ...]]:
         """A second operand for `a`: a number, a pool tensor that broadcasts with it, or a
@@ -245,6 +246,12 @@ class FusionGenerator:
         (an out-of-range or NaN float to int conversion is undefined in C++ and CUDA)."""
         finite = self.fd.ops.where(self.fd.ops.isfinite(v.tv), v.tv, 0.0)
         return self.fd.ops.clamp(finite, -1000.0, 1000.0)
+
+    def nan_free(self, v: Val) -> TensorView:
+        """NaN replaced by 0, for signbit: the sign of a NaN that an op makes is not specified
+        (IEEE 754 leaves it open; x86 makes -nan, a GPU +nan, and torch's own vectorized and
+        scalar CPU loops differ: pow of 124 negative halves gave +nan, of 16 gave -nan)."""
+        return self.fd.ops.where(self.fd.ops.isnan(v.tv), 0.0, v.tv)
 
     def op_cast(self) -> Val | None:
         v = self.pick()
