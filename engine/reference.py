@@ -219,6 +219,13 @@ def _gelu(x):
     return torch.nn.functional.gelu(x)
 
 
+def _erfcinv(x):
+    # torch has no erfcinv; erfinv(1 - x) would lose a tiny x's digits, the normal quantile
+    # keeps them: erfc(z) = 2 * Phi(-z * sqrt 2).
+    out = x.dtype if x.is_floating_point() else torch.float32
+    return (-torch.special.ndtri(x.double() / 2) * 0.7071067811865476).to(out)
+
+
 _UNARY: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "neg": torch.neg, "abs": torch.abs, "exp": torch.exp, "exp2": torch.exp2, "expm1": torch.expm1,
     "log": torch.log, "log2": torch.log2, "log10": torch.log10, "log1p": torch.log1p,
@@ -233,6 +240,7 @@ _UNARY: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "bitwise_not": torch.bitwise_not, "logical_not": torch.logical_not,
     "isfinite": torch.isfinite, "isinf": torch.isinf, "isnan": torch.isnan,
     "isneginf": torch.isneginf, "isposinf": torch.isposinf, "signbit": torch.signbit,
+    "isreal": torch.isreal, "real": torch.real, "imag": torch.imag, "erfcinv": _erfcinv,
 }
 
 
@@ -264,6 +272,17 @@ def _int_div(a, b):
     return torch.div(a, b, rounding_mode="trunc")
 
 
+def _logical_right_shift(a, b):
+    """Zero-filling right shift (torch has none): the arithmetic shift with the sign-filled
+    top bits masked off; shifts outside [0, width) give 0, as the kernels do."""
+    width = a.element_size() * 8
+    s = b.clamp(1, width - 1)
+    # (1 << (width - s)) - 1 wraps to the largest value for s == 1, the mask it should be.
+    mask = torch.bitwise_left_shift(torch.ones_like(a), width - s) - 1
+    shifted = torch.where(b == 0, a, torch.bitwise_right_shift(a, s) & mask)
+    return torch.where((b < 0) | (b >= width), torch.zeros_like(a), shifted)
+
+
 _BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
     "mod": torch.fmod, "fmod": torch.fmod, "remainder": torch.remainder, "pow": torch.pow,
@@ -272,6 +291,7 @@ _BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "logical_and": torch.logical_and, "logical_or": torch.logical_or,
     "bitwise_and": torch.bitwise_and, "bitwise_or": torch.bitwise_or, "bitwise_xor": torch.bitwise_xor,
     "bitwise_left_shift": torch.bitwise_left_shift, "bitwise_right_shift": torch.bitwise_right_shift,
+    "logical_right_shift": _logical_right_shift, "gcd": torch.gcd, "nextafter": torch.nextafter,
 }
 
 

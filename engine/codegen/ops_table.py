@@ -82,7 +82,8 @@ _MATH_CALLS: dict[str, tuple[str, str]] = {
     "asin": ("asinf", "asin"), "acos": ("acosf", "acos"), "atan": ("atanf", "atan"),
     "sinh": ("sinhf", "sinh"), "cosh": ("coshf", "cosh"), "tanh": ("tanhf", "tanh"),
     "asinh": ("asinhf", "asinh"), "acosh": ("acoshf", "acosh"), "atanh": ("atanhf", "atanh"),
-    "erf": ("erff", "erf"), "erfc": ("erfcf", "erfc"), "lgamma": ("lgammaf", "lgamma"),
+    "erf": ("erff", "erf"), "erfc": ("erfcf", "erfc"), "erfcinv": ("erfcinvf", "erfcinv"),
+    "lgamma": ("lgammaf", "lgamma"),
     "ceil": ("ceilf", "ceil"), "floor": ("floorf", "floor"), "trunc": ("truncf", "trunc"),
     # torch.round rounds half to even, as rint in the default rounding mode
     "round": ("rintf", "rint"), "abs": ("fabsf", "fabs"),
@@ -106,6 +107,8 @@ def unary(op: str, x: str, dtype: DataType) -> str:
     _check_compute(op, dtype)
     if op in _PREDICATES:
         return f"{_PREDICATES[op]}({x})"
+    if op == "isreal":
+        return "true"  # complex operands were refused above: every value is real
     if op == "logical_not":
         return f"(!{x})" if dtype == _B else f"({x} == {literal(0, dtype)})"
     if _is_fp(dtype):
@@ -173,6 +176,11 @@ def binary(op: str, a: str, b: str, dtype: DataType) -> str:
             raise _unsupported(op, dtype)
         fn = "fsShiftLeft" if op == "bitwise_left_shift" else "fsShiftRight"
         return f"{fn}({a}, {b})"
+    if op in ("logical_right_shift", "gcd"):
+        if not _is_int(dtype):
+            raise _unsupported(op, dtype)
+        fn = "fsLogicalShiftRight" if op == "logical_right_shift" else "fsGcd"
+        return f"{fn}({a}, {b})"
     if dtype == _B:
         # torch on bools: add is or, mul is and, maximum or, minimum and; the rest raise
         if op in ("add", "maximum"):
@@ -195,6 +203,10 @@ def binary(op: str, a: str, b: str, dtype: DataType) -> str:
         return f"fsMax({a}, {b})"
     if op == "minimum":
         return f"fsMin({a}, {b})"
+    if op == "nextafter":
+        if not _is_fp(dtype):
+            raise _unsupported(op, dtype)
+        return f"{'nextafter' if dtype == _D else 'nextafterf'}({a}, {b})"
     if op == "atan2":
         if not _is_fp(dtype):
             raise CompileError(f"atan2: computes in float; cast the {dtype.cuda_name} operands first")

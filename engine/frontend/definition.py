@@ -290,16 +290,39 @@ class FusionDefinition:
     define_constant = define_scalar
 
     @_recorded
-    def add_output(self, output: Any, alias_input: Any = None) -> None:
+    def add_output(self, output: Any, alias_input: Any = None, stride_order: Sequence[int] | None = None) -> None:
+        """Mark `output` as a fusion output. alias_input: write it into that input instead of
+        returning it. stride_order (nvFuser's other overload): the output's memory layout,
+        `stride_order[i]` the rank of dim i's stride with 0 the innermost."""
         if not isinstance(output, (TensorView, Scalar)):
             raise FusionDefinitionError(f"add_output: expected a tensor or scalar, got {output!r}")
         if isinstance(output, TensorView) and output.fusion is not self.fusion:
             raise FusionDefinitionError(f"add_output: {output.short_name} belongs to another fusion")
         if alias_input is not None:
             self._check_alias(output, alias_input)
+        if stride_order is not None and list(stride_order):
+            if alias_input is not None or not isinstance(output, TensorView):
+                raise FusionDefinitionError("add_output: stride_order applies to a tensor output without "
+                                            "alias_input")
+            output = self._with_stride_order(output, stride_order)
         self.fusion.add_output(output)
         if alias_input is not None:
             self.output_aliases[len(self.fusion.outputs) - 1] = self.fusion.inputs.index(alias_input)
+
+    def _with_stride_order(self, output: TensorView, stride_order: Sequence[int]) -> TensorView:
+        """nvFuser lays the output out in place (its allocation domain); an input, a reduction
+        or a tensor already laid out gets a copy with that layout, as fd.ops.stride_order."""
+        from engine.ops.compat import stride_order as with_order
+
+        rank = len([i for i in output.domain.logical if not i.is_reduction])
+        order = _allocation_order([0] * rank, _check_stride_order("add_output", stride_order, rank))
+        if (any(output is x for x in self.fusion.inputs) or output.domain.allocation is not None
+                or any(i.is_reduction for i in output.domain.logical)):
+            return with_order(output, list(stride_order))
+        if order != list(range(rank)):
+            logical = [i for i in output.domain.logical if not i.is_reduction]
+            output.set_allocation_domain([logical[d] for d in order], True)
+        return output
 
     def _check_alias(self, output: Any, target: Any) -> None:
         """nvFuser writes an aliased output into its input's buffer: same dtype, a tensor input."""
@@ -343,7 +366,8 @@ class FusionDefinition:
 
     def example_inputs(self, device: str = "cpu", seed: int | None = None) -> list[Any]:
         """Fresh tensors with the shapes, dtypes and strides of the file's `inputs` list."""
-        if not self.input_specs:
+        # An empty `inputs = []` is a list: fusions of factories only (iota, full) take nothing.
+        if self.input_specs is None:
             raise FusionDefinitionError("this fusion has no example inputs (no `inputs = [...]` list)")
         import torch
 
@@ -392,6 +416,14 @@ def _from_sizes_strides(
         inner = strides[d] * sizes[d]
     stride_order = None if order == list(range(rank)) else [rank - 1 - order.index(d) for d in range(rank)]
     return shape, contiguity, stride_order
+
+
+def _check_stride_order(op: str, stride_order: Any, rank: int) -> list[int]:
+    so = list(stride_order) if isinstance(stride_order, (list, tuple)) else None
+    if so is None or any(isinstance(x, bool) or not isinstance(x, int) for x in so) or sorted(so) != list(range(rank)):
+        raise FusionDefinitionError(f"{op}: stride_order {_short(stride_order)} must be a permutation of "
+                                    f"0..{rank - 1}")
+    return so
 
 
 def _allocation_order(shape: list[int], stride_order: Sequence[int] | None) -> list[int]:

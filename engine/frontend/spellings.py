@@ -14,7 +14,8 @@ from typing import Any
 from engine.dtypes import DataType
 
 # Keyword renames per op: old name -> current name (the renames nvFuser made over time).
-_REDUCTION_KW = {"axes": "dims", "axis": "dims", "dim": "dims"}
+# keep_dim: nvfuser_direct's spelling of keepdim.
+_REDUCTION_KW = {"axes": "dims", "axis": "dims", "dim": "dims", "keep_dim": "keepdim"}
 _KEYWORDS: dict[str, dict[str, str]] = {
     **{op: _REDUCTION_KW for op in ("sum", "max", "min", "prod", "mean", "var", "var_mean", "welford")},
     "broadcast_in_dim": {"output_shape": "shape"},

@@ -113,8 +113,8 @@ _BINARY_INLINE = {
     "bitwise_left_shift": "<<", "bitwise_right_shift": ">>",
 }
 _BINARY_FUNC = {"maximum": "fmax", "minimum": "fmin", "pow": "pow", "atan2": "atan2", "fmod": "fmod",
-                "remainder": "remainder", "truediv": "truediv"}
-_BINARY_SUFFIX = {"fmax", "fmin", "pow", "atan2", "fmod"}
+                "remainder": "remainder", "truediv": "truediv", "nextafter": "nextafter"}
+_BINARY_SUFFIX = {"fmax", "fmin", "pow", "atan2", "fmod", "nextafter"}
 
 
 class BinaryOp(Expr):

@@ -287,8 +287,16 @@ def _silu(t: Any) -> Any:
     return torch.nn.functional.silu(t)
 
 
+def _erfcinv(t: Any) -> Any:
+    import torch
+
+    # torch has no erfcinv: the normal quantile, as engine.reference computes it.
+    out = t.dtype if t.is_floating_point() else torch.float32
+    return (-torch.special.ndtri(t.double() / 2) * 0.7071067811865476).to(out)
+
+
 # Unary ops whose torch function is not torch.<op>.
-_UNARY_TORCH: dict[str, Callable[[Any], Any]] = {"gelu": _gelu, "silu": _silu}
+_UNARY_TORCH: dict[str, Callable[[Any], Any]] = {"gelu": _gelu, "silu": _silu, "erfcinv": _erfcinv}
 
 
 def ceil_div(a: ScalarLike, b: ScalarLike) -> Scalar:

@@ -15,16 +15,20 @@ from engine.ops.shape import broadcast
 FLOAT_UNARY = [
     "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "reciprocal",
     "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh",
-    "atanh", "sigmoid", "erf", "erfc", "erfinv", "lgamma", "digamma", "gelu", "silu",
+    "atanh", "sigmoid", "erf", "erfc", "erfinv", "erfcinv", "lgamma", "digamma", "gelu", "silu",
 ]
 # Unary ops that keep the input's dtype.
 SAME_UNARY = ["neg", "abs", "relu", "ceil", "floor", "round", "trunc", "frac", "sign", "bitwise_not"]
 # Unary predicates.
-BOOL_UNARY = ["isfinite", "isinf", "isnan", "isneginf", "isposinf", "signbit", "logical_not"]
+BOOL_UNARY = ["isfinite", "isinf", "isnan", "isneginf", "isposinf", "isreal", "signbit", "logical_not"]
 
-ARITH_BINARY = ["add", "sub", "mul", "div", "mod", "fmod", "remainder", "pow", "maximum", "minimum", "atan2"]
+ARITH_BINARY = ["add", "sub", "mul", "div", "mod", "fmod", "remainder", "pow", "maximum", "minimum", "atan2",
+                "nextafter"]
 COMPARE_BINARY = ["lt", "le", "gt", "ge", "eq", "ne", "logical_and", "logical_or"]
-BITWISE_BINARY = ["bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift"]
+BITWISE_BINARY = ["bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift",
+                  "logical_right_shift", "gcd"]
+# Integer-only binary ops that torch does not define on bool.
+_INT_ONLY_BINARY = ("logical_right_shift", "gcd")
 
 
 def _make_tensor_out(op: str, operands: list[Val], dtype: DataType) -> TensorView:
@@ -163,8 +167,15 @@ def binary(op: str, a: Operand, b: Operand) -> Val:
     if op in COMPARE_BINARY:
         dtype = DataType.Bool
     elif op in BITWISE_BINARY:
-        if base.is_float or base.is_complex:
-            raise FusionDefinitionError(f"{op}: operands must be integer or bool, got {base.cuda_name}")
+        if base.is_float or base.is_complex or (op in _INT_ONLY_BINARY and base.is_bool):
+            kinds = "integer" if op in _INT_ONLY_BINARY else "integer or bool"
+            raise FusionDefinitionError(f"{op}: operands must be {kinds}, got {base.cuda_name}")
+        dtype = base
+    elif op == "nextafter":
+        # Stepping to the neighbouring value is only exact in the type itself; half and
+        # bfloat16 compute in float here, so their neighbour would be float's.
+        if base not in (DataType.Float, DataType.Double):
+            raise FusionDefinitionError(f"nextafter: operands must be float or double, got {base.cuda_name}")
         dtype = base
     elif op == "atan2" and not base.is_float:
         dtype = DataType.Float
@@ -216,6 +227,35 @@ def lerp(start: Operand, end: Operand, weight: Operand) -> Val:
     return ternary("lerp", start, end, weight)
 
 
+_REAL_OF = {DataType.ComplexFloat: DataType.Float, DataType.ComplexDouble: DataType.Double}
+
+
+def real(arg: Operand) -> Val:
+    """The real part: a copy for a real tensor (as torch.real), else a float tensor."""
+    v = to_val(arg)
+    if not isinstance(v, TensorView):
+        raise FusionDefinitionError(f"real: operand must be a tensor, got {v!r}")
+    if not v.dtype.is_complex:
+        from engine.ops.shape import set_
+
+        return set_(v)
+    out = _make_tensor_out("real", [v], _REAL_OF[v.dtype])
+    UnaryOp(v.fusion, "real", out, v)
+    return out
+
+
+def imag(arg: Operand) -> Val:
+    """The imaginary part of a complex tensor (torch.imag rejects real tensors too)."""
+    v = to_val(arg)
+    if not isinstance(v, TensorView):
+        raise FusionDefinitionError(f"imag: operand must be a tensor, got {v!r}")
+    if not v.dtype.is_complex:
+        raise FusionDefinitionError(f"imag: {v.short_name} is {v.dtype.cuda_name}, not complex")
+    out = _make_tensor_out("imag", [v], _REAL_OF[v.dtype])
+    UnaryOp(v.fusion, "imag", out, v)
+    return out
+
+
 def _bind_unary(name: str):
     def op(arg: Operand) -> Val:
         return unary(name, arg)
@@ -239,7 +279,7 @@ BINARY_OPS = {n: _bind_binary(n) for n in ARITH_BINARY + COMPARE_BINARY + BITWIS
 
 
 __all__ = [
-    "binary", "cast", "clamp", "lerp", "ternary", "truediv", "unary", "where",
+    "binary", "cast", "clamp", "imag", "lerp", "real", "ternary", "truediv", "unary", "where",
     *UNARY_OPS, *BINARY_OPS,
 ]
 globals().update(UNARY_OPS)

@@ -3,9 +3,11 @@
 Repro scripts of several nvFuser versions call these: the size queries that feed
 dynamic shapes (`tensor_sizes` in 2022-2023, `size`/`shape` later), the old `view`
 name of reshape, `arange` (an iota of a computed length), `embedding_fwd` (an
-index_select of weight rows), `addcmul` and `threshold` (pointwise compositions) and
-`stride_order` (a copy with a permuted allocation domain, which Thunder's traces use to
-give an output torch's strides). Each builds the same IR as its expansion would.
+index_select of weight rows), `addcmul`, `add_alpha`, `sub_alpha` and `threshold`
+(pointwise compositions), `triu` (a mask from two iotas), `bmm` (a 3-D matmul), `at` (an
+entry of a shape vector) and `stride_order` (a copy with a permuted allocation domain, which
+Thunder's traces use to give an output torch's strides). Each builds the same IR as its
+expansion would.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ from engine.ops.factory import iota
 from engine.ops.indexing import index_select
 from engine.ops.shape import ShapeEntry, reshape
 
-__all__ = ["addcmul", "arange", "embedding_fwd", "shape", "size", "stride_order", "tensor_sizes",
-           "threshold", "view"]
+__all__ = ["add_alpha", "addcmul", "arange", "at", "bmm", "embedding_fwd", "shape", "size", "stride_order",
+           "sub_alpha", "tensor_sizes", "threshold", "triu", "view"]
 
 
 def _extent(tv: TensorView, d: int) -> Scalar:
@@ -139,3 +141,61 @@ def stride_order(arg: TensorView, stride_order: Sequence[int]) -> TensorView:
     if order != list(range(rank)):
         out.set_allocation_domain([logical[d] for d in order], True)
     return out
+
+
+def add_alpha(arg1: object, arg2: object, alpha: object) -> object:
+    """arg1 + alpha * arg2 (torch.add's alpha)."""
+    from engine.ops.arith import add, mul
+
+    return add(arg1, mul(arg2, alpha))
+
+
+def sub_alpha(arg1: object, arg2: object, alpha: object) -> object:
+    """arg1 - alpha * arg2 (torch.sub's alpha)."""
+    from engine.ops.arith import mul, sub
+
+    return sub(arg1, mul(arg2, alpha))
+
+
+def triu(input: TensorView, diagonal: int | Scalar = 0) -> TensorView:  # noqa: A002
+    """torch.triu over the last two axes: elements with col - row < diagonal become 0. As
+    nvFuser builds it: a mask from a row and a column iota, then a where."""
+    from engine.ops.arith import ge, sub, where
+    from engine.ops.shape import broadcast
+
+    tv = check_tensor("triu", input)
+    rank = len(no_reductions(tv))
+    if rank < 2:
+        raise FusionDefinitionError(f"triu: {tv.short_name} must have at least 2 axes, got {rank}")
+    if isinstance(diagonal, bool) or not (_is_int(diagonal) or isinstance(diagonal, Scalar)
+                                          and diagonal.dtype.is_integer):
+        raise FusionDefinitionError(f"triu: diagonal must be an integer, got {diagonal!r}")
+    rows = broadcast(iota(_extent(tv, rank - 2)), [False, True])
+    cols = broadcast(iota(_extent(tv, rank - 1)), [True, False])
+    mask = ge(sub(cols, rows), diagonal)
+    zero = Scalar(tv.dtype, False if tv.dtype.is_bool else 0 if not tv.dtype.is_float else 0.0)
+    return where(mask, tv, zero)  # type: ignore[return-value]
+
+
+def bmm(mat1: TensorView, mat2: TensorView) -> TensorView:
+    """torch.bmm: batched matmul of [b, m, k] and [b, k, n]."""
+    from engine.ops.matmul import matmul
+
+    for name, t in (("mat1", mat1), ("mat2", mat2)):
+        tv = check_tensor("bmm", t, name)
+        if len(no_reductions(tv)) != 3:
+            raise FusionDefinitionError(f"bmm: {name} {tv.short_name} must be 3-D, got rank "
+                                        f"{len(no_reductions(tv))}")
+    return matmul(mat1, mat2)
+
+
+def at(arg: Sequence[int | Scalar], index: int) -> Scalar:
+    """Entry `index` of a shape vector (what fd.ops.shape or define_vector returned)."""
+    if not isinstance(arg, (list, tuple)):
+        raise FusionDefinitionError(f"at: expected a vector (a list of sizes), got {arg!r}")
+    if isinstance(index, bool) or not isinstance(index, int) or not -len(arg) <= index < len(arg):
+        raise FusionDefinitionError(f"at: index {index!r} is out of range for a vector of {len(arg)}")
+    entry = arg[index]
+    if isinstance(entry, bool) or not isinstance(entry, (int, Scalar)):
+        raise FusionDefinitionError(f"at: entry {index} of the vector is {entry!r}, not a size")
+    return as_scalar(entry)

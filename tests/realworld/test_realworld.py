@@ -21,13 +21,14 @@ needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is neede
 
 # Scripts that load, compile and match the reference on the emulator.
 WORKS = [
-    "addcmul_threshold_stride_order", "alias_running_stats", "direct_frontend", "embedding_fwd", "execute_device_scalars",
+    "addcmul_threshold_stride_order", "alias_running_stats", "causal_mask_triu", "direct_alpha_bmm",
+    "direct_frontend", "embedding_fwd", "execute_device_scalars",
     "expand_where_clamp", "factories", "fp8_cast", "full_symbolic", "gelu_erf_bwd", "gelu_tanh",
     "index_select_gather", "iota_arange", "layer_norm_bwd", "layer_norm_var_mean", "matmul_linear",
     "mean_sub_col_sum", "old_define_constant", "old_max_axes", "reshape_define_vector",
     "reshape_original_shape", "rms_norm_bwd", "rope_cat_pad", "scalar_arith", "set_segment_set", "size_shape_ops",
     "sizes_strides",
-    "slice_strides", "softmax_dims", "squeeze_forms", "stride_order_channels_last",
+    "slice_strides", "softmax_dims", "special_math", "squeeze_forms", "stride_order_channels_last",
     "subclass_schedule", "symbolic_sizes_contiguous", "tensor_sizes_bcast", "two_fusion_functions",
     "var_correction",
 ]

@@ -363,6 +363,30 @@ FS_DEVICE I fsShiftRight(I a, I b) {
   }
   return a >> b;
 }
+// nvFuser's logical_right_shift: zero-filling, on the unsigned bits; shifting by a negative
+// amount or by the width or more shifts every bit out.
+template <typename I>
+FS_DEVICE I fsLogicalShiftRight(I a, I b) {
+  typedef typename FsUnsigned<I>::type U;
+  const I width = static_cast<I>(sizeof(I) * 8);
+  if (b < 0 || b >= width) {
+    return 0;
+  }
+  return static_cast<I>(static_cast<U>(a) >> b);
+}
+// torch.gcd (c10's calc_gcd): Euclid on absolute values; |MIN| wraps to MIN as there.
+template <typename I>
+FS_DEVICE I fsGcd(I a, I b) {
+  typedef typename FsUnsigned<I>::type U;
+  a = a < 0 ? static_cast<I>(U(0) - static_cast<U>(a)) : a;
+  b = b < 0 ? static_cast<I>(U(0) - static_cast<U>(b)) : b;
+  while (a != 0) {
+    const I c = a;
+    a = b % a;
+    b = c;
+  }
+  return b;
+}
 
 // ---- ternary -------------------------------------------------------------------------------
 

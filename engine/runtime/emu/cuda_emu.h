@@ -812,8 +812,27 @@ static inline double erfinv(double y) {
   return x;
 }
 static inline float erfinvf(float y) { return (float)erfinv((double)y); }
-static inline double erfcinv(double y) { return erfinv(1.0 - y); }
-static inline float erfcinvf(float y) { return (float)erfinv(1.0 - (double)y); }
+// erfcinv: erfinv(1 - y) loses a tiny y's digits, so that is only the start (or sqrt(-log y)
+// in the tail), refined by Newton steps on log(erfc(x)), which is nearly quadratic in x.
+static inline double erfcinv(double y) {
+  if (!(y > 0.0 && y < 2.0)) {
+    if (y == 0.0) return HUGE_VAL;
+    if (y == 2.0) return -HUGE_VAL;
+    return NAN;
+  }
+  if (y > 1.0) return -erfcinv(2.0 - y);  // erfc(-x) = 2 - erfc(x); 2 - y is exact here
+  double x = y > 0.0625 ? erfinv(1.0 - y) : sqrt(-log(y));
+  const double log_y = log(y);
+  for (int i = 0; i < 12; ++i) {
+    const double e = erfc(x);
+    if (!(e > 0.0)) break;
+    const double step = (log(e) - log_y) / (-1.1283791670955126 * exp(-x * x) / e);
+    x -= step;
+    if (fabs(step) <= 1e-17 * fabs(x)) break;
+  }
+  return x;
+}
+static inline float erfcinvf(float y) { return (float)erfcinv((double)y); }
 static inline double normcdf(double x) { return 0.5 * erfc(-x * 0.70710678118654752440); }
 static inline float normcdff(float x) { return (float)normcdf((double)x); }
 static inline double normcdfinv(double p) { return -1.41421356237309504880 * erfcinv(2.0 * p); }
