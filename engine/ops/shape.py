@@ -369,6 +369,12 @@ def _plan_reshape(src: list[IterDomain], in_ext: list[Scalar], out_ext: list[Sca
             # Trailing input axes whose product is one (symbolic ones cannot be told apart).
             if plan and plan[-1][0] == "group":
                 plan[-1][1].append(i)
+            elif plan and plan[-1][0] in ("bcast", "keep"):
+                # [i0] -> [1, 1] or [8, i5] -> [8]: the element count makes the leftover axes
+                # 1 long at run time; the last output axis is its input merged with them
+                # (nvFuser decides this only at concretization, with the sizes in hand).
+                last = plan.pop()
+                plan.append(("group", ([last[1]] if last[0] == "keep" else []) + [i], [last[-1]]))
             else:
                 raise FusionDefinitionError(f"reshape: input axis {i} has no place in the new shape")
             i += 1

@@ -295,6 +295,21 @@ def test_reshape_squeezes_and_broadcasts_size_one_axes():
     assert str(t1) == "T3_g_float[iS13{3}, bS14{1}, iS15{2}]"
 
 
+@pytest.mark.parametrize(
+    "shape, new_shape",
+    [((1,), (1, 1)), ((8, 1), (8,)), ((100, 1), (100,)), ((2, 3, 1), (6,)), ((1, 1), (1,))],
+)
+def test_reshape_symbolic_axes_that_are_one_at_run_time(shape, new_shape):
+    """Symbolic input sizes that the element count forces to 1 ([-1] -> [1, 1], [8, -1] ->
+    [8]) fold into the last output axis: nvFuser accepts these, deciding at concretization."""
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1] * len(shape), contiguity=[True] * len(shape), dtype=DataType.Float)
+        fd.add_output(fd.ops.neg(fd.ops.reshape(t0, list(new_shape))))
+    x = torch.randn(*shape)
+    (out,) = fd.execute([x])
+    assert torch.equal(out, -x.reshape(*new_shape))
+
+
 def test_reshape_symbolic_and_old_signature():
     with FusionDefinition() as fd:
         t0 = fd.define_tensor(shape=[-1, -1, -1], dtype=DataType.Float)
