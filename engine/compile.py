@@ -388,17 +388,32 @@ def _signature(xs: Sequence[Any]) -> tuple:
 
 def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = None) -> CompiledFusion:
     """Segment, schedule, lower and render `fd` (a FusionDefinition or Fusion) for `inputs`."""
-    from engine.compile_stages import build_segments
+    from engine.compile_stages import SegmentLoweringError, build_segments
 
     original: Fusion = fd.fusion if hasattr(fd, "fusion") else fd
+    options = options or Options()
+    isolated: dict[int, str] = {}
+    notes: list[str] = []
     with _collector_paused():
-        # The segmenter rewrites the fusion it segments (privatized casts, global boundaries);
-        # the user's definition stays as written. Clones keep names.
-        fusion, _ = original.clone()
-        options = options or Options()
-        trace = Trace()
-        trace.stage("fusion_ir_original", str(fusion))
-        segments, segmented = build_segments(fusion, list(inputs), options, trace)
+        while True:
+            # The segmenter rewrites the fusion it segments (privatized casts, global
+            # boundaries); the user's definition stays as written. Clones keep names.
+            fusion, _ = original.clone()
+            trace = Trace()
+            trace.stage("fusion_ir_original", str(fusion))
+            for note in notes:
+                trace.event("segment", "fusion", note, rule="isolate")
+            try:
+                segments, segmented = build_segments(fusion, list(inputs), options, trace, isolated)
+                break
+            except SegmentLoweringError as e:
+                # The schedulers' checks passed but the kernel could not be lowered: the ops
+                # run as segments of their own rather than not at all.
+                if e.exprs <= isolated.keys():
+                    raise
+                why = f"kept apart: a segment holding it failed to lower ({e})"
+                isolated.update(dict.fromkeys(e.exprs, why))
+                notes.append(f"{e}; its {len(e.exprs)} ops are segmented again, each apart")
         cf = CompiledFusion(fusion, segments, trace, options, _signature(list(inputs)), segmented)
         from engine.host.lower import lower_to_host
 

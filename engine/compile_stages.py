@@ -14,7 +14,16 @@ from engine.ir.tensorview import TensorView, loop_edits_trusted
 from engine.trace import Trace
 
 
-def _segment(fusion: Fusion, inputs: list[Any], options: Options, trace: Trace) -> tuple[list[tuple], Any]:
+class SegmentLoweringError(CompileError):
+    """A segment that a scheduler accepted failed to lower; `exprs` names its ops."""
+
+    def __init__(self, message: str, exprs: frozenset[int]) -> None:
+        super().__init__(message)
+        self.exprs = exprs
+
+
+def _segment(fusion: Fusion, inputs: list[Any], options: Options, trace: Trace,
+             isolated: dict[int, str] | None = None) -> tuple[list[tuple], Any]:
     """(group fusion, value map original->clone, group inputs, group outputs, id) per group, in run order."""
     from engine.compile import is_user_scheduled
 
@@ -29,7 +38,7 @@ def _segment(fusion: Fusion, inputs: list[Any], options: Options, trace: Trace) 
     if segment_fusion is None:
         clone, vmap = fusion.clone()
         return [(clone, vmap, list(fusion.inputs), list(fusion.outputs), 0, None)], None
-    segmented = segment_fusion(fusion, inputs, options, trace)
+    segmented = segment_fusion(fusion, inputs, options, trace, isolated)
     groups = []
     for g in segmented.run_order():
         clone, vmap = g.make_fusion()
@@ -106,10 +115,14 @@ def raw_inputs(g_in: list[Val]) -> set[int]:
     return {k for k, v in enumerate(g_in) if isinstance(getattr(v, "definition", None), PreprocessGroupedMatmulInputSf)}
 
 
-def build_segments(fusion: Fusion, inputs: list[Any], options: Options, trace: Trace) -> tuple[list, Any]:
+def build_segments(fusion: Fusion, inputs: list[Any], options: Options, trace: Trace,
+                   isolated: dict[int, str] | None = None) -> tuple[list, Any]:
+    """Segment, then schedule, lower and render each segment. A segment of several ops that
+    its (automatic) scheduler accepted but that fails to lower raises SegmentLoweringError
+    naming its ops, so that the caller can segment again with them apart."""
     from engine.compile import CompiledSegment
 
-    groups, segmented = _segment(fusion, inputs, options, trace)
+    groups, segmented = _segment(fusion, inputs, options, trace, isolated)
     env = bind_env(fusion, inputs)
     values = _example_values(groups, fusion, inputs, env)
     segments = []
@@ -122,13 +135,34 @@ def build_segments(fusion: Fusion, inputs: list[Any], options: Options, trace: T
         )
         seg.raw_inputs = raw_inputs(g_in)
         seg.sync_launches = options.sync_launches
-        used |= schedule_segment(seg, args, options, trace)
+        try:
+            used |= schedule_segment(seg, args, options, trace)
+        except CompileError as e:
+            core = _core_exprs(segmented, gid)
+            if not _may_resegment(e, seg, core, options):
+                raise
+            raise SegmentLoweringError(str(e), frozenset(x.name for x in core)) from e
         segments.append(seg)
     unused = sorted(set(options.heuristic_overrides) - used)
     if unused:
         raise CompileError(f"heuristic override {unused[0]!r} names no parameter of any segment's "
                            "scheduler (see `fusescope show FILE --schedule` for the parameters)")
     return segments, segmented
+
+
+def _core_exprs(segmented: Any, gid: int) -> list:
+    if segmented is None:
+        return []
+    g = next((g for g in segmented.groups if g.id == gid), None)
+    return [] if g is None else [e for e in g.exprs if e not in set(g.forwarded_exprs)]
+
+
+def _may_resegment(e: CompileError, seg: Any, core: list, options: Options) -> bool:
+    """Only the engine's own choices are undone: a user's schedule, forced scheduler,
+    heuristic values or kernel source fail as they are."""
+    return (len(core) > 1 and getattr(seg, "lowered", None) is None and seg.scheduler not in ("user", "expr_eval")
+            and not options.force_scheduler and not options.heuristic_overrides and not options.kernel_sources
+            and isinstance(e.__cause__, CompileError))
 
 
 def schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace) -> set[str]:

@@ -54,16 +54,21 @@ def segment_fusion(
     inputs: list[Any],
     options: Options | None = None,
     trace: Trace | None = None,
+    isolated: dict[int, str] | None = None,
 ) -> SegmentedFusion:
     """Split `fusion` into segments that schedulers accept at the sizes of `inputs`.
 
     Like nvFuser's segmenter, this works on the fusion it is given: it may add privatized
     casts (equivalent copies) and marks segment boundary tensors global. Pass a clone
     (`fusion.clone()[0]`, which keeps names) to leave a user's fusion untouched.
+    `isolated` maps expr names to the reason each must be a segment of its own (a segment
+    holding them failed to lower; see compile_fusion).
     """
     options = options or Options()
     check_layout_op_uses(fusion)
-    return _Finder(fusion, Sizes(fusion, inputs), options, trace).run()
+    finder = _Finder(fusion, Sizes(fusion, inputs), options, trace)
+    finder.isolated = dict(isolated or {})
+    return finder.run()
 
 
 # ---- groups while segmenting ---------------------------------------------------------------
@@ -134,6 +139,7 @@ class _Finder:
         self.privatized: dict[Expr, list[Expr]] = {}
         self.groups: list[_Group] = []
         self.input_groups: dict[Val, _Group] = {}
+        self.isolated: dict[int, str] = {}
 
     # ---- trace helpers -------------------------------------------------------------------
     def _event(self, kind: str, subject: str, message: str, **data: Any) -> None:
@@ -275,6 +281,10 @@ class _Finder:
     # ---- merging ---------------------------------------------------------------------------
     def _structural_reason(self, groups: Sequence[_Group]) -> str | None:
         exprs = [e for g in groups for e in g.exprs]
+        if len(exprs) > 1:
+            why = next((self.isolated[e.name] for e in exprs if e.name in self.isolated), None)
+            if why is not None:
+                return why
         inside = set(exprs)
         for v, why in self.boundary.items():
             if v.definition in inside and any(u in inside for u in self.fusion.uses_of(v)):
@@ -339,6 +349,8 @@ class _Finder:
         elif self.boundary:
             self._event("segment", "fusion", "tensors that must cross a segment boundary: "
                         + ", ".join(v.short_name for v in self.boundary) + ": segmenting")
+        elif len(exprs) > 1 and any(e.name in self.isolated for e in exprs):
+            self._event("segment", "fusion", "ops that failed to lower together are kept apart: segmenting")
         else:
             verdicts, first = self._ask(exprs)
             vs = [{"scheduler": str(v.scheduler), "accepted": v.accepted, "reason": v.reason} for v in verdicts]

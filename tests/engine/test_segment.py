@@ -472,3 +472,23 @@ def test_block_scales_read_inside_become_a_segment_output():
     assert {v.short_name for v in g.outputs} == {bq.quantized.short_name, scales.short_name,
                                                  fd.fusion.outputs[1].short_name}
     check_reference(fd, sf, [x])
+
+
+def test_a_segment_that_fails_to_lower_is_segmented_again_with_its_ops_apart():
+    """Fuzz fusion-3-72: the pointwise scheduler takes all three ops, but the kernel cannot index
+    T1's cache; instead of refusing the fusion, compile_fusion segments those ops again, each
+    in a segment of its own, and the trace says why."""
+    from engine.compile import compile_fusion
+
+    path = Path(__file__).parents[1] / "regressions" / "fusions" / "lowering_failure_resegmented_fusion_3_72.py"
+    fd = load_fusion(path)
+    xs = fd.example_inputs(seed=0)
+    cf = compile_fusion(fd, xs)
+    assert [len(s.outputs) for s in cf.segments] == [1, 1, 1]
+    notes = [e.message for e in cf.trace if e.kind == "segment" and e.data.get("rule") == "isolate"]
+    assert len(notes) == 1 and "cannot be indexed from the loop nest" in notes[0]
+    assert "each apart" in notes[0]
+    outs = cf.run(xs)
+    refs = evaluate(fd.fusion, xs)
+    for o, r in zip(outs, refs):
+        assert torch.equal(o, r)

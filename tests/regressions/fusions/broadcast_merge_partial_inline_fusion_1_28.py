@@ -1,5 +1,6 @@
 # Found by tests/fuzz (fusion-1-28), mismatch: output: output 1: 94 of 100 differ, e.g. flat 0: 0 != 1
-# expect refused: cannot be indexed from the loop nest
+# Its one pointwise segment is refused at lowering (cannot be indexed from the loop nest); compile_fusion then
+# segments those ops again, each apart, and the result must match the reference.
 import torch
 from nvfuser import FusionDefinition, DataType
 
