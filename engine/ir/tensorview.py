@@ -315,11 +315,12 @@ class TensorView(Val):
 
         Legal positions: this tensor's first `pos` loop ids contain no reduction or
         vectorized id and each maps (logical map plus matching transforms) to the
-        consumer's loop id at the same position, for every consumer. A fusion input
+        consumer's loop id at the same position, for every consumer, and no loop they
+        join holds both a reduction over it and a reader of its result. A fusion input
         is never inlined. With best_effort the position is lowered to the largest
         legal one; otherwise an illegal position raises ScheduleError.
         """
-        from engine.ir.verify import max_inline_position
+        from engine.ir.verify import max_inline_position, reduction_read_in_its_loop
 
         n = self.nloop
         p = pos + n + 1 if pos < 0 else pos
@@ -328,9 +329,10 @@ class TensorView(Val):
         legal = max_inline_position(self)
         if p > legal:
             if not best_effort:
+                why = reduction_read_in_its_loop(self, legal)
                 raise ScheduleError(
                     f"{self.short_name}: cannot inline at position {p}; the largest legal "
-                    f"position is {legal}"
+                    f"position is {legal}" + (f" ({why})" if why else "")
                 )
             p = legal
         self._set_ca(p)

@@ -8,14 +8,16 @@ verify(tv) checks one tensor:
   logical domain replaced), a logical id covered twice (split twice) or not at all.
   Broadcast and reduction ids follow the same rule as iteration ids: nothing in this
   engine adds loop-only broadcasts, so every loop id must come from the logical one.
-- no merge on the path mixes a reduction id with a non-broadcast iteration id;
+- no merge on the path mixes a reduction id with a non-broadcast iteration id, or with
+  a broadcast id that iterates more than once (an expansion, a split broadcast's piece);
 - the logical domain, when there is a root domain, derives from it the same way
   (reshape, resize and rfactor transforms);
 - the allocation domain, when set, covers the logical domain the same way, and its
   contiguity has one entry per allocation id, None exactly for broadcast ids;
 - compute-at positions: 0 <= ca_pos <= number of loop ids, no reduction id among the
   first ca_pos loop ids, each of those ids maps (logical map plus matching
-  transforms) to the consumer's loop id at the same position, for every consumer;
+  transforms) to the consumer's loop id at the same position, for every consumer, and
+  no loop joined by inlining holds a reduction over it and a reader of its result;
   and max_producer_pos is at least every producer's ca_pos.
 verify_fusion(fusion) checks every tensor of a fusion.
 """
@@ -54,11 +56,17 @@ def coverage_error(logical: Sequence[IterDomain], target: Sequence[IterDomain]) 
             if (o.is_reduction != n.is_reduction) and not (o.is_broadcast or n.is_broadcast):
                 return f"merge of {o} and {n} mixes reduction and iteration axes"
             b = o if o.is_broadcast else n if n.is_broadcast else None
-            if (b is not None and (o.is_reduction or n.is_reduction) and b.expanded_extent is not None
-                    and not (b.expanded_extent.is_const and b.expanded_extent.evaluate({}) == 1)):
-                # The merged reduction would also run over the expansion, whose elements
-                # are separate outputs, not values to reduce (fuzz schedule-1-502: 512 != 64).
-                return f"merge of {o} and {n} mixes a reduction axis with an expanded broadcast axis"
+            if b is not None and (o.is_reduction or n.is_reduction):
+                # The merged reduction would also run over the broadcast's iterations: an
+                # expansion's elements are separate outputs, not values to reduce (fuzz
+                # schedule-1-502: 512 != 64), and the overhang of a split broadcast (bS{2}
+                # from bS{1} split by 2) repeats every element (schedule-3-5028: 2x the
+                # sum). nvFuser refuses any merge of a reduction with a non-reduction axis.
+                times = b.expanded_extent if b.expanded_extent is not None else b.extent
+                if not (times.is_const and times.evaluate({}) == 1):
+                    kind = "an expanded broadcast axis" if b.expanded_extent is not None else (
+                        f"a broadcast axis of {times.inline()} iterations")
+                    return f"merge of {o} and {n} mixes a reduction axis with {kind}"
         frontier.update(t.outputs)
     tset = set(target)
     extra = [i for i in target if i not in frontier]
@@ -139,10 +147,51 @@ def max_inline_position(tv: TensorView) -> int:
         if i.is_reduction or i.parallel_type in _NOT_INLINABLE:
             break
         ok = all(k < c.nloop and m.get(i) is c.domain.loop[k] for c, m in maps)
-        if not ok:
+        if not ok or reduction_read_in_its_loop(tv, k) is not None:
             break
         pos = k + 1
     return pos
+
+
+def reduction_read_in_its_loop(tv: TensorView, level: int) -> str | None:
+    """Why computing `tv` inside its consumers' loop at `level` would put a reduction and
+    a reader of its result in one loop (that loop runs the reduction's axis), or None.
+
+    Every tensor joined to `tv` by inlining past `level` shares that loop. A reduction
+    there accumulates over it, and its result exists only once the loop has closed; a
+    tensor after the reduction in the same loop reads it unfinished (fuzz
+    schedule-3-5447: a cached input inlined both into a min and into an add of the
+    broadcast min). nvFuser refuses the same mappings (ComputeAtRootDomainMap's
+    unmappable reduction domains), so its inline_most stops before them too.
+    """
+    from engine.analysis.logical_map import consumers_of, producers_of
+    from engine.analysis.persistent import downstream_tvs
+    from engine.ir.tensorview import TensorView
+
+    def past(t: TensorView) -> bool:
+        return t is tv or t.compute_at_pos > level
+
+    group = {tv}
+    stack = [tv]
+    while stack:
+        t = stack.pop()
+        outs = t.definition.outputs if t.definition is not None else []
+        near = [o for o in outs if isinstance(o, TensorView) and o is not t]
+        near += [p for p in producers_of(t) if past(p)]
+        near += consumers_of(t) if past(t) else []
+        for n in near:
+            if n not in group:
+                group.add(n)
+                stack.append(n)
+    for r in sorted(group, key=lambda t: t.name):
+        if level >= r.nloop or not r.axis(level).is_reduction:
+            continue
+        readers = group & downstream_tvs(r)
+        if readers:
+            d = min(readers, key=lambda t: t.name)
+            return (f"{d.short_name} reads the reduction {r.short_name} inside the loop over its "
+                    f"reduction axis {r.axis(level)}, before the reduction is complete")
+    return None
 
 
 def verify_compute_at(tv: TensorView) -> None:

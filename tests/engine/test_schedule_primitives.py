@@ -294,6 +294,54 @@ def test_merge_of_reduction_and_iteration_is_refused():
     assert state(t2) == s
 
 
+def test_merge_of_reduction_and_split_broadcast_piece_is_refused():
+    # fuzz schedule-3-5028: bS{2}, the overhang of bS{1} split by 2, merged into the
+    # reduction axis made the reduction count every element twice.
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[1, -1], contiguity=[None, True])
+        t1 = fd.ops.sum(t0, dims=[1])
+        fd.add_output(t1)
+    fd.sched.split(t1, 0, 2)
+    s = state(t1)
+    with pytest.raises(ScheduleError, match=r"T1: loop domain is invalid: merge of bS\d+\{2\} and rS\d+\{i\d+\} "
+                                            "mixes a reduction axis with a broadcast axis of 2 iterations"):
+        fd.sched.merge(t1, 1)
+    assert state(t1) == s
+    fd.sched.merge(t1, 0)  # the pieces together are still a broadcast: allowed
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[1, -1], contiguity=[None, True])
+        t1 = fd.ops.sum(t0, dims=[1])
+        fd.add_output(t1)
+    fd.sched.merge(t1, 0)  # bS{1} iterates once: merging it into the reduction is harmless
+    assert t1.domain.loop[0].is_reduction
+
+
+def test_inline_keeps_a_reduction_and_its_reader_out_of_one_loop():
+    # fuzz schedule-3-5447: the cached input, inlined into both the min and the add that
+    # reads the min, put the add inside the min's reduction loop.
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1])
+        t1 = fd.ops.min(t0, dims=[0])
+        t2 = fd.ops.add(t0, t1)
+        fd.add_output(t2)
+    c = fd.sched.cache_after(t0)
+    fd.sched.inline_most()
+    assert c.compute_at_pos == 0
+    with pytest.raises(ScheduleError, match=r"T\d+: cannot inline at position 1; the largest legal position is 0 "
+                                            r"\(T\d+ reads the reduction T1 inside the loop over its reduction axis"):
+        c.inline_at(1)
+    # A row-wise normalization still shares the row loop, which the reduction does not run.
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1])
+        t1 = fd.ops.sum(t0, dims=[1])
+        t2 = fd.ops.broadcast(t1, [False, True])
+        t3 = fd.ops.add(t0, t2)
+        fd.add_output(t3)
+    c = fd.sched.cache_after(t0)
+    fd.sched.inline_most()
+    assert c.compute_at_pos == 1
+
+
 def test_set_allocation_domain_validates_and_changes_nothing_when_refused():
     fd, t0, t1, t2 = pointwise_chain()
     a, b = t1.domain.logical

@@ -1,7 +1,8 @@
 """Fusions the fuzzer (tests/fuzz) found failing, kept as fusion files: each must now compile,
 emulate and match the reference (run in a child process, so a native crash names its file).
 A file whose schedule is invalid says so on a line `# expect refused: TEXT`: the engine must
-then refuse it with an error containing TEXT."""
+then refuse it with an error containing TEXT (at compile time, or an `fd.sched` call of the file
+that the loader reports)."""
 
 from __future__ import annotations
 
@@ -17,14 +18,16 @@ CASES = sorted((HERE / "fusions").glob("*.py"))
 CHECK = """
 import sys
 from engine import load_fusion
-from tests.fuzz.harness import run_compiled
+from tests.fuzz.harness import REFUSALS, run_compiled
 for path in sys.argv[1:]:
     try:
         fd = load_fusion(path)
         o = run_compiled(fd, fd.example_inputs(seed=0))
         print(path, o.kind, o.category, o.detail.replace(chr(10), ' / ')[:2000], flush=True)
     except Exception as e:
-        print(path, "error", type(e).__name__, str(e).replace(chr(10), ' / ')[:2000], flush=True)
+        # A refused fd.sched call reaches us as the loader's FusionFileError.
+        kind = "refused" if isinstance(e.__cause__, REFUSALS) else "error"
+        print(path, kind, type(e).__name__, str(e).replace(chr(10), ' / ')[:2000], flush=True)
 """
 
 
