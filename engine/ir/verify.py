@@ -168,6 +168,9 @@ def reduction_read_in_its_loop(tv: TensorView, level: int) -> str | None:
     from engine.analysis.persistent import downstream_tvs
     from engine.ir.tensorview import TensorView
 
+    if not _has_reduction(tv.fusion):
+        return None
+
     def past(t: TensorView) -> bool:
         return t is tv or t.compute_at_pos > level
 
@@ -192,6 +195,17 @@ def reduction_read_in_its_loop(tv: TensorView, level: int) -> str | None:
             return (f"{d.short_name} reads the reduction {r.short_name} inside the loop over its "
                     f"reduction axis {r.axis(level)}, before the reduction is complete")
     return None
+
+
+def _has_reduction(fusion: Fusion) -> bool:
+    """Whether any tensor of `fusion` reduces; kept per graph version (inlining asks this
+    for every tensor and position, and most fusions have no reduction to walk for)."""
+    cached = getattr(fusion, "_has_reduction", None)
+    if cached is not None and cached[0] == fusion.version:
+        return cached[1]
+    found = any(i.is_reduction for t in fusion.tensors() for i in t.domain.logical)
+    fusion._has_reduction = (fusion.version, found)
+    return found
 
 
 def verify_compute_at(tv: TensorView) -> None:
