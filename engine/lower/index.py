@@ -216,13 +216,6 @@ def _floordiv(a: int, b: int) -> int:
     return a // b
 
 
-def unsplit(i: IterDomain) -> IterDomain:
-    """The id `i` was split from, through any number of splits (itself when not split)."""
-    while isinstance(i.definition, Split):
-        i = i.definition.in_id
-    return i
-
-
 SplitStep = tuple[int, bool, bool]
 
 
