@@ -12,14 +12,14 @@ import contextlib
 import gc
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
 
 from engine.config import Options
 from engine.dtypes import DataType, to_torch
-from engine.errors import CompileError, ExecutionError
+from engine.errors import CompileError, ExecutionError, ScheduleError
 from engine.ir.base import Val
 from engine.ir.fusion import Fusion
 from engine.ir.scalar import Scalar
@@ -393,7 +393,7 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
     original: Fusion = fd.fusion if hasattr(fd, "fusion") else fd
     options = options or Options()
     isolated: dict[int, str] = {}
-    notes: list[str] = []
+    notes: list[tuple[str, str]] = []
     with _collector_paused():
         while True:
             # The segmenter rewrites the fusion it segments (privatized casts, global
@@ -401,8 +401,8 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
             fusion, _ = original.clone()
             trace = Trace()
             trace.stage("fusion_ir_original", str(fusion))
-            for note in notes:
-                trace.event("segment", "fusion", note, rule="isolate")
+            for note, rule in notes:
+                trace.event("segment", "fusion", note, rule=rule)
             try:
                 segments, segmented = build_segments(fusion, list(inputs), options, trace, isolated)
                 break
@@ -413,7 +413,16 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
                     raise
                 why = f"kept apart: a segment holding it failed to lower ({e})"
                 isolated.update(dict.fromkeys(e.exprs, why))
-                notes.append(f"{e}; its {len(e.exprs)} ops are segmented again, each apart")
+                notes.append((f"{e}; its {len(e.exprs)} ops are segmented again, each apart", "isolate"))
+            except ScheduleError as e:
+                # Forwarding replicates an input's cheap ops into its readers' segments; a
+                # segment can become unschedulable by it (a pad whose input is no longer a
+                # segment input). Without forwarding those ops run as segments of their own.
+                if not (options.forwarding and str(e).startswith("no scheduler accepts the segment")):
+                    raise
+                options = replace(options, forwarding=False)
+                first = str(e).splitlines()[0].rstrip(":")
+                notes.append((f"{first} with input forwarding: segmented again without it", "no_forwarding"))
         cf = CompiledFusion(fusion, segments, trace, options, _signature(list(inputs)), segmented)
         from engine.host.lower import lower_to_host
 

@@ -11,6 +11,7 @@ import torch
 import engine.ir.fusion as fusion_module
 from engine import DataType, FusionDefinition, FusionDefinitionError, load_fusion
 from engine.config import Options
+from engine.errors import ScheduleError
 from engine.ir import exprs as ex
 from engine.ir.quant_exprs import BlockQuantizationOp, PreprocessGroupedMatmulInputSf
 from engine.reference import evaluate
@@ -491,4 +492,23 @@ def test_a_segment_that_fails_to_lower_is_segmented_again_with_its_ops_apart():
     outs = cf.run(xs)
     refs = evaluate(fd.fusion, xs)
     for o, r in zip(outs, refs):
+        assert torch.equal(o, r)
+
+
+def test_a_segment_unschedulable_with_forwarding_is_segmented_again_without_it():
+    """Fuzz fusion-3-573: with sign(T0) forwarded into the pad's segment no scheduler takes it;
+    compile_fusion segments again without input forwarding, and the trace says why."""
+    from engine.compile import compile_fusion
+
+    path = Path(__file__).parents[1] / "regressions" / "fusions" / "unschedulable_with_forwarding_fusion_3_573.py"
+    fd = load_fusion(path)
+    xs = fd.example_inputs(seed=0)
+    with pytest.raises(ScheduleError, match="no scheduler accepts the segment of PadOp"):
+        segment_fusion(fd.fusion.clone()[0], xs, Options(forwarding=True))
+    cf = compile_fusion(fd, xs)
+    assert not cf.options.forwarding
+    notes = [e.message for e in cf.trace if e.kind == "segment" and e.data.get("rule") == "no_forwarding"]
+    assert notes == ["no scheduler accepts the segment of PadOp producing T2 with input forwarding: "
+                     "segmented again without it"]
+    for o, r in zip(cf.run(xs), evaluate(fd.fusion, xs)):
         assert torch.equal(o, r)
