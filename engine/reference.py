@@ -244,6 +244,11 @@ _UNARY: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 }
 
 
+def unary_fn(op: str) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The torch function of a pointwise unary op (scalar ops evaluate with it too)."""
+    return _UNARY[op]
+
+
 @handles(ex.UnaryOp)
 def _unary(expr, args, ctx):
     (x,) = args

@@ -260,10 +260,11 @@ def eval_unary(op: str, value: Number, src: DataType, dst: DataType) -> Number:
                 raise ValueError(f"cannot cast {format_number(value)} to {dst.cuda_name}")
             return int(torch.tensor(int(value)).to(to_torch(dst)).item())
         return _to_f32(float(value)) if dst is DataType.Float else float(value)
+    from engine.reference import unary_fn
+
     compute = src if dst.is_bool else dst
     t = torch.tensor(value, dtype=to_torch(compute))
-    fn = _UNARY_TORCH.get(op) or getattr(torch, op)
-    return fn(t).to(to_torch(dst)).item()
+    return unary_fn(op)(t).to(to_torch(dst)).item()
 
 
 def _to_f32(value: Any) -> Any:
@@ -273,30 +274,6 @@ def _to_f32(value: Any) -> Any:
         return struct.unpack("<f", struct.pack("<f", value))[0]
     except OverflowError:
         return math.copysign(math.inf, value)
-
-
-def _gelu(t: Any) -> Any:
-    import torch
-
-    return torch.nn.functional.gelu(t)
-
-
-def _silu(t: Any) -> Any:
-    import torch
-
-    return torch.nn.functional.silu(t)
-
-
-def _erfcinv(t: Any) -> Any:
-    import torch
-
-    # torch has no erfcinv: the normal quantile, as engine.reference computes it.
-    out = t.dtype if t.is_floating_point() else torch.float32
-    return (-torch.special.ndtri(t.double() / 2) * 0.7071067811865476).to(out)
-
-
-# Unary ops whose torch function is not torch.<op>.
-_UNARY_TORCH: dict[str, Callable[[Any], Any]] = {"gelu": _gelu, "silu": _silu, "erfcinv": _erfcinv}
 
 
 def ceil_div(a: ScalarLike, b: ScalarLike) -> Scalar:
