@@ -19,7 +19,7 @@ import torch
 
 from engine.config import Options
 from engine.dtypes import DataType, to_torch
-from engine.errors import CompileError, ExecutionError, ScheduleError
+from engine.errors import CompileError, ExecutionError, NoSchedulerError
 from engine.ir.base import Val
 from engine.ir.fusion import Fusion
 from engine.ir.scalar import Scalar
@@ -414,11 +414,11 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
                 why = f"kept apart: a segment holding it failed to lower ({e})"
                 isolated.update(dict.fromkeys(e.exprs, why))
                 notes.append((f"{e}; its {len(e.exprs)} ops are segmented again, each apart", "isolate"))
-            except ScheduleError as e:
+            except NoSchedulerError as e:
                 # Forwarding replicates an input's cheap ops into its readers' segments; a
                 # segment can become unschedulable by it (a pad whose input is no longer a
                 # segment input). Without forwarding those ops run as segments of their own.
-                if not (options.forwarding and str(e).startswith("no scheduler accepts the segment")):
+                if not options.forwarding:
                     raise
                 options = replace(options, forwarding=False)
                 first = str(e).splitlines()[0].rstrip(":")

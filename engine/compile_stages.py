@@ -15,7 +15,8 @@ from engine.trace import Trace
 
 
 class SegmentLoweringError(CompileError):
-    """A segment that a scheduler accepted failed to lower; `exprs` names its ops."""
+    """A segment that a scheduler accepted failed to lower; `exprs` names its ops when the
+    engine may segment them again (empty when the failure stands)."""
 
     def __init__(self, message: str, exprs: frozenset[int]) -> None:
         super().__init__(message)
@@ -137,11 +138,11 @@ def build_segments(fusion: Fusion, inputs: list[Any], options: Options, trace: T
         seg.sync_launches = options.sync_launches
         try:
             used |= schedule_segment(seg, args, options, trace)
-        except CompileError as e:
+        except SegmentLoweringError as e:
             core = _core_exprs(segmented, gid)
-            if not _may_resegment(e, seg, core, options):
+            if not _may_resegment(seg, core, options):
                 raise
-            raise SegmentLoweringError(str(e), frozenset(x.name for x in core)) from e
+            raise SegmentLoweringError(str(e), frozenset(x.name for x in core)) from e.__cause__
         segments.append(seg)
     unused = sorted(set(options.heuristic_overrides) - used)
     if unused:
@@ -157,12 +158,11 @@ def _core_exprs(segmented: Any, gid: int) -> list:
     return [] if g is None else [e for e in g.exprs if e not in set(g.forwarded_exprs)]
 
 
-def _may_resegment(e: CompileError, seg: Any, core: list, options: Options) -> bool:
+def _may_resegment(seg: Any, core: list, options: Options) -> bool:
     """Only the engine's own choices are undone: a user's schedule, forced scheduler,
     heuristic values or kernel source fail as they are."""
-    return (len(core) > 1 and getattr(seg, "lowered", None) is None and seg.scheduler not in ("user", "expr_eval")
-            and not options.force_scheduler and not options.heuristic_overrides and not options.kernel_sources
-            and isinstance(e.__cause__, CompileError))
+    return (len(core) > 1 and seg.scheduler not in ("user", "expr_eval") and not options.force_scheduler
+            and not options.heuristic_overrides and not options.kernel_sources)
 
 
 def schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace) -> set[str]:
@@ -235,7 +235,7 @@ def schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace) 
             seg.kernel_name = None
             trace.event("lowering", subject, f"no kernel for the stream-parallel segment: {e}")
             return used
-        raise CompileError(f"segment {seg.id} ({seg.scheduler}): {e}") from e
+        raise SegmentLoweringError(f"segment {seg.id} ({seg.scheduler}): {e}", frozenset()) from e
     seg.lowered = lowered
     seg.stages = dict(lowered.stages)
     seg.kernel_ir = lowered.kernel.listing()

@@ -27,6 +27,10 @@ class ScheduleError(EngineError):
     """A schedule transform is illegal for the tensor it was applied to."""
 
 
+class NoSchedulerError(ScheduleError):
+    """The segmenter left a segment that no scheduler accepts."""
+
+
 class CompileError(EngineError):
     """Generated code failed to compile."""
 

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from engine.config import Options
-from engine.errors import ScheduleError
+from engine.errors import NoSchedulerError, ScheduleError
 from engine.ir import exprs as ex
 from engine.ir.base import Expr, FusionGuard, Val
 from engine.ir.fusion import Fusion
@@ -708,7 +708,7 @@ class _Finder:
             if first is None:
                 reasons = "\n".join(str(v) for v in verdicts)
                 names = ", ".join(f"{type(e).__name__} producing {e.outputs[0].short_name}" for e in core)
-                raise ScheduleError(f"no scheduler accepts the segment of {names}:\n{reasons}")
+                raise NoSchedulerError(f"no scheduler accepts the segment of {names}:\n{reasons}")
             fwd = [e for e in eff if e not in set(core)]
             sg = SegmentedGroup(
                 id=k, scheduler=str(first), exprs=eff, inputs=ins, outputs=list(outs), complete=fusion,
