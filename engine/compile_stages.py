@@ -226,7 +226,10 @@ def schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace) 
                     layouts[v.short_name] = (alloc_strides(v, x), info.alignment(v))
                 except Exception:  # an input layout the kernels address through runtime strides only
                     pass
-        lowered = lower_fusion(fusion, info.env, seg.kernel_name, layouts)
+        # A persistent kernel's grid is sized to the SMs: one that fits one block per SM is
+        # co-resident, so its grid reductions may wait at a grid barrier.
+        coresident = info.device.sm_count if getattr(seg.params, "persistent_kernel", False) else 0
+        lowered = lower_fusion(fusion, info.env, seg.kernel_name, layouts, coresident)
     except CompileError as e:
         if _has_stream_axis(fusion):
             # The host program runs a stream-parallel segment's ops through torch, slice by
@@ -244,6 +247,10 @@ def schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace) 
         seg.cuda_source = _external_source(seg, options.kernel_sources[seg.id])
         trace.event("codegen", subject, "the generated kernel is replaced by a user-given source")
     seg.launch = lowered.kernel.launch
+    if seg.launch.cooperative:
+        trace.event("lowering", subject, f"cooperative launch: the {seg.launch.grid[0] * seg.launch.grid[1] * seg.launch.grid[2]} "
+                    "blocks are co-resident, so the grid reduction waits at a grid barrier and every "
+                    "block combines a share of the partials")
     trace.stage("kernel_ir", seg.kernel_ir)
     trace.stage("cuda_kernel", seg.cuda_source)
     trace.stage("launch_param", str(seg.launch))

@@ -81,6 +81,10 @@ class ExprLowering:
         self.smem_bytes = 0
         self.reduce_smem_bytes = 0
         self.workspaces: dict[str, tuple[str, int, bool]] = {}
+        # Grids of at most this many blocks are co-resident (one per SM) and may wait at a grid
+        # barrier (0: never); `cooperative` records that some grid reduction does.
+        self.coresident_blocks = 0
+        self.cooperative = False
         self.pending_sync: list[tuple[int, list[LoopNode], Expr, str]] = []
         # A reduction's root id -> the rfactor producer's logical id it continues (see
         # note_rfactor_sources): the split chain an id comes from goes on through it.

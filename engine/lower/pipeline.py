@@ -252,15 +252,18 @@ def _mark_global_syncs(low: ExprLowering, fusion: Fusion, exprs: list[Expr], loo
 
 
 def lower_fusion(fusion: Fusion, env: dict, name: str,
-                 layouts: dict[str, tuple[list[int], int]] | None = None) -> Lowered:
+                 layouts: dict[str, tuple[list[int], int]] | None = None,
+                 coresident_blocks: int = 0) -> Lowered:
     """Lower a scheduled fusion for the sizes bound in `env`. `layouts`: the compiled-for inputs'
-    allocation strides and pointer alignment (bytes), which let copies be widened safely."""
+    allocation strides and pointer alignment (bytes), which let copies be widened safely.
+    `coresident_blocks`: a grid of at most this many blocks may wait at a grid barrier (its
+    kernel is then launched cooperatively); 0 keeps every block independent."""
     with loop_maps_frozen():
-        return _lower_fusion(fusion, env, name, layouts)
+        return _lower_fusion(fusion, env, name, layouts, coresident_blocks)
 
 
 def _lower_fusion(fusion: Fusion, env: dict, name: str,
-                  layouts: dict[str, tuple[list[int], int]] | None) -> Lowered:
+                  layouts: dict[str, tuple[list[int], int]] | None, coresident_blocks: int) -> Lowered:
     stages: dict[str, str] = {}
     exprs = _validate(fusion)
     constants = constant_fulls(fusion, exprs)
@@ -280,6 +283,7 @@ def _lower_fusion(fusion: Fusion, env: dict, name: str,
     low.fusion_inputs = set(fusion.inputs)
     low.constants = constants
     low.layouts = dict(layouts or {})
+    low.coresident_blocks = coresident_blocks
     low.note_rfactor_sources(exprs)
     loops_of = {}
     for e, loops in walk(nest):
@@ -298,7 +302,8 @@ def _lower_fusion(fusion: Fusion, env: dict, name: str,
     for wname, (ctype, _n, _z) in low.workspaces.items():
         params.append(TensorArg(wname, ctype, 1, 1))
     kernel = kir.Kernel(name, params, body,
-                        LaunchConfig(launch.grid, launch.block, smem), smem, dict(low.workspaces))
+                        LaunchConfig(launch.grid, launch.block, smem, low.cooperative), smem,
+                        dict(low.workspaces))
     kernel.reduction_smem_offset = red_off  # type: ignore[attr-defined]
     stages["kernel_ir"] = kernel.listing()
     return Lowered(kernel, stages, tensors)

@@ -193,16 +193,21 @@ def _grid(low: ExprLowering, out: TensorView, acc: Accumulator, threads: list[bo
     width = acc.dtype.bits // 8
     if 1 < acc.size and acc.size * width * n_threads <= _GROUP_SMEM_BYTES:
         # One call for the whole accumulator: one arrival and fence instead of acc.size.
-        # Two levels of partials, each acc.size element-major rows of `per`; flags per block
-        # segment: one per group of blocks and one for the groups.
+        # Two levels of partials, each acc.size element-major rows of `per`. A co-resident grid
+        # waits at a grid barrier and every block combines a share (3 flags per block segment);
+        # otherwise flags per block segment: one per group of blocks and one for the groups.
+        sync_grid = 0 < n_blocks <= low.coresident_blocks
+        low.cooperative |= sync_grid
+        n_flags = (3 if sync_grid else 2) * n_blocks
         low.workspaces[work] = (ct, 2 * per * acc.size * count, False)
-        low.workspaces[sync] = ("nvfuser_index_t", 2 * n_blocks * count, True)
+        low.workspaces[sync] = ("nvfuser_index_t", n_flags * count, True)
         low.reserve_reduction_smem(max(8, acc.size * width))
         return [kir.Assign(
             flag,
-            f"gridReduceGroup<{_bools(blocks)}, {_bools(threads)}>({acc.name}, {combine}, {init}, "
+            f"gridReduceGroup{'Sync' if sync_grid else ''}<{_bools(blocks)}, {_bools(threads)}>("
+            f"{acc.name}, {combine}, {init}, "
             f"{work}.data + ({cexpr.text(instance)}) * {2 * per * acc.size}, {per}, "
-            f"{sync}.data + ({cexpr.text(instance)}) * {2 * n_blocks}, reinterpret_cast<{ct}*>(red_smem))",
+            f"{sync}.data + ({cexpr.text(instance)}) * {n_flags}, reinterpret_cast<{ct}*>(red_smem))",
         )]
     low.workspaces[work] = (ct, per * acc.size * count, False)
     slot = cexpr.text(cexpr.add(cexpr.mul(instance, acc.size), "k"))

@@ -50,6 +50,9 @@ class LaunchConfig:
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     shared_mem_bytes: int = 0
+    # Every block must be resident at once (the kernel waits at a grid barrier): the cuda back
+    # end launches it with cuLaunchCooperativeKernel, which refuses a grid that does not fit.
+    cooperative: bool = False
 
     @property
     def threads(self) -> int:

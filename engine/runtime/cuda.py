@@ -236,7 +236,6 @@ class CudaKernel:
         kernel; the profiler passes sync=False to time back-to-back launches.
         """
         import cupy
-        from cupy.cuda import driver
 
         validate_args(self.name, self.specs, list(args), self.device)
         self._check_block(launch)
@@ -256,9 +255,8 @@ class CudaKernel:
         with cupy.cuda.Device(self.device.index):
             self._allow_dynamic_smem(launch.shared_mem_bytes)
             try:
-                driver.launchKernel(
-                    self._function.ptr, grid[0], grid[1], grid[2], block[0], block[1], block[2],
-                    launch.shared_mem_bytes, stream, ctypes.addressof(params) if buffers else 0, 0)
+                launch_on_stream(self._function.ptr, (*grid, *block, launch.shared_mem_bytes), stream,
+                                 ctypes.addressof(params) if buffers else 0, launch.cooperative)
             except Exception as exc:
                 raise ExecutionError(f"kernel {self.name} failed to launch ({launch}): {exc}") from None
             if sync:
@@ -288,13 +286,12 @@ class CudaLauncher:
         self._lock = threading.Lock()
 
     def __call__(self, values: list[object]) -> None:
-        from cupy.cuda import driver
 
         stream = current_stream(self._index)
         with self._lock:  # one argument buffer: threads sharing the launcher take turns
             self.args.fill(values)
             try:
-                driver.launchKernel(self._fn, *self._dims, stream, self.args.address, 0)
+                launch_on_stream(self._fn, self._dims, stream, self.args.address, self._launch.cooperative)
             except Exception:
                 self._launch_on_own_device(stream)
         if self.sync:
@@ -304,13 +301,23 @@ class CudaLauncher:
         """The launch failed: perhaps another device is current (the function belongs to its
         device's context). Try once more with the kernel's device current."""
         import cupy
-        from cupy.cuda import driver
 
         with cupy.cuda.Device(self._index):
             try:
-                driver.launchKernel(self._fn, *self._dims, stream, self.args.address, 0)
+                launch_on_stream(self._fn, self._dims, stream, self.args.address, self._launch.cooperative)
             except Exception as exc:
                 raise ExecutionError(f"kernel {self.kernel.name} failed to launch ({self._launch}): {exc}") from None
+
+
+def launch_on_stream(fn: int, dims: tuple[int, ...], stream: int, params: int, cooperative: bool) -> None:
+    """cuLaunchKernel, or cuLaunchCooperativeKernel for a kernel whose blocks wait for each other
+    (the driver then refuses a grid that cannot be resident at once instead of letting it hang)."""
+    from cupy.cuda import driver
+
+    if cooperative:
+        driver.launchCooperativeKernel(fn, *dims, stream, params)
+    else:
+        driver.launchKernel(fn, *dims, stream, params, 0)
 
 
 def current_stream(index: int) -> int:

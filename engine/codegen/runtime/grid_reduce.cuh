@@ -311,6 +311,110 @@ __device__ bool gridReduceGroup(T (&vals)[N], Func op, T init, T* work_buf, nvfu
   return true;
 }
 
+// gridReduceGroup for a co-resident grid (a cooperative launch): instead of one block per
+// group combining partials while the others leave, every block waits at a grid barrier and
+// then combines its own share of the N * t_S partial columns over all b_R blocks, so the
+// tail reads the partials with every SM instead of a few. The totals go to the second half
+// of the work buffer; the last block to finish its share loads its threads' totals and
+// returns true, as gridReduceGroup does. Sizes per call site: work_buf as gridReduceGroup;
+// sync_flags 3 * gridDim.x*y*z (zeroed once; kept zero). The emulator runs blocks one after
+// another, so no block there can wait for another: it runs gridReduceGroup instead (the same
+// result, summed in another order).
+#if !defined(FS_EMULATE)
+// Every block of a block segment waits until all `count` have arrived. bar[0] counts
+// arrivals, bar[1] departures; the last to leave resets both, so the next launch starts at 0.
+FS_DEVICE void fsGridBarrier(nvfuser_index_t* bar, unsigned count) {
+  __syncthreads();
+  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
+    unsigned long long* arrived = reinterpret_cast<unsigned long long*>(bar);
+    unsigned long long* departed = arrived + 1;
+    __threadfence();  // this block's partials are visible before it counts
+    atomicAdd(arrived, 1ull);
+    while (*reinterpret_cast<volatile unsigned long long*>(arrived) < count) {
+      __nanosleep(32);
+    }
+    __threadfence();
+    if (atomicAdd(departed, 1ull) + 1 == count) {
+      *arrived = 0;  // every block has seen the full count
+      *departed = 0;
+    }
+  }
+  __syncthreads();
+}
+
+// Combines slots [q0, q1) of the N * t_S partial columns over the b_R blocks and stores the
+// totals in `total`: W threads over consecutive slots (coalesced loads), P groups of them over
+// the blocks, then the groups' sums through shared memory.
+template <typename T, typename Func>
+FS_DEVICE void fsGridShare(const T* work, T* total, nvfuser_index_t stride, nvfuser_index_t t_S,
+                           nvfuser_index_t seg_base, unsigned b_R, unsigned q0, unsigned q1, Func op,
+                           T init, T* smem) {
+  const unsigned nthr = blockDim.x * blockDim.y * blockDim.z;
+  const unsigned tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  const unsigned W = min(max(q1, q0 + 1) - q0, nthr), P = nthr / W, j = tid % W, p = tid / W;
+  for (unsigned base = q0; base < q1; base += W) {
+    const unsigned q = base + j;
+    const nvfuser_index_t col = (q / t_S) * stride + seg_base * t_S + q % t_S;
+    T acc = init;
+    if (q < q1 && p < P) {
+      #pragma unroll 4
+      for (unsigned b = p; b < b_R; b += P) {
+        acc = op(acc, __ldcg(work + col + static_cast<nvfuser_index_t>(b) * t_S));
+      }
+    }
+    smem[tid] = acc;
+    __syncthreads();
+    if (p == 0 && q < q1) {
+      for (unsigned r = 1; r < P; ++r) {
+        acc = op(acc, smem[r * W + j]);
+      }
+      total[col] = acc;
+    }
+    __syncthreads();
+  }
+}
+#endif
+
+template <bool X_BLOCK, bool Y_BLOCK, bool Z_BLOCK, bool X_THREAD, bool Y_THREAD, bool Z_THREAD,
+          typename T, int N, typename Func>
+__device__ bool gridReduceGroupSync(T (&vals)[N], Func op, T init, T* work_buf, nvfuser_index_t stride,
+                                    nvfuser_index_t* sync_flags, T* smem) {
+#if defined(FS_EMULATE)
+  return gridReduceGroup<X_BLOCK, Y_BLOCK, Z_BLOCK, X_THREAD, Y_THREAD, Z_THREAD>(
+      vals, op, init, work_buf, stride, sync_flags, smem);
+#else
+  const FsGroupOp<T, N, Func> gop{op};
+  const FsGroupSmemStore<T, N> st{smem, blockDim.x * blockDim.y * blockDim.z};
+  Array<T, N> val;
+  #pragma unroll
+  for (int k = 0; k < N; ++k) {
+    val[k] = vals[k];
+  }
+  const Array<T, N> partial = fsBlockAllReduceImpl<X_THREAD, Y_THREAD, Z_THREAD>(val, gop, st);
+  const FsGridCoords c = fsGridCoords<X_BLOCK, Y_BLOCK, Z_BLOCK, X_THREAD, Y_THREAD, Z_THREAD>();
+  const nvfuser_index_t seg_base = static_cast<nvfuser_index_t>(c.b_seg) * c.b_R;
+  // Three flags per block segment: barrier arrivals, departures, finished shares.
+  nvfuser_index_t* flags = sync_flags + static_cast<nvfuser_index_t>(c.b_seg) * 3;
+  if (c.t_r == 0) {
+    fsGroupPublish(work_buf, stride, (seg_base + c.b_r) * c.t_S + c.t_seg, partial);
+  }
+  fsGridBarrier(flags, c.b_R);
+  const unsigned total = N * static_cast<unsigned>(c.t_S);
+  const unsigned per = (total + c.b_R - 1) / c.b_R;
+  const unsigned q0 = min(total, c.b_r * per), q1 = min(total, q0 + per);
+  T* work2 = work_buf + N * stride;
+  fsGridShare(work_buf, work2, stride, c.t_S, seg_base, c.b_R, q0, q1, op, init, smem);
+  if (!fsArriveLast(flags + 2, c.b_R)) {
+    return false;
+  }
+  #pragma unroll
+  for (int k = 0; k < N; ++k) {
+    vals[k] = __ldcg(work2 + k * stride + seg_base * c.t_S + c.t_seg);
+  }
+  return true;
+#endif
+}
+
 // Welford over the grid: work buffers and smem as gridReduce, one array per component
 // (work_n and smem_n are nvfuser_index_t). Returns true in the last block of each block
 // segment with (out_avg, out_m2, out_n) set; partials with n == 0 are ignored.
