@@ -106,6 +106,8 @@ class TensorView(Val):
         self.memory_type = memory_type
         self.compute_at_pos = 0
         self.max_producer_pos = 0
+        # Stages of a shared-memory cache that lowering loads ahead of their use (circular_buffer).
+        self.circular_buffer_depth = 0
         fusion.register_val(self)
 
     # ---- shape -------------------------------------------------------------
@@ -215,6 +217,19 @@ class TensorView(Val):
             raise ScheduleError(f"{self.short_name}: expected a ParallelType, got {parallel_type!r}")
         with transaction([self], loop_edit=True):
             self.axis(axis).parallelize(parallel_type)
+        return self
+
+    def circular_buffer(self, stages: int) -> TensorView:
+        """Load this shared-memory cache of a global tensor `stages` - 1 stages ahead of its
+        use (cp.async), so that loads overlap computation (nvFuser's circularBuffer). Its axis
+        right of the compute-at position, `stages` long, holds the stages; every consumer must
+        iterate it as its next loop (lowering checks, and says so where it is not)."""
+        if not isinstance(stages, int) or isinstance(stages, bool) or stages < 2:
+            raise ScheduleError(f"{self.short_name}: circular buffering needs 2 or more stages, got {stages!r}")
+        if self.memory_type != MemoryType.Shared:
+            raise ScheduleError(f"{self.short_name}: only a shared-memory cache can be circular-buffered "
+                                f"(it is in {self.memory_type.name} memory)")
+        self.circular_buffer_depth = stages
         return self
 
     def set_memory_type(self, memory_type: MemoryType) -> TensorView:

@@ -79,7 +79,7 @@ class Allocate(Stmt):
 class ForLoop(Stmt):
     var: str
     extent: int
-    kind: str  # "serial", "unroll", "vectorize", "block_strided"
+    kind: str  # "serial", "unroll", "vectorize", "block_strided", "pipelined" (circular_buffer.py)
     domain: str  # the IterDomain it realises, for listings
     body: list[Stmt] = field(default_factory=list)
     threads: int = 1  # block_strided: the block's threads share the iterations

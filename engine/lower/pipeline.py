@@ -25,6 +25,7 @@ from engine.ir.iterdomain import ParallelType
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import MemoryType, TensorView
 from engine.lower import kir
+from engine.lower.circular_buffer import CircularBuffer, circular_buffer
 from engine.lower.index import Extents
 from engine.lower.loops import LoopNode, Nest, out_tv, walk
 from engine.lower.lowering import ExprLowering, loop_kind
@@ -170,6 +171,40 @@ def _params(fusion: Fusion) -> tuple[list[ArgSpec], dict[str, TensorView], dict[
     return params, tensors, {v: v.inline() for v in fusion.inputs if isinstance(v, Scalar)}
 
 
+def _circular_buffers(low: ExprLowering, fusion: Fusion) -> tuple[dict[str, CircularBuffer], list[str]]:
+    """The shared caches marked for circular buffering whose stage axis the IR allows to
+    pipeline, and a note for each one refused."""
+    out, notes = {}, []
+    for b in low.buffers.values():
+        depth = getattr(b.tv, "circular_buffer_depth", 0)
+        if b.memory != "shared" or depth < 2:
+            continue
+        why = _stage_axis_refusal(b.tv, depth, low.ext, fusion)
+        if why is None:
+            out[b.name] = CircularBuffer(b.name, depth)
+        else:
+            notes.append(f"{b.name}: not circular-buffered: {why}")
+    return out, notes
+
+
+def _stage_axis_refusal(tv: TensorView, depth: int, ext: Extents, fusion: Fusion) -> str | None:
+    """Why `tv`'s axis right of its compute-at position is not a stage axis that every consumer
+    iterates as its next loop (the stage its loads run ahead of), if it is not."""
+    from engine.analysis.replay import loop_map
+
+    p = tv.compute_at_pos
+    src = tv.definition.inputs[0] if isinstance(tv.definition, ex.LoadStoreOp) else None
+    if not (isinstance(src, TensorView) and src.memory_type == MemoryType.Global):
+        return "it is not a copy of a global tensor"
+    if p >= tv.nloop or ext.of(tv.axis(p)) != depth:
+        return f"its axis right of the compute-at position is not {depth} long"
+    for e in fusion.uses_of(tv):
+        c = out_tv(e)
+        if c.nloop <= p or loop_map(tv, c).get(tv.axis(p)) is not c.axis(p):
+            return f"{c.short_name} does not iterate its stage axis {tv.axis(p)} right after the shared loops"
+    return None
+
+
 def _syncs(low: ExprLowering) -> list[str]:
     notes: list[str] = []
     for level, loops, expr, why in low.pending_sync:
@@ -297,6 +332,13 @@ def _lower_fusion(fusion: Fusion, env: dict, name: str,
     _mark_global_syncs(low, fusion, exprs, loops_of)
     stages["sync"] = "\n".join(_syncs(low)) + "\n"
     body = _assemble(nest.items, low, 0)
+    bufs, notes = _circular_buffers(low, fusion)
+    if bufs:
+        body = circular_buffer(body, bufs, notes)
+        notes += [f"{n}: not circular-buffered: its allocation is in no loop" for n in bufs
+                  if not any(line.startswith(f"{n}:") for line in notes)]
+    if notes:
+        stages["circular_buffer"] = "\n".join(notes) + "\n"
     red_off = (low.smem_bytes + 15) // 16 * 16
     smem = red_off + low.reduce_smem_bytes
     for wname, (ctype, _n, _z) in low.workspaces.items():

@@ -642,6 +642,8 @@ def schedule_inner_outer(fusion: Fusion, p: ReductionParams, trace: Trace | None
         c.inline_at(2, best_effort=True)
         alloc = smem_allocation_from_loop(c)
         c.set_allocation_domain(alloc, True)
+        if stages > 1:
+            c.circular_buffer(stages)
         _transform(trace, c, "allocation domain rebuilt from the loop domain right of ca_pos: "
                    + "(" + ", ".join(str(i) for i in alloc) + ")")
 

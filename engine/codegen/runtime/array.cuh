@@ -77,6 +77,51 @@ FS_DEVICE void loadGeneric(T* dst, const T* src) {
   }
 }
 
+// cp.async (sm_80 and later): a global-to-shared copy that does not wait for the data, so a
+// circular buffer's next stage loads while the current one is computed. Copies are grouped by
+// fsCpAsyncCommit; fsCpAsyncWait<N> waits until at most N groups of this thread are pending
+// (a __syncthreads then shows every thread's copies to the block). Older GPUs copy
+// synchronously, and commit and wait do nothing; the emulator holds each copy back until its
+// thread waits for it (cuda_emu.h).
+#if !defined(FS_EMULATE) && (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800)
+#define FS_CP_ASYNC 1
+#endif
+
+template <typename T, int V>
+FS_DEVICE void fsCpAsync(T* dst, const T* src) {
+#if defined(FS_CP_ASYNC)
+  constexpr int bytes = static_cast<int>(sizeof(T)) * V;
+  static_assert(bytes == 4 || bytes == 8 || bytes == 16, "cp.async copies 4, 8 or 16 bytes");
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  if constexpr (bytes == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(src) : "memory");
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(s), "l"(src), "n"(bytes) : "memory");
+  }
+#elif defined(FS_EMULATE)
+  fs_emu::cp_async(dst, src, static_cast<int>(sizeof(T)) * V);
+#else
+  loadGeneric<T, V>(dst, src);
+#endif
+}
+
+FS_DEVICE void fsCpAsyncCommit() {
+#if defined(FS_CP_ASYNC)
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#elif defined(FS_EMULATE)
+  fs_emu::cp_async_commit();
+#endif
+}
+
+template <int N>
+FS_DEVICE void fsCpAsyncWait() {
+#if defined(FS_CP_ASYNC)
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#elif defined(FS_EMULATE)
+  fs_emu::cp_async_wait(N);
+#endif
+}
+
 template <typename T, int V>
 FS_DEVICE void loadGlobalToLocal(T* dst, const T* src) {
   loadGeneric<T, V>(dst, src);

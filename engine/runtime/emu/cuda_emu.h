@@ -56,6 +56,7 @@
 #include <type_traits>
 #include <unistd.h>
 #include <utility>
+#include <vector>
 #if !FS_EMU_ASM_SWITCH
 #include <ucontext.h>
 #endif
@@ -375,6 +376,53 @@ static inline void block_barrier(int line) {
 }
 
 static inline int lane_id() { return cur_fiber().lin & 31; }
+
+// cp.async: a copy waits in a queue until its thread's cp.async.wait_group lets its group
+// land, so a kernel that reads a stage before waiting for it reads stale data here too.
+struct CpAsync {
+  void* dst;
+  const void* src;
+  int bytes;
+  int lin;          // the issuing thread
+  long long group;  // its commit group (-1: not committed yet)
+};
+static std::vector<CpAsync> cp_queue;
+static long long cp_groups[1024];  // groups each thread of the block has committed
+
+static inline void cp_async_reset() {
+  cp_queue.clear();
+  memset(cp_groups, 0, sizeof(cp_groups));
+}
+
+static inline void cp_async(void* dst, const void* src, int bytes) {
+  cp_queue.push_back(CpAsync{dst, src, bytes, cur_fiber().lin, -1});
+}
+
+static inline void cp_async_commit() {
+  const int lin = cur_fiber().lin;
+  const long long g = ++cp_groups[lin];
+  for (CpAsync& c : cp_queue) {
+    if (c.lin == lin && c.group < 0) {
+      c.group = g;
+    }
+  }
+}
+
+// Lands, in issue order, this thread's copies of every group but the newest `pending`.
+static inline void cp_async_wait(int pending) {
+  const int lin = cur_fiber().lin;
+  const long long done = cp_groups[lin] - pending;
+  size_t kept = 0;
+  for (size_t i = 0; i < cp_queue.size(); ++i) {
+    const CpAsync c = cp_queue[i];
+    if (c.lin == lin && c.group >= 0 && c.group <= done) {
+      memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
+    } else {
+      cp_queue[kept++] = c;
+    }
+  }
+  cp_queue.resize(kept);
+}
 
 // Warp barrier among the lanes of `mask` (restricted to lanes that exist). All participants of
 // one barrier must pass the same mask. Returns the slot phase that this exchange used.
@@ -999,6 +1047,7 @@ static void describe_deadlock() {
 
 static bool run_block() {
   State& s = g();
+  cp_async_reset();
   s.rq_head = 0;
   s.rq_count = 0;
   s.done = 0;
