@@ -14,7 +14,8 @@ D - 1 stages ahead of the computation, across iterations of that loop:
         compute stage s; __syncthreads           (nobody reads the slot when it is loaded again)
 
 The statements of the load nest are reused as they are: a load ahead re-declares the loop
-indices it depends on in an inner scope, and its element copies become fsCpAsync.
+indices it depends on in an inner scope, and its copies (loadGeneric vectors, or elements of
+4 or 8 bytes) become fsCpAsync.
 
 pipeline._circular_buffers checks on the IR that the consumers' loop right of the cache's
 compute-at position is the cache's stage axis; this pass then needs the kernel-IR shape that
@@ -39,20 +40,30 @@ class CircularBuffer:
 
 _COPY = re.compile(r"loadGeneric<([^,<>]+), (\d+)>\(&(\w+)\[")
 _INDEX_DEF = re.compile(r"const nvfuser_index_t \w+ = ")
+_ACCESS = re.compile(r"^\w+\[.*\]$")
 _CTYPE_BYTES = {"float": 4, "double": 8, "__half": 2, "__bfloat": 2, "int": 4, "int64_t": 8,
                 "nvfuser_index_t": 8, "int8_t": 1, "uint8_t": 1, "bool": 1}
 
 
 def circular_buffer(body: list[kir.Stmt], bufs: dict[str, CircularBuffer], notes: list[str]) -> list[kir.Stmt]:
-    """`body` with every loop that fills a buffer of `bufs` pipelined; `notes` gets one line
-    per pipelined buffer and one per loop left as it was, with the reason."""
+    """The kernel `body` with every buffer of `bufs` pipelined where its loops allow; `notes`
+    gets one line per buffer: how it was pipelined, or why not."""
+    body = _walk(body, bufs, notes)
+    cb = _buffer_of(body, bufs)
+    if cb is None:  # a cache allocated in the kernel's top block: its loop runs once
+        return body
+    done = _pipeline(body, cb, None, notes)
+    return done if done is not None else body
+
+
+def _walk(body: list[kir.Stmt], bufs: dict[str, CircularBuffer], notes: list[str]) -> list[kir.Stmt]:
     out: list[kir.Stmt] = []
     for st in body:
         for child in _children(st):
-            child[:] = circular_buffer(child, bufs, notes)
-        cb = _buffer_of(st, bufs) if isinstance(st, kir.ForLoop) else None
-        pipelined = _pipeline(st, cb, notes) if cb is not None else None
-        out.extend(pipelined if pipelined is not None else [st])
+            child[:] = _walk(child, bufs, notes)
+        cb = _buffer_of(st.body, bufs) if isinstance(st, kir.ForLoop) else None
+        done = _pipeline(st.body, cb, st, notes) if cb is not None else None
+        out.extend(done if done is not None else [st])
     return out
 
 
@@ -64,67 +75,80 @@ def _children(st: kir.Stmt) -> list[list[kir.Stmt]]:
     return []
 
 
-def _buffer_of(loop: kir.ForLoop, bufs: dict[str, CircularBuffer]) -> CircularBuffer | None:
-    for st in loop.body:
+def _buffer_of(body: list[kir.Stmt], bufs: dict[str, CircularBuffer]) -> CircularBuffer | None:
+    for st in body:
         if isinstance(st, kir.Allocate) and st.memory == "shared" and st.name in bufs:
             return bufs[st.name]
     return None
 
 
-def _pipeline(loop: kir.ForLoop, cb: CircularBuffer, notes: list[str]) -> list[kir.Stmt] | None:
-    parts = _parts(loop, cb)
+def _pipeline(body: list[kir.Stmt], cb: CircularBuffer, outer: kir.ForLoop | None,
+              notes: list[str]) -> list[kir.Stmt] | None:
+    """`body` (of the loop `outer` at the cache's compute-at position, or of the kernel when
+    that loop runs once) with the cache's stages loaded ahead; None if its shape is another."""
+    parts = _parts(body, cb, outer)
+    where = f"loop {outer.var}" if outer is not None else "the kernel"
     if isinstance(parts, str):
         notes.append(f"{cb.name}: not circular-buffered: {parts}")
         return None
     head, load, compute, tail = parts
-    d, n, s = cb.depth, loop.extent, compute.var
-    steps = n * d
+    d, s = cb.depth, compute.var
+    steps = d * (outer.extent if outer is not None else 1)
 
     def load_step(step: str) -> kir.Stmt:
         # The load nest's stage body with the indices of `step` in scope.
-        return kir.Scope([kir.Raw(f"const nvfuser_index_t {loop.var} = ({step}) / {d};"),
-                          kir.Raw(f"const nvfuser_index_t {load.var} = ({step}) % {d};"),
-                          *[_async(st) for st in load.body]])
+        defs = [kir.Raw(f"const nvfuser_index_t {load.var} = ({step}) % {d};")]
+        if outer is not None:
+            defs.insert(0, kir.Raw(f"const nvfuser_index_t {outer.var} = ({step}) / {d};"))
+        return kir.Scope([*defs, *[_async(st) for st in load.body]])
 
-    # Before the loop the cache's name is not declared yet: the prologue declares it too.
-    alloc = next(st for st in head if isinstance(st, kir.Allocate) and st.name == cb.name)
-    prologue: list[kir.Stmt] = []
-    for k in range(min(d - 1, steps)):
-        prologue += [kir.Scope([alloc, load_step(str(k))]), kir.Raw("fsCpAsyncCommit();")]
     ahead = f"fs_{cb.name}_ahead"
+    current = f"{outer.var} * {d} + {s}" if outer is not None else s
     stage_body = [
-        kir.Scope([kir.Raw(f"const nvfuser_index_t {ahead} = {loop.var} * {d} + {s} + {d - 1};"),
+        kir.Scope([kir.Raw(f"const nvfuser_index_t {ahead} = {current} + {d - 1};"),
                    kir.IfThenElse(f"{ahead} < {steps}", [load_step(ahead)])]),
         kir.Raw("fsCpAsyncCommit();"), kir.Raw(f"fsCpAsyncWait<{d - 1}>();"),
         kir.BlockSync(f"RAW: stage {s} of {cb.name} has landed"), *compute.body,
         kir.BlockSync(f"WAR: stage {s} of {cb.name} is loaded again"),
     ]
     stage = kir.ForLoop(s, d, "pipelined", compute.domain, stage_body, compute.threads)
-    notes.append(f"{cb.name}: circular buffer of {d} stages over loops {loop.var} x {s} ({steps} steps), "
+    notes.append(f"{cb.name}: circular buffer of {d} stages over {where} and loop {s} ({steps} steps), "
                  f"loaded {d - 1} stage(s) ahead by cp.async")
-    return [*prologue, kir.ForLoop(loop.var, n, "pipelined", loop.domain, [*head, stage, *tail], loop.threads)]
+    # Before a loop the cache's name is not declared yet: its prologue declares it too.
+    alloc = [st for st in head if isinstance(st, kir.Allocate) and st.name == cb.name] if outer else []
+    prologue: list[kir.Stmt] = []
+    for k in range(min(d - 1, steps)):
+        prologue += [kir.Scope([*alloc, load_step(str(k))]), kir.Raw("fsCpAsyncCommit();")]
+    if outer is None:
+        return [*head, *prologue, stage, *tail]
+    return [*prologue, kir.ForLoop(outer.var, outer.extent, "pipelined", outer.domain, [*head, stage, *tail],
+                                   outer.threads)]
 
 
-def _parts(loop: kir.ForLoop, cb: CircularBuffer
+def _parts(body: list[kir.Stmt], cb: CircularBuffer, outer: kir.ForLoop | None
            ) -> tuple[list[kir.Stmt], kir.ForLoop, kir.ForLoop, list[kir.Stmt]] | str:
-    """(the allocations, the load nest's stage loop, the consumers' stage loop, what follows
-    it), or why the loop has another shape."""
-    if loop.kind != "serial":
-        return f"its loop {loop.var} is {loop.kind}, not serial"
-    body = loop.body
+    """(what comes before the load nest, the load nest's stage loop, the consumers' stage loop,
+    what follows it), or why the block has another shape. In a loop, only allocations may come
+    before the load nest: the prologue that loads ahead of the loop must not need anything else."""
+    where = f"loop {outer.var}" if outer is not None else "the kernel"
+    if outer is not None and outer.kind != "serial":
+        return f"its loop {outer.var} is {outer.kind}, not serial"
     k = 0
     head: list[kir.Stmt] = []
-    while k < len(body) and isinstance(body[k], kir.Allocate | kir.BlockSync):
-        if isinstance(body[k], kir.Allocate):
-            head.append(body[k])
-        k += 1  # the WAR barrier is dropped: each stage ends with one
-    if not any(isinstance(st, kir.Allocate) and st.name == cb.name for st in head):
-        return f"loop {loop.var} computes something before its allocation and load nest"
+    while k < len(body) and not _writes(body[k], cb.name):
+        st = body[k]
+        if outer is not None and not isinstance(st, kir.Allocate | kir.BlockSync):
+            return f"{where} computes something before its load nest"
+        if _touches(st, cb.name) and not isinstance(st, kir.Allocate | kir.BlockSync):
+            return f"{where} reads it before its load nest"
+        if not isinstance(st, kir.BlockSync):  # the WAR barrier: each stage ends with one
+            head.append(st)
+        k += 1
     if k + 1 >= len(body) or not isinstance(body[k + 1], kir.BlockSync):
-        return f"loop {loop.var} does not load it in one stage loop followed by a barrier"
+        return f"{where} does not load it in one stage loop followed by a barrier"
     load = body[k]
     if not (isinstance(load, kir.ForLoop) and load.extent == cb.depth and load.kind == "serial"):
-        return f"its load nest in loop {loop.var} is not a serial loop over its {cb.depth} stages"
+        return f"its load nest in {where} is not a serial loop over its {cb.depth} stages"
     for st in load.body:
         why = _not_a_copy(st, cb)
         if why is not None:
@@ -135,10 +159,10 @@ def _parts(loop: kir.ForLoop, cb: CircularBuffer
         k += 1
     compute = body[k] if k < len(body) else None
     if not (isinstance(compute, kir.ForLoop) and compute.extent == cb.depth and compute.kind in ("serial", "unroll")):
-        return f"what reads it in loop {loop.var} is not one loop over its {cb.depth} stages"
+        return f"what reads it in {where} is not one loop over its {cb.depth} stages"
     tail = body[k + 1:]
     if any(_touches(st, cb.name) for st in tail) or any(_writes(st, cb.name) for st in compute.body):
-        return f"loop {loop.var} uses it outside the stage loop, or writes it there"
+        return f"{where} uses it outside the stage loop, or writes it there"
     return head, load, compute, tail
 
 
@@ -152,6 +176,11 @@ def _not_a_copy(st: kir.Stmt, cb: CircularBuffer) -> str | None:
         if _INDEX_DEF.match(st.text.strip()):
             return None
         return f"its load nest has `{st.text.strip()}`"
+    if isinstance(st, kir.Assign):
+        if not (st.copy_ctype and st.lhs.startswith(f"{cb.name}[") and _ACCESS.match(st.rhs)):
+            return f"its load nest has `{st.lhs} = {st.rhs}`"
+        width = _CTYPE_BYTES.get(st.copy_ctype, 0)
+        return None if width in (4, 8, 16) else f"{width}-byte element copies (cp.async copies 4, 8 or 16 bytes)"
     if isinstance(st, kir.ForLoop | kir.Scope | kir.IfThenElse):
         for child in _children(st):
             for s in child:
@@ -176,6 +205,8 @@ def _async(st: kir.Stmt) -> kir.Stmt:
     """A copy of the load statement with its loadGeneric copies made asynchronous."""
     if isinstance(st, kir.Raw):
         return kir.Raw(st.text.replace("loadGeneric<", "fsCpAsync<", 1)) if _COPY.match(st.text.strip()) else st
+    if isinstance(st, kir.Assign):
+        return kir.Raw(f"fsCpAsync<{st.copy_ctype}, 1>(&{st.lhs}, &{st.rhs});")
     if isinstance(st, kir.ForLoop):
         return kir.ForLoop(st.var, st.extent, st.kind, st.domain, [_async(s) for s in st.body], st.threads)
     if isinstance(st, kir.Scope):

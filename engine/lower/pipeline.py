@@ -335,7 +335,7 @@ def _lower_fusion(fusion: Fusion, env: dict, name: str,
     bufs, notes = _circular_buffers(low, fusion)
     if bufs:
         body = circular_buffer(body, bufs, notes)
-        notes += [f"{n}: not circular-buffered: its allocation is in no loop" for n in bufs
+        notes += [f"{n}: not circular-buffered: it is not allocated at the top of a loop or of the kernel" for n in bufs
                   if not any(line.startswith(f"{n}:") for line in notes)]
     if notes:
         stages["circular_buffer"] = "\n".join(notes) + "\n"

@@ -138,8 +138,9 @@ class CudaKernel:
                 self.binary = compile_cuda(source, program=f"{name}.cu", arch=self.binary.arch,
                                            options=options, refresh=True)
                 self._module, self._function = self._load(self.binary.cubin)
-        self._dynamic_smem_limit = _DEFAULT_DYNAMIC_SMEM_LIMIT
         self.attributes = self._read_attributes()
+        # Without the opt-in, static and dynamic shared memory together may take 48 KiB.
+        self._dynamic_smem_limit = _DEFAULT_DYNAMIC_SMEM_LIMIT - self.attributes.static_shared_bytes
 
     @property
     def compile_time_s(self) -> float:
