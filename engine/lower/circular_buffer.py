@@ -9,9 +9,9 @@ D - 1 stages ahead of the computation, across iterations of that loop:
     load stages 0 .. D-2                          (prologue, one cp.async group each)
     for n:                                        (the loop at the compute-at position)
       for s < D:                                  (the consumers' stage loop)
-        load stage n*D + s + D-1, if there is one; commit
         wait until stage n*D + s has landed; __syncthreads
-        compute stage s; __syncthreads           (nobody reads the slot when it is loaded again)
+        load stage n*D + s + D-1 (into the slot of the stage before), if there is one; commit
+        compute stage s
 
 The statements of the load nest are reused as they are: a load ahead re-declares the loop
 indices it depends on in an inner scope, and its copies (loadGeneric vectors, or elements of
@@ -104,12 +104,14 @@ def _pipeline(body: list[kir.Stmt], cb: CircularBuffer, outer: kir.ForLoop | Non
 
     ahead = f"fs_{cb.name}_ahead"
     current = f"{outer.var} * {d} + {s}" if outer is not None else s
+    # One barrier per stage: after it, this stage has landed for every thread, and every
+    # thread is done with the previous stage, whose slot the load ahead then refills.
     stage_body = [
+        kir.Raw(f"fsCpAsyncWait<{d - 2}>();"),
+        kir.BlockSync(f"RAW: stage {s} of {cb.name} has landed; WAR: the previous stage is read"),
         kir.Scope([kir.Raw(f"const nvfuser_index_t {ahead} = {current} + {d - 1};"),
                    kir.IfThenElse(f"{ahead} < {steps}", [load_step(ahead)])]),
-        kir.Raw("fsCpAsyncCommit();"), kir.Raw(f"fsCpAsyncWait<{d - 1}>();"),
-        kir.BlockSync(f"RAW: stage {s} of {cb.name} has landed"), *compute.body,
-        kir.BlockSync(f"WAR: stage {s} of {cb.name} is loaded again"),
+        kir.Raw("fsCpAsyncCommit();"), *compute.body,
     ]
     stage = kir.ForLoop(s, d, "pipelined", compute.domain, stage_body, compute.threads)
     notes.append(f"{cb.name}: circular buffer of {d} stages over {where} and loop {s} ({steps} steps), "

@@ -43,11 +43,11 @@ def test_inner_outer_row_buffer_is_circular_buffered(compiled):
     assert seg.stages["circular_buffer"].startswith("T7: circular buffer of 2 stages over loop i")
     src = seg.cuda_source
     body = src[src.index('extern "C" __global__'):]
-    # a prologue load before the row loop, then a prefetch, commit and wait in every stage
-    first_commit, first_wait = body.index("fsCpAsyncCommit();"), body.index("fsCpAsyncWait<1>();")
-    assert body.index("fsCpAsync<float, 4>(&T7[") < first_commit < body.index("fsCpAsyncCommit();", first_commit + 1) \
-        < first_wait < body.index("// RAW: stage ")
-    assert body.count("fsCpAsyncCommit();") == 2 and body.count("fsCpAsyncWait<1>();") == 1
+    # a prologue load before the row loop, then a wait, a barrier and a load ahead in every stage
+    first_commit, first_wait = body.index("fsCpAsyncCommit();"), body.index("fsCpAsyncWait<0>();")
+    assert body.index("fsCpAsync<float, 4>(&T7[") < first_commit < first_wait < body.index("// RAW: stage ") \
+        < body.index("fsCpAsyncCommit();", first_commit + 1)
+    assert body.count("fsCpAsyncCommit();") == 2 and body.count("fsCpAsyncWait<0>();") == 1
     assert "loadGeneric<float, 4>(&T7[" not in body
     assert max(max_errors(cf, xs, fd)) < 1e-2
 
@@ -83,7 +83,7 @@ def test_the_emulator_lands_a_copy_only_when_its_thread_waits(compiled):
     fd, xs, cf = compiled
     src = cf.segments[0].cuda_source
     bad = compile_fusion(fd, xs, Options(device_model="h100",
-                                         kernel_sources={0: src.replace("fsCpAsyncWait<1>();", "")}))
+                                         kernel_sources={0: src.replace("fsCpAsyncWait<0>();", "")}))
     errs = max_errors(bad, xs, fd)
     assert not all(e < 1e-2 for e in errs)  # NaN or wrong values
 
