@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from engine.config import Options
 from engine.errors import CompileError
@@ -12,6 +13,9 @@ from engine.ir.exprs import LinearOp, MatmulOp
 from engine.ir.fusion import Fusion
 from engine.ir.tensorview import TensorView, loop_edits_trusted
 from engine.trace import Trace
+
+if TYPE_CHECKING:
+    from engine.schedule.base import SchedulerType
 
 
 class SegmentLoweringError(CompileError):
@@ -136,8 +140,11 @@ def build_segments(fusion: Fusion, inputs: list[Any], options: Options, trace: T
         )
         seg.raw_inputs = raw_inputs(g_in)
         seg.sync_launches = options.sync_launches
+        # The segmenter's compile-time reasons for this group's cut, which the segment's
+        # fusion repeats exactly: its scheduler checks need not run twice.
+        known = segmented.group(gid).compile_reasons if segmented is not None else None
         try:
-            used |= schedule_segment(seg, args, options, trace)
+            used |= schedule_segment(seg, args, options, trace, known)
         except SegmentLoweringError as e:
             core = _core_exprs(segmented, gid)
             if not _may_resegment(seg, core, options):
@@ -165,8 +172,20 @@ def _may_resegment(seg: Any, core: list, options: Options) -> bool:
             and not options.heuristic_overrides and not options.kernel_sources)
 
 
-def schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace) -> set[str]:
-    """Schedule, lower and render one segment; returns the heuristic overrides it used."""
+def schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace,
+                     known: Mapping[SchedulerType, str | None] | None = None) -> set[str]:
+    """Schedule, lower and render one segment; returns the heuristic overrides it used.
+    `known`: compile-time reasons by scheduler already found for this segment's fusion."""
+    from engine.analysis.replay import loop_maps_frozen
+
+    # Scheduling verifies inline positions against loop maps after every step, and lowering
+    # asks for them again: each is computed once (keyed by what it depends on).
+    with loop_maps_frozen():
+        return _schedule_segment(seg, args, options, trace, known)
+
+
+def _schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace,
+                      known: Mapping[SchedulerType, str | None] | None) -> set[str]:
     from engine.lower.pipeline import lower_fusion
     from engine.schedule import registry
     from engine.schedule.runtime_info import SchedulerRuntimeInfo
@@ -189,7 +208,7 @@ def schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace) 
         seg.scheduler = "expr_eval"
     if seg.scheduler not in ("user", "expr_eval"):
         trace.stage("fusion_ir_presched", str(fusion))
-        verdicts, first = registry.can_schedule(fusion, info, trace, subject)
+        verdicts, first = registry.can_schedule(fusion, info, trace, subject, known)
         kind = options.force_scheduler or (first.value if first is not None else None)
         if kind is None:
             reasons = "\n".join(str(v) for v in verdicts)

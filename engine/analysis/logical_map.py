@@ -40,6 +40,7 @@ extents on both sides (e.g. vectorization); such pairs are then dropped.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator, Sequence
 
 from engine.ir import exprs as ex
@@ -194,25 +195,78 @@ def _expr_map(expr: Expr, role: int, producer: TensorView, consumer: TensorView)
     return {}
 
 
+# (fusion, maps) while pairwise_maps_frozen(fusion) holds (see there).
+_frozen: tuple[Fusion, dict[tuple[TensorView, TensorView, bool], IdMap]] | None = None
+
+
+@contextlib.contextmanager
+def pairwise_maps_frozen(fusion: Fusion) -> Iterator[None]:
+    """Compute each pairwise map of `fusion`'s tensors once while it does not change: a
+    scheduler's verdict is such a time (it never changes the fusion it judges; trial
+    schedules work on copies, whose maps are not kept), and its checks walk every edge
+    again and again (broadcast groups, inner dims, self mapping, alignment)."""
+    global _frozen
+    outer = _frozen
+    _frozen = (fusion, {})
+    try:
+        yield
+    finally:
+        _frozen = outer
+
+
 def pairwise_logical_map(producer: TensorView, consumer: TensorView, *,
                          map_broadcast: bool = True) -> IdMap:
     """Producer logical IterDomain -> consumer root IterDomain across the consumer's definition.
 
     Empty when `producer` is not an input of `consumer`'s definition or the op is unknown.
     """
+    frozen = _frozen
+    if frozen is not None and consumer.fusion is frozen[0]:
+        key = (producer, consumer, map_broadcast)
+        got = frozen[1].get(key)
+        if got is None:
+            got = frozen[1][key] = _fresh_pairwise_map(producer, consumer, map_broadcast)
+        return dict(got)
+    return _fresh_pairwise_map(producer, consumer, map_broadcast)
+
+
+def _fresh_pairwise_map(producer: TensorView, consumer: TensorView, map_broadcast: bool) -> IdMap:
     expr = consumer.definition
     if expr is None:
         return {}
-    roles = [k for k, v in enumerate(expr.inputs) if v is producer]
-    if not roles:
+    role = _role(expr, producer)
+    if role is None:
         return {}
-    # The role counts tensor operands only, so a scalar operand does not shift it.
-    tv_inputs = [v for v in expr.inputs if isinstance(v, TensorView)]
-    role = next(k for k, v in enumerate(tv_inputs) if v is producer)
-    m = _expr_map(expr, role, producer, consumer)
+    if type(expr) in _PLAIN_POSITIONAL:
+        m = _positional(producer, consumer)
+    else:
+        m = _expr_map(expr, role, producer, consumer)
     if not map_broadcast:
         m = {p: c for p, c in m.items() if p.is_broadcast == c.is_broadcast}
     return m
+
+
+def _role(expr: Expr, producer: TensorView) -> int | None:
+    """`producer`'s position among the tensor operands of `expr` (a scalar operand does
+    not shift it), or None when it is no operand."""
+    k = 0
+    for v in expr.inputs:
+        if v is producer:
+            return k
+        if isinstance(v, TensorView):
+            k += 1
+    return None
+
+
+def _positional(producer: TensorView, consumer: TensorView) -> IdMap:
+    return _zip_map(_no_red(producer.domain.logical), consumer.domain.maybe_root)
+
+
+# Ops that _expr_map maps positionally for every operand, by exact type: the pairwise map
+# is asked for thousands of times per compile, mostly across these (a subclass of one,
+# such as an rfactor reduction, still goes through _expr_map's own checks).
+_PLAIN_POSITIONAL = frozenset({ex.UnaryOp, ex.BinaryOp, ex.TernaryOp, ex.ReductionOp, ex.ExpandOp,
+                               ex.LoadStoreOp, ex.ViewOp})
 
 
 def root_to_logical(tv: TensorView) -> IdMap:

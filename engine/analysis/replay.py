@@ -229,8 +229,14 @@ def loop_map(producer: TensorView, consumer: TensorView) -> IdMap:
     that pairs more of the producer's loop ids with the consumer's wins.
     """
     if _frozen is not None:
-        # The key holds the loop domains themselves, so a changed loop misses.
-        key = (producer, consumer, tuple(producer.domain.loop), tuple(consumer.domain.loop))
+        # The key holds everything the map is computed from: the loop domains themselves
+        # (their ids fix the transforms that lead to them), the producer's logical and the
+        # consumer's root domain, and the op between them with its operands. A changed
+        # loop or a rewired op misses.
+        d = consumer.definition
+        key = (producer, consumer, tuple(producer.domain.loop), tuple(consumer.domain.loop),
+               tuple(producer.domain.logical), tuple(consumer.domain.maybe_root), d,
+               tuple(d.inputs) if d is not None else ())
         hit = _frozen.get(key)
         if hit is None:
             hit = _frozen[key] = _fresh_loop_map(producer, consumer)
@@ -243,8 +249,10 @@ _frozen: dict | None = None
 
 @contextlib.contextmanager
 def loop_maps_frozen() -> Iterator[None]:
-    """Reuse loop_map results while the schedule is final (lowering asks for the same pairs
-    hundreds of times: every index walks its producers' maps)."""
+    """Reuse loop_map results (lowering asks for the same pairs hundreds of times: every
+    index walks its producers' maps; scheduling verifies every tensor's inline position
+    against its consumers after each step). Results are keyed by what they depend on
+    (see loop_map), so a schedule may go on changing meanwhile."""
     global _frozen
     outer = _frozen
     _frozen = {} if outer is None else outer

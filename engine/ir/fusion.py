@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from engine.dtypes import DataType
 from engine.errors import FusionDefinitionError
 from engine.ir.base import Expr, Val
+from engine.ir.graph_copy import copy_value
 from engine.ir.scalar import Scalar
 
 # Checks every expr passes as it registers, before it is linked into the graph; a
@@ -30,12 +32,24 @@ class Fusion:
         # bumps the version.
         self._version = 0
         self._exprs_cache: tuple[int, list[Expr], set[int]] | None = None
+        self._vals_cache: tuple[int, list[Val]] | None = None
 
     def __getstate__(self) -> dict:
         # A copy (clone, pickling) recomputes the order: the cache holds ids of these exprs.
         state = dict(self.__dict__)
         state["_exprs_cache"] = None
+        state["_vals_cache"] = None
         return state
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Fusion:
+        # deepcopy's reduce protocol would dispatch per list item; the nodes copy themselves
+        # (graph_copy), field by field as deepcopy would.
+        new = object.__new__(type(self))
+        memo[id(self)] = new
+        fields = new.__dict__
+        for k, v in self.__getstate__().items():
+            fields[k] = copy_value(v, memo)
+        return new
 
     def changed(self) -> None:
         """The graph was edited (operands, outputs, exprs): forget the cached order."""
@@ -143,6 +157,13 @@ class Fusion:
 
     def vals(self) -> list[Val]:
         """Inputs, then every value produced by an expr in `exprs()`, in order."""
+        # Kept per graph version, as exprs() is (schedulers list the tensors constantly).
+        cache = self.__dict__.get("_vals_cache")  # absent in a fusion pickled before it existed
+        if cache is None or cache[0] != self._version:
+            cache = self._vals_cache = (self._version, self._fresh_vals())
+        return list(cache[1])
+
+    def _fresh_vals(self) -> list[Val]:
         out: list[Val] = list(self.inputs)
         seen = {id(v) for v in out}
         for e in self.exprs():
@@ -190,6 +211,22 @@ class Fusion:
         self.outputs = [new if v is old else v for v in self.outputs]
         self.changed()
         _set_global(new)
+
+    def release(self) -> None:
+        """Break the reference cycles of this fusion's graph (values and ops, tensors and
+        their IterDomains, the fusion itself) so that reference counting frees it without
+        the cycle collector. For a fusion nothing will read again (a trial copy): it is
+        unusable after. compile_fusion pauses the collector, whose first pass afterwards
+        would otherwise walk every such graph the compile made."""
+        from engine.ir.tensorview import TensorView
+
+        # Everything is collected before anything is cleared: tensors may share a domain
+        # (a multi-output op's) and domains their ids.
+        domains = list({id(v.domain): v.domain for v in self.all_vals if isinstance(v, TensorView)}.values())
+        ids = {i for d in domains for i in (*d.maybe_root, *d.logical, *d.loop, *(d.allocation or ()))}
+        for node in [*ids, *domains, *self.all_vals, *self.all_exprs]:
+            node.__dict__.clear()
+        self.__dict__.clear()
 
     def clone(self) -> tuple[Fusion, dict[Val, Val]]:
         """A deep copy and the map from this fusion's vals to the copy's."""

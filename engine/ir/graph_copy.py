@@ -16,6 +16,8 @@ import enum
 from typing import Any
 
 _ATOMS: set[type] = {int, float, bool, str, bytes, complex, type(None), type, range}
+# Types whose __deepcopy__ is copy_node: copied without deepcopy's dispatch (filled lazily).
+_NODES: set[type] = set()
 _MISSING = object()
 
 
@@ -36,23 +38,30 @@ def copy_value(v: Any, memo: dict[int, Any]) -> Any:
     y = memo.get(id(v), _MISSING)
     if y is not _MISSING:
         return y
+    if t in _NODES:
+        return copy_node(v, memo)
+    atoms = _ATOMS
     if t is list:
         y = []
         memo[id(v)] = y
-        y.extend(copy_value(x, memo) for x in v)
+        # Atoms (most list items are nodes or ints) skip the call.
+        y.extend([x if type(x) in atoms else copy_value(x, memo) for x in v])
         return y
     if t is dict:
         y = {}
         memo[id(v)] = y
         for k, x in v.items():
-            y[copy_value(k, memo)] = copy_value(x, memo)
+            y[copy_value(k, memo)] = x if type(x) in atoms else copy_value(x, memo)
         return y
     if t is tuple:
-        y = tuple(copy_value(x, memo) for x in v)
+        y = tuple([x if type(x) in atoms else copy_value(x, memo) for x in v])
         memo[id(v)] = y
         return y
     if _is_atom(t):
         return v
+    if getattr(t, "__deepcopy__", None) is copy_node:
+        _NODES.add(t)
+        return copy_node(v, memo)
     return copy.deepcopy(v, memo)
 
 
@@ -61,6 +70,7 @@ def copy_node(node: Any, memo: dict[int, Any]) -> Any:
     new = object.__new__(type(node))
     memo[id(node)] = new
     fields = new.__dict__
+    atoms = _ATOMS
     for k, v in node.__dict__.items():
-        fields[k] = copy_value(v, memo)
+        fields[k] = v if type(v) in atoms else copy_value(v, memo)
     return new

@@ -28,6 +28,9 @@ class IterType(enum.Enum):
     VectorComponent = "v"
 
 
+_ITERATION, _REDUCTION, _BROADCAST = IterType.Iteration, IterType.Reduction, IterType.Broadcast
+
+
 class ParallelType(enum.Enum):
     """Members carry nvFuser's python names; the value is the printed form."""
 
@@ -87,23 +90,35 @@ class IterDomain:
         self.parallel_type = parallel_type
         self.expanded_extent = None if expanded_extent is None else as_scalar(expanded_extent)
         self.is_rfactor = is_rfactor
-        self.start = as_scalar(start)
-        self.stop_offset = as_scalar(stop_offset)
+        # Kept as given: an int stays an atom, so the ids that fusion copies make by the
+        # thousand (segmenter trial cuts, clones) carry no two Scalars each.
+        self._start = start
+        self._stop_offset = stop_offset
         self.definition: IdTransform | None = None
         self.uses: list[IdTransform] = []
 
     # ---- queries -----------------------------------------------------------
     @property
+    def start(self) -> Scalar:
+        return as_scalar(self._start)
+
+    @property
+    def stop_offset(self) -> Scalar:
+        return as_scalar(self._stop_offset)
+
+    # Enum members are singletons: `is` gives `==`'s answer without a rich comparison
+    # (these are asked hundreds of thousands of times per compile).
+    @property
     def is_reduction(self) -> bool:
-        return self.iter_type == IterType.Reduction
+        return self.iter_type is _REDUCTION
 
     @property
     def is_broadcast(self) -> bool:
-        return self.iter_type == IterType.Broadcast
+        return self.iter_type is _BROADCAST
 
     @property
     def is_iteration(self) -> bool:
-        return self.iter_type == IterType.Iteration
+        return self.iter_type is _ITERATION
 
     @property
     def has_expanded_extent(self) -> bool:
@@ -311,19 +326,25 @@ def transforms_between(start: Iterable[IterDomain], end: Iterable[IterDomain]) -
     The walk goes backward from `end` and stops at `start`; ids that are neither
     reached from `start` nor in it end the walk too (the verifier reports those).
     """
-    stop = {id(i) for i in start}
+    seen = {id(i) for i in start}  # `start` stops the walk as a visited id would
     found: dict[int, IdTransform] = {}
-    seen: set[int] = set()
     stack = list(end)
     while stack:
         i = stack.pop()
-        if id(i) in seen or id(i) in stop:
+        k = id(i)
+        if k in seen:
             continue
-        seen.add(id(i))
+        seen.add(k)
         t = i.definition
         if t is not None and id(t) not in found:
             found[id(t)] = t
             stack.extend(t.inputs)
+    if len(found) < 2:  # most domains are untransformed between the two lists
+        return list(found.values())
+    return sorted(found.values(), key=_applied_order)
+
+
+def _applied_order(t: IdTransform) -> int:
     # IterDomains are numbered at creation and a transform's outputs are created with
     # it, so the smallest output name orders transforms as they were applied.
-    return sorted(found.values(), key=lambda t: min(o.name for o in t.outputs))
+    return min([o.name for o in t.outputs])

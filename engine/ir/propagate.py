@@ -147,9 +147,13 @@ def parallelize_like(
 
 def inline_most(fusion: Fusion, selected: Sequence[TensorView] | None = None) -> None:
     """Inline every (selected) non-input tensor at its largest legal position."""
+    from engine.analysis.replay import loop_maps_frozen
+
     targets = [t for t in (selected if selected is not None else fusion.tensors())
                if t not in fusion.inputs]
-    with transaction(fusion.tensors()):  # type: ignore[arg-type]
+    # Inlining sets positions only, never a loop domain: each tensor's legal position and
+    # the verification after ask for the same loop maps, computed once.
+    with loop_maps_frozen(), transaction(fusion.tensors()):  # type: ignore[arg-type]
         for tv in targets:
             tv.inline_at(-1, best_effort=True)  # type: ignore[union-attr]
 
@@ -163,6 +167,8 @@ def inline_all_at(reference: TensorView, pos: int = -1, best_effort: bool = Fals
     in each. A tensor with fewer loop axes, or whose legal position is lower, lowers
     the position with best_effort and is refused otherwise.
     """
+    from engine.analysis.replay import loop_maps_frozen
+
     n = reference.nloop
     p = pos + n + 1 if pos < 0 else pos
     if not 0 <= p <= n:
@@ -170,7 +176,7 @@ def inline_all_at(reference: TensorView, pos: int = -1, best_effort: bool = Fals
     fusion = reference.fusion
     targets = [t for t in (selected if selected is not None else fusion.tensors())
                if t not in fusion.inputs]
-    with transaction(fusion.tensors()):  # type: ignore[arg-type]
+    with loop_maps_frozen(), transaction(fusion.tensors()):  # type: ignore[arg-type]
         for tv in targets:
             q = min(p, tv.nloop) if best_effort else p  # type: ignore[union-attr]
             tv.inline_at(q, best_effort)  # type: ignore[union-attr]

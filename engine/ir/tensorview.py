@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from engine.dtypes import DataType
@@ -631,7 +631,6 @@ def transaction(tvs: Sequence[TensorView], loop_edit: bool = False) -> Iterator[
     """Run a mutation of `tvs`, then verify them and their neighbours; on ScheduleError
     (from the mutation or the verifier) put every tensor back and re-raise."""
     from engine.analysis.logical_map import consumers_of, producers_of
-    from engine.ir.verify import verify
 
     if loop_edit and _unverified is not None:
         yield
@@ -645,8 +644,7 @@ def transaction(tvs: Sequence[TensorView], loop_edit: bool = False) -> Iterator[
             check[t] = None
             check.update(dict.fromkeys(producers_of(t)))
             check.update(dict.fromkeys(consumers_of(t)))
-        for t in check:
-            verify(t)
+        _verify_all(check)
     except ScheduleError:
         for s in reversed(snaps):
             s.restore()
@@ -655,11 +653,24 @@ def transaction(tvs: Sequence[TensorView], loop_edit: bool = False) -> Iterator[
 
 def verify_around(tvs: Sequence[TensorView]) -> None:
     from engine.analysis.logical_map import consumers_of, producers_of
+
+    # Each tensor once, in first-seen order: verify is a pure check, so the first
+    # failure (the error raised) is the one checking every occurrence would find.
+    check: dict[TensorView, None] = {}
+    for t in tvs:
+        check.update(dict.fromkeys([t, *producers_of(t), *consumers_of(t)]))
+    _verify_all(check)
+
+
+def _verify_all(tvs: Iterable[TensorView]) -> None:
+    """verify each of `tvs`; nothing changes meanwhile, so loop maps (every consumer's,
+    for each tensor's inline position) are computed once per pair."""
+    from engine.analysis.replay import loop_maps_frozen
     from engine.ir.verify import verify
 
-    for t in tvs:
-        for u in [t, *producers_of(t), *consumers_of(t)]:
-            verify(u)
+    with loop_maps_frozen():
+        for t in tvs:
+            verify(t)
 
 
 def _copy_id(i: IterDomain) -> IterDomain:

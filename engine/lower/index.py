@@ -67,6 +67,16 @@ class Extents:
         self.env = env
         self.promoted: dict[IterDomain, int] = {}
         self._memo: dict[IterDomain, int] = {}
+        self._transforms: dict[TensorView, list[IdTransform]] = {}
+        self.same_source: dict[tuple[IterDomain, IterDomain], bool] = {}  # see _same_source
+
+    def transforms(self, tv: TensorView) -> list[IdTransform]:
+        """tv_transforms(tv), once per tensor: the schedule is final while lowering, and
+        every index of `tv` propagates through them."""
+        got = self._transforms.get(tv)
+        if got is None:
+            got = self._transforms[tv] = tv_transforms(tv)
+        return got
 
     def value(self, s: Scalar) -> int:
         try:
@@ -142,9 +152,6 @@ def _ancestors(tv: TensorView, ids: list[IterDomain]) -> set[IterDomain]:
     return out
 
 
-_TRANSFORMS: dict[int, list[IdTransform]] = {}
-
-
 def tv_transforms(tv: TensorView) -> list[IdTransform]:
     """Every transform among the tensor's root, logical, allocation and loop ids."""
     dom = tv.domain
@@ -160,7 +167,7 @@ def tv_transforms(tv: TensorView) -> list[IdTransform]:
 
 def propagate(tv: TensorView, known: dict[IterDomain, Ix], ext: Extents) -> dict[IterDomain, Ix]:
     """Fill in the index of every id of `tv` reachable from `known` (which it extends)."""
-    ts = tv_transforms(tv)
+    ts = ext.transforms(tv)
     changed = True
     while changed:
         changed = False
@@ -253,7 +260,11 @@ def _same_source(pid: IterDomain, cid: IterDomain, ext: Extents) -> bool:
     elements in the same way (so equal indices mean the same element), or are not split."""
     if pid.is_broadcast or not isinstance(pid.definition, Split):
         return True
-    return same_split_source(pid, cid, ext)
+    # Every index of a producer asks again; the split chains are fixed while lowering.
+    got = ext.same_source.get((pid, cid))
+    if got is None:
+        got = ext.same_source[(pid, cid)] = same_split_source(pid, cid, ext)
+    return got
 
 
 def _merged_beside_broadcast(i: IterDomain) -> IterDomain | None:

@@ -89,6 +89,10 @@ class ExprLowering:
         # A reduction's root id -> the rfactor producer's logical id it continues (see
         # note_rfactor_sources): the split chain an id comes from goes on through it.
         self.rfactor_source: dict[IterDomain, IterDomain] = {}
+        # loop_seeded_index results: every expression's index walks its consumers' chain
+        # again, the same (tensor, loops) pairs over and over (see _seeded_index).
+        self._seeded: dict[tuple, dict[IterDomain, Ix]] = {}
+        self._forwarded: dict[tuple[IterDomain, IterDomain], bool] = {}
 
     def note_rfactor_sources(self, exprs: list[Expr]) -> None:
         """Record, for every reduction of an rfactor tensor, which of the producer's logical
@@ -158,9 +162,16 @@ class ExprLowering:
         before a broadcast, in the loop of the tensor after it): their splits differ."""
         if own.is_broadcast and own not in self.ext.promoted:
             return False
-        if self.ext.of(own) != self.ext.of(node.concrete):
-            return True
-        return not same_split_source(own, node.concrete, self.ext, self.rfactor_source)
+        concrete = node.concrete
+        # Asked for every loop level of every index; extents, promotions and rfactor
+        # sources are fixed while lowering, so the answer per pair of ids is too.
+        key = (own, concrete)
+        got = self._forwarded.get(key)
+        if got is None:
+            got = self._forwarded[key] = (
+                self.ext.of(own) != self.ext.of(concrete)
+                or not same_split_source(own, concrete, self.ext, self.rfactor_source))
+        return got
 
     def loop_seeded_index(self, tv: TensorView, loops: list[LoopNode], upto: int,
                           avoid: frozenset[TensorView] = frozenset()) -> dict[IterDomain, Ix]:
@@ -170,6 +181,22 @@ class ExprLowering:
         a consumer (ca_pos) also take what the consumer's indices give through the op, so
         an axis whose loop is a consumer's merge with a broadcast is indexed correctly.
         """
+        return dict(self._seeded_index(tv, loops, upto, avoid))
+
+    def _seeded_index(self, tv: TensorView, loops: list[LoopNode], upto: int,
+                      avoid: frozenset[TensorView]) -> dict[IterDomain, Ix]:
+        """loop_seeded_index, shared (callers must not change it). The result depends on the
+        loops below `upto` only through their concrete ids and virtual flags (walk makes
+        new virtual nodes per expression, so the nodes themselves do not key it); the
+        schedule, extents and rfactor sources are fixed while lowering."""
+        key = (tv, upto, avoid, tuple((n.concrete, n.virtual) for n in loops[:upto]))
+        got = self._seeded.get(key)
+        if got is None:
+            got = self._seeded[key] = self._fresh_seeded_index(tv, loops, upto, avoid)
+        return got
+
+    def _fresh_seeded_index(self, tv: TensorView, loops: list[LoopNode], upto: int,
+                            avoid: frozenset[TensorView]) -> dict[IterDomain, Ix]:
         known: dict[IterDomain, Ix] = {}
         for k in range(min(upto, tv.nloop)):
             i = tv.axis(k)
@@ -180,7 +207,7 @@ class ExprLowering:
         m = min(upto, tv.compute_at_pos)
         consumers = [c for c in consumers_of(tv) if c not in avoid] if m > 0 else []
         if consumers:
-            c_idx = self.loop_seeded_index(consumers[0], loops, m, avoid)
+            c_idx = self._seeded_index(consumers[0], loops, m, avoid)
             for pid, ix in producer_known(tv, consumers[0], c_idx, self.ext).items():
                 known.setdefault(pid, ix)
         elif any(self.forwarded(loops[k], tv.axis(k)) for k in range(min(upto, tv.nloop))):
@@ -198,7 +225,7 @@ class ExprLowering:
         for p in (d.inputs if d is not None else []):
             if not isinstance(p, TensorView) or p.compute_at_pos == 0:
                 continue
-            p_idx = self.loop_seeded_index(p, loops, min(upto, p.compute_at_pos), avoid)
+            p_idx = self._seeded_index(p, loops, min(upto, p.compute_at_pos), avoid)
             for pid, cid in logical_map(p, tv, map_broadcast=False).items():
                 if pid in p_idx:
                     known.setdefault(cid, p_idx[pid])
@@ -292,7 +319,7 @@ class ExprLowering:
     def bounds_predicates(self, tv: TensorView, index: dict[IterDomain, Ix],
                           skip: frozenset[IterDomain] = frozenset()) -> list[str]:
         out: list[str] = []
-        for i in _checked_ids(tv):
+        for i in _checked_ids(tv, self.ext):
             if i.is_broadcast or i in skip:
                 continue
             ix = index.get(i)
@@ -479,9 +506,10 @@ class ExprLowering:
         return text if src == dst else ops_table.cast(text, src, dst)
 
 
-def _checked_ids(tv: TensorView) -> list[IterDomain]:
+def _checked_ids(tv: TensorView, ext: Extents) -> list[IterDomain]:
     """Logical ids, and root ids an rfactor or reshape transformed (a split may overhang them).
-    Root ids of a pad's Resize are not checked: out of the input's range is the padding."""
+    Root ids of a pad's Resize are not checked: out of the input's range is the padding.
+    `ext` keeps the tensor's transforms (tv_transforms) for the whole lowering."""
     dom = tv.domain
     ids = list(dom.logical)
     if dom.root is not None:
@@ -489,10 +517,8 @@ def _checked_ids(tv: TensorView) -> list[IterDomain]:
         ids += [r for r in dom.root if r not in logical and not any(isinstance(u, Resize) for u in r.uses)]
     # A split whose pieces overhang its input (a non-divisible inner split) would repeat
     # elements: the input of every split between logical and loop is checked too.
-    from engine.lower.index import tv_transforms
-
     seen = set(ids)
-    for t in tv_transforms(tv):
+    for t in ext.transforms(tv):
         if isinstance(t, Split) and t.in_id not in seen:
             seen.add(t.in_id)
             ids.append(t.in_id)

@@ -120,8 +120,9 @@ def covers_inputs(fusion: Fusion, ref: TensorView) -> bool:
     while queue:
         src = queue.pop(0)
         full = covered[src] >= set(_concrete(src))
-        for nb in [*consumers_of(src), *producers_of(src)]:
-            is_consumer = nb in consumers_of(src)
+        consumers = consumers_of(src)
+        for nb in [*consumers, *producers_of(src)]:
+            is_consumer = nb in consumers
             consumer = nb if is_consumer else src
             if isinstance(consumer.definition, ex.ViewOp):
                 got = set(_concrete(nb)) if full else set()
@@ -211,6 +212,14 @@ def reshape_schedule_reason(fusion: Fusion) -> str | None:
     if any(isinstance(e, BlockQuantizationOp) for e in fusion.exprs()):
         return None  # the block schedule is not the flattened one (and takes no reshape)
     copy, _ = fusion.clone()
+    try:
+        return _trial_schedule_reason(fusion, copy)
+    finally:
+        copy.release()  # the trial is not read again (see Fusion.release)
+
+
+def _trial_schedule_reason(fusion: Fusion, copy: Fusion) -> str | None:
+    """reshape_schedule_reason's trial: the 1-D schedule on `copy` (a clone of `fusion`)."""
     try:
         schedule_pointwise(copy, PointwiseParams(lparams=LaunchParams(bdimx=THREADS_X)))
     except (ValueError, ScheduleError) as e:

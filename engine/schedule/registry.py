@@ -6,7 +6,9 @@ nvFuser's priority order and records every verdict in the trace.
 
 from __future__ import annotations
 
+import enum
 import importlib
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from engine.schedule import tools
@@ -18,6 +20,15 @@ if TYPE_CHECKING:
     from engine.trace import Trace
 
 _SCHEDULERS: dict[SchedulerType, Scheduler] = {}
+
+
+class Unknown(enum.Enum):
+    """A compile-time reason not computed yet (None means "no reason": accepted)."""
+
+    UNKNOWN = "unknown"
+
+
+UNKNOWN = Unknown.UNKNOWN
 
 # Modules that define schedulers; each registers its classes when imported.
 _MODULES = ["expr_eval", "no_op", "matmul", "reduction", "resize", "transpose", "pointwise",
@@ -74,11 +85,15 @@ def available() -> list[SchedulerType]:
     return [t for t in PRIORITY if t in _SCHEDULERS]
 
 
-def verdict(kind: SchedulerType, fusion: Fusion, info: SchedulerRuntimeInfo | None) -> Verdict:
+_NOT_IMPLEMENTED = "not implemented in this engine yet"
+
+
+def compile_time_reason(kind: SchedulerType, fusion: Fusion) -> str | None:
+    """Why `kind` refuses `fusion` whatever the sizes (the part of its verdict that depends
+    on the fusion alone), or None."""
     _load()
     if kind not in _SCHEDULERS:
-        return Verdict(kind, False, "not implemented in this engine yet")
-    s = _SCHEDULERS[kind]
+        return _NOT_IMPLEMENTED
     # Rules that hold for every scheduler come first, as in nvFuser's checkCanSchedule:
     # the layout op's runtime function needs its offsets and output in global memory,
     # which no scheduler (not even expr_eval, which cannot run it) can change.
@@ -86,18 +101,32 @@ def verdict(kind: SchedulerType, fusion: Fusion, info: SchedulerRuntimeInfo | No
     if reason is None and kind in _KERNEL_SCHEDULERS:
         reason = _self_mapping(fusion)
     if reason is None:
-        reason = s.reject_compile_time(fusion)
+        reason = _SCHEDULERS[kind].reject_compile_time(fusion)
+    return reason
+
+
+def verdict(kind: SchedulerType, fusion: Fusion, info: SchedulerRuntimeInfo | None,
+            compile_reason: str | None | Unknown = UNKNOWN) -> Verdict:
+    """`kind`'s verdict on `fusion`; `compile_reason`, when known, is compile_time_reason's
+    answer for this fusion (or one built the same way), which is then not asked again."""
+    reason = compile_time_reason(kind, fusion) if compile_reason is UNKNOWN else compile_reason
     if reason is None and info is not None:
-        reason = s.reject_runtime(fusion, info)
+        reason = _SCHEDULERS[kind].reject_runtime(fusion, info)
     return Verdict(kind, reason is None, reason or "")
 
 
 def can_schedule(
     fusion: Fusion, info: SchedulerRuntimeInfo | None = None, trace: Trace | None = None,
-    subject: str = "fusion",
+    subject: str = "fusion", known: Mapping[SchedulerType, str | None] | None = None,
 ) -> tuple[list[Verdict], SchedulerType | None]:
-    """Every scheduler's verdict, and the first in priority order that accepts."""
-    verdicts = [verdict(t, fusion, info) for t in PRIORITY]
+    """Every scheduler's verdict, and the first in priority order that accepts. `known`:
+    compile-time reasons already found for this fusion's structure (the segmenter's, for
+    the segment it cut the same way); the runtime checks are always made."""
+    from engine.analysis.logical_map import pairwise_maps_frozen
+
+    known = known or {}
+    with pairwise_maps_frozen(fusion):
+        verdicts = [verdict(t, fusion, info, known.get(t, UNKNOWN)) for t in PRIORITY]
     if trace is not None:
         for v in verdicts:
             trace.event("can_schedule", subject, str(v), scheduler=str(v.scheduler),

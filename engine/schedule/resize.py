@@ -505,6 +505,8 @@ class ResizeScheduler(Scheduler):
             make_resizes_exclusive(copy, vals[ref])  # type: ignore[arg-type]
         except _ConflictError as c:
             return _resize_between_outputs(fusion, ref) or str(c)
+        finally:
+            copy.release()  # not read again (see Fusion.release)
         return None
 
     def compute_heuristics(

@@ -89,6 +89,30 @@ def layout_op_buffer_reason(fusion: Fusion) -> str | None:
     return None
 
 
+class _Classes:
+    """Union-find over IterDomains: `uf[i]` is the representative of i's class. Only
+    equality of representatives is read, so any representative serves (networkx's
+    weighted UnionFind gave the same classes, several times slower: every segmenter
+    candidate asks)."""
+
+    def __init__(self) -> None:
+        self.parent: dict[object, object] = {}
+
+    def __getitem__(self, i: object) -> object:
+        parent = self.parent
+        root = parent.setdefault(i, i)
+        while parent[root] is not root:
+            root = parent[root]
+        while i is not root:  # path compression
+            parent[i], i = root, parent[i]
+        return root
+
+    def union(self, a: object, b: object) -> None:
+        ra, rb = self[a], self[b]
+        if ra is not rb:
+            self.parent[rb] = ra
+
+
 def self_mapping_reason(fusion: Fusion) -> str | None:
     """nvFuser's hasSelfMapping ("Fusion has self mapping"): two concrete logical axes of
     one tensor in the same exact class, as `x + x[:, None]` (both axes of the sum are x's
@@ -97,13 +121,11 @@ def self_mapping_reason(fusion: Fusion) -> str | None:
     producer-consumer maps without broadcast pairs, and root ids that stay one logical id
     (a permute, a split or merge with a size-1 part; a resize changes the extent).
     A reason naming the tensor and its axes, or None."""
-    from networkx.utils import UnionFind
-
     from engine.analysis.logical_map import pairwise_logical_map, tensor_edges
     from engine.analysis.replay import transforms_between
     from engine.ir.iterdomain import Merge, Split
 
-    uf = UnionFind()
+    uf = _Classes()
 
     def one(x: object) -> bool:
         e = x.extent  # type: ignore[attr-defined]

@@ -8,7 +8,6 @@ while segmenting and what the compile pipeline schedules, lowers and runs.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -19,6 +18,7 @@ from engine.dtypes import DataType, to_torch
 from engine.errors import ExecutionError
 from engine.ir.base import Expr, Val
 from engine.ir.fusion import Fusion
+from engine.ir.graph_copy import copy_value
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import MemoryType, TensorView
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import networkx as nx
 
     from engine.config import Options
-    from engine.schedule.base import Verdict
+    from engine.schedule.base import SchedulerType, Verdict
     from engine.trace import Trace
 
 
@@ -126,6 +126,8 @@ def referenced_symbols(exprs: Sequence[Expr], inputs: Sequence[TensorView]) -> l
     found: dict[Scalar, None] = {}
 
     def add(s: Scalar) -> None:
+        if s.value is not None:
+            return  # a constant (most extents at static sizes) has no free symbols
         for f in sorted(s.free_symbols(), key=lambda x: x.name if x.name is not None else -1):
             if f not in bound:
                 found[f] = None
@@ -193,9 +195,9 @@ def cut_fusion(
     for e in complete.all_exprs:
         if id(e) not in keep:
             memo[id(e)] = None
-    new_exprs = copy.deepcopy(list(exprs), memo)
-    new_in = copy.deepcopy(list(inputs), memo)
-    new_out = copy.deepcopy(list(outputs), memo)
+    new_exprs = [copy_value(e, memo) for e in exprs]
+    new_in = [copy_value(v, memo) for v in inputs]
+    new_out = [copy_value(v, memo) for v in outputs]
     val_map: dict[Val, Val] = {}
     for v in [*complete.all_vals, *inputs, *outputs]:
         c = memo.get(id(v))
@@ -270,6 +272,9 @@ class SegmentedGroup:
     scalar_inputs: list[Scalar] = field(default_factory=list)
     forwarded_exprs: list[Expr] = field(default_factory=list)
     verdicts: list[Verdict] = field(default_factory=list)
+    # Each scheduler's compile-time reason (None: no objection) for `make_fusion()`'s fusion,
+    # when the segmenter's verdicts were found on a cut identical to it; else None.
+    compile_reasons: dict[SchedulerType, str | None] | None = None
 
     @property
     def name(self) -> str:

@@ -22,8 +22,10 @@ built as a real Fusion at the example input sizes; every attempt is a trace even
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from engine.analysis.logical_map import pairwise_maps_frozen
 from engine.config import Options
 from engine.errors import NoSchedulerError, ScheduleError
 from engine.ir import exprs as ex
@@ -68,10 +70,26 @@ def segment_fusion(
     check_layout_op_uses(fusion)
     finder = _Finder(fusion, Sizes(fusion, inputs), options, trace)
     finder.isolated = dict(isolated or {})
-    return finder.run()
+    try:
+        return finder.run()
+    finally:
+        finder.release_trials()
 
 
 # ---- groups while segmenting ---------------------------------------------------------------
+
+@dataclass
+class _Asked:
+    """A candidate group cut out as its own Fusion, and what the schedulers said of it:
+    verdicts in priority order, compile-time reasons by scheduler (those that did not
+    crash), and the complete fusion's version when it was cut."""
+
+    sub: Fusion
+    info: SchedulerRuntimeInfo
+    version: int
+    verdicts: list[Verdict] = field(default_factory=list)
+    reasons: dict[SchedulerType, str | None] = field(default_factory=dict)
+
 
 class _Group:
     """A group under construction; `val` is set for the auxiliary group of an input."""
@@ -134,12 +152,23 @@ class _Finder:
         self.options = options
         self.trace = trace
         self.boundary, self.forced = boundary_vals(fusion, trace)
-        self.cache: dict[frozenset[int], tuple[Fusion, SchedulerRuntimeInfo, list[Verdict]]] = {}
+        self.cache: dict[frozenset[int], _Asked] = {}
         self.forwarding = Forwarding()
         self.privatized: dict[Expr, list[Expr]] = {}
-        self.groups: list[_Group] = []
+        self._groups: list[_Group] = []
+        # Counts edits of the groups (see `groups`), which key the cached adjacency.
+        self._generation = 0
+        self._adjacency_cache: tuple[tuple[int, int], Any] | None = None
         self.input_groups: dict[Val, _Group] = {}
         self.isolated: dict[int, str] = {}
+
+    def release_trials(self) -> None:
+        """Free the candidate fusions now that segmentation is over: the compile pauses the
+        cycle collector, whose first pass after it would otherwise walk every one of these
+        (cyclic) graphs; nothing reads them any more (verdicts and trace events are text)."""
+        for asked in self.cache.values():
+            asked.sub.release()
+        self.cache.clear()
 
     # ---- trace helpers -------------------------------------------------------------------
     def _event(self, kind: str, subject: str, message: str, **data: Any) -> None:
@@ -180,24 +209,37 @@ class _Finder:
         asked = self.cache.get(key)
         if asked is None:
             asked = self.cache[key] = self._cut(core)
-        sub, info, verdicts = asked
+        verdicts = asked.verdicts
         # A forced scheduler may come after the first that accepts.
         every = every or self.options.force_scheduler is not None
-        for t in PRIORITY[len(verdicts):]:
-            if not every and self._choose(verdicts) is not None:
-                break
-            try:
-                verdicts.append(registry.verdict(t, sub, info))
-            except Exception as e:  # a scheduler that crashes refuses, and says why
-                verdicts.append(Verdict(t, False, f"check failed: {type(e).__name__}: {e}"))
+        with pairwise_maps_frozen(asked.sub):
+            for t in PRIORITY[len(verdicts):]:
+                if not every and self._choose(verdicts) is not None:
+                    break
+                try:
+                    reason = registry.compile_time_reason(t, asked.sub)
+                    asked.reasons[t] = reason
+                    verdicts.append(registry.verdict(t, asked.sub, asked.info, reason))
+                except Exception as e:  # a scheduler that crashes refuses, and says why
+                    verdicts.append(Verdict(t, False, f"check failed: {type(e).__name__}: {e}"))
         return list(verdicts), self._choose(verdicts)
 
-    def _cut(self, core: Sequence[Expr]) -> tuple[Fusion, SchedulerRuntimeInfo, list[Verdict]]:
+    def _cut(self, core: Sequence[Expr]) -> _Asked:
         eff, ins, outs = self._group_io(core)
         scalars = referenced_symbols(eff, ins)
         sub, _ = cut_fusion(self.fusion, eff, [*ins, *scalars], outs)
         args = [self.sizes.tensor(t) for t in ins] + [self.sizes.value(s) for s in scalars]
-        return sub, SchedulerRuntimeInfo(sub, args, current(self.options.device_model)), []
+        return _Asked(sub, SchedulerRuntimeInfo(sub, args, current(self.options.device_model)),
+                      self.fusion.version)
+
+    def _known_reasons(self, core: Sequence[Expr]) -> dict[SchedulerType, str | None] | None:
+        """The compile-time reasons found for the group of `core`, when its cut was made
+        from the fusion as it is now (so the segment's own cut, made the same way, is the
+        same fusion) and every scheduler was asked without crashing; else None."""
+        asked = self.cache.get(frozenset(id(e) for e in core))
+        if asked is None or asked.version != self.fusion.version or len(asked.reasons) != len(PRIORITY):
+            return None
+        return dict(asked.reasons)
 
     def _choose(self, verdicts: list[Verdict]) -> SchedulerType | None:
         forced = self.options.force_scheduler
@@ -230,7 +272,29 @@ class _Finder:
                     out.setdefault((id(p), id(g), id(v)), (p, g, v))
         return list(out.values())
 
+    @property
+    def groups(self) -> list[_Group]:
+        return self._groups
+
+    @groups.setter
+    def groups(self, groups: list[_Group]) -> None:
+        self._groups = groups
+        self._groups_changed()
+
+    def _groups_changed(self) -> None:
+        """Every edit of the groups (the list, or a group's exprs) comes through here."""
+        self._generation += 1
+
     def _adjacency(self) -> tuple[dict[_Group, list[tuple[_Group, Val]]], dict[_Group, list[tuple[_Group, Val]]]]:
+        """Producer and consumer groups of every group (shared: callers only read them),
+        kept while neither the groups nor the fusion change: every merge attempt asks."""
+        key = (self._generation, self.fusion.version)
+        if self._adjacency_cache is None or self._adjacency_cache[0] != key:
+            self._adjacency_cache = (key, self._fresh_adjacency())
+        return self._adjacency_cache[1]
+
+    def _fresh_adjacency(self) -> tuple[dict[_Group, list[tuple[_Group, Val]]],
+                                        dict[_Group, list[tuple[_Group, Val]]]]:
         producers: dict[_Group, list[tuple[_Group, Val]]] = {g: [] for g in self.groups}
         consumers: dict[_Group, list[tuple[_Group, Val]]] = {g: [] for g in [*self.groups, *self.input_groups.values()]}
         for p, c, v in self._edges():
@@ -650,6 +714,7 @@ class _Finder:
                     continue
                 src.exprs[:] = rest
                 dst.exprs[:] = grown
+                self._groups_changed()
                 self._event("narrow", v.short_name,
                             f"boundary narrowed: the cast producing {cast_expr.output.short_name} moved "
                             f"from {src.label()} to {dst.label()}, so the narrower tensor crosses",
@@ -670,6 +735,7 @@ class _Finder:
                         self.fusion.replace_input_of(use, m.output, keep.output)
                     self.fusion.remove_expr(m)
                     g.exprs.remove(m)
+                    self._groups_changed()
                 self._event("privatize", orig.output.short_name,
                             f"copies of {orig.output.short_name} landed in one group {g.label()}: "
                             f"folded back into {keep.output.short_name}", reverted=True)
@@ -713,6 +779,7 @@ class _Finder:
             sg = SegmentedGroup(
                 id=k, scheduler=str(first), exprs=eff, inputs=ins, outputs=list(outs), complete=fusion,
                 scalar_inputs=referenced_symbols(eff, ins), forwarded_exprs=fwd, verdicts=verdicts,
+                compile_reasons=self._known_reasons(core),
             )
             groups.append(sg)
             for v in outs:
