@@ -16,7 +16,8 @@ from textual.widgets import Static
 NOT_YET = (
     "Not in this version: random-number ops, scaled dot-product attention and scatter (a file "
     "using them is refused when opened, naming the op and line); complex dtypes (refused at "
-    "compile); circular buffering and TMA loads in the generated kernels. Kernels are compiled "
+    "compile); TMA loads and warp specialization in the generated kernels (shared-memory "
+    "caches are circular-buffered with cp.async instead). Kernels are compiled "
     "for the file's example input sizes; the emulate back end checks values, its times say "
     "nothing about a GPU."
 )
