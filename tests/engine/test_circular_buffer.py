@@ -96,3 +96,13 @@ def test_circular_buffer_needs_stages_and_shared_memory():
     with pytest.raises(ScheduleError, match="2 or more stages"):
         t0.circular_buffer(1)
     assert t0.memory_type == MemoryType.Global and t0.circular_buffer_depth == 0
+
+
+@pytest.mark.parametrize("stages", [3, 4])
+def test_deeper_circular_buffers_load_further_ahead(stages: int):
+    fd, xs = seed001_like(1000, 512)
+    cf = compile_fusion(fd, xs, Options(device_model="h100", heuristic_overrides={"circular_buffer_stages": stages}))
+    seg = cf.segments[0]
+    assert f"circular buffer of {stages} stages" in seg.stages["circular_buffer"]
+    assert f"fsCpAsyncWait<{stages - 2}>();" in seg.cuda_source
+    assert max(max_errors(cf, xs, fd)) < 1e-2

@@ -41,3 +41,9 @@ def test_exactly_48k_of_dynamic_shared_memory_with_static_shared_memory_launches
     """The opt-in to more shared memory counts the kernel's static __shared__ bytes too."""
     seg = check_on_gpu(4096, 4096, {"rows_per_step": 1})
     assert seg.launch.shared_mem_bytes == 48 * 1024
+
+
+@pytest.mark.parametrize("stages", [3, 4])
+def test_deeper_circular_buffers_on_gpu(stages: int) -> None:
+    seg = check_on_gpu(4096, 4096, {"circular_buffer_stages": stages})
+    assert f"circular buffer of {stages} stages" in seg.stages["circular_buffer"]
