@@ -62,6 +62,14 @@ class DataType(enum.Enum):
         return f"DataType.{self.name}"
 
 
+_CTYPE_BYTES = {dt.cuda_name: dt.bits // 8 for dt in DataType if dt.bits >= 8}
+
+
+def ctype_bytes(cuda_name: str) -> int:
+    """Bytes of one element of the CUDA type `cuda_name` (0: not a whole-byte type of ours)."""
+    return _CTYPE_BYTES.get(cuda_name, 0)
+
+
 _TORCH = {
     DataType.Double: torch.float64,
     DataType.Float: torch.float32,

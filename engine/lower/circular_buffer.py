@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from engine.dtypes import ctype_bytes
 from engine.lower import kir
 
 
@@ -41,8 +42,6 @@ class CircularBuffer:
 _COPY = re.compile(r"loadGeneric<([^,<>]+), (\d+)>\(&(\w+)\[")
 _INDEX_DEF = re.compile(r"const nvfuser_index_t \w+ = ")
 _ACCESS = re.compile(r"^\w+\[.*\]$")
-_CTYPE_BYTES = {"float": 4, "double": 8, "__half": 2, "__bfloat": 2, "int": 4, "int64_t": 8,
-                "nvfuser_index_t": 8, "int8_t": 1, "uint8_t": 1, "bool": 1}
 
 
 def circular_buffer(body: list[kir.Stmt], bufs: dict[str, CircularBuffer], notes: list[str]) -> list[kir.Stmt]:
@@ -173,7 +172,7 @@ def _not_a_copy(st: kir.Stmt, cb: CircularBuffer) -> str | None:
     if isinstance(st, kir.Raw):
         m = _COPY.match(st.text.strip())
         if m is not None and m.group(3) == cb.name:
-            width = _CTYPE_BYTES.get(m.group(1).strip(), 0) * int(m.group(2))
+            width = ctype_bytes(m.group(1).strip()) * int(m.group(2))
             return None if width in (4, 8, 16) else f"a copy of {width} bytes (cp.async copies 4, 8 or 16)"
         if _INDEX_DEF.match(st.text.strip()):
             return None
@@ -181,7 +180,7 @@ def _not_a_copy(st: kir.Stmt, cb: CircularBuffer) -> str | None:
     if isinstance(st, kir.Assign):
         if not (st.copy_ctype and st.lhs.startswith(f"{cb.name}[") and _ACCESS.match(st.rhs)):
             return f"its load nest has `{st.lhs} = {st.rhs}`"
-        width = _CTYPE_BYTES.get(st.copy_ctype, 0)
+        width = ctype_bytes(st.copy_ctype)
         return None if width in (4, 8, 16) else f"{width}-byte element copies (cp.async copies 4, 8 or 16 bytes)"
     if isinstance(st, kir.ForLoop | kir.Scope | kir.IfThenElse):
         for child in _children(st):

@@ -57,8 +57,9 @@ def test_the_grid_reduction_waits_at_a_grid_barrier_on_a_cooperative_launch(comp
     seg = cf.segments[0]
     assert seg.launch.cooperative
     assert "gridReduceGroupSync<" in seg.cuda_source
-    assert any("cooperative launch" in e.message for e in cf.trace.about(f"segment {seg.id}")) or \
-        any("cooperative launch" in e.message for e in cf.trace.events)
+    assert [e.message for e in cf.trace.events if e.kind == "lowering" and e.subject == f"g{seg.id}"] == [
+        "cooperative launch: the 132 blocks are co-resident, so the grid reduction waits at a grid barrier "
+        "and every block combines a share of the partials"]
 
 
 def test_a_grid_larger_than_the_sms_keeps_independent_blocks():

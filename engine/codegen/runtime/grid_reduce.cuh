@@ -259,18 +259,25 @@ FS_DEVICE Array<T, N> fsGroupCombine(const T* work, nvfuser_index_t stride, nvfu
   return fsBlockAllReduceImpl<X_THREAD, Y_THREAD, Z_THREAD>(acc, op, st);
 }
 
+// Step 1 of a grouped grid reduction: the block's partials of its thread segment, in every thread.
+template <bool X_THREAD, bool Y_THREAD, bool Z_THREAD, typename T, int N, typename Func>
+FS_DEVICE Array<T, N> fsGroupBlockPartial(const T (&vals)[N], const FsGroupOp<T, N, Func>& gop,
+                                          const FsGroupSmemStore<T, N>& st) {
+  Array<T, N> val;
+  #pragma unroll
+  for (int k = 0; k < N; ++k) {
+    val[k] = vals[k];
+  }
+  return fsBlockAllReduceImpl<X_THREAD, Y_THREAD, Z_THREAD>(val, gop, st);
+}
+
 template <bool X_BLOCK, bool Y_BLOCK, bool Z_BLOCK, bool X_THREAD, bool Y_THREAD, bool Z_THREAD,
           typename T, int N, typename Func>
 __device__ bool gridReduceGroup(T (&vals)[N], Func op, T init, T* work_buf, nvfuser_index_t stride,
                                 nvfuser_index_t* sync_flags, T* smem) {
   const FsGroupOp<T, N, Func> gop{op};
   const FsGroupSmemStore<T, N> st{smem, blockDim.x * blockDim.y * blockDim.z};
-  Array<T, N> val;
-  #pragma unroll
-  for (int k = 0; k < N; ++k) {
-    val[k] = vals[k];
-  }
-  const Array<T, N> partial = fsBlockAllReduceImpl<X_THREAD, Y_THREAD, Z_THREAD>(val, gop, st);
+  const Array<T, N> partial = fsGroupBlockPartial<X_THREAD, Y_THREAD, Z_THREAD>(vals, gop, st);
   const FsGridCoords c = fsGridCoords<X_BLOCK, Y_BLOCK, Z_BLOCK, X_THREAD, Y_THREAD, Z_THREAD>();
   const unsigned t_r = c.t_r, t_R = c.t_R, t_seg = c.t_seg, b_r = c.b_r, b_R = c.b_R, b_seg = c.b_seg;
   const nvfuser_index_t t_S = c.t_S;
@@ -383,14 +390,8 @@ __device__ bool gridReduceGroupSync(T (&vals)[N], Func op, T init, T* work_buf, 
   return gridReduceGroup<X_BLOCK, Y_BLOCK, Z_BLOCK, X_THREAD, Y_THREAD, Z_THREAD>(
       vals, op, init, work_buf, stride, sync_flags, smem);
 #else
-  const FsGroupOp<T, N, Func> gop{op};
-  const FsGroupSmemStore<T, N> st{smem, blockDim.x * blockDim.y * blockDim.z};
-  Array<T, N> val;
-  #pragma unroll
-  for (int k = 0; k < N; ++k) {
-    val[k] = vals[k];
-  }
-  const Array<T, N> partial = fsBlockAllReduceImpl<X_THREAD, Y_THREAD, Z_THREAD>(val, gop, st);
+  const Array<T, N> partial = fsGroupBlockPartial<X_THREAD, Y_THREAD, Z_THREAD>(
+      vals, FsGroupOp<T, N, Func>{op}, FsGroupSmemStore<T, N>{smem, blockDim.x * blockDim.y * blockDim.z});
   const FsGridCoords c = fsGridCoords<X_BLOCK, Y_BLOCK, Z_BLOCK, X_THREAD, Y_THREAD, Z_THREAD>();
   const nvfuser_index_t seg_base = static_cast<nvfuser_index_t>(c.b_seg) * c.b_R;
   // Three flags per block segment: barrier arrivals, departures, finished shares.
