@@ -7,6 +7,7 @@ floats are computed in float and rounded to the output type, as nvFuser does.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -554,6 +555,31 @@ def _iota(expr, args, ctx):
     work = torch.float64 if dtype.is_float else torch.int64
     r = torch.arange(int(length), dtype=work, device=ctx.device) * step + start
     return [as_dtype(r, dtype)]
+
+
+@handles(ex.RNGOp)
+def _rng(expr, args, ctx):
+    from engine.philox import draw
+
+    def number(x: Any) -> Any:
+        return x.item() if isinstance(x, torch.Tensor) else x
+
+    dtype = out_dtype(expr)
+    sizes = [int(ctx.scalar(s)) for s in expr.shape]
+    a, b = (float(number(x)) for x in args[:2])
+    seed, offset = (int(number(x)) for x in args[2:4]) if len(args) > 2 else (0, expr.rng_id)
+    narrow = dtype in (DataType.Half, DataType.BFloat16)
+    raw = narrow and expr.dist == "uniform"
+    values = draw(expr.dist, math.prod(sizes), seed, offset, dtype == DataType.Double, a, b, raw)
+    out = torch.from_numpy(values).reshape(sizes).to(ctx.device)
+    if not narrow:
+        return [out]
+    out = out.to(to_torch(dtype))
+    if raw:
+        # nvFuser's half/bfloat16 uniform: a draw that rounds up to `b` becomes `a`.
+        hi = torch.tensor(b, dtype=torch.float32).to(out.dtype)
+        out = torch.where(out == hi.to(out.device), torch.tensor(a, dtype=out.dtype, device=out.device), out)
+    return [out]
 
 
 @handles(ex.SelectOp)

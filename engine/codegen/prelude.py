@@ -17,6 +17,7 @@ HEADERS: tuple[str, ...] = (
     "types.cuh",
     "array.cuh",
     "helpers.cuh",
+    "random.cuh",
     "reduce.cuh",
     "grid_reduce.cuh",
     "quantize.cuh",

@@ -61,8 +61,8 @@ def _squeeze(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, 
 
 # nvFuser ops that this engine does not build, with why: named in the refusal.
 _UNSUPPORTED: dict[str, str] = {
-    **{op: "random number generation is not supported (no RNG in the engine)"
-       for op in ("uniform", "normal", "rand_like", "randn_like", "randn", "rand")},
+    **{op: "not an nvFuser op; random tensors come from fd.ops.uniform, normal, rand_like or randn_like"
+       for op in ("randn", "rand")},
     **{op: "scaled dot-product attention (SDPA) is not supported"
        for op in ("sdpfa_fwd", "sdpfa_bwd")},
     **{op: "scatter is not supported" for op in ("scatter", "index_put_accumulate", "index_add")},

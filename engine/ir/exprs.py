@@ -350,6 +350,42 @@ class IotaOp(Expr):
         return two_lines(self.output, rhs, indent, ";\n")
 
 
+class RNGOp(Expr):
+    """Random numbers from a counter-based Philox4x32-10 stream, as nvFuser draws them: the
+    element at linear (row-major, logical) index n takes word n % m of the block
+    philox(seed, n // m, offset), m = 2 for double and 4 otherwise. `dist` is "uniform"
+    (params low, high) or "normal" (params mean, std). Without rng_seed/rng_offset the
+    stream is seed 0 and offset `rng_id` (the op's ordinal in its fusion), so every run
+    draws the same numbers (nvFuser takes them from torch's CUDA generator instead)."""
+
+    op_name = "rng"
+
+    def __init__(self, fusion, out: Val, dist: str, shape: Sequence[Scalar], params: Sequence[Scalar],
+                 seed: Scalar | None, offset: Scalar | None, rng_id: int) -> None:
+        seeded = [] if seed is None else [seed, offset]
+        super().__init__(fusion, [*params, *seeded], [out], dist=dist, shape=list(shape), rng_id=rng_id)
+
+    @property
+    def params(self) -> list[Val]:
+        return self.inputs[:2]
+
+    @property
+    def seed(self) -> Val | None:
+        return self.inputs[2] if len(self.inputs) > 2 else None
+
+    @property
+    def offset(self) -> Val | None:
+        return self.inputs[3] if len(self.inputs) > 3 else None
+
+    def to_string(self, indent: int = 0) -> str:
+        args = [list_str(self.shape), self.output.dtype.cuda_name, *(scalar_str(p) for p in self.params)]
+        if self.seed is not None:
+            args += [f"rng_seed = {scalar_str(self.seed)}", f"rng_offset = {scalar_str(self.offset)}"]
+        else:
+            args.append(f"rng_id = {self.rng_id}")
+        return two_lines(self.output, f"rng_{self.dist}({', '.join(args)})", indent, ";\n")
+
+
 # ---- indexing -----------------------------------------------------------------------
 
 class SelectOp(Expr):

@@ -51,6 +51,8 @@ def value_of(low: ExprLowering, expr: Expr, out: TensorView, c_index: dict[IterD
         return _operand(low, expr.fill, out, c_index, out.dtype)
     if isinstance(expr, ex.IotaOp):
         return _iota(low, expr, out, c_index)
+    if isinstance(expr, ex.RNGOp):
+        return _rng(low, expr, out, c_index)
     if isinstance(expr, ex.SelectOp):
         return _select(low, expr, out, c_index)
     if isinstance(expr, ex.IndexSelectOp | ex.GatherOp):
@@ -166,6 +168,24 @@ def _iota(low: ExprLowering, expr: ex.IotaOp, out: TensorView, c_index) -> str:
     k = low.converted(low.scalar(step), step.dtype, dt) if isinstance(step, Scalar) else "1"
     pos = low.converted(str(idx), DataType.Index, dt)
     return f"({s} + ({pos}) * {k})"  # the index may be a sum: (i * 2 + j) * step
+
+
+def _rng(low: ExprLowering, expr: ex.RNGOp, out: TensorView, c_index) -> str:
+    """fsRng at the element's row-major index over the logical axes (nvFuser's philox index)."""
+    linear: cexpr.Term = 0
+    stride = 1
+    for i in reversed(_logical_noreduction(out)):
+        n = low.ext.of(i)
+        if n > 1:
+            linear = cexpr.add(linear, cexpr.mul(c_index[i].term, stride))
+        stride *= n
+    if expr.seed is not None:
+        seed, offset = (f"(uint64_t)({low.scalar(s)})" for s in (expr.seed, expr.offset))
+    else:
+        seed, offset = "0ull", f"{expr.rng_id}ull"
+    a, b = (low.converted(low.scalar(p), p.dtype, DataType.Double) for p in expr.params)
+    normal = "true" if expr.dist == "normal" else "false"
+    return f"fsRng<{out.dtype.cuda_name}>({normal}, {seed}, {offset}, {cexpr.text(linear)}, {a}, {b})"
 
 
 def _select(low: ExprLowering, expr: ex.SelectOp, out: TensorView, c_index) -> str:

@@ -18,20 +18,20 @@ from engine.ops.common import new_tv
 __all__ = ["full", "iota", "ones", "zeros"]
 
 
-def _fusion(op: str) -> Fusion:
+def defining_fusion(op: str) -> Fusion:
     try:
         return current_fusion()
     except RuntimeError:
         raise FusionDefinitionError(f"{op}: no fusion is being defined (use `with FusionDefinition() as fd:`)") from None
 
 
-def _check_dtype(op: str, dtype: object) -> DataType:
+def check_dtype(op: str, dtype: object) -> DataType:
     if not isinstance(dtype, DataType) or dtype in (DataType.Null, DataType.Index):
         raise FusionDefinitionError(f"{op}: dtype must be a tensor DataType, got {dtype!r}")
     return dtype
 
 
-def _extent(op: str, s: object, k: int) -> Scalar:
+def shape_extent(op: str, s: object, k: int) -> Scalar:
     if isinstance(s, Scalar):
         if not s.dtype.is_integer:
             raise FusionDefinitionError(f"{op}: shape entry {k} is a {s.dtype.cuda_name} scalar, not an integer")
@@ -59,18 +59,27 @@ def _fill_scalar(op: str, value: object, dtype: DataType) -> Scalar:
 
 def full(shape: Sequence[int | Scalar], fill_value: object, dtype: DataType) -> TensorView:
     """A tensor of `shape` filled with `fill_value`; size-1 axes are broadcasts (as nvFuser)."""
-    fusion = _fusion("full")
-    dtype = _check_dtype("full", dtype)
+    fusion = defining_fusion("full")
+    dtype = check_dtype("full", dtype)
+    extents = shape_extents("full", shape)
+    out = new_tv(fusion, factory_ids(fusion, extents), dtype)
+    FullOp(fusion, out, extents, _fill_scalar("full", fill_value, dtype))
+    return out
+
+
+def shape_extents(op: str, shape: object) -> list[Scalar]:
+    """A factory's `shape` argument (ints and integer Scalars) as extents."""
     if not isinstance(shape, (list, tuple)):
-        raise FusionDefinitionError(f"full: shape must be a list, got {shape!r}")
-    extents = [_extent("full", s, k) for k, s in enumerate(shape)]
-    ids = [
+        raise FusionDefinitionError(f"{op}: shape must be a list, got {shape!r}")
+    return [shape_extent(op, s, k) for k, s in enumerate(shape)]
+
+
+def factory_ids(fusion: Fusion, extents: Sequence[Scalar]) -> list[IterDomain]:
+    """A factory output's axes: size-1 axes are broadcasts (as nvFuser makes them)."""
+    return [
         IterDomain(fusion, 1, IterType.Broadcast) if e.is_const and e.value == 1 else IterDomain(fusion, e)
         for e in extents
     ]
-    out = new_tv(fusion, ids, dtype)
-    FullOp(fusion, out, extents, _fill_scalar("full", fill_value, dtype))
-    return out
 
 
 def zeros(shape: Sequence[int | Scalar], dtype: DataType) -> TensorView:
@@ -91,11 +100,11 @@ def iota(
     and step default to 0 and 1 (None, as the python frontend passes them)."""
     start = 0 if start is None else start
     step = 1 if step is None else step
-    fusion = _fusion("iota")
-    dtype = _check_dtype("iota", dtype)
+    fusion = defining_fusion("iota")
+    dtype = check_dtype("iota", dtype)
     if not (dtype.is_integer or dtype.is_float) or dtype.is_low_precision_float and dtype.bits < 16:
         raise FusionDefinitionError(f"iota: dtype must be an integer or floating type, got {dtype.cuda_name}")
-    n = _extent("iota", length, 0)
+    n = shape_extent("iota", length, 0)
     start_s = start if isinstance(start, Scalar) else _fill_scalar("iota", start, dtype)
     step_s = step if isinstance(step, Scalar) else _fill_scalar("iota", step, dtype)
     out = new_tv(fusion, [IterDomain(fusion, n)], dtype)

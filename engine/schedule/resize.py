@@ -331,7 +331,7 @@ def align(fusion: Fusion, ref: TensorView,
 
 
 _RECOMPUTABLE = (ex.UnaryOp, ex.BinaryOp, ex.TernaryOp, ex.BroadcastOp, ex.ExpandOp,
-                 ex.LoadStoreOp, ex.FullOp, ex.IotaOp)
+                 ex.LoadStoreOp, ex.FullOp, ex.IotaOp, ex.RNGOp)
 
 
 def _recomputable(fusion: Fusion, tv: TensorView) -> bool:

@@ -20,7 +20,7 @@ from engine.ir.fusion import Fusion
 from engine.ir.tensorview import TensorView
 from engine.trace import Trace
 
-FACTORY_EXPRS: tuple[type[Expr], ...] = (ex.FullOp, ex.IotaOp)
+FACTORY_EXPRS: tuple[type[Expr], ...] = (ex.FullOp, ex.IotaOp, ex.RNGOp)
 # Ops a chain may continue through: unary ops, and broadcast/expand, which move no data
 # (seed 003's segments both recompute `broadcast` and `expand` of the cos/sin inputs).
 _FORWARDED_OPS: tuple[type[Expr], ...] = (ex.UnaryOp, ex.BroadcastOp, ex.ExpandOp)

@@ -14,7 +14,9 @@ from textual.widgets import Static
 
 # Said plainly so nobody hunts for views that do not exist yet.
 NOT_YET = (
-    "Not in this version: random-number ops, scaled dot-product attention and scatter (a file "
+    "Random-number ops draw nvFuser's Philox stream; without rng_seed/rng_offset every run "
+    "draws the same numbers. "
+    "Not in this version: scaled dot-product attention and scatter (a file "
     "using them is refused when opened, naming the op and line); complex dtypes (refused at "
     "compile); TMA loads and warp specialization in the generated kernels (shared-memory "
     "caches are circular-buffered with cp.async instead). Kernels are compiled "
