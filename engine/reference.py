@@ -617,6 +617,54 @@ def _linear(expr, args, ctx):
     return [as_dtype(torch.nn.functional.linear(a, w, bias), out_dtype(expr))]
 
 
+def _attention_probs(q: torch.Tensor, k: torch.Tensor, lse: torch.Tensor | None, causal: bool,
+                     scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(softmax probabilities, log-sum-exp) of scale * q k^T in float32; a causal mask keeps
+    key j <= query i (top-left aligned, as torch's is_causal). With `lse` given (the
+    backward), the probabilities are recomputed from it, as flash attention does."""
+    s = torch.matmul(q, k.transpose(-2, -1)) * scale
+    if causal:
+        keep = torch.ones(s.shape[-2], s.shape[-1], dtype=torch.bool, device=s.device).tril()
+        s = s.masked_fill(~keep, float("-inf"))
+    if lse is None:
+        lse = torch.logsumexp(s, dim=-1)
+    return torch.exp(s - lse[..., None]), lse
+
+
+def _sdpa_args(expr, args, n_tensors: int) -> tuple[list[torch.Tensor], bool, float]:
+    def number(x: Any) -> Any:
+        return x.item() if isinstance(x, torch.Tensor) else x
+
+    dropout_p, causal = number(args[n_tensors]), bool(number(args[n_tensors + 1]))
+    if float(dropout_p) != 0.0:
+        raise ExecutionError(f"{expr.op_name}: dropout_p = {dropout_p}: dropout inside attention is not "
+                             "supported (flash attention's dropout RNG cannot be reproduced)")
+    q = args[1] if expr.op_name == "sdpa_bwd" else args[0]
+    scale = float(number(args[-1])) if expr.scale is not None else 1.0 / math.sqrt(q.shape[-1])
+    return [up(a) for a in args[:n_tensors]], causal, scale
+
+
+@handles(ex.SdpaFwdOp)
+def _sdpa_fwd(expr, args, ctx):
+    (q, k, v), causal, scale = _sdpa_args(expr, args, 3)
+    p, lse = _attention_probs(q, k, None, causal, scale)
+    out = torch.matmul(p, v).to(to_torch(out_dtype(expr)))
+    seed = torch.zeros(2, dtype=torch.int64, device=ctx.device)
+    return [out, lse.float(), seed, torch.zeros((), dtype=torch.int64, device=ctx.device)]
+
+
+@handles(ex.SdpaBwdOp)
+def _sdpa_bwd(expr, args, ctx):
+    (g, q, k, v, o, lse), causal, scale = _sdpa_args(expr, [*args[:8], *args[10:]], 6)
+    p, _ = _attention_probs(q, k, lse, causal, scale)
+    grad_v = torch.matmul(p.transpose(-2, -1), g)
+    grad_p = torch.matmul(g, v.transpose(-2, -1))
+    grad_s = p * (grad_p - (g * o).sum(dim=-1, keepdim=True))
+    grad_q = torch.matmul(grad_s, k) * scale
+    grad_k = torch.matmul(grad_s.transpose(-2, -1), q) * scale
+    return [t.to(to_torch(out_dtype(expr, n))) for n, t in enumerate((grad_q, grad_k, grad_v))]
+
+
 @handles(ex.WelfordOp)
 def _welford(expr, args, ctx):
     if len(args) == 3:

@@ -63,8 +63,6 @@ def _squeeze(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, 
 _UNSUPPORTED: dict[str, str] = {
     **{op: "not an nvFuser op; random tensors come from fd.ops.uniform, normal, rand_like or randn_like"
        for op in ("randn", "rand")},
-    **{op: "scaled dot-product attention (SDPA) is not supported"
-       for op in ("sdpfa_fwd", "sdpfa_bwd")},
     **{op: "scatter is not supported" for op in ("scatter", "index_put_accumulate", "index_add")},
     "embedding_bwd": "embedding backward is not supported",
     "batch_norm": "batch_norm is not supported; write it with var_mean/broadcast_in_dim",

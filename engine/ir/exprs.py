@@ -449,6 +449,61 @@ class MatmulOp(Expr):
         return f"{ind(indent)}{self.output}\n{i1} = matmul({a},\n{i1}          {b})\n"
 
 
+class SdpaFwdOp(Expr):
+    """Scaled dot-product attention, forward (nvFuser's sdpfa_fwd; ATen's flash attention):
+    outputs (output [N, H, L, Ev], log_sumexp [N, H, L] float, philox_seed, philox_offset)
+    of inputs (query [N, H, L, E], key [N, H, S, E], value [N, H, S, Ev], dropout_p,
+    is_causal[, scale])."""
+
+    op_name = "sdpa"
+
+    def __init__(self, fusion, outs: Sequence[Val], q: Val, k: Val, v: Val, dropout_p: Val,
+                 is_causal: Val, scale: Val | None) -> None:
+        ins = [q, k, v, dropout_p, is_causal] + ([scale] if scale is not None else [])
+        super().__init__(fusion, ins, list(outs))
+
+    @property
+    def scale(self) -> Val | None:
+        return self.inputs[5] if len(self.inputs) > 5 else None
+
+    def to_string(self, indent: int = 0) -> str:
+        i0, i1 = ind(indent), ind(indent + 1)
+        outs = ",\n".join(f"{i0}{o}" for o in self.outputs)
+        q, k, v, p, causal = self.inputs[:5]
+        s = (f"{outs}\n{i1} = sdpa({q},\n{i1}          {k},\n{i1}          {v},\n"
+             f"{i1}          dropout_p = {p.inline()},\n{i1}          is_causal={causal.inline()},\n")
+        if self.scale is not None:
+            s += f"{i1}          scale={self.scale.inline()},\n"
+        return s + f"{i1})\n"
+
+
+class SdpaBwdOp(Expr):
+    """Scaled dot-product attention, backward (nvFuser's sdpfa_bwd): outputs (grad_query,
+    grad_key, grad_value) of inputs (grad_output, query, key, value, output, log_sumexp,
+    dropout_p, is_causal, philox_seed, philox_offset[, scale])."""
+
+    op_name = "sdpa_bwd"
+
+    def __init__(self, fusion, outs: Sequence[Val], ins: Sequence[Val]) -> None:
+        super().__init__(fusion, list(ins), list(outs))
+
+    @property
+    def scale(self) -> Val | None:
+        return self.inputs[10] if len(self.inputs) > 10 else None
+
+    def to_string(self, indent: int = 0) -> str:
+        i0, i1 = ind(indent), ind(indent + 1)
+        outs = ",\n".join(f"{i0}{o}" for o in self.outputs)
+        g, q, k, v, o, lse, p, causal, seed, offset = self.inputs[:10]
+        lines = [f" = sdpa_bwd({g}", f"          {q}", f"          {k}", f"          {v}", f"          {o}",
+                 f"          logsum_exp = {lse}", f"          dropout_p = {p.inline()}",
+                 f"          is_causal = {causal.inline()}", f"          philox_seed = {seed}",
+                 f"          philox_offset = {offset}"]
+        if self.scale is not None:
+            lines.append(f"          scale = {self.scale.inline()}")
+        return f"{outs}\n" + ",\n".join(f"{i1}{x}" for x in lines) + f"\n{i1})\n"
+
+
 class LinearOp(Expr):
     """out = a @ b^T (+ bias), as torch.nn.functional.linear."""
 

@@ -34,7 +34,7 @@ from engine.runtime.abi import ArgSpec, LaunchConfig, ScalarArg, TensorArg
 
 _DIMS = [ParallelType.grid_x, ParallelType.grid_y, ParallelType.grid_z,
          ParallelType.block_x, ParallelType.block_y, ParallelType.block_z]
-_UNSUPPORTED = (ex.MatmulOp, ex.LinearOp)
+_UNSUPPORTED = (ex.MatmulOp, ex.LinearOp, ex.SdpaFwdOp, ex.SdpaBwdOp)
 
 
 @dataclass

@@ -3,7 +3,7 @@
 nvFuser's ExprEvalScheduler accepts a fusion when every output is pointer arithmetic
 on an input (an alias: the output's storage is the input's, reached through view-like
 ops without compute), or when the fusion is a single expression that ATen evaluates
-(MatmulOp, LinearOp, SDPA, ...). This engine has matmul, linear and the nvfp4 grouped
+(MatmulOp, LinearOp, SDPA, ...). This engine has matmul, linear, SDPA and the nvfp4 grouped
 matmul (CutlassNvfp4GroupedMmaOp, run through torch by engine.nvfp4) in that set; the
 matmul scheduler delegates to this one. There are no heuristics (params None) and
 `schedule` transforms nothing: the segment is evaluated, not lowered.
@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from engine.trace import Trace
 
 # Single expressions that ATen evaluates.
-ATEN_EXPRS: tuple[type[Expr], ...] = (ex.MatmulOp, ex.LinearOp, CutlassNvfp4GroupedMmaOp)
+ATEN_EXPRS: tuple[type[Expr], ...] = (ex.MatmulOp, ex.LinearOp, ex.SdpaFwdOp, ex.SdpaBwdOp,
+                                       CutlassNvfp4GroupedMmaOp)
 
 
 def _alias_source(val: Val, fusion: Fusion) -> Val | None:

@@ -100,7 +100,7 @@ layout_op_buffer_reason = tools.layout_op_buffer_reason
 
 # ---- compile-time checks ---------------------------------------------------------------
 
-_UNSUPPORTED = (ex.MatmulOp, ex.LinearOp, CutlassNvfp4GroupedMmaOp)
+_UNSUPPORTED = (ex.MatmulOp, ex.LinearOp, ex.SdpaFwdOp, ex.SdpaBwdOp, CutlassNvfp4GroupedMmaOp)
 
 
 def _concrete(tv: TensorView) -> list[IterDomain]:

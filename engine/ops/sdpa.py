@@ -1,0 +1,101 @@
+"""Scaled dot-product attention: nvFuser's sdpfa_fwd and sdpfa_bwd (ATen's flash attention
+forward and backward). Both run as expr_eval segments, evaluated by torch, as nvFuser
+evaluates them with ATen; no kernel is generated for them.
+
+Dropout inside the attention is refused: flash attention's dropout mask comes from its own
+RNG, which the reference evaluator cannot reproduce. The philox_seed / philox_offset
+outputs exist for the frontend's signature (int64 [2] and [], zeros); nvFuser's are uint64.
+"""
+
+from __future__ import annotations
+
+from engine.dtypes import DataType
+from engine.errors import FusionDefinitionError
+from engine.ir.exprs import SdpaBwdOp, SdpaFwdOp
+from engine.ir.iterdomain import IterDomain
+from engine.ir.scalar import Scalar, as_scalar
+from engine.ir.tensorview import TensorView
+from engine.ops.common import check_tensor, copy_id, new_tv, no_reductions
+
+__all__ = ["sdpfa_bwd", "sdpfa_fwd"]
+
+
+def sdpfa_fwd(query: TensorView, key: TensorView, value: TensorView, dropout_p: object = None,
+              is_causal: object = None, scale: object = None,
+              ) -> tuple[TensorView, TensorView, TensorView, TensorView]:
+    """(output, log_sumexp, philox_seed, philox_offset) of attention over query [N, H, L, E],
+    key [N, H, S, E] and value [N, H, S, Ev]; scale defaults to 1/sqrt(E)."""
+    q, k, v = _qkv("sdpfa_fwd", query, key, value)
+    fusion = q.fusion
+    dq, dv = no_reductions(q), no_reductions(v)
+    out = new_tv(fusion, [copy_id(fusion, i) for i in dq[:-1]] + [copy_id(fusion, dv[-1])], q.dtype)
+    lse = new_tv(fusion, [copy_id(fusion, i) for i in dq[:-1]], DataType.Float)
+    seed = new_tv(fusion, [IterDomain(fusion, 2)], DataType.Int)
+    offset = new_tv(fusion, [], DataType.Int)
+    SdpaFwdOp(fusion, [out, lse, seed, offset], q, k, v, _dropout("sdpfa_fwd", dropout_p),
+              _causal("sdpfa_fwd", is_causal), _scale("sdpfa_fwd", scale))
+    return out, lse, seed, offset
+
+
+def sdpfa_bwd(grad_output: TensorView, query: TensorView, key: TensorView, value: TensorView,
+              output: TensorView, log_sumexp: TensorView, dropout_p: object, is_causal: object,
+              philox_seed: TensorView, philox_offset: TensorView, scale: object = None,
+              ) -> tuple[TensorView, TensorView, TensorView]:
+    """(grad_query, grad_key, grad_value) of sdpfa_fwd's output, given its grad_output."""
+    q, k, v = _qkv("sdpfa_bwd", query, key, value)
+    named = {"grad_output": grad_output, "output": output, "log_sumexp": log_sumexp,
+             "philox_seed": philox_seed, "philox_offset": philox_offset}
+    g, o, lse, seed, offset = (check_tensor("sdpfa_bwd", t, what) for what, t in named.items())
+    for what, t in (("grad_output", g), ("output", o)):
+        if t.dtype != q.dtype or len(no_reductions(t)) != 4:
+            raise FusionDefinitionError(f"sdpfa_bwd: {what} {t.short_name} must be a 4-D {q.dtype.cuda_name} "
+                                        "tensor like query")
+    if len(no_reductions(lse)) != 3:
+        raise FusionDefinitionError(f"sdpfa_bwd: log_sumexp {lse.short_name} must be 3-D ([N, H, L])")
+    fusion = q.fusion
+    grads = [new_tv(fusion, [copy_id(fusion, i) for i in no_reductions(t)], t.dtype) for t in (q, k, v)]
+    scale_s = _scale("sdpfa_bwd", scale)
+    ins = [g, q, k, v, o, lse, _dropout("sdpfa_bwd", dropout_p), _causal("sdpfa_bwd", is_causal), seed, offset]
+    SdpaBwdOp(fusion, grads, ins + ([scale_s] if scale_s is not None else []))
+    return grads[0], grads[1], grads[2]
+
+
+def _qkv(op: str, query: object, key: object, value: object) -> tuple[TensorView, TensorView, TensorView]:
+    q, k, v = (check_tensor(op, t, what) for what, t in (("query", query), ("key", key), ("value", value)))
+    if not q.dtype.is_float or len({q.dtype, k.dtype, v.dtype}) != 1:
+        raise FusionDefinitionError(f"{op}: query, key and value must share one floating dtype "
+                                    f"(got {q.dtype.cuda_name}, {k.dtype.cuda_name}, {v.dtype.cuda_name})")
+    for what, t in (("query", q), ("key", k), ("value", v)):
+        if len(no_reductions(t)) != 4:
+            raise FusionDefinitionError(f"{op}: {what} {t.short_name} must be 4-D ([N, H, seq, head]), "
+                                        f"got {len(no_reductions(t))}-D")
+    return q, k, v
+
+
+def _dropout(op: str, p: object) -> Scalar:
+    if p is None or (isinstance(p, (int, float)) and not isinstance(p, bool)):
+        p = as_scalar(float(p or 0.0), DataType.Double)
+    if not isinstance(p, Scalar) or p.dtype.is_bool or p.dtype.is_complex:
+        raise FusionDefinitionError(f"{op}: dropout_p must be a real number, got {p!r}")
+    s = p
+    if s.is_const and s.value != 0:
+        raise FusionDefinitionError(f"{op}: dropout_p = {s.value}: dropout inside attention is not supported "
+                                    "(flash attention's dropout RNG cannot be reproduced)")
+    return s
+
+
+def _causal(op: str, c: object) -> Scalar:
+    s = as_scalar(bool(c), DataType.Bool) if c is None or isinstance(c, bool) else c
+    if not isinstance(s, Scalar) or not s.dtype.is_bool:
+        raise FusionDefinitionError(f"{op}: is_causal must be a bool, got {c!r}")
+    return s
+
+
+def _scale(op: str, s: object) -> Scalar | None:
+    if s is None:
+        return None
+    if isinstance(s, Scalar) and not (s.dtype.is_bool or s.dtype.is_complex):
+        return s
+    if isinstance(s, (int, float)) and not isinstance(s, bool):
+        return as_scalar(float(s), DataType.Double)
+    raise FusionDefinitionError(f"{op}: scale must be a real number, got {s!r}")

@@ -1,0 +1,95 @@
+"""sdpfa_fwd / sdpfa_bwd: the reference against torch's own attention and autograd, the
+segments they make (expr_eval, apart from the pointwise ops around them), the IR listing,
+and the refusals (dropout, shapes, dtypes)."""
+
+import pytest
+import torch
+
+from engine import DataType, FusionDefinition, compile_fusion, dumps_fusion, loads_fusion
+from engine.errors import FusionDefinitionError
+from engine.reference import evaluate
+
+
+def _qkv(dtype=torch.float64, n=2, h=3, seq_q=5, seq_k=7, e=8, ev=6):
+    g = torch.Generator().manual_seed(0)
+    return [torch.randn(n, h, s, d, generator=g, dtype=dtype) for s, d in ((seq_q, e), (seq_k, e), (seq_k, ev))]
+
+
+def _define(fd: FusionDefinition, dtype: DataType):
+    return [fd.define_tensor(shape=[-1, -1, -1, -1], contiguity=[True] * 4, dtype=dtype) for _ in range(3)]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("scale", [None, 0.3])
+def test_forward_matches_torch_attention(causal, scale):
+    with FusionDefinition() as fd:
+        q, k, v = _define(fd, DataType.Double)
+        out, lse, _, _ = fd.ops.sdpfa_fwd(q, k, v, None, fd.define_scalar(causal, dtype=DataType.Bool),
+                                          None if scale is None else fd.define_scalar(scale, dtype=DataType.Double))
+        fd.add_output(out)
+        fd.add_output(lse)
+    xs = _qkv()
+    got, got_lse = evaluate(fd.fusion, xs)
+    want = torch.nn.functional.scaled_dot_product_attention(*xs, is_causal=causal, scale=scale)
+    torch.testing.assert_close(got, want)
+    s = torch.matmul(xs[0], xs[1].transpose(-2, -1)) * (scale or 8 ** -0.5)
+    if causal:
+        s = s.masked_fill(~torch.ones(5, 7, dtype=torch.bool).tril(), float("-inf"))
+    torch.testing.assert_close(got_lse, torch.logsumexp(s, -1).float())
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_backward_matches_autograd(causal):
+    with FusionDefinition() as fd:
+        q, k, v = _define(fd, DataType.Double)
+        out, lse, seed, offset = fd.ops.sdpfa_fwd(q, k, v, 0.0, causal, None)
+        g = fd.define_tensor(shape=[-1, -1, -1, -1], contiguity=[True] * 4, dtype=DataType.Double)
+        for t in fd.ops.sdpfa_bwd(g, q, k, v, out, lse, 0.0, causal, seed, offset, None):
+            fd.add_output(t)
+    xs = [t.requires_grad_() for t in _qkv()]
+    grad = torch.randn(2, 3, 5, 6, dtype=torch.float64)
+    torch.nn.functional.scaled_dot_product_attention(*xs, is_causal=causal).backward(grad)
+    got = evaluate(fd.fusion, [t.detach() for t in xs] + [grad])
+    for g_got, t in zip(got, xs):
+        torch.testing.assert_close(g_got, t.grad)
+
+
+def test_attention_runs_as_its_own_expr_eval_segment_in_bf16():
+    with FusionDefinition() as fd:
+        q, k, v = _define(fd, DataType.BFloat16)
+        q2 = fd.ops.cast(fd.ops.mul(fd.ops.cast(q, DataType.Float), 2.0), DataType.BFloat16)
+        out, _, _, _ = fd.ops.sdpfa_fwd(q2, k, v, None, True, None)
+        fd.add_output(fd.ops.cast(out, DataType.Float))
+    xs = _qkv(torch.bfloat16)
+    cf = compile_fusion(fd, xs)
+    assert [s.scheduler for s in cf.segments] == ["pointwise", "expr_eval", "pointwise"]
+    (got,) = cf.run(xs, backend="emulate")
+    want = torch.nn.functional.scaled_dot_product_attention(
+        (xs[0].float() * 2).bfloat16().float(), xs[1].float(), xs[2].float(), is_causal=True)
+    torch.testing.assert_close(got, want.bfloat16().float(), rtol=2e-2, atol=2e-2)
+    assert " = sdpa(T" in str(fd.fusion) and "is_causal=true" in str(fd.fusion)
+
+
+def test_sdpa_script_round_trips():
+    with FusionDefinition() as fd:
+        q, k, v = _define(fd, DataType.Float)
+        out, lse, seed, offset = fd.ops.sdpfa_fwd(q, k, v, dropout_p=0.0, is_causal=False, scale=0.25)
+        fd.add_output(out)
+        fd.add_output(seed)
+    again = loads_fusion(dumps_fusion(fd), "sdpa.py")
+    assert str(again.fusion) == str(fd.fusion)
+    xs = _qkv(torch.float32)
+    a, b = evaluate(fd.fusion, xs), evaluate(again.fusion, xs)
+    assert torch.equal(a[0], b[0]) and a[1].shape == (2,)
+
+
+@pytest.mark.parametrize("build, why", [
+    (lambda fd, q, k, v: fd.ops.sdpfa_fwd(q, k, v, 0.1, False, None), "dropout inside attention is not supported"),
+    (lambda fd, q, k, v: fd.ops.sdpfa_fwd(q, k, fd.ops.sum(v, [3]), None, None, None), "value T.* must be 4-D"),
+    (lambda fd, q, k, v: fd.ops.sdpfa_fwd(q, k, fd.ops.cast(v, DataType.Half), None, None, None),
+     "must share one floating dtype"),
+    (lambda fd, q, k, v: fd.ops.sdpfa_fwd(q, k, v, None, 1.0, None), "is_causal must be a bool"),
+])
+def test_bad_attention_definitions_name_the_problem(build, why):
+    with pytest.raises(FusionDefinitionError, match=why), FusionDefinition() as fd:
+        build(fd, *_define(fd, DataType.Float))
