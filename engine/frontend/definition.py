@@ -182,7 +182,18 @@ class FusionDefinition:
             self.recorded_calls.append(
                 FrontendCall(target, name, _snapshot(tuple(shown)), _snapshot(dict(kwargs)), result)
             )
+            self._take_queued_aliases()
         return result
+
+    def _take_queued_aliases(self) -> None:
+        """Outputs a composite op asked to write into inputs (batch_norm's running stats):
+        aliased outputs, as add_output(out, alias_input) makes them, but not recorded as
+        calls of their own (the op's call makes them again when the file is read back)."""
+        queued, self.fusion.queued_aliases = self.fusion.queued_aliases, []
+        for out, inp in queued:
+            self._check_alias(out, inp)
+            self.fusion.add_output(out)
+            self.output_aliases[len(self.fusion.outputs) - 1] = self.fusion.inputs.index(inp)
 
     # ---- definition ------------------------------------------------------------
     @_recorded

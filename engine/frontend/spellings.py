@@ -65,7 +65,6 @@ _UNSUPPORTED: dict[str, str] = {
        for op in ("randn", "rand")},
     **{op: "scatter is not supported" for op in ("scatter", "index_put_accumulate", "index_add")},
     "embedding_bwd": "embedding backward is not supported",
-    "batch_norm": "batch_norm is not supported; write it with var_mean/broadcast_in_dim",
     "grouped_mm": "grouped matmul is not supported",
     "topk": "topk is not supported",
     "argsort": "argsort is not supported",

@@ -33,6 +33,9 @@ class Fusion:
         self._version = 0
         self._exprs_cache: tuple[int, list[Expr], set[int]] | None = None
         self._vals_cache: tuple[int, list[Val]] | None = None
+        # (output, input) pairs a composite op wants written back into an input (batch_norm's
+        # running stats); the FusionDefinition takes them as aliased outputs.
+        self.queued_aliases: list[tuple[Val, Val]] = []
 
     def __getstate__(self) -> dict:
         # A copy (clone, pickling) recomputes the order: the cache holds ids of these exprs.
@@ -121,6 +124,12 @@ class Fusion:
         self.outputs.append(val)
         self.changed()
         _set_global(val)
+
+    def queue_alias(self, output: Val, input_: Val) -> None:
+        """Ask for `output` to be written into the fusion input `input_` (see queued_aliases)."""
+        if input_ not in self.inputs:
+            raise FusionDefinitionError(f"{_short(input_)} is not a fusion input: nothing can be written back into it")
+        self.queued_aliases.append((output, input_))
 
     def exprs(self) -> list[Expr]:
         """Exprs the outputs depend on, in topological order (depth-first from outputs)."""

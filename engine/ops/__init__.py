@@ -4,9 +4,21 @@ Each module lists its public builders in `__all__`; this package gathers them. A
 that shadows a Python builtin (`set`) is defined with a trailing underscore (`set_`).
 """
 
-from engine.ops import arith, compat, factory, indexing, matmul, quantize, reduction, rng, sdpa, shape
+from engine.ops import (
+    arith,
+    compat,
+    factory,
+    indexing,
+    matmul,
+    normalization,
+    quantize,
+    reduction,
+    rng,
+    sdpa,
+    shape,
+)
 
-_MODULES = [arith, reduction, shape, factory, rng, indexing, matmul, sdpa, quantize, compat]
+_MODULES = [arith, reduction, normalization, shape, factory, rng, indexing, matmul, sdpa, quantize, compat]
 
 __all__: list[str] = []
 for _m in _MODULES:

@@ -111,7 +111,7 @@ def _dims_list(op: str, tv: TensorView, dims: Sequence[int] | int | None) -> lis
     return norm_dims(op, dims, rank, tv)
 
 
-def _count(tv: TensorView, dims: list[int]) -> Scalar:
+def reduced_count(tv: TensorView, dims: list[int]) -> Scalar:
     """Number of elements reduced: the product of the reduced extents (expanded ones count
     their expanded size, as torch sees them)."""
     n: Scalar = as_scalar(1)
@@ -145,7 +145,7 @@ def mean(arg: TensorView, dims: Sequence[int] | int | None = None, keepdim: bool
     x, out_dtype = _float_input("mean", arg)
     ds = _dims_list("mean", x, dims)
     s = reduce("add", x, ds, keepdim)
-    out = arith.div(s, _count(x, ds))
+    out = arith.div(s, reduced_count(x, ds))
     return _back(out, dtype or out_dtype)
 
 
@@ -166,7 +166,7 @@ def var(arg: TensorView, dims: Sequence[int] | int | None = None, correction: in
     correction = _check_correction("var", correction)
     x, out_dtype = _float_input("var", arg)
     ds = _dims_list("var", x, dims)
-    n = _count(x, ds)
+    n = reduced_count(x, ds)
     m = arith.div(reduce("add", x, ds, keepdim=True), n)
     d = arith.sub(x, m)
     s = reduce("add", arith.mul(d, d), ds, keepdim)
@@ -180,7 +180,7 @@ def var_mean(arg: TensorView, dims: Sequence[int] | int | None = None, correctio
     x, out_dtype = _float_input("var_mean", arg)
     ds = _dims_list("var_mean", x, dims)
     avg, var_sum, _n = welford(x, ds)
-    v = arith.div(var_sum, _var_denominator(_count(x, ds), correction))
+    v = arith.div(var_sum, _var_denominator(reduced_count(x, ds), correction))
     m = avg
     if keepdim:
         flags = [k in ds for k in range(len(no_reductions(x)))]

@@ -218,7 +218,6 @@ def test_a_fusion_without_inputs_has_an_empty_input_list():
     ("fd.ops.rand(T0)", "not an nvFuser op; random tensors come from fd.ops.uniform"),
     ("fd.ops.grouped_mm(T0, T0, T0)", "grouped matmul is not supported"),
     ("fd.ops.index_put_accumulate(T0, T0, T0)", "scatter is not supported"),
-    ("fd.ops.batch_norm(T0, None, None, None, None, 0.1, 1e-5, True)", "batch_norm is not supported"),
 ])
 def test_unsupported_ops_are_refused_by_name(call, why):
     name = call.split("(")[0].split(".")[-1]

@@ -21,7 +21,8 @@ needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is neede
 
 # Scripts that load, compile and match the reference on the emulator.
 WORKS = [
-    "addcmul_threshold_stride_order", "alias_running_stats", "causal_mask_triu", "direct_alpha_bmm",
+    "addcmul_threshold_stride_order", "alias_running_stats", "batch_norm_train", "causal_mask_triu",
+    "direct_alpha_bmm",
     "direct_frontend", "embedding_fwd", "execute_device_scalars",
     "expand_where_clamp", "factories", "fp8_cast", "full_symbolic", "gelu_erf_bwd", "gelu_tanh",
     "index_select_gather", "iota_arange", "layer_norm_bwd", "layer_norm_var_mean", "matmul_linear",
