@@ -136,6 +136,7 @@ def hoist_shared_reads(loop: kir.ForLoop, shared: dict[str, str]) -> list[kir.St
     if width not in (2, 4, 8) or loop.kind == "block_strided":
         return [loop]
     text = "\n".join(ln for st in loop.body for ln in st.lines(0))
+    inner = _declared_names(text)
     pre: list[kir.Stmt] = []
     for name, ctype in shared.items():
         if re.search(rf"\b{name}\[[^\]]*\]\s*=[^=]", text):
@@ -145,13 +146,23 @@ def hoist_shared_reads(loop: kir.ForLoop, shared: dict[str, str]) -> list[kir.St
         if len(bases) != 1:
             continue
         base = bases.pop()
-        if re.search(rf"\b{v}\b", base) or not _aligned_base(base, width) or width * _size(ctype) > 16:
+        if any(re.search(rf"\b{x}\b", base) for x in [v, *inner]):
+            continue  # the base moves inside the loop: it cannot be read before it
+        if not _aligned_base(base, width) or width * _size(ctype) > 16:
             continue
         vec = f"{name}_r{v}"
         pre += [kir.Raw(f"alignas(16) {ctype} {vec}[{width}];"),
                 kir.Raw(f"loadGeneric<{ctype}, {width}>({vec}, &{name}[{base}]);")]
         _rename(loop.body, f"{name}[{base} + {v}]", f"{vec}[{v}]")
     return pre + [loop] if pre else [loop]
+
+
+_DECLARED = re.compile(r"\bnvfuser_index_t (\w+) =")
+
+
+def _declared_names(text: str) -> set[str]:
+    """Index variables a loop body declares (inner loop counters, hoisted indices)."""
+    return set(_DECLARED.findall(text))
 
 
 def _size(ctype: str) -> int:
