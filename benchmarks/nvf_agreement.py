@@ -17,6 +17,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.nvf import import_nvfuser, mirror  # noqa: E402
+from benchmarks.timing import time_calls  # noqa: E402
 from engine import DataType, FusionDefinition, compile_fusion  # noqa: E402
 
 
@@ -46,6 +47,35 @@ def attention(causal: bool) -> FusionDefinition:
     return fd
 
 
+def dropout() -> FusionDefinition:
+    """Thunder's dropout (keep 0.9) of a bf16 tensor, with runtime seed and offset."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+        seed = fd.define_scalar(None, dtype=DataType.Int)
+        offset = fd.define_scalar(None, dtype=DataType.Int)
+        lo = fd.define_scalar(0.0, dtype=DataType.Double)
+        hi = fd.define_scalar(1.0, dtype=DataType.Double)
+        r = fd.ops.uniform(lo, hi, shape=[8192, 8192], rng_seed=seed, rng_offset=offset, dtype=DataType.Float)
+        keep = fd.ops.lt(r, fd.define_scalar(0.9, dtype=DataType.Double))
+        y = fd.ops.mul(fd.ops.mul(fd.ops.cast(x, DataType.Float), fd.ops.cast(keep, DataType.Float)),
+                       fd.define_scalar(1 / 0.9, dtype=DataType.Double))
+        fd.add_output(fd.ops.cast(y, DataType.BFloat16))
+    return fd
+
+
+def time_dropout(nvf: object) -> None:
+    """Device time (us, median) of the dropout fusion: the engine, nvFuser and torch eager."""
+    fd = dropout()
+    xs = [torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16), 20261125, 8]
+    cf, nfd = compile_fusion(fd, xs), mirror(fd, nvf)
+    compare("dropout", cf.run(xs, backend="cuda"), nfd.execute(xs))
+    runs = {"engine": lambda a: cf.run(a, backend="cuda"), "nvFuser": nfd.execute,
+            "torch eager": lambda a: torch.nn.functional.dropout(a[0], 0.1)}
+    for name, fn in runs.items():
+        us = time_calls(fn, [xs], queue_full=True)["median_ms"] * 1e3
+        print(f"dropout bf16 [8192, 8192] {name}: {us:.1f} us")
+
+
 def compare(name: str, ours: list, theirs: list) -> None:
     for k, (a, b) in enumerate(zip(ours, theirs)):
         same = (a == b).float().mean().item()
@@ -71,6 +101,7 @@ def main() -> int:
         xs = [torch.randn(2, 8, 512, 64, device="cuda", dtype=torch.bfloat16) for _ in range(4)]
         compare(f"sdpa causal={causal}", compile_fusion(fd, xs).run(xs, backend="cuda"),
                 mirror(fd, nvf).execute(xs)[:5])
+    time_dropout(nvf)
     return 0
 
 

@@ -12,7 +12,7 @@ from engine.ir.base import Expr
 from engine.ir.iterdomain import IterDomain, Resize
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
-from engine.lower import cexpr
+from engine.lower import cexpr, kir
 from engine.lower.index import Ix
 
 if TYPE_CHECKING:
@@ -185,7 +185,19 @@ def _rng(low: ExprLowering, expr: ex.RNGOp, out: TensorView, c_index) -> str:
         seed, offset = "0ull", f"{expr.rng_id}ull"
     a, b = (low.converted(low.scalar(p), p.dtype, DataType.Double) for p in expr.params)
     normal = "true" if expr.dist == "normal" else "false"
-    return f"fsRng<{out.dtype.cuda_name}>({normal}, {seed}, {offset}, {cexpr.text(linear)}, {a}, {b})"
+    _declare_rng_cache(low)
+    return (f"fsRng<{out.dtype.cuda_name}>({_RNG_CACHE}, {normal}, {seed}, {offset}, {cexpr.text(linear)}, "
+            f"{a}, {b})")
+
+
+_RNG_CACHE = "fs_rng"
+
+
+def _declare_rng_cache(low: ExprLowering) -> None:
+    """One Philox block cache per thread, at the top of the kernel (see random.cuh)."""
+    decl = f"FsPhiloxCache {_RNG_CACHE} = {{}};"
+    if not any(isinstance(st, kir.Raw) and st.text == decl for st in low.work.allocs[0]):
+        low.alloc_at(0, [], kir.Raw(decl))
 
 
 def _select(low: ExprLowering, expr: ex.SelectOp, out: TensorView, c_index) -> str:

@@ -27,7 +27,7 @@ MAX_OPS = 8
 OP_WEIGHTS = {
     "unary": 4, "binary": 6, "where": 2, "cast": 2, "reduce": 3, "broadcast": 2, "reshape": 2,
     "permute": 2, "slice": 1, "pad": 1, "cat": 1, "segment_set": 1, "set": 1, "factory": 1, "iota": 1,
-    "squeeze": 1, "clamp": 1, "lerp": 1,
+    "squeeze": 1, "clamp": 1, "lerp": 1, "rng": 1,
 }
 
 FLOAT_UNARY = ["neg", "abs", "exp", "sin", "cos", "tanh", "sigmoid", "relu", "sqrt", "log", "ceil",
@@ -414,6 +414,21 @@ class FusionGenerator:
         self.ops.append("iota")
         op = "mul" if not a.dtype.is_bool else "add"
         return self.add(getattr(self.fd.ops, op)(a.tv, b), a.shape, op)
+
+    def op_rng(self) -> Val | None:
+        """A Philox draw in a float tensor's shape: a dropout mask (where) or an added noise."""
+        a = self.pick(lambda x: x.dtype.is_float and x.dtype.bits >= 16)
+        if a is None:
+            return None
+        seed, offset = choice(self.ch, [(0, 0), (7, 3), (2**40 + 5, 12)])
+        dtype = choice(self.ch, [DataType.Float, a.dtype])
+        if flip(self.ch, 0.5):
+            r = self.fd.ops.uniform(-1.0, 2.0, list(a.shape), rng_seed=seed, rng_offset=offset, dtype=dtype)
+            self.ops.append("uniform")
+            return self.add(self.fd.ops.where(self.fd.ops.lt(r, 0.5), a.tv, 0.0), a.shape, "where")
+        r = self.fd.ops.normal(0.5, 2.0, list(a.shape), rng_seed=seed, rng_offset=offset, dtype=dtype)
+        self.ops.append("normal")
+        return self.add(self.fd.ops.add(a.tv, r), a.shape, "add")
 
     def op_squeeze(self) -> Val | None:
         v = self.pick(lambda x: any(b and n == 1 for n, b in zip(x.shape, x.bcast)))

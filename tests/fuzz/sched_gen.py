@@ -20,7 +20,7 @@ from tests.fuzz.gen import FusionCase, generate_fusion
 # Ops of the fusions that get manual schedules: one kernel's worth (no segment_set) of
 # pointwise, broadcast, reduction and layout ops.
 SCHED_FUSION_OPS = ("unary", "binary", "where", "cast", "reduce", "broadcast", "permute", "clamp",
-                    "set", "factory", "iota", "slice", "pad")
+                    "set", "factory", "iota", "slice", "pad", "rng")
 PARALLEL_TYPES = [ParallelType.serial, ParallelType.block_x, ParallelType.grid_x, ParallelType.block_y,
                   ParallelType.grid_y, ParallelType.unroll, ParallelType.vectorize, ParallelType.block_z,
                   ParallelType.unswitch, ParallelType.grid_z]

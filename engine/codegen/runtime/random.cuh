@@ -72,50 +72,79 @@ FS_DEVICE float fsNormalFloat(uint32_t x, uint32_t y, int component) {
   return fsMulRn(r, component % 2 == 0 ? sinf(v) : cosf(v));
 }
 
+// The last Philox block a thread drew, kept across elements: four consecutive elements (two
+// for double) share one block, so a vectorized or unrolled loop draws it once, not per
+// element (nvFuser keeps rng_result the same way).
+struct FsPhiloxCache {
+  bool valid;
+  uint64_t seed, subsequence, offset;
+  FsPhilox block;
+};
+
+FS_DEVICE const FsPhilox& fsPhiloxCached(FsPhiloxCache& cache, uint64_t seed, uint64_t subsequence,
+                                         uint64_t offset) {
+  if (!cache.valid || cache.subsequence != subsequence || cache.offset != offset || cache.seed != seed) {
+    cache.block = fsPhilox(seed, subsequence, offset);
+    cache.valid = true;
+    cache.seed = seed;
+    cache.subsequence = subsequence;
+    cache.offset = offset;
+  }
+  return cache.block;
+}
+
+// Word c of a block by selects, so that the block stays in registers (an indexed local array
+// would go to local memory).
+FS_DEVICE uint32_t fsWord(const FsPhilox& p, int c) {
+  return c == 0 ? p.w[0] : c == 1 ? p.w[1] : c == 2 ? p.w[2] : p.w[3];
+}
+
 // One element of a float-computed draw (float, half, bfloat16 tensors), before rounding to
 // the tensor's type. A narrow uniform keeps the raw unit (the caller maps `hi` to `lo`).
-FS_DEVICE float fsRngFloat(bool normal, bool raw, uint64_t seed, uint64_t offset, nvfuser_index_t n,
-                           float a, float b) {
-  const FsPhilox p = fsPhilox(seed, static_cast<uint64_t>(n / 4), offset);
+FS_DEVICE float fsRngFloat(FsPhiloxCache& cache, bool normal, bool raw, uint64_t seed, uint64_t offset,
+                           nvfuser_index_t n, float a, float b) {
+  const FsPhilox& p = fsPhiloxCached(cache, seed, static_cast<uint64_t>(n / 4), offset);
   const int c = static_cast<int>(n % 4);
   if (normal) {
-    return fsAddRn(fsMulRn(fsNormalFloat(p.w[c / 2 * 2], p.w[c / 2 * 2 + 1], c), b), a);
+    const int pair = c / 2 * 2;
+    return fsAddRn(fsMulRn(fsNormalFloat(fsWord(p, pair), fsWord(p, pair + 1), c), b), a);
   }
-  const float u = raw ? fsRawUnitFloat(p.w[c]) : fsUnitFloat(p.w[c]);
+  const float u = raw ? fsRawUnitFloat(fsWord(p, c)) : fsUnitFloat(fsWord(p, c));
   return fsAddRn(a, fsMulRn(b - a, u));
 }
 
-FS_DEVICE double fsRngDouble(bool normal, uint64_t seed, uint64_t offset, nvfuser_index_t n, double a,
-                             double b) {
-  const FsPhilox p = fsPhilox(seed, static_cast<uint64_t>(n / 2), offset);
+FS_DEVICE double fsRngDouble(FsPhiloxCache& cache, bool normal, uint64_t seed, uint64_t offset,
+                             nvfuser_index_t n, double a, double b) {
+  const FsPhilox& p = fsPhiloxCached(cache, seed, static_cast<uint64_t>(n / 2), offset);
   const int c = static_cast<int>(n % 2);
   if (normal) {
     const double r = sqrt(fsMulRn(-2.0, log(fsUnitDouble(p.w[0], p.w[1]))));
     const double v = fsMulRn(fsUnitDouble(p.w[2], p.w[3]), 6.2831853071795860);
     return fsAddRn(fsMulRn(fsMulRn(r, c == 0 ? sin(v) : cos(v)), b), a);
   }
-  return fsAddRn(a, fsMulRn(b - a, fsUnitDouble(p.w[2 * c], p.w[2 * c + 1])));
+  return fsAddRn(a, fsMulRn(b - a, c == 0 ? fsUnitDouble(p.w[0], p.w[1]) : fsUnitDouble(p.w[2], p.w[3])));
 }
 
 template <typename T>
-FS_DEVICE T fsRng(bool normal, uint64_t seed, uint64_t offset, nvfuser_index_t n, double a, double b);
+FS_DEVICE T fsRng(FsPhiloxCache& cache, bool normal, uint64_t seed, uint64_t offset, nvfuser_index_t n,
+                  double a, double b);
 
 template <>
-FS_DEVICE float fsRng<float>(bool normal, uint64_t seed, uint64_t offset, nvfuser_index_t n, double a,
-                             double b) {
-  return fsRngFloat(normal, false, seed, offset, n, static_cast<float>(a), static_cast<float>(b));
+FS_DEVICE float fsRng<float>(FsPhiloxCache& cache, bool normal, uint64_t seed, uint64_t offset,
+    nvfuser_index_t n, double a, double b) {
+  return fsRngFloat(cache, normal, false, seed, offset, n, static_cast<float>(a), static_cast<float>(b));
 }
 
 template <>
-FS_DEVICE double fsRng<double>(bool normal, uint64_t seed, uint64_t offset, nvfuser_index_t n, double a,
-                               double b) {
-  return fsRngDouble(normal, seed, offset, n, a, b);
+FS_DEVICE double fsRng<double>(FsPhiloxCache& cache, bool normal, uint64_t seed, uint64_t offset,
+    nvfuser_index_t n, double a, double b) {
+  return fsRngDouble(cache, normal, seed, offset, n, a, b);
 }
 
 template <>
-FS_DEVICE __half fsRng<__half>(bool normal, uint64_t seed, uint64_t offset, nvfuser_index_t n, double a,
-                               double b) {
-  const __half h = __float2half(fsRngFloat(normal, !normal, seed, offset, n, static_cast<float>(a),
+FS_DEVICE __half fsRng<__half>(FsPhiloxCache& cache, bool normal, uint64_t seed, uint64_t offset,
+    nvfuser_index_t n, double a, double b) {
+  const __half h = __float2half(fsRngFloat(cache, normal, !normal, seed, offset, n, static_cast<float>(a),
                                            static_cast<float>(b)));
   if (!normal && h.raw == __float2half(static_cast<float>(b)).raw) {
     return __float2half(static_cast<float>(a));
@@ -124,9 +153,9 @@ FS_DEVICE __half fsRng<__half>(bool normal, uint64_t seed, uint64_t offset, nvfu
 }
 
 template <>
-FS_DEVICE __bfloat fsRng<__bfloat>(bool normal, uint64_t seed, uint64_t offset, nvfuser_index_t n,
-                                   double a, double b) {
-  const __bfloat h = __float2bfloat(fsRngFloat(normal, !normal, seed, offset, n, static_cast<float>(a),
+FS_DEVICE __bfloat fsRng<__bfloat>(FsPhiloxCache& cache, bool normal, uint64_t seed, uint64_t offset,
+    nvfuser_index_t n, double a, double b) {
+  const __bfloat h = __float2bfloat(fsRngFloat(cache, normal, !normal, seed, offset, n, static_cast<float>(a),
                                                static_cast<float>(b)));
   if (!normal && h.raw == __float2bfloat(static_cast<float>(b)).raw) {
     return __float2bfloat(static_cast<float>(a));
