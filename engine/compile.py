@@ -22,6 +22,7 @@ from engine.dtypes import DataType, to_torch
 from engine.errors import CompileError, ExecutionError, NoSchedulerError
 from engine.ir.base import Val
 from engine.ir.fusion import Fusion
+from engine.ir.iterdomain import transforms_kept
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
 from engine.runtime.abi import LaunchConfig, TensorArg
@@ -394,7 +395,7 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
     options = options or Options()
     isolated: dict[int, str] = {}
     notes: list[tuple[str, str]] = []
-    with _collector_paused():
+    with _collector_paused(), transforms_kept():
         while True:
             # The segmenter rewrites the fusion it segments (privatized casts, global
             # boundaries); the user's definition stays as written. Clones keep names.

@@ -221,25 +221,30 @@ class Fusion:
         self.changed()
         _set_global(new)
 
-    def release(self) -> None:
+    def release(self, shared: Iterable[object] = ()) -> None:
         """Break the reference cycles of this fusion's graph (values and ops, tensors and
         their IterDomains, the fusion itself) so that reference counting frees it without
         the cycle collector. For a fusion nothing will read again (a trial copy): it is
         unusable after. compile_fusion pauses the collector, whose first pass afterwards
-        would otherwise walk every such graph the compile made."""
+        would otherwise walk every such graph the compile made. `shared`: what a clone
+        shares with its original (see clone), left intact."""
         from engine.ir.tensorview import TensorView
 
         # Everything is collected before anything is cleared: tensors may share a domain
         # (a multi-output op's) and domains their ids.
-        domains = list({id(v.domain): v.domain for v in self.all_vals if isinstance(v, TensorView)}.values())
-        ids = {i for d in domains for i in (*d.maybe_root, *d.logical, *d.loop, *(d.allocation or ()))}
+        keep = {id(x) for x in shared}
+        domains = [d for d in {id(v.domain): v.domain for v in self.all_vals if isinstance(v, TensorView)}.values()
+                   if id(d) not in keep]
+        ids = {i for d in domains for i in (*d.maybe_root, *d.logical, *d.loop, *(d.allocation or ()))
+               if id(i) not in keep}
         for node in [*ids, *domains, *self.all_vals, *self.all_exprs]:
             node.__dict__.clear()
         self.__dict__.clear()
 
-    def clone(self) -> tuple[Fusion, dict[Val, Val]]:
-        """A deep copy and the map from this fusion's vals to the copy's."""
-        memo: dict[int, object] = {}
+    def clone(self, shared: Iterable[object] = ()) -> tuple[Fusion, dict[Val, Val]]:
+        """A deep copy and the map from this fusion's vals to the copy's. `shared` objects
+        are not copied: the copy refers to them (and to what it reaches only through them)."""
+        memo: dict[int, object] = {id(x): x for x in shared}
         new = copy.deepcopy(self, memo)
         val_map = {v: memo[id(v)] for v in self.all_vals if id(v) in memo}
         for s in self._symbols():

@@ -7,8 +7,9 @@ any tensor's loop domain can be explained from its logical domain.
 
 from __future__ import annotations
 
+import contextlib
 import enum
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from engine.ir.graph_copy import copy_node
@@ -320,12 +321,42 @@ class Swizzle(IdTransform):
         return f"{self.swizzle_type}(2D): {x} , {y} -> {ox} , {oy}"
 
 
+# transforms_between's answers by (start, end) while transforms_kept holds, else None.
+_kept: dict[tuple[tuple[IterDomain, ...], tuple[IterDomain, ...]], list[IdTransform]] | None = None
+
+
+@contextlib.contextmanager
+def transforms_kept() -> Iterator[None]:
+    """Answer transforms_between once per pair of id lists. A transform never changes once
+    made (its outputs are new ids, defined by it for good), so the transforms between two
+    lists of ids stay the same: verifying, snapshotting, mapping and indexing ask for the
+    same domains' histories over and over."""
+    global _kept
+    outer = _kept
+    _kept = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _kept = outer
+
+
 def transforms_between(start: Iterable[IterDomain], end: Iterable[IterDomain]) -> list[IdTransform]:
     """Transforms on the paths from `start` ids to `end` ids, in the order they were applied.
 
     The walk goes backward from `end` and stops at `start`; ids that are neither
     reached from `start` nor in it end the walk too (the verifier reports those).
     """
+    kept = _kept
+    if kept is None:
+        return _transforms_between(start, end)
+    key = (tuple(start), tuple(end))
+    found = kept.get(key)
+    if found is None:
+        found = kept[key] = _transforms_between(*key)
+    return list(found)
+
+
+def _transforms_between(start: Iterable[IterDomain], end: Iterable[IterDomain]) -> list[IdTransform]:
     seen = {id(i) for i in start}  # `start` stops the walk as a visited id would
     found: dict[int, IdTransform] = {}
     stack = list(end)

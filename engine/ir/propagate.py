@@ -153,7 +153,7 @@ def inline_most(fusion: Fusion, selected: Sequence[TensorView] | None = None) ->
                if t not in fusion.inputs]
     # Inlining sets positions only, never a loop domain: each tensor's legal position and
     # the verification after ask for the same loop maps, computed once.
-    with loop_maps_frozen(), transaction(fusion.tensors()):  # type: ignore[arg-type]
+    with loop_maps_frozen(), transaction(fusion.tensors(), inlining=True):  # type: ignore[arg-type]
         for tv in targets:
             tv.inline_at(-1, best_effort=True)  # type: ignore[union-attr]
 
@@ -176,7 +176,7 @@ def inline_all_at(reference: TensorView, pos: int = -1, best_effort: bool = Fals
     fusion = reference.fusion
     targets = [t for t in (selected if selected is not None else fusion.tensors())
                if t not in fusion.inputs]
-    with loop_maps_frozen(), transaction(fusion.tensors()):  # type: ignore[arg-type]
+    with loop_maps_frozen(), transaction(fusion.tensors(), inlining=True):  # type: ignore[arg-type]
         for tv in targets:
             q = min(p, tv.nloop) if best_effort else p  # type: ignore[union-attr]
             tv.inline_at(q, best_effort)  # type: ignore[union-attr]

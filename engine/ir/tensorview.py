@@ -599,6 +599,20 @@ class _Snapshot:
             del i.uses[n:]
 
 
+class _PositionSnapshot:
+    """What inlining may change on one tensor (its compute-at and produce positions), to
+    put back when it is refused."""
+
+    def __init__(self, tv: TensorView) -> None:
+        self.tv = tv
+        self.ca = tv.compute_at_pos
+        self.mpp = tv.max_producer_pos
+
+    def restore(self) -> None:
+        self.tv.compute_at_pos = self.ca
+        self.tv.max_producer_pos = self.mpp
+
+
 # Tensors whose loop-domain edits wait for one verification (see loop_edits_trusted).
 _unverified: dict[TensorView, None] | None = None
 
@@ -627,28 +641,37 @@ def loop_edits_trusted() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def transaction(tvs: Sequence[TensorView], loop_edit: bool = False) -> Iterator[None]:
+def transaction(tvs: Sequence[TensorView], loop_edit: bool = False,
+                inlining: bool = False) -> Iterator[None]:
     """Run a mutation of `tvs`, then verify them and their neighbours; on ScheduleError
-    (from the mutation or the verifier) put every tensor back and re-raise."""
+    (from the mutation or the verifier) put every tensor back and re-raise. `inlining`:
+    the mutation only sets compute-at positions, so only those are kept to put back, and
+    legal positions are computed once (see only_positions_change)."""
     from engine.analysis.logical_map import consumers_of, producers_of
+    from engine.ir.verify import only_positions_change
 
     if loop_edit and _unverified is not None:
         yield
         _unverified.update(dict.fromkeys(tvs))
         return
-    snaps = [_Snapshot(t) for t in tvs]
-    try:
-        yield
-        check: dict[TensorView, None] = {}
-        for t in tvs:
-            check[t] = None
-            check.update(dict.fromkeys(producers_of(t)))
-            check.update(dict.fromkeys(consumers_of(t)))
-        _verify_all(check)
-    except ScheduleError:
-        for s in reversed(snaps):
-            s.restore()
-        raise
+    snaps: list[_Snapshot] | list[_PositionSnapshot]
+    if inlining:
+        snaps, scope = [_PositionSnapshot(t) for t in tvs], only_positions_change()
+    else:
+        snaps, scope = [_Snapshot(t) for t in tvs], contextlib.nullcontext()
+    with scope:
+        try:
+            yield
+            check: dict[TensorView, None] = {}
+            for t in tvs:
+                check[t] = None
+                check.update(dict.fromkeys(producers_of(t)))
+                check.update(dict.fromkeys(consumers_of(t)))
+            _verify_all(check)
+        except ScheduleError:
+            for s in reversed(snaps):
+                s.restore()
+            raise
 
 
 def verify_around(tvs: Sequence[TensorView]) -> None:

@@ -24,7 +24,8 @@ verify_fusion(fusion) checks every tensor of a fusion.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from engine.errors import ScheduleError
@@ -124,12 +125,41 @@ def verify_domains(tv: TensorView) -> None:
             raise ScheduleError(f"{tv.short_name}: contiguity of {i} must be true or false")
 
 
+# Largest legal inline positions by tensor while only_positions_change holds, else None.
+_legal: dict[TensorView, int] | None = None
+
+
+@contextlib.contextmanager
+def only_positions_change() -> Iterator[None]:
+    """Inside, nothing but compute-at and produce positions changes (inlining). In a fusion
+    without reductions a tensor's largest legal position depends on loop domains,
+    parallel types and loop maps alone, so it is computed once: inlining asks for it, and
+    the verification after asks again."""
+    global _legal
+    outer = _legal
+    _legal = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _legal = outer
+
+
 def max_inline_position(tv: TensorView) -> int:
     """The largest legal compute-at position of `tv` against all its consumers.
 
     A tensor without consumers (an output) is limited by its own axes only, as in
     nvFuser, where outputs print a ca_pos too.
     """
+    legal = _legal
+    if legal is None or _has_reduction(tv.fusion):
+        return _max_inline_position(tv)
+    pos = legal.get(tv)
+    if pos is None:
+        pos = legal[tv] = _max_inline_position(tv)
+    return pos
+
+
+def _max_inline_position(tv: TensorView) -> int:
     from engine.analysis.logical_map import consumers_of
     from engine.analysis.replay import loop_map
 

@@ -167,17 +167,25 @@ def tv_transforms(tv: TensorView) -> list[IdTransform]:
 
 def propagate(tv: TensorView, known: dict[IterDomain, Ix], ext: Extents) -> dict[IterDomain, Ix]:
     """Fill in the index of every id of `tv` reachable from `known` (which it extends)."""
-    ts = ext.transforms(tv)
+    # Each pass goes over the transforms not settled yet, in order: a transform with both
+    # sides known never fills anything again.
+    pending = ext.transforms(tv)
     changed = True
     while changed:
         changed = False
-        for t in ts:
-            if all(o in known for o in t.outputs) and not all(i in known for i in t.inputs):
+        unsettled = []
+        for t in pending:
+            outs = all(o in known for o in t.outputs)
+            ins = all(i in known for i in t.inputs)
+            if outs and not ins:
                 _backward(t, known, ext)
                 changed = True
-            elif all(i in known for i in t.inputs) and not all(o in known for o in t.outputs):
+            elif ins and not outs:
                 _forward(t, known, ext)
                 changed = True
+            elif not outs:
+                unsettled.append(t)
+        pending = unsettled
     return known
 
 

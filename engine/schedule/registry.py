@@ -44,6 +44,13 @@ def _self_mapping(fusion: Fusion) -> str | None:
     return cached[1]
 
 
+def note_no_self_mapping(fusion: Fusion) -> None:
+    """Record that `fusion` has no self mapping, known without the check: the segmenter
+    knows it for a part, without reshapes, of a fusion that has none (see
+    tools.exact_self_mapping_reason)."""
+    fusion._self_mapping = (fusion.version, None)  # type: ignore[attr-defined]
+
+
 # Schedulers that generate a kernel (expr_eval and no_op run none, matmul runs through torch).
 _KERNEL_SCHEDULERS = {
     SchedulerType.reduction, SchedulerType.resize, SchedulerType.transpose, SchedulerType.pointwise,

@@ -200,13 +200,40 @@ def _root_to_logical(tv: TensorView, r: IterDomain) -> tuple[IterDomain, Resize 
 
 
 def _same_chain(a: tuple[Resize, ...], b: tuple[Resize, ...]) -> bool:
+    if not a and not b:  # most axes carry no resize
+        return True
     return len(a) == len(b) and all(
         same_scalar(x.left, y.left) and same_scalar(x.right, y.right) for x, y in zip(a, b)
     )
 
 
-def _c2p(consumer: TensorView, producer: TensorView, al: Alignment) -> Alignment:
-    inv = {c: p for p, c in pairwise_logical_map(producer, consumer).items()}
+class _Maps:
+    """The pairwise maps of one fusion while it does not change, each computed once:
+    alignment walks every edge from both ends, and some twice."""
+
+    def __init__(self) -> None:
+        self._forward: dict[tuple[TensorView, TensorView], dict[IterDomain, IterDomain]] = {}
+        self._inverse: dict[tuple[TensorView, TensorView], dict[IterDomain, IterDomain]] = {}
+
+    def forward(self, producer: TensorView, consumer: TensorView) -> dict[IterDomain, IterDomain]:
+        """Producer logical id -> consumer root id (callers only read it)."""
+        key = (producer, consumer)
+        m = self._forward.get(key)
+        if m is None:
+            m = self._forward[key] = pairwise_logical_map(producer, consumer)
+        return m
+
+    def inverse(self, producer: TensorView, consumer: TensorView) -> dict[IterDomain, IterDomain]:
+        """Consumer root id -> producer logical id."""
+        key = (producer, consumer)
+        m = self._inverse.get(key)
+        if m is None:
+            m = self._inverse[key] = {c: p for p, c in self.forward(producer, consumer).items()}
+        return m
+
+
+def _c2p(consumer: TensorView, producer: TensorView, al: Alignment, maps: _Maps) -> Alignment:
+    inv = maps.inverse(producer, consumer)
     out: Alignment = {}
     for k, (i, chain) in al.items():
         r, rz = _logical_to_root(consumer, i)
@@ -217,8 +244,8 @@ def _c2p(consumer: TensorView, producer: TensorView, al: Alignment) -> Alignment
     return out
 
 
-def _p2c(producer: TensorView, consumer: TensorView, al: Alignment) -> Alignment:
-    fwd = pairwise_logical_map(producer, consumer)
+def _p2c(producer: TensorView, consumer: TensorView, al: Alignment, maps: _Maps) -> Alignment:
+    fwd = maps.forward(producer, consumer)
     out: Alignment = {}
     for k, (i, chain) in al.items():
         r = fwd.get(i)
@@ -239,7 +266,11 @@ def _p2c(producer: TensorView, consumer: TensorView, al: Alignment) -> Alignment
 def _same_alignment(a: Alignment, b: Alignment) -> bool:
     """Agreement on the axes both know. One side may lack axes: a producer of a
     broadcast does not have the new broadcast axis its consumer aligns."""
-    return all(a[k][0] is b[k][0] and _same_chain(a[k][1], b[k][1]) for k in a.keys() & b.keys())
+    for k in a.keys() & b.keys():
+        (i, chain), (j, other) = a[k], b[k]
+        if i is not j or not _same_chain(chain, other):
+            return False
+    return True
 
 
 def align(fusion: Fusion, ref: TensorView,
@@ -250,6 +281,7 @@ def align(fusion: Fusion, ref: TensorView,
     `shared_inputs`: a cache of such an input would be a conflicted tensor, so the
     scheduler reads them from global memory directly.
     """
+    maps = _Maps()  # alignment only reads the fusion
     ref_ids = [i for i in ref.domain.logical if not i.is_reduction]
     result: dict[TensorView, Alignment] = {ref: {k: (i, ()) for k, i in enumerate(ref_ids)}}
     inputs = set(id(v) for v in fusion.inputs)
@@ -276,10 +308,10 @@ def align(fusion: Fusion, ref: TensorView,
             continue
         for nb in producers_of(src):
             if nb in result and id(nb) in inputs:
-                if shared_inputs is not None and not _same_alignment(result[nb], _c2p(src, nb, result[src])):
+                if shared_inputs is not None and not _same_alignment(result[nb], _c2p(src, nb, result[src], maps)):
                     shared_inputs.add(nb)
                 continue
-            al = _c2p(src, nb, result[src])
+            al = _c2p(src, nb, result[src], maps)
             check_output(nb, al, src)
             if nb in result:
                 if not _same_alignment(result[nb], al):
@@ -304,7 +336,7 @@ def align(fusion: Fusion, ref: TensorView,
                 continue  # an input's alignment means nothing to its other consumers
             if nb in result and id(nb) in inputs:
                 # An input is read from global memory wherever it is needed.
-                if shared_inputs is not None and not _same_alignment(result[nb], _c2p(src, nb, result[src])):
+                if shared_inputs is not None and not _same_alignment(result[nb], _c2p(src, nb, result[src], maps)):
                     shared_inputs.add(nb)
                 continue
             src_al = result[src]
@@ -312,7 +344,7 @@ def align(fusion: Fusion, ref: TensorView,
                 # Read from global memory, an input offers its other consumers its
                 # plain index space, not the resized loop of the consumer that reached it.
                 src_al = {k: (i, ()) for k, (i, _) in src_al.items()}
-            al = _p2c(src, nb, src_al) if is_consumer else _c2p(src, nb, src_al)
+            al = _p2c(src, nb, src_al, maps) if is_consumer else _c2p(src, nb, src_al, maps)
             check_output(nb, al, None if is_consumer else src)
             if nb in result:
                 if _same_alignment(result[nb], al):
@@ -499,14 +531,16 @@ class ResizeScheduler(Scheduler):
             return None
         except _ConflictError:
             pass
-        # Recomputation is tried on a copy: a verdict never changes the fusion.
-        copy, vals = fusion.clone()
+        # Recomputation is tried on a copy: a verdict never changes the fusion. It adds
+        # tensors and rewires ops but never edits a domain, so the copy shares them.
+        domains = _domains(fusion)
+        copy, vals = fusion.clone(shared=domains)
         try:
             make_resizes_exclusive(copy, vals[ref])  # type: ignore[arg-type]
         except _ConflictError as c:
             return _resize_between_outputs(fusion, ref) or str(c)
         finally:
-            copy.release()  # not read again (see Fusion.release)
+            copy.release(shared=domains)  # not read again (see Fusion.release)
         return None
 
     def compute_heuristics(
@@ -542,6 +576,18 @@ class ResizeScheduler(Scheduler):
     def schedule(self, fusion: Fusion, params: HeuristicParams | None, trace: Trace | None = None) -> None:
         assert isinstance(params, ResizeParams)
         _schedule_resize(fusion, params, trace)
+
+
+def _domains(fusion: Fusion) -> list[object]:
+    """Every tensor's TensorDomain and the ids of its root, logical, loop and allocation."""
+    out: dict[int, object] = {}
+    for tv in fusion.all_vals:
+        if isinstance(tv, TensorView):
+            dom = tv.domain
+            out[id(dom)] = dom
+            for i in (*dom.maybe_root, *dom.logical, *dom.loop, *(dom.allocation or ())):
+                out[id(i)] = i
+    return list(out.values())
 
 
 def _resize_between_outputs(fusion: Fusion, ref: TensorView) -> str | None:

@@ -121,20 +121,41 @@ def self_mapping_reason(fusion: Fusion) -> str | None:
     producer-consumer maps without broadcast pairs, and root ids that stay one logical id
     (a permute, a split or merge with a size-1 part; a resize changes the extent).
     A reason naming the tensor and its axes, or None."""
+    tvs = [t for t in fusion.tensors() if isinstance(t, TensorView)]
+    uf = _exact_classes(fusion, tvs)
+    return _same_class_axes(tvs, uf) or _reshaped_self_mapping(tvs, uf, _is_one)
+
+
+def exact_self_mapping_reason(fusion: Fusion) -> str | None:
+    """self_mapping_reason without its reshape part. When a fusion has no such self
+    mapping, no fusion cut out of it has (see segment.graph.cut_fusion): a part's exact
+    classes join fewer axes, and its tensors have the same or fewer logical axes."""
+    tvs = [t for t in fusion.tensors() if isinstance(t, TensorView)]
+    return _same_class_axes(tvs, _exact_classes(fusion, tvs))
+
+
+def has_reshape_history(fusion: Fusion) -> bool:
+    """Whether some tensor is a reshape's output with its root domain (the tensors that
+    the reshape part of self_mapping_reason looks at)."""
+    return any(isinstance(t.definition, ex.ViewOp) and t.domain.root is not None
+               for t in fusion.tensors() if isinstance(t, TensorView))
+
+
+def _is_one(x: object) -> bool:
+    e = x.extent  # type: ignore[attr-defined]
+    return bool(x.is_broadcast or (e.is_const and e.value == 1))  # type: ignore[attr-defined]
+
+
+def _exact_classes(fusion: Fusion, tvs: list[TensorView]) -> _Classes:
     from engine.analysis.logical_map import pairwise_logical_map, tensor_edges
     from engine.analysis.replay import transforms_between
     from engine.ir.iterdomain import Merge, Split
 
     uf = _Classes()
-
-    def one(x: object) -> bool:
-        e = x.extent  # type: ignore[attr-defined]
-        return bool(x.is_broadcast or (e.is_const and e.value == 1))  # type: ignore[attr-defined]
-
+    one = _is_one
     for p, c, _e in tensor_edges(fusion):
         for a, b in pairwise_logical_map(p, c, map_broadcast=False).items():
             uf.union(a, b)
-    tvs = [t for t in fusion.tensors() if isinstance(t, TensorView)]
     for tv in tvs:
         dom = tv.domain
         if dom.root is None:
@@ -150,6 +171,11 @@ def self_mapping_reason(fusion: Fusion) -> str | None:
                     uf.union(t.inner, t.out)
                 elif one(t.inner):
                     uf.union(t.outer, t.out)
+    return uf
+
+
+def _same_class_axes(tvs: list[TensorView], uf: _Classes) -> str | None:
+    """The reason for the first tensor with two concrete axes in one exact class, or None."""
     for tv in tvs:
         seen: dict[int, int] = {}
         for k, i in enumerate(tv.domain.logical):
@@ -161,7 +187,7 @@ def self_mapping_reason(fusion: Fusion) -> str | None:
                         "same axis of a tensor it is computed from (as in x + x[:, None]); one loop "
                         "nest cannot index that tensor's buffer at both positions")
             seen[r] = k
-    return _reshaped_self_mapping(tvs, uf, one)
+    return None
 
 
 def _reshaped_self_mapping(tvs: list[TensorView], uf: object, one: Callable[[object], bool]) -> str | None:

@@ -114,10 +114,12 @@ class _UnionFind:
         self.parent: dict[IterDomain, IterDomain] = {}
 
     def find(self, i: IterDomain) -> IterDomain:
-        p = self.parent.setdefault(i, i)
-        while p is not self.parent.setdefault(p, p):
-            p = self.parent[p]
-        self.parent[i] = p
+        parent = self.parent
+        p = parent.setdefault(i, i)
+        # Every parent is itself a key (a root when it was linked), so the walk only reads.
+        while p is not (q := parent[p]):
+            p = q
+        parent[i] = p
         return p
 
     def union(self, a: IterDomain, b: IterDomain) -> None:

@@ -143,6 +143,9 @@ def referenced_symbols(exprs: Sequence[Expr], inputs: Sequence[TensorView]) -> l
                 walk(y)
 
     input_set = set(inputs)
+    # Tensors whose extents were added already (a tensor is an output of one expr and
+    # may be an input of several).
+    seen: set[TensorView] = set()
     for tv in inputs:
         # An input whose extent is an expression of symbols (a cat's i0 + i0 made in
         # another segment) binds none of them; the heuristics still need its size.
@@ -155,10 +158,12 @@ def referenced_symbols(exprs: Sequence[Expr], inputs: Sequence[TensorView]) -> l
         for v in e.inputs:
             if isinstance(v, Scalar):
                 add(v)
-            elif isinstance(v, TensorView) and v not in input_set:
+            elif isinstance(v, TensorView) and v not in input_set and v not in seen:
+                seen.add(v)
                 _tv_symbols(v, add)
         for v in e.outputs:
-            if isinstance(v, TensorView):
+            if isinstance(v, TensorView) and v not in seen:
+                seen.add(v)
                 _tv_symbols(v, add)
         walk(e.attributes)
     return sorted(found, key=lambda s: s.name if s.name is not None else -1)
@@ -168,7 +173,8 @@ def _tv_symbols(tv: TensorView, add: Any) -> None:
     dom = tv.domain
     ids = [*dom.maybe_root, *dom.logical, *dom.loop, *(dom.allocation or [])]
     for i in ids:
-        add(i.extent)
+        if i.extent.value is None:  # constants (most extents at static sizes) add nothing
+            add(i.extent)
         if i.expanded_extent is not None:
             add(i.expanded_extent)
 
@@ -275,6 +281,9 @@ class SegmentedGroup:
     # Each scheduler's compile-time reason (None: no objection) for `make_fusion()`'s fusion,
     # when the segmenter's verdicts were found on a cut identical to it; else None.
     compile_reasons: dict[SchedulerType, str | None] | None = None
+    # The segmenter's own cut of this group, when it is the fusion make_fusion would cut
+    # (handed over once: the first make_fusion returns it instead of copying again).
+    cut: tuple[Fusion, dict[Val, Val]] | None = field(default=None, repr=False)
 
     @property
     def name(self) -> str:
@@ -287,6 +296,9 @@ class SegmentedGroup:
 
     def make_fusion(self) -> tuple[Fusion, dict[Val, Val]]:
         """A standalone clone of this group and the map original -> clone."""
+        if self.cut is not None:
+            made, self.cut = self.cut, None
+            return made
         return cut_fusion(self.complete, self.exprs, self.fusion_inputs, self.outputs)
 
     def input_values(self, values: dict[Val, Any], env: dict[Scalar, Any]) -> list[Any]:

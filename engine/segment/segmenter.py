@@ -33,7 +33,7 @@ from engine.ir.base import Expr, FusionGuard, Val
 from engine.ir.fusion import Fusion
 from engine.ir.tensorview import TensorView
 from engine.runtime.device import current
-from engine.schedule import registry
+from engine.schedule import registry, tools
 from engine.schedule.base import PRIORITY, SchedulerType, Verdict
 from engine.schedule.runtime_info import SchedulerRuntimeInfo
 from engine.segment.boundaries import boundary_vals, check_layout_op_uses
@@ -85,6 +85,7 @@ class _Asked:
     crash), and the complete fusion's version when it was cut."""
 
     sub: Fusion
+    val_map: dict[Val, Val]  # the complete fusion's vals -> sub's
     info: SchedulerRuntimeInfo
     version: int
     verdicts: list[Verdict] = field(default_factory=list)
@@ -161,6 +162,8 @@ class _Finder:
         self._adjacency_cache: tuple[tuple[int, int], Any] | None = None
         self.input_groups: dict[Val, _Group] = {}
         self.isolated: dict[int, str] = {}
+        # (fusion version, whether its exact classes keep every tensor's axes apart)
+        self._apart: tuple[int, bool] | None = None
 
     def release_trials(self) -> None:
         """Free the candidate fusions now that segmentation is over: the compile pauses the
@@ -227,10 +230,34 @@ class _Finder:
     def _cut(self, core: Sequence[Expr]) -> _Asked:
         eff, ins, outs = self._group_io(core)
         scalars = referenced_symbols(eff, ins)
-        sub, _ = cut_fusion(self.fusion, eff, [*ins, *scalars], outs)
+        sub, val_map = cut_fusion(self.fusion, eff, [*ins, *scalars], outs)
+        if not tools.has_reshape_history(sub) and self._exact_classes_apart():
+            registry.note_no_self_mapping(sub)
         args = [self.sizes.tensor(t) for t in ins] + [self.sizes.value(s) for s in scalars]
-        return _Asked(sub, SchedulerRuntimeInfo(sub, args, current(self.options.device_model)),
+        return _Asked(sub, val_map, SchedulerRuntimeInfo(sub, args, current(self.options.device_model)),
                       self.fusion.version)
+
+    def _exact_classes_apart(self) -> bool:
+        """Whether the fusion, as it is now, has no two axes of one tensor in one exact
+        class: then no cut of it has, and a cut without reshapes has no self mapping."""
+        version = self.fusion.version
+        if self._apart is None or self._apart[0] != version:
+            self._apart = (version, tools.exact_self_mapping_reason(self.fusion) is None)
+        return self._apart[1]
+
+    def _take_cut(self, core: Sequence[Expr], boundary: set[Val]) -> tuple[Fusion, dict[Val, Val]] | None:
+        """The cut made while segmenting of the group of `core`, for its segment, when cutting
+        again would copy the same fusion: made from the fusion as it is now, with the names
+        it has now (verdicts never change a cut). Boundary tensors have become global since
+        (mark_global), in the cut too. It is no longer a trial to release."""
+        key = frozenset(id(e) for e in core)
+        asked = self.cache.get(key)
+        if (asked is None or asked.version != self.fusion.version
+                or asked.sub._counters != self.fusion._counters):
+            return None
+        del self.cache[key]
+        mark_global([c for v, c in asked.val_map.items() if v in boundary])  # type: ignore[misc]
+        return asked.sub, asked.val_map
 
     def _known_reasons(self, core: Sequence[Expr]) -> dict[SchedulerType, str | None] | None:
         """The compile-time reasons found for the group of `core`, when its cut was made
@@ -792,6 +819,9 @@ class _Finder:
                     edges.append(SegmentedEdge(p, sg, v, self.sizes.bytes(v)))
         for sg in groups:
             mark_global([*sg.inputs, *sg.outputs])
+        boundary = {v for sg in groups for v in [*sg.inputs, *sg.outputs]}
+        for sg, g in zip(groups, run):
+            sg.cut = self._take_cut(sorted(g.exprs, key=self.pos.__getitem__), boundary)
         sf = SegmentedFusion(fusion, groups, edges, self.sizes, self.options, self.trace)
         if self.trace is not None:
             for sg in groups:
