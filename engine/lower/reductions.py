@@ -243,10 +243,14 @@ def _write_back(low: ExprLowering, out: TensorView, pairs: list[tuple[TensorView
     """Store accumulators into the outputs: loops over the accumulator ids, outputs indexed."""
     acc0 = pairs[0][1]
     known: dict[IterDomain, Ix] = {}
+    # Loops that run a larger (promoted) id than out's own give out's indices through the
+    # tensors inlined with it (loop_seeded_index), not as the loop's position.
+    seeded = low.loop_seeded_index(out, loops, acc0.level)
     thread_only: list[str] = []
     for k, i in enumerate(out.domain.loop):
         if k < acc0.level:
-            known[i] = low.loop_index(loops[k], i)
+            if not low.forwarded(loops[k], i):
+                known[i] = low.loop_index(loops[k], i)
         elif i.is_broadcast and i not in low.ext.promoted:
             known[i] = Ix(0, 0, 1)
         elif i.is_reduction:
@@ -270,15 +274,17 @@ def _write_back(low: ExprLowering, out: TensorView, pairs: list[tuple[TensorView
         lin: cexpr.Term = 0
         for i, s in zip(acc.layout, acc.strides):
             lin = cexpr.add(lin, cexpr.mul(tv_known[i].term, s))
-        index = propagate(tv, {tv.domain.loop[k]: known[i] for k, i in enumerate(out.domain.loop)
-                               if i in known}, low.ext)
+        start = {tv.domain.loop[k]: known[i] for k, i in enumerate(out.domain.loop) if i in known}
+        if tv is out:
+            start = {**seeded, **start}
+        index = propagate(tv, start, low.ext)
         value = low.converted(f"{acc.name}[{cexpr.text(lin)}]", acc.dtype, tv.dtype)
         store = kir.Assign(low.address(tv, index, tv.short_name), value, f"{tv.short_name} = {acc.name}")
         # Only global stores are left to one thread of the reduction: every thread needs its
         # own copy of a local result.
         (global_stores if low.buffer(tv).memory == "global" else stores).append(store)
         if not preds:
-            preds = low.thread_predicates(loops[: acc0.level], None) + [
+            preds = low.thread_predicates(loops[: acc0.level], out) + [
                 p for p in low.bounds_predicates(tv, index, _partial_ids(tv))
             ] + low.flags.get(out, [])
     body: list[kir.Stmt] = kir.guard(preds, stores) + kir.guard(preds + thread_only, global_stores)
