@@ -38,7 +38,7 @@ def attention(causal: bool) -> FusionDefinition:
                    for _ in range(3))
         p = fd.define_scalar(0.0, dtype=DataType.Double)
         c = fd.define_scalar(causal, dtype=DataType.Bool)
-        out, lse, seed, offset = fd.ops.sdpfa_fwd(q, k, v, p, c, None)
+        out, lse, seed, offset = fd.ops.sdpfa_fwd(q, k, v, dropout_p=p, is_causal=c, scale=None)
         g = fd.define_tensor(shape=[-1, -1, -1, -1], contiguity=[True] * 4, dtype=DataType.BFloat16)
         fd.add_output(out)
         fd.add_output(lse)

@@ -618,11 +618,17 @@ def _linear(expr, args, ctx):
 
 
 def _attention_probs(q: torch.Tensor, k: torch.Tensor, lse: torch.Tensor | None, causal: bool,
-                     scale: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """(softmax probabilities, log-sum-exp) of scale * q k^T in float32; a causal mask keeps
-    key j <= query i (top-left aligned, as torch's is_causal). With `lse` given (the
-    backward), the probabilities are recomputed from it, as flash attention does."""
+                     scale: float, bias: torch.Tensor | None = None,
+                     mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(softmax probabilities, log-sum-exp) of scale * q k^T (+ bias) in float32; a causal
+    mask keeps key j <= query i (top-left aligned, as torch's is_causal), a bool mask keeps
+    its True scores. With `lse` given (the backward), the probabilities are recomputed from
+    it, as flash attention does."""
     s = torch.matmul(q, k.transpose(-2, -1)) * scale
+    if bias is not None:
+        s = s + up(bias)
+    if mask is not None:
+        s = s.masked_fill(~mask.bool(), float("-inf"))
     if causal:
         keep = torch.ones(s.shape[-2], s.shape[-1], dtype=torch.bool, device=s.device).tril()
         s = s.masked_fill(~keep, float("-inf"))
@@ -646,8 +652,10 @@ def _sdpa_args(expr, args, n_tensors: int) -> tuple[list[torch.Tensor], bool, fl
 
 @handles(ex.SdpaFwdOp)
 def _sdpa_fwd(expr, args, ctx):
-    (q, k, v), causal, scale = _sdpa_args(expr, args, 3)
-    p, lse = _attention_probs(q, k, None, causal, scale)
+    extra = dict(zip([n for n in ("scale", "bias", "mask") if expr.attributes[f"has_{n}"]], args[5:]))
+    scale_arg = [extra["scale"]] if "scale" in extra else []
+    (q, k, v), causal, scale = _sdpa_args(expr, [*args[:5], *scale_arg], 3)
+    p, lse = _attention_probs(q, k, None, causal, scale, extra.get("bias"), extra.get("mask"))
     out = torch.matmul(p, v).to(to_torch(out_dtype(expr)))
     seed = torch.zeros(2, dtype=torch.int64, device=ctx.device)
     return [out, lse.float(), seed, torch.zeros((), dtype=torch.int64, device=ctx.device)]

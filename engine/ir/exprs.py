@@ -453,25 +453,42 @@ class SdpaFwdOp(Expr):
     """Scaled dot-product attention, forward (nvFuser's sdpfa_fwd; ATen's flash attention):
     outputs (output [N, H, L, Ev], log_sumexp [N, H, L] float, philox_seed, philox_offset)
     of inputs (query [N, H, L, E], key [N, H, S, E], value [N, H, S, Ev], dropout_p,
-    is_causal[, scale])."""
+    is_causal, then those of scale, bias (added to the scores) and mask (bool: False drops
+    a score) that are given; the attributes say which)."""
 
     op_name = "sdpa"
 
     def __init__(self, fusion, outs: Sequence[Val], q: Val, k: Val, v: Val, dropout_p: Val,
-                 is_causal: Val, scale: Val | None) -> None:
-        ins = [q, k, v, dropout_p, is_causal] + ([scale] if scale is not None else [])
-        super().__init__(fusion, ins, list(outs))
+                 is_causal: Val, scale: Val | None, bias: Val | None = None, mask: Val | None = None) -> None:
+        extra = [x for x in (scale, bias, mask) if x is not None]
+        super().__init__(fusion, [q, k, v, dropout_p, is_causal, *extra], list(outs),
+                         has_scale=scale is not None, has_bias=bias is not None, has_mask=mask is not None)
+
+    def _optional(self, which: str) -> Val | None:
+        order = [k for k in ("scale", "bias", "mask") if self.attributes[f"has_{k}"]]
+        return self.inputs[5 + order.index(which)] if which in order else None
 
     @property
     def scale(self) -> Val | None:
-        return self.inputs[5] if len(self.inputs) > 5 else None
+        return self._optional("scale")
+
+    @property
+    def bias(self) -> Val | None:
+        return self._optional("bias")
+
+    @property
+    def mask(self) -> Val | None:
+        return self._optional("mask")
 
     def to_string(self, indent: int = 0) -> str:
         i0, i1 = ind(indent), ind(indent + 1)
         outs = ",\n".join(f"{i0}{o}" for o in self.outputs)
         q, k, v, p, causal = self.inputs[:5]
-        s = (f"{outs}\n{i1} = sdpa({q},\n{i1}          {k},\n{i1}          {v},\n"
-             f"{i1}          dropout_p = {p.inline()},\n{i1}          is_causal={causal.inline()},\n")
+        s = f"{outs}\n{i1} = sdpa({q},\n{i1}          {k},\n{i1}          {v},\n"
+        for name in ("bias", "mask"):
+            if self._optional(name) is not None:
+                s += f"{i1}          {name}={self._optional(name)},\n"
+        s += f"{i1}          dropout_p = {p.inline()},\n{i1}          is_causal={causal.inline()},\n"
         if self.scale is not None:
             s += f"{i1}          scale={self.scale.inline()},\n"
         return s + f"{i1})\n"

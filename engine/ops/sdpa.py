@@ -20,11 +20,26 @@ from engine.ops.common import check_tensor, copy_id, new_tv, no_reductions
 __all__ = ["sdpfa_bwd", "sdpfa_fwd"]
 
 
-def sdpfa_fwd(query: TensorView, key: TensorView, value: TensorView, dropout_p: object = None,
-              is_causal: object = None, scale: object = None,
+def sdpfa_fwd(query: TensorView, key: TensorView, value: TensorView, *args: object, bias: object = None,
+              mask: object = None, dropout_p: object = None, is_causal: object = None, scale: object = None,
               ) -> tuple[TensorView, TensorView, TensorView, TensorView]:
     """(output, log_sumexp, philox_seed, philox_offset) of attention over query [N, H, L, E],
-    key [N, H, S, E] and value [N, H, S, Ev]; scale defaults to 1/sqrt(E)."""
+    key [N, H, S, E] and value [N, H, S, Ev]; scale defaults to 1/sqrt(E). The arguments
+    after value come in either frontend's order: (dropout_p, is_causal, scale), or
+    nvfuser_direct's (bias, mask, dropout_p, is_causal, scale); bias is added to the
+    scores and a False in the bool mask drops a score."""
+    named = {"bias": bias, "mask": mask, "dropout_p": dropout_p, "is_causal": is_causal, "scale": scale}
+    names = list(named)
+    if len(args) > 3 or any(isinstance(a, TensorView) for a in args[:2]):
+        order = names  # nvfuser_direct: bias and mask come first
+    else:
+        order = names[2:]
+    if len(args) > len(order):
+        raise FusionDefinitionError(f"sdpfa_fwd: at most {3 + len(order)} positional arguments, got {3 + len(args)}")
+    for name, a in zip(order, args):
+        if named[name] is not None:
+            raise FusionDefinitionError(f"sdpfa_fwd: {name} given twice")
+        named[name] = a
     q, k, v = _qkv("sdpfa_fwd", query, key, value)
     fusion = q.fusion
     dq, dv = no_reductions(q), no_reductions(v)
@@ -32,9 +47,23 @@ def sdpfa_fwd(query: TensorView, key: TensorView, value: TensorView, dropout_p: 
     lse = new_tv(fusion, [copy_id(fusion, i) for i in dq[:-1]], DataType.Float)
     seed = new_tv(fusion, [IterDomain(fusion, 2)], DataType.Int)
     offset = new_tv(fusion, [], DataType.Int)
-    SdpaFwdOp(fusion, [out, lse, seed, offset], q, k, v, _dropout("sdpfa_fwd", dropout_p),
-              _causal("sdpfa_fwd", is_causal), _scale("sdpfa_fwd", scale))
+    SdpaFwdOp(fusion, [out, lse, seed, offset], q, k, v, _dropout("sdpfa_fwd", named["dropout_p"]),
+              _causal("sdpfa_fwd", named["is_causal"]), _scale("sdpfa_fwd", named["scale"]),
+              _score_term("bias", named["bias"], None), _score_term("mask", named["mask"], DataType.Bool))
     return out, lse, seed, offset
+
+
+def _score_term(what: str, t: object, dtype: DataType | None) -> TensorView | None:
+    """bias or mask: a tensor broadcasting against the scores [N, H, L, S]."""
+    if t is None:
+        return None
+    tv = check_tensor("sdpfa_fwd", t, what)
+    if len(no_reductions(tv)) > 4:
+        raise FusionDefinitionError(f"sdpfa_fwd: {what} {tv.short_name} has more than 4 axes")
+    if dtype is not None and tv.dtype != dtype:
+        raise FusionDefinitionError(f"sdpfa_fwd: {what} {tv.short_name} must be {dtype.cuda_name}, "
+                                    f"got {tv.dtype.cuda_name}")
+    return tv
 
 
 def sdpfa_bwd(grad_output: TensorView, query: TensorView, key: TensorView, value: TensorView,

@@ -51,7 +51,24 @@ def test_backward_matches_autograd(causal):
     torch.nn.functional.scaled_dot_product_attention(*xs, is_causal=causal).backward(grad)
     got = evaluate(fd.fusion, [t.detach() for t in xs] + [grad])
     for g_got, t in zip(got, xs):
-        torch.testing.assert_close(g_got, t.grad)
+        torch.testing.assert_close(g_got, t.grad, rtol=1e-6, atol=1e-6)
+
+
+def test_bias_and_mask_in_nvfuser_directs_argument_order():
+    with FusionDefinition() as fd:
+        q, k, v = _define(fd, DataType.Double)
+        bias = fd.define_tensor(shape=[-1, 1, -1, -1], contiguity=[True, None, True, True], dtype=DataType.Double)
+        mask = fd.define_tensor(shape=[1, 1, -1, -1], contiguity=[None, None, True, True], dtype=DataType.Bool)
+        out, _, _, _ = fd.ops.sdpfa_fwd(q, k, v, bias, mask, None, False, None)
+        fd.add_output(out)
+    xs = _qkv()
+    b = torch.randn(2, 1, 5, 7, dtype=torch.float64)
+    m = torch.rand(1, 1, 5, 7) > 0.3
+    m[..., 0] = True  # every query keeps a key
+    (got,) = evaluate(fd.fusion, [*xs, b, m])
+    want = torch.nn.functional.scaled_dot_product_attention(*xs, attn_mask=b.masked_fill(~m, float("-inf")))
+    torch.testing.assert_close(got, want)
+    assert "bias=T3" in str(fd.fusion) and "mask=T4" in str(fd.fusion)
 
 
 def test_attention_runs_as_its_own_expr_eval_segment_in_bf16():
