@@ -175,7 +175,8 @@ def _rng(low: ExprLowering, expr: ex.RNGOp, out: TensorView, c_index) -> str:
     linear: cexpr.Term = 0
     stride = 1
     for i in reversed(_logical_noreduction(out)):
-        n = low.ext.of(i)
+        # A size-1 axis is a broadcast: one draw, whatever extent a consumer promotes it to.
+        n = 1 if i.is_broadcast else low.ext.of(i)
         if n > 1:
             linear = cexpr.add(linear, cexpr.mul(c_index[i].term, stride))
         stride *= n

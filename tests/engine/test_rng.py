@@ -158,3 +158,16 @@ def test_rng_script_loads_and_round_trips():
     assert xs[1:] == [11, 4]
     (a,), (b,) = evaluate(fd.fusion, xs), evaluate(again.fusion, xs)
     assert torch.equal(a, b)
+
+
+@needs_gxx
+def test_a_size_one_draw_broadcast_by_its_consumer_is_one_number():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        r = fd.ops.normal(0.5, 2.0, [1], rng_seed=5, rng_offset=12, dtype=DataType.Float)
+        fd.add_output(fd.ops.add(x, r))
+    xs = [torch.zeros(17)]
+    (out,) = compile_fusion(fd, xs).run(xs, backend="emulate")
+    (ref,) = evaluate(fd.fusion, xs)
+    torch.testing.assert_close(out, ref)
+    assert torch.all(out == out[0])
