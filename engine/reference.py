@@ -518,22 +518,12 @@ def _pad(expr, args, ctx):
 
 @handles(ex.CatOp)
 def _cat(expr, args, ctx):
-    from engine.ir.iterdomain import Resize
-
     d = expr.dim
-    out_tv = expr.output
-    out = torch.empty(logical_sizes(out_tv, ctx), dtype=args[0].dtype, device=args[0].device)
-    for tv, x in zip(expr.inputs, args):
-        i = [a for a in tv.domain.logical if not a.is_reduction][d]
-        t = i.definition
-        if isinstance(t, Resize):
-            # Each padded input owns the region its pad added around it.
-            left = int(ctx.scalar(t.left))
-            src = t.in_id
-            length = int(ctx.scalar(src.expanded_extent if src.expanded_extent is not None else src.extent))
-        else:
-            left, length = 0, x.shape[d]
-        out.narrow(d, left, length).copy_(x.narrow(d, left, length))
+    out = torch.empty(logical_sizes(expr.output, ctx), dtype=args[0].dtype, device=args[0].device)
+    for (left, length), x in zip(expr.spans, args):
+        # Each padded input owns the region its pad added around it.
+        a, n = int(ctx.scalar(left)), int(ctx.scalar(length))
+        out.narrow(d, a, n).copy_(x.narrow(d, a, n))
     return [out]
 
 

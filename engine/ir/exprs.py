@@ -311,10 +311,16 @@ class PadOp(Expr):
 
 
 class CatOp(Expr):
+    """Picks each element along `dim` from the padded input whose region holds it. `spans`
+    are those regions, (start, length) per input, taken from the inputs' pads when the cat
+    is built: a segment that holds the cat but not the pads (their Resize is then cut away)
+    still knows them."""
+
     op_name = "cat"
 
-    def __init__(self, fusion, out: Val, inps: Sequence[Val], dim: int) -> None:
-        super().__init__(fusion, list(inps), [out], dim=dim)
+    def __init__(self, fusion, out: Val, inps: Sequence[Val], dim: int,
+                 spans: Sequence[tuple[Scalar, Scalar]]) -> None:
+        super().__init__(fusion, list(inps), [out], dim=dim, spans=[tuple(x) for x in spans])
 
     def to_string(self, indent: int = 0) -> str:
         ins = ", ".join(str(v) for v in self.inputs)

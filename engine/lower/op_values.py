@@ -152,7 +152,8 @@ def _cat(low: ExprLowering, expr: ex.CatOp, out: TensorView, c_index) -> str:
     d = expr.dim
     cid = _logical_noreduction(out)[d]
     idx = c_index[cid].term
-    parts = [(_unpadded_range(low, v, d), _operand(low, v, out, c_index, out.dtype)) for v in expr.inputs]
+    spans = [(low.ext.value(a), low.ext.value(a) + low.ext.value(n)) for a, n in expr.spans]
+    parts = [(span, _operand(low, v, out, c_index, out.dtype)) for span, v in zip(spans, expr.inputs)]
     text = parts[-1][1]
     for (_lo, hi), val in reversed(parts[:-1]):
         text = f"({_w(idx)} < {hi} ? {val} : {text})"

@@ -691,8 +691,18 @@ def cat(tensors: Sequence[TensorView], dim: int = 0, manual_padding: bool = Fals
         else:
             ids.append(copy_id(fusion, axis[0]))
     out = new_tv(fusion, ids, dtype)
-    CatOp(fusion, out, padded, d)
+    CatOp(fusion, out, padded, d, [_cat_span(t, d) for t in padded])
     return out
+
+
+def _cat_span(tv: TensorView, dim: int) -> tuple[Scalar, Scalar]:
+    """(start, length) of the region a padded cat input holds along `dim`: what its pad added
+    around it; a tensor that was not padded holds all of it."""
+    i = no_reductions(tv)[dim]
+    t = i.definition
+    if isinstance(t, Resize):
+        return t.left, _full_extent(t.in_id)
+    return as_scalar(0), _full_extent(i)
 
 
 def _sum(xs: Sequence[Scalar]) -> Scalar:
