@@ -17,7 +17,7 @@ NOT_YET = (
     "Random-number ops draw nvFuser's Philox stream; without rng_seed/rng_offset every run "
     "draws the same numbers. "
     "Attention (sdpfa_fwd/bwd) runs through torch as an expr_eval segment, without dropout. "
-    "Not in this version: scatter (a file "
+    "Not in this version: scatter, cumsum, topk and argsort (a file "
     "using them is refused when opened, naming the op and line); complex dtypes (refused at "
     "compile); TMA loads and warp specialization in the generated kernels (shared-memory "
     "caches are circular-buffered with cp.async instead). Kernels are compiled "
