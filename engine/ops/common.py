@@ -106,3 +106,13 @@ def _pick_extent(ids: Sequence[IterDomain]) -> Scalar:
 
 def extents_equal(a: IterDomain, b: IterDomain) -> bool:
     return same_scalar(a.extent, b.extent)
+
+
+def real_scalar(op: str, what: str, v: object) -> Scalar:
+    """A real-valued scalar argument (eps, momentum, scale, ...): a number (as a double), or a
+    Scalar that is neither bool nor complex."""
+    if isinstance(v, Scalar) and not (v.dtype.is_bool or v.dtype.is_complex):
+        return v
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return as_scalar(float(v), DataType.Double)
+    raise FusionDefinitionError(f"{op}: {what} must be a real number, got {v!r}")

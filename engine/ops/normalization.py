@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from engine.dtypes import DataType
 from engine.errors import FusionDefinitionError
-from engine.ir.scalar import Scalar, as_scalar
+from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
 from engine.ops import arith
-from engine.ops.common import check_tensor, no_reductions
+from engine.ops.common import check_tensor, no_reductions, real_scalar
 from engine.ops.reduction import reduced_count, welford
 from engine.ops.shape import broadcast, set_
 
@@ -37,14 +37,14 @@ def batch_norm(arg: TensorView, weight: TensorView | None, bias: TensorView | No
         raise FusionDefinitionError("batch_norm: running_mean and running_var must be given together")
     channel = rank - 1 if channels_last else 1
     flags = [k != channel for k in range(rank)]
-    eps_s = _real("eps", eps)
+    eps_s = real_scalar("batch_norm", "eps", eps)
     if training or running_mean is None:
         reduced = [k for k in range(rank) if k != channel]
         avg, var_sum, _ = welford(x, reduced)
         # A scalar count (nvFuser's num_features) keeps the statistics in the tensor's type.
         count = arith.cast(reduced_count(x, reduced), DataType.Double)
         if running_mean is not None:
-            _update_running_stats(running_mean, running_var, avg, var_sum, count, _real("momentum", momentum))
+            _update_running_stats(running_mean, running_var, avg, var_sum, count, real_scalar("batch_norm", "momentum", momentum))
         mean = avg
         invstd = arith.rsqrt(arith.add(arith.div(var_sum, count), eps_s))
         centered = arith.sub(x, broadcast(mean, flags))
@@ -70,11 +70,3 @@ def _update_running_stats(running_mean: TensorView, running_var: TensorView, avg
         if new.dtype != stat.dtype:
             new = arith.cast(new, stat.dtype)
         stat.fusion.queue_alias(new, stat)
-
-
-def _real(what: str, v: object) -> Scalar:
-    if isinstance(v, Scalar) and (v.dtype.is_float or v.dtype.is_integer):
-        return v
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return as_scalar(float(v), DataType.Double)
-    raise FusionDefinitionError(f"batch_norm: {what} must be a real number, got {v!r}")

@@ -15,7 +15,7 @@ from engine.ir.exprs import SdpaBwdOp, SdpaFwdOp
 from engine.ir.iterdomain import IterDomain
 from engine.ir.scalar import Scalar, as_scalar
 from engine.ir.tensorview import TensorView
-from engine.ops.common import check_tensor, copy_id, new_tv, no_reductions
+from engine.ops.common import check_tensor, copy_id, new_tv, no_reductions, real_scalar
 
 __all__ = ["sdpfa_bwd", "sdpfa_fwd"]
 
@@ -102,11 +102,7 @@ def _qkv(op: str, query: object, key: object, value: object) -> tuple[TensorView
 
 
 def _dropout(op: str, p: object) -> Scalar:
-    if p is None or (isinstance(p, (int, float)) and not isinstance(p, bool)):
-        p = as_scalar(float(p or 0.0), DataType.Double)
-    if not isinstance(p, Scalar) or p.dtype.is_bool or p.dtype.is_complex:
-        raise FusionDefinitionError(f"{op}: dropout_p must be a real number, got {p!r}")
-    s = p
+    s = real_scalar(op, "dropout_p", 0.0 if p is None else p)
     if s.is_const and s.value != 0:
         raise FusionDefinitionError(f"{op}: dropout_p = {s.value}: dropout inside attention is not supported "
                                     "(flash attention's dropout RNG cannot be reproduced)")
@@ -121,10 +117,4 @@ def _causal(op: str, c: object) -> Scalar:
 
 
 def _scale(op: str, s: object) -> Scalar | None:
-    if s is None:
-        return None
-    if isinstance(s, Scalar) and not (s.dtype.is_bool or s.dtype.is_complex):
-        return s
-    if isinstance(s, (int, float)) and not isinstance(s, bool):
-        return as_scalar(float(s), DataType.Double)
-    raise FusionDefinitionError(f"{op}: scale must be a real number, got {s!r}")
+    return None if s is None else real_scalar(op, "scale", s)
