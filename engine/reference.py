@@ -640,20 +640,67 @@ def _sdpa_args(expr, args, n_tensors: int) -> tuple[list[torch.Tensor], bool, fl
     return [up(a) for a in args[:n_tensors]], causal, scale
 
 
+def _flash_ok(*ts: torch.Tensor) -> bool:
+    """Whether ATen's flash attention takes these (as nvFuser calls it): CUDA fp16/bf16 of one
+    dtype on sm80 or newer, one head size, a multiple of 8 up to 256."""
+    q = ts[0]
+    if not all(t.is_cuda and t.dtype == q.dtype for t in ts) or q.dtype not in (torch.float16, torch.bfloat16):
+        return False
+    e = q.shape[-1]
+    return (all(t.shape[-1] == e for t in ts) and e % 8 == 0 and e <= 256
+            and torch.cuda.get_device_capability(q.device) >= (8, 0))
+
+
+def _flash_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
+               scale: float) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """(output, log-sum-exp) from ATen's flash attention, or None where it does not apply (the
+    math path then runs: on the GPU it holds the whole score matrix in float32)."""
+    if not _flash_ok(q, k, v):
+        return None
+    try:
+        got = torch.ops.aten._scaled_dot_product_flash_attention(q, k, v, 0.0, causal, False, scale=scale)
+    except RuntimeError:
+        return None
+    return got[0].contiguous(), got[1]
+
+
+def _flash_bwd(g: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
+               lse: torch.Tensor, causal: bool, scale: float) -> tuple[torch.Tensor, ...] | None:
+    if not _flash_ok(g, q, k, v, o) or lse.dtype != torch.float32:
+        return None
+    # Dense inputs have no cumulative sequence lengths (None, as the forward returns them);
+    # without dropout the RNG state is not read.
+    rng = torch.zeros(2, dtype=torch.uint64, device=q.device)
+    try:
+        got = torch.ops.aten._scaled_dot_product_flash_attention_backward(
+            g, q, k, v, o, lse.contiguous(), None, None, q.shape[-2], k.shape[-2], 0.0, causal, rng,
+            torch.zeros((), dtype=torch.uint64, device=q.device), scale=scale)
+    except RuntimeError:
+        return None
+    return tuple(t.contiguous() for t in got[:3])
+
+
 @handles(ex.SdpaFwdOp)
 def _sdpa_fwd(expr, args, ctx):
     extra = dict(zip([n for n in ("scale", "bias", "mask") if expr.attributes[f"has_{n}"]], args[5:]))
     scale_arg = [extra["scale"]] if "scale" in extra else []
     (q, k, v), causal, scale = _sdpa_args(expr, [*args[:5], *scale_arg], 3)
+    seed = torch.zeros(2, dtype=torch.int64, device=ctx.device)
+    offset = torch.zeros((), dtype=torch.int64, device=ctx.device)
+    flash = None if "bias" in extra or "mask" in extra else _flash_fwd(*args[:3], causal, scale)
+    if flash is not None:
+        return [flash[0], flash[1], seed, offset]
     p, lse = _attention_probs(q, k, None, causal, scale, extra.get("bias"), extra.get("mask"))
     out = torch.matmul(p, v).to(to_torch(out_dtype(expr)))
-    seed = torch.zeros(2, dtype=torch.int64, device=ctx.device)
-    return [out, lse.float(), seed, torch.zeros((), dtype=torch.int64, device=ctx.device)]
+    return [out, lse.float(), seed, offset]
 
 
 @handles(ex.SdpaBwdOp)
 def _sdpa_bwd(expr, args, ctx):
     (g, q, k, v, o, lse), causal, scale = _sdpa_args(expr, [*args[:8], *args[10:]], 6)
+    flash = _flash_bwd(*args[:6], causal, scale)
+    if flash is not None:
+        return list(flash)
     p, _ = _attention_probs(q, k, lse, causal, scale)
     grad_v = torch.matmul(p.transpose(-2, -1), g)
     grad_p = torch.matmul(g, v.transpose(-2, -1))

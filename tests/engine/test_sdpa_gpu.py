@@ -32,3 +32,20 @@ def test_gpu_attention_forward_and_backward(causal: bool) -> None:
     for o, r in zip(outs, evaluate(fd.fusion, xs)):
         assert o.is_cuda
         torch.testing.assert_close(o.cpu().float(), r.float(), rtol=2e-2, atol=2e-2)
+
+
+def test_gpu_attention_takes_atens_flash_attention() -> None:
+    """On the GPU the segment runs ATen's flash kernels (as nvFuser does), not the math path
+    that holds the whole score matrix."""
+    from engine.reference import _flash_bwd, _flash_fwd
+
+    q, k, v, g = (torch.randn(2, 4, 256, 64, device="cuda", dtype=torch.bfloat16) for _ in range(4))
+    got = _flash_fwd(q, k, v, True, 0.125)
+    assert got is not None
+    out, lse = got
+    want = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.125)
+    torch.testing.assert_close(out, want, rtol=2e-2, atol=2e-2)
+    assert lse.dtype == torch.float32 and lse.shape == (2, 4, 256)
+    grads = _flash_bwd(g, q, k, v, out, lse, True, 0.125)
+    assert grads is not None and [t.shape for t in grads] == [q.shape, k.shape, v.shape]
+    assert _flash_fwd(q.float(), k.float(), v.float(), True, 0.125) is None  # fp32: the math path
