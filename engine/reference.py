@@ -551,13 +551,10 @@ def _iota(expr, args, ctx):
 def _rng(expr, args, ctx):
     from engine.philox import draw
 
-    def number(x: Any) -> Any:
-        return x.item() if isinstance(x, torch.Tensor) else x
-
     dtype = out_dtype(expr)
     sizes = [int(ctx.scalar(s)) for s in expr.shape]
-    a, b = (float(number(x)) for x in args[:2])
-    seed, offset = (int(number(x)) for x in args[2:4]) if len(args) > 2 else (0, expr.rng_id)
+    a, b = (float(_number(x)) for x in args[:2])
+    seed, offset = (int(_number(x)) for x in args[2:4]) if len(args) > 2 else (0, expr.rng_id)
     narrow = dtype in (DataType.Half, DataType.BFloat16)
     raw = narrow and expr.dist == "uniform"
     values = draw(expr.dist, math.prod(sizes), seed, offset, dtype == DataType.Double, a, b, raw)
@@ -567,9 +564,13 @@ def _rng(expr, args, ctx):
     out = out.to(to_torch(dtype))
     if raw:
         # nvFuser's half/bfloat16 uniform: a draw that rounds up to `b` becomes `a`.
-        hi = torch.tensor(b, dtype=torch.float32).to(out.dtype)
-        out = torch.where(out == hi.to(out.device), torch.tensor(a, dtype=out.dtype, device=out.device), out)
+        out = out.masked_fill(out == torch.tensor(b, dtype=torch.float32).to(out.dtype).item(), a)
     return [out]
+
+
+def _number(x: Any) -> Any:
+    """A scalar argument as a Python number (scalars may arrive as 0-d tensors)."""
+    return x.item() if isinstance(x, torch.Tensor) else x
 
 
 @handles(ex.SelectOp)
@@ -627,17 +628,16 @@ def _attention_probs(q: torch.Tensor, k: torch.Tensor, lse: torch.Tensor | None,
     return torch.exp(s - lse[..., None]), lse
 
 
-def _sdpa_args(expr, args, n_tensors: int) -> tuple[list[torch.Tensor], bool, float]:
-    def number(x: Any) -> Any:
-        return x.item() if isinstance(x, torch.Tensor) else x
-
-    dropout_p, causal = number(args[n_tensors]), bool(number(args[n_tensors + 1]))
+def _sdpa_flags(expr, args, n_tensors: int) -> tuple[bool, float]:
+    """(is_causal, scale) of an attention op whose tensors are args[:n_tensors], followed by
+    dropout_p, is_causal and, when the op has one, the scale last."""
+    dropout_p, causal = _number(args[n_tensors]), bool(_number(args[n_tensors + 1]))
     if float(dropout_p) != 0.0:
         raise ExecutionError(f"{expr.op_name}: dropout_p = {dropout_p}: dropout inside attention is not "
                              "supported (flash attention's dropout RNG cannot be reproduced)")
     q = args[1] if expr.op_name == "sdpa_bwd" else args[0]
-    scale = float(number(args[-1])) if expr.scale is not None else 1.0 / math.sqrt(q.shape[-1])
-    return [up(a) for a in args[:n_tensors]], causal, scale
+    scale = float(_number(args[-1])) if expr.scale is not None else 1.0 / math.sqrt(q.shape[-1])
+    return causal, scale
 
 
 def _flash_ok(*ts: torch.Tensor) -> bool:
@@ -684,12 +684,13 @@ def _flash_bwd(g: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tenso
 def _sdpa_fwd(expr, args, ctx):
     extra = dict(zip([n for n in ("scale", "bias", "mask") if expr.attributes[f"has_{n}"]], args[5:]))
     scale_arg = [extra["scale"]] if "scale" in extra else []
-    (q, k, v), causal, scale = _sdpa_args(expr, [*args[:5], *scale_arg], 3)
+    causal, scale = _sdpa_flags(expr, [*args[:5], *scale_arg], 3)
     seed = torch.zeros(2, dtype=torch.int64, device=ctx.device)
     offset = torch.zeros((), dtype=torch.int64, device=ctx.device)
     flash = None if "bias" in extra or "mask" in extra else _flash_fwd(*args[:3], causal, scale)
     if flash is not None:
         return [flash[0], flash[1], seed, offset]
+    q, k, v = (up(t) for t in args[:3])
     p, lse = _attention_probs(q, k, None, causal, scale, extra.get("bias"), extra.get("mask"))
     out = torch.matmul(p, v).to(to_torch(out_dtype(expr)))
     return [out, lse.float(), seed, offset]
@@ -697,10 +698,11 @@ def _sdpa_fwd(expr, args, ctx):
 
 @handles(ex.SdpaBwdOp)
 def _sdpa_bwd(expr, args, ctx):
-    (g, q, k, v, o, lse), causal, scale = _sdpa_args(expr, [*args[:8], *args[10:]], 6)
+    causal, scale = _sdpa_flags(expr, [*args[:8], *args[10:]], 6)
     flash = _flash_bwd(*args[:6], causal, scale)
     if flash is not None:
         return list(flash)
+    g, q, k, v, o, lse = (up(t) for t in args[:6])
     p, _ = _attention_probs(q, k, lse, causal, scale)
     grad_v = torch.matmul(p.transpose(-2, -1), g)
     grad_p = torch.matmul(g, v.transpose(-2, -1))

@@ -141,26 +141,26 @@ FS_DEVICE double fsRng<double>(FsPhiloxCache& cache, bool normal, uint64_t seed,
   return fsRngDouble(cache, normal, seed, offset, n, a, b);
 }
 
+// A half or bfloat16 draw: computed in float, rounded by `round`; a uniform that rounds up to
+// its upper bound becomes the lower one (nvFuser's rule for narrow types).
+template <typename T, typename Round>
+FS_DEVICE T fsRngNarrow(Round round, FsPhiloxCache& cache, bool normal, uint64_t seed, uint64_t offset,
+                        nvfuser_index_t n, double a, double b) {
+  const float lo = static_cast<float>(a), hi = static_cast<float>(b);
+  const T h = round(fsRngFloat(cache, normal, !normal, seed, offset, n, lo, hi));
+  return !normal && h.raw == round(hi).raw ? round(lo) : h;
+}
+
 template <>
 FS_DEVICE __half fsRng<__half>(FsPhiloxCache& cache, bool normal, uint64_t seed, uint64_t offset,
     nvfuser_index_t n, double a, double b) {
-  const __half h = __float2half(fsRngFloat(cache, normal, !normal, seed, offset, n, static_cast<float>(a),
-                                           static_cast<float>(b)));
-  if (!normal && h.raw == __float2half(static_cast<float>(b)).raw) {
-    return __float2half(static_cast<float>(a));
-  }
-  return h;
+  return fsRngNarrow<__half>([](float x) { return __float2half(x); }, cache, normal, seed, offset, n, a, b);
 }
 
 template <>
 FS_DEVICE __bfloat fsRng<__bfloat>(FsPhiloxCache& cache, bool normal, uint64_t seed, uint64_t offset,
     nvfuser_index_t n, double a, double b) {
-  const __bfloat h = __float2bfloat(fsRngFloat(cache, normal, !normal, seed, offset, n, static_cast<float>(a),
-                                               static_cast<float>(b)));
-  if (!normal && h.raw == __float2bfloat(static_cast<float>(b)).raw) {
-    return __float2bfloat(static_cast<float>(a));
-  }
-  return h;
+  return fsRngNarrow<__bfloat>([](float x) { return __float2bfloat(x); }, cache, normal, seed, offset, n, a, b);
 }
 
 #endif  // FS_RUNTIME_RANDOM_CUH
