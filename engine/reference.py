@@ -777,5 +777,6 @@ def _welford_combine(expr, args):
             n.to(torch.int64).sum(dim=dims)]
 
 
-# The nvfp4 module registers the seed ops' rules and the fp4/fp8 cast rules.
+# engine.aten_eval registers the ATen-only ops; engine.nvfp4 the seed ops' rules and the fp4/fp8 cast rules.
+from engine import aten_eval as _aten_eval  # noqa: E402,F401
 from engine import nvfp4 as _nvfp4  # noqa: E402,F401

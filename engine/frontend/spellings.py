@@ -25,6 +25,7 @@ _KEYWORDS: dict[str, dict[str, str]] = {
     "ones": {"size": "shape"},
     "expand": {"output_shape": "shape"},
     "gather": {"arg1": "arg"},
+    "scatter": {"arg1": "arg"},
     "take_along_axis": {"arg1": "arg"},
     "index_select": {"input": "arg"},
     "cast": {"tensor": "arg", "input": "arg"},
@@ -63,12 +64,8 @@ def _squeeze(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, 
 _UNSUPPORTED: dict[str, str] = {
     **{op: "not an nvFuser op; random tensors come from fd.ops.uniform, normal, rand_like or randn_like"
        for op in ("randn", "rand")},
-    **{op: "scatter is not supported" for op in ("scatter", "index_put_accumulate", "index_add")},
-    "embedding_bwd": "embedding backward is not supported",
-    "grouped_mm": "grouped matmul is not supported",
-    "topk": "topk is not supported",
-    "argsort": "argsort is not supported",
-    "cumsum": "cumsum (scan) is not supported",
+    "index_add": "not an nvFuser op; index_put_accumulate or scatter adds into a tensor",
+    "embedding_bwd": "not an nvFuser op; index_put_accumulate builds an embedding's gradient",
 }
 
 

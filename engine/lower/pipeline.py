@@ -19,6 +19,7 @@ from engine.analysis.replay import loop_maps_frozen
 from engine.dtypes import DataType
 from engine.errors import CompileError
 from engine.ir import exprs as ex
+from engine.ir.aten_exprs import ATEN_ONLY
 from engine.ir.base import Expr
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import ParallelType
@@ -34,7 +35,7 @@ from engine.runtime.abi import ArgSpec, LaunchConfig, ScalarArg, TensorArg
 
 _DIMS = [ParallelType.grid_x, ParallelType.grid_y, ParallelType.grid_z,
          ParallelType.block_x, ParallelType.block_y, ParallelType.block_z]
-_UNSUPPORTED = (ex.MatmulOp, ex.LinearOp, ex.SdpaFwdOp, ex.SdpaBwdOp)
+_UNSUPPORTED = (ex.MatmulOp, ex.LinearOp, *ATEN_ONLY)
 
 
 @dataclass

@@ -14,11 +14,14 @@ from engine.ops import (
     quantize,
     reduction,
     rng,
+    scan,
     sdpa,
     shape,
+    sort,
 )
 
-_MODULES = [arith, reduction, normalization, shape, factory, rng, indexing, matmul, sdpa, quantize, compat]
+_MODULES = [arith, reduction, normalization, shape, factory, rng, indexing, scan, sort, matmul, sdpa, quantize,
+            compat]
 
 __all__: list[str] = []
 for _m in _MODULES:

@@ -1,15 +1,17 @@
-"""Indexing ops: select, index_select, gather and take_along_axis."""
+"""Indexing ops: select, index_select, gather and take_along_axis (generated as kernels);
+scatter and index_put_accumulate (evaluated by torch in expr_eval segments)."""
 
 from __future__ import annotations
 
 from engine.errors import FusionDefinitionError
+from engine.ir.aten_exprs import IndexPutAccumulateOp, ScatterOp
 from engine.ir.exprs import GatherOp, IndexSelectOp, SelectOp
 from engine.ir.iterdomain import IterDomain, IterType
 from engine.ir.scalar import Scalar, as_scalar
 from engine.ir.tensorview import TensorView
-from engine.ops.common import check_tensor, copy_id, new_tv, no_reductions, norm_dim
+from engine.ops.common import check_tensor, copy_id, new_tv, no_reductions, norm_dim, to_val
 
-__all__ = ["gather", "index_select", "select", "take_along_axis"]
+__all__ = ["gather", "index_put_accumulate", "index_select", "scatter", "select", "take_along_axis"]
 
 
 def _check_index_tensor(op: str, index: object) -> TensorView:
@@ -101,4 +103,59 @@ def _gather(op: str, arg: TensorView, index: TensorView, dim: int, exact: bool) 
     out = new_tv(fusion, ids, tv.dtype)
     # take_along_axis broadcasts the non-gathered axes; gather reads index-sized blocks.
     GatherOp(fusion, out, tv, d, idx, exact_sizes=exact)
+    return out
+
+
+def _same_extent(op: str, what: str, a: IterDomain, b: IterDomain, k: int, tv: TensorView, other: TensorView) -> None:
+    ea, eb = a.extent, b.extent
+    if ea.is_const and eb.is_const and ea.value != eb.value:
+        raise FusionDefinitionError(f"{op}: axis {k} of {what} {other.short_name} ({eb.value}) does not match "
+                                    f"{tv.short_name} ({ea.value})")
+
+
+def scatter(arg: TensorView, index: TensorView, src: object, dim: int) -> TensorView:
+    """torch.scatter out of place: a copy of `arg` with src's elements (or the scalar src)
+    written along `dim` where `index` points. index and a tensor src have arg's rank."""
+    tv = check_tensor("scatter", arg)
+    idx = _check_index_tensor("scatter", index)
+    src_val = to_val(src, tv.dtype)
+    out_ids = no_reductions(tv)
+    d = norm_dim("scatter", dim, len(out_ids), tv)
+    iids = no_reductions(idx)
+    if len(iids) != len(out_ids):
+        raise FusionDefinitionError(f"scatter: index {idx.short_name} has rank {len(iids)} but {tv.short_name} "
+                                    f"has rank {len(out_ids)}")
+    if isinstance(src_val, TensorView):
+        sids = no_reductions(src_val)
+        if len(sids) != len(out_ids):
+            raise FusionDefinitionError(f"scatter: src {src_val.short_name} has rank {len(sids)} but "
+                                        f"{tv.short_name} has rank {len(out_ids)}")
+        for k, (i, s) in enumerate(zip(iids, sids)):
+            if i.extent.is_const and s.extent.is_const and i.extent.value > s.extent.value:
+                raise FusionDefinitionError(f"scatter: axis {k} of index {idx.short_name} ({i.extent.value}) "
+                                            f"is larger than src {src_val.short_name}'s ({s.extent.value})")
+    fusion = tv.fusion
+    out = new_tv(fusion, [copy_id(fusion, i) for i in out_ids], tv.dtype)
+    ScatterOp(fusion, out, tv, d, idx, src_val)
+    return out
+
+
+def index_put_accumulate(acc: TensorView, index: TensorView, value: TensorView) -> TensorView:
+    """torch.index_put(acc, (index,), value, accumulate=True): value[j] is added to row
+    index[j] of acc; index is 1-D, value is [len(index), *acc.shape[1:]]."""
+    tv = check_tensor("index_put_accumulate", acc, "acc")
+    idx = _check_index_tensor("index_put_accumulate", index)
+    val = check_tensor("index_put_accumulate", value, "value")
+    aids, iids, vids = no_reductions(tv), no_reductions(idx), no_reductions(val)
+    if len(iids) != 1:
+        raise FusionDefinitionError(f"index_put_accumulate: index {idx.short_name} must be 1-D, got rank {len(iids)}")
+    if not aids or len(vids) != len(aids):
+        raise FusionDefinitionError(f"index_put_accumulate: value {val.short_name} has rank {len(vids)}; it must "
+                                    f"have acc {tv.short_name}'s rank {len(aids)} (>= 1)")
+    _same_extent("index_put_accumulate", "value", iids[0], vids[0], 0, idx, val)
+    for k, (a, v) in enumerate(zip(aids[1:], vids[1:]), start=1):
+        _same_extent("index_put_accumulate", "value", a, v, k, tv, val)
+    fusion = tv.fusion
+    out = new_tv(fusion, [copy_id(fusion, i) for i in aids], tv.dtype)
+    IndexPutAccumulateOp(fusion, out, tv, idx, val)
     return out

@@ -1,15 +1,17 @@
-"""matmul and linear, with torch's shape rules. The output carries the contracted K axis
-as a trailing reduction IterDomain, as nvFuser's MatmulOp/LinearOp outputs do."""
+"""matmul, linear and grouped_mm, with torch's shape rules. The output carries the
+contracted K axis as a trailing reduction IterDomain, as nvFuser's MatmulOp/LinearOp/
+GroupedMmaOp outputs do."""
 
 from __future__ import annotations
 
 from engine.errors import FusionDefinitionError
+from engine.ir.aten_exprs import GroupedMmaOp
 from engine.ir.exprs import LinearOp, MatmulOp
 from engine.ir.iterdomain import IterDomain, IterType
 from engine.ir.tensorview import TensorView
 from engine.ops.common import check_tensor, copy_id, new_tv, no_reductions
 
-__all__ = ["linear", "matmul"]
+__all__ = ["grouped_mm", "linear", "matmul"]
 
 
 def _check_float(op: str, *tvs: TensorView) -> None:
@@ -114,4 +116,37 @@ def linear(arg1: TensorView, arg2: TensorView, bias: TensorView | None = None) -
     ids.append(IterDomain(fusion, da[-1].extent, IterType.Reduction))
     out = new_tv(fusion, ids, a.dtype)
     LinearOp(fusion, out, a, w, bias)
+    return out
+
+
+def grouped_mm(mat1: TensorView, mat2: TensorView, offsets: TensorView, *scaled: object, **kw: object) -> TensorView:
+    """torch._grouped_mm: the groups end at the cumulative `offsets` (1-D, g entries) along
+    the axis that one 2-D operand splits. [m, k] x [k, n] splits k: [g, m, n];
+    [g, m, k] x [k, n] splits n: [m, n]; [m, k] x [g, k, n] splits m: [m, n]. The scaled
+    form (scale1, scale2, alpha, bias, beta, ...) is not supported."""
+    if scaled or kw:
+        raise FusionDefinitionError("grouped_mm: the scaled form (scale1, scale2, alpha, bias, beta, dtype, "
+                                    "output block scales) is not supported; only grouped_mm(mat1, mat2, offsets)")
+    a = check_tensor("grouped_mm", mat1, "mat1")
+    b = check_tensor("grouped_mm", mat2, "mat2")
+    offs = check_tensor("grouped_mm", offsets, "offsets")
+    _check_float("grouped_mm", a, b)
+    if not offs.dtype.is_integer or len(no_reductions(offs)) != 1:
+        raise FusionDefinitionError(f"grouped_mm: offsets {offs.short_name} must be a 1-D integer tensor")
+    da, db = no_reductions(a), no_reductions(b)
+    fusion = a.fusion
+    if (len(da), len(db)) == (2, 2):
+        ids = [copy_id(fusion, no_reductions(offs)[0]), copy_id(fusion, da[0]), copy_id(fusion, db[1])]
+    elif (len(da), len(db)) == (3, 2):
+        ids = [copy_id(fusion, da[1]), copy_id(fusion, db[1])]
+    elif (len(da), len(db)) == (2, 3):
+        ids = [copy_id(fusion, da[0]), copy_id(fusion, db[2])]
+    else:
+        raise FusionDefinitionError(f"grouped_mm: operands of rank {len(da)} and {len(db)}; one must be 2-D and "
+                                    "the other 2-D or 3-D (two 3-D operands are a bmm)")
+    ka, kb = da[-1], db[-2]
+    _check_k("grouped_mm", a, ka, b, kb)
+    ids.append(IterDomain(fusion, ka.extent, IterType.Reduction))
+    out = new_tv(fusion, ids, a.dtype)
+    GroupedMmaOp(fusion, out, a, b, offs)
     return out

@@ -3,9 +3,10 @@
 nvFuser's ExprEvalScheduler accepts a fusion when every output is pointer arithmetic
 on an input (an alias: the output's storage is the input's, reached through view-like
 ops without compute), or when the fusion is a single expression that ATen evaluates
-(MatmulOp, LinearOp, SDPA, ...). This engine has matmul, linear, SDPA and the nvfp4 grouped
-matmul (CutlassNvfp4GroupedMmaOp, run through torch by engine.nvfp4) in that set; the
-matmul scheduler delegates to this one. There are no heuristics (params None) and
+(MatmulOp, LinearOp, SDPA, ...). This engine has matmul, linear, the nvfp4 grouped matmul
+(CutlassNvfp4GroupedMmaOp, run through torch by engine.nvfp4) and the ops of
+engine.ir.aten_exprs (SDPA, scan, topk, argsort, scatter, index_put_accumulate,
+grouped_mm) in that set; the matmul scheduler delegates to this one. There are no heuristics (params None) and
 `schedule` transforms nothing: the segment is evaluated, not lowered.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from engine.ir import exprs as ex
+from engine.ir.aten_exprs import ATEN_ONLY
 from engine.ir.base import Expr, Val
 from engine.ir.quant_exprs import CutlassNvfp4GroupedMmaOp
 from engine.ir.tensorview import TensorView
@@ -27,8 +29,7 @@ if TYPE_CHECKING:
     from engine.trace import Trace
 
 # Single expressions that ATen evaluates.
-ATEN_EXPRS: tuple[type[Expr], ...] = (ex.MatmulOp, ex.LinearOp, ex.SdpaFwdOp, ex.SdpaBwdOp,
-                                       CutlassNvfp4GroupedMmaOp)
+ATEN_EXPRS: tuple[type[Expr], ...] = (ex.MatmulOp, ex.LinearOp, CutlassNvfp4GroupedMmaOp, *ATEN_ONLY)
 
 
 def _alias_source(val: Val, fusion: Fusion) -> Val | None:
@@ -76,6 +77,7 @@ class ExprEvalScheduler(Scheduler):
             return "Fusion must contain only a single expression."
         if isinstance(exprs[0], ATEN_EXPRS):
             return None
+        # nvFuser's message, which names only its first four ATen ops.
         return (
             "Fusion must contain only a single expression of type "
             "MatmulOp/LinearOp/SdpaFwdOp/SdpaBwdOp"

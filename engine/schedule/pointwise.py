@@ -33,6 +33,7 @@ from engine.analysis.logical_map import consumers_of, logical_map, producers_of
 from engine.analysis.vectorize import VectorizeResult, vectorization_factor
 from engine.errors import ScheduleError
 from engine.ir import exprs as ex
+from engine.ir.aten_exprs import ATEN_ONLY
 from engine.ir.iterdomain import IterDomain, ParallelType
 from engine.ir.quant_exprs import BlockQuantizationOp, CutlassNvfp4GroupedMmaOp
 from engine.ir.scalar import same_scalar
@@ -100,7 +101,7 @@ layout_op_buffer_reason = tools.layout_op_buffer_reason
 
 # ---- compile-time checks ---------------------------------------------------------------
 
-_UNSUPPORTED = (ex.MatmulOp, ex.LinearOp, ex.SdpaFwdOp, ex.SdpaBwdOp, CutlassNvfp4GroupedMmaOp)
+_UNSUPPORTED = (ex.MatmulOp, ex.LinearOp, CutlassNvfp4GroupedMmaOp, *ATEN_ONLY)
 
 
 def _concrete(tv: TensorView) -> list[IterDomain]:

@@ -106,7 +106,7 @@ def compile_time_reason(kind: SchedulerType, fusion: Fusion) -> str | None:
     # which no scheduler (not even expr_eval, which cannot run it) can change.
     reason = tools.layout_op_buffer_reason(fusion)
     if reason is None and kind in _KERNEL_SCHEDULERS:
-        reason = _self_mapping(fusion)
+        reason = tools.aten_only_reason(fusion) or _self_mapping(fusion)
     if reason is None:
         reason = _SCHEDULERS[kind].reject_compile_time(fusion)
     return reason

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from engine.errors import ScheduleError
 from engine.ir import exprs as ex
+from engine.ir.aten_exprs import ATEN_ONLY
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import ParallelType, Resize
 from engine.ir.propagate import inline_all_at as _inline_all_at
@@ -67,6 +68,16 @@ def global_only_keep(fusion: Fusion) -> Keep:
     (before caching adds tensors), so that every scheduler shares one rule."""
     kept = global_only(fusion)
     return lambda tv: tv in kept
+
+
+def aten_only_reason(fusion: Fusion) -> str | None:
+    """Ops that no generated kernel computes (engine.ir.aten_exprs.ATEN_ONLY): every kernel
+    scheduler refuses a fusion holding one, as nvFuser's checkCanSchedule does, so the
+    segmenter leaves each to an expr_eval segment of its own."""
+    names = sorted({type(e).__name__ for e in fusion.exprs() if isinstance(e, ATEN_ONLY)})
+    if names:
+        return f"Has unsupported ops: {', '.join(names)} (evaluated by the expr_eval scheduler in this engine)"
+    return None
 
 
 def layout_op_buffer_reason(fusion: Fusion) -> str | None:

@@ -21,23 +21,22 @@ needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is neede
 
 # Scripts that load, compile and match the reference on the emulator.
 WORKS = [
-    "addcmul_threshold_stride_order", "alias_running_stats", "batch_norm_train", "causal_mask_triu",
-    "direct_alpha_bmm",
+    "addcmul_threshold_stride_order", "alias_running_stats", "argsort_gather", "batch_norm_train",
+    "causal_mask_triu", "cumsum_position_ids", "direct_alpha_bmm", "embedding_bwd_index_put", "grouped_mm_moe",
     "direct_frontend", "embedding_fwd", "execute_device_scalars",
     "expand_where_clamp", "factories", "fp8_cast", "full_symbolic", "gelu_erf_bwd", "gelu_tanh",
     "index_select_gather", "iota_arange", "layer_norm_bwd", "layer_norm_var_mean", "matmul_linear",
     "mean_sub_col_sum", "old_define_constant", "old_max_axes", "rand_like", "reshape_define_vector",
-    "reshape_original_shape", "rms_norm_bwd", "rope_cat_pad", "scalar_arith", "sdpa_fwd",
+    "reshape_original_shape", "rms_norm_bwd", "rope_cat_pad", "scalar_arith", "scatter", "sdpa_fwd",
     "set_segment_set", "size_shape_ops",
     "sizes_strides",
     "slice_strides", "softmax_dims", "special_math", "squeeze_forms", "stride_order_channels_last",
-    "subclass_schedule", "symbolic_sizes_contiguous", "tensor_sizes_bcast", "two_fusion_functions",
+    "subclass_schedule", "symbolic_sizes_contiguous", "tensor_sizes_bcast", "topk_router", "two_fusion_functions",
     "uniform_dropout", "var_correction",
 ]
 
 # Genuinely unsupported features: refused while loading, with the op and the line.
 REFUSED = {
-    "scatter": "scatter.py:11: fd.ops.scatter: scatter is not supported",
     "slice_step2": "slice_step2.py:9: fd.ops.slice: slice: T0 axis 1: only stride 1 is supported, got 2",
     "complex_constant": "complex_constant.py:11: fd.define_scalar: define_scalar: complex constants are "
                         "not supported",

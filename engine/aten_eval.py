@@ -1,0 +1,93 @@
+"""torch semantics of the ops that only ATen evaluates (engine.ir.aten_exprs): the reference
+evaluator's handlers, which are also what their expr_eval segments run.
+
+Where nvFuser allows any order (topk with sorted=False, argsort with stable=False) the
+result is the sorted, stable one, so a run on the GPU and the reference on the CPU agree.
+Low-precision floats are scanned, accumulated and multiplied in float and rounded once.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from engine.errors import ExecutionError
+from engine.ir import aten_exprs as ax
+from engine.reference import _number, as_dtype, handles, out_dtype, up
+
+
+@handles(ax.ScanOp)
+def _scan(expr, args, ctx):
+    x, init = up(args[0]), _number(args[1])
+    d = expr.dim
+    if expr.kind == "cumsum":
+        r = torch.cumsum(x, d, dtype=x.dtype) + init
+    elif expr.kind == "cumprod":
+        r = torch.cumprod(x, d, dtype=x.dtype) * init
+    elif expr.kind == "cummax":
+        r = torch.clamp(torch.cummax(x, d).values, min=init)
+    else:
+        r = torch.clamp(torch.cummin(x, d).values, max=init)
+    return [as_dtype(r, out_dtype(expr))]
+
+
+@handles(ax.TopKOp)
+def _topk(expr, args, ctx):
+    x, k = args[0], int(_number(args[1]))
+    if not 0 <= k <= x.shape[expr.dim]:
+        raise ExecutionError(f"topk: k = {k} is out of range for axis {expr.dim} ({x.shape[expr.dim]} elements)")
+    values, indices = torch.topk(x, k, dim=expr.dim, largest=expr.largest, sorted=True)
+    return [values, indices]
+
+
+@handles(ax.ArgsortOp)
+def _argsort(expr, args, ctx):
+    return [torch.argsort(args[0], dim=expr.dim, descending=expr.descending, stable=True)]
+
+
+def _indices(op: str, index: torch.Tensor, size: int) -> torch.Tensor:
+    """int64 indices, refused (naming the op) where one falls outside [-size, size)."""
+    index = index.long()
+    if index.numel() and (int(index.min()) < -size or int(index.max()) >= size):
+        raise ExecutionError(f"{op}: an index is out of range for an axis of {size} elements "
+                             f"(min {int(index.min())}, max {int(index.max())})")
+    return index
+
+
+@handles(ax.ScatterOp)
+def _scatter(expr, args, ctx):
+    x, index, src = args
+    index = _indices("scatter", index, x.shape[expr.dim])
+    if isinstance(src, torch.Tensor) and src.dim() == x.dim():
+        return [torch.scatter(x, expr.dim, index, src.to(x.dtype))]
+    return [torch.scatter(x, expr.dim, index, _number(src))]
+
+
+@handles(ax.IndexPutAccumulateOp)
+def _index_put_accumulate(expr, args, ctx):
+    acc, index, value = args
+    index = _indices("index_put_accumulate", index, acc.shape[0])
+    r = up(acc).index_put((index,), up(value).to(up(acc).dtype), accumulate=True)
+    return [as_dtype(r, out_dtype(expr))]
+
+
+@handles(ax.GroupedMmaOp)
+def _grouped_mm(expr, args, ctx):
+    a, b, offsets = args
+    ends = [int(e) for e in offsets.tolist()]
+    split = a.shape[-1] if (a.dim(), b.dim()) == (2, 2) else (b.shape[-1] if a.dim() == 3 else a.shape[0])
+    if any(e < s for s, e in zip([0, *ends], ends)) or (ends and ends[-1] > split):
+        raise ExecutionError(f"grouped_mm: offsets {ends} must be non-decreasing and at most {split}")
+    a, b = up(a), up(b)
+    starts = [0, *ends[:-1]]
+    if (a.dim(), b.dim()) == (2, 2):
+        out = torch.stack([a[:, s:e] @ b[s:e, :] for s, e in zip(starts, ends)])
+    else:
+        shape = (a.shape[1], b.shape[-1]) if a.dim() == 3 else (a.shape[0], b.shape[-1])
+        out = torch.zeros(shape, dtype=a.dtype, device=a.device)
+        for g, (s, e) in enumerate(zip(starts, ends)):
+            if a.dim() == 3:
+                out[:, s:e] = a[g] @ b[:, s:e]
+            else:
+                out[s:e] = a[s:e] @ b[g]
+    return [as_dtype(out, out_dtype(expr))]
+
