@@ -108,6 +108,9 @@ class TensorView(Val):
         self.max_producer_pos = 0
         # Stages of a shared-memory cache that lowering loads ahead of their use (circular_buffer).
         self.circular_buffer_depth = 0
+        # Bytes that this global input's vector loads prefetch into L2 (0: no hint); a
+        # scheduler's choice for inputs read in short rows (engine-only: nvFuser has no such hint).
+        self.l2_prefetch = 0
         fusion.register_val(self)
 
     # ---- shape -------------------------------------------------------------

@@ -81,8 +81,9 @@ def _vector_store(loop: kir.ForLoop, globals_: set[str]) -> list[kir.Stmt] | Non
 
 
 def vectorize_loop(loop: kir.ForLoop, domain: IterDomain, ext: Extents,
-                   globals_: set[str] | None = None) -> kir.Stmt:
-    """The loop as one vector copy (or values then one vector store), or unchanged."""
+                   globals_: set[str] | None = None, l2_prefetch: dict[str, int] | None = None) -> kir.Stmt:
+    """The loop as one vector copy (or values then one vector store), or unchanged.
+    `l2_prefetch`: global inputs whose vector loads prefetch that many bytes into L2."""
     v = loop.extent
     if v not in (2, 4, 8, 16) or not loop.body or not _divisible(domain, ext, v):
         return loop
@@ -102,7 +103,9 @@ def vectorize_loop(loop: kir.ForLoop, domain: IterDomain, ext: Extents,
     dst, src = _base(stmt.lhs, loop.var, v), _base(stmt.rhs, loop.var, v)
     if dst is None or src is None:
         return loop
-    call = kir.Raw(f"loadGeneric<{stmt.copy_ctype}, {v}>(&{dst}, &{src});")
+    prefetch = (l2_prefetch or {}).get(src.split("[", 1)[0])
+    load = f"loadGlobalPrefetchL2<{stmt.copy_ctype}, {v}, {prefetch}>" if prefetch else f"loadGeneric<{stmt.copy_ctype}, {v}>"
+    call = kir.Raw(f"{load}(&{dst}, &{src});")
     if cond is None:
         return call
     return kir.IfThenElse(re.sub(rf"\b{loop.var}\b", "0", cond), [call])

@@ -293,3 +293,33 @@ def test_a_64x64_tile_schedule_emulates_exactly():
     assert cf.segments[0].launch.block[0] == 256
     for o, r in zip(cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs)):
         assert torch.equal(o, r)
+
+
+def test_inputs_read_in_short_tile_rows_prefetch_into_l2():
+    import shutil
+
+    import pytest
+
+    from engine import compile_fusion
+    from engine.config import Options
+    from engine.reference import evaluate
+
+    fd = sample()
+    xs = big_inputs(512, 1024)  # fp32 in 32x32 tiles: 128-byte rows
+    cf = compile_fusion(fd, xs, Options(force_scheduler="transpose"))
+    p = cf.segments[0].params
+    names = [t.short_name for t in fd.fusion.inputs]
+    assert sorted(p.l2_prefetch) == sorted(names)
+    assert any("prefetch 256 bytes into L2" in line for line in p.derivation)
+    src = cf.segments[0].cuda_source
+    for name in names:
+        assert "loadGlobalPrefetchL2<float, 4, 256>(&" in src and f"&{name}[" in src
+    off = compile_fusion(fd, xs, Options(force_scheduler="transpose", heuristic_overrides={"l2_prefetch": []}))
+    assert "loadGlobalPrefetchL2<" not in off.segments[0].cuda_source.split('extern "C"')[1]
+    wide = registry.get(SchedulerType.transpose).compute_heuristics(
+        fd.fusion, SchedulerRuntimeInfo(fd.fusion, [torch.empty(8192, 8192, device="meta")] * 2))
+    assert wide.tile_size1 == 64 and wide.l2_prefetch == ()  # 64 floats: a 256-byte row
+    if shutil.which("g++") is None:
+        pytest.skip("g++ is needed to emulate kernels")
+    for o, r in zip(cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs)):
+        assert torch.equal(o, r)

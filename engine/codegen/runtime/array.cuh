@@ -77,6 +77,37 @@ FS_DEVICE void loadGeneric(T* dst, const T* src) {
   }
 }
 
+// A global load of V elements that also pulls `Prefetch` bytes around them into L2
+// (ld.global.L2::{64,128,256}B, sm_80 and later): for inputs read in rows shorter than a DRAM
+// burst, whose other half a later block reads. Only 4-, 8- and 16-byte accesses take the
+// hint; other shapes, older GPUs and the emulator load as loadGeneric does.
+template <typename T, int V, int Prefetch>
+FS_DEVICE void loadGlobalPrefetchL2(T* dst, const T* src) {
+  static_assert(Prefetch == 64 || Prefetch == 128 || Prefetch == 256, "L2 prefetch sizes: 64, 128, 256");
+#if !defined(FS_EMULATE) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  constexpr int bytes = static_cast<int>(sizeof(T)) * V;
+  if constexpr (bytes == 16) {
+    Array<unsigned, 4, 4> r;
+    asm("ld.global.L2::%5B.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+        : "=r"(r.array[0]), "=r"(r.array[1]), "=r"(r.array[2]), "=r"(r.array[3])
+        : "l"(src), "n"(Prefetch));
+    *reinterpret_cast<Array<unsigned, 4, 4>*>(dst) = r;
+    return;
+  } else if constexpr (bytes == 8) {
+    Array<unsigned, 2, 2> r;
+    asm("ld.global.L2::%3B.v2.u32 {%0,%1}, [%2];\n" : "=r"(r.array[0]), "=r"(r.array[1]) : "l"(src), "n"(Prefetch));
+    *reinterpret_cast<Array<unsigned, 2, 2>*>(dst) = r;
+    return;
+  } else if constexpr (bytes == 4) {
+    unsigned r;
+    asm("ld.global.L2::%2B.u32 %0, [%1];\n" : "=r"(r) : "l"(src), "n"(Prefetch));
+    *reinterpret_cast<unsigned*>(dst) = r;
+    return;
+  }
+#endif
+  loadGeneric<T, V>(dst, src);
+}
+
 // cp.async (sm_80 and later): a global-to-shared copy that does not wait for the data, so a
 // circular buffer's next stage loads while the current one is computed. Copies are grouped by
 // fsCpAsyncCommit; fsCpAsyncWait<N> waits until at most N groups of this thread are pending
