@@ -73,6 +73,19 @@ def copy_id(fusion: Fusion, i: IterDomain, iter_type: IterType | None = None) ->
     )
 
 
+def full_extent(i: IterDomain) -> Scalar:
+    """The number of elements along `i`: an expanded broadcast's expanded extent."""
+    return i.expanded_extent if i.has_expanded_extent else i.extent
+
+
+def materialized_id(fusion: Fusion, i: IterDomain) -> IterDomain:
+    """copy_id, except that an expanded broadcast becomes an iteration axis of its expanded
+    extent: ops that torch evaluates (engine.ir.aten_exprs) return every element stored."""
+    if i.has_expanded_extent:
+        return IterDomain(fusion, i.expanded_extent, IterType.Iteration)
+    return copy_id(fusion, i)
+
+
 def pointwise_ids(op: str, fusion: Fusion, tvs: Sequence[TensorView]) -> list[IterDomain]:
     """Output axes of a pointwise op over same-rank tensors, broadcasting size-1 axes."""
     doms = [no_reductions(t) for t in tvs]

@@ -9,7 +9,16 @@ from engine.ir.exprs import GatherOp, IndexSelectOp, SelectOp
 from engine.ir.iterdomain import IterDomain, IterType
 from engine.ir.scalar import Scalar, as_scalar
 from engine.ir.tensorview import TensorView
-from engine.ops.common import check_tensor, copy_id, new_tv, no_reductions, norm_dim, to_val
+from engine.ops.common import (
+    check_tensor,
+    copy_id,
+    full_extent,
+    materialized_id,
+    new_tv,
+    no_reductions,
+    norm_dim,
+    to_val,
+)
 
 __all__ = ["gather", "index_put_accumulate", "index_select", "scatter", "select", "take_along_axis"]
 
@@ -107,7 +116,7 @@ def _gather(op: str, arg: TensorView, index: TensorView, dim: int, exact: bool) 
 
 
 def _same_extent(op: str, what: str, a: IterDomain, b: IterDomain, k: int, tv: TensorView, other: TensorView) -> None:
-    ea, eb = a.extent, b.extent
+    ea, eb = full_extent(a), full_extent(b)
     if ea.is_const and eb.is_const and ea.value != eb.value:
         raise FusionDefinitionError(f"{op}: axis {k} of {what} {other.short_name} ({eb.value}) does not match "
                                     f"{tv.short_name} ({ea.value})")
@@ -131,11 +140,12 @@ def scatter(arg: TensorView, index: TensorView, src: object, dim: int) -> Tensor
             raise FusionDefinitionError(f"scatter: src {src_val.short_name} has rank {len(sids)} but "
                                         f"{tv.short_name} has rank {len(out_ids)}")
         for k, (i, s) in enumerate(zip(iids, sids)):
-            if i.extent.is_const and s.extent.is_const and i.extent.value > s.extent.value:
-                raise FusionDefinitionError(f"scatter: axis {k} of index {idx.short_name} ({i.extent.value}) "
-                                            f"is larger than src {src_val.short_name}'s ({s.extent.value})")
+            ei, es = full_extent(i), full_extent(s)
+            if ei.is_const and es.is_const and ei.value > es.value:
+                raise FusionDefinitionError(f"scatter: axis {k} of index {idx.short_name} ({ei.value}) "
+                                            f"is larger than src {src_val.short_name}'s ({es.value})")
     fusion = tv.fusion
-    out = new_tv(fusion, [copy_id(fusion, i) for i in out_ids], tv.dtype)
+    out = new_tv(fusion, [materialized_id(fusion, i) for i in out_ids], tv.dtype)
     ScatterOp(fusion, out, tv, d, idx, src_val)
     return out
 
@@ -156,6 +166,6 @@ def index_put_accumulate(acc: TensorView, index: TensorView, value: TensorView) 
     for k, (a, v) in enumerate(zip(aids[1:], vids[1:]), start=1):
         _same_extent("index_put_accumulate", "value", a, v, k, tv, val)
     fusion = tv.fusion
-    out = new_tv(fusion, [copy_id(fusion, i) for i in aids], tv.dtype)
+    out = new_tv(fusion, [materialized_id(fusion, i) for i in aids], tv.dtype)
     IndexPutAccumulateOp(fusion, out, tv, idx, val)
     return out

@@ -13,7 +13,7 @@ from engine.errors import FusionDefinitionError
 from engine.ir.aten_exprs import ScanOp
 from engine.ir.scalar import Scalar, as_scalar
 from engine.ir.tensorview import TensorView
-from engine.ops.common import check_tensor, copy_id, new_tv, no_reductions, norm_dim
+from engine.ops.common import check_tensor, materialized_id, new_tv, no_reductions, norm_dim
 
 __all__ = ["cummax", "cummin", "cumprod", "cumsum"]
 
@@ -68,6 +68,6 @@ def _scan(kind: str, arg: TensorView, dim: int, init: object) -> TensorView:
     else:
         raise FusionDefinitionError(f"{kind}: init must be a number or a scalar, got {type(init).__name__}")
     fusion = tv.fusion
-    out = new_tv(fusion, [copy_id(fusion, i) for i in src], tv.dtype)
+    out = new_tv(fusion, [materialized_id(fusion, i) for i in src], tv.dtype)
     ScanOp(fusion, out, tv, start, d, kind)
     return out

@@ -9,7 +9,7 @@ from engine.ir.aten_exprs import ArgsortOp, TopKOp
 from engine.ir.iterdomain import IterDomain
 from engine.ir.scalar import Scalar, as_scalar
 from engine.ir.tensorview import TensorView
-from engine.ops.common import check_tensor, copy_id, new_tv, no_reductions, norm_dim
+from engine.ops.common import check_tensor, full_extent, materialized_id, new_tv, no_reductions, norm_dim
 
 __all__ = ["argsort", "topk"]
 
@@ -33,7 +33,7 @@ def argsort(arg: TensorView, dim: int, descending: bool = False, stable: bool = 
     """The int64 indices that sort `arg` along `dim`."""
     tv, d = _sortable("argsort", arg, dim)
     fusion = tv.fusion
-    out = new_tv(fusion, [copy_id(fusion, i) for i in no_reductions(tv)], DataType.Int)
+    out = new_tv(fusion, [materialized_id(fusion, i) for i in no_reductions(tv)], DataType.Int)
     ArgsortOp(fusion, out, tv, d, _flag("argsort", "descending", descending), _flag("argsort", "stable", stable))
     return out
 
@@ -46,14 +46,14 @@ def topk(arg: TensorView, k: object, dim: int = -1, largest: bool = True,
     tv, d = _sortable("topk", arg, dim)
     kval = _k(k)
     src = no_reductions(tv)
-    ext = src[d].extent
+    ext = full_extent(src[d])
     if kval.is_const and ext.is_const and not 0 <= kval.value <= ext.value:
         raise FusionDefinitionError(f"topk: k = {kval.value} is out of range for axis {d} of {tv.short_name} "
                                     f"({ext.value} elements)")
     fusion = tv.fusion
-    ids = [IterDomain(fusion, kval) if j == d else copy_id(fusion, i) for j, i in enumerate(src)]
+    ids = [IterDomain(fusion, kval) if j == d else materialized_id(fusion, i) for j, i in enumerate(src)]
     values = new_tv(fusion, ids, tv.dtype)
-    indices = new_tv(fusion, [copy_id(fusion, i) for i in ids], DataType.Int)
+    indices = new_tv(fusion, [materialized_id(fusion, i) for i in ids], DataType.Int)
     TopKOp(fusion, values, indices, tv, kval, d, _flag("topk", "largest", largest), _flag("topk", "sorted", sorted))
     return values, indices
 

@@ -27,7 +27,7 @@ MAX_OPS = 8
 OP_WEIGHTS = {
     "unary": 4, "binary": 6, "where": 2, "cast": 2, "reduce": 3, "broadcast": 2, "reshape": 2,
     "permute": 2, "slice": 1, "pad": 1, "cat": 1, "segment_set": 1, "set": 1, "factory": 1, "iota": 1,
-    "squeeze": 1, "clamp": 1, "lerp": 1, "rng": 1,
+    "squeeze": 1, "clamp": 1, "lerp": 1, "rng": 1, "aten": 1,
 }
 
 FLOAT_UNARY = ["neg", "abs", "exp", "sin", "cos", "tanh", "sigmoid", "relu", "sqrt", "log", "ceil",
@@ -429,6 +429,29 @@ class FusionGenerator:
         r = self.fd.ops.normal(0.5, 2.0, list(a.shape), rng_seed=seed, rng_offset=offset, dtype=dtype)
         self.ops.append("normal")
         return self.add(self.fd.ops.add(a.tv, r), a.shape, "add")
+
+    def op_aten(self) -> Val | None:
+        """An op that torch evaluates in a segment of its own (scan, argsort, topk, scatter),
+        between generated kernels."""
+        v = self.pick(lambda x: x.rank > 0 and not x.dtype.is_bool)
+        if v is None:
+            return None
+        d = self.ch.int(0, v.rank - 1)
+        how = choice(self.ch, ["cumsum", "cummax", "argsort", "topk", "scatter"])
+        self.ops.append(how)
+        if how in ("cumsum", "cummax"):
+            return self.add(getattr(self.fd.ops, how)(v.tv, dim=d), v.shape, how)
+        if how == "argsort":
+            return self.add(self.fd.ops.argsort(v.tv, dim=d, descending=flip(self.ch, 0.5)), v.shape, how)
+        if how == "topk":
+            k = self.ch.int(1, v.shape[d])
+            values, indices = self.fd.ops.topk(v.tv, k, dim=d, largest=flip(self.ch, 0.5))
+            shape = tuple(k if j == d else n for j, n in enumerate(v.shape))
+            self.add(indices, shape, "topk")
+            return self.add(values, shape, "topk")
+        # scatter: argsort's indices are a permutation along d, so every index is in range.
+        index = self.fd.ops.argsort(self.sanitized(v) if v.dtype.is_float else v.tv, dim=d)
+        return self.add(self.fd.ops.scatter(v.tv, index, v.tv, d), v.shape, how)
 
     def op_squeeze(self) -> Val | None:
         v = self.pick(lambda x: any(b and n == 1 for n, b in zip(x.shape, x.bcast)))
