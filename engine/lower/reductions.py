@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 _THREADS = (ParallelType.block_x, ParallelType.block_y, ParallelType.block_z)
 _BLOCKS = (ParallelType.grid_x, ParallelType.grid_y, ParallelType.grid_z)
 _SERIAL = (ParallelType.serial, ParallelType.unroll, ParallelType.unswitch)
+_LAUNCH_VARS = {ParallelType.block_x: "threadIdx.x", ParallelType.block_y: "threadIdx.y",
+                ParallelType.block_z: "threadIdx.z", ParallelType.grid_x: "blockIdx.x",
+                ParallelType.grid_y: "blockIdx.y", ParallelType.grid_z: "blockIdx.z"}
 
 
 def _bools(flags: list[bool]) -> str:
@@ -248,6 +251,13 @@ def _write_back(low: ExprLowering, out: TensorView, pairs: list[tuple[TensorView
     seeded = low.loop_seeded_index(out, loops, acc0.level)
     thread_only: list[str] = []
     for k, i in enumerate(out.domain.loop):
+        # A broadcast axis bound to a launched dimension: every thread (block) along it holds
+        # the same result for one element; only the first may store it, or one that skipped
+        # the accumulation would write its initial value over it.
+        var = _LAUNCH_VARS.get(i.parallel_type)
+        if (var is not None and i.is_broadcast and i not in low.ext.promoted
+                and low.launch_dims.get(i.parallel_type, 1) > 1 and low.buffer(out).memory == "global"):
+            thread_only.append(f"{var} == 0")
         if k < acc0.level:
             if not low.forwarded(loops[k], i):
                 known[i] = low.loop_index(loops[k], i)
@@ -257,9 +267,7 @@ def _write_back(low: ExprLowering, out: TensorView, pairs: list[tuple[TensorView
             known[i] = Ix(0, 0, 1)
             pt = i.parallel_type
             if pt in _THREADS and low.buffer(out).memory == "global":
-                var = {ParallelType.block_x: "threadIdx.x", ParallelType.block_y: "threadIdx.y",
-                       ParallelType.block_z: "threadIdx.z"}[pt]
-                thread_only.append(f"{var} == 0")
+                thread_only.append(f"{_LAUNCH_VARS[pt]} == 0")
         elif i.parallel_type.is_thread_dim or i.parallel_type.is_block_dim:
             known[i] = low.loop_index(LoopNode(k, [i]))
         elif i in acc0.layout:
