@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from engine.config import Options
-from engine.errors import CompileError
+from engine.errors import CompileError, ScheduleError
 from engine.ir.base import Val
 from engine.ir.exprs import LinearOp, MatmulOp
 from engine.ir.fusion import Fusion
@@ -224,8 +224,14 @@ def _schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace,
             seg.params, used = apply_overrides(seg.params, options.heuristic_overrides, seg.id)
             if used:
                 trace.event("heuristic", subject, seg.params.derivation[-1])
-        with loop_edits_trusted():
-            chosen.schedule(fusion, seg.params, trace)
+        try:
+            with loop_edits_trusted():
+                chosen.schedule(fusion, seg.params, trace)
+        except ScheduleError as e:
+            # A scheduler that accepted the segment but cannot finish it (the resize
+            # scheduler's checks do not replay its caches and output forks): the segment's
+            # ops are segmented again, apart, as for a kernel that fails to lower.
+            raise SegmentLoweringError(f"segment {seg.id} ({kind}): {e}", frozenset()) from e
         if seg.params is not None:
             trace.stage("scheduler_params", str(seg.params))
     seg.scheduled_ir = str(fusion)

@@ -163,7 +163,7 @@ Entry = tuple[IterDomain, tuple[Resize, ...]]
 Alignment = dict[int, Entry]
 
 
-class _ConflictError(Exception):
+class _ConflictError(ScheduleError):
     """`tensor` is needed by `consumer` under another alignment than it has (both None
     when the cause is not one tensor, e.g. a reshape)."""
 
