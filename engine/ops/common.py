@@ -129,3 +129,14 @@ def real_scalar(op: str, what: str, v: object) -> Scalar:
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return as_scalar(float(v), DataType.Double)
     raise FusionDefinitionError(f"{op}: {what} must be a real number, got {v!r}")
+
+
+def integer_scalar(op: str, what: str, v: object) -> Scalar:
+    """An integer argument as a Scalar: an int, or an integer Scalar."""
+    if isinstance(v, Scalar):
+        if not v.dtype.is_integer:
+            raise FusionDefinitionError(f"{op}: {what} must be an integer scalar, got a {v.dtype.cuda_name} one")
+        return v
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise FusionDefinitionError(f"{op}: {what} must be an int or an integer Scalar, got {v!r}")
+    return as_scalar(v, DataType.Int)

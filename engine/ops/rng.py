@@ -14,7 +14,7 @@ from engine.errors import FusionDefinitionError
 from engine.ir.exprs import RNGOp
 from engine.ir.scalar import Scalar, as_scalar
 from engine.ir.tensorview import TensorView
-from engine.ops.common import new_tv
+from engine.ops.common import integer_scalar, new_tv
 from engine.ops.factory import check_dtype, defining_fusion, factory_ids, shape_extents
 
 __all__ = ["normal", "rand_like", "randn_like", "uniform"]
@@ -66,8 +66,8 @@ def _rng(op: str, dist: str, shape: Sequence[int | Scalar], params: tuple[object
     extents = shape_extents(op, shape)
     if (seed is None) != (offset is None):
         raise FusionDefinitionError(f"{op}: rng_seed and rng_offset must be given together")
-    seed_s = None if seed is None else _integer(op, "rng_seed", seed)
-    offset_s = None if offset is None else _integer(op, "rng_offset", offset)
+    seed_s = None if seed is None else integer_scalar(op, "rng_seed", seed)
+    offset_s = None if offset is None else integer_scalar(op, "rng_offset", offset)
     out = new_tv(fusion, factory_ids(fusion, extents), dtype)
     rng_id = sum(1 for e in fusion.all_exprs if isinstance(e, RNGOp))
     RNGOp(fusion, out, dist, extents, [_param(op, p) for p in params], seed_s, offset_s, rng_id)
@@ -84,11 +84,3 @@ def _param(op: str, p: object) -> Scalar:
     return as_scalar(float(p), DataType.Double)
 
 
-def _integer(op: str, what: str, v: object) -> Scalar:
-    if isinstance(v, Scalar):
-        if not v.dtype.is_integer:
-            raise FusionDefinitionError(f"{op}: {what} must be an integer scalar, got a {v.dtype.cuda_name} one")
-        return v
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise FusionDefinitionError(f"{op}: {what} must be an int or an integer Scalar, got {v!r}")
-    return as_scalar(v, DataType.Int)

@@ -7,9 +7,16 @@ from engine.dtypes import DataType
 from engine.errors import FusionDefinitionError
 from engine.ir.aten_exprs import ArgsortOp, TopKOp
 from engine.ir.iterdomain import IterDomain
-from engine.ir.scalar import Scalar, as_scalar
 from engine.ir.tensorview import TensorView
-from engine.ops.common import check_tensor, full_extent, materialized_id, new_tv, no_reductions, norm_dim
+from engine.ops.common import (
+    check_tensor,
+    full_extent,
+    integer_scalar,
+    materialized_id,
+    new_tv,
+    no_reductions,
+    norm_dim,
+)
 
 __all__ = ["argsort", "topk"]
 
@@ -44,7 +51,7 @@ def topk(arg: TensorView, k: object, dim: int = -1, largest: bool = True,
     `dim` of both has extent k. With sorted=False any order is allowed: this engine
     returns them sorted."""
     tv, d = _sortable("topk", arg, dim)
-    kval = _k(k)
+    kval = integer_scalar("topk", "k", k)
     src = no_reductions(tv)
     ext = full_extent(src[d])
     if kval.is_const and ext.is_const and not 0 <= kval.value <= ext.value:
@@ -56,13 +63,3 @@ def topk(arg: TensorView, k: object, dim: int = -1, largest: bool = True,
     indices = new_tv(fusion, [materialized_id(fusion, i) for i in ids], DataType.Int)
     TopKOp(fusion, values, indices, tv, kval, d, _flag("topk", "largest", largest), _flag("topk", "sorted", sorted))
     return values, indices
-
-
-def _k(k: object) -> Scalar:
-    if isinstance(k, Scalar):
-        if not k.dtype.is_integer:
-            raise FusionDefinitionError(f"topk: k must be an integer scalar, got {k.dtype.cuda_name}")
-        return k
-    if isinstance(k, bool) or not isinstance(k, int):
-        raise FusionDefinitionError(f"topk: k must be an int or an integer scalar, got {k!r}")
-    return as_scalar(k, DataType.Int)

@@ -178,7 +178,7 @@ def test_each_op_gets_an_expr_eval_segment_of_its_own():
 
 
 @pytest.mark.parametrize("build, why", [
-    (lambda fd, t, i: fd.ops.topk(t, 2.0), "topk: k must be an int or an integer scalar, got 2.0"),
+    (lambda fd, t, i: fd.ops.topk(t, 2.0), "topk: k must be an int or an integer Scalar, got 2.0"),
     (lambda fd, t, i: fd.ops.argsort(t, dim=2), "argsort: dim 2 is out of range for rank 2 of T0"),
     (lambda fd, t, i: fd.ops.cumsum(t, dim=[1]), "cumsum: dim must be an int, got [1]"),
     (lambda fd, t, i: fd.ops.scatter(t, fd.ops.sum(i, [1]), t, 0), "scatter: index T2 has rank 1 but T0 has rank 2"),
