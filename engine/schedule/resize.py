@@ -176,7 +176,7 @@ class _ConflictError(ScheduleError):
 
 
 _NOT_RECOMPUTED = ("; recomputing a resize input is supported for pointwise, cast, broadcast, "
-                   "expand, set and factory ops only")
+                   "expand, squeeze, set and factory ops only")
 
 
 def _logical_to_root(tv: TensorView, i: IterDomain) -> tuple[IterDomain, Resize | None]:
@@ -362,7 +362,7 @@ def align(fusion: Fusion, ref: TensorView,
     return result
 
 
-_RECOMPUTABLE = (ex.UnaryOp, ex.BinaryOp, ex.TernaryOp, ex.BroadcastOp, ex.ExpandOp,
+_RECOMPUTABLE = (ex.UnaryOp, ex.BinaryOp, ex.TernaryOp, ex.BroadcastOp, ex.ExpandOp, ex.SqueezeOp,
                  ex.LoadStoreOp, ex.FullOp, ex.IotaOp, ex.RNGOp)
 
 
