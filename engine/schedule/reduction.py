@@ -12,6 +12,7 @@ reduction itself. The helpers here are shared with the persistent schedulers.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -23,6 +24,7 @@ from engine.analysis.persistent import (
     reduction_pattern,
     reduction_properties,
     reduction_tvs,
+    upstream_tvs,
 )
 from engine.errors import ScheduleError
 from engine.ir import exprs as ex
@@ -489,6 +491,24 @@ def io_tensors(fusion: Fusion, caches: list[TensorView]) -> list[TensorView]:
     return [*caches, *[o for o in outs if o not in caches]]
 
 
+def _reduced_through_expansion(fusion: Fusion) -> Callable[[TensorView], bool]:
+    """Inputs upstream of a reduction over an expanded broadcast axis. The reference merges
+    that axis with the input's own ones, which the input's cache cannot replay (it has no
+    such axis), so the cache would stay un-inlined in registers while each thread reads
+    elements another computed (device fuzz fusion-13-1903): such inputs are read from
+    global memory where needed."""
+    upstream: set[TensorView] = set()
+    for e in fusion.exprs():
+        if isinstance(e, ex.ReductionOp | ex.WelfordOp) and isinstance(e.inputs[0], TensorView):
+            src, out = e.inputs[0], e.outputs[0]
+            assert isinstance(out, TensorView)
+            ids = [i for i in src.domain.logical if not i.is_reduction]
+            reduced = [i for i, o in zip(ids, out.domain.logical) if o.is_reduction]
+            if any(i.has_expanded_extent for i in reduced):
+                upstream |= upstream_tvs(src)
+    return lambda tv: tv in upstream
+
+
 def schedule_reduction_fusion(
     fusion: Fusion, p: ReductionParams, trace: Trace | None = None,
     persistent: list[TensorView] | None = None,
@@ -498,7 +518,7 @@ def schedule_reduction_fusion(
     Returns the reference reduction. `persistent` (persistent kernels): tensors to
     inline only at the iteration axes, so that they stay alive across the reduction.
     """
-    caches = tools.cache_inputs(fusion, trace=trace)
+    caches = tools.cache_inputs(fusion, keep=_reduced_through_expansion(fusion), trace=trace)
     tools.cache_and_fork_outputs(fusion, trace=trace)
     reds = reduction_tvs(fusion)
     ref = reds[0]
