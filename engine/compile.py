@@ -63,6 +63,9 @@ class CompiledSegment:
     lowered: Any = None
     # Inputs passed as the raw buffer their op wrote (the layout op's padded output), by position.
     raw_inputs: set[int] = field(default_factory=set)
+    # Positions of the inputs that are the fusion's own (their sizes and strides are the
+    # compiled-for ones at every run); the others come from earlier segments.
+    user_inputs: set[int] = field(default_factory=set)
     sync_launches: bool = False
     _env: dict | None = None  # extents at the compiled sizes (they never change: specialised)
     _kernels: dict[str, Any] = field(default_factory=dict)

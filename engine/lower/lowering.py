@@ -74,6 +74,8 @@ class ExprLowering:
         # Local `full` outputs read as their fill value (pipeline.constant_fulls): never stored.
         self.constants: dict[TensorView, Scalar] = {}
         self.layouts: dict[str, tuple[list[int], int]] = {}
+        # Global tensors whose allocation strides are compile-time constants (by name).
+        self.constant_strides: dict[str, list[int]] = {}
         self.buffers: dict[TensorView, Buffer] = {}
         self.work = ScopeWork()
         self.body: dict[Expr, list[kir.Stmt]] = {}
@@ -342,13 +344,16 @@ class ExprLowering:
         if b.memory == "global":
             terms: list[cexpr.Term] = []
             alloc = b.alloc_ids
+            known = self.constant_strides.get(b.name)
+            if known is not None and len(known) != len(alloc):
+                known = None
             for k, i in enumerate(alloc):
                 if i.is_broadcast:
                     continue
                 ix = index.get(i)
                 if ix is None:
                     raise CompileError(f"{reader}: cannot index {tv.short_name}'s allocation axis {i}")
-                stride: cexpr.Term = f"{b.name}.alloc_stride[{k}]"
+                stride: cexpr.Term = f"{b.name}.alloc_stride[{k}]" if known is None else known[k]
                 if k == len(alloc) - 1 and _innermost_contiguous(tv):
                     stride = 1
                 terms.append(cexpr.mul(ix.term, stride))

@@ -291,17 +291,18 @@ def _mark_global_syncs(low: ExprLowering, fusion: Fusion, exprs: list[Expr], loo
 
 def lower_fusion(fusion: Fusion, env: dict, name: str,
                  layouts: dict[str, tuple[list[int], int]] | None = None,
-                 coresident_blocks: int = 0) -> Lowered:
+                 coresident_blocks: int = 0, strides: dict[str, list[int]] | None = None) -> Lowered:
     """Lower a scheduled fusion for the sizes bound in `env`. `layouts`: the compiled-for inputs'
     allocation strides and pointer alignment (bytes), which let copies be widened safely.
     `coresident_blocks`: a grid of at most this many blocks may wait at a grid barrier (its
-    kernel is then launched cooperatively); 0 keeps every block independent."""
+    kernel is then launched cooperatively); 0 keeps every block independent. `strides`: global
+    tensors addressed with these allocation strides as constants instead of their Tensor's."""
     with loop_maps_frozen():
-        return _lower_fusion(fusion, env, name, layouts, coresident_blocks)
+        return _lower_fusion(fusion, env, name, layouts, coresident_blocks, strides or {})
 
 
-def _lower_fusion(fusion: Fusion, env: dict, name: str,
-                  layouts: dict[str, tuple[list[int], int]] | None, coresident_blocks: int) -> Lowered:
+def _lower_fusion(fusion: Fusion, env: dict, name: str, layouts: dict[str, tuple[list[int], int]] | None,
+                  coresident_blocks: int, strides: dict[str, list[int]]) -> Lowered:
     stages: dict[str, str] = {}
     exprs = _validate(fusion)
     constants = constant_fulls(fusion, exprs)
@@ -321,6 +322,7 @@ def _lower_fusion(fusion: Fusion, env: dict, name: str,
     low.fusion_inputs = set(fusion.inputs)
     low.constants = constants
     low.layouts = dict(layouts or {})
+    low.constant_strides = strides
     low.coresident_blocks = coresident_blocks
     low.note_rfactor_sources(exprs)
     loops_of = {}
