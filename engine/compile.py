@@ -8,15 +8,14 @@ chosen back end (reference, emulate or cuda).
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
 
+from engine import gc_pause
 from engine.config import Options
 from engine.dtypes import DataType, to_torch
 from engine.errors import CompileError, ExecutionError, NoSchedulerError
@@ -398,7 +397,7 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
     options = options or Options()
     isolated: dict[int, str] = {}
     notes: list[tuple[str, str]] = []
-    with _collector_paused(), transforms_kept():
+    with gc_pause.held(), transforms_kept():
         while True:
             # The segmenter rewrites the fusion it segments (privatized casts, global
             # boundaries); the user's definition stays as written. Clones keep names.
@@ -432,21 +431,3 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
 
         cf.host_ir = lower_to_host(cf, trace)
     return cf
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector for one compile.
-
-    A compile allocates hundreds of thousands of short-lived IR objects (the segmenter's trial
-    copies), and each full collection walks all of them: on RoPE backward the pauses cost a
-    third of the compile. The IR's cycles (definition <-> uses) are freed by the first
-    collection after the compile, so memory is bounded by one compile's garbage.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()

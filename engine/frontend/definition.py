@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from engine import gc_pause
 from engine.dtypes import DataType
 from engine.errors import FusionDefinitionError
 from engine.frontend.spellings import normalize
@@ -161,12 +162,14 @@ class FusionDefinition:
     # ---- context -----------------------------------------------------------------
     def __enter__(self) -> FusionDefinition:
         self._token = _current.set(self.fusion)
+        gc_pause.hold()  # no full collections in mid-definition (see engine.gc_pause)
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self._token is not None:
             _current.reset(self._token)
             self._token = None
+            gc_pause.release()
 
     def _record_call(
         self, target: str, name: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
