@@ -624,6 +624,8 @@ class _Loader:
             if isinstance(node.value, (bool, int, float, str, complex)) or node.value is None:
                 return self.int64(node, node.value)
             raise self.error(node, f"literal {node.value!r} is not allowed")
+        if call is not None and isinstance(node, (ast.BinOp, ast.UnaryOp, ast.Compare)):
+            return call(node)  # inside a fusion body: operators may apply to tensors and scalars
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
             v = self.plain(node.operand, env, allow_names, fd_name, attrs, call)
             if isinstance(v, (int, float)) and not isinstance(v, bool):
@@ -753,6 +755,24 @@ class _Loader:
         return None
 
 
+# Python operators on tensors and scalars -> the fd.ops they stand for (nvFuser's Tensor and
+# Scalar bindings: `/` is div, `%` is mod).
+_OPERATOR_OPS = {
+    ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Mod: "mod", ast.Pow: "pow",
+    ast.BitAnd: "bitwise_and", ast.BitOr: "bitwise_or", ast.BitXor: "bitwise_xor",
+    ast.LShift: "bitwise_left_shift", ast.RShift: "bitwise_right_shift",
+}
+_COMPARE_OPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
+_NUMBER_COMPARE = {
+    "lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b,
+    "ge": lambda a, b: a >= b, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
+}
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
 _ARITH = {
     ast.Add: lambda a, b: a + b,
     ast.Sub: lambda a, b: a - b,
@@ -822,6 +842,8 @@ class _Body:
 
     def call(self, node: ast.expr) -> Any:
         """One frontend call: fd.define_tensor/define_scalar/add_output, fd.ops.X, fd.sched.X."""
+        if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.Compare)):
+            return self.operator(node)
         if not isinstance(node, ast.Call):
             raise self.error(node, f"expected a call of {self.fd_name}.ops, {self.fd_name}.sched or "
                                    f"{self.fd_name}.define_*, got {_excerpt(node)}")
@@ -865,6 +887,55 @@ class _Body:
             raise self.error(node, f"{where}: wrong arguments: {e}") from e
         except Exception as e:  # a builder failing on odd input still names the line
             raise self.error(node, f"{where}: {type(e).__name__}: {e}") from e
+
+    def operator(self, node: ast.BinOp | ast.UnaryOp | ast.Compare) -> Any:
+        """Python operators, as nvFuser's Tensor and Scalar define them: on numbers the
+        number; on a tensor or scalar the op they stand for (`a / b` is fd.ops.div, as in
+        nvFuser), recorded and written back as that fd.ops call."""
+        if isinstance(node, ast.UnaryOp):
+            v = self.value(node.operand)
+            if isinstance(node.op, ast.UAdd):
+                return v
+            if isinstance(node.op, ast.Not):
+                raise self.error(node, f"`not` is not an nvFuser operator: {_excerpt(node)}")
+            if _is_number(v):
+                if isinstance(node.op, ast.USub):
+                    return -v
+                if isinstance(v, int):
+                    return ~v
+                raise self.error(node, f"~ on {v!r}")
+            return self.apply_op(node, "neg" if isinstance(node.op, ast.USub) else "bitwise_not", v)
+        if isinstance(node, ast.Compare):
+            if len(node.ops) != 1:
+                raise self.error(node, f"chained comparisons are not allowed: {_excerpt(node)}")
+            a, b = self.value(node.left), self.value(node.comparators[0])
+            name = _COMPARE_OPS.get(type(node.ops[0]))
+            if name is None:
+                raise self.error(node, f"{type(node.ops[0]).__name__} is not an nvFuser operator")
+            if _is_number(a) and _is_number(b):
+                return _NUMBER_COMPARE[name](a, b)
+            return self.apply_op(node, name, a, b)
+        a, b = self.value(node.left), self.value(node.right)
+        if _is_number(a) and _is_number(b) and type(node.op) in _ARITH:
+            try:
+                return self.loader.int64(node, _ARITH[type(node.op)](a, b))
+            except ZeroDivisionError:
+                raise self.error(node, "division by zero") from None
+            except OverflowError:
+                raise self.error(node, f"{_excerpt(node)} overflows") from None
+        name = _OPERATOR_OPS.get(type(node.op))
+        if name is None:
+            raise self.error(node, f"{type(node.op).__name__} is not an nvFuser operator on tensors and "
+                                   f"scalars: {_excerpt(node)}")
+        return self.apply_op(node, name, a, b)
+
+    def apply_op(self, node: ast.expr, name: str, *args: Any) -> Any:
+        try:
+            return getattr(self.fd.ops, name)(*args)
+        except (FusionDefinitionError, ScheduleError) as e:
+            raise self.error(node, f"{_excerpt(node)} ({self.fd_name}.ops.{name}): {e}") from e
+        except Exception as e:  # odd operands still name the line
+            raise self.error(node, f"{_excerpt(node)} ({self.fd_name}.ops.{name}): {type(e).__name__}: {e}") from e
 
     def check_op_name(self, node: ast.Call, name: str, args: list[Any], kwargs: dict[str, Any]) -> None:
         """fd.ops.unary/binary/ternary/reduce take the op's name as a string: only known names,

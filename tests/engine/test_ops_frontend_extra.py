@@ -225,3 +225,53 @@ def test_unsupported_ops_are_refused_by_name(call, why):
     with pytest.raises(FusionFileError) as e:
         loads_fusion(text, "bad.py")
     assert f"bad.py:7: fd.ops.{name}: {why}" in str(e.value)
+
+
+OPERATORS = """\
+from nvfuser import FusionDefinition, DataType
+
+with FusionDefinition() as fd:
+    T0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+    T1 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Int)
+    S2 = T0.size(0) * T0.size(1)
+    T3 = -T0 * 2.0 + T0 / 4
+    T4 = fd.ops.where(T0 > 0.5, T3 ** 2, abs(1))
+    T5 = (T1 & 6) | (T1 << 1) ^ ~T1
+    T6 = fd.ops.reshape(T0, [S2])
+    fd.add_output(T4)
+    fd.add_output(T5)
+    fd.add_output(T6)
+"""
+
+
+def test_python_operators_on_tensors_and_scalars_are_the_ops_they_stand_for():
+    """nvFuser's Tensor and Scalar take Python operators; a file using them loads as the
+    fd.ops calls they stand for (`/` is div, as in nvFuser) and saves in that spelling."""
+    with pytest.raises(FusionFileError, match=r"ops.py:8: call not allowed: abs\(1\)"):
+        loads_fusion(OPERATORS, "ops.py")
+    fd = loads_fusion(OPERATORS.replace("abs(1)", "1.0"), "ops.py")
+    x = torch.randn(3, 4)
+    i = torch.randint(-8, 8, (3, 4))
+    t4, t5, t6 = compile_fusion(fd, [x, i]).run([x, i], backend="reference")
+    t3 = -x * 2.0 + x / 4
+    assert torch.allclose(t4, torch.where(x > 0.5, t3 ** 2, torch.ones(()))) and torch.equal(t6, x.reshape(12))
+    assert torch.equal(t5, (i & 6) | (i << 1) ^ ~i)
+    text = dumps_fusion(fd)
+    for call in ("fd.ops.mul(", "fd.ops.neg(T0)", "fd.ops.div(T0, 4)", "fd.ops.gt(T0, 0.5)", "fd.ops.pow(",
+                 "fd.ops.bitwise_not(T1)", "fd.ops.bitwise_left_shift(T1, 1)", "fd.ops.bitwise_xor("):
+        assert call in text, call
+    assert str(loads_fusion(text, "again.py").fusion) == str(fd.fusion)
+
+
+@pytest.mark.parametrize("expr, why", [
+    ("T0 // T0", "FloorDiv is not an nvFuser operator on tensors and scalars: T0 // T0"),
+    ("T0 @ T0", "MatMult is not an nvFuser operator on tensors and scalars: T0 @ T0"),
+    ("T0 < T0 < T0", "chained comparisons are not allowed: T0 < T0 < T0"),
+    ("not T0", "`not` is not an nvFuser operator: not T0"),
+    ("T0 + 'x'", "T0 + 'x' (fd.ops.add)"),
+])
+def test_operators_nvfuser_lacks_are_refused_by_line(expr, why):
+    text = OPERATORS.split("    S2 =")[0] + f"    T2 = {expr}\n    fd.add_output(T2)\n"
+    with pytest.raises(FusionFileError) as e:
+        loads_fusion(text, "bad.py")
+    assert f"bad.py:6: {why}" in str(e.value)

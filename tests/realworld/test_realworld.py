@@ -21,17 +21,23 @@ needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is neede
 
 # Scripts that load, compile and match the reference on the emulator.
 WORKS = [
-    "addcmul_threshold_stride_order", "alias_running_stats", "argsort_gather", "batch_norm_train",
-    "causal_mask_triu", "cumsum_position_ids", "direct_alpha_bmm", "embedding_bwd_index_put", "grouped_mm_moe",
-    "direct_frontend", "embedding_fwd", "execute_device_scalars",
-    "expand_where_clamp", "factories", "fp8_cast", "full_symbolic", "gelu_erf_bwd", "gelu_tanh",
-    "index_select_gather", "iota_arange", "layer_norm_bwd", "layer_norm_var_mean", "matmul_linear",
-    "mean_sub_col_sum", "old_define_constant", "old_max_axes", "rand_like", "reshape_define_vector",
-    "reshape_original_shape", "rms_norm_bwd", "rope_cat_pad", "scalar_arith", "scatter", "sdpa_fwd",
-    "set_segment_set", "size_shape_ops",
-    "sizes_strides",
-    "slice_strides", "softmax_dims", "special_math", "squeeze_forms", "stride_order_channels_last",
-    "subclass_schedule", "symbolic_sizes_contiguous", "tensor_sizes_bcast", "topk_router", "two_fusion_functions",
+    "addcmul_threshold_stride_order", "alias_running_stats", "argsort_gather", "attn_out_transpose_strided",
+    "batch_norm_train", "causal_mask_triu", "cross_entropy_bwd_onehot", "cross_entropy_ignore_index",
+    "cross_entropy_negative_pad", "cumsum_position_ids", "direct_alpha_bmm", "direct_frontend",
+    "dropout_layer_norm_bwd_bool_mask", "embedding_bwd_index_put", "embedding_fwd", "execute_device_scalars",
+    "expand_where_clamp", "factories", "fp8_cast", "fp8_per_tensor_amax_scale", "full_symbolic",
+    "gelu_erf_bwd", "gelu_tanh", "gelu_tanh_bwd_bias_grad", "group_norm_fwd_var_mean", "grouped_mm_moe",
+    "hf_attn_softmax_dropout", "index_select_gather", "instance_norm_keepdim_stats",
+    "int_bigram_hash_bitwise", "iota_arange", "layer_norm_bwd", "layer_norm_bwd_recompute",
+    "layer_norm_var_mean", "llama4_moe_token_dispatch", "llama_embedding_causal_mask",
+    "llama_rope_gqa_expand", "matmul_linear", "mean_sub_col_sum", "nanogpt_attn_masked_fill_dropout",
+    "old_define_constant", "old_max_axes", "rand_like", "reshape_define_vector", "reshape_original_shape",
+    "rms_norm_bwd", "rms_norm_residual_fp32_weight", "rope_bwd_pad_gqa_sum", "rope_cat_pad",
+    "rope_cat_python_operators", "rope_without_cat_6d_sum", "scalar_arith", "scale_bias_relu_bwd_expand",
+    "scatter", "sdpa_fwd", "set_segment_set", "silu_mul_bwd", "size_shape_ops", "sizes_strides",
+    "slice_strides", "softmax_bwd_bf16_roundtrip", "softmax_dims", "special_math", "squeeze_forms",
+    "stride_order_channels_last", "subclass_schedule", "swiglu_chunk_silu_mul", "symbolic_sizes_contiguous",
+    "tensor_sizes_bcast", "timestep_sinusoidal_embedding", "topk_router", "two_fusion_functions",
     "uniform_dropout", "var_correction",
 ]
 
@@ -44,6 +50,7 @@ REFUSED = {
 
 # Loaded fine; the code generator has no complex arithmetic: refused at compile time.
 COMPILE_REFUSED = {
+    "nvfp4_block_quantize_direct": "fp4 tensors are produced by the quantization runtime only",
     "complex_mul": "mul: complex types (std::complex<float>) are not supported by the CUDA code generator",
 }
 
