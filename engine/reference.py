@@ -307,8 +307,32 @@ def _tensorize(x: Any, like: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return torch.tensor(x, dtype=dtype, device=like.device)
 
 
+def check_pointwise_sizes(expr: Expr, args: Sequence[Any]) -> None:
+    """Operands of a pointwise op agree axis by axis wherever neither axis is a broadcast:
+    nvFuser broadcasts only broadcast axes, where torch would also stretch any size-1 axis (a
+    slice or topk(k=1) leaves an iteration axis of extent 1)."""
+    seen: dict[int, tuple[int, TensorView]] = {}
+    for v, x in zip(expr.inputs, args):
+        if not isinstance(v, TensorView) or not isinstance(x, torch.Tensor):
+            continue
+        ids = [i for i in v.domain.logical if not i.is_reduction]
+        if len(ids) != x.dim():
+            continue
+        for d, (i, n) in enumerate(zip(ids, x.shape)):
+            if i.is_broadcast:
+                continue
+            if d in seen and seen[d][0] != n:
+                m, w = seen[d]
+                raise ExecutionError(
+                    f"{getattr(expr, 'op', expr.op_name)} producing {_names(expr.outputs)}: axis {d} of {w.short_name} has {m} "
+                    f"elements and of {v.short_name} {n}; neither is a broadcast axis (nvFuser broadcasts "
+                    "only those: broadcast_in_dim or expand first)")
+            seen[d] = (n, v)
+
+
 @handles(ex.BinaryOp)
 def _binary(expr, args, ctx):
+    check_pointwise_sizes(expr, args)
     dtype = out_dtype(expr)
     operand_types = [v.dtype for v in expr.inputs]
     work = _work_dtype(operand_types, dtype, expr.op)
@@ -346,6 +370,7 @@ def _tensor_promoted(types: list[DataType], out: DataType) -> DataType:
 
 @handles(ex.TernaryOp)
 def _ternary(expr, args, ctx):
+    check_pointwise_sizes(expr, args)
     dtype = out_dtype(expr)
     work = to_torch(compute_dtype(dtype))
     tensor = next(a for a in args if isinstance(a, torch.Tensor))

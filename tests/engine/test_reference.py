@@ -10,7 +10,7 @@ import torch
 from engine import DataType, ExecutionError, FusionDefinition
 from engine.ir import exprs as ex
 from engine.ir.base import Expr
-from engine.reference import HANDLERS
+from engine.reference import HANDLERS, evaluate
 
 
 def test_every_expr_class_has_a_rule():
@@ -128,3 +128,27 @@ def test_fp4_inputs_bind_logical_extents_and_compute_in_float():
     assert magnitude.dtype == torch.float4_e2m1fn_x2 and torch.equal(unpack_fp4(magnitude), codes & 7)
     with pytest.raises(ExecutionError, match="axis 1 must have size 32, got 16"):
         fd.execute([pack_fp4(codes[:, :16])])
+
+
+def test_pointwise_operands_must_agree_where_no_axis_is_a_broadcast():
+    """torch would stretch any size-1 axis; nvFuser broadcasts only broadcast axes, so a
+    slice's extent-1 axis against a wider one is refused, naming the op and the tensors (the
+    compile evaluates the same way, instead of failing later in lowering)."""
+    from engine import compile_fusion
+
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        t1 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.mul(t0, fd.ops.slice(t1, start_indices=[0, 0], end_indices=[4, 1])))
+    xs = [torch.randn(4, 6), torch.randn(4, 3)]
+    why = "mul producing T3: axis 1 of T0 has 6 elements and of T2 1; neither is a broadcast axis"
+    with pytest.raises(ExecutionError, match=why):
+        evaluate(fd.fusion, xs)
+    with pytest.raises(ExecutionError, match=why):
+        compile_fusion(fd, xs)
+    with FusionDefinition() as ok:
+        t0 = ok.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        t1 = ok.define_tensor(shape=[-1, 1], contiguity=[True, None], dtype=DataType.Float)
+        ok.add_output(ok.ops.mul(t0, t1))
+    (out,) = evaluate(ok.fusion, [xs[0], xs[0][:, :1]])
+    assert torch.equal(out, xs[0] * xs[0][:, :1])
