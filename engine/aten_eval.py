@@ -77,6 +77,9 @@ def _grouped_mm(expr, args, ctx):
     split = a.shape[-1] if (a.dim(), b.dim()) == (2, 2) else (b.shape[-1] if a.dim() == 3 else a.shape[0])
     if any(e < s for s, e in zip([0, *ends], ends)) or (ends and ends[-1] > split):
         raise ExecutionError(f"grouped_mm: offsets {ends} must be non-decreasing and at most {split}")
+    groups = a.shape[0] if a.dim() == 3 else (b.shape[0] if b.dim() == 3 else len(ends))
+    if len(ends) != groups:
+        raise ExecutionError(f"grouped_mm: {len(ends)} offsets for {groups} groups")
     a, b = up(a), up(b)
     starts = [0, *ends[:-1]]
     if (a.dim(), b.dim()) == (2, 2):
