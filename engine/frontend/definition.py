@@ -146,6 +146,7 @@ class FusionDefinition:
         # computes T as an output; execute() writes it into that input and does not return it.
         self.output_aliases: dict[int, int] = {}
         self._token: contextvars.Token | None = None
+        self._reentered = 0
         if type(self).definition is not FusionDefinition.definition:
             with self:
                 self.definition()
@@ -161,12 +162,17 @@ class FusionDefinition:
 
     # ---- context -----------------------------------------------------------------
     def __enter__(self) -> FusionDefinition:
-        self._token = _current.set(self.fusion)
-        gc_pause.hold()  # no full collections in mid-definition (see engine.gc_pause)
+        if self._token is None:  # entering an open definition again changes nothing
+            self._token = _current.set(self.fusion)
+            gc_pause.hold()  # no full collections in mid-definition (see engine.gc_pause)
+        else:
+            self._reentered += 1
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._token is not None:
+        if self._reentered:
+            self._reentered -= 1
+        elif self._token is not None:
             _current.reset(self._token)
             self._token = None
             gc_pause.release()
