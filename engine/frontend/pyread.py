@@ -74,6 +74,8 @@ def enum_namespaces() -> dict[str, type[enum.Enum]]:
             if isinstance(obj, type) and issubclass(obj, enum.Enum) and not name.startswith("_"):
                 found.setdefault(name, obj)
     found.update(DataType=DataType, ParallelType=ParallelType, MemoryType=MemoryType)
+    if "SchedulerType" in found:
+        found.setdefault("SchedulerHeuristic", found["SchedulerType"])  # its name before 2024
     return found
 
 
@@ -644,6 +646,22 @@ class _Loader:
                 raise self.error(node, "division by zero") from None
             except OverflowError:
                 raise self.error(node, f"{_excerpt(node)} overflows") from None
+        if isinstance(node, ast.Subscript) and env is not None:
+            # `tvs[0]`: an item of a list or tuple the body built, by an integer.
+            seq = self.plain(node.value, env, allow_names, fd_name, attrs, call)
+            k = self.plain(node.slice, env, allow_names, fd_name, attrs, call)
+            if not isinstance(seq, (list, tuple)) or isinstance(k, bool) or not isinstance(k, int):
+                raise self.error(node, f"only lists and tuples are indexed, by an integer: {_excerpt(node)}")
+            if not -len(seq) <= k < len(seq):
+                raise self.error(node, f"index {k} is out of range: {_excerpt(node)}")
+            return seq[k]
+        if isinstance(node, ast.NamedExpr) and env is not None:
+            # `(axis := 0)`, as nvFuser's schedule tests name an argument: bound, then passed.
+            value = self.plain(node.value, env, allow_names, fd_name, attrs, call)
+            if node.target.id == fd_name:
+                raise self.error(node, f"cannot rebind {fd_name!r}")
+            env[node.target.id] = value
+            return value
         if isinstance(node, (ast.List, ast.Tuple)):
             items = []
             for e in node.elts:
@@ -755,6 +773,14 @@ class _Loader:
         return None
 
 
+# Iterations of `for` loops a fusion body may run in all (a file cannot make the loader spin).
+_MAX_LOOP_STEPS = 10_000
+
+
+def _is_op_node(node: ast.expr) -> bool:
+    return isinstance(node, (ast.Call, ast.BinOp, ast.UnaryOp, ast.Compare))
+
+
 # Python operators on tensors and scalars -> the fd.ops they stand for (nvFuser's Tensor and
 # Scalar bindings: `/` is div, `%` is mod).
 _OPERATOR_OPS = {
@@ -792,6 +818,7 @@ class _Body:
         self.fd_name = fd_name
         self.attrs = attrs
         self.env: dict[str, Any] = {}
+        self.loop_steps = 0
 
     def error(self, node: ast.AST, message: str) -> FusionFileError:
         return self.loader.error(node, message)
@@ -809,14 +836,51 @@ class _Body:
         if isinstance(stmt, ast.Assign):
             if len(stmt.targets) != 1:
                 raise self.error(stmt, "chained assignment is not allowed")
-            value = self.call(stmt.value)
+            # A call or an operator, or a plain value naming earlier ones (`tvs = [t0, t1]`,
+            # `mean = self.mean`): bound for the lines below, nothing recorded.
+            value = self.call(stmt.value) if _is_op_node(stmt.value) else self.value(stmt.value)
             self.bind(stmt.targets[0], value, stmt)
+            return
+        if isinstance(stmt, ast.For):
+            self.for_loop(stmt)
             return
         if isinstance(stmt, ast.Expr):
             self.call(stmt.value)
             return
         raise self.error(stmt, f"{type(stmt).__name__} statement is not allowed in a fusion body: "
                                f"{_excerpt(stmt)}")
+
+    def for_loop(self, stmt: ast.For) -> None:
+        """`for t in [a, b, c]:` or `for k in range(n):` over frontend calls: the body runs once
+        per item of a list, tuple or range the file spells out (bounded: nothing is looked
+        up or called to make the items)."""
+        if stmt.orelse or not isinstance(stmt.target, (ast.Name, ast.Tuple)):
+            raise self.error(stmt, "only `for NAME in LIST:` loops (no else) are allowed in a fusion body")
+        items = self.loop_items(stmt.iter)
+        self.loop_steps += len(items)
+        if self.loop_steps > _MAX_LOOP_STEPS:
+            raise self.error(stmt, f"loops run more than {_MAX_LOOP_STEPS} times in one fusion body")
+        for item in items:
+            self.bind(stmt.target, item, stmt)
+            for inner in stmt.body:
+                if isinstance(inner, (ast.Break, ast.Continue)):
+                    raise self.error(inner, "break and continue are not allowed in a fusion body")
+                self.statement(inner)
+
+    def loop_items(self, node: ast.expr) -> list[Any]:
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range"
+                and node.func.id not in self.env and not node.keywords and 1 <= len(node.args) <= 3):
+            bounds = [self.value(a) for a in node.args]
+            if not all(isinstance(b, int) and not isinstance(b, bool) for b in bounds):
+                raise self.error(node, f"range() takes integers: {_excerpt(node)}")
+            r = range(*bounds)
+            if len(r) > _MAX_LOOP_STEPS:
+                raise self.error(node, f"{_excerpt(node)} runs more than {_MAX_LOOP_STEPS} times")
+            return list(r)
+        items = self.value(node)
+        if not isinstance(items, (list, tuple)):
+            raise self.error(node, f"a loop runs over a list, a tuple or range(...), not {_excerpt(node)}")
+        return list(items)
 
     def bind(self, target: ast.expr, value: Any, stmt: ast.stmt) -> None:
         if isinstance(target, ast.Name):
@@ -1055,7 +1119,9 @@ def _enum_member(cls: type[enum.Enum], name: str) -> enum.Enum | None:
     alias = {"global_": "Global", "global": "Global"}.get(name)
     if alias and alias in cls.__members__:
         return cls.__members__[alias]
-    return None
+    # nvfuser_direct spells some members in lower case (LoadStoreOpType.set, CacheOp.streaming).
+    folded = [m for k, m in cls.__members__.items() if k.lower() == name.lower()]
+    return folded[0] if len(folded) == 1 else None
 
 
 def _is_docstring(stmt: ast.stmt) -> bool:

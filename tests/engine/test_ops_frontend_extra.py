@@ -6,6 +6,7 @@ what the engine lacks is refused naming the op."""
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
@@ -275,3 +276,45 @@ def test_operators_nvfuser_lacks_are_refused_by_line(expr, why):
     with pytest.raises(FusionFileError) as e:
         loads_fusion(text, "bad.py")
     assert f"bad.py:6: {why}" in str(e.value)
+
+
+LOOPS = """\
+from nvfuser import FusionDefinition, DataType, ParallelType, LoadStoreOpType, CacheOp
+
+with FusionDefinition() as fd:
+    T0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+    tvs = [fd.ops.neg(T0)]
+    last = tvs[0] if False else fd.ops.exp(tvs[0])
+    for k in range(2):
+        last = fd.ops.add(last, k)
+    fd.add_output(last)
+    fd.sched.cache_after(T0, LoadStoreOpType.set, CacheOp.streaming)
+    for tv in [last]:
+        fd.sched.split(tv, 1, 4)
+        fd.sched.parallelize(tv, axis := 0, ParallelType.grid_x)
+"""
+
+
+def test_loops_walrus_and_plain_bindings_in_a_fusion_body():
+    """nvFuser's schedule tests loop over tensors, name arguments with `:=`, keep lists in
+    variables and spell enum members in lower case: the loader reads those forms (loops over
+    literal lists or range() only, bounded), still running no code of the file."""
+    with pytest.raises(FusionFileError, match=r"IfExp expression is not allowed"):
+        loads_fusion(LOOPS, "loops.py")
+    fd = loads_fusion(LOOPS.replace("tvs[0] if False else ", ""), "loops.py")
+    x = torch.randn(3, 8)
+    (out,) = fd.execute([x])
+    assert torch.allclose(out, (-x).exp() + 1)
+    text = dumps_fusion(fd)
+    assert text.count("fd.ops.add(") == 2 and "fd.sched.parallelize(" in text
+
+
+@pytest.mark.parametrize("body, why", [
+    ("    for k in range(20000):\n        fd.ops.neg(T0)\n", "range(20000) runs more than 10000 times"),
+    ("    for k in T0:\n        fd.ops.neg(T0)\n", "a loop runs over a list, a tuple or range(...), not T0"),
+    ("    for k in [1]:\n        break\n", "break and continue are not allowed in a fusion body"),
+])
+def test_loops_a_file_cannot_abuse_are_refused(body, why):
+    text = LOOPS.split("    tvs =")[0] + body
+    with pytest.raises(FusionFileError, match=re.escape(why)):
+        loads_fusion(text, "bad.py")

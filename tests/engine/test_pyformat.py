@@ -409,7 +409,7 @@ HOSTILE = {
     "torch_save": "import torch\ninputs = [torch.save(torch.ones(1), '{marker}')]\n",
     "torch_attr_call": "import torch\nwith FusionDefinition() as fd:\n    t = fd.ops.add(torch.ops.aten.ones(1), 1)\n",
     "fstring": "with FusionDefinition() as fd:\n    t = fd.define_tensor(shape=[f\"{{open('{marker}', 'w')}}\"])\n",
-    "walrus": "with FusionDefinition() as fd:\n    t = fd.define_tensor(shape=[(x := 2)])\n",
+    "walrus": "with FusionDefinition() as fd:\n    t = fd.define_tensor(shape=[(x := open('{marker}', 'w'))])\n",
     "comprehension": "with FusionDefinition() as fd:\n    t = fd.define_tensor(shape=[open('{marker}', 'w') for i in [1]])\n",
 }
 
@@ -454,7 +454,7 @@ BAD = {
                      "    t1 = fd.ops.neg(t0)\n    fd.sched.parallelize(t1, 5, ParallelType.grid_x)\n", 6),
     "unpack_count": ("with FusionDefinition() as fd:\n    t0 = fd.define_tensor(shape=[2, 2])\n"
                      "    a, b, c = fd.ops.var_mean(t0, dims=[0])\n", 5),
-    "non_call_body": ("with FusionDefinition() as fd:\n    x = 3\n", 4),
+    "non_call_body": ("with FusionDefinition() as fd:\n    x = lambda: 3\n", 4),
     "import_numpy": ("import numpy\n", 3),
     "two_fusions": ("with FusionDefinition() as fd:\n    pass\nwith FusionDefinition() as fd2:\n    pass\n", 5),
     "empty": ("", None),
