@@ -330,7 +330,7 @@ with FusionDefinition() as fd:
     ("X = fd.ops.size(T0.__class__, 0)", "'__class__' is not allowed"),
     ("X = T0.size.__self__", "'__self__' is not allowed"),
     ("X = T0.__class__.size(T0, 1)", "'__class__' is not allowed"),
-    ("X = T0.fusion", "expected a call"),
+    ("X = T0.fusion", "attribute not allowed here: T0.fusion"),
     ("X = fd.ops.add(T0, T0.fusion)", "attribute not allowed here: T0.fusion"),
     ("X = fd.ops.add(T0, T0.size)", "attribute not allowed here: T0.size"),
     ("X = fd.ops.add(T0, S1.ndim)", "attribute not allowed here: S1.ndim"),
