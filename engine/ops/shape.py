@@ -19,7 +19,7 @@ from engine.ir.exprs import (
 from engine.ir.iterdomain import IterDomain, IterType, Merge, Resize, Split
 from engine.ir.scalar import Scalar, as_scalar, binary, same_scalar
 from engine.ir.tensorview import TensorView
-from engine.ops.common import check_tensor, copy_id, new_tv, no_reductions, norm_dim, norm_dims
+from engine.ops.common import check_tensor, copy_id, full_extent, new_tv, no_reductions, norm_dim, norm_dims
 
 __all__ = [
     "broadcast", "broadcast_in_dim", "cat", "expand", "pad", "permute", "reshape",
@@ -135,11 +135,6 @@ def _shape_scalar(op: str, tv: TensorView | None, s: object, k: int) -> Scalar:
     return as_scalar(s)
 
 
-def _full_extent(i: IterDomain) -> Scalar:
-    """The number of elements an axis spans: the expanded extent of an expanded broadcast."""
-    return i.expanded_extent if i.expanded_extent is not None else i.extent
-
-
 def _root_copy(fusion, i: IterDomain, rfactor: bool = False) -> IterDomain:
     """The root IterDomain of a resized or reshaped axis: an expanded broadcast becomes a
     plain iteration over its expanded extent, since the transform reads every element."""
@@ -177,7 +172,7 @@ def expand(arg: TensorView, shape: Sequence[ShapeEntry]) -> TensorView:
     for k, (i, s) in enumerate(zip(src, shape)):
         if isinstance(s, int) and not isinstance(s, bool) and s == -1:
             ids.append(copy_id(fusion, i))
-            extents.append(_full_extent(i))
+            extents.append(full_extent(i))
             continue
         target = _shape_scalar("expand", tv, s, k)
         if target.is_const and target.value < 0:
@@ -407,7 +402,7 @@ def reshape(
             f"reshape: original_shape {_shape_str(original_shape)} does not match the rank "
             f"{len(src)} of {tv.short_name}"
         )
-    in_ext = [_full_extent(i) for i in src]
+    in_ext = [full_extent(i) for i in src]
     out_ext = _resolve_new_shape(tv, in_ext, new_shape)
     plan, squeezed = _plan_reshape(src, in_ext, out_ext)
     fusion = tv.fusion
@@ -552,7 +547,7 @@ def slice_(
             raise FusionDefinitionError(
                 f"slice: {tv.short_name} axis {k}: only stride 1 is supported, got {step.inline()}"
             )
-        ext = _full_extent(i)
+        ext = full_extent(i)
         if manual_normalization:
             start, stop = as_scalar(a) if isinstance(a, int) else a, as_scalar(b) if isinstance(b, int) else b
         else:
@@ -660,7 +655,7 @@ def cat(tensors: Sequence[TensorView], dim: int = 0, manual_padding: bool = Fals
         ref = no_reductions(tvs[0])[k]
         for t in tvs[1:]:
             o = no_reductions(t)[k]
-            a, b = _full_extent(ref), _full_extent(o)
+            a, b = full_extent(ref), full_extent(o)
             if a.is_const and b.is_const and a.value != b.value:
                 raise FusionDefinitionError(
                     f"cat: axis {k} of {t.short_name} has extent {b.value} but {tvs[0].short_name} "
@@ -669,7 +664,7 @@ def cat(tensors: Sequence[TensorView], dim: int = 0, manual_padding: bool = Fals
     if manual_padding:
         padded = tvs
     else:
-        exts = [_full_extent(no_reductions(t)[d]) for t in tvs]
+        exts = [full_extent(no_reductions(t)[d]) for t in tvs]
         padded = []
         left: Scalar = as_scalar(0)
         for k, (t, e) in enumerate(zip(tvs, exts)):
@@ -683,7 +678,7 @@ def cat(tensors: Sequence[TensorView], dim: int = 0, manual_padding: bool = Fals
     for k in range(rank):
         axis = [no_reductions(t)[k] for t in padded]
         if k == d:
-            ids.append(IterDomain(fusion, _full_extent(axis[0]), IterType.Iteration))
+            ids.append(IterDomain(fusion, full_extent(axis[0]), IterType.Iteration))
             continue
         concrete = [i for i in axis if not i.is_broadcast]
         if concrete:
@@ -701,8 +696,8 @@ def _cat_span(tv: TensorView, dim: int) -> tuple[Scalar, Scalar]:
     i = no_reductions(tv)[dim]
     t = i.definition
     if isinstance(t, Resize):
-        return t.left, _full_extent(t.in_id)
-    return as_scalar(0), _full_extent(i)
+        return t.left, full_extent(t.in_id)
+    return as_scalar(0), full_extent(i)
 
 
 def _sum(xs: Sequence[Scalar]) -> Scalar:
