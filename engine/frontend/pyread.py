@@ -14,6 +14,7 @@ import ast
 import dataclasses
 import enum
 import math
+import operator
 import os
 import stat
 from collections.abc import Sequence
@@ -630,7 +631,7 @@ class _Loader:
             return call(node)  # inside a fusion body: operators may apply to tensors and scalars
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
             v = self.plain(node.operand, env, allow_names, fd_name, attrs, call)
-            if isinstance(v, (int, float)) and not isinstance(v, bool):
+            if _is_number(v):
                 return -v if isinstance(node.op, ast.USub) else v
             raise self.error(node, f"unary minus on {v!r}")
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv,
@@ -638,14 +639,9 @@ class _Loader:
             # Plain arithmetic on numbers (`4096 * 2`), as users write sizes; never on values.
             a = self.plain(node.left, env, allow_names, fd_name, attrs, call)
             b = self.plain(node.right, env, allow_names, fd_name, attrs, call)
-            if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b)):
+            if not (_is_number(a) and _is_number(b)):
                 raise self.error(node, f"arithmetic is only allowed on numbers: {_excerpt(node)}")
-            try:
-                return self.int64(node, _ARITH[type(node.op)](a, b))
-            except ZeroDivisionError:
-                raise self.error(node, "division by zero") from None
-            except OverflowError:
-                raise self.error(node, f"{_excerpt(node)} overflows") from None
+            return self.arith(node, a, b)
         if isinstance(node, ast.Subscript) and env is not None:
             # `tvs[0]`: an item of a list or tuple the body built, by an integer.
             seq = self.plain(node.value, env, allow_names, fd_name, attrs, call)
@@ -709,6 +705,15 @@ class _Loader:
                 return call(node)
             raise self.error(node, f"call not allowed here: {_excerpt(node)}")
         raise self.error(node, f"{type(node).__name__} expression is not allowed: {_excerpt(node)}")
+
+    def arith(self, node: ast.BinOp, a: int | float, b: int | float) -> int | float:
+        """`a op b` on two numbers, as Python computes it, within the engine's 64 bits."""
+        try:
+            return self.int64(node, _ARITH[type(node.op)](a, b))
+        except ZeroDivisionError:
+            raise self.error(node, "division by zero") from None
+        except OverflowError:
+            raise self.error(node, f"{_excerpt(node)} overflows") from None
 
     def int64(self, node: ast.AST, value: Any) -> Any:
         """`value`, refused when it is an integer outside the engine's 64 bits."""
@@ -777,10 +782,6 @@ class _Loader:
 _MAX_LOOP_STEPS = 10_000
 
 
-def _is_op_node(node: ast.expr) -> bool:
-    return isinstance(node, (ast.Call, ast.BinOp, ast.UnaryOp, ast.Compare))
-
-
 # Python operators on tensors and scalars -> the fd.ops they stand for (nvFuser's Tensor and
 # Scalar bindings: `/` is div, `%` is mod).
 _OPERATOR_OPS = {
@@ -788,11 +789,8 @@ _OPERATOR_OPS = {
     ast.BitAnd: "bitwise_and", ast.BitOr: "bitwise_or", ast.BitXor: "bitwise_xor",
     ast.LShift: "bitwise_left_shift", ast.RShift: "bitwise_right_shift",
 }
+# Comparison -> (fd.ops name, Python's own on numbers); the names are the operator module's.
 _COMPARE_OPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
-_NUMBER_COMPARE = {
-    "lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b,
-    "ge": lambda a, b: a >= b, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
-}
 
 
 def _is_number(v: Any) -> bool:
@@ -836,9 +834,9 @@ class _Body:
         if isinstance(stmt, ast.Assign):
             if len(stmt.targets) != 1:
                 raise self.error(stmt, "chained assignment is not allowed")
-            # A call or an operator, or a plain value naming earlier ones (`tvs = [t0, t1]`,
-            # `mean = self.mean`): bound for the lines below, nothing recorded.
-            value = self.call(stmt.value) if _is_op_node(stmt.value) else self.value(stmt.value)
+            # A call, an operator, or a plain value naming earlier ones (`tvs = [t0, t1]`,
+            # `mean = self.mean`), bound for the lines below.
+            value = self.value(stmt.value)
             self.bind(stmt.targets[0], value, stmt)
             return
         if isinstance(stmt, ast.For):
@@ -977,16 +975,11 @@ class _Body:
             if name is None:
                 raise self.error(node, f"{type(node.ops[0]).__name__} is not an nvFuser operator")
             if _is_number(a) and _is_number(b):
-                return _NUMBER_COMPARE[name](a, b)
+                return getattr(operator, name)(a, b)
             return self.apply_op(node, name, a, b)
         a, b = self.value(node.left), self.value(node.right)
         if _is_number(a) and _is_number(b) and type(node.op) in _ARITH:
-            try:
-                return self.loader.int64(node, _ARITH[type(node.op)](a, b))
-            except ZeroDivisionError:
-                raise self.error(node, "division by zero") from None
-            except OverflowError:
-                raise self.error(node, f"{_excerpt(node)} overflows") from None
+            return self.loader.arith(node, a, b)
         name = _OPERATOR_OPS.get(type(node.op))
         if name is None:
             raise self.error(node, f"{type(node.op).__name__} is not an nvFuser operator on tensors and "
