@@ -172,18 +172,14 @@ def _known_strides(seg: Any, args: list[Any], env: dict) -> dict[str, list[int]]
     from engine.compile import _alloc_perm, alloc_strides, allocate
 
     fusion = seg.fusion
+    tensors = [(v, a) for k, (v, a) in enumerate(zip(fusion.inputs, args)) if k in seg.user_inputs]
+    tensors += [(v, allocate(v, env, torch.device("meta"))) for v in fusion.outputs
+                if isinstance(v, TensorView) and v not in fusion.inputs]
     out: dict[str, list[int]] = {}
-    given = {v: a for k, (v, a) in enumerate(zip(fusion.inputs, args)) if k in seg.user_inputs}
-    for tv in [*fusion.inputs, *fusion.outputs]:
-        if (not isinstance(tv, TensorView) or tv.dtype == DataType.Float4_e2m1fn or tv.short_name in out
-                or _alloc_perm(tv) is None):
-            continue
-        if tv in fusion.inputs and tv not in given:
-            continue
-        t = given.get(tv) if tv in given else allocate(tv, env, torch.device("meta"))
-        if not isinstance(t, torch.Tensor):
-            continue
-        if sum((n - 1) * abs(st) for n, st in zip(t.shape, t.stride()) if n > 0) < 2**31:
+    for tv, t in tensors:
+        if (isinstance(tv, TensorView) and isinstance(t, torch.Tensor) and tv.dtype != DataType.Float4_e2m1fn
+                and _alloc_perm(tv) is not None
+                and sum((n - 1) * abs(st) for n, st in zip(t.shape, t.stride()) if n > 0) < 2**31):
             out[tv.short_name] = alloc_strides(tv, t, env)
     return out
 
