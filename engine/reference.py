@@ -506,6 +506,12 @@ def logical_sizes(tv: TensorView, ctx: Context) -> list[int]:
 def _expand(expr, args, ctx):
     (x,) = args
     logical = [i for i in expr.output.domain.logical if not i.is_reduction]
+    for d, (i, want) in enumerate(zip(logical, expr.shape)):
+        if not i.is_broadcast and int(ctx.scalar(want)) != x.shape[d]:
+            raise ExecutionError(
+                f"expand producing {expr.output.short_name}: axis {d} of {expr.input.short_name} has "
+                f"{x.shape[d]} elements, not {int(ctx.scalar(want))}, and is not a broadcast axis (nvFuser "
+                "expands only those: define a size-1 input axis as a broadcast, contiguity None)")
     sizes = [int(ctx.scalar(i.expanded_extent)) if i.expanded_extent is not None else -1 for i in logical]
     # torch's expand makes stride-0 views, the same thing as nvFuser's expanded broadcast.
     return [x.expand(sizes)]

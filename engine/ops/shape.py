@@ -68,10 +68,22 @@ def broadcast_in_dim(arg: TensorView, shape: Sequence[object], broadcast_dims: S
     return _maybe_expand(out, shape)
 
 
+def _same_extent(i: IterDomain, s: object) -> bool:
+    """Whether shape entry `s` is -1 or provably the extent of `i`."""
+    if isinstance(s, int) and not isinstance(s, bool):
+        return s == -1 or (i.extent.is_const and i.extent.value == s)
+    if isinstance(s, Scalar):
+        return same_scalar(s, i.extent)
+    return False
+
+
 def _maybe_expand(tv: TensorView, shape: Sequence[object]) -> TensorView:
     needs = False
     for i, s in zip(no_reductions(tv), shape):
-        if i.is_broadcast and not (isinstance(s, int) and s in (1, -1)):
+        if not i.is_broadcast:
+            # A non-broadcast axis keeps its extent: expand checks that the shape agrees.
+            needs = needs or not _same_extent(i, s)
+        elif not (isinstance(s, int) and s in (1, -1)):
             if isinstance(s, Scalar) and s.is_const and s.value == 1:
                 continue
             needs = True
@@ -190,7 +202,9 @@ def expand(arg: TensorView, shape: Sequence[ShapeEntry]) -> TensorView:
                 f"expanded to {target.value}"
             )
         ids.append(copy_id(fusion, i))
-        extents.append(i.extent)
+        # The requested size, checked against the axis when sizes are known (nvFuser expands
+        # only broadcast axes; a size-1 iteration axis is not one).
+        extents.append(target)
     out = new_tv(fusion, ids, tv.dtype)
     ExpandOp(fusion, out, tv, extents)
     return out

@@ -247,6 +247,23 @@ def test_broadcast_in_dim_expands_a_size_one_input_axis():
     assert torch.equal(out, x.expand(3, 4)) and out.stride(0) == 0
 
 
+def test_broadcast_in_dim_checks_iteration_axes_against_the_shape():
+    """A symbolic axis that turns out to have one element is not a broadcast: asking
+    broadcast_in_dim to widen it is an error, not a silently narrower output."""
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        t1 = fd.ops.broadcast_in_dim(t0, shape=[4, 8], broadcast_dims=[0, 1])
+        fd.add_output(t1)
+    x = torch.randn(4, 8)
+    assert torch.equal(fd.execute([x])[0], x)
+    with pytest.raises(ExecutionError, match=r"expand producing T\d+: axis 0 .* 1 elements, not 4, and is not a broadcast"):
+        fd.execute([torch.randn(1, 8)])
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[2, 8], dtype=DataType.Float)
+        with pytest.raises(FusionDefinitionError, match=r"axis 0 of T\d+ \(iS\d+\{2\}\) is not a broadcast"):
+            fd.ops.broadcast_in_dim(t0, shape=[4, 8], broadcast_dims=[0, 1])
+
+
 def test_expand_errors():
     with FusionDefinition() as fd:
         t0 = fd.define_tensor(shape=[2, 3])
