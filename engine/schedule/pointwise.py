@@ -636,7 +636,8 @@ def schedule_pointwise(fusion: Fusion, params: PointwiseParams, trace: Trace | N
             ref.axis(y_axis + 1).parallelize(pt.grid_y)
         else:
             ref.axis(y_axis).parallelize(pt.grid_y)
-    _event(trace, ref.short_name, f"reference scheduled: {ref}", loop=str(ref.domain))
+    if trace is not None:  # trials pass no trace: skip printing the domain
+        _event(trace, ref.short_name, f"reference scheduled: {ref}", loop=str(ref.domain))
 
     tools.propagate(ref)
     others = [t for t in fusion.tensors() if isinstance(t, TensorView) and t is not ref]
@@ -659,8 +660,9 @@ def schedule_pointwise(fusion: Fusion, params: PointwiseParams, trace: Trace | N
         _event(trace, "pointwise", f"vectorized by {v}: {ref.short_name}"
                + "".join(f", {t.short_name}" for t in targets))
     tools.inline_most(fusion)
-    _event(trace, "pointwise", "inlined most", ca_pos={
-        t.short_name: t.compute_at_pos for t in fusion.tensors() if isinstance(t, TensorView)})
+    if trace is not None:
+        _event(trace, "pointwise", "inlined most", ca_pos={
+            t.short_name: t.compute_at_pos for t in fusion.tensors() if isinstance(t, TensorView)})
 
 
 def _schedule_blocks(fusion: Fusion, ref: TensorView, params: PointwiseParams,
@@ -746,5 +748,6 @@ def _schedule_blocks(fusion: Fusion, ref: TensorView, params: PointwiseParams,
         _event(trace, "pointwise", f"blocks read in vectors of {v}: "
                + ", ".join(t.short_name for t in targets))
     tools.inline_most(fusion)
-    _event(trace, "pointwise", "inlined most", ca_pos={
-        t.short_name: t.compute_at_pos for t in fusion.tensors() if isinstance(t, TensorView)})
+    if trace is not None:
+        _event(trace, "pointwise", "inlined most", ca_pos={
+            t.short_name: t.compute_at_pos for t in fusion.tensors() if isinstance(t, TensorView)})
