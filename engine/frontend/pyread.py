@@ -4,20 +4,26 @@ Reading never executes the file. The module is parsed with `ast`, and each state
 is matched against the few shapes a repro may take (imports of torch/nvfuser, the
 fusion function or FusionDefinition subclass, the `with FusionDefinition() as fd:`
 block, the `inputs = [...]` list, trailing `fd.execute(inputs)`); the calls inside
-the fusion body are interpreted one by one against a fresh FusionDefinition. Any
-other statement, call, name or attribute raises FusionFileError naming the line.
+the fusion body are interpreted one by one against a fresh FusionDefinition. The
+plain Python that nvFuser's schedule tests use on their own values is interpreted
+too, by the loader on the values it holds: list methods (`selected.extend(...)`), a
+few pure builtins (list, len, zip, filter, map, ...), comprehensions, and the
+module's `inputs` read by `fd.from_pytorch(inputs[0])`. Any other statement, call,
+name or attribute raises FusionFileError naming the line.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import enum
+import itertools
 import math
 import operator
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,6 +142,7 @@ class _Loader:
         self.fd_line: int | None = None
         self.specs: list[InputSpec] | None = None
         self.line: int | None = None  # the top-level statement being read
+        self.tree: ast.Module | None = None
 
     # ---- errors ---------------------------------------------------------------------
     def error(self, node: ast.AST | None, message: str) -> FusionFileError:
@@ -146,6 +153,7 @@ class _Loader:
     def load(self) -> FusionDefinition:
         tree = self._parse()
         self._check_tree(tree)
+        self.tree = tree
         try:
             for stmt in tree.body:
                 self.line = stmt.lineno
@@ -322,17 +330,22 @@ class _Loader:
         self.fd_line = getattr(node, "lineno", None)
         return self.fd
 
-    def instantiate(self, class_name: str, node: ast.AST) -> FusionDefinition:
-        """nvFuser's subclass style: definition() then schedule(), `self` being the fd."""
+    def instantiate(self, class_name: str, node: ast.AST, alias: str | None = None) -> FusionDefinition:
+        """nvFuser's subclass style: definition() then schedule(), `self` being the fd.
+
+        `alias` is the module-level name the instance is assigned to (`fd = MyFusion()`):
+        nvFuser runs the methods at fd.execute(), when that global is the instance, so
+        nvFuser's tests write `fd.sched.split(...)` inside schedule(); it means `self`.
+        """
         fd = self.new_fd(node)
         methods = self.classes[class_name]
         attrs: dict[str, Any] = {}  # `self.x = ...` shared between the two methods
         for name in ("definition", "schedule"):
             if name in methods:
-                self.run_function(methods[name], fd, methods[name], attrs)
+                self.run_function(methods[name], fd, methods[name], attrs, alias)
         return fd
 
-    def fusion_constructor(self, node: ast.expr) -> FusionDefinition | None:
+    def fusion_constructor(self, node: ast.expr, alias: str | None = None) -> FusionDefinition | None:
         """`FusionDefinition()` or `MySubclass()` -> a new fd; None for anything else."""
         if not (isinstance(node, ast.Call) and not node.args and not node.keywords):
             return None
@@ -343,7 +356,7 @@ class _Loader:
         if ref.kind == "fd_class":
             return self.new_fd(node)
         if ref.kind == "class":
-            return self.instantiate(ref.value, node)
+            return self.instantiate(ref.value, node, alias)
         return None
 
     def with_block(self, stmt: ast.With) -> None:
@@ -384,18 +397,18 @@ class _Loader:
             _Body(self, fd, fd_name, {}).run(body)
 
     def run_function(self, fn: ast.FunctionDef, fd: FusionDefinition, site: ast.AST,
-                     attrs: dict[str, Any] | None = None) -> None:
+                     attrs: dict[str, Any] | None = None, alias: str | None = None) -> None:
         param = fn.args.args[0].arg
         body = fn.body[1:] if fn.body and _is_docstring(fn.body[0]) else fn.body
         with fd:
-            _Body(self, fd, param, attrs if attrs is not None else {}).run(body)
+            _Body(self, fd, param, attrs if attrs is not None else {}, alias).run(body)
 
     def top_assign(self, stmt: ast.Assign) -> None:
         if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name):
             raise self.error(stmt, "only `inputs = [...]` and `fd = FusionDefinition()` may be assigned "
                                    "at the top level")
         name = stmt.targets[0].id
-        fd = self.fusion_constructor(stmt.value)
+        fd = self.fusion_constructor(stmt.value, alias=name)
         if fd is not None:
             self.globals[name] = _Ref("fd", fd)
             return
@@ -617,35 +630,39 @@ class _Loader:
 
     # ---- literals -----------------------------------------------------------------------
     def plain(self, node: ast.expr, env: dict[str, Any] | None = None, allow_names: bool = True,
-              fd_name: str | None = None, attrs: dict[str, Any] | None = None,
+              fd_names: tuple[str, ...] = (), attrs: dict[str, Any] | None = None,
               call: Any = None) -> Any:
         """The value of a literal argument. Names resolve in `env` (values bound by
-        earlier lines of the fusion body); inside a fusion body, `call` interprets a
-        nested frontend call (`fd.ops.add(fd.ops.neg(a), b)`); nothing else is looked up
-        or called."""
+        earlier lines of the fusion body; `fd_names` are the FusionDefinition's names
+        there); inside a fusion body, `call` interprets a nested frontend call
+        (`fd.ops.add(fd.ops.neg(a), b)`), a list method, a builtin of the few allowed, a
+        comprehension; nothing else is looked up or called."""
         if isinstance(node, ast.Constant):
             if isinstance(node.value, (bool, int, float, str, complex)) or node.value is None:
                 return self.int64(node, node.value)
             raise self.error(node, f"literal {node.value!r} is not allowed")
-        if call is not None and isinstance(node, (ast.BinOp, ast.UnaryOp, ast.Compare)):
-            return call(node)  # inside a fusion body: operators may apply to tensors and scalars
+        if call is not None and isinstance(node, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.ListComp,
+                                                  ast.GeneratorExp)):
+            # Inside a fusion body: operators may apply to tensors and scalars; comprehensions
+            # run their element (frontend calls) per item.
+            return call(node)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-            v = self.plain(node.operand, env, allow_names, fd_name, attrs, call)
+            v = self.plain(node.operand, env, allow_names, fd_names, attrs, call)
             if _is_number(v):
                 return -v if isinstance(node.op, ast.USub) else v
             raise self.error(node, f"unary minus on {v!r}")
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv,
                                                                  ast.Div, ast.Mod)):
             # Plain arithmetic on numbers (`4096 * 2`), as users write sizes; never on values.
-            a = self.plain(node.left, env, allow_names, fd_name, attrs, call)
-            b = self.plain(node.right, env, allow_names, fd_name, attrs, call)
+            a = self.plain(node.left, env, allow_names, fd_names, attrs, call)
+            b = self.plain(node.right, env, allow_names, fd_names, attrs, call)
             if not (_is_number(a) and _is_number(b)):
                 raise self.error(node, f"arithmetic is only allowed on numbers: {_excerpt(node)}")
             return self.arith(node, a, b)
         if isinstance(node, ast.Subscript) and env is not None:
             # `tvs[0]`: an item of a list or tuple the body built, by an integer.
-            seq = self.plain(node.value, env, allow_names, fd_name, attrs, call)
-            k = self.plain(node.slice, env, allow_names, fd_name, attrs, call)
+            seq = self.plain(node.value, env, allow_names, fd_names, attrs, call)
+            k = self.plain(node.slice, env, allow_names, fd_names, attrs, call)
             if not isinstance(seq, (list, tuple)) or isinstance(k, bool) or not isinstance(k, int):
                 raise self.error(node, f"only lists and tuples are indexed, by an integer: {_excerpt(node)}")
             if not -len(seq) <= k < len(seq):
@@ -653,9 +670,9 @@ class _Loader:
             return seq[k]
         if isinstance(node, ast.NamedExpr) and env is not None:
             # `(axis := 0)`, as nvFuser's schedule tests name an argument: bound, then passed.
-            value = self.plain(node.value, env, allow_names, fd_name, attrs, call)
-            if node.target.id == fd_name:
-                raise self.error(node, f"cannot rebind {fd_name!r}")
+            value = self.plain(node.value, env, allow_names, fd_names, attrs, call)
+            if node.target.id in fd_names:
+                raise self.error(node, f"cannot rebind {node.target.id!r}")
             env[node.target.id] = value
             return value
         if isinstance(node, (ast.List, ast.Tuple)):
@@ -663,26 +680,30 @@ class _Loader:
             for e in node.elts:
                 if isinstance(e, ast.Starred):
                     raise self.error(e, "* unpacking is not allowed")
-                items.append(self.plain(e, env, allow_names, fd_name, attrs, call))
+                items.append(self.plain(e, env, allow_names, fd_names, attrs, call))
             return items if isinstance(node, ast.List) else tuple(items)
         if isinstance(node, ast.Dict):
             if any(k is None for k in node.keys):
                 raise self.error(node, "** unpacking is not allowed")
             out = {}
             for k, v in zip(node.keys, node.values):
-                key = self.plain(k, env, allow_names, fd_name, attrs, call)  # type: ignore[arg-type]
+                key = self.plain(k, env, allow_names, fd_names, attrs, call)  # type: ignore[arg-type]
                 if not isinstance(key, (bool, int, float, str)):
                     raise self.error(k, f"a dict key must be a number or a string: {_excerpt(k)}")  # type: ignore[arg-type]
-                out[key] = self.plain(v, env, allow_names, fd_name, attrs, call)
+                out[key] = self.plain(v, env, allow_names, fd_names, attrs, call)
             return out
         if isinstance(node, ast.Name):
             if allow_names and env is not None and node.id in env:
                 return env[node.id]
+            if allow_names and env is not None and node.id in self.globals:
+                example = self.example_input(node)
+                if example is not None:
+                    return example
             if node.id in ("inf", "nan"):
                 raise self.error(node, f"write float('{node.id}') for {node.id}")
-            raise self.error(node, f"unknown name {node.id!r}")
+            raise self.error(node, f"unknown name {node.id!r}{self.defined_later(node.id)}")
         if isinstance(node, ast.Attribute):
-            return self.attribute(node, env, fd_name, attrs)
+            return self.attribute(node, env, fd_names, attrs)
         if isinstance(node, ast.Call):
             # float('inf'), float('-inf'), float('nan'), float(1)
             if (isinstance(node.func, ast.Name) and node.func.id == "float" and node.func.id not in (env or {})
@@ -722,19 +743,19 @@ class _Loader:
             raise self.error(node, f"{text} does not fit in 64 bits")
         return value
 
-    def attribute(self, node: ast.Attribute, env: dict[str, Any] | None, fd_name: str | None,
+    def attribute(self, node: ast.Attribute, env: dict[str, Any] | None, fd_names: tuple[str, ...],
                   attrs: dict[str, Any] | None) -> Any:
         if node.attr.startswith("_"):
             raise self.error(node, f"attribute {node.attr!r} is not allowed")
         base = node.value
         # self.t0 in a subclass method: a value stored by an earlier line.
-        if isinstance(base, ast.Name) and base.id == fd_name and attrs is not None:
+        if isinstance(base, ast.Name) and base.id in fd_names and attrs is not None:
             if node.attr in attrs:
                 return attrs[node.attr]
-            raise self.error(node, f"unknown attribute {fd_name}.{node.attr}")
+            raise self.error(node, f"unknown attribute {base.id}.{node.attr}")
         # nvFuser's Tensor.ndim: a number read off a tensor the body defined, nothing else.
         if node.attr == "ndim":
-            tv = self.tensor_of(base, env, fd_name, attrs)
+            tv = self.tensor_of(base, env, fd_names, attrs)
             if tv is not None:
                 return tv.ndim
         enum_cls = self.enum_of(base, env)
@@ -753,17 +774,45 @@ class _Loader:
                 raise self.error(node, f"torch.{node.attr} is not a dtype this format knows")
         raise self.error(node, f"attribute not allowed here: {_excerpt(node)}")
 
-    def tensor_of(self, node: ast.expr, env: dict[str, Any] | None, fd_name: str | None,
+    def tensor_of(self, node: ast.expr, env: dict[str, Any] | None, fd_names: tuple[str, ...],
                   attrs: dict[str, Any] | None) -> TensorView | None:
         """The tensor a name (`T0`) or a subclass's stored attribute (`self.t0`) holds, if any."""
-        if isinstance(node, ast.Name):
-            v = env.get(node.id) if env is not None else None
-        elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and fd_name is not None
-              and node.value.id == fd_name and attrs is not None and not node.attr.startswith("_")):
-            v = attrs.get(node.attr)
-        else:
-            return None
+        v = self.bound(node, env, fd_names, attrs)
         return v if isinstance(v, TensorView) else None
+
+    def bound(self, node: ast.expr, env: dict[str, Any] | None, fd_names: tuple[str, ...],
+              attrs: dict[str, Any] | None) -> Any:
+        """What a name (`tvs`) or a subclass's stored attribute (`self.tvs`) holds, read
+        without evaluating anything; None when the node is neither."""
+        if isinstance(node, ast.Name):
+            return env.get(node.id) if env is not None else None
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in fd_names
+                and attrs is not None and not node.attr.startswith("_")):
+            return attrs.get(node.attr)
+        return None
+
+    def example_input(self, node: ast.Name) -> tuple[InputSpec, ...] | InputSpec | None:
+        """The module's `inputs` list (or a tensor named at the top, `input1 = torch.ones(...)`)
+        read inside a fusion body, for from_pytorch: its specs, as a tuple so that the body
+        cannot change the list fd.execute(inputs) is given."""
+        ref = self.globals[node.id]
+        if ref.kind == "inputs" and self.specs is not None:
+            return tuple(self.specs)
+        if ref.kind == "spec":
+            return ref.value
+        return None
+
+    def defined_later(self, name: str) -> str:
+        """A hint for an unknown name that the module assigns below the fusion: the loader
+        builds the fusion where the file creates it, so only names above it are known."""
+        if self.tree is None or self.fd_line is None:
+            return ""
+        for stmt in self.tree.body:
+            if (isinstance(stmt, ast.Assign) and stmt.lineno > self.fd_line
+                    and any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets)):
+                return (f" (assigned at line {stmt.lineno}, after the fusion is built at line {self.fd_line}; "
+                        "assign it above)")
+        return ""
 
     def enum_of(self, node: ast.expr, env: dict[str, Any] | None) -> type[enum.Enum] | None:
         if isinstance(node, ast.Name) and (env is None or node.id not in env):
@@ -778,8 +827,67 @@ class _Loader:
         return None
 
 
-# Iterations of `for` loops a fusion body may run in all (a file cannot make the loader spin).
+# Iterations of `for` loops and comprehensions, and calls made through map() and filter(), a
+# fusion body may run in all (a file cannot make the loader spin).
 _MAX_LOOP_STEPS = 10_000
+# Items a list the body builds may hold (range(), list(), extend(), ...): bounded like the
+# loops, so that no line can make the loader allocate without end.
+_MAX_ITEMS = 10_000
+
+# Methods of a plain list the body bound (`selected.extend([c1, c5])`): they change the
+# loader's own list, as Python would; a tuple has the two that only read.
+_LIST_METHODS = ("append", "extend", "insert", "pop", "remove", "index", "count")
+_TUPLE_METHODS = ("index", "count")
+
+# Builtins a fusion body may call, by (fewest, most positional arguments (None: any),
+# keywords): pure functions of the plain values the loader holds, run by the loader.
+_BUILTINS: dict[str, tuple[int, int | None, tuple[str, ...]]] = {
+    "list": (0, 1, ()), "tuple": (0, 1, ()), "len": (1, 1, ()), "range": (1, 3, ()),
+    "enumerate": (1, 1, ("start",)), "zip": (0, None, ()), "reversed": (1, 1, ()),
+    "sorted": (1, 1, ("reverse",)), "min": (1, None, ()), "max": (1, None, ()), "sum": (1, 2, ("start",)),
+    "any": (1, 1, ()), "all": (1, 1, ()), "filter": (2, 2, ()), "map": (2, None, ()),
+}
+# The iterators those builtins and generator expressions make: a body may hold them and
+# give them to the builtins and loops, never to a frontend call.
+class _Lazy:
+    """A generator expression of the body, read item by item when something consumes it.
+    Reading it while it makes an item (its element names it) is refused by `reentered`,
+    where Python would raise ValueError."""
+
+    def __init__(self, items: Iterator[Any], reentered: Callable[[], Exception]) -> None:
+        self.items = items
+        self.reentered = reentered
+        self.running = False
+
+    def __iter__(self) -> _Lazy:
+        return self
+
+    def __next__(self) -> Any:
+        if self.running:
+            raise self.reentered()
+        self.running = True
+        try:
+            return next(self.items)
+        finally:
+            self.running = False
+
+
+_ITERATORS = (zip, map, filter, enumerate, reversed, type(reversed([])), type(reversed(range(0))), _Lazy)
+# Values a condition (comprehension `if`, filter, any, all) may test: Python's truth of an
+# IR value would be no nvFuser semantics.
+_TRUTH_TYPES = (bool, int, float, str, type(None))
+
+
+@dataclass(frozen=True)
+class _Function:
+    """A callable the loader knows, given to map() or filter() (`self.sched.is_reduction`):
+    calling it interprets that frontend call or builtin; it is no object of the file."""
+
+    name: str
+    run: Callable[..., Any]
+
+    def __call__(self, *args: Any) -> Any:
+        return self.run(*args)
 
 
 # Python operators on tensors and scalars -> the fd.ops they stand for (nvFuser's Tensor and
@@ -797,6 +905,10 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
 _ARITH = {
     ast.Add: lambda a, b: a + b,
     ast.Sub: lambda a, b: a - b,
@@ -810,10 +922,14 @@ _ARITH = {
 class _Body:
     """Interprets the statements of one fusion body against `fd`."""
 
-    def __init__(self, loader: _Loader, fd: FusionDefinition, fd_name: str, attrs: dict[str, Any]) -> None:
+    def __init__(self, loader: _Loader, fd: FusionDefinition, fd_name: str, attrs: dict[str, Any],
+                 alias: str | None = None) -> None:
         self.loader = loader
         self.fd = fd
         self.fd_name = fd_name
+        # The names the FusionDefinition goes by: the body's parameter and, in a subclass, the
+        # module-level name of its instance (see _Loader.instantiate).
+        self.fd_names = (fd_name,) if alias in (None, fd_name) else (fd_name, alias)
         self.attrs = attrs
         self.env: dict[str, Any] = {}
         self.loop_steps = 0
@@ -849,48 +965,44 @@ class _Body:
                                f"{_excerpt(stmt)}")
 
     def for_loop(self, stmt: ast.For) -> None:
-        """`for t in [a, b, c]:` or `for k in range(n):` over frontend calls: the body runs once
-        per item of a list, tuple or range the file spells out (bounded: nothing is looked
-        up or called to make the items)."""
+        """`for t in [a, b, c]:`, `for k in range(n):`, `for i, t in enumerate(tvs):` over
+        frontend calls: the body runs once per item, over the live list as Python runs it (a
+        body that appends to it sees the new items), bounded in all by _MAX_LOOP_STEPS."""
         if stmt.orelse or not isinstance(stmt.target, (ast.Name, ast.Tuple)):
             raise self.error(stmt, "only `for NAME in LIST:` loops (no else) are allowed in a fusion body")
-        items = self.loop_items(stmt.iter)
-        self.loop_steps += len(items)
-        if self.loop_steps > _MAX_LOOP_STEPS:
-            raise self.error(stmt, f"loops run more than {_MAX_LOOP_STEPS} times in one fusion body")
-        for item in items:
+        for item in self.loop_items(stmt.iter):
+            self.step(stmt)
             self.bind(stmt.target, item, stmt)
             for inner in stmt.body:
                 if isinstance(inner, (ast.Break, ast.Continue)):
                     raise self.error(inner, "break and continue are not allowed in a fusion body")
                 self.statement(inner)
 
-    def loop_items(self, node: ast.expr) -> list[Any]:
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range"
-                and node.func.id not in self.env and not node.keywords and 1 <= len(node.args) <= 3):
-            bounds = [self.value(a) for a in node.args]
-            if not all(isinstance(b, int) and not isinstance(b, bool) for b in bounds):
-                raise self.error(node, f"range() takes integers: {_excerpt(node)}")
-            r = range(*bounds)
-            if len(r) > _MAX_LOOP_STEPS:
-                raise self.error(node, f"{_excerpt(node)} runs more than {_MAX_LOOP_STEPS} times")
-            return list(r)
+    def loop_items(self, node: ast.expr) -> Iterable[Any]:
         items = self.value(node)
-        if not isinstance(items, (list, tuple)):
+        if not _is_iterable(items):
             raise self.error(node, f"a loop runs over a list, a tuple or range(...), not {_excerpt(node)}")
-        return list(items)
+        return items
 
-    def bind(self, target: ast.expr, value: Any, stmt: ast.stmt) -> None:
+    def step(self, node: ast.AST) -> None:
+        """Count one loop iteration (or one call made through map/filter) of this body."""
+        self.loop_steps += 1
+        if self.loop_steps > _MAX_LOOP_STEPS:
+            raise self.error(node, f"loops run more than {_MAX_LOOP_STEPS} times in one fusion body")
+
+    def bind(self, target: ast.expr, value: Any, stmt: ast.AST) -> None:
         if isinstance(target, ast.Name):
-            if target.id == self.fd_name:
-                raise self.error(stmt, f"cannot rebind {self.fd_name!r}")
+            if target.id in self.fd_names:
+                raise self.error(stmt, f"cannot rebind {target.id!r}")
             self.env[target.id] = value
         elif (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
-              and target.value.id == self.fd_name and not target.attr.startswith("_")):
-            if target.attr in ("ops", "sched", "fusion", *_FD_METHODS, *_RUN_METHODS):
-                raise self.error(stmt, f"cannot assign to {self.fd_name}.{target.attr}")
+              and target.value.id in self.fd_names and not target.attr.startswith("_")):
+            if target.attr in ("ops", "sched", "fusion", "from_pytorch", *_FD_METHODS, *_RUN_METHODS):
+                raise self.error(stmt, f"cannot assign to {target.value.id}.{target.attr}")
             self.attrs[target.attr] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
+            if isinstance(value, _ITERATORS):  # `a, b = map(...)`: unpacking uses it up, as in Python
+                value = list(itertools.islice(value, len(target.elts) + 1))
             if not isinstance(value, (tuple, list)):
                 raise self.error(stmt, f"the call returns one value, not {len(target.elts)}")
             if len(value) != len(target.elts):
@@ -903,22 +1015,37 @@ class _Body:
             raise self.error(stmt, f"cannot assign to {_excerpt(target)}")
 
     def call(self, node: ast.expr) -> Any:
-        """One frontend call: fd.define_tensor/define_scalar/add_output, fd.ops.X, fd.sched.X."""
+        """One call of the body: fd.define_tensor/define_scalar/from_pytorch/add_output, fd.ops.X,
+        fd.sched.X, a tensor's size()/shape(), a list method or an allowed builtin; or an
+        operator or comprehension met inside an expression."""
         if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.Compare)):
             return self.operator(node)
+        if isinstance(node, (ast.ListComp, ast.GeneratorExp)):
+            return self.comprehension(node)
         if not isinstance(node, ast.Call):
             raise self.error(node, f"expected a call of {self.fd_name}.ops, {self.fd_name}.sched or "
                                    f"{self.fd_name}.define_*, got {_excerpt(node)}")
-        func = node.func
-        target, name = self.callee(func)
+        target, name = self.callee(node.func)
         if target == "vector":
             return self.define_vector(node)
         if target == "tensor":
             return self.tensor_method(node, name)
+        if target == "list":
+            return self.list_method(node, name)
+        if target == "builtin":
+            return self.builtin(node, name)
+        if target == "from_pytorch":
+            return self.from_pytorch(node)
         if target is None:
-            raise self.error(node, f"call not allowed: {_excerpt(node)} (only {self.fd_name}.ops.*, "
-                                   f"{self.fd_name}.sched.*, {self.fd_name}.define_tensor/define_scalar, "
-                                   f"{self.fd_name}.add_output and a tensor's .size(dim) and .shape())")
+            fd = self.fd_name
+            raise self.error(node, f"call not allowed: {_excerpt(node)} (only {fd}.ops.*, {fd}.sched.*, "
+                                   f"{fd}.define_tensor/define_scalar/from_pytorch, {fd}.add_output, a "
+                                   f"tensor's .size(dim) and .shape(), the list methods "
+                                   f"{'/'.join(_LIST_METHODS)} and the builtins {', '.join(_BUILTINS)})")
+        args, kwargs = self.arguments(node)
+        return self.invoke(node, node.func, target, name, args, kwargs)
+
+    def arguments(self, node: ast.Call) -> tuple[list[Any], dict[str, Any]]:
         args = []
         for a in node.args:
             if isinstance(a, ast.Starred):
@@ -929,6 +1056,21 @@ class _Body:
             if k.arg is None:
                 raise self.error(node, "** arguments are not allowed")
             kwargs[k.arg] = self.value(k.value)
+        return args, kwargs
+
+    def invoke(self, node: ast.AST, func: ast.expr, target: str, name: str, args: list[Any],
+               kwargs: dict[str, Any]) -> Any:
+        """Make one frontend call (fd.X, fd.ops.X, fd.sched.X) with values the body holds;
+        errors name the line and the call as the file spells it (`func`)."""
+        where = _excerpt(func)
+        for v in (*args, *kwargs.values()):
+            why = _unpassable(v)
+            if why is not None:
+                raise self.error(node, f"{where}: {why}")
+        # Copies, as nvFuser's bindings convert lists: the engine never holds a list of the
+        # body, which a later `selected.append(...)` would change.
+        args = [_copied(a) for a in args]
+        kwargs = {k: _copied(v) for k, v in kwargs.items()}
         if target == "ops":
             import engine.ops as ops
 
@@ -940,7 +1082,6 @@ class _Body:
             fn = getattr(self.fd.sched, name)
         else:
             fn = getattr(self.fd, name)
-        where = f"{self.fd_name}.{'' if target == 'fd' else target + '.'}{name}"
         try:
             return fn(*args, **kwargs)
         except (FusionDefinitionError, ScheduleError) as e:
@@ -987,6 +1128,10 @@ class _Body:
         return self.apply_op(node, name, a, b)
 
     def apply_op(self, node: ast.expr, name: str, *args: Any) -> Any:
+        for v in args:
+            why = _unpassable(v)
+            if why is not None:
+                raise self.error(node, f"{_excerpt(node)} ({self.fd_name}.ops.{name}): {why}")
         try:
             return getattr(self.fd.ops, name)(*args)
         except (FusionDefinitionError, ScheduleError) as e:
@@ -994,7 +1139,7 @@ class _Body:
         except Exception as e:  # odd operands still name the line
             raise self.error(node, f"{_excerpt(node)} ({self.fd_name}.ops.{name}): {type(e).__name__}: {e}") from e
 
-    def check_op_name(self, node: ast.Call, name: str, args: list[Any], kwargs: dict[str, Any]) -> None:
+    def check_op_name(self, node: ast.AST, name: str, args: list[Any], kwargs: dict[str, Any]) -> None:
         """fd.ops.unary/binary/ternary/reduce take the op's name as a string: only known names,
         so that no text from the file reaches the IR (and later the generated code) as an op."""
         known = _op_names().get(name)
@@ -1005,22 +1150,33 @@ class _Body:
             shown = repr(op) if len(repr(op)) <= 40 else repr(op)[:37] + "..."
             raise self.error(node, f"fd.ops.{name}: unknown op {shown} (one of {', '.join(known)})")
 
+    def is_fd(self, node: ast.expr) -> bool:
+        return isinstance(node, ast.Name) and node.id in self.fd_names
+
+    def is_builtin(self, name: str) -> bool:
+        """A builtin of _BUILTINS that no name of the body or the module shadows."""
+        return name in _BUILTINS and name not in self.env and name not in self.loader.globals
+
     def callee(self, func: ast.expr) -> tuple[str | None, str]:
+        if isinstance(func, ast.Name):
+            return ("builtin", func.id) if self.is_builtin(func.id) else (None, "")
         if not isinstance(func, ast.Attribute) or func.attr.startswith("_"):
             return None, ""
         base = func.value
-        if isinstance(base, ast.Name) and base.id == self.fd_name:
-            if func.attr == "define_vector":
-                return "vector", func.attr
+        if self.is_fd(base):
+            if func.attr in ("define_vector", "from_pytorch"):
+                return {"define_vector": "vector", "from_pytorch": "from_pytorch"}[func.attr], func.attr
             return ("fd", func.attr) if func.attr in _FD_METHODS else (None, "")
-        if (isinstance(base, ast.Attribute) and isinstance(base.value, ast.Name)
-                and base.value.id == self.fd_name and base.attr in ("ops", "sched")):
+        if isinstance(base, ast.Attribute) and self.is_fd(base.value) and base.attr in ("ops", "sched"):
             if base.attr == "sched" and not _is_sched_method(func.attr):
-                raise self.loader.error(func, f"unknown schedule operation {self.fd_name}.sched.{func.attr}")
+                raise self.loader.error(func, f"unknown schedule operation {_excerpt(func)}")
             return base.attr, func.attr
-        if func.attr in _TENSOR_METHODS and self.loader.tensor_of(base, self.env, self.fd_name,
-                                                                  self.attrs) is not None:
+        held = self.loader.bound(base, self.env, self.fd_names, self.attrs)
+        if isinstance(held, TensorView) and func.attr in _TENSOR_METHODS:
             return "tensor", func.attr
+        if func.attr in (_LIST_METHODS if isinstance(held, list) else
+                         _TUPLE_METHODS if isinstance(held, tuple) else ()):
+            return "list", func.attr
         return None, ""
 
     def tensor_method(self, node: ast.Call, name: str) -> Any:
@@ -1028,7 +1184,7 @@ class _Body:
         fd.ops.shape, recorded (and written back) in that spelling."""
         func = node.func
         assert isinstance(func, ast.Attribute)
-        tv = self.loader.tensor_of(func.value, self.env, self.fd_name, self.attrs)
+        tv = self.loader.tensor_of(func.value, self.env, self.fd_names, self.attrs)
         if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
             raise self.error(node, "* and ** arguments are not allowed")
         args = [self.value(a) for a in node.args]
@@ -1047,6 +1203,271 @@ class _Body:
         except Exception as e:  # odd arguments (a string dim) still name the line
             raise self.error(node, f"{where}: {type(e).__name__}: {e}") from e
 
+    # ---- plain Python on the loader's own values ---------------------------------------------
+    def list_method(self, node: ast.Call, name: str) -> Any:
+        """`selected.extend([c1, c5])`, `selected.append(rf)`, `tvs.index(t)`, ... on a list (or,
+        for index/count, a tuple) the body bound: Python's method on the loader's value, so the
+        frontend calls below see the change. Items compare as list.index does: numbers and
+        strings by value, tensors and scalars by identity (their == would build an op)."""
+        func = node.func
+        assert isinstance(func, ast.Attribute)
+        seq = self.loader.bound(func.value, self.env, self.fd_names, self.attrs)
+        where = f"{_excerpt(func)}()"
+        if node.keywords:
+            raise self.error(node, f"{where} takes no keyword arguments")
+        args, _ = self.arguments(node)
+        most = {"append": 1, "extend": 1, "insert": 2, "pop": 1, "remove": 1, "index": 3, "count": 1}[name]
+        fewest = {"insert": 2, "pop": 0}.get(name, 1)
+        if not fewest <= len(args) <= most:
+            raise self.error(node, f"{where} takes {_arity(fewest, most)}, got {len(args)}")
+        if name in ("insert", "pop", "index") and not all(_is_int(a) for a in
+                                                          (args[:1] if name != "index" else args[1:])):
+            raise self.error(node, f"{where}: positions are integers: {_excerpt(node)}")
+        if name == "count":
+            return sum(_same(x, args[0]) for x in seq)
+        if name == "index":
+            return self.find(node, seq, args[0], *args[1:])
+        if name == "pop":
+            if not seq or args and not -len(seq) <= args[0] < len(seq):
+                raise self.error(node, f"{where}: pop index out of range")
+            return seq.pop(*args)
+        if name == "append":
+            seq.append(args[0])
+        elif name == "extend":
+            seq.extend(self.items(node, args[0]))
+        elif name == "insert":
+            seq.insert(args[0], args[1])
+        else:  # remove
+            del seq[self.find(node, seq, args[0])]
+        if len(seq) > _MAX_ITEMS:
+            raise self.error(node, f"{where}: a list in a fusion body holds at most {_MAX_ITEMS} items")
+        return None
+
+    def find(self, node: ast.Call, seq: Sequence[Any], item: Any, start: int = 0, stop: int | None = None) -> int:
+        """list.index(item, start, stop) with _same for ==."""
+        lo, hi, _ = slice(start, stop).indices(len(seq))
+        for k in range(lo, hi):
+            if _same(seq[k], item):
+                return k
+        raise self.error(node, f"{_excerpt(node)}: {_excerpt(node.args[0])} is not in the list")
+
+    def items(self, node: ast.AST, v: Any) -> list[Any]:
+        """The items of a list, tuple, range or iterator the body holds (bounded)."""
+        if not _is_iterable(v):
+            raise self.error(node, f"{_excerpt(node)}: expected a list, a tuple, range(...) or an iterator, "
+                                   f"got {type(v).__name__}")
+        out = list(itertools.islice(v, _MAX_ITEMS + 1))
+        if len(out) > _MAX_ITEMS:
+            raise self.error(node, f"{_excerpt(node)}: more than {_MAX_ITEMS} items")
+        return out
+
+    def truth(self, node: ast.AST, v: Any) -> bool:
+        """Python's truth of a plain value; an IR value's truth is refused (no nvFuser meaning)."""
+        if not isinstance(v, _TRUTH_TYPES):
+            raise self.error(node, f"{_excerpt(node)}: a condition must be a bool or a number, "
+                                   f"got {type(v).__name__}")
+        return bool(v)
+
+    def builtin(self, node: ast.Call, name: str) -> Any:
+        """`list(filter(self.sched.is_reduction, self.sched.tensors()))`, `len(tvs)`, `zip(a, b)`,
+        ...: one of _BUILTINS on values the body holds. map() and filter() take a function the
+        loader knows (see function())."""
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            raise self.error(node, "* and ** arguments are not allowed")
+        unknown = [k.arg for k in node.keywords if k.arg not in _BUILTINS[name][2]]
+        if unknown:  # before reading it: `sorted(tvs, key=...)` is refused for the key, not its value
+            raise self.error(node, f"{name}() takes no keyword {unknown[0]!r} here: {_excerpt(node)}")
+        args = [self.function(a) if k == 0 and name in ("map", "filter") else self.value(a)
+                for k, a in enumerate(node.args)]
+        kwargs = {k.arg: self.value(k.value) for k in node.keywords if k.arg is not None}
+        return self.apply_builtin(node, name, args, kwargs)
+
+    def function(self, node: ast.expr) -> _Function | None:
+        """map()'s and filter()'s function: a frontend call the body could make
+        (`self.sched.is_reduction`, `fd.ops.neg`) or an allowed builtin (`len`), run by the
+        loader per item and counted as a loop step; filter(None, ...) keeps the true items.
+        A lambda or any other callable is refused."""
+        if isinstance(node, ast.Constant) and node.value is None:
+            return None
+        if isinstance(node, ast.Name) and self.is_builtin(node.id):
+            name = node.id
+            return _Function(name, lambda *a: self.counted(node, self.apply_builtin, node, name, list(a), {}))
+        if isinstance(node, ast.Attribute):
+            target, name = self.callee(node)
+            if target in ("fd", "ops", "sched"):
+                return _Function(_excerpt(node), lambda *a: self.counted(node, self.invoke, node, node, target,
+                                                                         name, list(a), {}))
+        raise self.error(node, f"map() and filter() take {self.fd_name}.ops.X, {self.fd_name}.sched.X, "
+                               f"{self.fd_name}.define_* or a builtin, not {_excerpt(node)}")
+
+    def counted(self, node: ast.AST, fn: Callable[..., Any], *args: Any) -> Any:
+        self.step(node)
+        return fn(*args)
+
+    def apply_builtin(self, node: ast.Call | ast.Name, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        fewest, most, keywords = _BUILTINS[name]
+        if not fewest <= len(args) <= (len(args) if most is None else most) or any(k not in keywords
+                                                                                   for k in kwargs):
+            raise self.error(node, f"{name}() takes {_arity(fewest, most)}"
+                                   f"{' and ' + ', '.join(keywords) + '=' if keywords else ''}: {_excerpt(node)}")
+        if name in ("list", "tuple"):
+            items = self.items(node, args[0]) if args else []
+            return items if name == "list" else tuple(items)
+        if name == "len":
+            if not isinstance(args[0], (list, tuple, range, dict, str)):
+                raise self.error(node, f"len() of a {type(args[0]).__name__}: {_excerpt(node)}")
+            return len(args[0])
+        if name == "range":
+            return self.range(node, args)
+        if name in ("sorted", "min", "max", "sum"):
+            return self.reduce(node, name, args, kwargs)
+        if name in ("any", "all"):
+            values = (self.truth(node, v) for v in self.iterable(node, args[0]))
+            return any(values) if name == "any" else all(values)
+        if name == "filter":
+            fn = args[0]
+            if fn is not None and not isinstance(fn, _Function):
+                raise self.error(node, f"filter() takes a function the loader knows: {_excerpt(node)}")
+            return filter(lambda x: self.truth(node, x if fn is None else fn(x)), self.iterable(node, args[1]))
+        if name == "map":
+            if not isinstance(args[0], _Function):
+                raise self.error(node, f"map() takes a function the loader knows: {_excerpt(node)}")
+            return map(args[0], *(self.iterable(node, a) for a in args[1:]))
+        if name == "enumerate":
+            start = kwargs.get("start", 0)
+            if not _is_int(start):
+                raise self.error(node, f"enumerate(start=...) takes an integer: {_excerpt(node)}")
+            return enumerate(self.iterable(node, args[0]), start)
+        if name == "zip":
+            return zip(*(self.iterable(node, a) for a in args))
+        # reversed: a sequence, as Python requires
+        if not isinstance(args[0], (list, tuple, range)):
+            raise self.error(node, f"reversed() takes a list, a tuple or range(...): {_excerpt(node)}")
+        return reversed(args[0])
+
+    def iterable(self, node: ast.AST, v: Any) -> Any:
+        if not _is_iterable(v):
+            raise self.error(node, f"{_excerpt(node)}: expected a list, a tuple, range(...) or an iterator, "
+                                   f"got {type(v).__name__}")
+        return v
+
+    def range(self, node: ast.AST, bounds: list[Any]) -> range:
+        if not all(_is_int(b) for b in bounds):
+            raise self.error(node, f"range() takes integers: {_excerpt(node)}")
+        if len(bounds) == 3 and bounds[2] == 0:
+            raise self.error(node, f"range() step must not be zero: {_excerpt(node)}")
+        r = range(*bounds)
+        if (r.stop - r.start) // r.step > _MAX_ITEMS:  # not len(r): past sys.maxsize it raises
+            raise self.error(node, f"{_excerpt(node)} runs more than {_MAX_ITEMS} times")
+        return r
+
+    def reduce(self, node: ast.AST, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        """sorted, min, max and sum: on numbers (and, but for sum, strings) only, since on
+        tensors and scalars Python's < and + would build ops the file never wrote."""
+        many = name in ("min", "max") and len(args) > 1
+        items = list(args) if many else self.items(node, args[0])
+        start = args[1] if name == "sum" and len(args) > 1 else kwargs.get("start", 0)
+        numbers = all(isinstance(x, (bool, int, float)) for x in [*items, *([start] if name == "sum" else [])])
+        if not (numbers or name != "sum" and all(isinstance(x, str) for x in items)):
+            raise self.error(node, f"{name}() takes numbers{'' if name == 'sum' else ' or strings'}: "
+                                   f"{_excerpt(node)}")
+        if name == "sum":
+            try:
+                return self.loader.int64(node, sum(items, start))
+            except OverflowError:
+                raise self.error(node, f"{_excerpt(node)} overflows") from None
+        if name == "sorted":
+            reverse = kwargs.get("reverse", False)
+            if not isinstance(reverse, bool):
+                raise self.error(node, f"sorted(reverse=...) takes a bool: {_excerpt(node)}")
+            return sorted(items, reverse=reverse)
+        if not items:
+            raise self.error(node, f"{name}() of an empty sequence: {_excerpt(node)}")
+        return min(items) if name == "min" else max(items)
+
+    def comprehension(self, node: ast.ListComp | ast.GeneratorExp) -> Any:
+        """`[self.sched.rfactor(t, dims=[-1]) for t in reductions]`: the element is read once per
+        item as Python runs it (a generator expression lazily, when consumed), each item a loop
+        step; the loop names are the comprehension's own."""
+        for gen in node.generators:
+            if gen.is_async or not all(isinstance(n, (ast.Name, ast.Tuple, ast.Store))
+                                       for n in ast.walk(gen.target)):
+                raise self.error(node, f"only `for NAME in ...` comprehensions are allowed: {_excerpt(node)}")
+        names = {n.id for gen in node.generators for n in ast.walk(gen.target) if isinstance(n, ast.Name)}
+        first = self.iterable(node, self.value(node.generators[0].iter))  # at once, as Python does
+        items = self.generate(node, 0, first, names, {})
+        if isinstance(node, ast.ListComp):
+            return list(items)
+        return _Lazy(items, lambda: self.error(node, f"a generator expression reads itself: {_excerpt(node)}"))
+
+    def generate(self, node: ast.ListComp | ast.GeneratorExp, k: int, source: Iterable[Any], names: set[str],
+                 local: dict[str, Any]) -> Iterator[Any]:
+        gen = node.generators[k]
+        last = k == len(node.generators) - 1
+        for item in source:
+            self.step(node)
+            with self.scope(names, local):
+                self.bind(gen.target, item, node)
+                keep = all(self.truth(c, self.value(c)) for c in gen.ifs)
+                if keep:
+                    out = self.value(node.elt) if last else self.iterable(node, self.value(node.generators[k + 1].iter))
+            if not keep:
+                continue
+            if last:
+                yield out
+            else:
+                yield from self.generate(node, k + 1, out, names, local)
+
+    @contextlib.contextmanager
+    def scope(self, names: set[str], local: dict[str, Any]) -> Iterator[None]:
+        """The body's names and a comprehension's own (`local`) while it reads one item: its
+        loop names stay in `local`; a `:=` inside binds the body's name, as in Python."""
+        outer = self.env
+        self.env = {**outer, **local}
+        try:
+            yield
+        finally:
+            for key, v in self.env.items():
+                if key in names:
+                    local[key] = v
+                elif key not in outer or outer[key] is not v:
+                    outer[key] = v
+            self.env = outer
+
+    def from_pytorch(self, node: ast.Call) -> Any:
+        """nvFuser's fd.from_pytorch(tensor, static_sizes=False): an input with the example
+        tensor's rank, dtype and strides (so contiguity and stride order), sizes symbolic
+        unless static_sizes. nvFuser makes it with define_tensor(sizes=, strides=), and so
+        does this (recorded and written back in that spelling). The example is an entry of
+        the file's inputs list (`inputs[0]`), read from its spec, never made."""
+        where = _excerpt(node.func)
+        args, kwargs = self.arguments(node)
+        params = dict(zip(("tensor", "static_sizes"), args))
+        if len(args) > 2 or any(k not in ("tensor", "static_sizes") or k in params for k in kwargs):
+            raise self.error(node, f"{where}(tensor, static_sizes=False): wrong arguments: {_excerpt(node)}")
+        params.update(kwargs)
+        spec, static = params.get("tensor"), params.get("static_sizes", False)
+        if not isinstance(spec, InputSpec) or spec.kind == "scalar":
+            raise self.error(node, f"{where}: takes an example tensor of the file's inputs list (such as "
+                                   f"inputs[0]): {_excerpt(node)}")
+        if not isinstance(static, bool):
+            raise self.error(node, f"{where}: static_sizes must be True or False")
+        sizes, strides, dtype = _layout(spec)
+        device = spec.device or "cpu"  # torch's default device
+        is_cpu = not device.startswith("cuda")
+        if is_cpu and (sizes or device.split(":")[0] != "cpu"):  # nvFuser's own check
+            raise self.error(node, f"{where}: found unsupported device {device}, only scalar CPU or CUDA "
+                                   "tensors are supported")
+        try:
+            kw: dict[str, Any] = {"sizes": sizes, "strides": strides, "dtype": from_torch(dtype)}
+        except ValueError as e:
+            raise self.error(node, f"{where}: {e}") from None
+        if static:
+            kw["static_sizes"] = True
+        if is_cpu:
+            kw["is_cpu"] = True
+        return self.invoke(node, node.func, "fd", "define_tensor", [], kw)
+
     def define_vector(self, node: ast.Call) -> list[Any]:
         """Older repros' `V = fd.define_vector([S0, 4], dtype=DataType.Int)`: a shape list.
 
@@ -1063,8 +1484,70 @@ class _Body:
         return list(values)
 
     def value(self, node: ast.expr) -> Any:
-        v = self.loader.plain(node, self.env, True, self.fd_name, self.attrs, self.call)
+        v = self.loader.plain(node, self.env, True, self.fd_names, self.attrs, self.call)
         return _to_datatype(v)
+
+
+def _arity(fewest: int, most: int | None) -> str:
+    """`1 argument`, `0 to 2 arguments`, `at least 2 arguments`: for messages."""
+    count = (f"at least {fewest}" if most is None else str(fewest) if fewest == most
+             else f"{fewest} to {most}")
+    return f"{count} argument{'' if count in ('1', 'at least 1') else 's'}"
+
+
+def _is_iterable(v: Any) -> bool:
+    """What a loop, a comprehension or a builtin of a fusion body may run over."""
+    return isinstance(v, (list, tuple, range, *_ITERATORS))
+
+
+def _same(a: Any, b: Any) -> bool:
+    """`a == b` as list.index/remove/count use it (identity first), on values a body holds:
+    numbers, strings, enums and dtypes by value, lists and tuples item by item, IR values by
+    identity (nvFuser's == on them would build an op)."""
+    if a is b:
+        return True
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    plain = (bool, int, float, complex, str, type(None), enum.Enum, torch.dtype)
+    return isinstance(a, plain) and isinstance(b, plain) and a == b
+
+
+def _unpassable(v: Any) -> str | None:
+    """Why a value the body holds may not reach a frontend call (None if it may): an iterator
+    (the call would use it up, and a recorded call is written back with a list) or an
+    example input (only from_pytorch reads one)."""
+    if isinstance(v, _ITERATORS):
+        return "pass a list, not an iterator (wrap it in list(...))"
+    if isinstance(v, InputSpec):
+        return "an example input of the inputs list is only read by from_pytorch"
+    if isinstance(v, (list, tuple)):
+        return next((why for x in v if (why := _unpassable(x)) is not None), None)
+    if isinstance(v, dict):
+        return next((why for x in v.values() if (why := _unpassable(x)) is not None), None)
+    return None
+
+
+def _copied(v: Any) -> Any:
+    """A fresh copy of the containers in `v` (a range as its list, as nvFuser's bindings
+    take it); IR values, numbers and enums as they are."""
+    if isinstance(v, (list, range)):
+        return [_copied(x) for x in v]
+    if isinstance(v, tuple):
+        return tuple(_copied(x) for x in v)
+    if isinstance(v, dict):
+        return {k: _copied(x) for k, x in v.items()}
+    return v
+
+
+def _layout(spec: InputSpec) -> tuple[list[int], list[int], torch.dtype]:
+    """Sizes, strides and dtype of the tensor an inputs entry makes, on a meta tensor (no
+    memory, no data), with its as_strided and view(dtype) applied as check_spec does."""
+    t = torch.empty(spec.base_shape or spec.shape, dtype=spec.dtype or torch.float32, device="meta")
+    if spec.strides is not None:
+        t = t.as_strided(spec.shape, spec.strides)
+    if spec.view_dtype is not None:
+        t = t.view(spec.view_dtype)
+    return list(t.shape), list(t.stride()), t.dtype
 
 
 def _op_names() -> dict[str, tuple[str, ...]]:
@@ -1098,10 +1581,11 @@ def _to_datatype(v: Any) -> Any:
             return from_torch(v)
         except ValueError:
             return v
-    if isinstance(v, list):
-        return [_to_datatype(x) for x in v]
-    if isinstance(v, tuple):
-        return tuple(_to_datatype(x) for x in v)
+    if isinstance(v, (list, tuple)):
+        items = [_to_datatype(x) for x in v]
+        if all(a is b for a, b in zip(items, v)):
+            return v  # unchanged: the same list, so that two names bound to it share it, as in Python
+        return items if isinstance(v, list) else tuple(items)
     return v
 
 

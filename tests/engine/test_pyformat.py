@@ -411,6 +411,13 @@ HOSTILE = {
     "fstring": "with FusionDefinition() as fd:\n    t = fd.define_tensor(shape=[f\"{{open('{marker}', 'w')}}\"])\n",
     "walrus": "with FusionDefinition() as fd:\n    t = fd.define_tensor(shape=[(x := open('{marker}', 'w'))])\n",
     "comprehension": "with FusionDefinition() as fd:\n    t = fd.define_tensor(shape=[open('{marker}', 'w') for i in [1]])\n",
+    "map_open": "with FusionDefinition() as fd:\n    t = list(map(open, ['{marker}'], ['w']))\n",
+    "filter_lambda": "with FusionDefinition() as fd:\n    t = list(filter(lambda p: open(p, 'w'), ['{marker}']))\n",
+    "sorted_key": "with FusionDefinition() as fd:\n    t = sorted(['{marker}'], key=lambda p: open(p, 'w'))\n",
+    "list_method_arg": "with FusionDefinition() as fd:\n    ts = []\n    ts.append(open('{marker}', 'w'))\n",
+    "generator_open": "with FusionDefinition() as fd:\n    t = list(open(p, 'w') for p in ['{marker}'])\n",
+    "class_alias": "class F(FusionDefinition):\n    def definition(self):\n        fd.ops.add(open('{marker}', 'w'), 1)\n"
+                   "fd = F()\n",
 }
 
 
@@ -625,3 +632,263 @@ def test_file_schedule_call_runs_once_the_inputs_list_gives_sizes():
     assert not again.sched.pending
     assert str(again.fusion) == str(fd.fusion) and "blockIdx.x" in str(again.fusion)
     assert dumps_fusion(again) == text
+
+
+# ---- reader: plain Python in fusion bodies (list methods, builtins, from_pytorch) -------------
+
+LIST_METHODS = _text("""
+    from nvfuser import FusionDefinition, DataType
+    with FusionDefinition() as fd:
+        T0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        tvs = [fd.ops.neg(T0)]
+        same = tvs
+        tvs.append(fd.ops.exp(tvs[0]))
+        tvs.extend([fd.ops.abs(tvs[1]), 2.0])
+        tvs.insert(0, T0)
+        two = tvs.pop()
+        tvs.remove(T0)
+        k = tvs.index(tvs[2])
+        pair = (1, 2, 2)
+        n = same.count(tvs[0]) + pair.count(2) + pair.index(2)
+        fd.add_output(fd.ops.mul(tvs[k], two * n + len(same)))
+""")
+
+
+def test_list_methods_change_the_loaders_own_lists():
+    """`selected.extend([c1, c5])` as nvFuser's schedule tests write it: Python's list methods
+    on the loader's list (a second name bound to it sees the change, as in Python); the
+    calls that read the list are recorded with its items, not the method calls."""
+    fd = loads_fusion(LIST_METHODS, "lists.py")
+    x = torch.randn(2, 3)
+    (out,) = fd.execute([x])
+    # two * n + len(same) = 2.0 * (1 + 2 + 1) + 3
+    torch.testing.assert_close(out, (-x).exp().abs() * 11.0)
+    text = dumps_fusion(fd)
+    assert "append" not in text and "extend" not in text
+    assert str(loads_fusion(text).fusion) == str(fd.fusion)
+
+
+@pytest.mark.parametrize("line, why", [
+    ("tvs.sort()", "lists.py:5: call not allowed: tvs.sort()"),
+    ("tvs.pop(3)", "lists.py:5: tvs.pop(): pop index out of range"),
+    ("tvs.remove(T0)", "lists.py:5: tvs.remove(T0): T0 is not in the list"),
+    ("tvs.insert(T0, T0)", "lists.py:5: tvs.insert(): positions are integers"),
+    ("tvs.append(T0, T0)", "lists.py:5: tvs.append() takes 1 argument, got 2"),
+    ("tvs.append(x=T0)", "lists.py:5: tvs.append() takes no keyword arguments"),
+    ("(T0, T0).append(T0)", "lists.py:5: call not allowed: (T0, T0).append(T0)"),
+    ("fd.define_tensor.append(T0)", "lists.py:5: call not allowed: fd.define_tensor.append(T0)"),
+    ("T0.append(T0)", "lists.py:5: call not allowed: T0.append(T0)"),
+    ("for k in range(20):\n        tvs.extend(tvs)", "lists.py:6: tvs.extend(): a list in a fusion body holds at "
+                                                      "most 10000 items"),
+])
+def test_list_methods_refused_name_the_line(line: str, why: str):
+    text = LIST_METHODS.split("    tvs = [")[0] + f"    tvs = [fd.ops.neg(T0)]\n    {line}\n"
+    with pytest.raises(FusionFileError) as info:
+        loads_fusion(text, "lists.py")
+    assert why in str(info.value)
+
+
+BUILTINS = _text("""
+    from nvfuser import FusionDefinition, DataType
+    with FusionDefinition() as fd:
+        T0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        T1 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        negs = list(map(fd.ops.neg, (T0, T1)))
+        pairs = list(zip(negs, reversed(negs)))
+        sums = [fd.ops.add(a, b) for a, b in pairs if len(pairs) == 2]
+        scale = sum(range(4)) + max(1, 2) - min([3, 4]) + len(sorted([3, 1, 2], reverse=True))
+        flags = [any([False, True]), all(x > 0 for x in [1, 2]), len(list(filter(None, [0, 1, 2]))) == 2]
+        for k, t in enumerate(sums):
+            fd.add_output(fd.ops.mul(t, scale + k + flags.count(True) + len(tuple(map(len, [[1], [2]])))))
+""")
+
+
+def test_pure_builtins_over_plain_values():
+    """list, tuple, len, range, enumerate, zip, reversed, sorted, min, max, sum, any, all,
+    filter and map, run by the loader on the values it holds; map() and filter() call a
+    frontend function (recorded like a direct call) or one of these builtins."""
+    fd = loads_fusion(BUILTINS, "builtins.py")
+    x, y = torch.randn(2, 3), torch.randn(2, 3)
+    a, b = fd.execute([x, y])
+    # scale = 6 + 2 - 3 + 3 = 8; + k + 3 true flags + 2
+    torch.testing.assert_close(a, (-x + -y) * 13.0)
+    torch.testing.assert_close(b, (-y + -x) * 14.0)
+    text = dumps_fusion(fd)
+    assert text.count("fd.ops.neg(") == 2 and "map" not in text
+    assert str(loads_fusion(text).fusion) == str(fd.fusion)
+
+
+def test_filter_over_schedule_tensors_and_rfactor_comprehension():
+    """nvFuser's test_var_mean_user_schedule: list(filter(self.sched.is_reduction,
+    self.sched.tensors())) then an rfactor per reduction in a list comprehension, with
+    `fd.sched` (the module's name of the instance) in schedule()."""
+    text = _text("""
+        import torch
+        from nvfuser import FusionDefinition, DataType, ParallelType
+
+        class RowSum(FusionDefinition):
+            def definition(self):
+                self.t0 = self.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+                self.t1 = self.ops.sum(self.t0, dims=[-1])
+                self.add_output(self.t1)
+
+            def schedule(self):
+                fd.sched.split(self.t1, dim=-1, factor=4)
+                reductions = list(filter(self.sched.is_reduction, self.sched.tensors()))
+                rfactors = [fd.sched.rfactor(t, dims=[-1]) for t in reductions]
+                self.sched.parallelize(rfactors[0], -1, ParallelType.block_x)
+
+        fd = RowSum()
+        inputs = [torch.randn(3, 16, device='cuda')]
+        fd.execute(inputs)
+    """)
+    fd = loads_fusion(text)
+    assert [c.name for c in fd.sched.calls] == ["split", "rfactor", "parallelize"]
+    (x,) = fd.example_inputs(seed=0)
+    torch.testing.assert_close(fd.execute([x])[0], x.sum(-1))
+    again = loads_fusion(dumps_fusion(fd))
+    assert str(again) == str(fd)
+
+
+FROM_PYTORCH = _text("""
+    import torch
+    from nvfuser import FusionDefinition, DataType
+
+    inputs = [
+        torch.randn(4, 1, 8, dtype=torch.float16, device='cuda'),
+        torch.randn(8, 4, device='cuda:0').as_strided((4, 8), (1, 4)),
+        torch.tensor(2.0, device='cpu'),
+    ]
+
+    class Scale(FusionDefinition):
+        def definition(self):
+            t0 = self.from_pytorch(inputs[0])
+            t1 = self.from_pytorch(inputs[1], static_sizes=True)
+            s = self.from_pytorch(tensor=inputs[-1])
+            self.add_output(self.ops.mul(self.ops.cast(t0, DataType.Float), s))
+            self.add_output(self.ops.add(t1, 1.0))
+
+    fd = Scale()
+    fd.execute(inputs)
+""")
+
+
+def test_from_pytorch_defines_inputs_like_the_example_tensors():
+    """fd.from_pytorch(tensor, static_sizes=False): rank, dtype and strides of the inputs
+    list's entry (read from its spec, never made), sizes symbolic unless static_sizes, a
+    0-dim CPU tensor a CPU scalar; written back as nvFuser makes it, define_tensor(sizes=,
+    strides=)."""
+    fd = loads_fusion(FROM_PYTORCH, "from_pytorch.py")
+    t0, t1, s = fd.fusion.inputs
+    assert t0.dtype == DataType.Half and t1.dtype == DataType.Float and s.ndim == 0
+    assert [i.extent.value for i in t0.domain.logical] == [None, 1, None]  # symbolic, broadcast, symbolic
+    assert [i.extent.value for i in t1.domain.logical] == [4, 8]  # static_sizes=True
+    assert t1.domain.allocation is not None  # column-major: a stride order
+    xs = fd.example_inputs(seed=0)
+    assert xs[1].stride() == (1, 4)
+    a, b = fd.execute(xs)
+    torch.testing.assert_close(a, xs[0].float() * 2.0 if False else xs[0].float() * xs[2])
+    torch.testing.assert_close(b, xs[1] + 1.0)
+    text = dumps_fusion(fd)
+    assert "fd.define_tensor(sizes=[4, 1, 8], strides=[8, 8, 1], dtype=DataType.Half)" in text
+    assert "static_sizes=True" in text and "is_cpu=True" in text
+    assert str(loads_fusion(text).fusion) == str(fd.fusion)
+
+
+@pytest.mark.parametrize("change, why", [
+    # the inputs list below the fusion: the loader builds the fusion where the file creates it
+    (lambda t: t.replace("inputs = [", "early = [").replace("fd.execute(inputs)", "inputs = [1.0]"),
+     "from_pytorch.py:12: unknown name 'inputs' (assigned at line 19, after the fusion is built at line 18; "
+     "assign it above)"),
+    (lambda t: t.replace("device='cuda')", ")"),
+     "from_pytorch.py:12: self.from_pytorch: found unsupported device cpu, only scalar CPU or CUDA tensors"),
+    (lambda t: t.replace("torch.tensor(2.0, device='cpu')", "2.0"),
+     "from_pytorch.py:14: self.from_pytorch: takes an example tensor of the file's inputs list"),
+    (lambda t: t.replace("static_sizes=True", "static_sizes=1"),
+     "from_pytorch.py:13: self.from_pytorch: static_sizes must be True or False"),
+    (lambda t: t.replace("inputs[1], static_sizes=True", "inputs[1], True, 3"),
+     "from_pytorch.py:13: self.from_pytorch(tensor, static_sizes=False): wrong arguments"),
+    (lambda t: t.replace("self.ops.add(t1, 1.0)", "self.ops.add(inputs[0], 1.0)"),
+     "from_pytorch.py:16: self.ops.add: an example input of the inputs list is only read by from_pytorch"),
+    (lambda t: t.replace("self.ops.add(t1, 1.0)", "inputs[0] + 1.0"),
+     "from_pytorch.py:16: inputs[0] + 1.0 (self.ops.add): an example input"),
+])
+def test_from_pytorch_refusals_name_the_line(change, why: str):
+    with pytest.raises(FusionFileError) as info:
+        loads_fusion(change(FROM_PYTORCH), "from_pytorch.py")
+    assert why in str(info.value)
+
+
+def test_from_pytorch_in_a_with_block():
+    text = _text("""
+        import torch
+        from nvfuser import FusionDefinition
+        x = torch.randn(2, 3, device='cuda')
+        with FusionDefinition() as fd:
+            T0 = fd.from_pytorch(x)
+            fd.add_output(fd.ops.neg(T0))
+        fd.execute([x])
+    """)
+    fd = loads_fusion(text)
+    (x,) = fd.example_inputs(seed=0)
+    torch.testing.assert_close(fd.execute([x])[0], -x)
+
+
+BODY = "import torch\nfrom nvfuser import FusionDefinition, DataType\nwith FusionDefinition() as fd:\n" \
+       "    T0 = fd.define_tensor(shape=[2, 3], dtype=DataType.Float)\n    S1 = fd.define_scalar(2.0)\n"
+
+
+@pytest.mark.parametrize("line, why", [
+    ("t = open('x', 'w')", "body.py:6: call not allowed: open('x', 'w')"),
+    ("t = __import__('os')", "body.py:6: name '__import__' is not allowed"),
+    ("t = getattr(fd, 'ops')", "body.py:6: call not allowed: getattr(fd, 'ops')"),
+    ("t = abs(-1)", "body.py:6: call not allowed: abs(-1)"),
+    ("t = list(map(open, ['x']))", "body.py:6: map() and filter() take fd.ops.X, fd.sched.X"),
+    ("t = list(map(lambda p: p, [1]))", "body.py:6: map() and filter() take"),
+    ("t = list(map(T0.size, [0]))", "body.py:6: map() and filter() take"),
+    ("t = sorted([3, 1], key=abs)", "body.py:6: sorted() takes no keyword 'key' here"),
+    ("t = sorted([T0, T0])", "body.py:6: sorted() takes numbers or strings"),
+    ("t = sum([S1, S1])", "body.py:6: sum() takes numbers"),
+    ("t = max(T0, T0)", "body.py:6: max() takes numbers or strings"),
+    ("t = any([T0])", "body.py:6: any([T0]): a condition must be a bool or a number, got TensorView"),
+    ("t = list(T0)", "body.py:6: list(T0): expected a list, a tuple, range(...) or an iterator, got TensorView"),
+    ("t = len(T0)", "body.py:6: len() of a TensorView"),
+    ("t = list(range(20000))", "body.py:6: range(20000) runs more than 10000 times"),
+    ("t = range(-9223372036854775807, 9223372036854775807)", "body.py:6: range(-9223372036854775807, "
+                                                               "9223372036854775807) runs more than 10000 times"),
+    ("t = enumerate()", "body.py:6: enumerate() takes 1 argument and start=: enumerate()"),
+    ("t = min()", "body.py:6: min() takes at least 1 argument: min()"),
+    ("t = [fd.ops.neg(T0) for k in range(9000) for j in range(2)]", "body.py:6: loops run more than 10000"),
+    ("t = [t for t in [T0] if t]", "body.py:6: t: a condition must be a bool or a number"),
+    ("t = fd.ops.cat(map(fd.ops.neg, [T0]), dim=0)", "body.py:6: fd.ops.cat: pass a list, not an iterator"),
+    ("list = [1]\n    t = list([2])", "body.py:7: call not allowed: list([2])"),
+    ("t = {k: 1 for k in [1]}", "body.py:6: DictComp expression is not allowed"),
+    ("g = (list(g) for k in [1])\n    t = list(g)", "body.py:6: a generator expression reads itself"),
+])
+def test_what_a_body_still_may_not_call_is_refused(line: str, why: str):
+    with pytest.raises(FusionFileError) as info:
+        loads_fusion(BODY + f"    {line}\n", "body.py")
+    assert why in str(info.value)
+
+
+def test_comprehension_names_stay_local_and_generators_are_lazy():
+    """A comprehension's loop name does not leak into the body (Python 3), a `:=` inside it
+    binds the body's name, and a generator expression runs its calls only when consumed
+    (any() stops at the first true item, as in Python)."""
+    text = BODY + (
+        "    t = 7\n"
+        "    tvs = [fd.ops.neg(T0) for t in [1, 2]]\n"
+        "    found = any((n := k) > 1 for k in [1, 2, 3, 4])\n"
+        "    lazy = (fd.ops.exp(T0) for k in [1, 2])\n"
+        "    fd.add_output(fd.ops.mul(tvs[1], t + n + found))\n"
+    )
+    fd = loads_fusion(text, "body.py")
+    x = torch.randn(2, 3)
+    # t is still 7; any() stopped at k == 2, so n == 2; found is True; exp never ran
+    torch.testing.assert_close(fd.execute([x])[0], -x * 10.0)
+    assert "exp" not in dumps_fusion(fd)
+    consumed = loads_fusion(text.replace("t + n + found))", "t + n + found))\n    fd.add_output(list(lazy)[1])"),
+                            "body.py")
+    assert dumps_fusion(consumed).count("fd.ops.exp(") == 2
+    with pytest.raises(FusionFileError, match=r"body.py:8: any\(.*\): a condition must be a bool or a number, got TensorView"):
+        loads_fusion(text.replace("(n := k) > 1", "fd.ops.exp(T0) == T0"), "body.py")
