@@ -62,6 +62,7 @@ def evaluate(fusion: Fusion, inputs: Sequence[Any], device: Any = None,
     values: dict[Val, Any] = {}
     for k, (val, x) in enumerate(zip(fusion.inputs, inputs)):
         values[val] = bind_input(k, val, x, ctx)
+    check_extents(fusion, ctx.env)
     for expr in fusion.exprs():
         args = [_value(v, values, ctx) for v in expr.inputs]
         handler = HANDLERS.get(type(expr))
@@ -78,6 +79,19 @@ def evaluate(fusion: Fusion, inputs: Sequence[Any], device: Any = None,
         for v, t in zip(expr.outputs, outs):
             values[v] = t
     return [finish_output(v, _value(v, values, ctx)) for v in fusion.outputs]
+
+
+def check_extents(fusion: Fusion, env: dict) -> None:
+    """The sizes ops asked iteration axes to have (Fusion.extent_checks) against the bound ones."""
+    for have, want, where in getattr(fusion, "extent_checks", ()):
+        try:
+            a, b = int(have.evaluate(env)), int(want.evaluate(env))
+        except KeyError:
+            continue  # a segment's fusion need not bind every symbol of the complete one
+        if a != b:
+            raise ExecutionError(
+                f"{where} has {a} elements, not {b}, and is not a broadcast axis (nvFuser expands "
+                "only those: define a size-1 input axis as a broadcast, contiguity None)")
 
 
 def _names(vals: Sequence[Val]) -> str:
@@ -506,12 +520,6 @@ def logical_sizes(tv: TensorView, ctx: Context) -> list[int]:
 def _expand(expr, args, ctx):
     (x,) = args
     logical = [i for i in expr.output.domain.logical if not i.is_reduction]
-    for d, (i, want) in enumerate(zip(logical, expr.shape)):
-        if not i.is_broadcast and int(ctx.scalar(want)) != x.shape[d]:
-            raise ExecutionError(
-                f"expand producing {expr.output.short_name}: axis {d} of {expr.input.short_name} has "
-                f"{x.shape[d]} elements, not {int(ctx.scalar(want))}, and is not a broadcast axis (nvFuser "
-                "expands only those: define a size-1 input axis as a broadcast, contiguity None)")
     sizes = [int(ctx.scalar(i.expanded_extent)) if i.expanded_extent is not None else -1 for i in logical]
     # torch's expand makes stride-0 views, the same thing as nvFuser's expanded broadcast.
     return [x.expand(sizes)]

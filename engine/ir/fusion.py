@@ -36,6 +36,10 @@ class Fusion:
         # (output, input) pairs a composite op wants written back into an input (batch_norm's
         # running stats); the FusionDefinition takes them as aliased outputs.
         self.queued_aliases: list[tuple[Val, Val]] = []
+        # (extent, requested size, where) of iteration axes an op was asked to give a size it
+        # may not have: broadcast_in_dim of a symbolic axis to a given size. Checked once
+        # sizes are bound (reference.check_extents); nvFuser expands only broadcast axes.
+        self.extent_checks: list[tuple[Scalar, Scalar, str]] = []
 
     def __getstate__(self) -> dict:
         # A copy (clone, pickling) recomputes the order: the cache holds ids of these exprs.

@@ -77,12 +77,24 @@ def _same_extent(i: IterDomain, s: object) -> bool:
     return False
 
 
+def _check_extent(op: str, tv: TensorView, i: IterDomain, s: object, k: int) -> None:
+    """An iteration axis keeps its extent under expand and broadcast_in_dim: a different
+    constant size is refused now, a size that may differ is checked once sizes are known
+    (Fusion.extent_checks)."""
+    target = _shape_scalar(op, tv, s, k)
+    if target.is_const and i.extent.is_const:
+        raise FusionDefinitionError(
+            f"{op}: axis {k} of {tv.short_name} ({i}) is not a broadcast and cannot be expanded to "
+            f"{target.value}")
+    tv.fusion.extent_checks.append((i.extent, target, f"{op}: axis {k} of {tv.short_name}"))
+
+
 def _maybe_expand(tv: TensorView, shape: Sequence[object]) -> TensorView:
     needs = False
-    for i, s in zip(no_reductions(tv), shape):
+    for k, (i, s) in enumerate(zip(no_reductions(tv), shape)):
         if not i.is_broadcast:
-            # A non-broadcast axis keeps its extent: expand checks that the shape agrees.
-            needs = needs or not _same_extent(i, s)
+            if not _same_extent(i, s):
+                _check_extent("broadcast_in_dim", tv, i, s, k)
         elif not (isinstance(s, int) and s in (1, -1)):
             if isinstance(s, Scalar) and s.is_const and s.value == 1:
                 continue
@@ -196,15 +208,10 @@ def expand(arg: TensorView, shape: Sequence[ShapeEntry]) -> TensorView:
                 ids.append(IterDomain(fusion, 1, IterType.Broadcast, expanded_extent=target))
             extents.append(target)
             continue
-        if target.is_const and i.extent.is_const and target.value != i.extent.value:
-            raise FusionDefinitionError(
-                f"expand: axis {k} of {tv.short_name} ({i}) is not a broadcast and cannot be "
-                f"expanded to {target.value}"
-            )
+        if not same_scalar(target, i.extent):
+            _check_extent("expand", tv, i, target, k)
         ids.append(copy_id(fusion, i))
-        # The requested size, checked against the axis when sizes are known (nvFuser expands
-        # only broadcast axes; a size-1 iteration axis is not one).
-        extents.append(target)
+        extents.append(i.extent)
     out = new_tv(fusion, ids, tv.dtype)
     ExpandOp(fusion, out, tv, extents)
     return out

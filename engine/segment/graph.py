@@ -38,7 +38,7 @@ class Sizes:
     computed without running the fusion."""
 
     def __init__(self, fusion: Fusion, inputs: Sequence[Any]) -> None:
-        from engine.reference import Context, bind_input
+        from engine.reference import Context, bind_input, check_extents
 
         if len(inputs) != len(fusion.inputs):
             raise ExecutionError(f"fusion takes {len(fusion.inputs)} inputs, got {len(inputs)}")
@@ -50,6 +50,7 @@ class Sizes:
                     if isinstance(x, torch.Tensor) else x)
             bind_input(k, val, meta, ctx)
             self.given[val] = x
+        check_extents(fusion, ctx.env)
         self.env = ctx.env
         self._fakes: dict[TensorView, torch.Tensor] = {}
 

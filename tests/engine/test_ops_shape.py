@@ -256,12 +256,17 @@ def test_broadcast_in_dim_checks_iteration_axes_against_the_shape():
         fd.add_output(t1)
     x = torch.randn(4, 8)
     assert torch.equal(fd.execute([x])[0], x)
-    with pytest.raises(ExecutionError, match=r"expand producing T\d+: axis 0 .* 1 elements, not 4, and is not a broadcast"):
+    with pytest.raises(ExecutionError, match=r"broadcast_in_dim: axis 0 of T1 has 1 elements, not 4, and is not a broadcast"):
         fd.execute([torch.randn(1, 8)])
     with FusionDefinition() as fd:
         t0 = fd.define_tensor(shape=[2, 8], dtype=DataType.Float)
-        with pytest.raises(FusionDefinitionError, match=r"axis 0 of T\d+ \(iS\d+\{2\}\) is not a broadcast"):
+        with pytest.raises(FusionDefinitionError, match=r"broadcast_in_dim: axis 0 of T1 \(iS\d+\{2\}\) is not a broadcast"):
             fd.ops.broadcast_in_dim(t0, shape=[4, 8], broadcast_dims=[0, 1])
+    with FusionDefinition() as fd:  # expand names the op too
+        t0 = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        fd.add_output(fd.ops.expand(t0, [4, 8]))
+    with pytest.raises(ExecutionError, match=r"expand: axis 0 of T0 has 1 elements, not 4"):
+        fd.execute([torch.randn(1, 8)])
 
 
 def test_expand_errors():
