@@ -231,7 +231,9 @@ def out_dtype(expr: Expr, k: int = 0) -> DataType:
 # ---- pointwise -------------------------------------------------------------------------------
 
 def _gelu(x):
-    return torch.nn.functional.gelu(x)
+    # nvFuser's formula, which the kernels compute: at +inf it is inf, where torch's gelu
+    # gives NaN (found by the fuzzer: gelu of pow(0, negative)).
+    return x * 0.5 * (1 + torch.erf(x * math.sqrt(0.5)))
 
 
 def _erfcinv(x):
