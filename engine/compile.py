@@ -389,13 +389,18 @@ def _signature(xs: Sequence[Any]) -> tuple:
     return tuple(sig)
 
 
+# Each refusal costs a segmentation: after this many, failing groups are split into single ops.
+_SCHEDULER_REFUSALS = 4
+
+
 def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = None) -> CompiledFusion:
     """Segment, schedule, lower and render `fd` (a FusionDefinition or Fusion) for `inputs`."""
     from engine.compile_stages import SegmentLoweringError, build_segments
+    from engine.segment.refusals import Refusals
 
     original: Fusion = fd.fusion if hasattr(fd, "fusion") else fd
     options = options or Options()
-    isolated: dict[int, str] = {}
+    refusals = Refusals()
     notes: list[tuple[str, str]] = []
     with gc_pause.held(), transforms_kept():
         while True:
@@ -407,15 +412,22 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
             for note, rule in notes:
                 trace.event("segment", "fusion", note, rule=rule)
             try:
-                segments, segmented = build_segments(fusion, list(inputs), options, trace, isolated)
+                segments, segmented = build_segments(fusion, list(inputs), options, trace, refusals)
                 break
             except SegmentLoweringError as e:
-                # The schedulers' checks passed but the kernel could not be lowered: the ops
-                # run as segments of their own rather than not at all.
-                if e.exprs <= isolated.keys():
+                # The schedulers' checks passed but the kernel could not be lowered. First that
+                # scheduler is refused for the group (another may take it, or the segmenter
+                # groups the ops otherwise); then the ops run as segments of their own rather
+                # than not at all.
+                if not e.exprs:
                     raise
-                why = f"kept apart: a segment holding it failed to lower ({e})"
-                isolated.update(dict.fromkeys(e.exprs, why))
+                tries = sum(len(v) for v in refusals.schedulers.values())
+                if e.scheduler and tries < _SCHEDULER_REFUSALS and refusals.refuse(e.exprs, e.scheduler, str(e)):
+                    notes.append((f"{e}; {e.scheduler} is refused for these {len(e.exprs)} ops and the "
+                                  "fusion is segmented again", "refuse_scheduler"))
+                    continue
+                if not refusals.isolate(e.exprs, f"kept apart: a segment holding it failed to lower ({e})"):
+                    raise
                 notes.append((f"{e}; its {len(e.exprs)} ops are segmented again, each apart", "isolate"))
             except NoSchedulerError as e:
                 # Forwarding replicates an input's cheap ops into its readers' segments; a

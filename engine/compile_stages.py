@@ -17,19 +17,21 @@ from engine.trace import Trace
 
 if TYPE_CHECKING:
     from engine.schedule.base import SchedulerType
+    from engine.segment.refusals import Refusals
 
 
 class SegmentLoweringError(CompileError):
     """A segment that a scheduler accepted failed to lower; `exprs` names its ops when the
     engine may segment them again (empty when the failure stands)."""
 
-    def __init__(self, message: str, exprs: frozenset[int]) -> None:
+    def __init__(self, message: str, exprs: frozenset[int], scheduler: str = "") -> None:
         super().__init__(message)
         self.exprs = exprs
+        self.scheduler = scheduler
 
 
 def _segment(fusion: Fusion, inputs: list[Any], options: Options, trace: Trace,
-             isolated: dict[int, str] | None = None) -> tuple[list[tuple], Any]:
+             refusals: Refusals | None = None) -> tuple[list[tuple], Any]:
     """(group fusion, value map original->clone, group inputs, group outputs, id) per group, in run order."""
     from engine.compile import is_user_scheduled
 
@@ -44,7 +46,7 @@ def _segment(fusion: Fusion, inputs: list[Any], options: Options, trace: Trace,
     if segment_fusion is None:
         clone, vmap = fusion.clone()
         return [(clone, vmap, list(fusion.inputs), list(fusion.outputs), 0, None)], None
-    segmented = segment_fusion(fusion, inputs, options, trace, isolated)
+    segmented = segment_fusion(fusion, inputs, options, trace, refusals)
     groups = []
     for g in segmented.run_order():
         clone, vmap = g.make_fusion()
@@ -122,13 +124,13 @@ def raw_inputs(g_in: list[Val]) -> set[int]:
 
 
 def build_segments(fusion: Fusion, inputs: list[Any], options: Options, trace: Trace,
-                   isolated: dict[int, str] | None = None) -> tuple[list, Any]:
+                   refusals: Refusals | None = None) -> tuple[list, Any]:
     """Segment, then schedule, lower and render each segment. A segment of several ops that
     its (automatic) scheduler accepted but that fails to lower raises SegmentLoweringError
     naming its ops, so that the caller can segment again with them apart."""
     from engine.compile import CompiledSegment
 
-    groups, segmented = _segment(fusion, inputs, options, trace, isolated)
+    groups, segmented = _segment(fusion, inputs, options, trace, refusals)
     env = bind_env(fusion, inputs)
     values = _example_values(groups, fusion, inputs, env)
     segments = []
@@ -151,7 +153,7 @@ def build_segments(fusion: Fusion, inputs: list[Any], options: Options, trace: T
             core = _core_exprs(segmented, gid)
             if not _may_resegment(seg, core, options):
                 raise
-            raise SegmentLoweringError(str(e), frozenset(x.name for x in core)) from e.__cause__
+            raise SegmentLoweringError(str(e), frozenset(x.name for x in core), seg.scheduler) from e.__cause__
         segments.append(seg)
     unused = sorted(set(options.heuristic_overrides) - used)
     if unused:

@@ -42,6 +42,7 @@ from engine.schedule.reduction import (
     inline,
     next_pow2,
     record,
+    reduces_expansion,
     rfactor_serial,
     schedule_reduction_fusion,
     unmapped_reductions,
@@ -183,6 +184,11 @@ def persistent_compile_reject(fusion: Fusion, kind: SchedulerType) -> str | None
             return why
     if any(isinstance(e, ex.ViewOp) for e in fusion.exprs()):
         return "View may interfere with normalization scheduling."
+    expanding = next((r for r in reds if reduces_expansion(r)), None)
+    if expanding is not None:
+        # This engine's limit: a persistent buffer holds that axis as a real one, which the
+        # reduction's loop cannot index for it (each thread would read others' elements).
+        return f"{expanding.short_name} reduces an expanded broadcast axis"
     if not persistent_buffers(fusion).persistent_buffers:
         return "no persistent buffer identified"
     if gather_before_reduction(fusion, reds):

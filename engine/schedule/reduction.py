@@ -491,6 +491,16 @@ def io_tensors(fusion: Fusion, caches: list[TensorView]) -> list[TensorView]:
     return [*caches, *[o for o in outs if o not in caches]]
 
 
+def reduces_expansion(red: TensorView) -> bool:
+    """Whether `red` reduces an expanded broadcast axis of its input."""
+    d = red.definition
+    src = d.inputs[0] if d is not None else None
+    if not isinstance(src, TensorView):
+        return False
+    ids = [i for i in src.domain.logical if not i.is_reduction]
+    return any(i.has_expanded_extent for i, o in zip(ids, red.domain.logical) if o.is_reduction)
+
+
 def _reduced_through_expansion(fusion: Fusion) -> Callable[[TensorView], bool]:
     """Inputs upstream of a reduction over an expanded broadcast axis. The reference merges
     that axis with the input's own ones, which the input's cache cannot replay (it has no
@@ -500,12 +510,10 @@ def _reduced_through_expansion(fusion: Fusion) -> Callable[[TensorView], bool]:
     upstream: set[TensorView] = set()
     for e in fusion.exprs():
         if isinstance(e, ex.ReductionOp | ex.WelfordOp) and isinstance(e.inputs[0], TensorView):
-            src, out = e.inputs[0], e.outputs[0]
+            out = e.outputs[0]
             assert isinstance(out, TensorView)
-            ids = [i for i in src.domain.logical if not i.is_reduction]
-            reduced = [i for i, o in zip(ids, out.domain.logical) if o.is_reduction]
-            if any(i.has_expanded_extent for i in reduced):
-                upstream |= upstream_tvs(src)
+            if reduces_expansion(out):
+                upstream |= upstream_tvs(e.inputs[0])
     return lambda tv: tv in upstream
 
 

@@ -48,6 +48,7 @@ from engine.segment.graph import (
     mark_global,
     referenced_symbols,
 )
+from engine.segment.refusals import Refusals
 from engine.trace import Trace
 
 
@@ -56,20 +57,22 @@ def segment_fusion(
     inputs: list[Any],
     options: Options | None = None,
     trace: Trace | None = None,
-    isolated: dict[int, str] | None = None,
+    refusals: Refusals | None = None,
 ) -> SegmentedFusion:
     """Split `fusion` into segments that schedulers accept at the sizes of `inputs`.
 
     Like nvFuser's segmenter, this works on the fusion it is given: it may add privatized
     casts (equivalent copies) and marks segment boundary tensors global. Pass a clone
     (`fusion.clone()[0]`, which keeps names) to leave a user's fusion untouched.
-    `isolated` maps expr names to the reason each must be a segment of its own (a segment
-    holding them failed to lower; see compile_fusion).
+    `refusals` holds what earlier attempts to compile the fusion learned: schedulers
+    refused for a group whose kernel failed to lower, and ops that must be segments of
+    their own (see compile_fusion).
     """
     options = options or Options()
     check_layout_op_uses(fusion)
     finder = _Finder(fusion, Sizes(fusion, inputs), options, trace)
-    finder.isolated = dict(isolated or {})
+    finder.refusals = refusals or Refusals()
+    finder.isolated = dict(finder.refusals.isolated)
     try:
         return finder.run()
     finally:
@@ -162,6 +165,7 @@ class _Finder:
         self._adjacency_cache: tuple[tuple[int, int], Any] | None = None
         self.input_groups: dict[Val, _Group] = {}
         self.isolated: dict[int, str] = {}
+        self.refusals = Refusals()
         # (fusion version, whether its exact classes keep every tensor's axes apart)
         self._apart: tuple[int, bool] | None = None
 
@@ -215,10 +219,15 @@ class _Finder:
         verdicts = asked.verdicts
         # A forced scheduler may come after the first that accepts.
         every = every or self.options.force_scheduler is not None
+        names = frozenset(e.name for e in core)
         with pairwise_maps_frozen(asked.sub):
             for t in PRIORITY[len(verdicts):]:
                 if not every and self._choose(verdicts) is not None:
                     break
+                failed = self.refusals.why_refused(names, str(t))
+                if failed is not None:
+                    verdicts.append(Verdict(t, False, f"its kernel for this group failed to lower: {failed}"))
+                    continue
                 try:
                     reason = registry.compile_time_reason(t, asked.sub)
                     asked.reasons[t] = reason

@@ -475,10 +475,10 @@ def test_block_scales_read_inside_become_a_segment_output():
     check_reference(fd, sf, [x])
 
 
-def test_a_segment_that_fails_to_lower_is_segmented_again_with_its_ops_apart():
+def test_a_segment_that_fails_to_lower_is_segmented_again_without_that_scheduler():
     """Fuzz fusion-3-72: the pointwise scheduler takes all three ops, but the kernel cannot index
-    T1's cache; instead of refusing the fusion, compile_fusion segments those ops again, each
-    in a segment of its own, and the trace says why."""
+    T1's cache; instead of refusing the fusion, compile_fusion refuses pointwise for that group
+    and segments again (three segments here), and the trace says why."""
     from engine.compile import compile_fusion
 
     path = Path(__file__).parents[1] / "regressions" / "fusions" / "lowering_failure_resegmented_fusion_3_72.py"
@@ -486,13 +486,36 @@ def test_a_segment_that_fails_to_lower_is_segmented_again_with_its_ops_apart():
     xs = fd.example_inputs(seed=0)
     cf = compile_fusion(fd, xs)
     assert [len(s.outputs) for s in cf.segments] == [1, 1, 1]
-    notes = [e.message for e in cf.trace if e.kind == "segment" and e.data.get("rule") == "isolate"]
+    notes = [e.message for e in cf.trace if e.kind == "segment" and e.data.get("rule")]
     assert len(notes) == 1 and "cannot be indexed from the loop nest" in notes[0]
-    assert "each apart" in notes[0]
+    assert "pointwise is refused for these 3 ops and the fusion is segmented again" in notes[0]
+    assert [s.scheduler for s in cf.segments] == ["pointwise"] * 3
     outs = cf.run(xs)
     refs = evaluate(fd.fusion, xs)
     for o, r in zip(outs, refs):
         assert torch.equal(o, r)
+
+
+def test_a_refused_scheduler_is_not_asked_again_for_that_group():
+    """Refusals name a scheduler whose kernel failed to lower for exactly one group of ops:
+    the segmenter gives it that verdict without asking, and groups the ops otherwise."""
+    from engine.segment.refusals import Refusals
+
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[64, 128], dtype=DataType.Float)
+        m = fd.ops.max(x, dims=[1], keepdim=True)
+        e = fd.ops.exp(fd.ops.sub(x, m))
+        fd.add_output(fd.ops.div(e, fd.ops.sum(e, dims=[1], keepdim=True)))
+    xs = [torch.randn(64, 128)]
+    assert [g.scheduler for g in segment_fusion(fd.fusion.clone()[0], xs).groups] == ["inner_persistent"]
+    every = frozenset(e.name for e in fd.fusion.exprs())
+    refusals = Refusals(schedulers={every: {"inner_persistent": "a kernel that read others' elements"}})
+    sf = segment_fusion(fd.fusion.clone()[0], xs, trace=Trace(), refusals=refusals)
+    assert len(sf.groups) > 1
+    whole = next(e for e in sf.trace.events if e.kind == "segment" and e.subject == "fusion")
+    verdict = next(v for v in whole.data["verdicts"] if v["scheduler"] == "inner_persistent")
+    assert not verdict["accepted"] and "failed to lower: a kernel that read others' elements" in verdict["reason"]
+    check_reference(fd, sf, xs)
 
 
 def test_a_segment_unschedulable_with_forwarding_is_segmented_again_without_it():
