@@ -80,6 +80,9 @@ class ExprLowering:
         self.work = ScopeWork()
         self.body: dict[Expr, list[kir.Stmt]] = {}
         self.flags: dict[TensorView, list[str]] = {}  # grid-reduced values valid only where true
+        # The block dimensions each flag's grid reduction reduced: along them, only the
+        # flag's block holds the value.
+        self.flag_blocks: dict[str, frozenset[ParallelType]] = {}
         self.smem_bytes = 0
         self.reduce_smem_bytes = 0
         self.workspaces: dict[str, tuple[str, int, bool]] = {}
@@ -280,12 +283,15 @@ class ExprLowering:
                     preds.append(pred)
         return preds
 
-    def redundant_write_predicates(self, loops: list[LoopNode], out: TensorView) -> list[str]:
+    def redundant_write_predicates(self, loops: list[LoopNode], out: TensorView,
+                                   one_block: frozenset[ParallelType] = frozenset()) -> list[str]:
         """One writer per element of a global output that has a broadcast axis bound to a
         thread or block dimension: every index along it addresses the same element (an
         expanded input passed on between segments was written by all 32 blocks of a RoPE
         kernel's blockIdx.y). Only for outputs the kernel does not read back, which other
-        blocks would then read before the one writer has written."""
+        blocks would then read before the one writer has written. Along `one_block` (block
+        dimensions a grid reduction feeding `out` reduced) the writer is already one block,
+        the last to arrive, which need not be block 0 (fuzz schedule 32-31 wrote nothing)."""
         if self.buffer(out).memory != "global" or out.uses:
             return []
         preds: list[str] = []
@@ -294,7 +300,7 @@ class ExprLowering:
             if own is None or not own.is_broadcast or own in self.ext.promoted:
                 continue
             pt = node.concrete.parallel_type
-            if pt in _THREAD_VARS and self.launch_dims.get(pt, 1) > 1:
+            if pt in _THREAD_VARS and self.launch_dims.get(pt, 1) > 1 and pt not in one_block:
                 preds.append(f"{_THREAD_VARS[pt]} == 0")
         return preds
 
@@ -425,9 +431,10 @@ class ExprLowering:
         out = out_tv(expr)
         self._register_allocations(expr, loops)
         c_index = self.output_index(out, loops)
-        preds = (self.thread_predicates(loops, out) + self.promoted_loop_predicates(loops, out)
-                 + self.redundant_write_predicates(loops, out) + self.bounds_predicates(out, c_index))
         flags = sorted({f for p in in_tvs(expr) for f in self.flags.get(p, [])})
+        one_block = frozenset().union(*(self.flag_blocks.get(f, frozenset()) for f in flags))
+        preds = (self.thread_predicates(loops, out) + self.promoted_loop_predicates(loops, out)
+                 + self.redundant_write_predicates(loops, out, one_block) + self.bounds_predicates(out, c_index))
         for o in expr.outputs:
             if isinstance(o, TensorView) and flags:
                 self.flags[o] = flags

@@ -192,6 +192,7 @@ def _grid(low: ExprLowering, out: TensorView, acc: Accumulator, threads: list[bo
     flag = f"{out.short_name}_last"
     low.alloc_at(acc.level, loops, kir.Raw(f"bool {flag} = false;"))
     low.flags[out] = [flag]
+    low.flag_blocks[flag] = frozenset(pt for pt, b in zip(_BLOCKS, blocks) if b)
     ct = acc.dtype.cuda_name
     width = acc.dtype.bits // 8
     if 1 < acc.size and acc.size * width * n_threads <= _GROUP_SMEM_BYTES:
@@ -371,6 +372,7 @@ def _grid_welford(low: ExprLowering, expr: ex.WelfordOp, accs: list[Accumulator]
     instance, count = _grid_instance(low, loops, a0.level)
     flag = f"{avg.short_name}_last"
     low.alloc_at(a0.level, loops, kir.Raw(f"bool {flag} = false;"))
+    low.flag_blocks[flag] = frozenset(pt for pt, b in zip(_BLOCKS, blocks) if b)
     for o in expr.outputs:
         if isinstance(o, TensorView):
             low.flags[o] = [flag]
