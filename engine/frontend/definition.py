@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from engine import gc_pause
 from engine.dtypes import DataType
 from engine.errors import FusionDefinitionError
-from engine.frontend.spellings import normalize
+from engine.frontend.spellings import normalize, unknown_op_message
 from engine.ir.base import _current
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain, IterType
@@ -70,7 +70,7 @@ class _Ops:
         import engine.ops as ops
 
         if name.startswith("_") or name not in ops.__all__:
-            raise AttributeError(f"fd.ops has no op named {name!r}")
+            raise AttributeError(unknown_op_message(name))
         builder = getattr(ops, name)
         fd = self._fd
 

@@ -66,6 +66,9 @@ _UNSUPPORTED: dict[str, str] = {
        for op in ("randn", "rand")},
     "index_add": "not an nvFuser op; index_put_accumulate or scatter adds into a tensor",
     "embedding_bwd": "not an nvFuser op; index_put_accumulate builds an embedding's gradient",
+    "scaled_mm": "nvFuser's block-scaled matmul (fp8/fp4 operands with block scales) is not supported "
+                 "by this engine; grouped_mm and matmul are",
+    "complex": "complex tensors are not supported by this engine's code generator",
 }
 
 

@@ -217,6 +217,9 @@ def test_a_fusion_without_inputs_has_an_empty_input_list():
     ("fd.ops.rand(T0)", "not an nvFuser op; random tensors come from fd.ops.uniform"),
     ("fd.ops.index_add(T0, 0, T0, T0)", "not an nvFuser op; index_put_accumulate or scatter adds into a tensor"),
     ("fd.ops.embedding_bwd(T0, T0)", "not an nvFuser op; index_put_accumulate builds an embedding's gradient"),
+    ("fd.ops.scaled_mm(T0, T0, T0, T0)", "nvFuser's block-scaled matmul (fp8/fp4 operands with block scales) "
+                                         "is not supported by this engine"),
+    ("fd.ops.complex(T0, T0)", "complex tensors are not supported by this engine's code generator"),
     ("fd.ops.grouped_mm(T0, T0, T0, T0, T0)", "grouped_mm: the scaled form (scale1, scale2, alpha, bias, beta, "
                                               "dtype, output block scales) is not supported"),
 ])
@@ -226,6 +229,9 @@ def test_unsupported_ops_are_refused_by_name(call, why):
     with pytest.raises(FusionFileError) as e:
         loads_fusion(text, "bad.py")
     assert f"bad.py:7: fd.ops.{name}: {why}" in str(e.value)
+    if name != "grouped_mm":  # the Python API names the same reason
+        with FusionDefinition() as fd, pytest.raises(AttributeError, match=re.escape(f"fd.ops.{name}: {why}")):
+            getattr(fd.ops, name)
 
 
 OPERATORS = """\
