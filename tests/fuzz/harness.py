@@ -162,8 +162,9 @@ def nvcc_check(cf: Any) -> None:
             ptx_check(seg.cuda_source, "sm_80")
 
 
-def run_compiled(fd: Any, xs: list[Any], nvcc: bool = False) -> Outcome:
-    """Compile, emulate and compare one defined fusion (a generated one or a loaded file)."""
+def run_compiled(fd: Any, xs: list[Any], nvcc: bool = False, backend: str = "emulate") -> Outcome:
+    """Compile, emulate (or run on `backend`) and compare one defined fusion (a generated one
+    or a loaded file)."""
     from engine.compile import compile_fusion
     from engine.reference import evaluate
 
@@ -182,9 +183,9 @@ def run_compiled(fd: Any, xs: list[Any], nvcc: bool = False) -> Outcome:
     try:
         if nvcc and shutil.which("nvcc"):
             nvcc_check(cf)
-        outs = cf.run(xs, backend="emulate")
+        outs = cf.run(xs, backend=backend)
     except Exception as e:  # noqa: BLE001 - a kernel that fails to build or faults is a bug
-        out = crash(e, "emulate")
+        out = crash(e, backend)
         out.segments, out.kernels = segs, kernels
         return out
     spreads: list[Spread] | None = None
