@@ -74,29 +74,12 @@ def _neighbours(tv: TensorView) -> list[TensorView]:
 
 
 def transform_like(reference: TensorView, selected: Sequence[TensorView] | None = None) -> None:
-    """Replay `reference`'s loop transforms across the fusion (nvFuser's TransformPropagator).
-
-    The spanning tree is breadth-first from the reference over producer and consumer
-    edges (consumers first), restricted to `selected` when given; each tensor is
-    replayed from the tensor that reached it. nvFuser picks the tree that keeps the
-    most logical-domain information; breadth-first gives the same result on the
-    pointwise, reduction and broadcast chains this engine schedules. Tensors reached
-    must not be inlined yet (transform, then inline).
-    """
-    fusion = reference.fusion
-    allowed = None if selected is None else {*selected, reference}
-    with transaction(fusion.tensors()):  # type: ignore[arg-type]
-        seen = {reference}
-        queue = [reference]
-        while queue:
-            src = queue.pop(0)
-            for nb in _neighbours(src):
-                if nb in seen or (allowed is not None and nb not in allowed):
-                    continue
-                seen.add(nb)
-                nb._require_not_inlined("transform_like")
-                replay_edge(src, nb)
-                queue.append(nb)
+    """Replay `reference`'s loop transforms across the fusion (nvFuser's TransformPropagator
+    over its MaxLogicalDomainInfoSpanningTree): propagate_max_info without parallel types,
+    restricted to `selected` when given. Tensors reached must not be inlined yet (transform,
+    then inline)."""
+    propagate_max_info(reference, list(selected) if selected is not None else None, parallel=False,
+                       op="transform_like")
 
 
 def parallelize_like(
@@ -151,11 +134,73 @@ def inline_most(fusion: Fusion, selected: Sequence[TensorView] | None = None) ->
 
     targets = [t for t in (selected if selected is not None else fusion.tensors())
                if t not in fusion.inputs]
+    caps = persistent_caps(fusion)
     # Inlining sets positions only, never a loop domain: each tensor's legal position and
     # the verification after ask for the same loop maps, computed once.
     with loop_maps_frozen(), transaction(fusion.tensors(), inlining=True):  # type: ignore[arg-type]
         for tv in targets:
-            tv.inline_at(-1, best_effort=True)  # type: ignore[union-attr]
+            tv.inline_at(caps.get(tv, -1), best_effort=True)  # type: ignore[union-attr,arg-type]
+
+
+def persistent_caps(fusion: Fusion) -> dict[TensorView, int]:
+    """Inline positions of persistent buffers: a tensor a reduction reads and that is read
+    again once the reduction is done (x in x - mean(x)) cannot share the loops over the axes
+    the reduction reduces, which the reduction closes before its result exists (nvFuser's
+    unmappable dims). Each is capped before its first loop axis derived from such an axis;
+    without the cap inline_most makes the loop nests depend on each other in a cycle."""
+    from engine.analysis.persistent import persistent_buffers, upstream_tvs
+    from engine.ir import exprs as ex
+
+    if not any(isinstance(e, ex.ReductionOp | ex.WelfordOp) for e in fusion.exprs()):
+        return {}
+    caps: dict[TensorView, int] = {}
+    for red, live in persistent_buffers(fusion).live_across.items():
+        cone = upstream_tvs(red) | {red}
+        for t in live:
+            reduced = _ids_reaching_reduction(t, red, cone)
+            pos = next((k for k, i in enumerate(t.domain.loop) if _ancestors(i) & reduced), t.nloop)
+            caps[t] = min(caps.get(t, t.nloop), pos)
+    return caps
+
+
+def _ids_reaching_reduction(t: TensorView, red: TensorView, cone: set[TensorView]) -> set[IterDomain]:
+    """`t`'s logical ids that map to an axis `red` reduces, along consumers inside `cone`."""
+    from engine.analysis.logical_map import consumers_of, pairwise_logical_map, root_to_logical
+
+    # origins[tv][i]: the ids of t that tv's id i comes from, over every path seen so far
+    # (logical ids; the reduction's root ids, which an rfactor may have split).
+    origins: dict[TensorView, dict[IterDomain, set[IterDomain]]] = {t: {i: {i} for i in t.domain.logical}}
+    queue = [t]
+    while queue:
+        tv = queue.pop()
+        for c in consumers_of(tv):
+            if c not in cone:
+                continue
+            m = pairwise_logical_map(tv, c)
+            if c is not red:
+                r2l = root_to_logical(c)
+                m = {p: r2l[q] for p, q in m.items() if q in r2l}
+            got = origins.setdefault(c, {})
+            grew = False
+            for i, o in origins[tv].items():
+                if i in m and not o <= got.get(m[i], set()):
+                    got[m[i]] = got.get(m[i], set()) | o
+                    grew = True
+            if grew:
+                queue.append(c)
+    return {o for i, os in origins.get(red, {}).items() if i.is_reduction for o in os}
+
+
+def _ancestors(i: IterDomain) -> set[IterDomain]:
+    seen = {i}
+    stack = [i]
+    while stack:
+        d = stack.pop().definition
+        for x in (d.inputs if d is not None else []):
+            if x not in seen:
+                seen.add(x)
+                stack.append(x)
+    return seen
 
 
 def inline_all_at(reference: TensorView, pos: int = -1, best_effort: bool = False,
@@ -183,13 +228,13 @@ def inline_all_at(reference: TensorView, pos: int = -1, best_effort: bool = Fals
 
 
 def propagate_max_info(reference: TensorView, selected: list[TensorView] | None = None,
-                       parallel: bool = True) -> None:
+                       parallel: bool = True, op: str = "propagate") -> None:
     """Replay the reference's loop transforms onto every (selected) tensor, each tensor
     from the neighbour that carries the most of the reference's axes to it.
 
-    transform_like walks breadth-first, so a tensor reached first through a
-    broadcast (seed 001's T4 = T0 + broadcast(sum(T0))) would get only the axis the
-    broadcast carries and keep its other axes unsplit. Like nvFuser's
+    A breadth-first walk would reach a tensor first through a broadcast (seed 001's
+    T4 = T0 + broadcast(sum(T0))) and give it only the axis the broadcast carries,
+    leaving its other axes unsplit. Like nvFuser's
     MaxLogicalDomainInfoSpanningTree, this grows a tree that always takes the edge
     carrying the most non-broadcast reference-derived logical ids (Prim's algorithm,
     ties in discovery order). With `parallel`, parallel types follow the same tree
@@ -200,8 +245,9 @@ def propagate_max_info(reference: TensorView, selected: list[TensorView] | None 
 
     fusion = reference.fusion
     allowed = None if selected is None else {*selected, reference}
-    info: dict[TensorView, set] = {
-        reference: {i for i in reference.domain.logical if not i.is_broadcast}}
+    # The reference's broadcast axes count once they reach a real axis (a split of mean's
+    # keepdim axis reaches the rows through x - mean, not through the reduction's broadcast).
+    info: dict[TensorView, set] = {reference: set(reference.domain.logical)}
     with transaction(fusion.tensors()):  # type: ignore[arg-type]
         while True:
             best: tuple[int, int, TensorView, TensorView, set] | None = None
@@ -221,7 +267,7 @@ def propagate_max_info(reference: TensorView, selected: list[TensorView] | None 
             if best is None:
                 return
             _, _, src, dst, carried = best
-            dst._require_not_inlined("propagate")
+            dst._require_not_inlined(op)
             replay_edge(src, dst)
             info[dst] = carried
             if parallel:

@@ -548,3 +548,26 @@ def test_no_cache_between_a_pad_and_its_cat():
     assert str(fd.fusion) == listing
     x = torch.randn(2, 3)
     torch.testing.assert_close(fd.execute([x])[0], torch.cat([x, x], 1))
+
+
+def test_transform_like_reaches_a_reduction_through_x_minus_mean_and_inline_most_keeps_x_apart():
+    """nvFuser's schedule test test_var_mean_user_schedule, reduced: the mean's keepdim axis is
+    split; transform_like (the max-info tree) carries the split to the reduction through
+    x - mean (not through the reduction's broadcast, which has none of it), and inline_most
+    keeps x, read again after the reduction, out of the loops the reduction closes."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        s = fd.ops.sum(x, dims=[-1], keepdim=True)
+        mean = fd.ops.div(s, fd.define_scalar(64, dtype=DataType.Int))
+        fd.add_output(fd.ops.sub(x, mean))
+    red = next(t for t in fd.sched.tensors() if fd.sched.is_reduction(t))
+    c0 = fd.sched.cache_after(x)
+    fd.sched.split(mean, -1, 16)
+    fd.sched.transform_like(mean)
+    assert red.nloop == 3 and red.domain.loop[1].is_reduction and red.domain.loop[2].is_reduction
+    fd.sched.rfactor(red, [-1])
+    fd.sched.inline_most()
+    assert c0.compute_at_pos == 1  # before the split rows the reduction closes
+    xs = [torch.randn(5, 64)]
+    (out,) = fd.execute(xs)
+    torch.testing.assert_close(out, xs[0] - xs[0].mean(-1, keepdim=True))

@@ -39,6 +39,7 @@ WORKS = [
     "sched_expanded_input_vectorize", "sched_inline_at_selected", "sched_max_sub_rfactor",
     "sched_pointwise_merge_split_tidx", "sched_reorder_outer_split_unroll", "sched_smem_cache_pointwise",
     "sched_sum_rfactor_donut", "sched_transform_like_inline_most", "sched_two_fusion_classes",
+    "sched_var_mean_cache_fork_rfactor",
     "sched_vectorize_non_divisible", "sdpa_fwd", "set_segment_set",
     "silu_mul_bwd", "size_shape_ops", "sizes_strides", "slice_strides", "softmax_bwd_bf16_roundtrip",
     "softmax_dims", "special_math", "squeeze_forms", "stride_order_channels_last", "subclass_schedule",
@@ -64,14 +65,7 @@ COMPILE_REFUSED = {
 
 # Engine bugs these scripts found (scheduling/lowering, outside the frontend): strict xfail,
 # so a fix shows up as XPASS and the script moves to WORKS.
-KNOWN_BUGS = {
-    # Loads (list(filter(self.sched.is_reduction, ...)) and the rfactor comprehension are read),
-    # but fd.sched.transform_like walks breadth-first (engine/ir/propagate.transform_like): it
-    # reaches sum0 from the mean through the broadcast, which carries none of the split axis,
-    # so sum0's reduction axis stays unsplit and rfactor(dims=[-1]) leaves it nothing. nvFuser's
-    # MaxLogicalDomainInfoSpanningTree reaches sum0 from the cached t0, splitting it.
-    "sched_var_mean_cache_fork_rfactor": "sched_var_mean_cache_fork_rfactor.py:43: self.sched.rfactor: T1: "
-                                         "rfactor must leave at least one reduction axis to the consumer",
+KNOWN_BUGS: dict[str, str] = {
 }
 
 
