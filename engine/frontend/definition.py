@@ -60,6 +60,14 @@ def _recorded(method: _F) -> _F:
     return wrapper  # type: ignore[return-value]
 
 
+# The FusionDefinition whose `with` block is open (TensorView.size / shape record through it).
+_open: contextvars.ContextVar[FusionDefinition | None] = contextvars.ContextVar("definition", default=None)
+
+
+def open_definition() -> FusionDefinition | None:
+    return _open.get()
+
+
 class _Ops:
     """`fd.ops`: every builder in engine.ops, by nvFuser's python names."""
 
@@ -146,6 +154,7 @@ class FusionDefinition:
         # computes T as an output; execute() writes it into that input and does not return it.
         self.output_aliases: dict[int, int] = {}
         self._token: contextvars.Token | None = None
+        self._open_token: contextvars.Token | None = None
         self._reentered = 0
         if type(self).definition is not FusionDefinition.definition:
             with self:
@@ -164,6 +173,7 @@ class FusionDefinition:
     def __enter__(self) -> FusionDefinition:
         if self._token is None:  # entering an open definition again changes nothing
             self._token = _current.set(self.fusion)
+            self._open_token = _open.set(self)
             gc_pause.hold()  # no full collections in mid-definition (see engine.gc_pause)
         else:
             self._reentered += 1
@@ -174,6 +184,8 @@ class FusionDefinition:
             self._reentered -= 1
         elif self._token is not None:
             _current.reset(self._token)
+            if self._open_token is not None:
+                _open.reset(self._open_token)
             self._token = None
             gc_pause.release()
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import contextlib
 import enum
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from engine.dtypes import DataType
-from engine.errors import ScheduleError
+from engine.errors import FusionDefinitionError, ScheduleError
 from engine.ir.base import Expr, Val
 from engine.ir.graph_copy import copy_node
 from engine.ir.iterdomain import IdTransform, IterDomain, Merge, ParallelType, Split
@@ -88,6 +88,18 @@ class TensorDomain:
         return "[" + ", ".join(str(i) for i in self.loop) + "]"
 
 
+def _definition_ops(tv: TensorView, method: str) -> Any:
+    """The `fd.ops` of the open FusionDefinition that owns `tv`, so that the call is recorded
+    as the op (a saved file then spells it fd.ops.size / fd.ops.shape)."""
+    from engine.frontend.definition import open_definition
+
+    fd = open_definition()
+    if fd is None or fd.fusion is not tv.fusion:
+        raise FusionDefinitionError(f"{tv.short_name}.{method}(): only inside the `with FusionDefinition()` "
+                                    "block that defines the tensor")
+    return fd.ops
+
+
 class TensorView(Val):
     """A tensor in the fusion: T0, T1, ... in creation order."""
 
@@ -126,6 +138,14 @@ class TensorView(Val):
     @property
     def nloop(self) -> int:
         return len(self.domain.loop)
+
+    def size(self, dim: int) -> Any:
+        """nvFuser's Tensor.size(dim): fd.ops.size of the FusionDefinition being written."""
+        return _definition_ops(self, "size").size(self, dim)
+
+    def shape(self) -> Any:
+        """nvFuser's Tensor.shape(): fd.ops.shape of the FusionDefinition being written."""
+        return _definition_ops(self, "shape").shape(self)
 
     def logical(self) -> list[IterDomain]:
         return self.domain.logical

@@ -324,3 +324,22 @@ def test_loops_a_file_cannot_abuse_are_refused(body, why):
     text = LOOPS.split("    tvs =")[0] + body
     with pytest.raises(FusionFileError, match=re.escape(why)):
         loads_fusion(text, "bad.py")
+
+
+def test_tensor_size_and_shape_methods_are_the_recorded_ops():
+    """nvFuser's Tensor.size(dim) and Tensor.shape() in the Python API: fd.ops.size and
+    fd.ops.shape of the open definition, so a saved file spells them as the ops."""
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        s = fd.ops.sum(t0, dims=[1])
+        b = fd.ops.broadcast_in_dim(s, shape=t0.shape(), broadcast_dims=[0])
+        fd.add_output(fd.ops.sub(t0, b))
+        fd.add_output(fd.ops.reshape(t0, [t0.size(1), t0.size(0)]))
+    x = torch.randn(6, 5)
+    out, flipped = fd.execute([x])
+    torch.testing.assert_close(out, x - x.sum(1, keepdim=True))
+    assert flipped.shape == (5, 6)
+    text = dumps_fusion(fd, [x])
+    assert "S2, S3 = fd.ops.shape(T0)" in text and "S6 = fd.ops.size(T0, 1)" in text
+    with pytest.raises(FusionDefinitionError, match=r"T0.size\(\): only inside the `with FusionDefinition\(\)`"):
+        t0.size(0)
