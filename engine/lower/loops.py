@@ -133,6 +133,8 @@ class Nest:
         for g in _groups([e for e in exprs if out_tv(e).nloop > level], level):
             g = sorted(g, key=self.position.__getitem__)
             node = LoopNode(level, [out_tv(e).axis(level) for e in g])
+            if not self.is_virtual(node.concrete):
+                _check_same_iteration(g, level, node)
             if self.is_virtual(node.concrete):
                 for e in g:
                     self.virtual[e][level] = node.concrete
@@ -148,6 +150,28 @@ class Nest:
         order = _ordered(members, self.position)
         by_first = {id(m[0]): it for m, it in zip(members, items)}
         return [by_first[id(m[0])] for m in order]
+
+
+def _check_same_iteration(group: list[Expr], level: int, node: LoopNode) -> None:
+    """A producer that shares this loop with a consumer without being inlined into it (the
+    two joined through a tensor inlined into both) is computed one iteration at a time: the
+    consumer may only read the element of its own iteration. One that reads along another
+    axis would read elements of later iterations, not yet computed (fuzz schedule 33-42:
+    a row sum read along the columns of the rows loop that computes it)."""
+    from engine.analysis.replay import loop_map
+
+    made = {id(o): e for e in group for o in e.outputs}
+    for e in group:
+        c = out_tv(e)
+        for p in in_tvs(e):
+            if id(p) not in made or p.compute_at_pos > level or p.nloop <= level:
+                continue
+            if loop_map(p, c).get(p.axis(level)) is not c.axis(level):
+                raise CompileError(
+                    f"{c.short_name} reads {p.short_name} inside the loop over {node.concrete} that "
+                    f"computes {p.short_name} (tensors inlined into both join them), along another "
+                    f"axis: elements of later iterations are not computed yet; inline "
+                    f"{p.short_name} into {c.short_name} or lower the compute-at positions")
 
 
 def _exprs_of(item: LoopNode | Expr) -> list[Expr]:
