@@ -116,3 +116,20 @@ class GroupedMmaOp(Expr):
 
 ATEN_ONLY: tuple[type[Expr], ...] = (ScanOp, TopKOp, ArgsortOp, ScatterOp, IndexPutAccumulateOp, GroupedMmaOp,
                                      ex.SdpaFwdOp, ex.SdpaBwdOp)
+
+
+def aten_only(e: Expr) -> bool:
+    """Whether no generated kernel computes `e`: the ATEN_ONLY ops, and a plain cast to fp4
+    (kernels write fp4, two values per byte, only through the block quantization runtime)."""
+    return isinstance(e, ATEN_ONLY) or is_fp4_cast(e)
+
+
+def is_fp4_cast(e: Expr) -> bool:
+    from engine.dtypes import DataType
+
+    return (isinstance(e, ex.UnaryOp) and e.op == "cast"
+            and getattr(e.outputs[0], "dtype", None) == DataType.Float4_e2m1fn)
+
+
+def aten_only_name(e: Expr) -> str:
+    return "cast to Float4_e2m1fn" if is_fp4_cast(e) else type(e).__name__

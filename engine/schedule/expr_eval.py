@@ -6,7 +6,7 @@ ops without compute), or when the fusion is a single expression that ATen evalua
 (MatmulOp, LinearOp, SDPA, ...). This engine has matmul, linear, the nvfp4 grouped matmul
 (CutlassNvfp4GroupedMmaOp, run through torch by engine.nvfp4) and the ops of
 engine.ir.aten_exprs (SDPA, scan, topk, argsort, scatter, index_put_accumulate,
-grouped_mm) in that set; the matmul scheduler delegates to this one. There are no heuristics (params None) and
+grouped_mm, and a plain cast to fp4) in that set; the matmul scheduler delegates to this one. There are no heuristics (params None) and
 `schedule` transforms nothing: the segment is evaluated, not lowered.
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from engine.ir import exprs as ex
-from engine.ir.aten_exprs import ATEN_ONLY
+from engine.ir.aten_exprs import ATEN_ONLY, aten_only
 from engine.ir.base import Expr, Val
 from engine.ir.quant_exprs import CutlassNvfp4GroupedMmaOp
 from engine.ir.tensorview import TensorView
@@ -75,7 +75,7 @@ class ExprEvalScheduler(Scheduler):
         exprs = fusion.exprs()
         if len(exprs) != 1:
             return "Fusion must contain only a single expression."
-        if isinstance(exprs[0], ATEN_EXPRS):
+        if isinstance(exprs[0], ATEN_EXPRS) or aten_only(exprs[0]):
             return None
         # nvFuser's message, which names only its first four ATen ops.
         return (

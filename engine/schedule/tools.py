@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from engine.errors import ScheduleError
 from engine.ir import exprs as ex
-from engine.ir.aten_exprs import ATEN_ONLY
+from engine.ir.aten_exprs import aten_only, aten_only_name
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import ParallelType, Resize
 from engine.ir.propagate import inline_all_at as _inline_all_at
@@ -71,10 +71,10 @@ def global_only_keep(fusion: Fusion) -> Keep:
 
 
 def aten_only_reason(fusion: Fusion) -> str | None:
-    """Ops that no generated kernel computes (engine.ir.aten_exprs.ATEN_ONLY): every kernel
+    """Ops that no generated kernel computes (engine.ir.aten_exprs.aten_only): every kernel
     scheduler refuses a fusion holding one, as nvFuser's checkCanSchedule does, so the
     segmenter leaves each to an expr_eval segment of its own."""
-    names = sorted({type(e).__name__ for e in fusion.exprs() if isinstance(e, ATEN_ONLY)})
+    names = sorted({aten_only_name(e) for e in fusion.exprs() if aten_only(e)})
     if names:
         return f"Has unsupported ops: {', '.join(names)} (evaluated by the expr_eval scheduler in this engine)"
     return None

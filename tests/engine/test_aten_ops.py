@@ -219,3 +219,22 @@ def test_saved_file_round_trip_keeps_every_op():
     assert str(again.fusion) == str(fd.fusion)
     for a, b in zip(evaluate(again.fusion, [x, idx]), evaluate(fd.fusion, [x, idx])):
         assert torch.equal(a, b)
+
+
+def test_a_plain_cast_to_fp4_runs_as_an_expr_eval_segment():
+    """Kernels write fp4 (two values per byte) only through block quantization: a plain cast
+    to Float4_e2m1fn, as Thunder's nvfp4 quantization emits, is refused by every kernel
+    scheduler by name and evaluated by expr_eval, its bytes those of the reference."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+        y = fd.ops.mul(x, 2.0)
+        fd.add_output(fd.ops.cast(y, DataType.Float4_e2m1fn))
+    xs = [torch.randn(8, 32, dtype=torch.bfloat16)]
+    cf = compile_fusion(fd, xs)
+    assert [s.scheduler for s in cf.segments] == ["pointwise", "expr_eval"]
+    verdicts, _ = registry.can_schedule(cf.segments[1].fusion, SchedulerRuntimeInfo(cf.segments[1].fusion, [xs[0]]))
+    pw = next(v for v in verdicts if str(v.scheduler) == "pointwise")
+    assert not pw.accepted and "cast to Float4_e2m1fn" in pw.reason
+    (out,) = cf.run(xs, backend="emulate")
+    (ref,) = evaluate(fd.fusion, xs)
+    assert out.dtype == torch.float4_e2m1fn_x2 and torch.equal(out.view(torch.uint8), ref.view(torch.uint8))

@@ -39,7 +39,7 @@ WORKS = [
     "sched_expanded_input_vectorize", "sched_inline_at_selected", "sched_max_sub_rfactor",
     "sched_pointwise_merge_split_tidx", "sched_reorder_outer_split_unroll", "sched_smem_cache_pointwise",
     "sched_sum_rfactor_donut", "sched_transform_like_inline_most", "sched_two_fusion_classes",
-    "sched_var_mean_cache_fork_rfactor",
+    "sched_var_mean_cache_fork_rfactor", "nvfp4_block_quantize_direct",
     "sched_vectorize_non_divisible", "sdpa_fwd", "set_segment_set",
     "silu_mul_bwd", "size_shape_ops", "sizes_strides", "slice_strides", "softmax_bwd_bf16_roundtrip",
     "softmax_dims", "special_math", "squeeze_forms", "stride_order_channels_last", "subclass_schedule",
@@ -59,7 +59,6 @@ REFUSED = {
 
 # Loaded fine; the code generator has no complex arithmetic: refused at compile time.
 COMPILE_REFUSED = {
-    "nvfp4_block_quantize_direct": "fp4 tensors are produced by the quantization runtime only",
     "complex_mul": "mul: complex types (std::complex<float>) are not supported by the CUDA code generator",
 }
 
