@@ -10,6 +10,7 @@ its own. Each prints itself as nvFuser's `toString` does.
 
 from __future__ import annotations
 
+from engine.dtypes import DataType
 from engine.ir import exprs as ex
 from engine.ir.base import Expr, Val
 from engine.ir.exprs import ind, operand, two_lines
@@ -125,9 +126,7 @@ def aten_only(e: Expr) -> bool:
 
 
 def is_fp4_cast(e: Expr) -> bool:
-    from engine.dtypes import DataType
-
-    return (isinstance(e, ex.UnaryOp) and e.op == "cast"
+    return (type(e) is ex.UnaryOp and e.op == "cast"
             and getattr(e.outputs[0], "dtype", None) == DataType.Float4_e2m1fn)
 
 
