@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from engine import gc_pause
+from engine import fusion_cache, gc_pause
 from engine.config import Options
 from engine.dtypes import DataType, to_torch
 from engine.errors import CompileError, ExecutionError, NoSchedulerError
@@ -394,12 +394,18 @@ _SCHEDULER_REFUSALS = 4
 
 
 def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = None) -> CompiledFusion:
-    """Segment, schedule, lower and render `fd` (a FusionDefinition or Fusion) for `inputs`."""
+    """Segment, schedule, lower and render `fd` (a FusionDefinition or Fusion) for `inputs`.
+    A definition compiled before for inputs of the same signature, with the same options,
+    is not compiled again (engine.fusion_cache)."""
     from engine.compile_stages import SegmentLoweringError, build_segments
     from engine.segment.refusals import Refusals
 
     original: Fusion = fd.fusion if hasattr(fd, "fusion") else fd
     options = options or Options()
+    cache_key = fusion_cache.key(fd, inputs, options)
+    cached = fusion_cache.get(cache_key)
+    if cached is not None:
+        return cached
     refusals = Refusals()
     notes: list[tuple[str, str]] = []
     with gc_pause.held(), transforms_kept():
@@ -442,4 +448,5 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
         from engine.host.lower import lower_to_host
 
         cf.host_ir = lower_to_host(cf, trace)
+    fusion_cache.put(cache_key, cf)
     return cf

@@ -17,3 +17,13 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_fusion_cache():
+    """Each test compiles for itself: a fusion another test compiled is not reused (a test
+    that patches the compiler must see its patch take effect)."""
+    from engine import fusion_cache
+
+    fusion_cache.clear()
+    yield
