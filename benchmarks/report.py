@@ -215,8 +215,8 @@ def format_report(rows: Sequence[dict[str, Any]], meta: dict[str, Any]) -> str:
                "'eager (ref)' is engine.reference.evaluate of the same definition, 'eager (torch)' a "
                "hand-written torch function, 'compile'/'compile mat' torch.compile of it (default, "
                "max-autotune-no-cudagraphs). GB/s and % copy: minimal bytes over engine run (and kernels) time. "
-               "compile ms: define + compile_fusion (first, excluding NVRTC); 2nd: define + compile_fusion + "
-               "kernel load from the cubin cache.")
+               "compile ms: define + compile_fusion (first, excluding NVRTC); 2nd: define again + compile_fusion "
+               "(a fusion-cache hit: the same definition and input signature) + kernel load.")
     out.append("")
     out.append(format_table(rows))
     singles = [r for r in rows if r.get("kernels") == 1 and not r.get("engine_error")]
