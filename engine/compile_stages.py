@@ -237,7 +237,11 @@ def _schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace,
     if seg.scheduler not in ("user", "expr_eval"):
         trace.stage("fusion_ir_presched", str(fusion))
         verdicts, first = registry.can_schedule(fusion, info, trace, subject, known)
-        kind = options.force_scheduler or (first.value if first is not None else None)
+        # The segmenter's choice stands where it still accepts: it may have passed over a
+        # scheduler refused for this group (its kernel failed to lower, see Refusals).
+        chosen_by_segmenter = any(v.accepted and v.scheduler.value == seg.scheduler for v in verdicts)
+        kind = options.force_scheduler or (seg.scheduler if chosen_by_segmenter else
+                                           first.value if first is not None else None)
         if kind is None:
             reasons = "\n".join(str(v) for v in verdicts)
             raise CompileError(f"segment {seg.id}: no scheduler accepts it:\n{reasons}")

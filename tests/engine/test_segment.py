@@ -535,3 +535,31 @@ def test_a_segment_unschedulable_with_forwarding_is_segmented_again_without_it()
                      "segmented again without it"]
     for o, r in zip(cf.run(xs), evaluate(fd.fusion, xs)):
         assert torch.equal(o, r)
+
+
+def test_a_scheduler_refused_for_a_group_is_not_chosen_again_when_the_group_is_scheduled(monkeypatch):
+    """The transpose scheduler's kernel fails to lower (patched to): refused for the group, the
+    segmenter gives the same group to pointwise, and scheduling keeps that choice rather than
+    asking the schedulers again (which would pick transpose, and fail again)."""
+    import engine.lower.pipeline as pipeline
+    from engine.compile import compile_fusion
+    from engine.errors import CompileError
+
+    real = pipeline.lower_fusion
+
+    def failing(fusion, env, name, *args, **kwargs):
+        if "transpose" in name:
+            raise CompileError("patched: the transpose kernel fails to lower")
+        return real(fusion, env, name, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "lower_fusion", failing)
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        y = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        fd.add_output(fd.ops.add(fd.ops.permute(x, [1, 0]), y))
+    xs = [torch.randn(512, 512), torch.randn(512, 512)]  # large enough for transpose to accept
+    cf = compile_fusion(fd, xs)
+    assert [s.scheduler for s in cf.segments] == ["pointwise"]
+    notes = [e.message for e in cf.trace if e.kind == "segment" and e.data.get("rule") == "refuse_scheduler"]
+    assert len(notes) == 1 and "transpose is refused for these 2 ops" in notes[0]
+    torch.testing.assert_close(cf.run(xs, backend="emulate")[0], xs[0].t() + xs[1])
