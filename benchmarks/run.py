@@ -242,7 +242,11 @@ class Harness:
             ks2 = [s.kernel(self.backend) for s in cf2.segments if s.is_kernel]
             sync()
             row["recompile_ms"] = (time.perf_counter() - t) * 1e3
-            row["recompile_cached"] = all(getattr(k, "cached", True) for k in ks2)
+            # A fusion-cache hit reuses the first compile's segments (and their loaded kernels,
+            # which NVRTC built); otherwise each kernel must come from the cubin cache.
+            row["recompile_fusion_cache"] = cf2.segments is cf.segments
+            row["recompile_cached"] = (row["recompile_fusion_cache"]
+                                       or all(getattr(k, "cached", True) for k in ks2))
             log(f"  engine compile {row['compile_ms']:.0f} ms (define {t_def * 1e3:.0f}), kernels "
                 f"{row['kernels']}/{row['segments']} segments, NVRTC {row['nvrtc_s']:.2f} s, "
                 f"2nd compile {row['recompile_ms']:.0f} ms cached={row['recompile_cached']}")
