@@ -427,8 +427,7 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
                 # than not at all.
                 if not e.exprs:
                     raise
-                tries = sum(len(v) for v in refusals.schedulers.values())
-                if e.scheduler and tries < _SCHEDULER_REFUSALS and refusals.refuse(e.exprs, e.scheduler, str(e)):
+                if e.scheduler and refusals.refuse(e.exprs, e.scheduler, str(e), _SCHEDULER_REFUSALS):
                     notes.append((f"{e}; {e.scheduler} is refused for these {len(e.exprs)} ops and the "
                                   "fusion is segmented again", "refuse_scheduler"))
                     continue

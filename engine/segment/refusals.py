@@ -19,10 +19,11 @@ class Refusals:
     # the expr names of a group -> scheduler name -> why its kernel failed to lower
     schedulers: dict[frozenset[int], dict[str, str]] = field(default_factory=dict)
 
-    def refuse(self, exprs: frozenset[int], scheduler: str, why: str) -> bool:
-        """Refuse `scheduler` for the group of `exprs`; False when it already was."""
+    def refuse(self, exprs: frozenset[int], scheduler: str, why: str, limit: int) -> bool:
+        """Refuse `scheduler` for the group of `exprs`; False when it already was, or when
+        `limit` refusals were made (each costs a segmentation)."""
         known = self.schedulers.setdefault(exprs, {})
-        if scheduler in known:
+        if scheduler in known or sum(map(len, self.schedulers.values())) >= limit:
             return False
         known[scheduler] = why
         return True

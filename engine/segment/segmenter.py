@@ -72,7 +72,6 @@ def segment_fusion(
     check_layout_op_uses(fusion)
     finder = _Finder(fusion, Sizes(fusion, inputs), options, trace)
     finder.refusals = refusals or Refusals()
-    finder.isolated = dict(finder.refusals.isolated)
     try:
         return finder.run()
     finally:
@@ -164,7 +163,6 @@ class _Finder:
         self._generation = 0
         self._adjacency_cache: tuple[tuple[int, int], Any] | None = None
         self.input_groups: dict[Val, _Group] = {}
-        self.isolated: dict[int, str] = {}
         self.refusals = Refusals()
         # (fusion version, whether its exact classes keep every tensor's axes apart)
         self._apart: tuple[int, bool] | None = None
@@ -382,7 +380,8 @@ class _Finder:
     def _structural_reason(self, groups: Sequence[_Group]) -> str | None:
         exprs = [e for g in groups for e in g.exprs]
         if len(exprs) > 1:
-            why = next((self.isolated[e.name] for e in exprs if e.name in self.isolated), None)
+            isolated = self.refusals.isolated
+            why = next((isolated[e.name] for e in exprs if e.name in isolated), None)
             if why is not None:
                 return why
         inside = set(exprs)
@@ -449,7 +448,7 @@ class _Finder:
         elif self.boundary:
             self._event("segment", "fusion", "tensors that must cross a segment boundary: "
                         + ", ".join(v.short_name for v in self.boundary) + ": segmenting")
-        elif len(exprs) > 1 and any(e.name in self.isolated for e in exprs):
+        elif len(exprs) > 1 and any(e.name in self.refusals.isolated for e in exprs):
             self._event("segment", "fusion", "ops that failed to lower together are kept apart: segmenting")
         else:
             verdicts, first = self._ask(exprs)
