@@ -133,13 +133,12 @@ class Nest:
         for g in _groups([e for e in exprs if out_tv(e).nloop > level], level):
             g = sorted(g, key=self.position.__getitem__)
             node = LoopNode(level, [out_tv(e).axis(level) for e in g])
-            if not self.is_virtual(node.concrete):
-                _check_same_iteration(g, level, node)
             if self.is_virtual(node.concrete):
                 for e in g:
                     self.virtual[e][level] = node.concrete
                 out.extend(self._items(g, level + 1))
             else:
+                _check_same_iteration(g, level, node)
                 node.children = self._scope(g, level + 1)
                 out.append(node)
         return out

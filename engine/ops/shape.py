@@ -68,20 +68,15 @@ def broadcast_in_dim(arg: TensorView, shape: Sequence[object], broadcast_dims: S
     return _maybe_expand(out, shape)
 
 
-def _same_extent(i: IterDomain, s: object) -> bool:
-    """Whether shape entry `s` is -1 or provably the extent of `i`."""
-    if isinstance(s, int) and not isinstance(s, bool):
-        return s == -1 or (i.extent.is_const and i.extent.value == s)
-    if isinstance(s, Scalar):
-        return same_scalar(s, i.extent)
-    return False
-
-
 def _check_extent(op: str, tv: TensorView, i: IterDomain, s: object, k: int) -> None:
     """An iteration axis keeps its extent under expand and broadcast_in_dim: a different
     constant size is refused now, a size that may differ is checked once sizes are known
     (Fusion.extent_checks)."""
+    if isinstance(s, int) and not isinstance(s, bool) and s == -1:
+        return
     target = _shape_scalar(op, tv, s, k)
+    if same_scalar(target, i.extent):
+        return
     if target.is_const and i.extent.is_const:
         raise FusionDefinitionError(
             f"{op}: axis {k} of {tv.short_name} ({i}) is not a broadcast and cannot be expanded to "
@@ -93,8 +88,7 @@ def _maybe_expand(tv: TensorView, shape: Sequence[object]) -> TensorView:
     needs = False
     for k, (i, s) in enumerate(zip(no_reductions(tv), shape)):
         if not i.is_broadcast:
-            if not _same_extent(i, s):
-                _check_extent("broadcast_in_dim", tv, i, s, k)
+            _check_extent("broadcast_in_dim", tv, i, s, k)
         elif not (isinstance(s, int) and s in (1, -1)):
             if isinstance(s, Scalar) and s.is_const and s.value == 1:
                 continue
@@ -208,8 +202,7 @@ def expand(arg: TensorView, shape: Sequence[ShapeEntry]) -> TensorView:
                 ids.append(IterDomain(fusion, 1, IterType.Broadcast, expanded_extent=target))
             extents.append(target)
             continue
-        if not same_scalar(target, i.extent):
-            _check_extent("expand", tv, i, target, k)
+        _check_extent("expand", tv, i, target, k)
         ids.append(copy_id(fusion, i))
         extents.append(i.extent)
     out = new_tv(fusion, ids, tv.dtype)
