@@ -60,6 +60,16 @@ class InputSpec:
         """The dtype the fusion sees (after a `.view(dtype)` bitcast)."""
         return self.view_dtype or self.dtype
 
+    def meta(self) -> torch.Tensor:
+        """The tensor this spec makes, on the meta device: its sizes, strides (as_strided)
+        and dtype (view(dtype)), without memory or data."""
+        t = torch.empty(self.base_shape or self.shape, dtype=self.dtype or torch.float32, device="meta")
+        if self.strides is not None:
+            t = t.as_strided(self.shape, self.strides)
+        if self.view_dtype is not None:
+            t = t.view(self.view_dtype)
+        return t
+
     def make(self, device: str | torch.device = "cpu", generator: torch.Generator | None = None) -> Any:
         """A fresh value: random where the file asks for random values."""
         if self.kind == "scalar":
@@ -151,12 +161,7 @@ def check_spec(spec: InputSpec) -> None:
             torch.full((), spec.fill_value, dtype=dtype)  # type: ignore[arg-type]
         if spec.kind == "randint":
             torch.tensor([spec.low, spec.high - 1], dtype=dtype)  # type: ignore[operator]
-        base = spec.base_shape or spec.shape
-        t = torch.empty(base, dtype=dtype, device="meta")
-        if spec.strides is not None:
-            t = t.as_strided(spec.shape, spec.strides)
-        if spec.view_dtype is not None:
-            t.view(spec.view_dtype)
+        spec.meta()
     except (RuntimeError, ValueError, TypeError, OverflowError) as e:
         raise ValueError(str(e).splitlines()[0]) from None
 

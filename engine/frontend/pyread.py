@@ -1452,7 +1452,8 @@ class _Body:
                                    f"inputs[0]): {_excerpt(node)}")
         if not isinstance(static, bool):
             raise self.error(node, f"{where}: static_sizes must be True or False")
-        sizes, strides, dtype = _layout(spec)
+        t = spec.meta()
+        sizes, strides, dtype = list(t.shape), list(t.stride()), t.dtype
         device = spec.device or "cpu"  # torch's default device
         is_cpu = not device.startswith("cuda")
         if is_cpu and (sizes or device.split(":")[0] != "cpu"):  # nvFuser's own check
@@ -1537,17 +1538,6 @@ def _copied(v: Any) -> Any:
     if isinstance(v, dict):
         return {k: _copied(x) for k, x in v.items()}
     return v
-
-
-def _layout(spec: InputSpec) -> tuple[list[int], list[int], torch.dtype]:
-    """Sizes, strides and dtype of the tensor an inputs entry makes, on a meta tensor (no
-    memory, no data), with its as_strided and view(dtype) applied as check_spec does."""
-    t = torch.empty(spec.base_shape or spec.shape, dtype=spec.dtype or torch.float32, device="meta")
-    if spec.strides is not None:
-        t = t.as_strided(spec.shape, spec.strides)
-    if spec.view_dtype is not None:
-        t = t.view(spec.view_dtype)
-    return list(t.shape), list(t.stride()), t.dtype
 
 
 def _op_names() -> dict[str, tuple[str, ...]]:
