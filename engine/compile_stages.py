@@ -309,9 +309,11 @@ def _schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace,
         trace.event("codegen", subject, "the generated kernel is replaced by a user-given source")
     seg.launch = lowered.kernel.launch
     if seg.launch.cooperative:
+        per_share = "every block runs the epilogue" in seg.stages.get("grid_epilogue", "")
         trace.event("lowering", subject, f"cooperative launch: the {seg.launch.grid[0] * seg.launch.grid[1] * seg.launch.grid[2]} "
                     "blocks are co-resident, so the grid reduction waits at a grid barrier and every "
-                    "block combines a share of the partials")
+                    "block combines a share of the partials" + (", then runs the epilogue of that share"
+                                                               if per_share else ""))
     trace.stage("kernel_ir", seg.kernel_ir)
     trace.stage("cuda_kernel", seg.cuda_source)
     trace.stage("launch_param", str(seg.launch))

@@ -25,6 +25,7 @@ from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
 from engine.lower import cexpr, kir
 from engine.lower.buffers import Buffer, make_buffer
+from engine.lower.grid_epilogue import GridSync
 from engine.lower.index import Extents, Ix, producer_known, propagate, same_split_source
 from engine.lower.loops import LoopNode, in_tvs, out_tv
 
@@ -90,6 +91,8 @@ class ExprLowering:
         # barrier (0: never); `cooperative` records that some grid reduction does.
         self.coresident_blocks = 0
         self.cooperative = False
+        # flag -> its cooperative grouped grid reduction's call (grid_epilogue.py)
+        self.grid_syncs: dict[str, GridSync] = {}
         self.pending_sync: list[tuple[int, list[LoopNode], Expr, str]] = []
         # A reduction's root id -> the rfactor producer's logical id it continues (see
         # note_rfactor_sources): the split chain an id comes from goes on through it.

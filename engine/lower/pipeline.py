@@ -27,6 +27,7 @@ from engine.ir.scalar import Scalar
 from engine.ir.tensorview import MemoryType, TensorView
 from engine.lower import kir
 from engine.lower.circular_buffer import CircularBuffer, circular_buffer
+from engine.lower.grid_epilogue import share_epilogue
 from engine.lower.index import Extents
 from engine.lower.loops import LoopNode, Nest, out_tv, walk
 from engine.lower.lowering import ExprLowering, loop_kind
@@ -344,6 +345,9 @@ def _lower_fusion(fusion: Fusion, env: dict, name: str, layouts: dict[str, tuple
                   if not any(line.startswith(f"{n}:") for line in notes)]
     if notes:
         stages["circular_buffer"] = "\n".join(notes) + "\n"
+    body, notes = share_epilogue(body, low.grid_syncs, {p.name for p in params} | set(low.workspaces))
+    if notes:
+        stages["grid_epilogue"] = "\n".join(notes) + "\n"
     red_off = (low.smem_bytes + 15) // 16 * 16
     smem = red_off + low.reduce_smem_bytes
     for wname, (ctype, _n, _z) in low.workspaces.items():

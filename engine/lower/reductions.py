@@ -21,6 +21,7 @@ from engine.ir.iterdomain import IterDomain, ParallelType
 from engine.ir.tensorview import TensorView
 from engine.lower import cexpr, kir
 from engine.lower.buffers import local_layout
+from engine.lower.grid_epilogue import GridSync
 from engine.lower.index import Ix, propagate, tv_transforms
 from engine.lower.loops import LoopNode
 
@@ -206,13 +207,14 @@ def _grid(low: ExprLowering, out: TensorView, acc: Accumulator, threads: list[bo
         low.workspaces[work] = (ct, 2 * per * acc.size * count, False)
         low.workspaces[sync] = ("nvfuser_index_t", n_flags * count, True)
         low.reserve_reduction_smem(max(8, acc.size * width))
-        return [kir.Assign(
-            flag,
-            f"gridReduceGroup{'Sync' if sync_grid else ''}<{_bools(blocks)}, {_bools(threads)}>("
-            f"{acc.name}, {combine}, {init}, "
-            f"{work}.data + ({cexpr.text(instance)}) * {2 * per * acc.size}, {per}, "
-            f"{sync}.data + ({cexpr.text(instance)}) * {n_flags}, reinterpret_cast<{ct}*>(red_smem))",
-        )]
+        template = f"{_bools(blocks)}, {_bools(threads)}"
+        work_ptr = f"{work}.data + ({cexpr.text(instance)}) * {2 * per * acc.size}"
+        args = (f"({acc.name}, {combine}, {init}, {work_ptr}, {per}, "
+                f"{sync}.data + ({cexpr.text(instance)}) * {n_flags}, reinterpret_cast<{ct}*>(red_smem))")
+        if sync_grid:
+            low.grid_syncs[flag] = GridSync(flag, acc.name, tuple(blocks), tuple(threads),  # type: ignore[arg-type]
+                                            template, args, work_ptr)
+        return [kir.Assign(flag, f"gridReduceGroup{'Sync' if sync_grid else ''}<{template}>{args}")]
     low.workspaces[work] = (ct, per * acc.size * count, False)
     slot = cexpr.text(cexpr.add(cexpr.mul(instance, acc.size), "k"))
     low.workspaces[sync] = ("nvfuser_index_t", n_blocks * acc.size * count, True)

@@ -56,17 +56,22 @@ def test_the_grid_reduction_waits_at_a_grid_barrier_on_a_cooperative_launch(comp
     fd, xs, cf = compiled
     seg = cf.segments[0]
     assert seg.launch.cooperative
-    assert "gridReduceGroupSync<" in seg.cuda_source
+    # The epilogue (the outer sum's write-back and store) runs per share, not in a last block.
+    body = seg.cuda_source[seg.cuda_source.index('extern "C" __global__'):]
+    assert "gridReduceGroupShares<" in body and "gridReduceGroupSync<" not in body
+    assert seg.stages["grid_epilogue"] == "T9_last: every block runs the epilogue of the thread segments it combined\n"
+    assert max(max_errors(cf, xs, fd)) < 1e-2
     assert [e.message for e in cf.trace.events if e.kind == "lowering" and e.subject == f"g{seg.id}"] == [
         "cooperative launch: the 132 blocks are co-resident, so the grid reduction waits at a grid barrier "
-        "and every block combines a share of the partials"]
+        "and every block combines a share of the partials, then runs the epilogue of that share"]
 
 
 def test_a_grid_larger_than_the_sms_keeps_independent_blocks():
     fd, xs = seed001_like(1000, 512)
     cf = compile_fusion(fd, xs, Options(device_model="h100", heuristic_overrides={"lparams.gdimy": 200}))
     seg = cf.segments[0]
-    assert not seg.launch.cooperative and "gridReduceGroupSync<" not in seg.cuda_source
+    body = seg.cuda_source[seg.cuda_source.index('extern "C" __global__'):]
+    assert not seg.launch.cooperative and "gridReduceGroupS" not in body and "grid_epilogue" not in seg.stages
     assert max(max_errors(cf, xs, fd)) < 1e-2
 
 

@@ -35,6 +35,7 @@ def test_inner_outer_pipelined_and_cooperative(rows: int, cols: int) -> None:
     seg = check_on_gpu(rows, cols)
     assert "circular buffer of 2 stages" in seg.stages.get("circular_buffer", "")
     assert seg.launch.cooperative == (seg.launch.grid[1] > 1)
+    assert ("gridReduceGroupShares<" in seg.cuda_source) == seg.launch.cooperative
 
 
 def test_exactly_48k_of_dynamic_shared_memory_with_static_shared_memory_launches() -> None:

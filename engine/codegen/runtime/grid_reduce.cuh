@@ -349,21 +349,22 @@ FS_DEVICE void fsGridBarrier(nvfuser_index_t* bar, unsigned count) {
   __syncthreads();
 }
 
-// Combines slots [q0, q1) of the N * t_S partial columns over the b_R blocks and stores the
-// totals in `total`: W threads over consecutive slots (coalesced loads), P groups of them over
-// the blocks, then the groups' sums through shared memory.
-template <typename T, typename Func>
-FS_DEVICE void fsGridShare(const T* work, T* total, nvfuser_index_t stride, nvfuser_index_t t_S,
-                           nvfuser_index_t seg_base, unsigned b_R, unsigned q0, unsigned q1, Func op,
-                           T init, T* smem) {
+// Combines `count` partial columns over the b_R blocks and stores the totals in `total`:
+// slot n's partials are work[col_of(n) + b * block_stride] for block b, its total goes to
+// total[col_of(n)]. W threads over consecutive slots (coalesced loads where consecutive slots
+// are adjacent columns), P groups of them over the blocks, then the groups' sums through
+// shared memory.
+template <typename T, typename Func, typename ColOf>
+FS_DEVICE void fsGridShare(const T* work, T* total, nvfuser_index_t block_stride, unsigned b_R,
+                           unsigned count, ColOf col_of, Func op, T init, T* smem) {
   const unsigned nthr = blockDim.x * blockDim.y * blockDim.z;
   const unsigned tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
-  const unsigned W = min(max(q1, q0 + 1) - q0, nthr), P = nthr / W, j = tid % W, p = tid / W;
-  for (unsigned base = q0; base < q1; base += W) {
-    const unsigned q = base + j;
-    const nvfuser_index_t col = (q / t_S) * stride + seg_base * t_S + q % t_S;
+  const unsigned W = min(max(count, 1u), nthr), P = nthr / W, j = tid % W, p = tid / W;
+  for (unsigned base = 0; base < count; base += W) {
+    const unsigned n = base + j;
+    const nvfuser_index_t col = col_of(min(n, count - 1));
     T acc = init;
-    if (q < q1 && p < P) {
+    if (n < count && p < P) {
       // The first kBatch loads are all issued before any is summed: one L2 round trip
       // instead of one per few partials (132 blocks over 16 groups: 9 loads each).
       constexpr unsigned kBatch = 16;
@@ -371,19 +372,19 @@ FS_DEVICE void fsGridShare(const T* work, T* total, nvfuser_index_t stride, nvfu
       #pragma unroll
       for (unsigned k = 0; k < kBatch; ++k) {
         const unsigned b = p + k * P;
-        v[k] = b < b_R ? __ldcg(work + col + static_cast<nvfuser_index_t>(b) * t_S) : init;
+        v[k] = b < b_R ? __ldcg(work + col + static_cast<nvfuser_index_t>(b) * block_stride) : init;
       }
       #pragma unroll
       for (unsigned k = 0; k < kBatch; ++k) {
         acc = op(acc, v[k]);
       }
       for (unsigned b = p + kBatch * P; b < b_R; b += P) {
-        acc = op(acc, __ldcg(work + col + static_cast<nvfuser_index_t>(b) * t_S));
+        acc = op(acc, __ldcg(work + col + static_cast<nvfuser_index_t>(b) * block_stride));
       }
     }
     smem[tid] = acc;
     __syncthreads();
-    if (p == 0 && q < q1) {
+    if (p == 0 && n < count) {
       for (unsigned r = 1; r < P; ++r) {
         acc = op(acc, smem[r * W + j]);
       }
@@ -416,7 +417,10 @@ __device__ bool gridReduceGroupSync(T (&vals)[N], Func op, T init, T* work_buf, 
   const unsigned per = (total + c.b_R - 1) / c.b_R;
   const unsigned q0 = min(total, c.b_r * per), q1 = min(total, q0 + per);
   T* work2 = work_buf + N * stride;
-  fsGridShare(work_buf, work2, stride, c.t_S, seg_base, c.b_R, q0, q1, op, init, smem);
+  const nvfuser_index_t t_S = c.t_S;
+  fsGridShare(work_buf, work2, t_S, c.b_R, q1 - q0,
+              [=](unsigned n) { return ((q0 + n) / t_S) * stride + seg_base * t_S + (q0 + n) % t_S; },
+              op, init, smem);
   if (!fsArriveLast(flags + 2, c.b_R)) {
     return false;
   }
@@ -426,6 +430,95 @@ __device__ bool gridReduceGroupSync(T (&vals)[N], Func op, T init, T* work_buf, 
   }
   return true;
 #endif
+}
+
+// A block's share of a grid reduction's results, for an epilogue run per share
+// (engine/lower/grid_epilogue.py): the thread segments [v0, v1) of its block segment, whose
+// totals are at work_buf[base + v * v_stride + k * k_stride] for accumulator element k.
+struct FsShare {
+  unsigned v0, v1;
+  nvfuser_index_t base, v_stride, k_stride;
+};
+
+// The thread a thread segment's results belong to: its coordinates along the dimensions
+// that were not reduced, 0 along the reduced ones (fsReduceCoords inverted).
+template <bool X_THREAD, bool Y_THREAD, bool Z_THREAD>
+FS_DEVICE uint3 fsVirtualThread(unsigned seg) {
+  uint3 t;
+  t.x = 0;
+  t.y = 0;
+  t.z = 0;
+  if (!X_THREAD) {
+    t.x = seg % blockDim.x;
+    seg /= blockDim.x;
+  }
+  if (!Y_THREAD) {
+    t.y = seg % blockDim.y;
+    seg /= blockDim.y;
+  }
+  if (!Z_THREAD) {
+    t.z = seg % blockDim.z;
+  }
+  return t;
+}
+
+// gridReduceGroupSync without the gather: after the grid barrier each block combines whole
+// thread segments (all N elements of each) and leaves their totals in the work buffer's second
+// half, so that it runs the epilogue of its own share: no count of finished shares and no last
+// block reading every total. Partials and totals are thread-segment major (a segment's N
+// elements adjacent), so that a share is one contiguous run. The emulator runs blocks one
+// after another: there the last block of gridReduceGroup stores every total and takes every
+// segment. Sizes as gridReduceGroupSync.
+template <bool X_BLOCK, bool Y_BLOCK, bool Z_BLOCK, bool X_THREAD, bool Y_THREAD, bool Z_THREAD,
+          typename T, int N, typename Func>
+__device__ FsShare gridReduceGroupShares(T (&vals)[N], Func op, T init, T* work_buf, nvfuser_index_t stride,
+                                         nvfuser_index_t* sync_flags, T* smem) {
+  const FsGridCoords c = fsGridCoords<X_BLOCK, Y_BLOCK, Z_BLOCK, X_THREAD, Y_THREAD, Z_THREAD>();
+  const nvfuser_index_t seg_base = static_cast<nvfuser_index_t>(c.b_seg) * c.b_R;
+#if defined(FS_EMULATE)
+  // The totals go where this block segment's first block published its partials (read by
+  // now, and no other segment writes there), element-major as gridReduceGroup keeps them.
+  const FsShare none{0u, 0u, seg_base * c.t_S, 1, stride};
+  if (!gridReduceGroup<X_BLOCK, Y_BLOCK, Z_BLOCK, X_THREAD, Y_THREAD, Z_THREAD>(
+          vals, op, init, work_buf, stride, sync_flags, smem)) {
+    return none;
+  }
+  if (c.t_r == 0) {
+    #pragma unroll
+    for (int k = 0; k < N; ++k) {
+      work_buf[none.base + c.t_seg + k * stride] = vals[k];
+    }
+  }
+  __syncthreads();
+  return FsShare{0u, static_cast<unsigned>(c.t_S), none.base, 1, stride};
+#else
+  const Array<T, N> partial = fsGroupBlockPartial<X_THREAD, Y_THREAD, Z_THREAD>(
+      vals, FsGroupOp<T, N, Func>{op}, FsGroupSmemStore<T, N>{smem, blockDim.x * blockDim.y * blockDim.z});
+  nvfuser_index_t* flags = sync_flags + static_cast<nvfuser_index_t>(c.b_seg) * 3;
+  if (c.t_r == 0) {
+    #pragma unroll
+    for (int k = 0; k < N; ++k) {
+      work_buf[((seg_base + c.b_r) * c.t_S + c.t_seg) * N + k] = partial[k];
+    }
+  }
+  fsGridBarrier(flags, c.b_R);
+  const unsigned t_S = static_cast<unsigned>(c.t_S);
+  const unsigned per = (t_S + c.b_R - 1) / c.b_R;
+  const unsigned v0 = min(t_S, c.b_r * per), v1 = min(t_S, v0 + per);
+  const nvfuser_index_t first = seg_base * c.t_S * N + static_cast<nvfuser_index_t>(v0) * N;
+  fsGridShare(work_buf, work_buf + N * stride, c.t_S * N, c.b_R, N * (v1 - v0),
+              [=](unsigned n) { return first + n; }, op, init, smem);
+  return FsShare{v0, v1, N * stride + seg_base * c.t_S * N, N, 1};
+#endif
+}
+
+// Thread segment v's totals (see FsShare).
+template <typename T, int N>
+FS_DEVICE void fsShareLoad(T (&vals)[N], const T* work_buf, const FsShare& share, unsigned v) {
+  #pragma unroll
+  for (int k = 0; k < N; ++k) {
+    vals[k] = __ldcg(work_buf + share.base + v * share.v_stride + k * share.k_stride);
+  }
 }
 
 // Welford over the grid: work buffers and smem as gridReduce, one array per component

@@ -1,0 +1,215 @@
+"""The epilogue of a cooperative grid reduction, run per share instead of in the last block.
+
+A grouped grid reduction in a co-resident grid (gridReduceGroupSync) publishes every block's
+partials, waits at a grid barrier and lets every block combine a share of them; then the last
+block to finish gathers all the totals and alone runs the code after the call (the epilogue:
+write-backs, casts, the output's stores). The count of finished shares and that one block's
+loads and stores are the tail of the kernel (3.5 us of the seed-001 inner-outer fusion's 61 us
+on an H100). Here each block instead combines whole thread segments (every accumulator
+element of each) and runs the epilogue for them itself, as the threads they belong to:
+
+    const FsShare fs_share = gridReduceGroupShares<...>(...);
+    for (unsigned fs_v = fs_share.v0 + <thread rank>; fs_v < fs_share.v1; fs_v += <threads>) {
+      const uint3 fs_vt = fsVirtualThread<...>(fs_v);   // the segment's thread, reduced dims 0
+      fsShareLoad(T9_acc, ..., fs_share, fs_v);         // its totals
+      T9_last = true;
+      <the epilogue, threadIdx read as fs_vt>
+    }
+
+That is only the same program when the epilogue is code of one thread: it must not wait for
+the block or use shared memory, must read no register the thread computed before the call
+(the thread running a segment is not the one that accumulated it), must not depend on the
+reduced block or thread indices (the last block was any block, and its threads along the
+reduced dimensions held the same totals), and must do nothing outside the reduction's
+flag. A kernel whose epilogue is not of that kind keeps the gather, and the stage
+"grid_epilogue" says why.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, fields, replace
+
+from engine.lower import kir
+
+_THREAD_VARS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
+_BLOCK_VARS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
+_TID = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
+# Text that means the code needs the whole block, shared memory or another reduction.
+_BLOCK_WIDE = ("__syncthreads", "smem", "Reduce", "Welford", "fsCpAsync", "__shfl", "blockDim", "Broadcast")
+_NAME = re.compile(r"\bT\d+\w*")
+_OUTSIDE = "it does work outside its grid reduction's flag"
+
+
+@dataclass(frozen=True)
+class GridSync:
+    """A gridReduceGroupSync call as lowering emitted it (reductions._grid)."""
+
+    flag: str  # "T9_last"
+    acc: str  # the accumulator array, "T9_acc"
+    blocks: tuple[bool, bool, bool]  # reduced grid dimensions
+    threads: tuple[bool, bool, bool]  # reduced block dimensions
+    template: str  # the call's template arguments
+    args: str  # the call's arguments, parenthesised
+    work: str  # the work buffer pointer expression
+
+
+@dataclass
+class ShareCall(kir.Stmt):
+    """gridReduceGroupShares in place of a gridReduceGroupSync call: the block's share."""
+
+    sync: GridSync
+    share: str  # the FsShare variable
+
+    def lines(self, indent: int) -> list[str]:
+        s = self.sync
+        return [f"{'  ' * indent}const FsShare {self.share} = gridReduceGroupShares<{s.template}>{s.args};"]
+
+
+@dataclass
+class ShareLoop(kir.Stmt):
+    """The loop over the thread segments of the block's share (see the module docstring):
+    every call's shares are the same segments (one block and grid shape)."""
+
+    calls: list[ShareCall]
+    body: list[kir.Stmt]
+
+    def lines(self, indent: int) -> list[str]:
+        p = "  " * indent
+        first = self.calls[0]
+        tflags = ", ".join("true" if b else "false" for b in first.sync.threads)
+        out = [f"{p}for (unsigned fs_v = {first.share}.v0 + {_TID}; fs_v < {first.share}.v1; "
+               f"fs_v += blockDim.x * blockDim.y * blockDim.z) {{",
+               f"{p}  const uint3 fs_vt = fsVirtualThread<{tflags}>(fs_v);"]
+        for c in self.calls:
+            out += [f"{p}  fsShareLoad({c.sync.acc}, {c.sync.work}, {c.share}, fs_v);", f"{p}  {c.sync.flag} = true;"]
+        for st in self.body:
+            out.extend(st.lines(indent + 1))
+        out.append(f"{p}}}")
+        return out
+
+
+def share_epilogue(body: list[kir.Stmt], syncs: dict[str, GridSync],
+                   globals_: set[str]) -> tuple[list[kir.Stmt], list[str]]:
+    """`body` with the epilogues of its cooperative grid reductions run per share, where that
+    is the same program; and notes on what was done or why not. `globals_`: the kernel's
+    parameter and workspace names."""
+    if not syncs:
+        return body, []
+    at = [k for k, s in enumerate(body) if isinstance(s, kir.Assign) and s.lhs in syncs]
+    names = ", ".join(sorted(syncs))
+    if len(at) != len(syncs):
+        return body, [f"{names}: the epilogue stays in the last block: a grid reduction inside a loop"]
+    calls = [syncs[body[k].lhs] for k in at]  # type: ignore[union-attr]
+    if len({(c.template) for c in calls}) != 1:
+        return body, [f"{names}: the epilogue stays in the last block: the grid reductions reduce "
+                      "different dimensions"]
+    prep, epilogue = _split(body[at[0] + 1:], calls)
+    last = body[at[-1] + 1:]
+    why = (_OUTSIDE if any(all(s is not e for e in epilogue) for s in last)
+           else _refusal(body[:at[0]], prep, epilogue, calls, globals_))
+    if why is not None:
+        return body, [f"{names}: the epilogue stays in the last block: {why}"]
+    share_calls = {c.flag: ShareCall(c, f"fs_share{k}") for k, c in enumerate(calls)}
+    middle = [share_calls[s.lhs] if isinstance(s, kir.Assign) and s.lhs in share_calls else s for s in prep]
+    loop = ShareLoop(list(share_calls.values()), [_rename(s) for s in epilogue])
+    return [*body[:at[0]], share_calls[calls[0].flag], *middle, loop], [
+        f"{c.flag}: every block runs the epilogue of the thread segments it combined" for c in calls]
+
+
+def _split(after: list[kir.Stmt], calls: list[GridSync]) -> tuple[list[kir.Stmt], list[kir.Stmt]]:
+    """The statements after the first call: the later calls and what prepares them (in
+    order), and the epilogues (the statements that read a call's flag), which move after
+    the last call."""
+    flags = [c.flag for c in calls]
+    prep: list[kir.Stmt] = []
+    epilogue: list[kir.Stmt] = []
+    for s in after:
+        text = "\n".join(s.lines(0))
+        is_call = isinstance(s, kir.Assign) and s.lhs in flags
+        (epilogue if not is_call and any(re.search(rf"\b{f}\b", text) for f in flags) else prep).append(s)
+    return prep, epilogue
+
+
+def _refusal(before: list[kir.Stmt], prep: list[kir.Stmt], epilogue: list[kir.Stmt], calls: list[GridSync],
+             globals_: set[str]) -> str | None:
+    """Why running `epilogue` per share, after every call, would not be the same program."""
+    text = "\n".join(line for s in epilogue for line in s.lines(0))
+    if not text.strip():
+        return "there is none"
+    wide = next((w for w in _BLOCK_WIDE if w in text), None)
+    if wide is not None:
+        return f"it needs the whole block ({wide})"
+    sync = calls[0]
+    for var, reduced in zip(_THREAD_VARS, sync.threads):
+        if reduced and var in text.replace(f"{var} == 0", ""):
+            return f"it reads {var}, a reduced dimension"
+    for var, reduced in zip(_BLOCK_VARS, sync.blocks):
+        if reduced and var in text:
+            return f"it reads {var}, a reduced dimension"
+    local = _declared(epilogue, text) | _unused_before([*before, *prep], calls)
+    allowed = {c.flag for c in calls} | {c.acc for c in calls} | globals_ | local
+    stale = sorted({n for n in _NAME.findall(text) if n not in allowed})
+    if stale:
+        return f"it reads {', '.join(stale)}, computed per thread before the grid reduction"
+    if not all(_flagged(s, [c.flag for c in calls], local) for s in epilogue):
+        return _OUTSIDE
+    prep_text = "\n".join(line for s in prep for line in s.lines(0))
+    moved = sorted(n for n in local if re.search(rf"\b{re.escape(n)}\b", prep_text))
+    if moved:
+        return f"{', '.join(moved)} would move after a later grid reduction that reads it"
+    return None
+
+
+_DECLARED = re.compile(r"alignas\(\d+\) [\w:<>, ]+? (T\d+\w*)\[")
+_DECLARATION = re.compile(r"alignas\(\d+\) [\w:<>, ]+? T\d+\w*\[\d+\];")
+
+
+def _declared(stmts: list[kir.Stmt], text: str) -> set[str]:
+    """Local arrays the statements declare themselves (kir allocations, or vector temporaries)."""
+    names = set(_DECLARED.findall(text))
+    stack = list(stmts)
+    while stack:
+        s = stack.pop()
+        if isinstance(s, kir.Allocate) and s.memory == "local":
+            names.add(s.name)
+        stack.extend(x for f in fields(s) if isinstance(getattr(s, f.name), list)  # type: ignore[arg-type]
+                     for x in getattr(s, f.name) if isinstance(x, kir.Stmt))
+    return names
+
+
+def _unused_before(before: list[kir.Stmt], calls: list[GridSync]) -> set[str]:
+    """Local buffers allocated before the calls but never touched there: the epilogues' own."""
+    names = {s.name for s in before if isinstance(s, kir.Allocate) and s.memory == "local"}
+    used = "\n".join(line for s in before if not isinstance(s, kir.Allocate) for line in s.lines(0))
+    return {n for n in names if not re.search(rf"\b{re.escape(n)}\b", used)} - {c.acc for c in calls}
+
+
+def _flagged(s: kir.Stmt, flags: list[str], local: set[str]) -> bool:
+    """Whether every statement with an effect outside `local` arrays in `s` runs only where
+    one of the `flags` holds."""
+    if isinstance(s, kir.IfThenElse):
+        if not s.orelse and any(re.search(rf"\b{f}\b", s.cond) for f in flags):
+            return True
+        return all(_flagged(x, flags, local) for x in [*s.then, *s.orelse])
+    if isinstance(s, kir.Allocate | kir.Comment):
+        return True
+    if isinstance(s, kir.Assign):
+        return s.lhs.split("[")[0] in local
+    if isinstance(s, kir.Raw):
+        return _DECLARATION.fullmatch(s.text.strip()) is not None
+    if isinstance(s, kir.ForLoop | kir.Scope):
+        return all(_flagged(x, flags, local) for x in s.body)
+    return False
+
+
+def _rename(s: kir.Stmt) -> kir.Stmt:
+    """`s` with the thread index read from the virtual thread `fs_vt`."""
+    changes = {}
+    for f in fields(s):  # type: ignore[arg-type]
+        v = getattr(s, f.name)
+        if isinstance(v, str):
+            changes[f.name] = v.replace("threadIdx.", "fs_vt.")
+        elif isinstance(v, list):
+            changes[f.name] = [_rename(x) if isinstance(x, kir.Stmt) else x for x in v]
+    return replace(s, **changes)  # type: ignore[type-var]
