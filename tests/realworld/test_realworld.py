@@ -46,6 +46,9 @@ WORKS = [
     "swiglu_chunk_silu_mul", "symbolic_sizes_contiguous", "tensor_sizes_bcast",
     "timestep_sinusoidal_embedding", "topk_router", "two_fusion_functions", "uniform_dropout",
     "var_correction",
+    # nvFuser's own python tests (tests/python, opinfos, benchmarks), as repro scripts
+    "reshape_scalar_first_ceil_div", "dynamic_reshape_int32_scalars", "from_pytorch_sum_positional",
+    "scalar_compare_bitwise_runtime",
 ]
 
 # Genuinely unsupported features: refused while loading, with the op and the line.
