@@ -656,9 +656,12 @@ class _Loader:
             # Plain arithmetic on numbers (`4096 * 2`), as users write sizes; never on values.
             a = self.plain(node.left, env, allow_names, fd_names, attrs, call)
             b = self.plain(node.right, env, allow_names, fd_names, attrs, call)
-            if not (_is_number(a) and _is_number(b)):
+            if _is_number(a) and _is_number(b):
+                return self.arith(node, a, b)
+            joined = self.sequence_arith(node, a, b)
+            if joined is None:
                 raise self.error(node, f"arithmetic is only allowed on numbers: {_excerpt(node)}")
-            return self.arith(node, a, b)
+            return joined
         if isinstance(node, ast.Subscript) and env is not None:
             # `tvs[0]`: an item of a list or tuple the body built, by an integer.
             seq = self.plain(node.value, env, allow_names, fd_names, attrs, call)
@@ -735,6 +738,23 @@ class _Loader:
             raise self.error(node, "division by zero") from None
         except OverflowError:
             raise self.error(node, f"{_excerpt(node)} overflows") from None
+
+    def sequence_arith(self, node: ast.BinOp, a: Any, b: Any) -> list[Any] | tuple[Any, ...] | None:
+        """`[1, 2] + [3]` and `[-7, 2] * 64` (how example inputs and shapes get written) on
+        lists or tuples, capped at _MAX_ITEMS; None for any other operands."""
+        if isinstance(node.op, ast.Add) and isinstance(a, (list, tuple)) and type(a) is type(b):
+            out = a + b
+        elif isinstance(node.op, ast.Mult) and (isinstance(a, (list, tuple)) and _is_int(b)
+                                                or isinstance(b, (list, tuple)) and _is_int(a)):
+            seq, n = (a, b) if isinstance(a, (list, tuple)) else (b, a)
+            if len(seq) * max(n, 0) > _MAX_ITEMS:
+                raise self.error(node, f"{_excerpt(node)}: more than {_MAX_ITEMS} items")
+            out = seq * n
+        else:
+            return None
+        if len(out) > _MAX_ITEMS:
+            raise self.error(node, f"{_excerpt(node)}: more than {_MAX_ITEMS} items")
+        return _copied(out)
 
     def int64(self, node: ast.AST, value: Any) -> Any:
         """`value`, refused when it is an integer outside the engine's 64 bits."""
@@ -1121,6 +1141,9 @@ class _Body:
         a, b = self.value(node.left), self.value(node.right)
         if _is_number(a) and _is_number(b) and type(node.op) in _ARITH:
             return self.loader.arith(node, a, b)
+        joined = self.loader.sequence_arith(node, a, b)
+        if joined is not None:
+            return joined
         name = _OPERATOR_OPS.get(type(node.op))
         if name is None:
             raise self.error(node, f"{type(node.op).__name__} is not an nvFuser operator on tensors and "

@@ -48,7 +48,7 @@ WORKS = [
     "var_correction",
     # nvFuser's own python tests (tests/python, opinfos, benchmarks), as repro scripts
     "reshape_scalar_first_ceil_div", "dynamic_reshape_int32_scalars", "from_pytorch_sum_positional",
-    "scalar_compare_bitwise_runtime",
+    "scalar_compare_bitwise_runtime", "int_div_mod_truediv",
 ]
 
 # Genuinely unsupported features: refused while loading, with the op and the line.
