@@ -490,16 +490,22 @@ class _Loader:
                 return InputSpec(kind="scalar", shape=(), dtype=None, data=value)
             raise self.error(node, f"an inputs entry must be a torch call or a number: {_excerpt(node)}")
         strides = shape = view = None
-        # Peel trailing `.as_strided(...)` / `.view(dtype)` calls, innermost last.
+        # Peel trailing `.as_strided(...)` / `.view(dtype)` / layout and dtype methods,
+        # innermost last.
         chain: list[ast.Call] = []
         while (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-               and node.func.attr in ("as_strided", "view")):
+               and node.func.attr in ("as_strided", "view", *_INPUT_METHODS)):
             chain.append(node)
             node = node.func.value
         spec = self.spec_base(node)
         for call in reversed(chain):
             attr = call.func.attr  # type: ignore[attr-defined]
-            if attr == "as_strided":
+            if attr in _INPUT_METHODS:
+                if view is not None:
+                    raise self.error(call, f".{attr}(...) after .view(dtype) is not supported")
+                self.input_method(call, attr, spec)
+                strides = spec.strides
+            elif attr == "as_strided":
                 args = self.call_args(call, ("size", "stride", "storage_offset"))
                 if strides is not None or view is not None or "size" not in args or "stride" not in args:
                     raise self.error(call, "as_strided(size, stride) must follow the tensor call once")
@@ -521,6 +527,79 @@ class _Loader:
                 spec.view_dtype = view
         return spec
 
+    def input_method(self, call: ast.Call, attr: str, spec: InputSpec) -> None:
+        """Apply `.transpose(a, b)`, `.permute(...)`, `.t()`, `.expand(...)`,
+        `.contiguous(memory_format=...)`, `.to(...)`, `.half()`, `.cuda()`, ... of an inputs
+        entry to `spec`: views keep the storage and give its sizes and strides (worked out on
+        a meta tensor), a new memory format gives fresh storage in that layout, dtype
+        methods change the dtype the values are made in."""
+        if attr in _DTYPE_METHODS:
+            if call.args or call.keywords:
+                raise self.error(call, f".{attr}() takes no arguments")
+            spec.dtype = _DTYPE_METHODS[attr]
+            return
+        if attr in ("cuda", "requires_grad_"):
+            return  # where the tensor lives and autograd do not change the fusion's input
+        if any(k.arg is None for k in call.keywords):
+            raise self.error(call, "** arguments are not allowed")
+        pos = [self.plain(a, allow_names=False) for a in call.args]
+        kw = {k.arg: self.plain(k.value, allow_names=False) for k in call.keywords}
+        if attr in ("to", "contiguous"):
+            fmt = kw.pop("memory_format", None)
+            dtype = kw.pop("dtype", None)
+            kw.pop("device", None)
+            kw.pop("non_blocking", None)
+            for v in pos:
+                if isinstance(v, torch.dtype) and dtype is None and attr == "to":
+                    dtype = v
+                elif not (isinstance(v, str) and attr == "to"):  # a device string
+                    raise self.error(call, f".{attr}({_excerpt(call)}): unsupported argument {v!r}")
+            if kw:
+                raise self.error(call, f".{attr}: unknown keyword {next(iter(kw))!r}")
+            if dtype is not None:
+                if not isinstance(dtype, torch.dtype):
+                    raise self.error(call, f".{attr}: dtype must be a torch dtype, got {dtype!r}")
+                spec.dtype = dtype
+            if fmt is None and attr == "contiguous":
+                fmt = _TorchConst("contiguous_format")
+            if fmt is not None:
+                if not isinstance(fmt, _TorchConst) or fmt.name not in _MEMORY_FORMATS:
+                    raise self.error(call, f".{attr}: memory_format must be one of "
+                                           f"{', '.join('torch.' + f for f in _MEMORY_FORMATS)}")
+                self.relayout(call, spec, fmt.name)
+            return
+        if kw:
+            raise self.error(call, f".{attr}: keyword arguments are not supported")
+        if len(pos) == 1 and isinstance(pos[0], (list, tuple)) and attr in ("permute", "expand"):
+            pos = list(pos[0])
+        if not all(_is_int(v) for v in pos):
+            raise self.error(call, f".{attr} takes integers: {_excerpt(call)}")
+        t = spec.meta()
+        try:
+            t = {"transpose": lambda: t.transpose(*pos), "permute": lambda: t.permute(*pos),
+                 "t": lambda: t.t(*pos), "expand": lambda: t.expand(*pos)}[attr]()
+        except (RuntimeError, IndexError, TypeError, ValueError) as e:
+            raise self.error(call, f".{attr}: {str(e).splitlines()[0]}") from None
+        if spec.strides is None:
+            spec.base_shape = spec.base_shape or spec.shape
+        spec.shape, spec.strides = tuple(t.shape), tuple(t.stride())
+
+    def relayout(self, call: ast.Call, spec: InputSpec, fmt: str) -> None:
+        """A copy in memory format `fmt`: fresh storage of the same values. Random values
+        make no difference; `torch.tensor` data would be read in the wrong order."""
+        want = torch.empty(spec.shape, device="meta")
+        try:
+            dense = want.contiguous(memory_format=getattr(torch, fmt))
+        except RuntimeError as e:
+            raise self.error(call, f"memory_format=torch.{fmt}: {str(e).splitlines()[0]}") from None
+        if spec.kind == "tensor" and (spec.strides is not None or fmt != "contiguous_format"):
+            raise self.error(call, "a torch.tensor(...) input takes no layout change; write its "
+                                   "data in the order wanted")
+        if tuple(dense.stride()) == tuple(want.stride()):
+            spec.strides = spec.base_shape = None
+            return
+        spec.base_shape, spec.strides = (math.prod(spec.shape),), tuple(dense.stride())
+
     def spec_base(self, node: ast.expr) -> InputSpec:
         if not isinstance(node, ast.Call):
             raise self.error(node, f"an inputs entry must be a torch call or a number: {_excerpt(node)}")
@@ -540,7 +619,9 @@ class _Loader:
                 raise self.error(node, f"{kind}: unknown keyword {k!r}")
         for key, ok in (("layout", "strided"), ("memory_format", "contiguous_format")):
             if key in kw and kw[key] != _TorchConst(ok):
-                raise self.error(node, f"{kind}: only {key}=torch.{ok} is supported")
+                got = f"torch.{kw[key].name}" if isinstance(kw[key], _TorchConst) else repr(kw[key])
+                raise self.error(node, f"{kind}: {key}={got} is not supported, only torch.{ok} (a layout "
+                                       "change goes after the call: .to(memory_format=...))")
         dtype = kw.get("dtype")
         if dtype is not None and not isinstance(dtype, torch.dtype):
             raise self.error(node, f"{kind}: dtype must be a torch dtype, got {dtype!r}")
@@ -789,7 +870,7 @@ class _Loader:
             if ref is not None and ref.kind == "module" and ref.value == "torch":
                 if node.attr in TORCH_DTYPES:
                     return TORCH_DTYPES[node.attr]
-                if node.attr in ("strided", "contiguous_format"):
+                if node.attr in ("strided", *_MEMORY_FORMATS):
                     return _TorchConst(node.attr)  # layout= / memory_format= of an inputs entry
                 raise self.error(node, f"torch.{node.attr} is not a dtype this format knows")
         raise self.error(node, f"attribute not allowed here: {_excerpt(node)}")
@@ -849,6 +930,14 @@ class _Loader:
 
 # Iterations of `for` loops and comprehensions, and calls made through map() and filter(), a
 # fusion body may run in all (a file cannot make the loader spin).
+# Methods an inputs entry may end with (besides as_strided and view(dtype)): layout views,
+# a copy in another memory format, dtype conversions and moves that change nothing here.
+_DTYPE_METHODS = {"half": torch.float16, "bfloat16": torch.bfloat16, "float": torch.float32,
+                  "double": torch.float64, "int": torch.int32, "long": torch.int64, "bool": torch.bool}
+_INPUT_METHODS = ("transpose", "permute", "t", "expand", "contiguous", "to", "cuda", "requires_grad_",
+                  *_DTYPE_METHODS)
+_MEMORY_FORMATS = ("contiguous_format", "channels_last", "channels_last_3d")
+
 _MAX_LOOP_STEPS = 10_000
 # Items a list the body builds may hold (range(), list(), extend(), ...): bounded like the
 # loops, so that no line can make the loader allocate without end.
