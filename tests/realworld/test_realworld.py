@@ -49,7 +49,7 @@ WORKS = [
     # nvFuser's own python tests (tests/python, opinfos, benchmarks), as repro scripts
     "reshape_scalar_first_ceil_div", "dynamic_reshape_int32_scalars", "from_pytorch_sum_positional",
     "scalar_compare_bitwise_runtime", "int_div_mod_truediv", "inputs_transposed_expanded_half",
-    "batch_norm_inference_channels_last",
+    "batch_norm_inference_channels_last", "empty_tensor_reshape_sum",
 ]
 
 # Genuinely unsupported features: refused while loading, with the op and the line.
