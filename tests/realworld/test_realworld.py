@@ -49,7 +49,10 @@ WORKS = [
     # nvFuser's own python tests (tests/python, opinfos, benchmarks), as repro scripts
     "reshape_scalar_first_ceil_div", "dynamic_reshape_int32_scalars", "from_pytorch_sum_positional",
     "scalar_compare_bitwise_runtime", "int_div_mod_truediv", "inputs_transposed_expanded_half",
-    "batch_norm_inference_channels_last", "empty_tensor_reshape_sum",
+    "batch_norm_inference_channels_last", "empty_tensor_reshape_sum", "welford_mean_var",
+    "reductions_min_prod_mean_keepdim", "lerp_addcmul_rounding", "nan_inf_predicates_atan2",
+    "normal_randn_like_seeded", "select_slice_runtime_scalars", "pad_value_cat_manual_padding",
+    "gather_smaller_index_select_dim1", "iota_runtime_start_step",
 ]
 
 # Genuinely unsupported features: refused while loading, with the op and the line.
