@@ -52,7 +52,9 @@ WORKS = [
     "batch_norm_inference_channels_last", "empty_tensor_reshape_sum", "welford_mean_var",
     "reductions_min_prod_mean_keepdim", "lerp_addcmul_rounding", "nan_inf_predicates_atan2",
     "normal_randn_like_seeded", "select_slice_runtime_scalars", "pad_value_cat_manual_padding",
-    "gather_smaller_index_select_dim1", "iota_runtime_start_step",
+    "gather_smaller_index_select_dim1", "iota_runtime_start_step", "sdpa_fwd_bwd_causal",
+    "topk_smallest_argsort_desc_cumsum", "squeeze_expanded_broadcast_symbolic",
+    "matmul_batched_broadcast_linear3d",
 ]
 
 # Genuinely unsupported features: refused while loading, with the op and the line.
