@@ -51,6 +51,9 @@ _TORCH_MODULES = ("torch", "torch.testing")
 _FD_METHODS = ("define_tensor", "define_scalar", "define_constant", "add_output")
 # Trailing calls of a repro that run or check the fusion: recognised, not interpreted.
 _RUN_METHODS = ("execute", "validate")
+# FusionDefinition methods that report on the fusion (printed at the end of repros).
+_REPORT_METHODS = ("last_cuda_code", "fusion_ir", "last_scheduled_fusion_ir", "print_ir", "last_kernel_ir",
+                   "user_schedule_ir")
 # Methods of nvFuser's Tensor that a fusion body may call: T.size(d), T.shape().
 _TENSOR_METHODS = ("size", "shape")
 
@@ -404,6 +407,12 @@ class _Loader:
             _Body(self, fd, param, attrs if attrs is not None else {}, alias).run(body)
 
     def top_assign(self, stmt: ast.Assign) -> None:
+        if (len(stmt.targets) == 1 and isinstance(stmt.targets[0], (ast.Tuple, ast.List))
+                and all(isinstance(e, ast.Name) for e in stmt.targets[0].elts) and self.run_call(stmt.value)):
+            # `out, = fd.execute(inputs)`, `(o1, o2) = fd.execute(inputs)`
+            for e in stmt.targets[0].elts:
+                self.globals[e.id] = _Ref("outputs")  # type: ignore[attr-defined]
+            return
         if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name):
             raise self.error(stmt, "only `inputs = [...]` and `fd = FusionDefinition()` may be assigned "
                                    "at the top level")
@@ -413,7 +422,13 @@ class _Loader:
             self.globals[name] = _Ref("fd", fd)
             return
         if self.run_call(stmt.value):
-            return  # `outputs = fd.execute(inputs)`, `out = fd.execute(inputs)[0]`
+            # `outputs = fd.execute(inputs)`, `out = fd.execute(inputs)[0]`: the name may be
+            # read by the checks that follow (print, assert_close), which are not run either.
+            self.globals.setdefault(name, _Ref("outputs"))
+            return
+        if self.outputs_read(stmt.value) and self.globals.get(name, _Ref("outputs")).kind == "outputs":
+            self.globals[name] = _Ref("outputs")  # `out = outputs[0]`
+            return
         if self.is_spec_call(stmt.value):
             # `input1 = torch.ones(2, 1, 8, device='cuda')`, later named in an inputs list or
             # in `fd.execute([input1, input2])`.
@@ -431,12 +446,64 @@ class _Loader:
     def top_expr(self, stmt: ast.Expr) -> None:
         if _is_docstring(stmt):
             return
-        if self.run_call(stmt.value):
+        if self.run_call(stmt.value) or self.check_call(stmt.value):
             return
         v = stmt.value
         if (isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id in self.functions):
             raise self.error(stmt, f"call {v.func.id}(fd) inside `with FusionDefinition() as fd:`")
         raise self.error(stmt, f"statement is not allowed: {_excerpt(stmt)}")
+
+    def outputs_read(self, node: ast.expr) -> bool:
+        """A read of what fd.execute returned or of the inputs: a name bound to one, an item
+        by an integer, or a plain attribute of those (`out.shape`), never a call."""
+        while True:
+            if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) \
+                    and _is_int(node.slice.value):
+                node = node.value
+            elif isinstance(node, ast.Attribute) and not node.attr.startswith("_"):
+                node = node.value
+            else:
+                break
+        if not isinstance(node, ast.Name):
+            return False
+        ref = self.globals.get(node.id)
+        return ref is not None and ref.kind in ("outputs", "inputs", "spec")
+
+    def check_call(self, node: ast.expr) -> bool:
+        """The checks and reports a pasted repro ends with, recognised and not run:
+        `print(...)` of outputs, literals and the fd's reports (`fd.last_cuda_code()`,
+        `fd.fusion_ir()`), and `torch.testing.assert_close(out, expected, rtol=..)` on
+        outputs and inputs."""
+        if not isinstance(node, ast.Call) or any(k.arg is None for k in node.keywords):
+            return False
+        args = [*node.args, *(k.value for k in node.keywords)]
+        if isinstance(node.func, ast.Name) and node.func.id == "print" and "print" not in self.globals:
+            return all(self.outputs_read(a) or self.report_call(a) or _inert_literal(a) for a in args)
+        if self.report_call(node):
+            return True
+        if self.torch_path(node.func) == "testing.assert_close":
+            return all(self.outputs_read(a) or _inert_literal(a) for a in args)
+        return False
+
+    def report_call(self, node: ast.expr) -> bool:
+        """`fd.last_cuda_code()`, `fd.fusion_ir()`, ...: what a repro prints about its fusion."""
+        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in _REPORT_METHODS and isinstance(node.func.value, ast.Name)
+                and getattr(self.globals.get(node.func.value.id), "kind", None) == "fd"
+                and all(_inert_literal(a) for a in [*node.args, *(k.value for k in node.keywords)]))
+
+    def torch_path(self, func: ast.expr) -> str | None:
+        """`torch.testing.assert_close` -> "testing.assert_close" (torch imported as a module)."""
+        parts: list[str] = []
+        while isinstance(func, ast.Attribute):
+            parts.append(func.attr)
+            func = func.value
+        if not isinstance(func, ast.Name):
+            return None
+        ref = self.globals.get(func.id)
+        if ref is None or ref.kind != "module" or ref.value not in _TORCH_MODULES:
+            return None
+        return ".".join([*ref.value.split(".")[1:], *reversed(parts)])
 
     def is_spec_call(self, node: ast.expr) -> bool:
         while (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
@@ -1714,6 +1781,17 @@ def _inert(node: ast.expr) -> bool:
         return True
     if isinstance(node, (ast.List, ast.Tuple)):
         return all(_inert(e) for e in node.elts)
+    return False
+
+
+def _inert_literal(node: ast.expr) -> bool:
+    """A literal: a constant (a negative one too) or a list or tuple of them."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return all(_inert_literal(e) for e in node.elts)
     return False
 
 

@@ -385,6 +385,28 @@ def test_as_strided_past_storage_is_refused():
         loads_fusion(text)
 
 
+def test_repro_trailer_of_prints_and_checks_is_recognised_not_run():
+    text = _text("""
+        import torch
+        from nvfuser import FusionDefinition, DataType
+        with FusionDefinition() as fd:
+            t0 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+            fd.add_output(fd.ops.neg(t0))
+        inputs = [torch.randn(5, device='cuda')]
+        outputs = fd.execute(inputs)
+        o0, = fd.execute(inputs)
+        out = outputs[0]
+        print(out.shape, "done", -1)
+        print(fd.last_cuda_code())
+        torch.testing.assert_close(out, o0, rtol=0, atol=0)
+    """)
+    fd = loads_fusion(text)
+    assert len(fd.fusion.outputs) == 1
+    # An eager reference computed in torch is a call: refused, naming the line.
+    with pytest.raises(FusionFileError, match=r":13: statement is not allowed"):
+        loads_fusion(text + "torch.testing.assert_close(out, -inputs[0].cpu())\n")
+
+
 def test_input_methods_give_the_strides_torch_gives():
     # Hand-written repros make strided inputs with torch methods, not as_strided.
     text = _text("""

@@ -54,7 +54,7 @@ WORKS = [
     "normal_randn_like_seeded", "select_slice_runtime_scalars", "pad_value_cat_manual_padding",
     "gather_smaller_index_select_dim1", "iota_runtime_start_step", "sdpa_fwd_bwd_causal",
     "topk_smallest_argsort_desc_cumsum", "squeeze_expanded_broadcast_symbolic",
-    "matmul_batched_broadcast_linear3d",
+    "matmul_batched_broadcast_linear3d", "execute_options_validate_trailer",
 ]
 
 # Genuinely unsupported features: refused while loading, with the op and the line.
