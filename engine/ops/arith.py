@@ -89,7 +89,10 @@ def _scalar_result(op: str, vals: list[Val], dtype: DataType) -> Scalar:
         return scalar_binary(_SCALAR_BINARY[op], a, b, dtype)
     # Comparisons, fmod, bitwise ops, pow, ... (Thunder's size arithmetic uses them): the
     # operands keep their types, the op computes as its tensor form does.
-    return scalar_binary(op, vals[0], vals[1], dtype)
+    try:
+        return scalar_binary(op, vals[0], vals[1], dtype)
+    except (RuntimeError, ValueError, ZeroDivisionError) as e:  # folding constants: 2 ** -1, fmod(1, 0)
+        raise FusionDefinitionError(f"{op}: {str(e).splitlines()[0]}") from None
 
 
 def _check_scalar_dtype(op: str, dtype: DataType) -> None:
