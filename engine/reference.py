@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from engine.dtypes import DataType, compute_dtype, to_torch
+from engine.dtypes import DataType, compute_dtype, from_torch, to_torch
 from engine.errors import ExecutionError
 from engine.ir import exprs as ex
 from engine.ir.base import Expr, Val
@@ -317,6 +317,14 @@ _BINARY: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
+def binary_fn(op: str, dtype: DataType) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """The torch function of a pointwise binary op computing in `dtype` (scalar ops
+    evaluate with it too): integer division truncates, as C's does."""
+    if op == "div" and not (dtype.is_float or dtype.is_complex):
+        return _int_div
+    return _BINARY[op]
+
+
 def _tensorize(x: Any, like: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     if isinstance(x, torch.Tensor):
         return x
@@ -354,9 +362,7 @@ def _binary(expr, args, ctx):
     work = _work_dtype(operand_types, dtype, expr.op)
     tensor = next(a for a in args if isinstance(a, torch.Tensor))
     a, b = (_tensorize(x, tensor, work).to(work) for x in args)
-    fn = _BINARY[expr.op]
-    if expr.op == "div" and not work.is_floating_point and not work.is_complex:
-        fn = _int_div
+    fn = binary_fn(expr.op, from_torch(work))
     if expr.op in ("maximum", "minimum") and a.dtype != b.dtype:
         b = b.to(a.dtype)
     return [as_dtype(fn(a, b), dtype)]

@@ -51,6 +51,9 @@ _TORCH_MODULES = ("torch", "torch.testing")
 _FD_METHODS = ("define_tensor", "define_scalar", "define_constant", "add_output")
 # Trailing calls of a repro that run or check the fusion: recognised, not interpreted.
 _RUN_METHODS = ("execute", "validate")
+# FusionDefinition methods that report on the fusion (printed at the end of repros).
+_REPORT_METHODS = ("last_cuda_code", "fusion_ir", "last_scheduled_fusion_ir", "print_ir", "last_kernel_ir",
+                   "user_schedule_ir")
 # Methods of nvFuser's Tensor that a fusion body may call: T.size(d), T.shape().
 _TENSOR_METHODS = ("size", "shape")
 
@@ -404,6 +407,12 @@ class _Loader:
             _Body(self, fd, param, attrs if attrs is not None else {}, alias).run(body)
 
     def top_assign(self, stmt: ast.Assign) -> None:
+        if (len(stmt.targets) == 1 and isinstance(stmt.targets[0], (ast.Tuple, ast.List))
+                and all(isinstance(e, ast.Name) for e in stmt.targets[0].elts) and self.run_call(stmt.value)):
+            # `out, = fd.execute(inputs)`, `(o1, o2) = fd.execute(inputs)`
+            for e in stmt.targets[0].elts:
+                self.globals[e.id] = _Ref("outputs")  # type: ignore[attr-defined]
+            return
         if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name):
             raise self.error(stmt, "only `inputs = [...]` and `fd = FusionDefinition()` may be assigned "
                                    "at the top level")
@@ -413,7 +422,13 @@ class _Loader:
             self.globals[name] = _Ref("fd", fd)
             return
         if self.run_call(stmt.value):
-            return  # `outputs = fd.execute(inputs)`, `out = fd.execute(inputs)[0]`
+            # `outputs = fd.execute(inputs)`, `out = fd.execute(inputs)[0]`: the name may be
+            # read by the checks that follow (print, assert_close), which are not run either.
+            self.globals.setdefault(name, _Ref("outputs"))
+            return
+        if self.outputs_read(stmt.value) and self.globals.get(name, _Ref("outputs")).kind == "outputs":
+            self.globals[name] = _Ref("outputs")  # `out = outputs[0]`
+            return
         if self.is_spec_call(stmt.value):
             # `input1 = torch.ones(2, 1, 8, device='cuda')`, later named in an inputs list or
             # in `fd.execute([input1, input2])`.
@@ -431,12 +446,64 @@ class _Loader:
     def top_expr(self, stmt: ast.Expr) -> None:
         if _is_docstring(stmt):
             return
-        if self.run_call(stmt.value):
+        if self.run_call(stmt.value) or self.check_call(stmt.value):
             return
         v = stmt.value
         if (isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id in self.functions):
             raise self.error(stmt, f"call {v.func.id}(fd) inside `with FusionDefinition() as fd:`")
         raise self.error(stmt, f"statement is not allowed: {_excerpt(stmt)}")
+
+    def outputs_read(self, node: ast.expr) -> bool:
+        """A read of what fd.execute returned or of the inputs: a name bound to one, an item
+        by an integer, or a plain attribute of those (`out.shape`), never a call."""
+        while True:
+            if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) \
+                    and _is_int(node.slice.value):
+                node = node.value
+            elif isinstance(node, ast.Attribute) and not node.attr.startswith("_"):
+                node = node.value
+            else:
+                break
+        if not isinstance(node, ast.Name):
+            return False
+        ref = self.globals.get(node.id)
+        return ref is not None and ref.kind in ("outputs", "inputs", "spec")
+
+    def check_call(self, node: ast.expr) -> bool:
+        """The checks and reports a pasted repro ends with, recognised and not run:
+        `print(...)` of outputs, literals and the fd's reports (`fd.last_cuda_code()`,
+        `fd.fusion_ir()`), and `torch.testing.assert_close(out, expected, rtol=..)` on
+        outputs and inputs."""
+        if not isinstance(node, ast.Call) or any(k.arg is None for k in node.keywords):
+            return False
+        args = [*node.args, *(k.value for k in node.keywords)]
+        if isinstance(node.func, ast.Name) and node.func.id == "print" and "print" not in self.globals:
+            return all(self.outputs_read(a) or self.report_call(a) or _inert_literal(a) for a in args)
+        if self.report_call(node):
+            return True
+        if self.torch_path(node.func) == "testing.assert_close":
+            return all(self.outputs_read(a) or _inert_literal(a) for a in args)
+        return False
+
+    def report_call(self, node: ast.expr) -> bool:
+        """`fd.last_cuda_code()`, `fd.fusion_ir()`, ...: what a repro prints about its fusion."""
+        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in _REPORT_METHODS and isinstance(node.func.value, ast.Name)
+                and getattr(self.globals.get(node.func.value.id), "kind", None) == "fd"
+                and all(_inert_literal(a) for a in [*node.args, *(k.value for k in node.keywords)]))
+
+    def torch_path(self, func: ast.expr) -> str | None:
+        """`torch.testing.assert_close` -> "testing.assert_close" (torch imported as a module)."""
+        parts: list[str] = []
+        while isinstance(func, ast.Attribute):
+            parts.append(func.attr)
+            func = func.value
+        if not isinstance(func, ast.Name):
+            return None
+        ref = self.globals.get(func.id)
+        if ref is None or ref.kind != "module" or ref.value not in _TORCH_MODULES:
+            return None
+        return ".".join([*ref.value.split(".")[1:], *reversed(parts)])
 
     def is_spec_call(self, node: ast.expr) -> bool:
         while (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
@@ -490,16 +557,22 @@ class _Loader:
                 return InputSpec(kind="scalar", shape=(), dtype=None, data=value)
             raise self.error(node, f"an inputs entry must be a torch call or a number: {_excerpt(node)}")
         strides = shape = view = None
-        # Peel trailing `.as_strided(...)` / `.view(dtype)` calls, innermost last.
+        # Peel trailing `.as_strided(...)` / `.view(dtype)` / layout and dtype methods,
+        # innermost last.
         chain: list[ast.Call] = []
         while (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-               and node.func.attr in ("as_strided", "view")):
+               and node.func.attr in ("as_strided", "view", *_INPUT_METHODS)):
             chain.append(node)
             node = node.func.value
         spec = self.spec_base(node)
         for call in reversed(chain):
             attr = call.func.attr  # type: ignore[attr-defined]
-            if attr == "as_strided":
+            if attr in _INPUT_METHODS:
+                if view is not None:
+                    raise self.error(call, f".{attr}(...) after .view(dtype) is not supported")
+                self.input_method(call, attr, spec)
+                strides = spec.strides
+            elif attr == "as_strided":
                 args = self.call_args(call, ("size", "stride", "storage_offset"))
                 if strides is not None or view is not None or "size" not in args or "stride" not in args:
                     raise self.error(call, "as_strided(size, stride) must follow the tensor call once")
@@ -521,6 +594,79 @@ class _Loader:
                 spec.view_dtype = view
         return spec
 
+    def input_method(self, call: ast.Call, attr: str, spec: InputSpec) -> None:
+        """Apply `.transpose(a, b)`, `.permute(...)`, `.t()`, `.expand(...)`,
+        `.contiguous(memory_format=...)`, `.to(...)`, `.half()`, `.cuda()`, ... of an inputs
+        entry to `spec`: views keep the storage and give its sizes and strides (worked out on
+        a meta tensor), a new memory format gives fresh storage in that layout, dtype
+        methods change the dtype the values are made in."""
+        if attr in _DTYPE_METHODS:
+            if call.args or call.keywords:
+                raise self.error(call, f".{attr}() takes no arguments")
+            spec.dtype = _DTYPE_METHODS[attr]
+            return
+        if attr in ("cuda", "requires_grad_"):
+            return  # where the tensor lives and autograd do not change the fusion's input
+        if any(k.arg is None for k in call.keywords):
+            raise self.error(call, "** arguments are not allowed")
+        pos = [self.plain(a, allow_names=False) for a in call.args]
+        kw = {k.arg: self.plain(k.value, allow_names=False) for k in call.keywords}
+        if attr in ("to", "contiguous"):
+            fmt = kw.pop("memory_format", None)
+            dtype = kw.pop("dtype", None)
+            kw.pop("device", None)
+            kw.pop("non_blocking", None)
+            for v in pos:
+                if isinstance(v, torch.dtype) and dtype is None and attr == "to":
+                    dtype = v
+                elif not (isinstance(v, str) and attr == "to"):  # a device string
+                    raise self.error(call, f".{attr}({_excerpt(call)}): unsupported argument {v!r}")
+            if kw:
+                raise self.error(call, f".{attr}: unknown keyword {next(iter(kw))!r}")
+            if dtype is not None:
+                if not isinstance(dtype, torch.dtype):
+                    raise self.error(call, f".{attr}: dtype must be a torch dtype, got {dtype!r}")
+                spec.dtype = dtype
+            if fmt is None and attr == "contiguous":
+                fmt = _TorchConst("contiguous_format")
+            if fmt is not None:
+                if not isinstance(fmt, _TorchConst) or fmt.name not in _MEMORY_FORMATS:
+                    raise self.error(call, f".{attr}: memory_format must be one of "
+                                           f"{', '.join('torch.' + f for f in _MEMORY_FORMATS)}")
+                self.relayout(call, spec, fmt.name)
+            return
+        if kw:
+            raise self.error(call, f".{attr}: keyword arguments are not supported")
+        if len(pos) == 1 and isinstance(pos[0], (list, tuple)) and attr in ("permute", "expand"):
+            pos = list(pos[0])
+        if not all(_is_int(v) for v in pos):
+            raise self.error(call, f".{attr} takes integers: {_excerpt(call)}")
+        t = spec.meta()
+        try:
+            t = {"transpose": lambda: t.transpose(*pos), "permute": lambda: t.permute(*pos),
+                 "t": lambda: t.t(*pos), "expand": lambda: t.expand(*pos)}[attr]()
+        except (RuntimeError, IndexError, TypeError, ValueError) as e:
+            raise self.error(call, f".{attr}: {str(e).splitlines()[0]}") from None
+        if spec.strides is None:
+            spec.base_shape = spec.base_shape or spec.shape
+        spec.shape, spec.strides = tuple(t.shape), tuple(t.stride())
+
+    def relayout(self, call: ast.Call, spec: InputSpec, fmt: str) -> None:
+        """A copy in memory format `fmt`: fresh storage of the same values. Random values
+        make no difference; `torch.tensor` data would be read in the wrong order."""
+        want = torch.empty(spec.shape, device="meta")
+        try:
+            dense = want.contiguous(memory_format=getattr(torch, fmt))
+        except RuntimeError as e:
+            raise self.error(call, f"memory_format=torch.{fmt}: {str(e).splitlines()[0]}") from None
+        if spec.kind == "tensor" and (spec.strides is not None or fmt != "contiguous_format"):
+            raise self.error(call, "a torch.tensor(...) input takes no layout change; write its "
+                                   "data in the order wanted")
+        if tuple(dense.stride()) == tuple(want.stride()):
+            spec.strides = spec.base_shape = None
+            return
+        spec.base_shape, spec.strides = (math.prod(spec.shape),), tuple(dense.stride())
+
     def spec_base(self, node: ast.expr) -> InputSpec:
         if not isinstance(node, ast.Call):
             raise self.error(node, f"an inputs entry must be a torch call or a number: {_excerpt(node)}")
@@ -540,7 +686,9 @@ class _Loader:
                 raise self.error(node, f"{kind}: unknown keyword {k!r}")
         for key, ok in (("layout", "strided"), ("memory_format", "contiguous_format")):
             if key in kw and kw[key] != _TorchConst(ok):
-                raise self.error(node, f"{kind}: only {key}=torch.{ok} is supported")
+                got = f"torch.{kw[key].name}" if isinstance(kw[key], _TorchConst) else repr(kw[key])
+                raise self.error(node, f"{kind}: {key}={got} is not supported, only torch.{ok} (a layout "
+                                       "change goes after the call: .to(memory_format=...))")
         dtype = kw.get("dtype")
         if dtype is not None and not isinstance(dtype, torch.dtype):
             raise self.error(node, f"{kind}: dtype must be a torch dtype, got {dtype!r}")
@@ -656,9 +804,12 @@ class _Loader:
             # Plain arithmetic on numbers (`4096 * 2`), as users write sizes; never on values.
             a = self.plain(node.left, env, allow_names, fd_names, attrs, call)
             b = self.plain(node.right, env, allow_names, fd_names, attrs, call)
-            if not (_is_number(a) and _is_number(b)):
+            if _is_number(a) and _is_number(b):
+                return self.arith(node, a, b)
+            joined = self.sequence_arith(node, a, b)
+            if joined is None:
                 raise self.error(node, f"arithmetic is only allowed on numbers: {_excerpt(node)}")
-            return self.arith(node, a, b)
+            return joined
         if isinstance(node, ast.Subscript) and env is not None:
             # `tvs[0]`: an item of a list or tuple the body built, by an integer.
             seq = self.plain(node.value, env, allow_names, fd_names, attrs, call)
@@ -736,6 +887,23 @@ class _Loader:
         except OverflowError:
             raise self.error(node, f"{_excerpt(node)} overflows") from None
 
+    def sequence_arith(self, node: ast.BinOp, a: Any, b: Any) -> list[Any] | tuple[Any, ...] | None:
+        """`[1, 2] + [3]` and `[-7, 2] * 64` (how example inputs and shapes get written) on
+        lists or tuples, capped at _MAX_ITEMS; None for any other operands."""
+        if isinstance(node.op, ast.Add) and isinstance(a, (list, tuple)) and type(a) is type(b):
+            out = a + b
+        elif isinstance(node.op, ast.Mult) and (isinstance(a, (list, tuple)) and _is_int(b)
+                                                or isinstance(b, (list, tuple)) and _is_int(a)):
+            seq, n = (a, b) if isinstance(a, (list, tuple)) else (b, a)
+            if len(seq) * max(n, 0) > _MAX_ITEMS:
+                raise self.error(node, f"{_excerpt(node)}: more than {_MAX_ITEMS} items")
+            out = seq * n
+        else:
+            return None
+        if len(out) > _MAX_ITEMS:
+            raise self.error(node, f"{_excerpt(node)}: more than {_MAX_ITEMS} items")
+        return _copied(out)
+
     def int64(self, node: ast.AST, value: Any) -> Any:
         """`value`, refused when it is an integer outside the engine's 64 bits."""
         if isinstance(value, int) and not isinstance(value, bool) and not _INT_MIN <= value <= _INT_MAX:
@@ -769,7 +937,7 @@ class _Loader:
             if ref is not None and ref.kind == "module" and ref.value == "torch":
                 if node.attr in TORCH_DTYPES:
                     return TORCH_DTYPES[node.attr]
-                if node.attr in ("strided", "contiguous_format"):
+                if node.attr in ("strided", *_MEMORY_FORMATS):
                     return _TorchConst(node.attr)  # layout= / memory_format= of an inputs entry
                 raise self.error(node, f"torch.{node.attr} is not a dtype this format knows")
         raise self.error(node, f"attribute not allowed here: {_excerpt(node)}")
@@ -829,6 +997,14 @@ class _Loader:
 
 # Iterations of `for` loops and comprehensions, and calls made through map() and filter(), a
 # fusion body may run in all (a file cannot make the loader spin).
+# Methods an inputs entry may end with (besides as_strided and view(dtype)): layout views,
+# a copy in another memory format, dtype conversions and moves that change nothing here.
+_DTYPE_METHODS = {"half": torch.float16, "bfloat16": torch.bfloat16, "float": torch.float32,
+                  "double": torch.float64, "int": torch.int32, "long": torch.int64, "bool": torch.bool}
+_INPUT_METHODS = ("transpose", "permute", "t", "expand", "contiguous", "to", "cuda", "requires_grad_",
+                  *_DTYPE_METHODS)
+_MEMORY_FORMATS = ("contiguous_format", "channels_last", "channels_last_3d")
+
 _MAX_LOOP_STEPS = 10_000
 # Items a list the body builds may hold (range(), list(), extend(), ...): bounded like the
 # loops, so that no line can make the loader allocate without end.
@@ -1121,6 +1297,9 @@ class _Body:
         a, b = self.value(node.left), self.value(node.right)
         if _is_number(a) and _is_number(b) and type(node.op) in _ARITH:
             return self.loader.arith(node, a, b)
+        joined = self.loader.sequence_arith(node, a, b)
+        if joined is not None:
+            return joined
         name = _OPERATOR_OPS.get(type(node.op))
         if name is None:
             raise self.error(node, f"{type(node.op).__name__} is not an nvFuser operator on tensors and "
@@ -1602,6 +1781,17 @@ def _inert(node: ast.expr) -> bool:
         return True
     if isinstance(node, (ast.List, ast.Tuple)):
         return all(_inert(e) for e in node.elts)
+    return False
+
+
+def _inert_literal(node: ast.expr) -> bool:
+    """A literal: a constant (a negative one too) or a list or tuple of them."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return all(_inert_literal(e) for e in node.elts)
     return False
 
 

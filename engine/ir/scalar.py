@@ -116,8 +116,10 @@ class Scalar(Val):
 
             (x,) = self.operands
             return unary_text(self.op, x.inline(), x.dtype, self.dtype)
-        symbol, infix, _ = _OPS[self.op]
         a, b = (x.inline() for x in self.operands)
+        if self.op not in _OPS:  # a frontend op on scalars (lt, fmod, bitwise_and, ...)
+            return f"( {self.op}({a}, {b}) )"
+        symbol, infix, _ = _OPS[self.op]
         return f"( {a} {symbol} {b} )" if infix else f"( {symbol}({a}, {b}) )"
 
     @property
@@ -142,9 +144,11 @@ class Scalar(Val):
         if len(self.operands) == 1:
             (x,) = self.operands
             return eval_unary(self.op, x.evaluate(env), x.dtype, self.dtype)
-        fn = _OPS[self.op][2]
-        a, b = (x.evaluate(env) for x in self.operands)
-        out = fn(a, b)
+        x, y = self.operands
+        a, b = x.evaluate(env), y.evaluate(env)
+        if self.op not in _OPS:
+            return eval_binary(self.op, a, b, x.dtype, y.dtype, self.dtype)
+        out = _OPS[self.op][2](a, b)
         # A float scalar computes in single precision in the kernel; so does its value here.
         return _to_f32(out) if self.dtype is DataType.Float else out
 
@@ -221,6 +225,13 @@ def binary(op: str, a: ScalarLike, b: ScalarLike, dtype: DataType | None = None)
     """Scalar arithmetic with constant folding and the identities x+0, x*1, x/1.
     `dtype` is the promoted result type (the frontend's); extents leave it to the operands."""
     sa, sb = as_scalar(a), as_scalar(b)
+    if op not in _OPS:
+        # A frontend op without an extent-arithmetic form: folded through the op's
+        # evaluation when constant, no identities (their types differ op by op).
+        out_dtype = dtype or sa.dtype
+        if sa.is_const and sb.is_const:
+            return Scalar(out_dtype, eval_binary(op, sa.value, sb.value, sa.dtype, sb.dtype, out_dtype))
+        return Scalar(out_dtype, op=op, operands=(sa, sb))
     simple = _simplify(op, sa, sb, dtype)
     # An identity (x * 1) keeps x, unless promotion widens its type (Index * 1.0).
     if simple is not None and (dtype is None or simple.dtype == dtype):
@@ -265,6 +276,34 @@ def eval_unary(op: str, value: Number, src: DataType, dst: DataType) -> Number:
     compute = src if dst.is_bool else dst
     t = torch.tensor(value, dtype=to_torch(compute))
     return unary_fn(op)(t).to(to_torch(dst)).item()
+
+
+def binary_compute_dtype(op: str, a: DataType, b: DataType, dst: DataType) -> DataType:
+    """The type a scalar binary op computes in, as the tensor op's lowering picks it:
+    comparisons in the promoted operand type, logical ops on bools, the rest in the result
+    type (the frontend promoted it already)."""
+    from engine.dtypes import promote
+
+    if op in ("logical_and", "logical_or"):
+        return DataType.Bool
+    if dst.is_bool and op not in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+        return promote(a, b)
+    return dst
+
+
+def eval_binary(op: str, a: Number, b: Number, a_dtype: DataType, b_dtype: DataType, dst: DataType) -> Number:
+    """The value of a scalar binary op outside the extent arithmetic (comparisons, fmod,
+    bitwise ops, pow, ...) as the kernel computes it: the reference's torch function in the
+    op's compute type."""
+    import torch
+
+    from engine.dtypes import to_torch
+    from engine.reference import binary_fn
+
+    compute = binary_compute_dtype(op, a_dtype, b_dtype, dst)
+    ta, tb = (torch.tensor(v, dtype=to_torch(compute)) for v in (a, b))
+    out = binary_fn(op, compute)(ta, tb).to(to_torch(dst)).item()
+    return _to_f32(out) if dst is DataType.Float else out
 
 
 def _to_f32(value: Any) -> Any:

@@ -21,7 +21,7 @@ from engine.ir import exprs as ex
 from engine.ir.base import Expr, Val
 from engine.ir.iterdomain import IterDomain, ParallelType, Resize, Split
 from engine.ir.quant_exprs import BlockQuantizationOp, PreprocessGroupedMatmulInputSf
-from engine.ir.scalar import Scalar
+from engine.ir.scalar import Scalar, binary_compute_dtype
 from engine.ir.tensorview import TensorView
 from engine.lower import cexpr, kir
 from engine.lower.buffers import Buffer, make_buffer
@@ -426,7 +426,15 @@ class ExprLowering:
         if len(s.operands) == 1:
             (x,) = s.operands
             return _scalar_unary(s.op, self.scalar(x), x.dtype, s.dtype)
-        a, b = (self.scalar(x) for x in s.operands)
+        x, y = s.operands
+        a, b = self.scalar(x), self.scalar(y)
+        if s.op not in _EXTENT_OPS:
+            # A frontend op on scalars (lt, fmod, bitwise_and, ...): the tensor op's C form,
+            # on operands converted to the type it computes in.
+            dt = binary_compute_dtype(s.op, x.dtype, y.dtype, s.dtype)
+            a, b = self.converted(a, x.dtype, dt), self.converted(b, y.dtype, dt)
+            res = DataType.Bool if s.op in _COMPARE | _LOGICAL else dt
+            return self.converted(ops_table.binary(s.op, a, b, dt), res, s.dtype)
         return _scalar_op(s.op, a, b, s.dtype)
 
     # ---- expressions -------------------------------------------------------------------
@@ -569,6 +577,8 @@ def _source(expr: Expr) -> str:
 
 
 _SCALAR_OPS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%"}
+# The scalar ops of extent arithmetic (engine.ir.scalar's _OPS), which _scalar_op prints.
+_EXTENT_OPS = {*_SCALAR_OPS, "ceilDiv", "max", "min"}
 
 
 def _scalar_op(op: str, a: str, b: str, dtype: DataType | None = None) -> str:

@@ -80,12 +80,19 @@ def _scalar_result(op: str, vals: list[Val], dtype: DataType) -> Scalar:
     # Scalar-only arithmetic: a derived scalar (folded when constant).
     from engine.ir.scalar import binary as scalar_binary
 
-    if len(vals) == 2 and op in _SCALAR_BINARY and all(isinstance(v, Scalar) for v in vals):
-        if not all(v.is_const for v in vals):
-            _check_scalar_dtype(op, dtype)
+    if len(vals) != 2 or not all(isinstance(v, Scalar) for v in vals):
+        raise FusionDefinitionError(f"{op}: scalar-only operands are not supported; pass a tensor")
+    if not all(v.is_const for v in vals):
+        _check_scalar_dtype(op, dtype)
+    if op in _SCALAR_BINARY:
         a, b = (_promote_scalar(v, dtype) for v in vals)
         return scalar_binary(_SCALAR_BINARY[op], a, b, dtype)
-    raise FusionDefinitionError(f"{op}: scalar-only operands are not supported; pass a tensor")
+    # Comparisons, fmod, bitwise ops, pow, ... (Thunder's size arithmetic uses them): the
+    # operands keep their types, the op computes as its tensor form does.
+    try:
+        return scalar_binary(op, vals[0], vals[1], dtype)
+    except (RuntimeError, ValueError, ZeroDivisionError) as e:  # folding constants: 2 ** -1, fmod(1, 0)
+        raise FusionDefinitionError(f"{op}: {str(e).splitlines()[0]}") from None
 
 
 def _check_scalar_dtype(op: str, dtype: DataType) -> None:

@@ -281,6 +281,12 @@ def _resolve_new_shape(tv: TensorView, in_ext: list[Scalar], new_shape: Sequence
             infer = k
             out.append(None)
             continue
+        if isinstance(s, Scalar) and s.dtype.is_float:
+            # nvFuser's reshape casts every new size to Index (a size worked out through
+            # reciprocal is a float scalar in Thunder's traces); the cast truncates.
+            from engine.ir.scalar import unary as scalar_unary
+
+            s = scalar_unary("cast", s, DataType.Index)
         sc = _shape_scalar("reshape", tv, s, k)
         if sc.is_const and sc.value < 0:
             raise FusionDefinitionError(f"reshape: new_shape entry {k} is {sc.value}; sizes must be >= 0 or -1")

@@ -99,6 +99,12 @@ HOSTILE: dict[str, tuple[str, int, bool]] = {
     "nested_calls_150": (W + T + "    u = " + "fd.ops.neg(" * 150 + "t" + ")" * 150 + "\n", 5, False),
     "nested_lists_5000": (W + "    t = fd.define_tensor(shape=" + "[" * 5000 + "]" * 5000 + ")\n", 4, False),
     "unary_minus_3000": (W + "    t = fd.define_tensor(shape=[" + "-" * 3000 + "2])\n", 4, False),
+    "print_payload": ("print(open('{marker}', 'w'))\n", 3, True),
+    "assert_close_payload": ("torch.testing.assert_close(open('{marker}', 'w'), 1)\n", 3, True),
+    "output_dunder": (W + T + "o = fd.execute([torch.randn(2)])\nc = o.__class__\n", 6, False),
+    "output_rebinds_torch": (W + T + "torch = fd.execute([torch.randn(2)])[0]\n", 5, False),
+    "list_repeat_huge": ("inputs = [torch.tensor([1, 2] * 10 ** 9)]\n", 3, False),
+    "list_repeat_in_body": (W + "    t = fd.define_tensor(shape=[1] * 20000)\n", 4, False),
     "binop_chain_30000": (W + "    t = fd.define_tensor(shape=[" + "+".join(["1"] * 30000) + "])\n", 4, False),
     "nested_dicts": (W + T + "    fd.sched.reorder(t, " + "{0: " * 120 + "0" + "}" * 120 + ")\n", 5, False),
     # gigantic literals

@@ -385,6 +385,82 @@ def test_as_strided_past_storage_is_refused():
         loads_fusion(text)
 
 
+def test_repro_trailer_of_prints_and_checks_is_recognised_not_run():
+    text = _text("""
+        import torch
+        from nvfuser import FusionDefinition, DataType
+        with FusionDefinition() as fd:
+            t0 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+            fd.add_output(fd.ops.neg(t0))
+        inputs = [torch.randn(5, device='cuda')]
+        outputs = fd.execute(inputs)
+        o0, = fd.execute(inputs)
+        out = outputs[0]
+        print(out.shape, "done", -1)
+        print(fd.last_cuda_code())
+        torch.testing.assert_close(out, o0, rtol=0, atol=0)
+    """)
+    fd = loads_fusion(text)
+    assert len(fd.fusion.outputs) == 1
+    # An eager reference computed in torch is a call: refused, naming the line.
+    with pytest.raises(FusionFileError, match=r":13: statement is not allowed"):
+        loads_fusion(text + "torch.testing.assert_close(out, -inputs[0].cpu())\n")
+
+
+def test_input_methods_give_the_strides_torch_gives():
+    # Hand-written repros make strided inputs with torch methods, not as_strided.
+    text = _text("""
+        import torch
+        from nvfuser import FusionDefinition, DataType
+        with FusionDefinition() as fd:
+            fd.add_output(fd.define_tensor(shape=[2, 3], dtype=DataType.Float))
+        inputs = [
+            torch.randn(3, 5, device='cuda').t(),
+            torch.randn(2, 3, 4).permute(2, 0, 1).half(),
+            torch.randn(4, device='cuda').expand(3, -1).cuda(),
+            torch.randn(2, 6, 3, 4).to(memory_format=torch.channels_last).bfloat16(),
+            torch.randn(5, 2).transpose(0, 1).contiguous(),
+            torch.randint(0, 4, (3,)).to('cuda:0', torch.int32),
+            torch.tensor([[1, 2], [3, 4]]).t(),
+        ]
+    """)
+    fd = loads_fusion(text)
+    xs = fd.example_inputs(seed=0)
+    meta = [torch.empty(3, 5).t(), torch.empty(2, 3, 4).permute(2, 0, 1), torch.empty(4).expand(3, -1),
+            torch.empty(2, 6, 3, 4).to(memory_format=torch.channels_last), torch.empty(2, 5)]
+    for x, m in zip(xs, meta):
+        assert x.shape == m.shape and x.stride() == m.stride()
+    assert [x.dtype for x in xs] == [torch.float32, torch.float16, torch.float32, torch.bfloat16, torch.float32,
+                                     torch.int32, torch.int64]
+    assert xs[6].tolist() == [[1, 3], [2, 4]]  # a view of torch.tensor data reads its values
+    again = loads_fusion(dumps_fusion(fd))
+    assert [(x.shape, x.stride(), x.dtype) for x in again.example_inputs(seed=0)] == \
+        [(x.shape, x.stride(), x.dtype) for x in xs]
+
+
+@pytest.mark.parametrize("entry,message", [
+    ("torch.randn(2, 3, 4).t()", r":6: .t: t\(\) expects a tensor with <= 2 dimensions"),
+    ("torch.tensor([[1, 2], [3, 4]]).t().contiguous()", r":6: a torch.tensor\(...\) input takes no layout"),
+    ("torch.randn(2, 3).to(memory_format=torch.channels_last)", r":6: memory_format=torch.channels_last"),
+    ("torch.randn(2, 3).permute(0, 1, 2)", r":6: .permute"),
+    ("torch.randn(2, 3).half(1)", r":6: .half\(\) takes no arguments"),
+    ("torch.randn(2, 3).to(copy=True)", r":6: .to: unknown keyword 'copy'"),
+    ("torch.randn(2, 3).view(torch.int32).float()", r":6: .float\(...\) after .view\(dtype\)"),
+])
+def test_input_methods_refused_naming_the_line(entry: str, message: str):
+    text = _text(f"""
+        import torch
+        from nvfuser import FusionDefinition, DataType
+        with FusionDefinition() as fd:
+            fd.add_output(fd.define_tensor(shape=[2, 3], dtype=DataType.Float))
+        inputs = [
+            {entry},
+        ]
+    """)
+    with pytest.raises(FusionFileError, match=message):
+        loads_fusion(text)
+
+
 # ---- reader: refused files -----------------------------------------------------------------
 
 HOSTILE = {
@@ -574,7 +650,7 @@ def test_pasted_script_with_named_inputs():
     (out,) = fd.execute([a, b])
     torch.testing.assert_close(out, ((a + b) * 3).sum(-1))
     # memory formats other than contiguous would change strides: refused
-    with pytest.raises(FusionFileError, match=":16: torch.channels_last"):
+    with pytest.raises(FusionFileError, match=":16: randn: memory_format=torch.channels_last is not supported"):
         loads_fusion(text.replace("layout=torch.strided", "memory_format=torch.channels_last"))
 
 

@@ -235,6 +235,70 @@ def test_float_remainder_of_a_scalar_renders_fmod() -> None:
     assert "fmod(d2, 0.75)" in cf.segments[0].cuda_source
 
 
+# Scalar-only binary ops beyond the extent arithmetic (Thunder's size and flag arithmetic):
+# op, operand type, two runtime values, torch's result on them.
+_SCALAR_BINARY = [
+    ("lt", DataType.Double, 0.5, 1.0, True),
+    ("ne", DataType.Int, 3, 3, False),
+    ("ge", DataType.Int, -2, 5, False),
+    ("fmod", DataType.Int, -7, 3, -1),
+    ("remainder", DataType.Int, -7, 3, 2),
+    ("remainder", DataType.Double, -2.5, 0.75, 0.5),
+    ("pow", DataType.Double, 1.5, 3.0, 3.375),
+    ("bitwise_and", DataType.Int, 13, 6, 4),
+    ("bitwise_xor", DataType.Int, 13, 6, 11),
+    ("bitwise_left_shift", DataType.Int, 3, 4, 48),
+    ("logical_or", DataType.Bool, False, True, True),
+    ("atan2", DataType.Double, 1.0, -1.0, math.atan2(1.0, -1.0)),
+]
+
+
+@pytest.mark.parametrize("op,sdtype,a,b,expected", _SCALAR_BINARY)
+def test_scalar_only_binary_ops_fold_and_evaluate(op, sdtype, a, b, expected) -> None:
+    fd = FusionDefinition()
+    fd.__enter__()
+    x = fd.define_scalar(None, dtype=sdtype)
+    y = fd.define_scalar(None, dtype=sdtype)
+    r = getattr(fd.ops, op)(x, y)
+    folded = getattr(fd.ops, op)(fd.define_scalar(a, dtype=sdtype), fd.define_scalar(b, dtype=sdtype))
+    fd.__exit__()
+    assert r.inline() == f"( {op}({x.inline()}, {y.inline()}) )"
+    assert r.evaluate({x: a, y: b}) == pytest.approx(expected)
+    assert folded.is_const and folded.value == pytest.approx(expected)
+
+
+@needs_gxx
+@pytest.mark.parametrize("op,sdtype,a,b,expected", _SCALAR_BINARY)
+def test_scalar_only_binary_of_runtime_scalars_is_computed_in_the_kernel(op, sdtype, a, b, expected) -> None:
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        x = fd.define_scalar(None, dtype=sdtype)
+        y = fd.define_scalar(None, dtype=sdtype)
+        r = fd.ops.cast(getattr(fd.ops, op)(x, y), dtype=DataType.Float)
+        fd.add_output(fd.ops.add(t0, r))
+    t = torch.randn(3, 5)
+    cf = _check(fd, [t, a, b])
+    (out,) = cf.run([t, a, b], backend="emulate")
+    torch.testing.assert_close(out, t + float(expected))
+
+
+def test_reshape_takes_a_float_size_truncated_to_index() -> None:
+    # nvFuser's reshape casts each new size to Index: 240 * reciprocal(12) is a float.
+    text = """
+from nvfuser import FusionDefinition, DataType
+with FusionDefinition() as fd:
+    S0 = fd.define_scalar(None, dtype=DataType.Int)
+    T1 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+    S2 = fd.ops.mul(fd.define_scalar(240, dtype=DataType.Int), fd.ops.reciprocal(S0))
+    T3 = fd.ops.reshape(T1, new_shape=[S0, S2])
+    fd.add_output(T3)
+"""
+    fd = loads_fusion(text)
+    xs = [12, torch.randn(8, 30)]
+    (ref,) = evaluate(fd.fusion, xs)
+    assert ref.shape == (12, 20)
+
+
 @needs_nvcc
 def test_scalar_expression_kernels_compile_with_nvcc() -> None:
     from engine.runtime.nvcc import ptx_check
