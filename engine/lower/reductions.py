@@ -206,7 +206,8 @@ def _grid(low: ExprLowering, out: TensorView, acc: Accumulator, threads: list[bo
         n_flags = (3 if sync_grid else 2) * n_blocks
         low.workspaces[work] = (ct, 2 * per * acc.size * count, False)
         low.workspaces[sync] = ("nvfuser_index_t", n_flags * count, True)
-        low.reserve_reduction_smem(max(8, acc.size * width))
+        # gridReduceGroupShares stages every thread's elements in rows of acc.size + 1.
+        low.reserve_reduction_smem(max(8, (acc.size + (1 if sync_grid else 0)) * width))
         template = f"{_bools(blocks)}, {_bools(threads)}"
         work_ptr = f"{work}.data + ({cexpr.text(instance)}) * {2 * per * acc.size}"
         args = (f"({acc.name}, {combine}, {init}, {work_ptr}, {per}, "

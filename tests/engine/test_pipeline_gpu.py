@@ -39,8 +39,9 @@ def test_inner_outer_pipelined_and_cooperative(rows: int, cols: int) -> None:
 
 
 def test_exactly_48k_of_dynamic_shared_memory_with_static_shared_memory_launches() -> None:
-    """The opt-in to more shared memory counts the kernel's static __shared__ bytes too."""
-    seg = check_on_gpu(4096, 4096, {"rows_per_step": 1})
+    """The opt-in to more shared memory counts the kernel's static __shared__ bytes too (the
+    arrival flag of the independent blocks' grid reduction: 200 blocks are not co-resident)."""
+    seg = check_on_gpu(4096, 4096, {"rows_per_step": 1, "lparams.gdimy": 200})
     assert seg.launch.shared_mem_bytes == 48 * 1024
 
 
