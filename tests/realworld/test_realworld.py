@@ -46,6 +46,19 @@ WORKS = [
     "swiglu_chunk_silu_mul", "symbolic_sizes_contiguous", "tensor_sizes_bcast",
     "timestep_sinusoidal_embedding", "topk_router", "two_fusion_functions", "uniform_dropout",
     "var_correction",
+    # Modelled on repros posted in NVIDIA/Fuser, csarofeen/pytorch and Lightning-AI/lightning-thunder issues.
+    "falcon_qkv_reshape_permute_rope",
+    "torch_c_nvfuser_view_gelu",
+    "var_mean_view_contiguous_false",
+    "duplicate_cast_sums_as_strided",
+    "bcast_contiguity_stride_order_transposed",
+    "alias_output_reshape_set",
+    "qwen_rms_norm_float_inv_freq",
+    "rope_bwd_noncontig_stride_order",
+    "uniform_philox_seed_offset_expanded",
+    "double_bcast_div_output_shape",
+    "sum_broadcast_axis_transposed_inputs",
+    "cat_reshape_define_vector_qkv",
 ]
 
 # Genuinely unsupported features: refused while loading, with the op and the line.
