@@ -469,8 +469,13 @@ class _Loader:
     def timing_loop(self, stmt: ast.For) -> None:
         """`for _ in range(5): out = fs.execute(inputs)`: repros that time the fusion run it
         in a loop. Recognised as the run calls it holds; a loop doing anything else is refused."""
-        if stmt.orelse or not isinstance(stmt.target, ast.Name):
-            raise self.error(stmt, "a top-level for loop may only repeat fd.execute(inputs)")
+        it = stmt.iter
+        counted = (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+                   and not it.keywords and 1 <= len(it.args) <= 3
+                   and all(isinstance(a, ast.Constant) and type(a.value) is int for a in it.args))
+        if stmt.orelse or not isinstance(stmt.target, ast.Name) or not counted:
+            raise self.error(stmt, "a top-level for loop may only repeat fd.execute(inputs): "
+                                   "`for _ in range(5):`")
         for inner in stmt.body:
             value = inner.value if isinstance(inner, (ast.Expr, ast.Assign)) else None
             if isinstance(inner, ast.Assign) and not all(isinstance(t, (ast.Name, ast.Tuple)) for t in inner.targets):

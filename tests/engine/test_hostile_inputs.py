@@ -49,6 +49,13 @@ HOSTILE: dict[str, tuple[str, int, bool]] = {
     "fd_private": (W + T + "    u = fd._record_call('fd', 'x', open, ('{marker}', 'w'), {})\n", 5, False),
     "sched_private": (W + T + "    u = fd.sched._fd\n", 5, False),
     "execute_payload": (W + T + f"fd.execute([{MK}])\n", 5, True),
+    # the 2022 frontend's `FusionDefinition(fs)`, timing loops and trailing prints (read, never run)
+    "print_payload": (W + T + f"print({MK})\n", 5, True),
+    "print_fstring_payload": (W + T + "print(f\"{" + MK + "}\")\n", 5, True),
+    "loop_body_payload": (W + T + f"for _ in range(2):\n    fd.execute([])\n    {MK}\n", 7, True),
+    "loop_iter_payload": (W + T + f"for _ in [{MK}]:\n    fd.execute([])\n", 5, True),
+    "fusion_arg_payload": (f"with FusionDefinition({MK}) as fd:\n    pass\n", 3, True),
+    "fusion_arg_not_fusion": ("fs = FusionDefinition()\nwith FusionDefinition(fs) as fd:\n    pass\n", 4, False),
     # attribute tricks
     "subclasses": (W + "    t = ().__class__.__base__.__subclasses__()\n", 4, False),
     "func_globals": (W + T + "    u = fd.ops.add.__globals__['__builtins__']\n", 5, False),
