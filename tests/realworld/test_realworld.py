@@ -58,7 +58,8 @@ WORKS = [
     "uniform_philox_seed_offset_expanded",
     "double_bcast_div_output_shape",
     "sum_broadcast_axis_transposed_inputs",
-    "cat_reshape_define_vector_qkv", "slice_clip_symbolic_indices",
+    "cat_reshape_define_vector_qkv", "slice_clip_symbolic_indices", "sdpa_bwd_cpu_philox_qkv_cat",
+    "nanogpt_block_fwd_ln_linear_gelu", "direct_positional_defaults", "old_reshape_original_shape_log_softmax",
 ]
 
 # Genuinely unsupported features: refused while loading, with the op and the line.
