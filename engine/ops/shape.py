@@ -440,7 +440,7 @@ def reshape(
             elif p[0] == "group":
                 logical += _view_group(fusion, root, [remap[g] for g in p[1]], [out_ext[j] for j in p[2]])
         out = new_tv(fusion, logical, cur.dtype, root=root)
-        ViewOp(fusion, out, cur)
+        ViewOp(fusion, out, cur, out_ext)
         cur = out
     elif not squeezed and not any(p[0] == "bcast" for p in plan):
         cur = set_(cur)

@@ -52,9 +52,9 @@ with FusionDefinition() as fd:
     nvfuser_fusion_id0(fd)
 
 inputs = [
-    torch.testing.make_tensor((2, 6, 64), dtype=torch.bfloat16, device='cuda:0'),
-    torch.randn((48,), dtype=torch.bfloat16, device='cuda:0').as_strided((2, 2, 6, 8), (0, 0, 8, 1)),
-    torch.randn((48,), dtype=torch.bfloat16, device='cuda:0').as_strided((2, 2, 6, 8), (0, 0, 8, 1)),
     torch.testing.make_tensor((2, 6, 32), dtype=torch.bfloat16, device='cuda:0'),
+    torch.randn((48,), dtype=torch.bfloat16, device='cuda:0').as_strided((2, 2, 6, 8), (0, 0, 8, 1)),
+    torch.randn((48,), dtype=torch.bfloat16, device='cuda:0').as_strided((2, 2, 6, 8), (0, 0, 8, 1)),
+    torch.testing.make_tensor((2, 6, 16), dtype=torch.bfloat16, device='cuda:0'),
 ]
 fd.execute(inputs)
