@@ -55,6 +55,8 @@ HOSTILE: dict[str, tuple[str, int, bool]] = {
     "loop_body_payload": (W + T + f"for _ in range(2):\n    fd.execute([])\n    {MK}\n", 7, True),
     "loop_iter_payload": (W + T + f"for _ in [{MK}]:\n    fd.execute([])\n", 5, True),
     "fusion_arg_payload": (f"with FusionDefinition({MK}) as fd:\n    pass\n", 3, True),
+    "rank_only_define_tensor": ("fs = Fusion()\nwith FusionDefinition(fs) as fd:\n    t = fd.define_tensor(3)\n",
+                                5, False),
     "fusion_arg_not_fusion": ("fs = FusionDefinition()\nwith FusionDefinition(fs) as fd:\n    pass\n", 4, False),
     # attribute tricks
     "subclasses": (W + "    t = ().__class__.__base__.__subclasses__()\n", 4, False),

@@ -69,6 +69,9 @@ REFUSED = {
     "slice_step2": "slice_step2.py:9: fd.ops.slice: slice: T0 axis 1: only stride 1 is supported, got 2",
     "complex_constant": "complex_constant.py:11: fd.define_scalar: define_scalar: complex constants are "
                         "not supported",
+    "torch_c_nvfuser_rank_only_2022": "torch_c_nvfuser_rank_only_2022.py:12: fd.define_tensor: define_tensor(3): "
+                                      "the rank-only form of the 2022 frontend (with fd.add_input) is not "
+                                      "supported; give the sizes: shape=[-1, -1, -1]",
 }
 
 # Loaded fine; the code generator has no complex arithmetic: refused at compile time.
