@@ -536,6 +536,12 @@ def _expand(expr, args, ctx):
 @handles(ex.ViewOp)
 def _view(expr, args, ctx):
     (x,) = args
+    asked = None if expr.new_shape is None else [int(ctx.scalar(s)) for s in expr.new_shape]
+    if asked is not None and math.prod(asked) != x.numel():
+        # Symbolic input sizes: only now are the element counts known (nvFuser checks at
+        # concretization: "Total element counts across view operation must match").
+        raise ValueError(f"reshape of {expr.input.short_name}: {list(x.shape)} has {x.numel()} elements, "
+                         f"the new shape {asked} has {math.prod(asked)}")
     return [x.reshape(logical_sizes(expr.output, ctx))]
 
 

@@ -238,6 +238,11 @@ class FusionDefinition:
         dim i's stride with 0 the innermost. symbolic_sizes/contiguous are the 2023
         names of shape/contiguity; sizes/strides (with static_sizes) the 2022 form that
         takes a tensor's size() and stride()."""
+        if isinstance(shape, int) and not isinstance(shape, bool):
+            # The first frontend (2022, inside PyTorch) took a rank and a later fd.add_input.
+            raise FusionDefinitionError(
+                f"define_tensor({shape}): the rank-only form of the 2022 frontend (with fd.add_input) is not "
+                f"supported; give the sizes: shape=[{', '.join(['-1'] * min(max(shape, 0), 8))}]")
         if sizes is not None or strides is not None:
             if shape is not None or symbolic_sizes is not None or contiguity is not None or stride_order:
                 raise FusionDefinitionError("define_tensor: give sizes/strides or shape/contiguity, not both")

@@ -45,6 +45,9 @@ from engine.ir.tensorview import MemoryType, TensorView
 
 # Modules a repro may import; importing them here binds nothing that runs.
 _NVFUSER_MODULES = ("nvfuser", "nvfuser_direct")
+# Where the frontend lived inside PyTorch in 2022 (`from torch._C._nvfuser import Fusion,
+# FusionDefinition, DataType`); repros of that time import it from there.
+_TORCH_NVFUSER_MODULE = "torch._C._nvfuser"
 _TORCH_MODULES = ("torch", "torch.testing")
 
 # Methods of a FusionDefinition that a fusion body may call.
@@ -128,7 +131,8 @@ class _Ref:
     """What a top-level name stands for while reading (never a live object from the file)."""
 
     def __init__(self, kind: str, value: Any = None) -> None:
-        # "module", "torch_fn", "fd_class", "enum", "function", "class", "fd", "inputs", "spec"
+        # "module", "torch_fn", "fd_class", "fusion_class", "fusion", "enum", "function", "class",
+        # "fd", "inputs", "spec"
         self.kind = kind
         self.value = value
 
@@ -240,6 +244,8 @@ class _Loader:
             self.top_expr(stmt)
         elif isinstance(stmt, ast.Pass):
             pass
+        elif isinstance(stmt, ast.For):
+            self.timing_loop(stmt)
         else:
             raise self.error(stmt, f"{type(stmt).__name__} statement is not allowed at the top level")
 
@@ -248,7 +254,9 @@ class _Loader:
             if alias.name in _TORCH_MODULES:
                 # `import torch.testing` binds `torch`, as Python does; `as tt` binds the submodule.
                 self.globals[alias.asname or "torch"] = _Ref("module", alias.name if alias.asname else "torch")
-            elif alias.name.split(".")[0] in _NVFUSER_MODULES:
+            elif alias.name.split(".")[0] in _NVFUSER_MODULES or alias.name == _TORCH_NVFUSER_MODULE:
+                if alias.name == _TORCH_NVFUSER_MODULE and not alias.asname:
+                    raise self.error(stmt, f"import {alias.name} as a name (`import {alias.name} as nvfuser`)")
                 self.globals[alias.asname or alias.name.split(".")[0]] = _Ref("module", "nvfuser")
             else:
                 raise self.error(stmt, f"import of {alias.name!r} is not allowed (only torch and nvfuser)")
@@ -263,7 +271,7 @@ class _Loader:
                     raise self.error(stmt, f"import of {module}.{alias.name} is not allowed")
                 self.globals[alias.asname or alias.name] = _Ref("torch_fn", TORCH_MAKERS[dotted])
             return
-        if stmt.level or module.split(".")[0] not in _NVFUSER_MODULES:
+        if stmt.level or (module.split(".")[0] not in _NVFUSER_MODULES and module != _TORCH_NVFUSER_MODULE):
             raise self.error(stmt, f"import from {module or '.'!r} is not allowed (only nvfuser and torch)")
         for alias in stmt.names:
             if alias.name == "*":
@@ -275,6 +283,8 @@ class _Loader:
     def nvfuser_name(self, name: str) -> _Ref | None:
         if name == "FusionDefinition":
             return _Ref("fd_class")
+        if name == "Fusion":
+            return _Ref("fusion_class")  # the 2022 frontend: `fs = Fusion(); FusionDefinition(fs)`
         if name in self.enums:
             return _Ref("enum", self.enums[name])
         return None  # other nvfuser names bind nothing usable here
@@ -349,12 +359,28 @@ class _Loader:
         return fd
 
     def fusion_constructor(self, node: ast.expr, alias: str | None = None) -> FusionDefinition | None:
-        """`FusionDefinition()` or `MySubclass()` -> a new fd; None for anything else."""
-        if not (isinstance(node, ast.Call) and not node.args and not node.keywords):
+        """`FusionDefinition()` or `MySubclass()` -> a new fd; None for anything else.
+
+        `FusionDefinition(fs)`, the 2022 form, takes a `fs = Fusion()` object; the fd it
+        makes is then also what `fs` names, for the file's later `fs.execute(inputs)`.
+        """
+        if not isinstance(node, ast.Call) or node.keywords:
             return None
         try:
             ref = self.resolve_global(node.func)
         except FusionFileError:
+            return None
+        if ref.kind == "fd_class" and len(node.args) == 1:
+            holder = node.args[0]
+            held = self.globals.get(holder.id) if isinstance(holder, ast.Name) else None
+            if held is None or held.kind != "fusion":
+                raise self.error(node, f"FusionDefinition({_excerpt(holder)}): the argument must be a "
+                                       "Fusion() made earlier (`fs = Fusion()`)")
+            if held.value is not None:
+                raise self.error(node, f"a second FusionDefinition on {holder.id!r}")  # type: ignore[attr-defined]
+            held.value = fd = self.new_fd(node)
+            return fd
+        if node.args:
             return None
         if ref.kind == "fd_class":
             return self.new_fd(node)
@@ -417,6 +443,9 @@ class _Loader:
             raise self.error(stmt, "only `inputs = [...]` and `fd = FusionDefinition()` may be assigned "
                                    "at the top level")
         name = stmt.targets[0].id
+        if self.is_fusion_object(stmt.value):
+            self.globals[name] = _Ref("fusion")  # `fs = Fusion()`: bound to an fd by FusionDefinition(fs)
+            return
         fd = self.fusion_constructor(stmt.value, alias=name)
         if fd is not None:
             self.globals[name] = _Ref("fd", fd)
@@ -443,10 +472,37 @@ class _Loader:
         raise self.error(stmt, f"assignment to {name!r} is not allowed (only an inputs list, "
                                "a FusionDefinition, or the result of fd.execute)")
 
+    def is_fusion_object(self, node: ast.expr) -> bool:
+        """`Fusion()`: the object the 2022 frontend's FusionDefinition filled in."""
+        if not (isinstance(node, ast.Call) and not node.args and not node.keywords):
+            return False
+        try:
+            return self.resolve_global(node.func).kind == "fusion_class"
+        except FusionFileError:
+            return False
+
+    def timing_loop(self, stmt: ast.For) -> None:
+        """`for _ in range(5): out = fs.execute(inputs)`: repros that time the fusion run it
+        in a loop. Recognised as the run calls it holds; a loop doing anything else is refused."""
+        it = stmt.iter
+        counted = (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+                   and not it.keywords and 1 <= len(it.args) <= 3
+                   and all(isinstance(a, ast.Constant) and type(a.value) is int for a in it.args))
+        if stmt.orelse or not isinstance(stmt.target, ast.Name) or not counted:
+            raise self.error(stmt, "a top-level for loop may only repeat fd.execute(inputs): "
+                                   "`for _ in range(5):`")
+        for inner in stmt.body:
+            value = inner.value if isinstance(inner, (ast.Expr, ast.Assign)) else None
+            if isinstance(inner, ast.Assign) and not all(isinstance(t, (ast.Name, ast.Tuple)) for t in inner.targets):
+                value = None
+            if value is None or not (self.run_call(value) or isinstance(inner, ast.Expr) and self.print_call(value)):
+                raise self.error(inner, f"a top-level for loop may only repeat fd.execute(inputs); "
+                                        f"not {_excerpt(inner)}")
+
     def top_expr(self, stmt: ast.Expr) -> None:
         if _is_docstring(stmt):
             return
-        if self.run_call(stmt.value) or self.check_call(stmt.value):
+        if self.run_call(stmt.value) or self.check_call(stmt.value) or self.print_call(stmt.value):
             return
         v = stmt.value
         if (isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id in self.functions):
@@ -505,6 +561,18 @@ class _Loader:
             return None
         return ".".join([*ref.value.split(".")[1:], *reversed(parts)])
 
+    def print_call(self, node: ast.expr) -> bool:
+        """`print(out)`, `print(f"{out = }")` after fd.execute: repros show their results.
+        Recognised and skipped (nothing is printed or evaluated); only names, literals,
+        f-strings, subscripts and attributes of them may be printed."""
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"
+                and "print" not in self.globals):
+            return False
+        for arg in [*node.args, *(k.value for k in node.keywords)]:
+            if not _printable(arg):
+                raise self.error(node, f"print(...) may only show names and literals; not {_excerpt(arg)}")
+        return True
+
     def is_spec_call(self, node: ast.expr) -> bool:
         while (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                and node.func.attr in ("as_strided", "view")):
@@ -521,7 +589,7 @@ class _Loader:
                 and node.func.attr in _RUN_METHODS and isinstance(node.func.value, ast.Name)):
             return False
         ref = self.globals.get(node.func.value.id)
-        if ref is None or ref.kind != "fd":
+        if ref is None or ref.kind != "fd" and not (ref.kind == "fusion" and ref.value is not None):
             return False
         for arg in [*node.args, *(k.value for k in node.keywords)]:
             if not _inert(arg):
@@ -1792,6 +1860,23 @@ def _inert_literal(node: ast.expr) -> bool:
         return True
     if isinstance(node, (ast.List, ast.Tuple)):
         return all(_inert_literal(e) for e in node.elts)
+    return False
+
+
+def _printable(node: ast.expr) -> bool:
+    """What a skipped `print(...)` may hold: names, literals, f-strings, `out[0]`, `out[0].shape`."""
+    if isinstance(node, (ast.Name, ast.Constant)):
+        return True
+    if isinstance(node, ast.JoinedStr):
+        return all(_printable(v) for v in node.values)
+    if isinstance(node, ast.FormattedValue):
+        return _printable(node.value) and (node.format_spec is None or _printable(node.format_spec))
+    if isinstance(node, ast.Subscript):
+        return _printable(node.value) and isinstance(node.slice, ast.Constant)
+    if isinstance(node, ast.Attribute):
+        return _printable(node.value)
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return all(_printable(e) for e in node.elts)
     return False
 
 

@@ -248,12 +248,14 @@ class ExpandOp(Expr):
 
 
 class ViewOp(Expr):
-    """reshape; the output's root->logical transforms describe it."""
+    """reshape; the output's root->logical transforms describe it. new_shape: the sizes
+    asked for (scalars), kept to check the element count at run time when the input's
+    sizes are symbolic (the logical extents hold a split's ceilDiv remainder instead)."""
 
     op_name = "view"
 
-    def __init__(self, fusion, out: Val, inp: Val) -> None:
-        super().__init__(fusion, [inp], [out])
+    def __init__(self, fusion, out: Val, inp: Val, new_shape: Sequence[Scalar] | None = None) -> None:
+        super().__init__(fusion, [inp], [out], new_shape=None if new_shape is None else list(new_shape))
 
     def to_string(self, indent: int = 0) -> str:
         return f"{ind(indent)}{self.output} = view( {self.input} )\n"

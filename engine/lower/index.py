@@ -46,6 +46,12 @@ class Ix:
 
 def _div_mod(x: Ix, n: int) -> tuple[Ix, Ix]:
     """x / n and x % n, simplified through x's split parts when n is a multiple of the factor."""
+    if n == 0:
+        # A merge whose inner axis is empty at these sizes (a slice or an input of extent
+        # 0): the merged axis has no elements either, and its own bound predicates every
+        # access off. x stays whole in the inner index, so its range still exceeds the
+        # inner extent (0) and any bound test on the inner axis fails too.
+        return Ix(0, 0, 1), Ix(x.term, x.lo, x.hi)
     outer_hi = _floordiv(x.hi - 1, n) + 1
     inner_hi = min(n, x.hi) if x.lo >= 0 else n
     if x.parts is not None and x.lo >= 0:

@@ -17,7 +17,7 @@ from engine.ir.exprs import (
     ViewOp,
 )
 from engine.ir.iterdomain import IterDomain, IterType, Merge, Resize, Split
-from engine.ir.scalar import Scalar, as_scalar, binary, same_scalar
+from engine.ir.scalar import Scalar, as_scalar, binary, same_scalar, smax, smin
 from engine.ir.tensorview import TensorView
 from engine.ops.common import check_tensor, copy_id, full_extent, new_tv, no_reductions, norm_dim, norm_dims
 
@@ -446,7 +446,7 @@ def reshape(
             elif p[0] == "group":
                 logical += _view_group(fusion, root, [remap[g] for g in p[1]], [out_ext[j] for j in p[2]])
         out = new_tv(fusion, logical, cur.dtype, root=root)
-        ViewOp(fusion, out, cur)
+        ViewOp(fusion, out, cur, out_ext)
         cur = out
     elif not squeezed and not any(p[0] == "bcast" for p in plan):
         cur = set_(cur)
@@ -522,19 +522,30 @@ def _take_given_extent(i: IterDomain, target: Scalar) -> None:
 
 # ---- slice and pad --------------------------------------------------------------------------
 
-def _norm_index(x: ShapeEntry, extent: Scalar) -> Scalar:
-    """Python's rules for a constant index: negative counts from the end, then clamp."""
-    if isinstance(x, Scalar) and not x.is_const:
-        return x
-    v = int(x.value if isinstance(x, Scalar) else x)
-    if not extent.is_const:
-        if v < 0:
-            return binary("add", extent, v)
-        return as_scalar(v)
-    e = int(extent.value)
-    if v < 0:
-        v += e
-    return as_scalar(min(max(v, 0), e))
+def _norm_index(x: ShapeEntry, extent: Scalar, start: Scalar | None = None) -> Scalar:
+    """An index normalized as nvFuser's slice does when manual_normalization is off
+    (NVIDIA/Fuser PR #460): a negative index counts from the end; a start is at least 0;
+    a stop (given its normalized `start`) is at most the extent and at least the start,
+    so a range never runs backwards. Constants fold; a symbolic extent or index keeps the
+    clamps in the expression (max/min)."""
+    index = _from_end(as_scalar(x) if isinstance(x, int) else x, extent)
+    if start is None:
+        return index if index.is_const and index.value >= 0 else smax(0, index)
+    constant = x if isinstance(x, int) else x.value if x.is_const else None
+    if constant is None or constant >= 0:
+        index = smin(extent, index)  # a negative constant counted from the end is below it already
+    if constant is not None and constant >= 0 and start.is_const and start.value == 0:
+        return index  # min(extent, v >= 0) is never below 0
+    return smax(start, index)
+
+
+def _from_end(x: Scalar, extent: Scalar) -> Scalar:
+    """x < 0 ? x + extent : x. A symbolic x has no comparison in the extent arithmetic;
+    for an integer, min(1, max(0, -x)) is 1 exactly when x < 0."""
+    if x.is_const:
+        return binary("add", extent, x) if x.value < 0 else x
+    negative = smin(1, smax(0, binary("sub", 0, x)))
+    return binary("add", x, binary("mul", extent, negative))
 
 
 def slice_(
@@ -571,9 +582,8 @@ def slice_(
         if manual_normalization:
             start, stop = as_scalar(a) if isinstance(a, int) else a, as_scalar(b) if isinstance(b, int) else b
         else:
-            start, stop = _norm_index(a, ext), _norm_index(b, ext)
-            if start.is_const and stop.is_const and stop.value < start.value:
-                stop = start
+            start = _norm_index(a, ext)
+            stop = _norm_index(b, ext, start)
         if start.is_const and start.value == 0 and same_scalar(stop, ext):
             resizes.append(None)  # the whole axis: copied, not resized
         else:

@@ -361,6 +361,19 @@ def test_reshape_errors():
             fd.ops.reshape(t0, [2, 12], [24])
 
 
+
+def test_symbolic_reshape_with_a_wrong_element_count_fails_at_run_time():
+    """[-1, -1] -> [4, 6]: the last axis is the split's ceilDiv remainder, so 16 elements
+    would pass as [4, 4]; the sizes asked for are checked when the input's are known."""
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        fd.add_output(fd.ops.reshape(t0, [4, 6]))
+    x = torch.randn(4, 6)
+    assert torch.equal(fd.execute([x])[0], x.reshape(4, 6))
+    with pytest.raises(ExecutionError, match=r"reshape of T0: \[4, 4\] has 16 elements, the new shape \[4, 6\] has 24"):
+        fd.execute([torch.randn(4, 4)])
+
+
 # ---- permute -------------------------------------------------------------------------------
 
 def test_permute_values_and_domains():

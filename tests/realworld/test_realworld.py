@@ -55,6 +55,20 @@ WORKS = [
     "gather_smaller_index_select_dim1", "iota_runtime_start_step", "sdpa_fwd_bwd_causal",
     "topk_smallest_argsort_desc_cumsum", "squeeze_expanded_broadcast_symbolic",
     "matmul_batched_broadcast_linear3d", "execute_options_validate_trailer",
+    # Modelled on repros posted in NVIDIA/Fuser, csarofeen/pytorch and Lightning-AI/lightning-thunder issues.
+    "falcon_qkv_reshape_permute_rope",
+    "torch_c_nvfuser_view_gelu",
+    "var_mean_view_contiguous_false",
+    "duplicate_cast_sums_as_strided",
+    "bcast_contiguity_stride_order_transposed",
+    "alias_output_reshape_set",
+    "qwen_rms_norm_float_inv_freq",
+    "rope_bwd_noncontig_stride_order",
+    "uniform_philox_seed_offset_expanded",
+    "double_bcast_div_output_shape",
+    "sum_broadcast_axis_transposed_inputs",
+    "cat_reshape_define_vector_qkv", "slice_clip_symbolic_indices", "sdpa_bwd_cpu_philox_qkv_cat",
+    "nanogpt_block_fwd_ln_linear_gelu", "direct_positional_defaults", "old_reshape_original_shape_log_softmax",
 ]
 
 # Genuinely unsupported features: refused while loading, with the op and the line.
@@ -64,6 +78,9 @@ REFUSED = {
     "slice_step2": "slice_step2.py:9: fd.ops.slice: slice: T0 axis 1: only stride 1 is supported, got 2",
     "complex_constant": "complex_constant.py:11: fd.define_scalar: define_scalar: complex constants are "
                         "not supported",
+    "torch_c_nvfuser_rank_only_2022": "torch_c_nvfuser_rank_only_2022.py:12: fd.define_tensor: define_tensor(3): "
+                                      "the rank-only form of the 2022 frontend (with fd.add_input) is not "
+                                      "supported; give the sizes: shape=[-1, -1, -1]",
 }
 
 # Loaded fine; the code generator has no complex arithmetic: refused at compile time.
