@@ -324,27 +324,27 @@ __device__ bool gridReduceGroup(T (&vals)[N], Func op, T init, T* work_buf, nvfu
 // tail reads the partials with every SM instead of a few. The totals go to the second half
 // of the work buffer; the last block to finish its share loads its threads' totals and
 // returns true, as gridReduceGroup does. Sizes per call site: work_buf as gridReduceGroup;
-// sync_flags 3 * gridDim.x*y*z (zeroed once; kept zero). The emulator runs blocks one after
+// sync_flags 3 * gridDim.x*y*z (zeroed once; the finish count is kept zero, the barrier's
+// counter flips its top bit per launch). The emulator runs blocks one after
 // another, so no block there can wait for another: it runs gridReduceGroup instead (the same
 // result, summed in another order).
 #if !defined(FS_EMULATE)
-// Every block of a block segment waits until all `count` have arrived. bar[0] counts
-// arrivals, bar[1] departures; the last to leave resets both, so the next launch starts at 0.
-FS_DEVICE void fsGridBarrier(nvfuser_index_t* bar, unsigned count) {
+// Every block of a block segment waits until all `count` have arrived. The counter's top bit
+// flips once per barrier: block 0 adds 2^31 - (count - 1), every other block 1, so the sum
+// of one barrier is exactly 2^31 and the low bits are back where they were. No block has to
+// count its departure and reset the counter for the next launch (an atomic round trip on
+// every block's way out).
+FS_DEVICE void fsGridBarrier(nvfuser_index_t* bar, unsigned count, bool first) {
   __syncthreads();
   if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
-    unsigned long long* arrived = reinterpret_cast<unsigned long long*>(bar);
-    unsigned long long* departed = arrived + 1;
+    unsigned int* arrived = reinterpret_cast<unsigned int*>(bar);
+    const unsigned int add = first ? 0x80000000u - (count - 1u) : 1u;
     __threadfence();  // this block's partials are visible before it counts
-    atomicAdd(arrived, 1ull);
-    while (*reinterpret_cast<volatile unsigned long long*>(arrived) < count) {
+    const unsigned int old = atomicAdd(arrived, add);
+    while (((old ^ *reinterpret_cast<volatile unsigned int*>(arrived)) & 0x80000000u) == 0u) {
       __nanosleep(32);
     }
     __threadfence();
-    if (atomicAdd(departed, 1ull) + 1 == count) {
-      *arrived = 0;  // every block has seen the full count
-      *departed = 0;
-    }
   }
   __syncthreads();
 }
@@ -407,12 +407,12 @@ __device__ bool gridReduceGroupSync(T (&vals)[N], Func op, T init, T* work_buf, 
       vals, FsGroupOp<T, N, Func>{op}, FsGroupSmemStore<T, N>{smem, blockDim.x * blockDim.y * blockDim.z});
   const FsGridCoords c = fsGridCoords<X_BLOCK, Y_BLOCK, Z_BLOCK, X_THREAD, Y_THREAD, Z_THREAD>();
   const nvfuser_index_t seg_base = static_cast<nvfuser_index_t>(c.b_seg) * c.b_R;
-  // Three flags per block segment: barrier arrivals, departures, finished shares.
+  // Three flags per block segment: the barrier's counter, one unused, finished shares.
   nvfuser_index_t* flags = sync_flags + static_cast<nvfuser_index_t>(c.b_seg) * 3;
   if (c.t_r == 0) {
     fsGroupPublish(work_buf, stride, (seg_base + c.b_r) * c.t_S + c.t_seg, partial);
   }
-  fsGridBarrier(flags, c.b_R);
+  fsGridBarrier(flags, c.b_R, c.b_r == 0);
   const unsigned total = N * static_cast<unsigned>(c.t_S);
   const unsigned per = (total + c.b_R - 1) / c.b_R;
   const unsigned q0 = min(total, c.b_r * per), q1 = min(total, q0 + per);
@@ -520,7 +520,7 @@ __device__ FsShare gridReduceGroupShares(T (&vals)[N], Func op, T init, T* work_
       dst[i] = acc;
     }
   }
-  fsGridBarrier(flags, c.b_R);
+  fsGridBarrier(flags, c.b_R, c.b_r == 0);
   const unsigned per = (t_S + c.b_R - 1) / c.b_R;
   const unsigned v0 = min(t_S, c.b_r * per), v1 = min(t_S, v0 + per);
   const nvfuser_index_t first = seg_base * c.t_S * N + static_cast<nvfuser_index_t>(v0) * N;
