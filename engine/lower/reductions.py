@@ -296,8 +296,11 @@ def _write_back(low: ExprLowering, out: TensorView, pairs: list[tuple[TensorView
         # own copy of a local result.
         (global_stores if low.buffer(tv).memory == "global" else stores).append(store)
         if not preds:
+            # A reduced axis is at index 0 after its loop: its bound holds unless the axis is
+            # empty, and an empty reduction still writes its initial value.
+            reduced = frozenset(i for i, ix in index.items() if i.is_reduction and isinstance(ix.term, int))
             preds = low.thread_predicates(loops[: acc0.level], out) + [
-                p for p in low.bounds_predicates(tv, index, _partial_ids(tv))
+                p for p in low.bounds_predicates(tv, index, _partial_ids(tv) | reduced)
             ] + low.flags.get(out, [])
     body: list[kir.Stmt] = kir.guard(preds, stores) + kir.guard(preds + thread_only, global_stores)
     for i in reversed(acc0.layout):

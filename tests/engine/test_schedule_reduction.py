@@ -306,3 +306,23 @@ def test_outer_reduction_over_merged_iteration_axes_vectorizes_loads_and_stores(
     # the loop ids bound to threads keep their parallel types (TIDx over columns, TIDy rows)
     assert [i.parallel_type for i in cache.domain.loop[:3]] == [
         ParallelType.grid_x, ParallelType.block_x, ParallelType.block_y]
+
+
+@pytest.mark.parametrize("op", ["sum", "prod"])
+def test_a_reduction_over_an_empty_axis_writes_its_initial_value(op: str):
+    """Found on the GPU (realworld empty_tensor_reshape_sum): the write-back was bounded by the
+    reduced axis (index 0 < extent 0: false), so the output kept whatever its memory held."""
+    from engine.compile import compile_fusion
+
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(getattr(fd.ops, op)(t0, dims=[0]))
+    xs = [torch.randn(0, 5)]
+    seg = compile_fusion(fd, xs).segments[0]
+    # amax of an empty axis is an error in torch (the reference says so, naming the op).
+    acc = next(line.strip() for line in seg.cuda_source.splitlines() if line.strip().endswith("_acc[0];")
+               and "=" in line and "(" not in line)
+    assert acc.split(" = ")[0].endswith("[0]")  # e.g. "T3[0] = T3_acc[0];": the write-back is there
+    out = compile_fusion(fd, xs).run(xs, backend="emulate")[0]
+    expected = {"sum": 0.0, "prod": 1.0}[op]
+    assert torch.equal(out, torch.full((5,), expected))
