@@ -649,8 +649,9 @@ class _Loader:
         why = self.not_checking_code(stmt)
         if why is None:
             if not (isinstance(stmt, ast.Pass) or isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
+                first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))])
                 self.skipped.append(SkippedStatement(
-                    stmt.lineno, stmt.end_lineno or stmt.lineno,
+                    first, stmt.end_lineno or stmt.lineno,
                     f"skipped, not evaluated (checking code after the run at line {self.ran_line}): {_excerpt(stmt)}"))
             return
         try:
