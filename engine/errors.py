@@ -19,6 +19,7 @@ class FusionFileError(EngineError):
         elif line is not None:
             where = f"line {line}: "
         super().__init__(where + message)
+        self.message = message  # without the path and line
         self.path = path
         self.line = line
 

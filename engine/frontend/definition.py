@@ -35,6 +35,22 @@ class FrontendCall:
     result: Any = None
 
 
+@dataclass(frozen=True)
+class SkippedStatement:
+    """A top-level statement of a fusion file that the loader skipped without evaluating it:
+    the repro's own checking code after the fusion was run (eager reference computations,
+    asserts, prints, imports, timing loops). Lines are 1-based and inclusive."""
+
+    first_line: int
+    last_line: int
+    reason: str
+
+    def __str__(self) -> str:
+        lines = (f"line {self.first_line}" if self.first_line == self.last_line
+                 else f"lines {self.first_line}-{self.last_line}")
+        return f"{lines}: {self.reason}"
+
+
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
@@ -153,6 +169,9 @@ class FusionDefinition:
         # add_output(T, alias_input): fusion output index -> fusion input index. The fusion
         # computes T as an output; execute() writes it into that input and does not return it.
         self.output_aliases: dict[int, int] = {}
+        # What a fusion file's loader skipped, unread, after the fusion was run: the repro's
+        # checking code (engine.frontend.pyread). Empty for a fusion built in Python.
+        self.skipped_statements: list[SkippedStatement] = []
         self._token: contextvars.Token | None = None
         self._open_token: contextvars.Token | None = None
         self._reentered = 0

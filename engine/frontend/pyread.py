@@ -10,6 +10,24 @@ too, by the loader on the values it holds: list methods (`selected.extend(...)`)
 few pure builtins (list, len, zip, filter, map, ...), comprehensions, and the
 module's `inputs` read by `fd.from_pytorch(inputs[0])`. Any other statement, call,
 name or attribute raises FusionFileError naming the line.
+
+After the run, the repro's own checking code is skipped unread. The run is the first
+top-level statement holding a recognised run call (`fd.execute(...)`, `fd.validate(...)`,
+`out, = fs.execute(inputs)`, a `for _ in range(n):` loop of them). Every later top-level
+statement, of any kind (eager references, asserts, prints of anything, `import numpy as
+np`, `with torch.no_grad():`, timing loops with torch.cuda.synchronize() ...), is skipped
+without being evaluated or imported, unless it (a) names the fusion (the fd, a Fusion,
+FusionDefinition or a subclass of it, a fusion function, the nvfuser module) other than
+to call a read-only method on it (the run and report methods, _INSPECT_METHODS) or to
+print it, (b) rebinds a name the loader holds (the fusion's, torch, an enum, `print`,
+the inputs list, a name the run's arguments spell) or stores into the inputs (`inputs[0]
+= ...`), or (c) runs the fusion on a literal list of inputs when none was given before.
+Those statements are read as before any run (a second fusion, a second inputs list,
+`fd.sched.*` or `fd.ops.*` at the top level are refused, naming the line and why the
+statement was not skipped). The whole file is still parsed first, so a syntax error, a
+dunder name or too deep nesting anywhere refuses it. What was skipped is recorded on the
+loaded FusionDefinition as `skipped_statements`: a list of
+engine.frontend.definition.SkippedStatement (first_line, last_line, reason), in order.
 """
 
 from __future__ import annotations
@@ -31,7 +49,7 @@ import torch
 
 from engine.dtypes import DataType, from_torch
 from engine.errors import FusionDefinitionError, FusionFileError, ScheduleError
-from engine.frontend.definition import FusionDefinition
+from engine.frontend.definition import FusionDefinition, SkippedStatement
 from engine.frontend.input_spec import (
     TORCH_DTYPES,
     TORCH_MAKERS,
@@ -57,6 +75,12 @@ _RUN_METHODS = ("execute", "validate")
 # FusionDefinition methods that report on the fusion (printed at the end of repros).
 _REPORT_METHODS = ("last_cuda_code", "fusion_ir", "last_scheduled_fusion_ir", "print_ir", "last_kernel_ir",
                    "user_schedule_ir")
+# What checking code after the run may call on the fusion (and skip unread): the run and
+# report methods and nvFuser's other read-only ones (the 2022 frontend's too).
+_INSPECT_METHODS = (*_RUN_METHODS, *_REPORT_METHODS, "cuda_code_for", "scheduled_fusion_ir_for",
+                    "last_repro_script", "repro_script_for", "profile", "debug_output", "id", "print_kernel")
+# What a name the loader holds may stand for that makes it the fusion (see _Ref.kind).
+_FUSION_KINDS = ("fd", "fusion", "fd_class", "fusion_class", "class", "function")
 # Methods of nvFuser's Tensor that a fusion body may call: T.size(d), T.shape().
 _TENSOR_METHODS = ("size", "shape")
 
@@ -150,6 +174,13 @@ class _Loader:
         self.specs: list[InputSpec] | None = None
         self.line: int | None = None  # the top-level statement being read
         self.tree: ast.Module | None = None
+        # The run: set by run_call; ran_line is the top-level statement that first ran the fusion,
+        # run_names the names its arguments spell (the inputs). What follows it is skipped when it
+        # is the repro's checking code (after_run).
+        self.run_seen = False
+        self.ran_line: int | None = None
+        self.run_names: set[str] = set()
+        self.skipped: list[SkippedStatement] = []
 
     # ---- errors ---------------------------------------------------------------------
     def error(self, node: ast.AST | None, message: str) -> FusionFileError:
@@ -164,7 +195,12 @@ class _Loader:
         try:
             for stmt in tree.body:
                 self.line = stmt.lineno
+                if self.ran_line is not None:
+                    self.after_run(stmt)
+                    continue
                 self.top_statement(stmt)
+                if self.run_seen:
+                    self.ran_line = stmt.lineno
         except RecursionError:
             # A backstop: _check_tree caps nesting, so this needs a nearly exhausted stack.
             raise FusionFileError("expressions nest too deeply", path=self.filename, line=self.line) from None
@@ -173,6 +209,7 @@ class _Loader:
         if self.fd is None:
             raise FusionFileError("no fusion defined (no FusionDefinition block, function or class)",
                                   path=self.filename)
+        self.fd.skipped_statements = self.skipped
         if self.specs is not None:
             self.fd.input_specs = self.specs
             # A `fd.sched.schedule(...)` in the file waited for sizes: the inputs list has them.
@@ -600,7 +637,84 @@ class _Loader:
         if (node.func.attr == "execute" and isinstance(given, (ast.List, ast.Tuple)) and given.elts
                 and self.specs is None):
             self.specs = [self.spec(e) for e in given.elts]
+        self.run_seen = True
+        for arg in [*node.args, *(k.value for k in node.keywords)]:
+            self.run_names.update(n.id for n in ast.walk(arg) if isinstance(n, ast.Name))
         return True
+
+    # ---- after the run: the repro's checking code ----------------------------------------
+    def after_run(self, stmt: ast.stmt) -> None:
+        """A top-level statement after the one that first ran the fusion: skipped unread (and
+        recorded) when it is the repro's own checking code, read as before otherwise."""
+        why = self.not_checking_code(stmt)
+        if why is None:
+            if not (isinstance(stmt, ast.Pass) or isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
+                first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))])
+                self.skipped.append(SkippedStatement(
+                    first, stmt.end_lineno or stmt.lineno,
+                    f"skipped, not evaluated (checking code after the run at line {self.ran_line}): {_excerpt(stmt)}"))
+            return
+        try:
+            self.top_statement(stmt)
+        except FusionFileError as e:
+            err = FusionFileError(f"{e.message} (not skipped as checking code after the run at line "
+                                  f"{self.ran_line}: {why})", path=e.path, line=e.line)
+            err.__cause__, err.__suppress_context__ = e.__cause__, True
+            raise err from None
+
+    def not_checking_code(self, stmt: ast.stmt) -> str | None:
+        """Why `stmt`, after the run, is not the repro's checking code; None when it is.
+
+        It is not when it (a) names the fusion (the fd, a Fusion, FusionDefinition or its
+        subclasses, a fusion function, the nvfuser module) other than to call a read-only
+        method on it (`fd.execute(...)`, `fd.last_cuda_code()`, ...) or to print it, (b)
+        rebinds a name the loader holds (the fusion's, torch, the inputs list, an input the
+        run named, ...) or stores into the inputs, or (c) runs the fusion on a literal list
+        of inputs when the file gave none before (that list gives them)."""
+        if self.specs is None and self.gives_inputs(stmt):
+            return "it gives the fusion's inputs"
+        for name, whole in _bound_names(stmt):
+            if name == "*":
+                return "a * import may rebind the names the fusion uses"
+            if whole and self.held_name(name):
+                return f"it rebinds {name!r}, which the loader reads"
+            if not whole and (name in self.run_names or self.fusion_name(name)
+                              or getattr(self.globals.get(name), "kind", None) in ("inputs", "spec")):
+                return f"it changes {name!r}, which the fusion or its inputs are read from"
+        for node, parent, grand in _with_parents(stmt):
+            if isinstance(node, ast.Name) and self.fusion_name(node.id):
+                inspects = (isinstance(parent, ast.Attribute) and parent.attr in _INSPECT_METHODS
+                            and isinstance(grand, ast.Call) and grand.func is parent)
+                printed = (isinstance(parent, ast.Call) and node in parent.args and isinstance(parent.func, ast.Name)
+                           and parent.func.id == "print" and "print" not in self.globals)
+                if not (inspects or printed):
+                    return f"it uses {node.id!r} (only its run and report methods may follow the run)"
+        return None
+
+    def held_name(self, name: str) -> bool:
+        """A name the loader gives a meaning (outputs of the run aside), or one it reads."""
+        ref = self.globals.get(name)
+        if ref is not None:
+            return ref.kind != "outputs"
+        return name in self.run_names or name in ("print", "range") or self.nvfuser_name(name) is not None
+
+    def fusion_name(self, name: str) -> bool:
+        ref = self.globals.get(name) or self.nvfuser_name(name)
+        return ref is not None and (ref.kind in _FUSION_KINDS or ref.kind == "module" and ref.value == "nvfuser")
+
+    def gives_inputs(self, stmt: ast.stmt) -> bool:
+        """`fd.execute([x, y])` (as run_call reads it): a literal list of inputs."""
+        node = stmt.value if isinstance(stmt, (ast.Expr, ast.Assign)) else None
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "execute"
+                and isinstance(node.func.value, ast.Name)):
+            return False
+        ref = self.globals.get(node.func.value.id)
+        if ref is None or ref.kind not in ("fd", "fusion"):
+            return False
+        given = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "inputs"), None)
+        return isinstance(given, (ast.List, ast.Tuple)) and bool(given.elts)
 
     # ---- input specs ------------------------------------------------------------------
     def spec(self, node: ast.expr) -> InputSpec:
@@ -1912,6 +2026,66 @@ def _names_of(node: ast.AST) -> list[str]:
     if isinstance(node, ast.alias):
         return [n for n in (node.name, node.asname) if n]
     return []
+
+
+def _bound_names(stmt: ast.stmt) -> Iterator[tuple[str, bool]]:
+    """The module-level names a top-level statement binds or stores into, as (name, whole):
+    whole for the name itself (assigned, imported, defined, deleted, a loop's or a with's
+    target, a walrus, an except's), not whole where an item or attribute of it is stored or
+    deleted (`inputs[0] = x`). "*" for a star import. The locals of a def, lambda or class
+    body and a comprehension's own loop names are not the module's."""
+    todo: list[ast.AST] = [stmt]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                yield (alias.asname or alias.name.split(".")[0]), True
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield node.name, True
+            outer: list[ast.AST] = list(node.decorator_list)
+            if isinstance(node, ast.ClassDef):
+                outer += [*node.bases, *node.keywords]
+            else:
+                outer += [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
+            todo.extend(outer)
+            # `global x` inside a body binds the module's x
+            for inner in ast.walk(node):
+                if isinstance(inner, (ast.Global, ast.Nonlocal)):
+                    yield from ((n, True) for n in inner.names)
+            continue
+        if isinstance(node, ast.Lambda):
+            todo.extend([*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)])
+            continue
+        if isinstance(node, ast.comprehension):
+            todo.extend([node.iter, *node.ifs])  # the target is the comprehension's own
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            yield node.id, True
+        elif isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            base: ast.expr = node
+            while isinstance(base, (ast.Subscript, ast.Attribute, ast.Starred)):
+                base = base.value
+            if isinstance(base, ast.Name):
+                yield base.id, False
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            yield node.name, True
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            yield node.name, True
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            yield node.rest, True
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            yield from ((n, True) for n in node.names)
+        todo.extend(ast.iter_child_nodes(node))
+
+
+def _with_parents(stmt: ast.stmt) -> Iterator[tuple[ast.AST, ast.AST | None, ast.AST | None]]:
+    """Every node under `stmt` (in the order of the source) with its parent and grandparent."""
+    todo: list[tuple[ast.AST, ast.AST | None, ast.AST | None]] = [(stmt, None, None)]
+    while todo:
+        node, parent, grand = todo.pop()
+        yield node, parent, grand
+        todo.extend((child, node, parent) for child in reversed(list(ast.iter_child_nodes(node))))
 
 
 def _inert_annotation(node: ast.expr) -> bool:

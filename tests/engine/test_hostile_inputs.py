@@ -1,5 +1,7 @@
 """Hostile and broken fusion files: every one is refused with a FusionFileError naming the file
-and line, nothing in it runs, and no other exception type escapes load_fusion.
+and line, nothing in it runs, and no other exception type escapes load_fusion. Payloads in the
+repro's checking code after the run (AFTER_RUN) are skipped unread instead: the file loads, the
+skip is recorded, and the payload still never runs.
 
 Each payload that could act writes a marker file when run as Python; the tests check that the
 marker is absent after loading, and (test_payloads_are_live) that running the same text as
@@ -25,6 +27,8 @@ W = "with FusionDefinition() as fd:\n"  # line 3 when first
 T = "    t = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)\n"  # line 4
 MK = "open('{marker}', 'w')"
 BIG = "9" * 400
+# A fusion, its inputs and its run (lines 3-7): what follows is the repro's checking code.
+RUN = W + T + "    fd.add_output(t)\ninputs = [torch.randn(2)]\nfd.execute(inputs)\n"
 
 # name -> (body after HEAD, the line the error must name, whether running it writes the marker)
 HOSTILE: dict[str, tuple[str, int, bool]] = {
@@ -108,6 +112,17 @@ HOSTILE: dict[str, tuple[str, int, bool]] = {
     "nested_calls_150": (W + T + "    u = " + "fd.ops.neg(" * 150 + "t" + ")" * 150 + "\n", 5, False),
     "nested_lists_5000": (W + "    t = fd.define_tensor(shape=" + "[" * 5000 + "]" * 5000 + ")\n", 4, False),
     "unary_minus_3000": (W + "    t = fd.define_tensor(shape=[" + "-" * 3000 + "2])\n", 4, False),
+    # after the run, what builds, changes or rebinds the fusion or its inputs is not skipped
+    "after_run_sched_payload": (RUN + f"fd.sched.split({MK}, 0, 2)\n", 8, True),
+    "after_run_ops_payload": (RUN + f"u = fd.ops.add({MK}, 1)\n", 8, True),
+    "after_run_second_inputs": (RUN + f"inputs = [{MK}]\n", 8, True),
+    "after_run_inputs_item": (RUN + f"inputs[0] = {MK}\n", 8, True),
+    "after_run_rebinds_torch": (RUN + f"torch = {MK}\n", 8, True),
+    "after_run_rebinds_fd": (RUN + f"fd = {MK}\n", 8, True),
+    "after_run_second_fusion": (RUN + f"with FusionDefinition() as fd2:\n    u = fd2.define_tensor(shape=[{MK}])\n",
+                                8, True),
+    "after_run_import_as_torch": (RUN + "import os as torch\ntorch.system('touch {marker}')\n", 8, True),
+    "after_run_dunder": (RUN + "print(inputs.__class__)\n", 8, False),
     "print_open_payload": ("print(open('{marker}', 'w'))\n", 3, True),
     "assert_close_payload": ("torch.testing.assert_close(open('{marker}', 'w'), 1)\n", 3, True),
     "output_dunder": (W + T + "o = fd.execute([torch.randn(2)])\nc = o.__class__\n", 6, False),
@@ -170,6 +185,28 @@ HOSTILE: dict[str, tuple[str, int, bool]] = {
 }
 
 
+# Payloads in the checking code after the run: skipped unread, so the file loads and the payload
+# never runs. name -> (body after HEAD, the (first, last) lines recorded as skipped)
+AFTER_RUN: dict[str, tuple[str, list[tuple[int, int]]]] = {
+    "print_open": (RUN + f"print({MK})\n", [(8, 8)]),
+    "print_fstring": (RUN + "print(f\"{" + MK + "}\")\n", [(8, 8)]),
+    "assert_close_open": (RUN + f"torch.testing.assert_close({MK}, 1)\n", [(8, 8)]),
+    "exec": (RUN + f"exec(\"{MK}\")\n", [(8, 8)]),
+    "import_os_system": (RUN + "import os\nos.system('touch {marker}')\n", [(8, 8), (9, 9)]),
+    "import_subprocess": (RUN + "import subprocess as sp; sp.run(['touch', '{marker}'])\n", [(8, 8), (8, 8)]),
+    "timing_loop_body": (RUN + f"for _ in range(2):\n    fd.execute(inputs)\n    {MK}\n", [(8, 10)]),
+    "with_open": (RUN + "with open('{marker}', 'w') as f:\n    pass\n", [(8, 9)]),
+    "lambda_call": (RUN + f"(lambda: {MK})()\n", [(8, 8)]),
+    "walrus": (RUN + f"(m := {MK})\n", [(8, 8)]),
+    "def_then_call": (RUN + f"def check(o):\n    {MK}\ncheck(1)\n", [(8, 9), (10, 10)]),
+    "try_except": (RUN + f"try:\n    {MK}\nexcept Exception:\n    pass\n", [(8, 11)]),
+    "decorator": (RUN + f"@{MK}.close\ndef f(x):\n    pass\n", [(8, 10)]),
+    "torch_attribute_store": (RUN + f"torch.testing.assert_close = lambda *a: {MK}\n"
+                                    "torch.testing.assert_close(1, 1)\n", [(8, 8), (9, 9)]),
+    "run_with_payload": (RUN + f"fd.execute([{MK}])\n", [(8, 8)]),
+}
+
+
 @pytest.fixture()
 def marker(tmp_path: Path) -> Path:
     return tmp_path / "marker"
@@ -195,6 +232,16 @@ def test_hostile_file_is_refused_naming_the_line(name: str, tmp_path: Path, mark
     assert not marker.exists()
 
 
+@pytest.mark.parametrize("name", sorted(AFTER_RUN))
+def test_payload_after_the_run_is_skipped_unread(name: str, tmp_path: Path, marker: Path) -> None:
+    body, lines = AFTER_RUN[name]
+    fd = load_fusion(_write(tmp_path, name, body, marker))
+    assert not marker.exists()
+    assert [(s.first_line, s.last_line) for s in fd.skipped_statements] == lines
+    assert all("checking code after the run at line 7" in s.reason for s in fd.skipped_statements)
+    assert len(fd.fusion.outputs) == 1 and len(fd.input_specs) == 1
+
+
 class _Anything:
     """A stand-in for nvfuser's FusionDefinition and DataType: any attribute, any call."""
 
@@ -214,7 +261,7 @@ class _Anything:
         return False
 
 
-LIVE = sorted(name for name, (_, _, live) in HOSTILE.items() if live)
+LIVE = sorted(name for name, (_, _, live) in HOSTILE.items() if live) + sorted(AFTER_RUN)
 
 
 @pytest.mark.parametrize("name", LIVE)
@@ -224,7 +271,7 @@ def test_payloads_are_live(name: str, tmp_path: Path, marker: Path, monkeypatch)
     fake.FusionDefinition = _Anything  # type: ignore[attr-defined]
     fake.DataType = _Anything()  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "nvfuser", fake)
-    path = _write(tmp_path, name, HOSTILE[name][0], marker)
+    path = _write(tmp_path, name, HOSTILE[name][0] if name in HOSTILE else AFTER_RUN[name][0], marker)
     ast.parse(path.read_text())  # valid Python: the reader refused it by rule, not by accident
     try:
         exec(compile(path.read_text(), str(path), "exec"), {"__name__": "payload"})  # noqa: S102

@@ -402,9 +402,13 @@ def test_repro_trailer_of_prints_and_checks_is_recognised_not_run():
     """)
     fd = loads_fusion(text)
     assert len(fd.fusion.outputs) == 1
-    # An eager reference computed in torch is a call: refused, naming the line.
-    with pytest.raises(FusionFileError, match=r":13: statement is not allowed"):
-        loads_fusion(text + "torch.testing.assert_close(out, -inputs[0].cpu())\n")
+    # Everything after the first run is the repro's checking code: skipped and recorded.
+    assert [(s.first_line, s.last_line) for s in fd.skipped_statements] == [(8, 8), (9, 9), (10, 10), (11, 11),
+                                                                             (12, 12)]
+    # An eager reference computed in torch is checking code too: skipped, not refused.
+    fd = loads_fusion(text + "torch.testing.assert_close(out, -inputs[0].cpu())\n")
+    assert str(fd.skipped_statements[-1]) == ("line 13: skipped, not evaluated (checking code after the run at "
+                                              "line 7): torch.testing.assert_close(out, -inputs[0].cpu())")
 
 
 def test_input_methods_give_the_strides_torch_gives():
@@ -968,3 +972,120 @@ def test_comprehension_names_stay_local_and_generators_are_lazy():
     assert dumps_fusion(consumed).count("fd.ops.exp(") == 2
     with pytest.raises(FusionFileError, match=r"body.py:8: any\(.*\): a condition must be a bool or a number, got TensorView"):
         loads_fusion(text.replace("(n := k) > 1", "fd.ops.exp(T0) == T0"), "body.py")
+
+
+# ---- reader: the repro's checking code after the run ----------------------------------------
+
+TRAILER_HEAD = _text("""
+    import torch
+    from nvfuser import FusionDefinition, DataType
+
+    def nvfuser_fusion_id0(fd : FusionDefinition) -> None :
+        T0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        T1 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.add(T0, T1))
+
+    with FusionDefinition() as fd:
+        nvfuser_fusion_id0(fd)
+
+    inputs = [torch.randn(4, 8, device='cuda'), torch.randn(4, 8, device='cuda')]
+    out = fd.execute(inputs)
+""")  # the run is line 13; the trailer starts at line 14
+
+
+@pytest.mark.parametrize("trailer, lines", [
+    ("ref = inputs[0] + inputs[1]\ntorch.testing.assert_close(out[0], ref, atol=1e-5, rtol=1e-5)\n",
+     [(14, 14), (15, 15)]),
+    ("import numpy as np\nnp.testing.assert_allclose(out[0].cpu().numpy(), (inputs[0] + inputs[1]).cpu().numpy())\n",
+     [(14, 14), (15, 15)]),
+    ("import time; t = time.perf_counter()\nfrom time import perf_counter as pc\n", [(14, 14), (14, 14), (15, 15)]),
+    ("for _ in range(3):\n    torch.cuda.synchronize()\n    out = fd.execute(inputs)\n", [(14, 16)]),
+    ("with torch.no_grad():\n    ref = torch.add(*inputs)\nprint((out[0] - ref).abs().max().item())\n",
+     [(14, 15), (16, 16)]),
+    ("if out[0].isnan().any():\n    raise RuntimeError('nan')\n", [(14, 15)]),
+    ("try:\n    fd.validate(inputs, [inputs[0] + inputs[1]])\nexcept AssertionError as e:\n    print(e)\n",
+     [(14, 17)]),
+    ("def bench(fn, n=10):\n    return [fn() for _ in range(n)]\nbench(lambda: fd.execute(inputs))\n",
+     [(14, 15), (16, 16)]),
+    ("print(fd.last_cuda_code())\nprint(fd)\nprint(fd.repro_script_for(inputs))\n", [(14, 14), (15, 15), (16, 16)]),
+    ("out = [o.float() for o in out]\nout[0] += 1\ndel out\n", [(14, 14), (15, 15), (16, 16)]),
+    ("x = inputs[0].clone()\ninputs[0].copy_(x)\ntorch.backends.cuda.matmul.allow_tf32 = False\n",
+     [(14, 14), (15, 15), (16, 16)]),
+    ("fd.execute([inputs[0].half(), inputs[1]])\nassert torch.allclose(out[0], sum(inputs))\n", [(14, 14), (15, 15)]),
+    ('"""A docstring-like note."""\npass\n', []),
+])
+def test_checking_code_after_the_run_is_skipped_and_recorded(trailer: str, lines: list[tuple[int, int]]):
+    fd = loads_fusion(TRAILER_HEAD + trailer, "repro.py")
+    assert [(s.first_line, s.last_line) for s in fd.skipped_statements] == lines
+    assert all("checking code after the run at line 13" in s.reason for s in fd.skipped_statements)
+    assert dumps_fusion(fd) == dumps_fusion(loads_fusion(TRAILER_HEAD, "repro.py"))  # the same fusion
+    assert len(fd.input_specs) == 2
+
+
+@pytest.mark.parametrize("trailer, why", [
+    # what defines, builds or changes the fusion is read as before, and refused
+    ("fd.sched.split(out, 0, 4)\n", "repro.py:14: statement is not allowed: fd.sched.split(out, 0, 4) (not skipped "
+                                    "as checking code after the run at line 13: it uses 'fd'"),
+    ("fd.add_output(out)\n", "repro.py:14: statement is not allowed"),
+    ("T2 = fd.ops.neg(inputs[0])\n", "repro.py:14: assignment to 'T2' is not allowed"),
+    ("nvfuser_fusion_id0(fd)\n", "repro.py:14: call nvfuser_fusion_id0(fd) inside `with FusionDefinition() as fd:`"),
+    ("with FusionDefinition() as fd2:\n    nvfuser_fusion_id0(fd2)\n",
+     "repro.py:14: a second fusion; this file already defined one at line 9 (not skipped as checking code after the "
+     "run at line 13: it uses 'FusionDefinition'"),
+    ("fd2 = FusionDefinition()\n", "repro.py:14: a second fusion"),
+    ("print(fd.fusion, fd.ops.neg(out))\n", "repro.py:14: print(...) may only show names and literals"),
+    ("fusion = fd\n", "it uses 'fd'"),
+    # what rebinds the fusion's names, torch, the inputs list or an input the run named
+    ("inputs = [torch.randn(4, 8)]\n", "repro.py:14: a second inputs list ('inputs') (not skipped as checking code "
+                                       "after the run at line 13: it rebinds 'inputs'"),
+    ("inputs[0] = torch.randn(4, 8)\n", "repro.py:14: only `inputs = [...]`"),
+    ("torch = None\n", "repro.py:14: assignment to 'torch' is not allowed"),
+    ("import numpy as torch\n", "repro.py:14: import of 'numpy' is not allowed (only torch and nvfuser) (not "
+                                "skipped as checking code after the run at line 13: it rebinds 'torch'"),
+    ("from numpy import *\n", "a * import may rebind the names the fusion uses"),
+    ("for inputs in [[1.0]]:\n    pass\n", "repro.py:14: a top-level for loop may only repeat fd.execute(inputs)"),
+    ("DataType = None\n", "it rebinds 'DataType'"),
+    # what Python cannot parse, or names a dunder, anywhere in the file
+    ("print(out[0]\n", "repro.py:14: not valid Python"),
+    ("print(out.__class__)\n", "repro.py:14: name '__class__' is not allowed"),
+])
+def test_what_changes_the_fusion_after_the_run_is_still_refused(trailer: str, why: str):
+    with pytest.raises(FusionFileError) as info:
+        loads_fusion(TRAILER_HEAD + trailer, "repro.py")
+    assert why in str(info.value)
+
+
+@pytest.mark.parametrize("before", [
+    "torch.cuda.synchronize()\n",
+    "import numpy as np\n",
+    "torch.testing.assert_close(inputs[0], inputs[0] * 1)\n",
+    "ref = inputs[0] + inputs[1]\n",
+])
+def test_checking_code_before_the_run_is_still_refused(before: str):
+    text = TRAILER_HEAD.replace("out = fd.execute(inputs)\n", before + "out = fd.execute(inputs)\n")
+    with pytest.raises(FusionFileError, match=r"repro.py:13: "):
+        loads_fusion(text, "repro.py")
+
+
+def test_nothing_after_the_run_is_skipped_without_a_run():
+    # no run: the file's end is read as before (a fusion is not run by a print)
+    text = TRAILER_HEAD.replace("out = fd.execute(inputs)\n", "print(fd.last_cuda_code())\n")
+    assert loads_fusion(text).skipped_statements == []
+    with pytest.raises(FusionFileError, match=r":14: statement is not allowed"):
+        loads_fusion(text + "torch.cuda.synchronize()\n")
+
+
+def test_a_later_run_gives_the_inputs_when_the_first_did_not():
+    # `fd.execute(xs)` names no inputs the loader knows; a later run's literal list is read as before
+    text = TRAILER_HEAD.replace("inputs = [torch.randn(4, 8, device='cuda'), torch.randn(4, 8, device='cuda')]\n",
+                                "x = torch.randn(2, 3)\ny = torch.randn(2, 3)\n").replace("execute(inputs)", "execute(xs)")
+    fd = loads_fusion(text + "print(out)\nout = fd.execute([x, y])\nprint(out)\n")
+    assert [s.shape for s in fd.input_specs] == [(2, 3), (2, 3)]
+    assert [s.first_line for s in fd.skipped_statements] == [15, 17]
+    assert fd.execute(fd.example_inputs(seed=0))[0].shape == (2, 3)
+
+
+def test_a_fusion_built_in_python_skipped_nothing():
+    with FusionDefinition() as fd:
+        fd.add_output(fd.ops.neg(fd.define_tensor(shape=[2], dtype=DataType.Float)))
+    assert fd.skipped_statements == []

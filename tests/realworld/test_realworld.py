@@ -69,7 +69,23 @@ WORKS = [
     "sum_broadcast_axis_transposed_inputs",
     "cat_reshape_define_vector_qkv", "slice_clip_symbolic_indices", "sdpa_bwd_cpu_philox_qkv_cat",
     "nanogpt_block_fwd_ln_linear_gelu", "direct_positional_defaults", "old_reshape_original_shape_log_softmax",
+    # Repros ending in their authors' own checking code (eager references, numpy, timing
+    # loops, profilers, helpers), skipped unread after the run: see CHECKING_CODE.
+    "layer_norm_fwd_eager_reference_trailer", "rms_norm_fwd_timing_loop_perf_counter",
+    "softmax_bwd_numpy_allclose_trailer", "bias_gelu_validate_profiler_trailer",
+    "subclass_two_outputs_check_helper_trailer",
 ]
+
+# Scripts whose checking code after the run is skipped unread: the lines of the first and
+# the last statement skipped, and how many statements were.
+CHECKING_CODE = {
+    "layer_norm_fwd_eager_reference_trailer": (49, 56, 8),
+    "rms_norm_fwd_timing_loop_perf_counter": (45, 63, 16),
+    "softmax_bwd_numpy_allclose_trailer": (30, 37, 7),
+    "bias_gelu_validate_profiler_trailer": (44, 59, 6),
+    "subclass_two_outputs_check_helper_trailer": (33, 46, 9),
+    "execute_options_validate_trailer": (35, 41, 7),
+}
 
 # Genuinely unsupported features: refused while loading, with the op and the line.
 REFUSED = {
@@ -126,6 +142,19 @@ def _emulate_and_compare(name: str) -> None:
 @pytest.mark.parametrize("name", WORKS)
 def test_script_runs_on_the_emulator(name: str):
     _emulate_and_compare(name)
+
+
+@pytest.mark.parametrize("name", sorted(CHECKING_CODE))
+def test_checking_code_after_the_run_is_skipped_and_recorded(name: str):
+    first, last, count = CHECKING_CODE[name]
+    skipped = load_fusion(SCRIPTS / f"{name}.py").skipped_statements
+    assert (skipped[0].first_line, skipped[-1].last_line, len(skipped)) == (first, last, count)
+    assert all("checking code after the run" in s.reason for s in skipped)
+
+
+def test_scripts_without_checking_code_skip_nothing():
+    for name in ("two_fusion_functions", "sched_two_fusion_classes", "layer_norm_var_mean"):
+        assert load_fusion(SCRIPTS / f"{name}.py").skipped_statements == []
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED))
