@@ -21,7 +21,15 @@ from fusescope.messages import (
     SessionLoadFailed,
     TensorSelected,
 )
-from fusescope.model import DEFAULT_RUN_TIMEOUT_S, CompileOptions, LoadError, RunResult, Session, load_session
+from fusescope.model import (
+    DEFAULT_RUN_TIMEOUT_S,
+    CompileOptions,
+    LoadError,
+    RunResult,
+    Session,
+    load_session,
+    skipped_summary,
+)
 from fusescope.screens.help_screen import HelpScreen, KeyRow
 from fusescope.screens.open_file_screen import OpenFileScreen
 from fusescope.screens.save_screen import SaveScreen
@@ -315,6 +323,10 @@ class FusescopeApp(App[None]):
     def _loaded(self, event: SessionLoaded) -> None:
         self._show_session(event.session)
         self.notify(f"Opened {event.session.title}")
+        # A user who pasted a whole repro learns which lines the fusion was not read from.
+        skipped = skipped_summary(event.session.fd)
+        if skipped is not None:
+            self.notify(skipped, title="Checking code skipped", timeout=8)
 
     @on(SessionLoadFailed)
     def _load_failed(self, event: SessionLoadFailed) -> None:

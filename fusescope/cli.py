@@ -197,12 +197,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _load(spec: str):  # -> model.Session; model is imported here so `list` needs no engine
-    from fusescope.model import LoadError, load_session
+    from fusescope.model import LoadError, load_session, skipped_summary
 
     try:
-        return load_session(samples.resolve(spec))
+        session = load_session(samples.resolve(spec))
     except LoadError as e:
         raise CliError(str(e)) from None
+    skipped = skipped_summary(session.fd)
+    if skipped is not None:  # on stderr: stdout stays the asked-for text
+        print(f"note: {spec}: {skipped}", file=sys.stderr)
+    return session
 
 
 def _emit(text: str) -> None:

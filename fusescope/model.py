@@ -220,6 +220,18 @@ def load_session(path: str | Path) -> Session:
     return session
 
 
+def skipped_summary(fd: FusionDefinition) -> str | None:
+    """One line on what the loader skipped, unread, after the script ran its fusion (the
+    repro's own checks), or None when it skipped nothing."""
+    skipped = fd.skipped_statements
+    if not skipped:
+        return None
+    lines = ", ".join(str(s.first_line) if s.last_line == s.first_line else f"{s.first_line}-{s.last_line}"
+                      for s in skipped)
+    return (f"{len(skipped)} statement{'s' if len(skipped) > 1 else ''} after the run skipped, not "
+            f"evaluated (the script's own checks): line{'s' if len(skipped) > 1 or '-' in lines else ''} {lines}")
+
+
 def session_from_source(source: str, title: str) -> Session:
     """A session from fusion-file text (a bundle's): parsed by the engine, never executed."""
     from engine import loads_fusion

@@ -390,7 +390,10 @@ class ExprLowering:
             if b.memory == "shared" and not pt.is_block_dim:
                 continue
             ix = index.get(i)
-            if ix is not None and ix.term != _THREAD_VARS[pt] and self.ext.of(i) > 1:
+            # An axis of one element bound to a launched dimension of more is computed by the
+            # first thread (block) alone: another reading it would read its own, unset, copy.
+            wide = self.ext.of(i) > 1 or self.launch_dims.get(pt, 1) > 1
+            if ix is not None and ix.term != _THREAD_VARS[pt] and wide:
                 where = "thread" if pt.is_thread_dim else "block"
                 raise CompileError(
                     f"{reader} reads {tv.short_name} ({b.memory} memory) at elements another {where} "

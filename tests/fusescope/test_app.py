@@ -275,6 +275,22 @@ async def test_opening_a_file_replaces_the_fusion(session: Session, seed001_file
         assert sum("Opened seed001.py" in m for _, m, _ in messages(app)) == 2
 
 
+async def test_opening_a_repro_with_checking_code_says_which_lines_were_skipped(session: Session) -> None:
+    script = Path(__file__).parents[1] / "realworld" / "scripts" / "softmax_bwd_numpy_allclose_trailer.py"
+    skipped = load_fusion(script).skipped_statements
+    assert skipped
+    app = FusescopeApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("o")
+        await pilot.press(*str(script), "enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.session.path == script
+        notes = [m for t, m, _ in messages(app) if t == "Checking code skipped"]
+        assert len(notes) == 1 and notes[0].startswith(f"{len(skipped)} statements after the run skipped, not evaluated")
+        assert str(skipped[0].first_line) in notes[0]
+
+
 @pytest.mark.parametrize("sample", samples.list_samples(), ids=lambda s: s.name)
 async def test_every_bundled_sample_opens_and_shows_each_tensor(sample: samples.Sample) -> None:
     session = load_session(sample.path)

@@ -200,3 +200,11 @@ def test_show_schedule_without_inputs_list_exits_2_with_one_line(seed001_file: P
         assert r.stderr.startswith("fusescope: error: compilation failed: no example inputs: ")
         assert "Traceback" not in r.stderr
         assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_show_notes_the_skipped_checking_code_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    script = Path(__file__).parents[1] / "realworld" / "scripts" / "softmax_bwd_numpy_allclose_trailer.py"
+    assert main(["show", str(script), "--ir"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("Inputs:")  # the listing alone on stdout
+    assert err.count("\n") == 1 and "statements after the run skipped, not evaluated" in err and "lines 30" in err
