@@ -387,7 +387,7 @@ class ExprLowering:
             pt = i.parallel_type
             if i.is_broadcast or i.is_reduction or pt not in _THREAD_VARS:
                 continue
-            if b.memory == "shared" and not pt.is_block_dim:
+            if b.memory in ("shared", "global") and not pt.is_block_dim:
                 continue
             ix = index.get(i)
             # An axis of one element bound to a launched dimension of more is computed by the
@@ -398,7 +398,9 @@ class ExprLowering:
                 raise CompileError(
                     f"{reader} reads {tv.short_name} ({b.memory} memory) at elements another {where} "
                     f"computed (axis {i} is indexed by {ix.term}, not {_THREAD_VARS[pt]}); "
-                    + ("keep it in shared or global memory" if pt.is_thread_dim else "keep it in global memory")
+                    + ("keep it in shared or global memory" if pt.is_thread_dim
+                       else "keep it in global memory" if b.memory != "global"
+                       else "a grid-wide wait between the two is not supported: segment them apart")
                 )
 
     def read(self, v: Val, consumer: TensorView, c_index: dict[IterDomain, Ix],
@@ -413,6 +415,10 @@ class ExprLowering:
         if extra:
             known.update(extra)
         index = propagate(v, known, self.ext)
+        if v.definition is not None and self.buffer(v).memory == "global":
+            # Written in this kernel: a block reads it back only where it wrote it (blocks do
+            # not wait for each other).
+            self._check_same_thread(v, self.buffer(v), index, consumer.short_name)
         return Access(self.address(v, index, consumer.short_name), index)
 
     def scalar(self, s: Scalar) -> str:
