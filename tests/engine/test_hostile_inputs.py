@@ -273,10 +273,20 @@ def test_payloads_are_live(name: str, tmp_path: Path, marker: Path, monkeypatch)
     monkeypatch.setitem(sys.modules, "nvfuser", fake)
     path = _write(tmp_path, name, HOSTILE[name][0] if name in HOSTILE else AFTER_RUN[name][0], marker)
     ast.parse(path.read_text())  # valid Python: the reader refused it by rule, not by accident
+    # A payload may replace torch's own functions (torch.testing.assert_close = ...): they are
+    # put back, or every later test in this process would call the payload.
+    saved = {m: dict(vars(m)) for m in (torch, torch.testing)}
     try:
         exec(compile(path.read_text(), str(path), "exec"), {"__name__": "payload"})  # noqa: S102
     except Exception:
         pass  # the payload ran before whatever failed after it
+    finally:
+        for module, before in saved.items():
+            for key in set(vars(module)) - set(before):
+                delattr(module, key)
+            for key, value in before.items():
+                if vars(module).get(key) is not value:
+                    setattr(module, key, value)
     assert marker.exists()
 
 
