@@ -126,6 +126,10 @@ class FusescopeApp(App[None]):
         if session.runs:  # a bundle's recorded runs
             self.query_one(RunView).show_runs(session.runs)
         self.query_one(HostIrView).show_timeline(session.runs)
+        # A user who pasted a whole repro learns which lines the fusion was not read from.
+        skipped = skipped_summary(session.fd)
+        if skipped is not None:
+            self.notify(skipped, title="Checking code skipped", timeout=8)
         self.selected_segment = None
         self._shown_compile = None
         if self.query_one(TabbedContent).active in COMPILE_TABS:
@@ -323,10 +327,6 @@ class FusescopeApp(App[None]):
     def _loaded(self, event: SessionLoaded) -> None:
         self._show_session(event.session)
         self.notify(f"Opened {event.session.title}")
-        # A user who pasted a whole repro learns which lines the fusion was not read from.
-        skipped = skipped_summary(event.session.fd)
-        if skipped is not None:
-            self.notify(skipped, title="Checking code skipped", timeout=8)
 
     @on(SessionLoadFailed)
     def _load_failed(self, event: SessionLoadFailed) -> None:

@@ -289,6 +289,10 @@ async def test_opening_a_repro_with_checking_code_says_which_lines_were_skipped(
         notes = [m for t, m, _ in messages(app) if t == "Checking code skipped"]
         assert len(notes) == 1 and notes[0].startswith(f"{len(skipped)} statements after the run skipped, not evaluated")
         assert str(skipped[0].first_line) in notes[0]
+    started = FusescopeApp(load_session(script))  # `fusescope FILE`: said at start too
+    async with started.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert [t for t, _, _ in messages(started)].count("Checking code skipped") == 1
 
 
 @pytest.mark.parametrize("sample", samples.list_samples(), ids=lambda s: s.name)
