@@ -226,10 +226,15 @@ def skipped_summary(fd: FusionDefinition) -> str | None:
     skipped = fd.skipped_statements
     if not skipped:
         return None
-    lines = ", ".join(str(s.first_line) if s.last_line == s.first_line else f"{s.first_line}-{s.last_line}"
-                      for s in skipped)
+    spans: list[list[int]] = []  # adjacent statements merged: "lines 49-56"
+    for s in skipped:
+        if spans and s.first_line <= spans[-1][1] + 1:
+            spans[-1][1] = max(spans[-1][1], s.last_line)
+        else:
+            spans.append([s.first_line, s.last_line])
+    lines = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
     return (f"{len(skipped)} statement{'s' if len(skipped) > 1 else ''} after the run skipped, not "
-            f"evaluated (the script's own checks): line{'s' if len(skipped) > 1 or '-' in lines else ''} {lines}")
+            f"evaluated (the script's own checks): line{'s' if len(skipped) > 1 else ''} {lines}")
 
 
 def session_from_source(source: str, title: str) -> Session:

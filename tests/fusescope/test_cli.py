@@ -207,4 +207,4 @@ def test_show_notes_the_skipped_checking_code_on_stderr(capsys: pytest.CaptureFi
     assert main(["show", str(script), "--ir"]) == 0
     out, err = capsys.readouterr()
     assert out.startswith("Inputs:")  # the listing alone on stdout
-    assert err.count("\n") == 1 and "statements after the run skipped, not evaluated" in err and "lines 30" in err
+    assert err.count("\n") == 1 and "statements after the run skipped, not evaluated" in err and "lines 30, 32-37" in err
