@@ -280,8 +280,10 @@ class RunView(Vertical):
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()
         # Only a move the user made is a selection (refilling the table moves the cursor too,
-        # and echoing that would undo the selection made elsewhere).
-        if not self._table.has_focus:
+        # and echoing that would undo the selection made elsewhere). An event about a row the
+        # cursor has left since is stale: a refill queues one for row 0 and one for the selected
+        # row, and echoing both made the views swap between the two segments without end.
+        if not self._table.has_focus or event.cursor_row != self._table.cursor_row:
             return
         key = event.row_key.value
         if key is not None and int(key) != self.selected:
