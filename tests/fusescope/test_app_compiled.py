@@ -210,3 +210,37 @@ async def test_a_run_finishing_with_a_later_segment_selected_keeps_that_selectio
         await pilot.press("down")  # the user's own move still selects
         await pilot.pause()
         assert app.selected_segment == ids[2] and app.query_one(SegmentsView).selected == ids[2]
+
+
+async def test_the_run_keys_answer_while_a_run_is_in_progress() -> None:
+    # The table's loading cover took the focus away: e, f, d and p went nowhere until the
+    # run ended, so a second e said nothing instead of "a run is in progress".
+    import threading
+
+    session = session_of("softmax")
+    release = threading.Event()
+    real_run = session.run
+
+    def held_run(*args: object, **kwargs: object) -> object:
+        release.wait(30)
+        return real_run(*args, **kwargs)  # type: ignore[arg-type]
+
+    session.run = held_run  # type: ignore[method-assign]
+    app = FusescopeApp(session)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press("x", "e")
+            await pilot.pause()
+            run = app.query_one(RunView)
+            assert run.running == "emulate"
+            await pilot.press("e")
+            await pilot.pause()
+            warnings = [n.message for n in app._notifications if n.severity == "warning"]
+            assert any("in progress" in m for m in warnings), warnings
+            release.set()
+            await settle(app, pilot)
+            assert run.result is not None and run.result.ok and run.running is None
+            assert app.focused is run.query_one("#run-table")
+    finally:
+        release.set()
+        del session.run
