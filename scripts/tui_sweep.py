@@ -12,7 +12,8 @@ replaced by a fresh one for the next file. --fresh starts one app per file inste
 
 Recorded per file: exceptions (Textual exits the app on an unhandled widget or worker exception:
 app._exception / return code), error and warning notifications, notifications that leak a
-Python traceback or run over several lines, stale views, and the time taken. Files the engine
+Python traceback or run very long, stale views, and the time taken (over --slow is a problem:
+views that keep answering each other never settle). Files the engine
 refuses (tests/realworld/test_realworld.py REFUSED / COMPILE_REFUSED, regressions with a
 `# expect refused:` line) must show an error notification and leave the app running.
 
@@ -240,6 +241,8 @@ class Sweep:
             elif severity == "warning":
                 rec.warnings.append(text)
         rec.seconds = time.perf_counter() - start
+        if rec.seconds > self.args.slow:  # how a livelock of the views shows (they never settle)
+            rec.problems.append(f"slow: {rec.seconds:.0f} s (over --slow {self.args.slow:.0f} s)")
         return rec
 
     async def _finish(self, rec: Record) -> None:
@@ -319,6 +322,8 @@ def main() -> int:
                     help="run every Nth file on the emulator (default 3; 1: every file)")
     ap.add_argument("--headers", type=int, default=5, metavar="N",
                     help="show the runtime headers (key a) for every Nth file (default 5; slow to render)")
+    ap.add_argument("--slow", type=float, default=60.0, metavar="S",
+                    help="a file taking longer than S seconds is a problem (default 60)")
     ap.add_argument("--json", help="write the records here")
     args = ap.parse_args()
     start = time.perf_counter()
