@@ -114,7 +114,17 @@ class FusescopeApp(App[None]):
 
     # ---- showing ------------------------------------------------------------------
     def _show_session(self, session: Session) -> None:
-        self.session = session
+        previous, self.session = self.session, session
+        options_view = self.query_one(OptionsView)
+        if previous is not None and previous.path != session.path and self.options.kernel_sources:
+            # Replaced kernels are by segment id of the fusion they were written for.
+            n = len(self.options.kernel_sources)
+            self.options = self.options.with_(kernel_sources=())
+            options_view.drop_kernels()
+            self.notify(f"{n} replacement kernel{'s' if n > 1 else ''} dropped: written for {previous.title}",
+                        title="Options", timeout=6)
+        self._compare_from = None
+        options_view.clear_comparison()  # it compared compilations of the fusion open before
         self.sub_title = str(session.path) if session.path else session.title
         self.query_one(TensorTree).show_session(session)
         self.query_one(ListingView).show_listing(session.listing)

@@ -130,7 +130,8 @@ class CudaView(Horizontal):
         # Only a move the user made is a selection: the cursor also moves when another view
         # selected a segment (or the list is refilled), and echoing those back would make the
         # views chase each other's stale selections.
-        if not self._list.has_focus:
+        # An event about an option the cursor has left since is stale (see RunView).
+        if not self._list.has_focus or event.option_index != self._list.highlighted:
             return
         if event.option.id is not None and int(event.option.id) != self.selected:
             self.select_segment(int(event.option.id), post=True)

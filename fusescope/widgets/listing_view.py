@@ -69,6 +69,8 @@ class ListingView(OptionList):
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
         event.stop()
+        if event.option_index != self.highlighted:  # stale: the cursor moved on (see TensorTree)
+            return
         tensor = self.entries[event.option_index].tensor
         if tensor is not None:
             self.post_message(TensorSelected(tensor))

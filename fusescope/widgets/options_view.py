@@ -125,6 +125,15 @@ class OptionsView(VerticalScroll, can_focus=False):
             kernel_sources=sources,
         )
 
+    def clear_comparison(self) -> None:
+        """Forget the last comparison (it was about the fusion open before)."""
+        self.text = ""
+        self._diff.update(Text(PLACEHOLDER, style="dim italic"))
+
+    def drop_kernels(self) -> None:
+        """Empty the replacement-kernels field (its files were for the fusion open before)."""
+        self.query_one("#opt-kernels", Input).value = ""
+
     def show_comparison(self, text: str) -> None:
         self.text = text
         body = Text("What changed\n", style="bold")

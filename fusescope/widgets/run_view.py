@@ -49,7 +49,7 @@ COLUMNS: tuple[tuple[str, str, Callable[[SegmentRun], float | int | str | None]]
 COLUMN_KEYS = tuple(key for key, _, _ in COLUMNS)
 
 
-class RunView(Vertical):
+class RunView(Vertical, can_focus=True):
     BINDINGS = [
         Binding("e", "run('emulate')", "Run emulate"),
         Binding("f", "run('reference')", "Run reference"),
@@ -130,7 +130,10 @@ class RunView(Vertical):
     def started(self, backend: str) -> None:
         """The app started a run: say so and show the loading indicator until it ends."""
         self.running = backend
+        had_focus = self._table.has_focus
         self._table.loading = True
+        if had_focus:  # the loading cover takes the focus: keep it here, so e/f/d/p still answer
+            self.focus()
         what = "profiling" if self.profile and backend != "reference" else "running"
         self.status_text = f"{what.capitalize()} on {backend} in the worker process…"
         self._status.update(Text(self.status_text, style="bold"))
@@ -144,6 +147,8 @@ class RunView(Vertical):
         """Show the last of `runs` (a session's history), compared with the one before it."""
         self.running = None
         self._table.loading = False
+        if self.has_focus:  # given to the view while the table was covered
+            self._table.focus()
         self.history = list(runs)
         if not runs:
             self.clear()
@@ -280,8 +285,10 @@ class RunView(Vertical):
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()
         # Only a move the user made is a selection (refilling the table moves the cursor too,
-        # and echoing that would undo the selection made elsewhere).
-        if not self._table.has_focus:
+        # and echoing that would undo the selection made elsewhere). An event about a row the
+        # cursor has left since is stale: a refill queues one for row 0 and one for the selected
+        # row, and echoing both made the views swap between the two segments without end.
+        if not self._table.has_focus or event.cursor_row != self._table.cursor_row:
             return
         key = event.row_key.value
         if key is not None and int(key) != self.selected:

@@ -115,7 +115,8 @@ class ScheduleView(Horizontal):
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
         event.stop()
         # Only a move the user made is a selection (see CudaView: refills move the cursor too).
-        if not self._list.has_focus:
+        # An event about an option the cursor has left since is stale (see RunView).
+        if not self._list.has_focus or event.option_index != self._list.highlighted:
             return
         if event.option.id is not None and int(event.option.id) != self.selected:
             self.select_segment(int(event.option.id), post=True)

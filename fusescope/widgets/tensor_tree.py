@@ -72,5 +72,8 @@ class TensorTree(Tree[str]):
 
     def on_tree_node_highlighted(self, event: Tree.NodeHighlighted[str]) -> None:
         # Following the cursor (not only Enter) makes browsing tensors one key per tensor.
-        if event.node.data is not None:
+        # An event about a node the cursor has left since is stale (keys repeat faster than
+        # the app answers): echoing it moved the cursor back, and the tree and the listing
+        # then sent each other old selections without end.
+        if event.node.data is not None and event.node is self.cursor_node:
             self.post_message(TensorSelected(event.node.data))

@@ -390,3 +390,40 @@ async def test_opening_a_file_clears_the_previous_schedule(session: Session, see
         assert app.session.path == seed001_file
         assert view.result is not None and view.segment is None
         assert "no example inputs" in str(view.result.error)
+
+
+@pytest.mark.parametrize("pane", ["#tensors", "#listing"])
+async def test_keys_faster_than_the_app_answers_end_on_the_last_tensor(pane: str) -> None:
+    # A held arrow key queues cursor events faster than they are answered. Each stale one
+    # was echoed as a selection: the cursor jumped back, and the tree and the listing sent
+    # each other old tensors for as long as the app ran.
+    from textual import events
+
+    app = FusescopeApp(load_session(samples.resolve("seed003_rope_bwd_small")))
+    shown: list[str] = []
+    show = app.show_tensor
+
+    def counting(name: str) -> None:
+        shown.append(name)
+        show(name)
+
+    app.show_tensor = counting  # type: ignore[method-assign]
+    async with app.run_test(size=SIZE) as pilot:
+        app.query_one(pane).focus()
+        await pilot.press("down")  # onto a tensor
+        await pilot.pause()
+        for _ in range(8):
+            assert app._driver is not None
+            app._driver.send_message(events.Key("down", None))
+        await pilot.pause(0.3)
+        shown.clear()
+        await pilot.pause(0.3)
+        assert shown == []
+        tree, listing = app.query_one(TensorTree), app.query_one(ListingView)
+        if pane == "#listing":
+            assert listing.highlighted == listing.entries.index(
+                next(e for e in listing.entries if e.tensor == listing.current_tensor))
+            assert tree.cursor_node is not None and tree.cursor_node.data == listing.current_tensor
+            assert app.query_one(TransformView).tensor == listing.current_tensor
+        else:
+            assert tree.cursor_line == 9

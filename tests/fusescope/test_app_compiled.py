@@ -175,3 +175,72 @@ async def test_a_failed_run_is_reported_and_the_app_goes_on() -> None:
         await pilot.press("e")  # the next run works
         await settle(app, pilot)
         assert run.result.status == "ok" and run.query_one("#run-table").row_count == 1
+
+
+async def test_a_run_finishing_with_a_later_segment_selected_keeps_that_selection() -> None:
+    # Refilling the Run table moves its cursor to row 0 and then to the selected segment's
+    # row; with the table focused both moves came back as the user's selections, out of
+    # order, and the views swapped between the two segments for as long as the app ran.
+    session = session_of("cross_entropy")
+    ids = [s.id for s in session.compile().segments]
+    app = FusescopeApp(session)
+    selections: list[int] = []
+    select = app.select_segment
+
+    def counting(sid: int) -> None:
+        selections.append(sid)
+        select(sid)
+
+    app.select_segment = counting  # type: ignore[method-assign]
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("g")
+        await settle(app, pilot)
+        await pilot.press("down")  # the second segment
+        await pilot.press("x", "e")
+        await settle(app, pilot)
+        run = app.query_one(RunView)
+        assert run.result is not None and run.result.ok
+        table = run.query_one("#run-table")
+        assert app.focused is table
+        selections.clear()
+        for _ in range(5):
+            await pilot.pause(0.05)
+        assert selections == [] and app.selected_segment == ids[1]
+        assert table.cursor_row == 1 and app.query_one(CudaView).selected == ids[1]
+        await pilot.press("down")  # the user's own move still selects
+        await pilot.pause()
+        assert app.selected_segment == ids[2] and app.query_one(SegmentsView).selected == ids[2]
+
+
+async def test_the_run_keys_answer_while_a_run_is_in_progress() -> None:
+    # The table's loading cover took the focus away: e, f, d and p went nowhere until the
+    # run ended, so a second e said nothing instead of "a run is in progress".
+    import threading
+
+    session = session_of("softmax")
+    release = threading.Event()
+    real_run = session.run
+
+    def held_run(*args: object, **kwargs: object) -> object:
+        release.wait(30)
+        return real_run(*args, **kwargs)  # type: ignore[arg-type]
+
+    session.run = held_run  # type: ignore[method-assign]
+    app = FusescopeApp(session)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press("x", "e")
+            await pilot.pause()
+            run = app.query_one(RunView)
+            assert run.running == "emulate"
+            await pilot.press("e")
+            await pilot.pause()
+            warnings = [n.message for n in app._notifications if n.severity == "warning"]
+            assert any("in progress" in m for m in warnings), warnings
+            release.set()
+            await settle(app, pilot)
+            assert run.result is not None and run.result.ok and run.running is None
+            assert app.focused is run.query_one("#run-table")
+    finally:
+        release.set()
+        del session.run

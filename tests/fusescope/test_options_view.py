@@ -77,3 +77,34 @@ async def test_a_heuristic_override_changes_the_parameters_and_bad_input_is_refu
         await settle(app, pilot)
         await settle(app, pilot)
         assert app.options.heuristic_overrides == () and app.session.compiled(app.options).ok
+
+
+async def test_opening_another_fusion_clears_the_comparison_and_its_replacement_kernels() -> None:
+    # The comparison and the replaced kernels (by segment id) were about the fusion open
+    # before: shown and compiled into the next fusion opened, they described or changed
+    # segments of a different fusion.
+    first = samples.resolve("seed003_rope_bwd_small")
+    app = FusescopeApp(load_session(first))
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.press("t")
+        await settle(app, pilot)
+        await pilot.press("space", "ctrl+a")  # forwarding off
+        await settle(app, pilot)
+        await settle(app, pilot)
+        view = app.query_one(OptionsView)
+        assert view.text.startswith("options: forwarding on")
+        app.options = app.options.with_(kernel_sources={0: "// a kernel for seed003's g0"})
+        app.open_path(str(samples.resolve("softmax")))
+        await settle(app, pilot)
+        await settle(app, pilot)
+        assert app.session is not None and app.session.title == "softmax.py"
+        assert view.text == "" and "What changed" not in str(view.query_one("#options-diff").render())
+        assert app.options.kernel_sources == () and not app.options.forwarding  # the rest stays
+        notes = [n.message for n in app._notifications]
+        assert any("replacement kernel" in m and "seed003_rope_bwd_small.py" in m for m in notes)
+        assert app.query_one(SegmentsView).result is app.session.compiled(app.options)
+        # A reload of the same file keeps them (the user is iterating on that fusion).
+        app.options = app.options.with_(kernel_sources={0: "// softmax g0"})
+        await pilot.press("r")
+        await settle(app, pilot)
+        assert app.options.kernel_sources == ((0, "// softmax g0"),)
