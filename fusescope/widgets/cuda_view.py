@@ -95,6 +95,7 @@ class CudaView(Horizontal):
         self._list.clear_options()
         if result.error:
             self.text = ""
+            self._scroll.border_title = "CUDA · no compilation"  # not the last segment shown
             self._body.update(Text(f"No compilation: {result.error}", style="bold red"))
             return
         for s in result.segments:

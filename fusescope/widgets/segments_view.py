@@ -79,6 +79,7 @@ class SegmentsView(VerticalScroll, can_focus=True):
             self.border_title = "Segments · no compilation"
             self._graph.update(Text(f"No compilation: {result.error}", style="bold red"))
             self._log.update("")
+            self.graph_text = self.log_text = ""  # the previous compilation's are gone
             return
         n = len(result.segments)
         self.border_title = f"Segments · {n} · {result.options.describe()}"
