@@ -49,6 +49,8 @@ _OPS: dict[str, tuple[str, bool, Callable[[Any, Any], Any]]] = {
     "max": ("max", False, max),
     "min": ("min", False, min),
 }
+# The ops of extent arithmetic; any other op on scalars is a frontend op (lt, fmod, ...).
+EXTENT_OPS = frozenset(_OPS)
 
 
 def format_number(value: Number) -> str:

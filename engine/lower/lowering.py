@@ -21,7 +21,7 @@ from engine.ir import exprs as ex
 from engine.ir.base import Expr, Val
 from engine.ir.iterdomain import IterDomain, ParallelType, Resize, Split
 from engine.ir.quant_exprs import BlockQuantizationOp, PreprocessGroupedMatmulInputSf
-from engine.ir.scalar import Scalar, binary_compute_dtype
+from engine.ir.scalar import EXTENT_OPS, Scalar, binary_compute_dtype
 from engine.ir.tensorview import TensorView
 from engine.lower import cexpr, kir
 from engine.lower.buffers import Buffer, make_buffer
@@ -437,7 +437,7 @@ class ExprLowering:
             return _scalar_unary(s.op, self.scalar(x), x.dtype, s.dtype)
         x, y = s.operands
         a, b = self.scalar(x), self.scalar(y)
-        if s.op not in _EXTENT_OPS:
+        if s.op not in EXTENT_OPS:
             # A frontend op on scalars (lt, fmod, bitwise_and, ...): the tensor op's C form,
             # on operands converted to the type it computes in.
             dt = binary_compute_dtype(s.op, x.dtype, y.dtype, s.dtype)
@@ -586,8 +586,6 @@ def _source(expr: Expr) -> str:
 
 
 _SCALAR_OPS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%"}
-# The scalar ops of extent arithmetic (engine.ir.scalar's _OPS), which _scalar_op prints.
-_EXTENT_OPS = {*_SCALAR_OPS, "ceilDiv", "max", "min"}
 
 
 def _scalar_op(op: str, a: str, b: str, dtype: DataType | None = None) -> str:
