@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import ScheduleError
-from engine.ir.iterdomain import ParallelType
+from engine.ir.iterdomain import ParallelType, SwizzleType
 from engine.ir.printer import transforms_block
 from engine.ir.propagate import inline_all_at as _inline_all_at
 from engine.ir.propagate import inline_most as _inline_most
@@ -119,6 +119,13 @@ class SchedOperators:
     def merge(self, arg: TensorView, dim: int) -> None:
         self._tv("merge", arg).merge(self._int("merge", "dim", dim))
         self._record("merge", arg, dim)
+
+    def swizzle(self, arg: TensorView, swizzle_type: SwizzleType, dim_x: int, dim_y: int) -> None:
+        """Engine-only: nvFuser's TensorView::swizzle, which its python schedule API lacks."""
+        self._int("swizzle", "dim_x", dim_x)
+        self._int("swizzle", "dim_y", dim_y)
+        self._tv("swizzle", arg).swizzle(swizzle_type, dim_x, dim_y)
+        self._record("swizzle", arg, swizzle_type, dim_x, dim_y)
 
     def reorder(self, arg: TensorView, old2new: dict[int, int]) -> None:
         if not isinstance(old2new, dict):

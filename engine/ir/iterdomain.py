@@ -304,21 +304,69 @@ class Resize(IdTransform):
         )
 
 
+class SwizzleType(enum.Enum):
+    """nvFuser's SwizzleType (python names); the value is the printed name."""
+
+    XOR = "Xor"
+    CyclicShift = "CyclicShift"
+
+
 class Swizzle(IdTransform):
-    """A 2-D swizzle (XOR, cyclic shift) of two axes of equal role."""
+    """A 2-D swizzle of two axes of equal extent (nvFuser's Swizzle2D, data mode): the x
+    axis passes through and y becomes a permutation of itself chosen by x. Xor: y ^ x
+    (a power-of-two extent, so the result stays in range); CyclicShift: (x + y) % extent.
+    Both are bijections on each row, so a swizzled layout holds every element once; used
+    to spread a shared-memory tile's columns over the banks."""
 
     kind = "Swizzle"
 
-    def __init__(self, in_x: IterDomain, in_y: IterDomain, swizzle_type: str = "XOR") -> None:
-        self.swizzle_type = swizzle_type
+    def __init__(self, in_x: IterDomain, in_y: IterDomain, swizzle_type: SwizzleType = SwizzleType.XOR) -> None:
+        self.swizzle_type = SwizzleType(swizzle_type)
         out_x = in_x.clone()
         out_y = in_y.clone()
         super().__init__([in_x, in_y], [out_x, out_y])
 
+    @property
+    def in_x(self) -> IterDomain:
+        return self.inputs[0]
+
+    @property
+    def in_y(self) -> IterDomain:
+        return self.inputs[1]
+
+    @property
+    def out_x(self) -> IterDomain:
+        return self.outputs[0]
+
+    @property
+    def out_y(self) -> IterDomain:
+        return self.outputs[1]
+
     def __str__(self) -> str:
         x, y = self.inputs
         ox, oy = self.outputs
-        return f"{self.swizzle_type}(2D): {x} , {y} -> {ox} , {oy}"
+        return f"{self.swizzle_type.value}(2D): {x} , {y} -> {ox} , {oy}"
+
+
+def swizzle_extent_error(swizzle_type: SwizzleType, x: Scalar | int, y: Scalar | int) -> str | None:
+    """Why two axes of these extents cannot be swizzled, or None. Extents that are not
+    known yet (symbolic) pass: lowering asks again with the compiled sizes."""
+    nx = x if isinstance(x, int) else _known(x)
+    ny = y if isinstance(y, int) else _known(y)
+    if nx is None or ny is None:
+        return None
+    if nx != ny:
+        return f"a 2-D swizzle needs equal extents, got {nx} and {ny}"
+    if swizzle_type == SwizzleType.XOR and (ny < 1 or ny & (ny - 1)):
+        return f"an Xor swizzle needs a power-of-two extent, got {ny}"
+    return None
+
+
+def _known(s: Scalar) -> int | None:
+    try:
+        return int(s.evaluate({}))
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 # transforms_between's answers by (start, end) while transforms_kept holds, else None.

@@ -17,7 +17,16 @@ from engine.dtypes import DataType
 from engine.errors import FusionDefinitionError, ScheduleError
 from engine.ir.base import Expr, Val
 from engine.ir.graph_copy import copy_node
-from engine.ir.iterdomain import IdTransform, IterDomain, Merge, ParallelType, Split
+from engine.ir.iterdomain import (
+    IdTransform,
+    IterDomain,
+    Merge,
+    ParallelType,
+    Split,
+    Swizzle,
+    SwizzleType,
+    swizzle_extent_error,
+)
 from engine.ir.scalar import ScalarLike
 
 if TYPE_CHECKING:
@@ -207,6 +216,28 @@ class TensorView(Val):
             rest.insert(lo, m.out)
             self.domain.loop = rest
             self._follow_allocation(m)
+        return self
+
+    def swizzle(self, swizzle_type: SwizzleType, axis_x: int, axis_y: int) -> TensorView:
+        """Swizzle two loop axes of equal extent in place (nvFuser's TensorView::swizzle):
+        axis_y becomes a permutation of itself chosen by axis_x's index (see Swizzle).
+        Extents not known yet are checked when the kernel is lowered."""
+        if not isinstance(swizzle_type, SwizzleType):
+            raise ScheduleError(f"{self.short_name}: expected a SwizzleType, got {swizzle_type!r}")
+        px, py = self._pos(axis_x), self._pos(axis_y)
+        if px == py:
+            raise ScheduleError(f"{self.short_name}: cannot swizzle axis {axis_x} with itself")
+        self._check_outside_ca(min(px, py), "swizzle")
+        x, y = self.domain.loop[px], self.domain.loop[py]
+        for i in (x, y):
+            if not i.is_iteration:
+                raise ScheduleError(f"{self.short_name}: cannot swizzle {i}: only iteration axes swizzle")
+        why = swizzle_extent_error(swizzle_type, x.extent, y.extent)
+        if why is not None:
+            raise ScheduleError(f"{self.short_name}: cannot swizzle {x} and {y}: {why}")
+        with transaction([self], loop_edit=True):
+            s = Swizzle(x, y, swizzle_type)
+            self.domain.loop[px], self.domain.loop[py] = s.out_x, s.out_y
         return self
 
     def reorder(self, old2new: dict[int, int] | Sequence[int]) -> TensorView:

@@ -86,5 +86,16 @@ def mod(a: Term, b: int) -> Term:
     return f"{_p(a, _is_sum(a))} % {b}"
 
 
+def xor(a: Term, b: Term) -> Term:
+    """a ^ b, parenthesised whole: C's ^ binds looser than every arithmetic operator."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a ^ b
+    if a == 0:
+        return b
+    if b == 0:
+        return a
+    return f"({a} ^ {b})"
+
+
 def text(x: Term) -> str:
     return str(x)

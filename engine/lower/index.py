@@ -22,7 +22,17 @@ from engine.analysis.logical_map import consumers_of, pairwise_logical_map
 from engine.analysis.replay import loop_map
 from engine.errors import CompileError
 from engine.ir.base import Expr
-from engine.ir.iterdomain import IdTransform, IterDomain, Merge, Resize, Split, Swizzle, transforms_between
+from engine.ir.iterdomain import (
+    IdTransform,
+    IterDomain,
+    Merge,
+    Resize,
+    Split,
+    Swizzle,
+    SwizzleType,
+    swizzle_extent_error,
+    transforms_between,
+)
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
 from engine.lower import cexpr
@@ -210,6 +220,10 @@ def _backward(t: IdTransform, k: dict[IterDomain, Ix], ext: Extents) -> None:
         x = k[t.out]
         left = ext.value(t.left)
         k.setdefault(t.in_id, Ix(cexpr.sub(x.term, left), x.lo - left, x.hi - left))
+    elif isinstance(t, Swizzle):
+        x, y = _swizzle(t, k[t.out_x], k[t.out_y], ext, inverse=True)
+        k.setdefault(t.in_x, x)
+        k.setdefault(t.in_y, y)
     else:
         raise CompileError(f"code generation does not support {t.kind} transforms ({t})")
 
@@ -229,8 +243,31 @@ def _forward(t: IdTransform, k: dict[IterDomain, Ix], ext: Extents) -> None:
         x = k[t.in_id]
         left = ext.value(t.left)
         k.setdefault(t.out, Ix(cexpr.add(x.term, left), x.lo + left, x.hi + left))
+    elif isinstance(t, Swizzle):
+        x, y = _swizzle(t, k[t.in_x], k[t.in_y], ext, inverse=False)
+        k.setdefault(t.out_x, x)
+        k.setdefault(t.out_y, y)
     else:
         raise CompileError(f"code generation does not support {t.kind} transforms ({t})")
+
+
+def _swizzle(t: Swizzle, x: Ix, y: Ix, ext: Extents, inverse: bool) -> tuple[Ix, Ix]:
+    """The other side's (x, y) of a swizzle. Both indices must stay inside the axes: a
+    permutation of a row says nothing about an index beyond it."""
+    n = ext.of(t.in_y)
+    why = swizzle_extent_error(t.swizzle_type, ext.of(t.in_x), n)
+    if why is not None:
+        raise CompileError(f"cannot index {t}: {why}")
+    if x.lo < 0 or x.hi > n or y.lo < 0 or y.hi > n:
+        raise CompileError(f"cannot index {t}: its indices may leave the axes "
+                           f"([{x.lo}, {x.hi}) and [{y.lo}, {y.hi}) for extent {n})")
+    if t.swizzle_type == SwizzleType.XOR:  # its own inverse
+        term = cexpr.xor(y.term, x.term)
+    elif inverse:
+        term = cexpr.mod(cexpr.add(cexpr.sub(y.term, x.term), n), n)
+    else:
+        term = cexpr.mod(cexpr.add(x.term, y.term), n)
+    return x, Ix(term, 0, n)
 
 
 def _floordiv(a: int, b: int) -> int:

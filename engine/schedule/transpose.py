@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 from engine.analysis.logical_map import consumers_of, pairwise_logical_map, producers_of
 from engine.ir import exprs as ex
 from engine.ir.fusion import Fusion
-from engine.ir.iterdomain import IterDomain, Merge, ParallelType, Resize, Split
+from engine.ir.iterdomain import IterDomain, Merge, ParallelType, Resize, Split, SwizzleType
 from engine.ir.tensorview import MemoryType, TensorView
 from engine.schedule import tools
 from engine.schedule.base import Scheduler, SchedulerType
@@ -48,6 +48,9 @@ MAX_THREADS_PER_BLOCK = 128  # nvFuser's TransposeParams::getMaxThreadsPerBlock
 DEFAULT_TILE_SIZE = 32  # nvFuser's TransposeParams::getDefaultTileSize
 LARGE_TILE_SIZE = 64  # this engine's tiles for large transposes (see compute_heuristics)
 LARGE_TILE_WAVES = 8  # ... when the 64x64 tiles fill the SMs this many times over
+HUGE_TILE_SIZE = 128  # ... and for large transposes of 2-byte (or narrower) tensors
+HUGE_TILE_SMEM = 64 * 1024  # ... while group 2's shared-memory tiles fit in this many bytes
+BANK_ROW_BYTES = 128  # 32 four-byte banks: rows of a multiple of this start on the same bank
 # Inputs whose tile rows are shorter than this many bytes prefetch this many into L2 (sm80+).
 L2_PREFETCH_BYTES = 256
 
@@ -72,6 +75,8 @@ class TransposeParams(HeuristicParams):
     reference2: str = ""
     # Inputs whose vector loads prefetch L2_PREFETCH_BYTES into L2 (engine-only, not nvFuser's).
     l2_prefetch: tuple[str, ...] = ()
+    # Xor-swizzle the shared-memory tiles (engine-only; see _swizzle_tile).
+    swizzle: bool = False
 
     def threads_per_block(self) -> int:
         elems = self.tile_size1 * self.tile_size2
@@ -382,17 +387,10 @@ class TransposeScheduler(Scheduler):
             n_elems *= s
         derivation: list[str] = [f"reference1 {ref1.short_name} shape {shape}, {n_elems} elements",
                                  f"innermost dim of group 1 at {pos1}, of group 2 at {pos2}"]
-        t1 = t2 = DEFAULT_TILE_SIZE
-        big = LARGE_TILE_SIZE
-        if shape[pos1] >= big and shape[pos2] >= big and n_elems >= LARGE_TILE_WAVES * info.device.sm_count * big * big:
-            # Measured on an H100 (bf16 8192^2, benchmarks/sweep.py): 64x64 tiles on 256
-            # threads 141.6 us against 149.2 for nvFuser's 32x32 on 128: twice the bytes in
-            # flight per thread and a quarter of the blocks.
-            t1 = t2 = big
-            derivation.append(f"both transposed dims >= {big} and at least {LARGE_TILE_WAVES} waves of "
-                              f"{big}x{big} tiles: tiles {big}x{big} (nvFuser: {DEFAULT_TILE_SIZE}x{DEFAULT_TILE_SIZE})")
         io = [t for t in io_tensors(fusion)]
         max_dtype = max((t.dtype.bits // 8 for t in io), default=1) or 1
+        t1 = t2 = _tile_size(shape[pos1], shape[pos2], n_elems, info.device.sm_count,
+                             max_dtype, len(groups[1]), derivation)
         n_io = len(groups[0]) + len(groups[1])
         # nvFuser: 16 bytes per access, less when many tensors are unrolled (registers),
         # never below a full wave of tiles, never more than a warp per tile.
@@ -414,8 +412,13 @@ class TransposeScheduler(Scheduler):
         if shape[pos1] < t1 or shape[pos2] < t2:
             derivation.append("a transpose dim is smaller than the tile: nvFuser would build a "
                               "virtual inner-most dim; here the tile is predicated instead")
+        swizzle = _swizzle_fits(t1, t2, v1, v2)
+        derivation.append(
+            f"swizzle the shared-memory tiles: {'yes' if swizzle else 'no'} (rows per thread {v1}, "
+            f"{t1 // v1} row groups, {t2 // v2} vectors per row: equal powers of two are Xor-swizzled, "
+            f"where a row spans a multiple of {BANK_ROW_BYTES} bytes)")
         params = TransposeParams(
-            tag="Transpose heuristics", tile_size1=t1, tile_size2=t2,
+            tag="Transpose heuristics", tile_size1=t1, tile_size2=t2, swizzle=swizzle,
             vectorize_factor1=v1, vectorize_factor2=v2, inner_most_dim1=pos1, inner_most_dim2=pos2,
             group1=tuple(t.short_name for t in groups[0]), group2=tuple(t.short_name for t in groups[1]),
             reference1=ref1.short_name, reference2=ref2.short_name, l2_prefetch=prefetch,
@@ -433,6 +436,24 @@ class TransposeScheduler(Scheduler):
     def schedule(self, fusion: Fusion, params: HeuristicParams | None, trace: Trace | None = None) -> None:
         assert isinstance(params, TransposeParams)
         _schedule_transpose(fusion, params, trace)
+
+
+def _tile_size(n1: int, n2: int, n_elems: int, sms: int, max_dtype: int, n_smem: int,
+               derivation: list[str]) -> int:
+    """The tile's side: larger tiles move more bytes per block where the tensor fills the
+    SMs many times over."""
+    for side, measured in ((HUGE_TILE_SIZE, max_dtype <= 2 and n_smem * HUGE_TILE_SIZE ** 2 * max_dtype
+                            <= HUGE_TILE_SMEM), (LARGE_TILE_SIZE, True)):
+        if measured and n1 >= side and n2 >= side and n_elems >= LARGE_TILE_WAVES * sms * side * side:
+            # Measured on an H100 (bf16 8192^2, benchmarks/sweep.py, NOTES run 20): 64x64
+            # tiles on 256 threads 141.6 us against 149.2 for nvFuser's 32x32 on 128 (twice
+            # the bytes in flight per thread, a quarter of the blocks); swizzled 128x128 on
+            # 1024 threads 137.6 against 139.6 for 64x64. Unswizzled, 128x128 took 183 us.
+            derivation.append(f"both transposed dims >= {side} and at least {LARGE_TILE_WAVES} waves of "
+                              f"{side}x{side} tiles: tiles {side}x{side} "
+                              f"(nvFuser: {DEFAULT_TILE_SIZE}x{DEFAULT_TILE_SIZE})")
+            return side
+    return DEFAULT_TILE_SIZE
 
 
 def _note(trace: Trace | None, subject: str, message: str) -> None:
@@ -466,6 +487,49 @@ def _schedule_tile(ref: TensorView, first: int, vec: int, threads: int) -> None:
         ref.axis(-1).parallelize(ParallelType.vectorize)
     ref.axis(-2).parallelize(ParallelType.block_x)
     ref.axis(-3).parallelize(ParallelType.unroll)
+
+
+def _swizzle_tile(s: TensorView, p: TransposeParams, threads: int, trace: Trace | None) -> None:
+    """Group 2's tile schedule on a shared-memory tile [.., t1, t2], with its vectors of
+    each row Xor-swizzled by the row's group of vectorize_factor1 rows.
+
+    Group 1 reads the tile down its columns: a thread reads vectorize_factor1 rows of one
+    column, and a warp's lanes read consecutive row groups. Where a row spans a multiple
+    of 128 bytes, every row starts on the same bank and those reads conflict (8-way for
+    64x64 bf16, 16-way for 128x128). Swizzling puts row group g's vector c at position
+    c ^ g: the lanes' columns land in different vectors, so on different banks, while each
+    thread of group 2 still writes whole vectors."""
+    v1, v2 = p.vectorize_factor1, p.vectorize_factor2
+    s.split(-2, v1)
+    s.split(-1, v2)
+    s.swizzle(SwizzleType.XOR, -4, -2)
+    s.merge(-4)
+    s.merge(-3)
+    s.merge(-2)
+    s.split(-1, v2)
+    s.split(-2, threads)
+    if v2 > 1:
+        s.axis(-1).parallelize(ParallelType.vectorize)
+    s.axis(-2).parallelize(ParallelType.block_x)
+    s.axis(-3).parallelize(ParallelType.unroll)
+    _note(trace, s.short_name, f"row groups of {v1} Xor-swizzle the {p.tile_size2 // v2} vectors of "
+          f"{v2} in each tile row: group 1's column reads spread over the banks")
+
+
+def _swizzle_fits(t1: int, t2: int, v1: int, v2: int) -> bool:
+    """Whether the tile's row groups (of v1 rows) and its vectors per row (of v2) are equal
+    powers of two, as an Xor swizzle of the two needs."""
+    if t1 % v1 or t2 % v2 or t1 // v1 != t2 // v2:
+        return False
+    n = t2 // v2
+    return n >= 2 and not n & (n - 1)
+
+
+def _swizzled(s: TensorView, p: TransposeParams) -> bool:
+    """Whether to swizzle shared tile `s`: asked for (and still fitting the tile after
+    heuristic overrides), and its rows start on one bank."""
+    return p.swizzle and _swizzle_fits(p.tile_size1, p.tile_size2, p.vectorize_factor1, p.vectorize_factor2) \
+        and (p.tile_size2 * s.dtype.bits // 8) % BANK_ROW_BYTES == 0
 
 
 def _l2_prefetch(groups: list[list[TensorView]], t1: int, t2: int, fusion: Fusion) -> tuple[str, ...]:
@@ -532,15 +596,20 @@ def _schedule_transpose(fusion: Fusion, p: TransposeParams, trace: Trace | None)
     threads = p.lparams.bdimx
     everything = _tensors(fusion)
     # Step 3: group 2 merges the tile as (t1, t2): its innermost dim t2 is fastest.
+    # A swizzled tile takes its own schedule (a swizzle is not propagated).
+    swizzled = [s for s in smem if _swizzled(s, p)]
     _schedule_tile(ref2, ref2.nloop - 2, p.vectorize_factor2, threads)
-    except1 = [t for t in everything if t not in group1]
+    except1 = [t for t in everything if t not in group1 and t not in swizzled]
     tools.propagate(ref2, except1)
-    tools.parallelize_all_like(ref2, selected=group2_and_smem,
+    group2_like = [t for t in group2_and_smem if t not in swizzled]
+    tools.parallelize_all_like(ref2, selected=group2_like,
                                parallel_types=[ParallelType.block_x, ParallelType.grid_x,
                                                ParallelType.unswitch, ParallelType.unroll])
     if p.vectorize_factor2 > 1:
-        tools.parallelize_all_like(ref2, selected=group2_and_smem,
+        tools.parallelize_all_like(ref2, selected=group2_like,
                                    parallel_types=[ParallelType.vectorize])
+    for s in swizzled:
+        _swizzle_tile(s, p, threads, trace)
 
     # Step 4: group 1 and everything between merge the tile as (t2, t1).
     _schedule_tile(ref1, ref1.nloop - 1, p.vectorize_factor1, threads)

@@ -507,3 +507,78 @@ def test_index_select_with_gather_of_one_table(dim: int) -> None:
     xs = [torch.randn(*table, generator=g), torch.randint(0, table[dim], (5,), generator=g),
           torch.randint(0, table[dim], gidx, generator=g)]
     check_emulated(fd, xs)
+
+
+def _swizzled_smem_transpose(swizzle_type, rows=16, cols=16):
+    """A transposed read from a shared tile whose [rows/4, 4] x [cols/4, 4] loop is swizzled
+    on its two outer axes, then merged back and bound to threads."""
+    from engine.ir.iterdomain import SwizzleType
+
+    fd = FusionDefinition()
+    with fd:
+        t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        t1 = fd.ops.permute(fd.ops.exp(t0), dims=[1, 0])
+        fd.add_output(t1)
+    xs = [torch.randn(rows, cols)]
+    s = fd.sched
+    cache = s.cache_after(t0)
+    s.set_memory_type(cache, MemoryType.shared)
+    s.split(cache, 1, 4)
+    s.split(cache, 0, 4)            # [rows/4, 4, cols/4, 4]
+    s.swizzle(cache, SwizzleType[swizzle_type], 0, 2)
+    s.merge(cache, 0)
+    s.merge(cache, 1)               # [rows, cols], the columns permuted within each row
+    for t in (t1, cache):
+        s.parallelize(t, 0, ParallelType.block_y)
+        s.parallelize(t, 1, ParallelType.block_x)
+    return fd, xs, cache
+
+
+@needs_gxx
+@pytest.mark.parametrize("swizzle_type", ["XOR", "CyclicShift"])
+def test_manual_swizzle_of_a_shared_tile(swizzle_type: str) -> None:
+    fd, xs, cache = _swizzled_smem_transpose(swizzle_type)
+    listing = fd.sched.to_string(cache)
+    name = "Xor" if swizzle_type == "XOR" else "CyclicShift"
+    assert f" {name}(2D): " in listing
+    cf = check_emulated(fd, xs)
+    src = cf.segments[0].cuda_source.split('extern "C"')[1]
+    assert (" ^ " in src) == (swizzle_type == "XOR")
+
+
+def test_swizzle_refusals_name_the_tensor_and_axes() -> None:
+    from engine.errors import ScheduleError
+    from engine.ir.iterdomain import SwizzleType
+
+    fd = FusionDefinition()
+    with fd:
+        t0 = fd.define_tensor(shape=[12, 8], contiguity=[True, True], dtype=DataType.Float)
+        t1 = fd.ops.exp(t0)
+        fd.add_output(t1)
+    s = fd.sched
+    with pytest.raises(ScheduleError, match=r"T1: cannot swizzle .*equal extents, got 12 and 8"):
+        s.swizzle(t1, SwizzleType.XOR, 0, 1)
+    s.split(t1, 0, 4)  # [3, 4, 8]
+    with pytest.raises(ScheduleError, match=r"power-of-two extent, got 3"):
+        s.split(t1, 2, 3) or s.swizzle(t1, SwizzleType.XOR, 0, 2)
+    with pytest.raises(ScheduleError, match="expected a SwizzleType"):
+        s.swizzle(t1, "Xor", 0, 1)
+    with pytest.raises(ScheduleError, match="with itself"):
+        s.swizzle(t1, SwizzleType.XOR, 1, 1)
+
+
+def test_swizzle_of_symbolic_extents_is_checked_when_lowered() -> None:
+    fd, xs, _cache = _swizzled_smem_transpose("XOR", rows=16, cols=8)  # 4 and 2 row/column groups
+    with pytest.raises(CompileError, match=r"Xor\(2D\): .* equal extents, got 4 and 2"):
+        compile_fusion(fd, xs)
+
+
+def test_swizzle_schedule_round_trips_through_a_fusion_file() -> None:
+    from engine import dumps_fusion, loads_fusion
+
+    fd, xs, _cache = _swizzled_smem_transpose("XOR")
+    text = dumps_fusion(fd)
+    assert "fd.sched.swizzle(T" in text and "SwizzleType.XOR, 0, 2)" in text
+    again = loads_fusion(text)
+    assert dumps_fusion(again) == text
+    assert again.sched.user_schedule_ir() == fd.sched.user_schedule_ir()
