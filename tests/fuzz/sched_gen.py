@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from engine import FusionDefinition, MemoryType, ParallelType
 from engine.errors import ScheduleError
+from engine.ir.iterdomain import SwizzleType
 from engine.ir.tensorview import TensorView
 from tests.fuzz.choices import Chooser, choice, flip, weighted
 from tests.fuzz.gen import FusionCase, generate_fusion
@@ -54,7 +55,7 @@ def _call(ch: Chooser, fd: FusionDefinition, tvs: list[TensorView]) -> tuple[str
     name = weighted(ch, [("split", 5), ("parallelize", 6), ("merge", 3), ("reorder", 2),
                          ("transform_like", 2), ("parallelize_like", 2), ("inline_most", 2),
                          ("inline_at", 1), ("cache_after", 1), ("cache_before", 1),
-                         ("set_memory_type", 1), ("rfactor", 1)])
+                         ("set_memory_type", 1), ("rfactor", 1), ("swizzle", 1)])
     if name == "split":
         return name, (tv, _axis(ch, tv), choice(ch, FACTORS), not flip(ch, 0.2))
     if name == "merge":
@@ -75,11 +76,23 @@ def _call(ch: Chooser, fd: FusionDefinition, tvs: list[TensorView]) -> tuple[str
     if name == "cache_before":
         outs = [t for t in fd.fusion.outputs if isinstance(t, TensorView)]
         return name, (choice(ch, outs) if outs and flip(ch, 0.7) else tv,)
+    if name == "swizzle":
+        return name, (tv, choice(ch, list(SwizzleType)), *_swizzle_axes(ch, tv))
     if name == "set_memory_type":
         return name, (tv, choice(ch, [MemoryType.shared, MemoryType.local]))
     reds = [t for t in tvs if any(i.is_reduction for i in t.domain.loop)]
     target = choice(ch, reds) if reds else tv
     return "rfactor", (target, [_axis(ch, target)])
+
+
+def _swizzle_axes(ch: Chooser, tv: TensorView) -> tuple[int, int]:
+    """Mostly two axes of one constant extent (a swizzle's precondition), else any two."""
+    ext = [i.extent.value if i.extent.is_const else None for i in tv.domain.loop]
+    pairs = [(a, b) for a in range(len(ext)) for b in range(len(ext))
+             if a != b and ext[a] is not None and ext[a] == ext[b]]
+    if pairs and flip(ch, 0.8):
+        return choice(ch, pairs)
+    return _axis(ch, tv), _axis(ch, tv)
 
 
 def _show(name: str, args: tuple) -> str:
