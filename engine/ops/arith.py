@@ -116,6 +116,8 @@ def _promote_scalar(v: Scalar, dtype: DataType) -> Scalar:
 def _unary_dtype(op: str, dtype: DataType) -> DataType:
     if op in BOOL_UNARY:
         return DataType.Bool
+    if op == "abs" and dtype.is_complex:
+        return _REAL_OF[dtype]  # the magnitude, as torch.abs and nvFuser's abs
     if op in FLOAT_UNARY and (dtype.is_integer or dtype.is_bool):
         return DataType.Float  # nvFuser's float_op_config: integers promote to float
     return dtype
@@ -126,6 +128,10 @@ def unary(op: str, x: Operand) -> Val:
     dtype = _unary_dtype(op, v.dtype)
     if op == "bitwise_not" and v.dtype.is_float:
         raise FusionDefinitionError(f"bitwise_not: {v.short_name} is {v.dtype.cuda_name}, not an integer")
+    if (op in SAME_UNARY and op != "bitwise_not" and v.dtype.is_bool) or (op == "frac" and v.dtype.is_integer):
+        # torch defines none of these on bool (nor frac on integers); nvFuser has no kernel for them.
+        raise FusionDefinitionError(f"{op}: {getattr(v, 'short_name', v)} is {v.dtype.cuda_name}; "
+                                    f"cast it to a {'number' if v.dtype.is_bool else 'float'} type first")
     if isinstance(v, Scalar):
         from engine.ir.scalar import unary as scalar_unary
 
@@ -134,6 +140,10 @@ def unary(op: str, x: Operand) -> Val:
         if op not in BOOL_UNARY:
             v = _promote_scalar(v, dtype)
         return scalar_unary(op, v, dtype)
+    if dtype != v.dtype and op in FLOAT_UNARY:
+        # nvFuser's float_op_config casts an integer or bool tensor to float before the op
+        # (its IR holds the cast); the op itself then computes float to float.
+        v = cast(v, dtype)
     out = _make_tensor_out(op, [v], dtype)
     UnaryOp(v.fusion, op, out, v)
     return out

@@ -1,0 +1,113 @@
+"""Python-frontend forms that real repro scripts use and the engine got wrong or refused
+vaguely: float ops (sqrt, reciprocal, sigmoid, ...) on integer and bool tensors, abs of
+complex tensors, and the clear refusals of what the engine lacks (bool operands of
+ceil/relu/..., complex kernels). Values against torch and the reference, kernels through
+the emulator."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+import torch
+
+from engine import DataType, FusionDefinition
+from engine.compile import compile_fusion
+from engine.errors import CompileError, FusionDefinitionError
+from engine.reference import evaluate
+
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed to emulate kernels")
+
+_TORCH = {DataType.Int: torch.int64, DataType.Int32: torch.int32, DataType.Bool: torch.bool}
+# nvFuser's float_op_config ops and what torch computes for them on a float tensor.
+_FLOAT_OPS = {
+    "sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "reciprocal": torch.reciprocal, "exp": torch.exp,
+    "exp2": torch.exp2, "log1p": torch.log1p, "sigmoid": torch.sigmoid, "tanh": torch.tanh,
+    "erf": torch.erf, "lgamma": torch.lgamma, "sin": torch.sin, "atan": torch.atan,
+}
+
+
+def _int_input(dtype: DataType) -> torch.Tensor:
+    if dtype == DataType.Bool:
+        return torch.tensor([True, False, True, True, False, True, False, False, True, True])
+    return torch.tensor([1, 2, 3, 7, 10, 25, 100, 1000, 4, 9], dtype=_TORCH[dtype])
+
+
+@pytest.mark.parametrize("dtype", [DataType.Int, DataType.Int32, DataType.Bool])
+def test_float_ops_cast_integer_and_bool_operands_to_float_first(dtype):
+    """The IR holds nvFuser's cast before the op; the reference matches torch, which
+    promotes these operands to the default float type too."""
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=dtype)
+        for name in _FLOAT_OPS:
+            fd.add_output(getattr(fd.ops, name)(t0))
+    text = fd.fusion.print_math()
+    assert f"= (float)(T0_g_{dtype.cuda_name}" in text
+    assert all(o.dtype == DataType.Float for o in fd.fusion.outputs)
+    x = _int_input(dtype)
+    for out, (name, fn) in zip(evaluate(fd.fusion, [x]), _FLOAT_OPS.items()):
+        expected = fn(x.float())
+        assert out.dtype == torch.float32, name
+        torch.testing.assert_close(out, expected, equal_nan=True, msg=name)
+
+
+@needs_gxx
+@pytest.mark.parametrize("dtype", [DataType.Int, DataType.Bool])
+def test_float_ops_on_integer_and_bool_tensors_emulate_as_the_reference(dtype):
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=dtype)
+        s = fd.ops.sum(t0, [0]) if dtype == DataType.Bool else t0  # a bool sum is int64
+        fd.add_output(fd.ops.reciprocal(s))
+        fd.add_output(fd.ops.sqrt(t0))
+        fd.add_output(fd.ops.sigmoid(t0))
+        fd.add_output(fd.ops.silu(t0))  # torch has no integer silu: the cast makes it one
+    x = _int_input(dtype)
+    outs = compile_fusion(fd, [x]).run([x], backend="emulate")
+    for o, r in zip(outs, evaluate(fd.fusion, [x])):
+        assert o.dtype == r.dtype == torch.float32
+        torch.testing.assert_close(o, r, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(outs[2], torch.sigmoid(x.float()))
+    torch.testing.assert_close(outs[3], torch.nn.functional.silu(x.float()))
+
+
+@pytest.mark.parametrize("op", ["ceil", "floor", "round", "trunc", "relu", "abs", "neg", "frac"])
+def test_ops_torch_lacks_on_bool_are_refused_naming_the_op(op):
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Bool)
+        with pytest.raises(FusionDefinitionError, match=f"{op}: T0 is bool; cast it to a number type first"):
+            getattr(fd.ops, op)(t0)
+
+
+def test_frac_of_an_integer_is_refused_and_ceil_keeps_it():
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Int32)
+        with pytest.raises(FusionDefinitionError, match="frac: T0 is int; cast it to a float type first"):
+            fd.ops.frac(t0)
+        fd.add_output(fd.ops.ceil(t0))
+    x = torch.tensor([-3, 0, 5], dtype=torch.int32)
+    (out,) = evaluate(fd.fusion, [x])
+    assert torch.equal(out, torch.ceil(x))
+
+
+@pytest.mark.parametrize("op", ["cumsum", "cumprod"])
+def test_running_sums_of_bools_are_refused(op):
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Bool)
+        with pytest.raises(FusionDefinitionError, match=f"{op}: T0 is bool; cast it to an integer type first"):
+            getattr(fd.ops, op)(t0, 1)
+
+
+def test_abs_of_a_complex_tensor_is_its_real_magnitude():
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.ComplexFloat)
+        fd.add_output(fd.ops.abs(t0))
+        fd.add_output(fd.ops.real(t0))
+        fd.add_output(fd.ops.imag(t0))
+    assert [o.dtype for o in fd.fusion.outputs] == [DataType.Float] * 3
+    x = torch.tensor([3 + 4j, -1j, 2.5 + 0j], dtype=torch.complex64)
+    mag, re, im = evaluate(fd.fusion, [x])
+    assert torch.equal(mag, x.abs()) and torch.equal(re, x.real) and torch.equal(im, x.imag)
+    # The kernels hold no complex values: refused naming the op, not as an unknown op.
+    with pytest.raises(CompileError, match=r"(abs|real|imag): complex types \(std::complex<float>\) are not "
+                                           "supported by the CUDA code generator"):
+        compile_fusion(fd, [x])
