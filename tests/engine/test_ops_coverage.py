@@ -1,19 +1,22 @@
 """Python-frontend forms that real repro scripts use and the engine got wrong or refused
-vaguely: float ops (sqrt, reciprocal, sigmoid, ...) on integer and bool tensors, abs of
-complex tensors, and the clear refusals of what the engine lacks (bool operands of
-ceil/relu/..., complex kernels). Values against torch and the reference, kernels through
-the emulator."""
+vaguely: float ops (sqrt, reciprocal, sigmoid, ...) on integer and bool tensors, abs() on
+tensors, fd.define_vector(size=n), abs of complex tensors, and the clear refusals of what
+the engine lacks (bool operands of ceil/relu/..., complex kernels). Values against torch and the reference, kernels through the emulator."""
 
 from __future__ import annotations
 
+import re
 import shutil
+import textwrap
 
 import pytest
 import torch
 
 from engine import DataType, FusionDefinition
 from engine.compile import compile_fusion
-from engine.errors import CompileError, FusionDefinitionError
+from engine.errors import CompileError, FusionDefinitionError, FusionFileError
+from engine.frontend.pyread import loads_fusion
+from engine.frontend.pywrite import dumps_fusion
 from engine.reference import evaluate
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed to emulate kernels")
@@ -111,3 +114,55 @@ def test_abs_of_a_complex_tensor_is_its_real_magnitude():
     with pytest.raises(CompileError, match=r"(abs|real|imag): complex types \(std::complex<float>\) are not "
                                            "supported by the CUDA code generator"):
         compile_fusion(fd, [x])
+
+
+def _loads(body: str, module: str = "nvfuser") -> FusionDefinition:
+    text = (f"import torch\nfrom {module} import FusionDefinition, DataType\n\n"
+            "def nvfuser_fusion(fd : FusionDefinition) -> None :\n" + textwrap.indent(textwrap.dedent(body), "    ")
+            + "\nwith FusionDefinition() as fd:\n    nvfuser_fusion(fd)\n")
+    return loads_fusion(text, "cov.py")
+
+
+def test_abs_builtin_is_the_tensor_and_scalar_abs_op():
+    fd = _loads("""\
+        t0 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        s0 = fd.define_scalar(None, dtype=DataType.Double)
+        t1 = abs(t0) * abs(s0) + abs(-2)
+        fd.add_output(t1)
+    """)
+    text = dumps_fusion(fd)
+    assert "fd.ops.abs(T0)" in text and "fd.ops.abs(S1)" in text and "fd.ops.add(T4, 2)" in text
+    x = torch.randn(7)
+    (out,) = evaluate(fd.fusion, [x, -1.5])
+    torch.testing.assert_close(out, x.abs() * 1.5 + 2)
+    assert str(loads_fusion(text, "again.py").fusion) == str(fd.fusion)
+
+
+def test_define_vector_of_size_n_defines_n_integer_inputs():
+    fd = _loads("""\
+        tv0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
+        tv1_shape = fd.define_vector(size=3)
+        tv1 = fd.ops.reshape(tv0, new_shape=tv1_shape)
+        v2 = fd.define_vector(2)
+        tv2 = fd.ops.reshape(tv1, v2)
+        fd.add_output(tv1)
+        fd.add_output(tv2)
+    """, "nvfuser_direct")
+    inputs = fd.fusion.inputs
+    assert len(inputs) == 6 and all(v.dtype == DataType.Int for v in inputs[1:])
+    x = torch.randn(4, 6)
+    a, b = evaluate(fd.fusion, [x, 2, 3, 4, 12, 2])
+    assert torch.equal(a, x.reshape(2, 3, 4)) and torch.equal(b, x.reshape(12, 2))
+    again = loads_fusion(dumps_fusion(fd), "again.py")
+    assert str(again.fusion) == str(fd.fusion)
+
+
+@pytest.mark.parametrize("call, why", [
+    ("fd.define_vector(size=-1)", "fd.define_vector: size must be in 0..10000, got -1"),
+    ("fd.define_vector(size=2, dtype=DataType.Int)", "define_vector(size=n) takes no dtype"),
+    ("fd.define_vector([2], size=2)", "define_vector(values, dtype=...) takes one list"),
+    ("fd.define_vector(size=[2, 3])", "fd.define_vector: expected a list of sizes or size=n"),
+])
+def test_define_vector_misuse_is_refused_by_line(call, why):
+    with pytest.raises(FusionFileError, match=r"cov\.py:6: .*" + re.escape(why)):
+        _loads(f"t0 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)\nv = {call}\n")

@@ -74,8 +74,8 @@ WORKS = [
     "layer_norm_fwd_eager_reference_trailer", "rms_norm_fwd_timing_loop_perf_counter",
     "softmax_bwd_numpy_allclose_trailer", "bias_gelu_validate_profiler_trailer",
     "subclass_two_outputs_check_helper_trailer",
-    # Op coverage: integer/bool operands of float ops.
-    "thunder_div_reciprocal_int_counts",
+    # Op coverage: integer/bool operands of float ops, abs(), define_vector(size=n).
+    "thunder_div_reciprocal_int_counts", "python_operators_abs_l1_loss", "direct_define_vector_size_reshape",
 ]
 
 # Scripts whose checking code after the run is skipped unread: the lines of the first and
