@@ -1112,6 +1112,9 @@ class _Loader:
         if enum_cls is not None:
             member = _enum_member(enum_cls, node.attr)
             if member is None:
+                why = _UNSUPPORTED_DTYPES.get(node.attr) if enum_cls is DataType else None
+                if why is not None:
+                    raise self.error(node, f"DataType.{node.attr}: {why}")
                 raise self.error(node, f"{enum_cls.__name__} has no member {node.attr!r}")
             return member
         if isinstance(base, ast.Name) and (env is None or base.id not in env):
@@ -1249,6 +1252,13 @@ class _Function:
     def __call__(self, *args: Any) -> Any:
         return self.run(*args)
 
+
+# nvFuser's DataType members that this engine has no type for, with why: named in the refusal.
+_UNSUPPORTED_DTYPES = {
+    "UInt64": "nvFuser's unsigned 64-bit type is not supported by this engine (use DataType.Int)",
+    "Float4_e2m1fn_x2": "packed fp4 pairs are not supported by this engine; DataType.Float4_e2m1fn is "
+                        "(one fp4 value per element, as nv_block_quantize makes)",
+}
 
 # Python operators on tensors and scalars -> the fd.ops they stand for (nvFuser's Tensor and
 # Scalar bindings: `/` is div, `%` is mod).

@@ -1,7 +1,8 @@
 """Python-frontend forms that real repro scripts use and the engine got wrong or refused
 vaguely: float ops (sqrt, reciprocal, sigmoid, ...) on integer and bool tensors, abs() on
 tensors, fd.define_vector(size=n), abs of complex tensors, and the clear refusals of what
-the engine lacks (bool operands of ceil/relu/..., complex kernels). Values against torch and the reference, kernels through the emulator."""
+the engine lacks (bool operands of ceil/relu/..., unsigned 64-bit and packed fp4 dtypes,
+complex kernels). Values against torch and the reference, kernels through the emulator."""
 
 from __future__ import annotations
 
@@ -166,3 +167,13 @@ def test_define_vector_of_size_n_defines_n_integer_inputs():
 def test_define_vector_misuse_is_refused_by_line(call, why):
     with pytest.raises(FusionFileError, match=r"cov\.py:6: .*" + re.escape(why)):
         _loads(f"t0 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)\nv = {call}\n")
+
+
+@pytest.mark.parametrize("member, why", [
+    ("UInt64", "DataType.UInt64: nvFuser's unsigned 64-bit type is not supported by this engine"),
+    ("Float4_e2m1fn_x2", "DataType.Float4_e2m1fn_x2: packed fp4 pairs are not supported by this engine"),
+    ("UInt8", "DataType has no member 'UInt8'"),  # not nvFuser's either
+])
+def test_datatypes_the_engine_lacks_are_refused_by_name(member, why):
+    with pytest.raises(FusionFileError, match=r"cov\.py:5: " + re.escape(why)):
+        _loads(f"t0 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.{member})\n")

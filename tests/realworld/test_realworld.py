@@ -96,6 +96,8 @@ REFUSED = {
     "slice_step2": "slice_step2.py:9: fd.ops.slice: slice: T0 axis 1: only stride 1 is supported, got 2",
     "complex_constant": "complex_constant.py:11: fd.define_scalar: define_scalar: complex constants are "
                         "not supported",
+    "uint64_hash_ids_refused": "uint64_hash_ids_refused.py:10: DataType.UInt64: nvFuser's unsigned 64-bit type is "
+                               "not supported by this engine",
     "torch_c_nvfuser_rank_only_2022": "torch_c_nvfuser_rank_only_2022.py:12: fd.define_tensor: define_tensor(3): "
                                       "the rank-only form of the 2022 frontend (with fd.add_input) is not "
                                       "supported; give the sizes: shape=[-1, -1, -1]",
