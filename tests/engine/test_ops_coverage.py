@@ -177,3 +177,19 @@ def test_define_vector_misuse_is_refused_by_line(call, why):
 def test_datatypes_the_engine_lacks_are_refused_by_name(member, why):
     with pytest.raises(FusionFileError, match=r"cov\.py:5: " + re.escape(why)):
         _loads(f"t0 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.{member})\n")
+
+
+@needs_gxx
+@pytest.mark.parametrize("index", [-1, -3, 0, 2])
+def test_select_counts_a_negative_index_from_the_end(index):
+    """torch's (and the reference's) select wraps a negative index; the kernel did not and
+    read before the tensor. Constant and runtime indices alike."""
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        s1 = fd.define_scalar(None, dtype=DataType.Int)
+        fd.add_output(fd.ops.select(t0, s1, 1))
+        fd.add_output(fd.ops.select(t0, index, 0))
+    x = torch.randn(5, 7)
+    by_scalar, by_const = compile_fusion(fd, [x, index]).run([x, index], backend="emulate")
+    assert torch.equal(by_scalar, x[:, index]) and torch.equal(by_const, x[index])
+
