@@ -193,3 +193,20 @@ def test_select_counts_a_negative_index_from_the_end(index):
     by_scalar, by_const = compile_fusion(fd, [x, index]).run([x, index], backend="emulate")
     assert torch.equal(by_scalar, x[:, index]) and torch.equal(by_const, x[index])
 
+
+def test_reducing_no_axis_is_refused_and_a_0_dim_tensor_reduces_to_a_copy():
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        with pytest.raises(FusionDefinitionError, match=r"sum: no axis of T0 to reduce \(dims is empty\)"):
+            fd.ops.sum(t0, [])
+        t1 = fd.define_tensor(shape=[], contiguity=[], dtype=DataType.Half)
+        fd.add_output(fd.ops.sum(t1))
+        fd.add_output(fd.ops.max(t1, dims=[]))
+        fd.add_output(fd.ops.sum(t1, dtype=DataType.Float))
+        fd.add_output(fd.ops.mean(t1))
+    x, y = torch.randn(2, 3), torch.tensor(1.5).half()
+    outs = compile_fusion(fd, [x, y]).run([x, y], backend="reference")
+    expected = [y.sum(), y.amax(), y.sum(dtype=torch.float32), y.mean()]
+    for o, e in zip(outs, expected):
+        assert o.dtype == e.dtype and o.shape == () and torch.equal(o, e)
+
