@@ -217,7 +217,7 @@ def truediv(a: Operand, b: Operand) -> Val:
 def ternary(op: str, a: Operand, b: Operand, c: Operand) -> Val:
     vals = maybe_broadcast(op, [to_val(a), to_val(b), to_val(c)])
     if not any(isinstance(v, TensorView) for v in vals):
-        raise FusionDefinitionError(f"{op}: at least one operand must be a tensor")
+        return _scalar_ternary(op, vals)
     if op == "where":
         if vals[0].dtype != DataType.Bool:
             raise FusionDefinitionError(
@@ -230,6 +230,28 @@ def ternary(op: str, a: Operand, b: Operand, c: Operand) -> Val:
     out = _make_tensor_out(op, vals, dtype)
     TernaryOp(out.fusion, op, out, *vals)
     return out
+
+
+def _scalar_ternary(op: str, vals: list[Val]) -> Scalar:
+    """where/clamp/lerp of scalars only (nvFuser binds them on Vals too): a derived scalar,
+    folded when constant. The value operands are cast to the promoted result type."""
+    from engine.ir.scalar import ternary as scalar_ternary
+
+    if op == "where":
+        if not vals[0].dtype.is_bool:
+            raise FusionDefinitionError(f"where: condition {vals[0]} must be bool, got {vals[0].dtype.cuda_name}")
+        dtype = _result_dtype(vals[1:])
+        operands = [vals[0], *(_promote_scalar(v, dtype) for v in vals[1:])]
+    else:
+        dtype = _result_dtype(vals)
+        if op == "lerp" and not dtype.is_float:
+            raise FusionDefinitionError(f"lerp: scalar operands must be floating, got {dtype.cuda_name}")
+        operands = [_promote_scalar(v, dtype) for v in vals]
+    if not all(v.is_const for v in vals):
+        for v in vals:
+            _check_scalar_dtype(op, v.dtype)
+        _check_scalar_dtype(op, dtype)
+    return scalar_ternary(op, *operands, dtype)
 
 
 def where(pred: Operand, a: Operand, b: Operand) -> Val:

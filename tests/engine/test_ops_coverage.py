@@ -210,3 +210,45 @@ def test_reducing_no_axis_is_refused_and_a_0_dim_tensor_reduces_to_a_copy():
     for o, e in zip(outs, expected):
         assert o.dtype == e.dtype and o.shape == () and torch.equal(o, e)
 
+
+def test_scalar_where_clamp_lerp_fold_constants_and_evaluate_symbols():
+    from engine.ir.scalar import Scalar
+
+    with FusionDefinition() as fd:
+        b = fd.define_scalar(None, dtype=DataType.Bool)
+        d = fd.define_scalar(None, dtype=DataType.Double)
+        folded = [fd.ops.where(True, 2, 3.5), fd.ops.clamp(7, 0, 5), fd.ops.lerp(1.0, 3.0, 0.25),
+                  fd.ops.threshold(0.25, 0.5, -1.0), fd.ops.addcmul(1.0, 2.0, 3.0, 0.5)]
+        assert [(s.dtype, s.value) for s in folded] == [
+            (DataType.Double, 2.0), (DataType.Int, 5), (DataType.Double, 1.5), (DataType.Double, -1.0),
+            (DataType.Double, 4.0)]
+        w, c = fd.ops.where(b, d, 1), fd.ops.clamp(d, 0.0, 1.0)
+    assert isinstance(w, Scalar) and w.dtype == DataType.Double and w.inline() == "( where(b0, d1, 1) )"
+    env = {b: True, d: 2.5}
+    assert w.evaluate(env) == 2.5 and c.evaluate(env) == 1.0
+    env = {b: False, d: float("nan")}
+    assert w.evaluate(env) == 1.0 and c.evaluate(env) != c.evaluate(env)  # NaN propagates, as torch.clamp
+    with FusionDefinition() as fd, pytest.raises(FusionDefinitionError, match="where: condition .* must be bool"):
+        fd.ops.where(fd.define_scalar(None, dtype=DataType.Int), 1.0, 2.0)
+
+
+@needs_gxx
+@pytest.mark.parametrize("flag, value", [(True, 2.5), (False, -0.75), (True, float("nan"))])
+def test_scalar_ternary_ops_run_in_the_kernel(flag, value):
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        d = fd.define_scalar(None, dtype=DataType.Double)
+        b = fd.define_scalar(None, dtype=DataType.Bool)
+        s = fd.ops.add(fd.ops.where(b, d, 1.0), fd.ops.clamp(d, 0.0, 1.0))
+        s = fd.ops.add(s, fd.ops.lerp(d, 3.0, 0.25))
+        fd.add_output(fd.ops.mul(t0, s))
+    x = torch.randn(9)
+    cf = compile_fusion(fd, [x, value, flag])
+    kernel = cf.segments[0].cuda_source
+    assert "(b3 ? d2 : 1.0)" in kernel and "fsClamp(d2, 0.0, 1.0)" in kernel and "fsLerp(d2, 3.0, 0.25)" in kernel
+    (out,) = cf.run([x, value, flag], backend="emulate")
+    v = torch.tensor(value, dtype=torch.float64)
+    expected = x * ((v if flag else 1.0) + v.clamp(0.0, 1.0) + (v + 0.25 * (3.0 - v))).float()
+    torch.testing.assert_close(out, expected, equal_nan=True)
+    (ref,) = evaluate(fd.fusion, [x, value, flag])
+    torch.testing.assert_close(out, ref, equal_nan=True)

@@ -76,7 +76,7 @@ WORKS = [
     "subclass_two_outputs_check_helper_trailer",
     # Op coverage: integer/bool operands of float ops, abs(), define_vector(size=n).
     "thunder_div_reciprocal_int_counts", "python_operators_abs_l1_loss", "direct_define_vector_size_reshape",
-    "select_runtime_negative_index", "zero_dim_loss_sum",
+    "select_runtime_negative_index", "zero_dim_loss_sum", "scalar_where_lr_warmup_adam",
 ]
 
 # Scripts whose checking code after the run is skipped unread: the lines of the first and
