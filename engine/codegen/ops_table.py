@@ -102,6 +102,8 @@ _PREDICATES: dict[str, str] = {
 
 def unary(op: str, x: str, dtype: DataType) -> str:
     """C expression of a unary op on `x` (of type `dtype`)."""
+    if op in ("real", "imag"):  # only built on complex operands (engine.ops.arith.real/imag)
+        raise CompileError(f"{op}: complex types ({dtype.cuda_name}) are not supported by the CUDA code generator")
     if op not in FLOAT_UNARY and op not in SAME_UNARY and op not in BOOL_UNARY:
         raise _unknown("unary", op)
     _check_compute(op, dtype)

@@ -1112,6 +1112,9 @@ class _Loader:
         if enum_cls is not None:
             member = _enum_member(enum_cls, node.attr)
             if member is None:
+                why = _UNSUPPORTED_DTYPES.get(node.attr) if enum_cls is DataType else None
+                if why is not None:
+                    raise self.error(node, f"DataType.{node.attr}: {why}")
                 raise self.error(node, f"{enum_cls.__name__} has no member {node.attr!r}")
             return member
         if isinstance(base, ast.Name) and (env is None or base.id not in env):
@@ -1204,6 +1207,8 @@ _BUILTINS: dict[str, tuple[int, int | None, tuple[str, ...]]] = {
     "enumerate": (1, 1, ("start",)), "zip": (0, None, ()), "reversed": (1, 1, ()),
     "sorted": (1, 1, ("reverse",)), "min": (1, None, ()), "max": (1, None, ()), "sum": (1, 2, ("start",)),
     "any": (1, 1, ()), "all": (1, 1, ()), "filter": (2, 2, ()), "map": (2, None, ()),
+    # abs(T): nvFuser's Tensor and Scalar define __abs__ (fd.ops.abs), as they do __neg__.
+    "abs": (1, 1, ()),
 }
 # The iterators those builtins and generator expressions make: a body may hold them and
 # give them to the builtins and loops, never to a frontend call.
@@ -1247,6 +1252,13 @@ class _Function:
     def __call__(self, *args: Any) -> Any:
         return self.run(*args)
 
+
+# nvFuser's DataType members that this engine has no type for, with why: named in the refusal.
+_UNSUPPORTED_DTYPES = {
+    "UInt64": "nvFuser's unsigned 64-bit type is not supported by this engine (use DataType.Int)",
+    "Float4_e2m1fn_x2": "packed fp4 pairs are not supported by this engine; DataType.Float4_e2m1fn is "
+                        "(one fp4 value per element, as nv_block_quantize makes)",
+}
 
 # Python operators on tensors and scalars -> the fd.ops they stand for (nvFuser's Tensor and
 # Scalar bindings: `/` is div, `%` is mod).
@@ -1701,6 +1713,8 @@ class _Body:
             return enumerate(self.iterable(node, args[0]), start)
         if name == "zip":
             return zip(*(self.iterable(node, a) for a in args))
+        if name == "abs":
+            return abs(args[0]) if _is_number(args[0]) else self.apply_op(node, "abs", args[0])
         # reversed: a sequence, as Python requires
         if not isinstance(args[0], (list, tuple, range)):
             raise self.error(node, f"reversed() takes a list, a tuple or range(...): {_excerpt(node)}")
@@ -1835,14 +1849,34 @@ class _Body:
 
         It is kept as the plain list it stands for, so the ops that take it see what the
         newer frontend passes inline (and a saved file writes the list inline).
+
+        `fd.define_vector(size=2)` (or `define_vector(2)`), nvFuser's input form that
+        nvfuser_direct's repro printer writes for a reshape to sizes given at run time,
+        defines that many Int scalar inputs, as nvFuser does: the list of them. They are
+        recorded (and saved) as the define_scalar calls they are.
         """
-        if len(node.args) != 1 or any(k.arg not in ("dtype", "size") for k in node.keywords):
-            raise self.error(node, f"{self.fd_name}.define_vector(values, dtype=...) takes one list")
-        values = self.value(node.args[0])
-        if not isinstance(values, (list, tuple)):
-            raise self.error(node, f"{self.fd_name}.define_vector: expected a list, got {values!r}")
-        for k in node.keywords:
-            self.value(k.value)  # checked as literals, not needed
+        keywords = {k.arg: k.value for k in node.keywords}
+        if (len(node.args) + ("size" in keywords) + ("values" in keywords) != 1
+                or any(k not in ("dtype", "size", "values") for k in keywords)):
+            raise self.error(node, f"{self.fd_name}.define_vector(values, dtype=...) takes one list; "
+                                   f"define_vector(size=n) defines n integer inputs")
+        arg = keywords.get("values", keywords.get("size", node.args[0] if node.args else None))
+        values = self.value(arg)
+        if _is_int(values):
+            if "dtype" in keywords:
+                raise self.error(node, f"{self.fd_name}.define_vector(size=n) takes no dtype: its inputs are "
+                                       "integers")
+            if not 0 <= values <= _MAX_ITEMS:
+                raise self.error(node, f"{self.fd_name}.define_vector: size must be in 0..{_MAX_ITEMS}, "
+                                       f"got {values}")
+            return [self.invoke(node, node.func, "fd", "define_scalar", [], {"dtype": DataType.Int})
+                    for _ in range(values)]
+        if not isinstance(values, (list, tuple)) or "size" in keywords:
+            raise self.error(node, f"{self.fd_name}.define_vector: expected a list of sizes or size=n, "
+                                   f"got {values!r}")
+        for k, v in keywords.items():
+            if k != "values":
+                self.value(v)  # checked as literals, not needed
         return list(values)
 
     def value(self, node: ast.expr) -> Any:

@@ -118,6 +118,8 @@ class Scalar(Val):
 
             (x,) = self.operands
             return unary_text(self.op, x.inline(), x.dtype, self.dtype)
+        if len(self.operands) == 3:  # where, clamp, lerp on scalars
+            return f"( {self.op}({', '.join(x.inline() for x in self.operands)}) )"
         a, b = (x.inline() for x in self.operands)
         if self.op not in _OPS:  # a frontend op on scalars (lt, fmod, bitwise_and, ...)
             return f"( {self.op}({a}, {b}) )"
@@ -146,6 +148,9 @@ class Scalar(Val):
         if len(self.operands) == 1:
             (x,) = self.operands
             return eval_unary(self.op, x.evaluate(env), x.dtype, self.dtype)
+        if len(self.operands) == 3:
+            args = [x.evaluate(env) for x in self.operands]
+            return eval_ternary(self.op, *args, self.dtype)
         x, y = self.operands
         a, b = x.evaluate(env), y.evaluate(env)
         if self.op not in _OPS:
@@ -306,6 +311,41 @@ def eval_binary(op: str, a: Number, b: Number, a_dtype: DataType, b_dtype: DataT
     ta, tb = (torch.tensor(v, dtype=to_torch(compute)) for v in (a, b))
     out = binary_fn(op, compute)(ta, tb).to(to_torch(dst)).item()
     return _to_f32(out) if dst is DataType.Float else out
+
+
+TERNARY_OPS = ("where", "clamp", "lerp")
+
+
+def ternary(op: str, a: Scalar, b: Scalar, c: Scalar, dtype: DataType) -> Scalar:
+    """where(a, b, c), clamp(a, b, c) or lerp(a, b, c) on scalars, of result type `dtype`;
+    the frontend has cast the value operands to `dtype` (where's condition is a bool).
+    Constants fold."""
+    if op not in TERNARY_OPS:
+        raise ValueError(f"unknown ternary scalar op {op!r}")
+    if a.is_const and b.is_const and c.is_const:
+        return Scalar(dtype, eval_ternary(op, a.value, b.value, c.value, dtype))
+    return Scalar(dtype, op=op, operands=(a, b, c))
+
+
+def eval_ternary(op: str, a: Number, b: Number, c: Number, dst: DataType) -> Number:
+    """The value of a ternary scalar op as the kernel computes it (ops_table.ternary):
+    in the result type, with torch's NaN-propagating clamp and the reference's
+    `a + c * (b - a)` lerp."""
+    import torch
+
+    from engine.dtypes import to_torch
+
+    if op == "where":
+        out: Any = b if a else c
+        return _to_f32(float(out)) if dst is DataType.Float else out
+    ta, tb, tc = (torch.tensor(v, dtype=to_torch(dst)) for v in (a, b, c))
+    if op == "clamp":
+        res = torch.minimum(torch.maximum(ta, tb), tc)
+    elif op == "lerp":
+        res = ta + tc * (tb - ta)
+    else:
+        raise ValueError(f"unknown ternary scalar op {op!r}")
+    return res.item()
 
 
 def _to_f32(value: Any) -> Any:

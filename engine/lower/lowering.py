@@ -435,6 +435,12 @@ class ExprLowering:
         if len(s.operands) == 1:
             (x,) = s.operands
             return _scalar_unary(s.op, self.scalar(x), x.dtype, s.dtype)
+        if len(s.operands) == 3:  # where, clamp, lerp: value operands already of s.dtype
+            texts = [self.scalar(x) for x in s.operands]
+            first = DataType.Bool if s.op == "where" else s.dtype
+            texts[0] = self.converted(texts[0], s.operands[0].dtype, first)
+            texts[1:] = [self.converted(t, x.dtype, s.dtype) for t, x in zip(texts[1:], s.operands[1:])]
+            return ops_table.ternary(s.op, *texts, s.dtype)
         x, y = s.operands
         a, b = self.scalar(x), self.scalar(y)
         if s.op not in EXTENT_OPS:

@@ -205,9 +205,14 @@ def _declare_rng_cache(low: ExprLowering) -> None:
 def _select(low: ExprLowering, expr: ex.SelectOp, out: TensorView, c_index) -> str:
     inp = expr.inputs[0]
     index = expr.index
-    sel = low.scalar(index) if isinstance(index, Scalar) else low.read(index, out, c_index).text
     axis = expr.select_axis
     n = low.ext.of(axis)
+    if isinstance(index, Scalar) and index.value is not None:
+        k = int(index.value)
+        sel = str(k + n if k < 0 else k)  # a negative index counts from the end, as torch's select
+    else:
+        s = low.scalar(index) if isinstance(index, Scalar) else low.read(index, out, c_index).text
+        sel = f"(({s}) < 0 ? ({s}) + {n} : ({s}))"
     extra = {axis: Ix(f"((nvfuser_index_t)({sel}))", 0, n)}
     return low.converted(low.read(inp, out, c_index, extra).text, inp.dtype, out.dtype)
 

@@ -116,6 +116,8 @@ def _promote_scalar(v: Scalar, dtype: DataType) -> Scalar:
 def _unary_dtype(op: str, dtype: DataType) -> DataType:
     if op in BOOL_UNARY:
         return DataType.Bool
+    if op == "abs" and dtype.is_complex:
+        return _REAL_OF[dtype]  # the magnitude, as torch.abs and nvFuser's abs
     if op in FLOAT_UNARY and (dtype.is_integer or dtype.is_bool):
         return DataType.Float  # nvFuser's float_op_config: integers promote to float
     return dtype
@@ -126,6 +128,10 @@ def unary(op: str, x: Operand) -> Val:
     dtype = _unary_dtype(op, v.dtype)
     if op == "bitwise_not" and v.dtype.is_float:
         raise FusionDefinitionError(f"bitwise_not: {v.short_name} is {v.dtype.cuda_name}, not an integer")
+    if (op in SAME_UNARY and op != "bitwise_not" and v.dtype.is_bool) or (op == "frac" and v.dtype.is_integer):
+        # torch defines none of these on bool (nor frac on integers); nvFuser has no kernel for them.
+        raise FusionDefinitionError(f"{op}: {getattr(v, 'short_name', v)} is {v.dtype.cuda_name}; "
+                                    f"cast it to a {'number' if v.dtype.is_bool else 'float'} type first")
     if isinstance(v, Scalar):
         from engine.ir.scalar import unary as scalar_unary
 
@@ -134,6 +140,10 @@ def unary(op: str, x: Operand) -> Val:
         if op not in BOOL_UNARY:
             v = _promote_scalar(v, dtype)
         return scalar_unary(op, v, dtype)
+    if dtype != v.dtype and op in FLOAT_UNARY:
+        # nvFuser's float_op_config casts an integer or bool tensor to float before the op
+        # (its IR holds the cast); the op itself then computes float to float.
+        v = cast(v, dtype)
     out = _make_tensor_out(op, [v], dtype)
     UnaryOp(v.fusion, op, out, v)
     return out
@@ -207,7 +217,7 @@ def truediv(a: Operand, b: Operand) -> Val:
 def ternary(op: str, a: Operand, b: Operand, c: Operand) -> Val:
     vals = maybe_broadcast(op, [to_val(a), to_val(b), to_val(c)])
     if not any(isinstance(v, TensorView) for v in vals):
-        raise FusionDefinitionError(f"{op}: at least one operand must be a tensor")
+        return _scalar_ternary(op, vals)
     if op == "where":
         if vals[0].dtype != DataType.Bool:
             raise FusionDefinitionError(
@@ -220,6 +230,28 @@ def ternary(op: str, a: Operand, b: Operand, c: Operand) -> Val:
     out = _make_tensor_out(op, vals, dtype)
     TernaryOp(out.fusion, op, out, *vals)
     return out
+
+
+def _scalar_ternary(op: str, vals: list[Val]) -> Scalar:
+    """where/clamp/lerp of scalars only (nvFuser binds them on Vals too): a derived scalar,
+    folded when constant. The value operands are cast to the promoted result type."""
+    from engine.ir.scalar import ternary as scalar_ternary
+
+    if op == "where":
+        if not vals[0].dtype.is_bool:
+            raise FusionDefinitionError(f"where: condition {vals[0]} must be bool, got {vals[0].dtype.cuda_name}")
+        dtype = _result_dtype(vals[1:])
+        operands = [vals[0], *(_promote_scalar(v, dtype) for v in vals[1:])]
+    else:
+        dtype = _result_dtype(vals)
+        if op == "lerp" and not dtype.is_float:
+            raise FusionDefinitionError(f"lerp: scalar operands must be floating, got {dtype.cuda_name}")
+        operands = [_promote_scalar(v, dtype) for v in vals]
+    if not all(v.is_const for v in vals):
+        for v in vals:
+            _check_scalar_dtype(op, v.dtype)
+        _check_scalar_dtype(op, dtype)
+    return scalar_ternary(op, *operands, dtype)
 
 
 def where(pred: Operand, a: Operand, b: Operand) -> Val:

@@ -58,6 +58,10 @@ def reduce(
     elif isinstance(dims, int):
         dims = [dims]
     ds = norm_dims(name, dims, len(src), tv)
+    if not ds and src:
+        # nvFuser refuses it too ("No reduction axis specified"); a ReductionOp without a
+        # reduced axis would reach no scheduler.
+        raise FusionDefinitionError(f"{name}: no axis of {tv.short_name} to reduce (dims is empty)")
     if dtype is not None and dtype != tv.dtype:
         tv = cast(tv, dtype)
         src = no_reductions(tv)
@@ -65,6 +69,11 @@ def reduce(
         # PyTorch sums integers and bools in int64.
         tv = cast(tv, DataType.Int) if tv.dtype != DataType.Int else tv
         src = no_reductions(tv)
+    if not src:
+        # A 0-dim tensor reduces to its one value: a copy, as nvFuser's reductionOpZeroDimTensor.
+        from engine.ops.shape import set_
+
+        return set_(tv)
     fusion = tv.fusion
     out = new_tv(fusion, reduced_ids(fusion, src, ds), tv.dtype)
     ReductionOp(fusion, op, out, tv, _init_value(op, tv.dtype))

@@ -55,6 +55,9 @@ def _scan(kind: str, arg: TensorView, dim: int, init: object) -> TensorView:
     tv = check_tensor(kind, arg)
     if tv.dtype.is_complex:
         raise FusionDefinitionError(f"{kind}: complex input {tv.short_name} is not supported")
+    if tv.dtype.is_bool and kind in ("cumsum", "cumprod"):
+        # The output keeps the input's dtype: running sums of bools have no bool result.
+        raise FusionDefinitionError(f"{kind}: {tv.short_name} is bool; cast it to an integer type first")
     if isinstance(dim, bool) or not isinstance(dim, int):
         raise FusionDefinitionError(f"{kind}: dim must be an int, got {dim!r}")
     src = no_reductions(tv)

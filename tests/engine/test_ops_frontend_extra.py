@@ -242,7 +242,7 @@ with FusionDefinition() as fd:
     T1 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Int)
     S2 = T0.size(0) * T0.size(1)
     T3 = -T0 * 2.0 + T0 / 4
-    T4 = fd.ops.where(T0 > 0.5, T3 ** 2, abs(1))
+    T4 = fd.ops.where(T0 > 0.5, abs(T3) ** 2, abs(-1))
     T5 = (T1 & 6) | (T1 << 1) ^ ~T1
     T6 = fd.ops.reshape(T0, [S2])
     fd.add_output(T4)
@@ -252,20 +252,19 @@ with FusionDefinition() as fd:
 
 
 def test_python_operators_on_tensors_and_scalars_are_the_ops_they_stand_for():
-    """nvFuser's Tensor and Scalar take Python operators; a file using them loads as the
-    fd.ops calls they stand for (`/` is div, as in nvFuser) and saves in that spelling."""
-    with pytest.raises(FusionFileError, match=r"ops.py:8: call not allowed: abs\(1\)"):
-        loads_fusion(OPERATORS, "ops.py")
-    fd = loads_fusion(OPERATORS.replace("abs(1)", "1.0"), "ops.py")
+    """nvFuser's Tensor and Scalar take Python operators (and abs(), their __abs__); a file
+    using them loads as the fd.ops calls they stand for (`/` is div, as in nvFuser) and
+    saves in that spelling. abs() of a plain number is Python's."""
+    fd = loads_fusion(OPERATORS, "ops.py")
     x = torch.randn(3, 4)
     i = torch.randint(-8, 8, (3, 4))
     t4, t5, t6 = compile_fusion(fd, [x, i]).run([x, i], backend="reference")
     t3 = -x * 2.0 + x / 4
-    assert torch.allclose(t4, torch.where(x > 0.5, t3 ** 2, torch.ones(()))) and torch.equal(t6, x.reshape(12))
+    assert torch.allclose(t4, torch.where(x > 0.5, t3.abs() ** 2, torch.ones(()))) and torch.equal(t6, x.reshape(12))
     assert torch.equal(t5, (i & 6) | (i << 1) ^ ~i)
     text = dumps_fusion(fd)
     for call in ("fd.ops.mul(", "fd.ops.neg(T0)", "fd.ops.div(T0, 4)", "fd.ops.gt(T0, 0.5)", "fd.ops.pow(",
-                 "fd.ops.bitwise_not(T1)", "fd.ops.bitwise_left_shift(T1, 1)", "fd.ops.bitwise_xor("):
+                 "fd.ops.abs(T", "fd.ops.bitwise_not(T1)", "fd.ops.bitwise_left_shift(T1, 1)", "fd.ops.bitwise_xor("):
         assert call in text, call
     assert str(loads_fusion(text, "again.py").fusion) == str(fd.fusion)
 

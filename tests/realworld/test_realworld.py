@@ -74,6 +74,9 @@ WORKS = [
     "layer_norm_fwd_eager_reference_trailer", "rms_norm_fwd_timing_loop_perf_counter",
     "softmax_bwd_numpy_allclose_trailer", "bias_gelu_validate_profiler_trailer",
     "subclass_two_outputs_check_helper_trailer",
+    # Op coverage: integer/bool operands of float ops, abs(), define_vector(size=n).
+    "thunder_div_reciprocal_int_counts", "python_operators_abs_l1_loss", "direct_define_vector_size_reshape",
+    "select_runtime_negative_index", "zero_dim_loss_sum", "scalar_where_lr_warmup_adam",
 ]
 
 # Scripts whose checking code after the run is skipped unread: the lines of the first and
@@ -94,6 +97,8 @@ REFUSED = {
     "slice_step2": "slice_step2.py:9: fd.ops.slice: slice: T0 axis 1: only stride 1 is supported, got 2",
     "complex_constant": "complex_constant.py:11: fd.define_scalar: define_scalar: complex constants are "
                         "not supported",
+    "uint64_hash_ids_refused": "uint64_hash_ids_refused.py:10: DataType.UInt64: nvFuser's unsigned 64-bit type is "
+                               "not supported by this engine",
     "torch_c_nvfuser_rank_only_2022": "torch_c_nvfuser_rank_only_2022.py:12: fd.define_tensor: define_tensor(3): "
                                       "the rank-only form of the 2022 frontend (with fd.add_input) is not "
                                       "supported; give the sizes: shape=[-1, -1, -1]",
