@@ -138,6 +138,25 @@ def test_short_rows_share_a_block():
     assert p.block_dim_iter_dom == ParallelType.block_y
 
 
+def test_short_outer_reduction_narrows_blocks_to_reach_more_sms():
+    """fp32 [32, 4096] summed over its rows: 8 blocks of 128 x 2 left 124 SMs idle; warp-wide
+    blocks of 32 x 8 spread the columns over 32 blocks (no grid reduction: rows are few)."""
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.sum(t0, dims=[0]))
+    p = schedule(fd, [torch.randn(32, 4096)], "reduction")
+    lp = p.lparams
+    assert (lp.bdimx, lp.bdimy, lp.gdimx, lp.gdimy) == (32, 8, 32, 1)
+    assert not p.cross_grid_inner_reduction and p.unroll_factor_iter_dom == 4
+    # A long reduction keeps its 128-wide blocks and splits the rows over the grid instead.
+    with FusionDefinition() as big:
+        t0 = big.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        big.add_output(big.ops.sum(t0, dims=[0]))
+    xs = [torch.empty(32768, 4096, device="meta")]
+    q = compute_reduction_heuristics(big.fusion, SchedulerRuntimeInfo(big.fusion, xs, H100))
+    assert (q.lparams.bdimx, q.lparams.gdimx, q.lparams.gdimy) == (128, 8, 32)
+
+
 def test_full_reduction_is_a_grid_reduction():
     with FusionDefinition() as fd:
         t0 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
