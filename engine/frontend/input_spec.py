@@ -26,21 +26,37 @@ TORCH_DTYPE_NAMES = {v: str(v).removeprefix("torch.") for v in TORCH_DTYPES.valu
 # torch calls an inputs list may use, by their path under `torch`, and the spec kind each makes.
 TORCH_MAKERS = {
     "testing.make_tensor": "make_tensor",
-    **{name: name for name in ("randn", "rand", "randint", "ones", "zeros", "full", "tensor")},
+    **{name: name for name in ("randn", "rand", "randint", "ones", "zeros", "full", "tensor", "empty",
+                               "empty_strided", "arange", "normal")},
+    # torch.*_like(x): the kind of the maker, the sizes (and layout) of x
+    **{f"{name}_like": f"{name}_like" for name in ("randn", "rand", "randint", "ones", "zeros", "full",
+                                                   "empty")},
 }
 
-SPEC_KINDS = ("make_tensor", "randn", "rand", "randint", "ones", "zeros", "full", "tensor", "scalar")
+SPEC_KINDS = ("make_tensor", "randn", "rand", "randint", "ones", "zeros", "full", "tensor", "empty", "arange",
+              "scalar")
+# Kinds whose values are given by the file (their order matters): a copy in another layout
+# would read them in the wrong order.
+DATA_KINDS = ("tensor", "arange")
+# `x < 0.5`: comparisons an inputs entry may make of its values, by name.
+COMPARISONS = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 
 
 @dataclass
 class InputSpec:
     """One entry of a file's `inputs = [...]` list: how to make a fresh input.
 
-    kind: the torch call (make_tensor, randn, rand, randint, ones, zeros, full, tensor)
-    or "scalar" for a plain number. `base_shape` is the size given to that call;
-    `strides` (with `shape`) comes from a trailing `.as_strided(shape, strides)`,
-    `view_dtype` from a trailing `.view(dtype)`. `device` is what the file asked for;
-    make() puts the tensor where its caller says.
+    kind: the torch call (make_tensor, randn, rand, randint, ones, zeros, full, tensor,
+    empty, arange) or "scalar" for a plain number. `base_shape` is the size given to that
+    call (the storage); `shape`, `strides` and `offset` the view of it the file made
+    (`.as_strided(...)`, slicing, `.t()`, `.view(2, 3)`, ...), exact to the element.
+    `view_dtype` comes from a trailing `.view(dtype)`. Values: the call's, then
+    `* scale + shift` (arithmetic on the entry: `torch.randn(4) * 10 + 1`), then the
+    comparison `compare` (`torch.rand(4) < 0.5`: (op name, number)); `fill_dtype` is the
+    dtype the call makes them in when arithmetic or a comparison then gives `dtype`
+    (None: made in `dtype`). arange keeps its start, end and step in low, high and
+    fill_value. `device` is what the file asked for; make() puts the tensor where its
+    caller says.
     """
 
     kind: str
@@ -54,18 +70,32 @@ class InputSpec:
     fill_value: int | float | bool | None = None
     data: Any = None
     view_dtype: torch.dtype | None = None
+    offset: int = 0
+    scale: int | float | complex | None = None
+    shift: int | float | complex | None = None
+    compare: tuple[str, int | float] | None = None
+    fill_dtype: torch.dtype | None = None
 
     @property
     def tensor_dtype(self) -> torch.dtype | None:
         """The dtype the fusion sees (after a `.view(dtype)` bitcast)."""
         return self.view_dtype or self.dtype
 
-    def meta(self) -> torch.Tensor:
-        """The tensor this spec makes, on the meta device: its sizes, strides (as_strided)
-        and dtype (view(dtype)), without memory or data."""
-        t = torch.empty(self.base_shape or self.shape, dtype=self.dtype or torch.float32, device="meta")
+    def storage_shape(self) -> tuple[int, ...]:
+        """The sizes of the tensor the call makes (before any view of it)."""
+        if self.base_shape is not None:
+            return self.base_shape
         if self.strides is not None:
-            t = t.as_strided(self.shape, self.strides)
+            # Enough storage for the strides asked for (a padded layout needs more than numel).
+            return (self.offset + storage_size(self.shape, self.strides),)
+        return self.shape
+
+    def meta(self) -> torch.Tensor:
+        """The tensor this spec makes, on the meta device: its sizes, strides, storage
+        offset and dtype (view(dtype)), without memory or data."""
+        t = torch.empty(self.storage_shape(), dtype=self.dtype or torch.float32, device="meta")
+        if self.strides is not None:
+            t = t.as_strided(self.shape, self.strides, self.offset)
         if self.view_dtype is not None:
             t = t.view(self.view_dtype)
         return t
@@ -74,28 +104,43 @@ class InputSpec:
         """A fresh value: random where the file asks for random values."""
         if self.kind == "scalar":
             return self.data
+        made = self.fill_dtype or self.dtype or torch.float32
         if self.kind == "tensor":
-            t = torch.tensor(self.data, dtype=self.dtype)
+            t = torch.tensor(self.data, dtype=made)
         else:
-            base = self.base_shape
-            if base is None:
-                # Enough storage for the strides asked for (a padded layout needs more than numel).
-                base = (storage_size(self.shape, self.strides),) if self.strides is not None else self.shape
-            t = self._fill(base, generator)
+            t = self._fill(self.storage_shape(), made, generator)
+        if self.scale is not None or self.shift is not None or self.compare is not None:
+            work = torch.complex128 if t.is_complex() or isinstance(self.scale, complex) \
+                or isinstance(self.shift, complex) else torch.float64
+            w = t.to(work)
+            if self.scale is not None:
+                w = w * self.scale
+            if self.shift is not None:
+                w = w + self.shift
+            if self.compare is not None:
+                op, value = self.compare
+                w = getattr(w, op)(value)
+            t = w
+        if self.dtype is not None and t.dtype != self.dtype:
+            t = t.to(self.dtype)
+        # The storage moves, then the view is taken there: `.to(device)` of a strided view
+        # would give a dense copy (other strides, no offset).
+        t = t.to(device)
         if self.strides is not None:
-            t = t.as_strided(self.shape, self.strides)
+            t = t.as_strided(self.shape, self.strides, self.offset)
         if self.view_dtype is not None:
             t = t.view(self.view_dtype)
-        return t.to(device)
+        return t
 
-    def _fill(self, shape: tuple[int, ...], gen: torch.Generator | None) -> torch.Tensor:
-        dtype = self.dtype or torch.float32
+    def _fill(self, shape: tuple[int, ...], dtype: torch.dtype, gen: torch.Generator | None) -> torch.Tensor:
         if self.kind == "ones":
             return torch.ones(shape, dtype=dtype)
         if self.kind == "zeros":
             return torch.zeros(shape, dtype=dtype)
         if self.kind == "full":
             return torch.full(shape, self.fill_value, dtype=dtype)
+        if self.kind == "arange":
+            return torch.arange(self.low, self.high, self.fill_value, dtype=dtype)  # type: ignore[arg-type]
         if dtype == torch.bool:
             return torch.randint(0, 2, shape, generator=gen).bool()
         if dtype == torch.float4_e2m1fn_x2:
@@ -106,7 +151,7 @@ class InputSpec:
             return torch.randint(lo, hi, shape, dtype=torch.int64, generator=gen).to(dtype)
         # Low-precision floats (fp8 included) are drawn in float32 and rounded.
         work = torch.float32 if dtype.itemsize < 4 else dtype
-        if self.kind == "randn":
+        if self.kind in ("randn", "empty"):  # torch.empty's values are whatever: random ones
             t = torch.randn(shape, dtype=work, generator=gen)
         elif self.kind == "rand":
             t = torch.rand(shape, dtype=work, generator=gen)
@@ -153,7 +198,7 @@ def check_spec(spec: InputSpec) -> None:
     Checked on meta tensors (no memory) except `torch.tensor` data, which the file holds."""
     if spec.kind == "scalar":
         return
-    dtype = spec.dtype or torch.float32
+    dtype = spec.fill_dtype or spec.dtype or torch.float32
     try:
         if spec.kind == "tensor":
             torch.tensor(spec.data, dtype=dtype)

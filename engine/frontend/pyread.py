@@ -11,6 +11,26 @@ few pure builtins (list, len, zip, filter, map, ...), comprehensions, and the
 module's `inputs` read by `fd.from_pytorch(inputs[0])`. Any other statement, call,
 name or attribute raises FusionFileError naming the line.
 
+The inputs list (or the literal list given to `fd.execute([...])`) becomes InputSpecs
+(engine.frontend.input_spec), read from the text and never run. An entry is a number
+(`3`, `-float("inf")`) or a tensor: a call of TORCH_MAKERS (torch.randn, rand, randint,
+ones, zeros, full, tensor, empty, empty_strided, arange, normal, torch.testing.make_tensor,
+the *_like of those) or a name bound to one earlier (`t0 = torch.randn(4)`), then any of:
+views (`.as_strided`, `.t()`, `.transpose`, `.permute`, `.expand`, `.view(2, 3)`,
+`.reshape`, `.unsqueeze`, `.narrow`, `.mT`, indexing `[:, :6]`, `[::2]`, `[0]`, `[None]`,
+...), copies (`.contiguous()`, `.clone()`, `.to(memory_format=...)`), dtype and device
+changes (`.half()`, `.to('cuda', torch.bfloat16)`, `.cuda()`), in-place fills
+(`.uniform_(a, b)`, `.normal_()`, `.random_(a, b)`, `.fill_(v)`), arithmetic with a number
+(`* 10 + 1`, `-x`, `/ 2`) and a comparison with one (`torch.rand(4) < 0.5`). Views,
+copies and dtypes are worked out by torch on the meta device, so sizes, strides, storage
+offsets and dtypes are torch's own. Before the list, `torch.manual_seed(0)` is recognised
+and not run, and numbers, sizes, dtypes and devices may be named (`N = 4`, `B, H = 2, 8`,
+`dtype = torch.bfloat16`, `device = torch.device('cuda', 0)`); the list may be a list
+comprehension over a range or a literal sequence, or grow by `inputs.append(...)` /
+`inputs.extend(...)`, in a `for` loop too. Anything else in an entry (other tensor
+methods, arithmetic between tensors, advanced indexing, torch.linspace, ...) is refused
+with FusionFileError naming the line and the construct.
+
 After the run, the repro's own checking code is skipped unread. The run is the first
 top-level statement holding a recognised run call (`fd.execute(...)`, `fd.validate(...)`,
 `out, = fs.execute(inputs)`, a `for _ in range(n):` loop of them). Every later top-level
@@ -51,6 +71,7 @@ from engine.dtypes import DataType, from_torch
 from engine.errors import FusionDefinitionError, FusionFileError, ScheduleError
 from engine.frontend.definition import FusionDefinition, SkippedStatement
 from engine.frontend.input_spec import (
+    DATA_KINDS,
     TORCH_DTYPES,
     TORCH_MAKERS,
     InputSpec,
@@ -156,7 +177,7 @@ class _Ref:
 
     def __init__(self, kind: str, value: Any = None) -> None:
         # "module", "torch_fn", "fd_class", "fusion_class", "fusion", "enum", "function", "class",
-        # "fd", "inputs", "spec"
+        # "fd", "inputs", "spec", "const" (a number, size, dtype or device named at the top level)
         self.kind = kind
         self.value = value
 
@@ -476,6 +497,15 @@ class _Loader:
             for e in stmt.targets[0].elts:
                 self.globals[e.id] = _Ref("outputs")  # type: ignore[attr-defined]
             return
+        if (len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Tuple) and isinstance(stmt.value, ast.Tuple)
+                and len(stmt.targets[0].elts) == len(stmt.value.elts)
+                and all(isinstance(e, ast.Name) for e in stmt.targets[0].elts)):
+            # `B, H = 6, 12`: numbers (sizes, dtypes, devices) named together
+            consts = [self.constant(v, "") for v in stmt.value.elts]
+            if all(c is not None for c in consts):
+                for e, c in zip(stmt.targets[0].elts, consts):
+                    self.globals[e.id] = _Ref("const", c[0])  # type: ignore[attr-defined,index]
+                return
         if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name):
             raise self.error(stmt, "only `inputs = [...]` and `fd = FusionDefinition()` may be assigned "
                                    "at the top level")
@@ -490,24 +520,100 @@ class _Loader:
         if self.run_call(stmt.value):
             # `outputs = fd.execute(inputs)`, `out = fd.execute(inputs)[0]`: the name may be
             # read by the checks that follow (print, assert_close), which are not run either.
-            self.globals.setdefault(name, _Ref("outputs"))
+            held = self.globals.get(name)
+            if held is not None and held.kind not in ("outputs", "const"):
+                raise self.error(stmt, f"the result of fd.{stmt.value.func.attr if isinstance(stmt.value, ast.Call) else 'execute'}"  # type: ignore[attr-defined]
+                                       f"(...) may not rebind {name!r}, which the loader reads")
+            self.globals[name] = _Ref("outputs")
             return
         if self.outputs_read(stmt.value) and self.globals.get(name, _Ref("outputs")).kind == "outputs":
             self.globals[name] = _Ref("outputs")  # `out = outputs[0]`
             return
-        if self.is_spec_call(stmt.value):
+        if self.is_spec_expr(stmt.value):
             # `input1 = torch.ones(2, 1, 8, device='cuda')`, later named in an inputs list or
             # in `fd.execute([input1, input2])`.
             self.globals[name] = _Ref("spec", self.spec(stmt.value))
             return
-        if isinstance(stmt.value, (ast.List, ast.Tuple)):
+        const = self.constant(stmt.value, name)
+        if const is not None:
+            self.globals[name] = _Ref("const", const[0])
+            return
+        if isinstance(stmt.value, (ast.List, ast.Tuple, ast.ListComp)):
             if self.specs is not None:
                 raise self.error(stmt, f"a second inputs list ({name!r})")
-            self.specs = [self.spec(e) for e in stmt.value.elts]
+            self.specs = self.spec_list(stmt.value)
             self.globals[name] = _Ref("inputs")
             return
-        raise self.error(stmt, f"assignment to {name!r} is not allowed (only an inputs list, "
-                               "a FusionDefinition, or the result of fd.execute)")
+        raise self.error(stmt, f"assignment to {name!r} is not allowed (only an inputs list, its tensors, "
+                               "a number, size, dtype or device, a FusionDefinition, or the result of fd.execute)")
+
+    def constant(self, node: ast.expr, name: str) -> tuple[Any] | None:
+        """`N = 1024`, `shape = (2, 3)`, `dtype = torch.bfloat16`, `device = torch.device('cuda')`
+        before the inputs list: a value later lines read by name, in a 1-tuple; None for
+        anything else. A list of numbers is an inputs list of scalars where it is named
+        `inputs`, sizes elsewhere (a name fd.execute is given reads as inputs then too)."""
+        if isinstance(node, ast.ListComp) or name == "inputs" and isinstance(node, (ast.List, ast.Tuple)):
+            return None
+        if isinstance(node, (ast.List, ast.Tuple)) and any(self.is_spec_expr(e) for e in node.elts):
+            return None
+        try:
+            value = self.plain(node, allow_names=False)
+        except FusionFileError:
+            return None
+        ok = (isinstance(value, (bool, int, float, complex, str, torch.dtype, _TorchConst))
+              or isinstance(value, (list, tuple)) and all(_is_number(v) for v in value))
+        return (value,) if ok else None
+
+    def spec_list(self, node: ast.expr) -> list[InputSpec]:
+        """The entries of an inputs list: `[a, b]`, `(a, b)`, a list comprehension over a
+        range or a literal sequence (`[torch.randn(n) for n in (2, 3)]`), or a name bound to
+        a list of numbers."""
+        if isinstance(node, (ast.List, ast.Tuple)):
+            for e in node.elts:
+                if isinstance(e, ast.Starred):
+                    raise self.error(e, "* unpacking is not allowed in an inputs list")
+            return [self.spec(e) for e in node.elts]
+        if isinstance(node, ast.ListComp):
+            if len(node.generators) != 1 or node.generators[0].ifs or node.generators[0].is_async:
+                raise self.error(node, "an inputs list comprehension takes one `for` and no `if`")
+            gen = node.generators[0]
+            specs: list[InputSpec] = []
+            for _ in self.loop_values(gen.target, gen.iter):
+                specs.append(self.spec(node.elt))
+            return specs
+        if isinstance(node, ast.Name) and getattr(self.globals.get(node.id), "kind", None) == "const":
+            value = self.globals[node.id].value
+            if isinstance(value, (list, tuple)):
+                return [InputSpec(kind="scalar", shape=(), dtype=None, data=v) for v in value]
+        raise self.error(node, f"an inputs list must be a list of entries: {_excerpt(node)}")
+
+    def loop_values(self, target: ast.expr, it: ast.expr) -> Iterator[Any]:
+        """Bind a top-level loop's name (`for i in range(3)`, `for n in (2, 3)`) to each value
+        in turn, as a constant the loop's body reads; the name is unbound afterwards."""
+        if not isinstance(target, ast.Name):
+            raise self.error(target, "a loop over inputs binds one name")
+        if (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+                and "range" not in self.globals and not it.keywords and 1 <= len(it.args) <= 3):
+            bounds = [self.plain(a, allow_names=False) for a in it.args]
+            if not all(_is_int(b) for b in bounds):
+                raise self.error(it, f"range() takes integers: {_excerpt(it)}")
+            values: Sequence[Any] = range(*bounds)
+        else:
+            values = self.plain(it, allow_names=False)
+            if not isinstance(values, (list, tuple)):
+                raise self.error(it, f"a loop over inputs goes over range(...) or a literal list: {_excerpt(it)}")
+        if len(values) > _MAX_ITEMS:
+            raise self.error(it, f"a loop of more than {_MAX_ITEMS} inputs")
+        saved = self.globals.get(target.id)
+        try:
+            for v in values:
+                self.globals[target.id] = _Ref("const", v)
+                yield v
+        finally:
+            if saved is None:
+                self.globals.pop(target.id, None)
+            else:
+                self.globals[target.id] = saved
 
     def is_fusion_object(self, node: ast.expr) -> bool:
         """`Fusion()`: the object the 2022 frontend's FusionDefinition filled in."""
@@ -521,6 +627,13 @@ class _Loader:
     def timing_loop(self, stmt: ast.For) -> None:
         """`for _ in range(5): out = fs.execute(inputs)`: repros that time the fusion run it
         in a loop. Recognised as the run calls it holds; a loop doing anything else is refused."""
+        if (not stmt.orelse and stmt.body and all(isinstance(b, ast.Expr) and self.inputs_append_form(b.value)
+                                                  for b in stmt.body)):
+            # `for i in range(3): inputs.append(torch.randn(4, i + 1))`
+            for _ in self.loop_values(stmt.target, stmt.iter):
+                for b in stmt.body:
+                    self.inputs_append(b.value)  # type: ignore[attr-defined]
+            return
         it = stmt.iter
         counted = (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
                    and not it.keywords and 1 <= len(it.args) <= 3
@@ -541,10 +654,47 @@ class _Loader:
             return
         if self.run_call(stmt.value) or self.check_call(stmt.value) or self.print_call(stmt.value):
             return
+        if self.seed_call(stmt.value) or self.inputs_append(stmt.value):
+            return
         v = stmt.value
         if (isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id in self.functions):
             raise self.error(stmt, f"call {v.func.id}(fd) inside `with FusionDefinition() as fd:`")
         raise self.error(stmt, f"statement is not allowed: {_excerpt(stmt)}")
+
+    def is_number_expr(self, node: ast.expr) -> bool:
+        """A number written as an expression of literals: -2.5, 1.0 / 0.9, float("inf")."""
+        try:
+            return isinstance(self.plain(node, allow_names=False), (bool, int, float, complex))
+        except FusionFileError:
+            return False
+
+    def inputs_append_form(self, node: ast.expr) -> bool:
+        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("append", "extend") and isinstance(node.func.value, ast.Name)
+                and getattr(self.globals.get(node.func.value.id), "kind", None) == "inputs")
+
+    def seed_call(self, node: ast.expr) -> bool:
+        """`torch.manual_seed(0)` before the inputs: recognised and not run (the debugger
+        makes its example inputs from its own seed; sizes do not depend on it)."""
+        return (isinstance(node, ast.Call) and self.torch_path(node.func) in _SEED_CALLS
+                and all(_inert_literal(a) for a in [*node.args, *(k.value for k in node.keywords)]))
+
+    def inputs_append(self, node: ast.expr) -> bool:
+        """`inputs.append(torch.randn(4))`, `inputs.extend([...])` on the inputs list."""
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("append", "extend") and isinstance(node.func.value, ast.Name)
+                and getattr(self.globals.get(node.func.value.id), "kind", None) == "inputs"):
+            return False
+        if len(node.args) != 1 or node.keywords:
+            raise self.error(node, f"{node.func.value.id}.{node.func.attr} takes one argument")
+        assert self.specs is not None
+        if self.run_seen:
+            raise self.error(node, "the inputs list changes after the fusion ran")
+        if node.func.attr == "append":
+            self.specs.append(self.spec(node.args[0]))
+        else:
+            self.specs.extend(self.spec_list(node.args[0]))
+        return True
 
     def outputs_read(self, node: ast.expr) -> bool:
         """A read of what fd.execute returned or of the inputs: a name bound to one, an item
@@ -610,12 +760,6 @@ class _Loader:
                 raise self.error(node, f"print(...) may only show names and literals; not {_excerpt(arg)}")
         return True
 
-    def is_spec_call(self, node: ast.expr) -> bool:
-        while (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-               and node.func.attr in ("as_strided", "view")):
-            node = node.func.value
-        return isinstance(node, ast.Call) and self.torch_function(node.func) is not None
-
     def run_call(self, node: ast.expr) -> bool:
         """`fd.execute(inputs)` / `fd.validate(...)`: recognised, not run. A literal list
         of inputs there (`fd.execute([input1, 2.0])`) gives the specs when no inputs list did."""
@@ -628,15 +772,20 @@ class _Loader:
         ref = self.globals.get(node.func.value.id)
         if ref is None or ref.kind != "fd" and not (ref.kind == "fusion" and ref.value is not None):
             return False
+        given = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "inputs"), None)
         for arg in [*node.args, *(k.value for k in node.keywords)]:
-            if not _inert(arg):
+            entries = arg is given and isinstance(arg, (ast.List, ast.Tuple))
+            if not (_inert(arg) or entries and all(_inert(e) or self.is_spec_expr(e) or self.is_number_expr(e)
+                                                   for e in arg.elts)):
                 raise self.error(node, f"fd.{node.func.attr}(...) may only name inputs and literals")
         if any(k.arg is None for k in node.keywords):
             raise self.error(node, "** arguments are not allowed")
-        given = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "inputs"), None)
         if (node.func.attr == "execute" and isinstance(given, (ast.List, ast.Tuple)) and given.elts
                 and self.specs is None):
             self.specs = [self.spec(e) for e in given.elts]
+        elif (node.func.attr == "execute" and isinstance(given, ast.Name) and self.specs is None
+              and getattr(self.globals.get(given.id), "kind", None) == "const"):
+            self.specs = self.spec_list(given)  # `sizes = [2, 3]` ... fd.execute(sizes): scalar inputs
         self.run_seen = True
         for arg in [*node.args, *(k.value for k in node.keywords)]:
             self.run_names.update(n.id for n in ast.walk(arg) if isinstance(n, ast.Name))
@@ -695,7 +844,7 @@ class _Loader:
         """A name the loader gives a meaning (outputs of the run aside), or one it reads."""
         ref = self.globals.get(name)
         if ref is not None:
-            return ref.kind != "outputs"
+            return ref.kind not in ("outputs", "const")
         return name in self.run_names or name in ("print", "range") or self.nvfuser_name(name) is not None
 
     def fusion_name(self, name: str) -> bool:
@@ -726,157 +875,421 @@ class _Loader:
             raise self.error(node, f"{_excerpt(node)}: {e}") from None
         return spec
 
+    def is_spec_expr(self, node: ast.expr) -> bool:
+        """An expression that makes an input tensor: a torch call of TORCH_MAKERS or a name
+        bound to one, with tensor methods, indexing, arithmetic or a comparison applied."""
+        while True:
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and self.torch_function(node.func) is None and self.torch_path(node.func) is None):
+                node = node.func.value
+            elif isinstance(node, ast.Attribute) and node.attr in _VIEW_ATTRS:
+                node = node.value
+            elif isinstance(node, ast.Subscript):
+                node = node.value
+            elif isinstance(node, ast.UnaryOp):
+                node = node.operand
+            elif isinstance(node, ast.Compare) and len(node.comparators) == 1:
+                return self.is_spec_expr(node.left) or self.is_spec_expr(node.comparators[0])
+            elif isinstance(node, ast.BinOp):
+                return self.is_spec_expr(node.left) or self.is_spec_expr(node.right)
+            else:
+                break
+        if isinstance(node, ast.Call):
+            return self.torch_function(node.func) is not None
+        return isinstance(node, ast.Name) and getattr(self.globals.get(node.id), "kind", None) == "spec"
+
     def read_spec(self, node: ast.expr) -> InputSpec:
         if isinstance(node, ast.Name) and node.id in self.globals:
             ref = self.globals[node.id]
-            if ref.kind != "spec":
-                raise self.error(node, f"{node.id!r} is not an input tensor")
-            return dataclasses.replace(ref.value)
-        if not isinstance(node, ast.Call):
-            # A scalar input is written as a plain number.
-            value = self.plain(node, allow_names=False)
-            if isinstance(value, (bool, int, float, complex)):
-                return InputSpec(kind="scalar", shape=(), dtype=None, data=value)
-            raise self.error(node, f"an inputs entry must be a torch call or a number: {_excerpt(node)}")
-        strides = shape = view = None
-        # Peel trailing `.as_strided(...)` / `.view(dtype)` / layout and dtype methods,
-        # innermost last.
-        chain: list[ast.Call] = []
-        while (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-               and node.func.attr in ("as_strided", "view", *_INPUT_METHODS)):
-            chain.append(node)
-            node = node.func.value
-        spec = self.spec_base(node)
-        for call in reversed(chain):
-            attr = call.func.attr  # type: ignore[attr-defined]
-            if attr in _INPUT_METHODS:
-                if view is not None:
-                    raise self.error(call, f".{attr}(...) after .view(dtype) is not supported")
-                self.input_method(call, attr, spec)
-                strides = spec.strides
-            elif attr == "as_strided":
-                args = self.call_args(call, ("size", "stride", "storage_offset"))
-                if strides is not None or view is not None or "size" not in args or "stride" not in args:
-                    raise self.error(call, "as_strided(size, stride) must follow the tensor call once")
-                shape, strides = _ints(self, call, args["size"]), _ints(self, call, args["stride"])
-                if len(shape) != len(strides) or any(s < 0 for s in (*shape, *strides)):
-                    raise self.error(call, f"as_strided: size {shape} and stride {strides} do not match")
-                if args.get("storage_offset", 0) != 0:
-                    raise self.error(call, "as_strided: storage_offset is not supported")
-                base = spec.base_shape or spec.shape
-                if math.prod(base) < storage_size(shape, strides):
-                    raise self.error(call, f"as_strided: size {shape} with stride {strides} reaches past "
-                                           f"the {math.prod(base)} elements of the tensor")
-                spec.base_shape, spec.shape, spec.strides = spec.shape, shape, strides
-            else:
-                args = self.call_args(call, ("dtype",))
-                if view is not None or not isinstance(args.get("dtype"), torch.dtype):
-                    raise self.error(call, "view(...) takes one torch dtype")
-                view = args["dtype"]
-                spec.view_dtype = view
-        return spec
+            if ref.kind == "spec":
+                return dataclasses.replace(ref.value)
+            if ref.kind == "const" and isinstance(ref.value, (bool, int, float, complex)):
+                return InputSpec(kind="scalar", shape=(), dtype=None, data=ref.value)
+            raise self.error(node, f"{node.id!r} is not an input tensor")
+        scalar_call = (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                       and node.func.id in ("float", "complex"))
+        if self.is_spec_expr(node) or isinstance(node, ast.Call) and not scalar_call:
+            return self.tensor_expr(node)
+        # A scalar input is written as a plain number: 3, -2.5, float("inf"), -float("inf").
+        value = self.plain(node, allow_names=False)
+        if isinstance(value, (bool, int, float, complex)):
+            return InputSpec(kind="scalar", shape=(), dtype=None, data=value)
+        raise self.error(node, f"an inputs entry must be a torch call or a number: {_excerpt(node)}")
 
-    def input_method(self, call: ast.Call, attr: str, spec: InputSpec) -> None:
-        """Apply `.transpose(a, b)`, `.permute(...)`, `.t()`, `.expand(...)`,
-        `.contiguous(memory_format=...)`, `.to(...)`, `.half()`, `.cuda()`, ... of an inputs
-        entry to `spec`: views keep the storage and give its sizes and strides (worked out on
-        a meta tensor), a new memory format gives fresh storage in that layout, dtype
-        methods change the dtype the values are made in."""
+    def tensor_expr(self, node: ast.expr) -> InputSpec:
+        """The spec of a tensor-making expression (see is_spec_expr), read inside out."""
+        if isinstance(node, ast.Name):
+            return self.read_spec(node)
+        if isinstance(node, ast.Call):
+            if (isinstance(node.func, ast.Attribute) and self.torch_function(node.func) is None
+                    and self.torch_path(node.func) is None):
+                spec = self.tensor_expr(node.func.value)
+                self.tensor_method(node, node.func.attr, spec)
+                return spec
+            return self.spec_base(node)
+        if isinstance(node, ast.Attribute) and node.attr in _VIEW_ATTRS:
+            spec = self.tensor_expr(node.value)
+            attr = node.attr
+            self.view(node, spec, f".{attr}", lambda t: getattr(t, attr))
+            return spec
+        if isinstance(node, ast.Subscript):
+            spec = self.tensor_expr(node.value)
+            index = self.index(node.slice)
+            self.view(node, spec, f"indexing [{_excerpt(node.slice)}]", lambda t: t[index])
+            return spec
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            spec = self.tensor_expr(node.operand)
+            if isinstance(node.op, ast.USub):
+                self.arithmetic(node, spec, "neg", None)
+            return spec
+        if isinstance(node, ast.BinOp) and type(node.op) in _SPEC_ARITH:
+            left, right = self.is_spec_expr(node.left), self.is_spec_expr(node.right)
+            if left and right:
+                raise self.error(node, f"arithmetic between two tensors is not supported in an inputs entry: "
+                                       f"{_excerpt(node)} (only a tensor and a number)")
+            op = _SPEC_ARITH[type(node.op)]
+            spec = self.tensor_expr(node.left if left else node.right)
+            value = self.plain(node.right if left else node.left, allow_names=False)
+            if not left and op == "div":
+                raise self.error(node, f"a number divided by a tensor is not supported in an inputs entry: "
+                                       f"{_excerpt(node)}")
+            self.arithmetic(node, spec, op, value, reflected=not left)
+            return spec
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _SPEC_COMPARE:
+            op = _SPEC_COMPARE[type(node.ops[0])]
+            left, right = self.is_spec_expr(node.left), self.is_spec_expr(node.comparators[0])
+            if left and right:
+                raise self.error(node, f"comparing two tensors is not supported in an inputs entry: "
+                                       f"{_excerpt(node)} (only a tensor and a number)")
+            if not left:
+                op = _FLIPPED[op]  # 0.5 > x is x < 0.5
+            spec = self.tensor_expr(node.left if left else node.comparators[0])
+            value = self.plain(node.comparators[0] if left else node.left, allow_names=False)
+            self.comparison(node, spec, op, value)
+            return spec
+        raise self.error(node, f"not supported in an inputs entry: {_excerpt(node)} (a torch call with "
+                               "tensor methods, indexing, `* number`, `+ number` or a comparison to a number)")
+
+    def tensor_method(self, call: ast.Call, attr: str, spec: InputSpec) -> None:
+        """A method called on an inputs entry: a view (exact sizes, strides and offset), a
+        copy (a fresh layout, as torch makes it), a dtype change, an in-place random fill,
+        arithmetic with a number, or one that changes nothing the fusion sees (.cuda())."""
+        if any(k.arg is None for k in call.keywords):
+            raise self.error(call, "** arguments are not allowed")
+        if attr in _NO_OP_METHODS:
+            return  # where the tensor lives and autograd do not change the fusion's input
         if attr in _DTYPE_METHODS:
             if call.args or call.keywords:
                 raise self.error(call, f".{attr}() takes no arguments")
+            self.no_view_dtype(call, spec, f".{attr}(...)")
             spec.dtype = _DTYPE_METHODS[attr]
             return
-        if attr in ("cuda", "requires_grad_"):
-            return  # where the tensor lives and autograd do not change the fusion's input
-        if any(k.arg is None for k in call.keywords):
-            raise self.error(call, "** arguments are not allowed")
+        if attr == "as_strided":
+            self.as_strided(call, spec)
+            return
+        if attr == "view" and len(call.args) == 1 and not call.keywords:
+            v = self.plain(call.args[0], allow_names=False)
+            if isinstance(v, torch.dtype):
+                if spec.view_dtype is not None:
+                    raise self.error(call, "view(...) takes one torch dtype, once")
+                spec.view_dtype = v
+                return
+        if attr == "view" and any(k.arg == "dtype" for k in call.keywords):
+            args = self.call_args(call, ("dtype",))
+            if spec.view_dtype is not None or not isinstance(args.get("dtype"), torch.dtype):
+                raise self.error(call, "view(...) takes one torch dtype")
+            spec.view_dtype = args["dtype"]
+            return
         pos = [self.plain(a, allow_names=False) for a in call.args]
         kw = {k.arg: self.plain(k.value, allow_names=False) for k in call.keywords}
-        if attr in ("to", "contiguous"):
-            fmt = kw.pop("memory_format", None)
-            dtype = kw.pop("dtype", None)
-            kw.pop("device", None)
-            kw.pop("non_blocking", None)
-            for v in pos:
-                if isinstance(v, torch.dtype) and dtype is None and attr == "to":
-                    dtype = v
-                elif not (isinstance(v, str) and attr == "to"):  # a device string
-                    raise self.error(call, f".{attr}({_excerpt(call)}): unsupported argument {v!r}")
-            if kw:
-                raise self.error(call, f".{attr}: unknown keyword {next(iter(kw))!r}")
-            if dtype is not None:
-                if not isinstance(dtype, torch.dtype):
-                    raise self.error(call, f".{attr}: dtype must be a torch dtype, got {dtype!r}")
-                spec.dtype = dtype
-            if fmt is None and attr == "contiguous":
-                fmt = _TorchConst("contiguous_format")
-            if fmt is not None:
-                if not isinstance(fmt, _TorchConst) or fmt.name not in _MEMORY_FORMATS:
-                    raise self.error(call, f".{attr}: memory_format must be one of "
-                                           f"{', '.join('torch.' + f for f in _MEMORY_FORMATS)}")
-                self.relayout(call, spec, fmt.name)
+        if attr in ("to", "contiguous", "type", "clone"):
+            self.copy_method(call, attr, spec, pos, kw)
             return
-        if kw:
-            raise self.error(call, f".{attr}: keyword arguments are not supported")
-        if len(pos) == 1 and isinstance(pos[0], (list, tuple)) and attr in ("permute", "expand"):
+        if attr in _FILL_METHODS:
+            self.fill_method(call, attr, spec, pos, kw)
+            return
+        if attr in _ARITH_METHODS:
+            if kw or len(pos) != 1:
+                raise self.error(call, f".{attr} takes one number: {_excerpt(call)}")
+            self.arithmetic(call, spec, _ARITH_METHODS[attr], pos[0])
+            return
+        if attr in _COMPARE_METHODS:
+            if kw or len(pos) != 1:
+                raise self.error(call, f".{attr} takes one number: {_excerpt(call)}")
+            self.comparison(call, spec, attr, pos[0])
+            return
+        if attr not in _VIEW_METHODS:
+            raise self.error(call, f".{attr}(...) is not supported on an inputs entry (views: "
+                                   f"{', '.join(sorted(_VIEW_METHODS))}; .to, .contiguous, .clone, "
+                                   "dtype methods, random fills, arithmetic with a number)")
+        if len(pos) == 1 and isinstance(pos[0], (list, tuple)) and attr in _SIZE_METHODS:
             pos = list(pos[0])
-        if not all(_is_int(v) for v in pos):
-            raise self.error(call, f".{attr} takes integers: {_excerpt(call)}")
+        allowed_kw = {"dim", "dim0", "dim1", "start", "length", "index", "size", "sizes", "shape", "start_dim",
+                      "end_dim", "source", "destination", "offset", "step", "dimension", "implicit"}
+        for k in kw:
+            if k not in allowed_kw:
+                raise self.error(call, f".{attr}: unknown keyword {k!r}")
+        for v in [*pos, *kw.values()]:
+            ok = _is_int(v) or isinstance(v, (list, tuple)) and all(_is_int(x) for x in v)
+            if not ok:
+                raise self.error(call, f".{attr} takes integers: {_excerpt(call)}")
+        method = attr
+        self.view(call, spec, f".{attr}", lambda t: getattr(t, method)(*pos, **kw))
+
+    def no_view_dtype(self, node: ast.AST, spec: InputSpec, what: str) -> None:
+        if spec.view_dtype is not None:
+            raise self.error(node, f"{what} after .view(dtype) is not supported")
+
+    def as_strided(self, call: ast.Call, spec: InputSpec) -> None:
+        """`.as_strided(size, stride, storage_offset)`: a view of the storage the call made
+        (the storage offset defaults to the view's own, as torch's does)."""
+        args = self.call_args(call, ("size", "stride", "storage_offset"))
+        self.no_view_dtype(call, spec, ".as_strided(...)")
+        if "size" not in args or "stride" not in args:
+            raise self.error(call, "as_strided(size, stride) needs a size and a stride")
+        shape, strides = _ints(self, call, args["size"]), _ints(self, call, args["stride"])
+        offset = args.get("storage_offset")
+        offset = spec.offset if offset is None else offset
+        if len(shape) != len(strides) or any(s < 0 for s in (*shape, *strides)):
+            raise self.error(call, f"as_strided: size {shape} and stride {strides} do not match")
+        if not _is_int(offset) or offset < 0:
+            raise self.error(call, f"as_strided: storage_offset must be a non-negative integer, got {offset!r}")
+        base = spec.storage_shape()
+        if math.prod(base) < offset + storage_size(shape, strides):
+            at = f" from offset {offset}" if offset else ""
+            raise self.error(call, f"as_strided: size {shape} with stride {strides}{at} reaches past "
+                                   f"the {math.prod(base)} elements of the tensor")
+        spec.base_shape, spec.shape, spec.strides, spec.offset = base, shape, strides, offset
+
+    def view(self, node: ast.AST, spec: InputSpec, what: str, fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
+        """Apply `fn` to the spec's tensor on the meta device, as torch does: a view keeps
+        the storage (new sizes, strides and offset), a copy gets a fresh layout (copied)."""
+        self.no_view_dtype(node, spec, what)
         t = spec.meta()
         try:
-            t = {"transpose": lambda: t.transpose(*pos), "permute": lambda: t.permute(*pos),
-                 "t": lambda: t.t(*pos), "expand": lambda: t.expand(*pos)}[attr]()
+            r = fn(t)
         except (RuntimeError, IndexError, TypeError, ValueError) as e:
-            raise self.error(call, f".{attr}: {str(e).splitlines()[0]}") from None
-        if spec.strides is None:
-            spec.base_shape = spec.base_shape or spec.shape
-        spec.shape, spec.strides = tuple(t.shape), tuple(t.stride())
-
-    def relayout(self, call: ast.Call, spec: InputSpec, fmt: str) -> None:
-        """A copy in memory format `fmt`: fresh storage of the same values. Random values
-        make no difference; `torch.tensor` data would be read in the wrong order."""
-        want = torch.empty(spec.shape, device="meta")
-        try:
-            dense = want.contiguous(memory_format=getattr(torch, fmt))
-        except RuntimeError as e:
-            raise self.error(call, f"memory_format=torch.{fmt}: {str(e).splitlines()[0]}") from None
-        if spec.kind == "tensor" and (spec.strides is not None or fmt != "contiguous_format"):
-            raise self.error(call, "a torch.tensor(...) input takes no layout change; write its "
-                                   "data in the order wanted")
-        if tuple(dense.stride()) == tuple(want.stride()):
-            spec.strides = spec.base_shape = None
+            raise self.error(node, f"{what}: {str(e).splitlines()[0]}") from None
+        if not isinstance(r, torch.Tensor):
+            raise self.error(node, f"{what} does not give a tensor")
+        if r is t or r._is_view():
+            base = spec.storage_shape()
+            spec.shape, spec.strides, spec.offset = tuple(r.shape), tuple(r.stride()), r.storage_offset()
+            spec.base_shape = base
             return
-        spec.base_shape, spec.strides = (math.prod(spec.shape),), tuple(dense.stride())
+        self.copied(node, spec, t, r, what)
+
+    def copied(self, node: ast.AST, spec: InputSpec, t: torch.Tensor, r: torch.Tensor, what: str) -> None:
+        """`r`, a copy torch made of the spec's tensor `t` (arithmetic, .contiguous(), a
+        reshape that cannot be a view): the same values, laid out as torch lays out `r`.
+        Random values need no order, so a fresh storage in that layout stands for it; the
+        data of torch.tensor / torch.arange would be read in the wrong order, so a copy into
+        another layout of those is refused."""
+        if tuple(r.shape) == tuple(t.shape) and tuple(r.stride()) == tuple(t.stride()):
+            return  # a dense layout kept: the spec's storage still gives the same values
+        if spec.kind in DATA_KINDS:
+            raise self.error(node, f"a torch.{spec.kind}(...) input takes no layout change ({what}); write its "
+                                   "data in the order wanted")
+        spec.shape, spec.offset = tuple(r.shape), 0
+        if r.is_contiguous():
+            spec.strides = spec.base_shape = None
+        else:
+            spec.strides = tuple(r.stride())
+            spec.base_shape = (storage_size(spec.shape, spec.strides),)
+
+    def copy_method(self, call: ast.Call, attr: str, spec: InputSpec, pos: list[Any], kw: dict[str, Any]) -> None:
+        """`.to(device, dtype, memory_format=...)`, `.type(dtype)`, `.contiguous(memory_format=...)`,
+        `.clone(memory_format=...)`: a dtype change, a layout change (a copy) or nothing."""
+        fmt = kw.pop("memory_format", None)
+        dtype = kw.pop("dtype", None)
+        kw.pop("device", None)
+        kw.pop("non_blocking", None)
+        if attr == "to":
+            kw.pop("copy", None)
+        for v in pos:
+            if isinstance(v, torch.dtype) and dtype is None and attr in ("to", "type"):
+                dtype = v
+            elif not (isinstance(v, str) and attr == "to"):  # a device string
+                raise self.error(call, f".{attr}({_excerpt(call)}): unsupported argument {v!r}")
+        if kw:
+            raise self.error(call, f".{attr}: unknown keyword {next(iter(kw))!r}")
+        if dtype is not None:
+            if not isinstance(dtype, torch.dtype):
+                raise self.error(call, f".{attr}: dtype must be a torch dtype, got {dtype!r}")
+            self.no_view_dtype(call, spec, f".{attr}(...)")
+            spec.dtype = dtype
+        if fmt is None and attr == "contiguous":
+            fmt = _TorchConst("contiguous_format")
+        if fmt is None and attr == "clone":
+            fmt = _TorchConst("preserve_format")
+        if fmt is not None:
+            if not isinstance(fmt, _TorchConst) or fmt.name not in _MEMORY_FORMATS:
+                raise self.error(call, f".{attr}: memory_format must be one of "
+                                       f"{', '.join('torch.' + f for f in _MEMORY_FORMATS)}")
+            self.relayout(call, spec, fmt.name)
+
+    def relayout(self, node: ast.AST, spec: InputSpec, fmt: str) -> None:
+        """A copy in memory format `fmt` (torch.preserve_format: clone's rule)."""
+        memory_format = getattr(torch, fmt)
+        what = f"memory_format=torch.{fmt}"
+        self.no_view_dtype(node, spec, what)
+        t = spec.meta()
+        try:
+            r = t.clone(memory_format=memory_format)
+        except RuntimeError as e:
+            raise self.error(node, f"{what}: {str(e).splitlines()[0]}") from None
+        self.copied(node, spec, t, r, what)
+
+    def fill_method(self, call: ast.Call, attr: str, spec: InputSpec, pos: list[Any], kw: dict[str, Any]) -> None:
+        """`.uniform_(a, b)`, `.normal_(mean, std)`, `.random_(a, b)`, `.fill_(v)`, `.zero_()`:
+        new values for the whole storage, in the spec's dtype."""
+        names = {"uniform_": ("from", "to"), "normal_": ("mean", "std"), "random_": ("from", "to"),
+                 "fill_": ("value",), "zero_": ()}[attr]
+        if len(pos) > len(names) or any(k not in names for k in kw):
+            raise self.error(call, f".{attr}({', '.join(names)}): unexpected arguments in {_excerpt(call)}")
+        args = dict(zip(names, pos)) | kw
+        if not all(_is_number(v) for v in args.values()):
+            raise self.error(call, f".{attr} takes numbers: {_excerpt(call)}")
+        self.no_view_dtype(call, spec, f".{attr}(...)")
+        dtype = spec.dtype or torch.float32
+        if attr in ("uniform_", "normal_") and not dtype.is_floating_point:
+            raise self.error(call, f".{attr}: needs a floating-point tensor, not {dtype}")
+        base = spec.storage_shape()
+        if spec.strides is not None:
+            spec.base_shape = base
+        elif spec.kind in DATA_KINDS:
+            spec.shape = base
+        spec.data = spec.fill_value = spec.low = spec.high = spec.scale = spec.shift = spec.compare = None
+        spec.fill_dtype = None
+        if attr == "uniform_":
+            lo, hi = args.get("from", 0), args.get("to", 1)
+            spec.kind, spec.scale, spec.shift = "rand", _affine_scale(hi - lo), _affine_shift(lo)
+        elif attr == "normal_":
+            spec.kind = "randn"
+            spec.scale, spec.shift = _affine_scale(args.get("std", 1)), _affine_shift(args.get("mean", 0))
+        elif attr == "random_":
+            if "to" not in args and "from" not in args:
+                raise self.error(call, ".random_() needs a range: .random_(low, high) or .random_(high)")
+            lo, hi = (args.get("from", 0), args["to"]) if "to" in args else (0, args["from"])
+            if not (_is_int(lo) and _is_int(hi)) or lo >= hi:
+                raise self.error(call, f".random_: bad range [{lo}, {hi})")
+            spec.kind, spec.low, spec.high = "randint", lo, hi
+        elif attr == "fill_":
+            if "value" not in args:
+                raise self.error(call, ".fill_(value) needs a value")
+            spec.kind, spec.fill_value = "full", args["value"]
+        else:
+            spec.kind = "zeros"
+        if spec.scale is not None or spec.shift is not None:
+            spec.fill_dtype = spec.dtype  # as `torch.rand(...) * (b - a) + a` reads back
+
+    def arithmetic(self, node: ast.AST, spec: InputSpec, op: str, value: Any, reflected: bool = False) -> None:
+        """`x * c`, `x + c`, `c - x`, `x / c`, `-x` on an inputs entry: its values scaled and
+        shifted (dtype and layout as torch makes the result)."""
+        what = f"{_excerpt(node)}"
+        self.no_view_dtype(node, spec, "arithmetic")
+        if spec.compare is not None:
+            raise self.error(node, f"{what}: arithmetic on a comparison's result is not supported in an inputs entry")
+        if op != "neg" and not (isinstance(value, (int, float, complex))):
+            raise self.error(node, f"{what}: an inputs entry takes arithmetic with a number only, not {value!r}")
+        if op == "div" and value == 0:
+            raise self.error(node, f"{what}: division by zero")
+        t = spec.meta()
+        try:
+            r = {"neg": lambda: -t, "add": lambda: t + value, "mul": lambda: t * value, "div": lambda: t / value,
+                 "sub": lambda: value - t if reflected else t - value}[op]()
+        except (RuntimeError, TypeError, ValueError) as e:
+            raise self.error(node, f"{what}: {str(e).splitlines()[0]}") from None
+        self.copied(node, spec, t, r, what)
+        scale = 1 if spec.scale is None else spec.scale
+        shift = 0 if spec.shift is None else spec.shift
+        if op == "neg" or op == "sub" and reflected:
+            scale, shift = -scale, -shift
+        if op in ("add", "sub"):
+            shift = shift + value if op == "add" or reflected else shift - value
+        elif op == "mul":
+            scale, shift = scale * value, shift * value
+        elif op == "div":
+            scale, shift = scale / value, shift / value
+        spec.scale, spec.shift = _affine_scale(scale), _affine_shift(shift)
+        spec.fill_dtype = spec.fill_dtype or spec.dtype
+        spec.dtype = r.dtype
+        if spec.scale is None and spec.shift is None:
+            spec.fill_dtype = None  # `x * 1.0`: a dtype change only; made in that dtype
+
+    def comparison(self, node: ast.AST, spec: InputSpec, op: str, value: Any) -> None:
+        """`x < 0.5` (`x.lt(0.5)`, ...): a bool tensor of the comparison of the values."""
+        what = _excerpt(node)
+        self.no_view_dtype(node, spec, "a comparison")
+        if spec.compare is not None:
+            raise self.error(node, f"{what}: a second comparison is not supported in an inputs entry")
+        if not (_is_number(value) and not isinstance(value, complex)):
+            raise self.error(node, f"{what}: an inputs entry is compared with a number only, not {value!r}")
+        t = spec.meta()
+        try:
+            r = getattr(t, op)(value)
+        except (RuntimeError, TypeError, ValueError) as e:
+            raise self.error(node, f"{what}: {str(e).splitlines()[0]}") from None
+        self.copied(node, spec, t, r, what)
+        spec.compare = (op, value)
+        spec.fill_dtype = spec.fill_dtype or spec.dtype
+        spec.dtype = torch.bool
+
+    def index(self, node: ast.expr) -> Any:
+        """`[:, :6]`, `[::2]`, `[0]`, `[None, ...]`: basic indexing with integers, slices,
+        None and ..., as torch takes it (a tuple for several axes)."""
+        if isinstance(node, ast.Tuple):
+            return tuple(self.index_item(e) for e in node.elts)
+        return self.index_item(node)
+
+    def index_item(self, node: ast.expr) -> Any:
+        if isinstance(node, ast.Slice):
+            parts = [None if p is None else self.plain(p, allow_names=False) for p in (node.lower, node.upper, node.step)]
+            if not all(p is None or _is_int(p) for p in parts):
+                raise self.error(node, f"a slice takes integers: {_excerpt(node)}")
+            return slice(*parts)
+        if isinstance(node, ast.Constant) and (node.value is None or node.value is Ellipsis):
+            return node.value
+        advanced = isinstance(node, (ast.List, ast.Call)) or self.is_spec_expr(node)
+        v = None if advanced else self.plain(node, allow_names=False)
+        if _is_int(v):
+            return v
+        raise self.error(node, f"an inputs entry is indexed by integers, slices, None and ... only "
+                               f"(no advanced indexing): {_excerpt(node)}")
 
     def spec_base(self, node: ast.expr) -> InputSpec:
         if not isinstance(node, ast.Call):
             raise self.error(node, f"an inputs entry must be a torch call or a number: {_excerpt(node)}")
         kind = self.torch_function(node.func)
         if kind is None:
-            raise self.error(node, f"unsupported inputs entry {_excerpt(node)} (use torch.testing."
-                                   "make_tensor, torch.randn, torch.rand, torch.randint, torch.ones, "
-                                   "torch.zeros, torch.full or torch.tensor)")
+            raise self.error(node, f"unsupported inputs entry {_excerpt(node)} (use torch.testing.make_tensor, "
+                                   "torch.randn, rand, randint, ones, zeros, full, tensor, empty, empty_strided, "
+                                   "arange, normal or a *_like of those)")
         if any(k.arg is None for k in node.keywords):
             raise self.error(node, "** arguments are not allowed")
-        kw = {k.arg: self.plain(k.value, allow_names=False) for k in node.keywords}
-        pos = [self.plain(a, allow_names=False) for a in node.args]
+        if kind.endswith("_like"):
+            return self.like(node, kind)
         known = {"dtype", "device", "requires_grad", "layout", "pin_memory", "memory_format",
                  "low", "high", "noncontiguous", "exclude_zero"}
-        for k in kw:
-            if k not in known | {"size", "fill_value", "data"}:
-                raise self.error(node, f"{kind}: unknown keyword {k!r}")
-        for key, ok in (("layout", "strided"), ("memory_format", "contiguous_format")):
-            if key in kw and kw[key] != _TorchConst(ok):
-                got = f"torch.{kw[key].name}" if isinstance(kw[key], _TorchConst) else repr(kw[key])
-                raise self.error(node, f"{kind}: {key}={got} is not supported, only torch.{ok} (a layout "
-                                       "change goes after the call: .to(memory_format=...))")
+        for k in node.keywords:
+            if k.arg not in known | {"size", "fill_value", "data", "stride", "start", "end", "step", "mean", "std"}:
+                raise self.error(node, f"{kind}: unknown keyword {k.arg!r}")
+        kw = {k.arg: self.plain(k.value, allow_names=False) for k in node.keywords}
+        pos = [self.plain(a, allow_names=False) for a in node.args]
+        fmt = kw.get("memory_format")
+        if "layout" in kw and kw["layout"] != _TorchConst("strided"):
+            got = f"torch.{kw['layout'].name}" if isinstance(kw["layout"], _TorchConst) else repr(kw["layout"])
+            raise self.error(node, f"{kind}: layout={got} is not supported, only torch.strided")
+        if fmt is not None and (not isinstance(fmt, _TorchConst) or fmt.name not in _MEMORY_FORMATS
+                                or kind in ("tensor", "arange", "empty_strided")):
+            got = f"torch.{fmt.name}" if isinstance(fmt, _TorchConst) else repr(fmt)
+            raise self.error(node, f"{kind}: memory_format={got} is not supported here")
         dtype = kw.get("dtype")
         if dtype is not None and not isinstance(dtype, torch.dtype):
             raise self.error(node, f"{kind}: dtype must be a torch dtype, got {dtype!r}")
         device = kw.get("device")
         if device is not None and not isinstance(device, str):
-            raise self.error(node, f"{kind}: device must be a string, got {device!r}")
+            raise self.error(node, f"{kind}: device must be a string or torch.device, got {device!r}")
         spec = InputSpec(kind=kind, dtype=dtype or torch.float32, device=device)
         if kind == "tensor":
             data = pos[0] if pos else kw.get("data")
@@ -890,15 +1303,18 @@ class _Loader:
             spec.dtype, spec.shape = made.dtype, tuple(made.shape)
             return spec
         if kind == "randint":
-            # randint(high, size) or randint(low, high, size)
-            if "size" in kw:
-                pos = [*pos, kw.pop("size")]
+            # randint(high, size), randint(low, high, size); low=, high=, size= by name too
+            size = kw.pop("size") if "size" in kw else (pos.pop() if pos else None)
             if len(pos) == 2:
-                low, high, size = kw.get("low", 0), pos[0], pos[1]
-            elif len(pos) == 3:
-                low, high, size = pos
+                low, high = pos
+            elif len(pos) == 1:
+                low, high = (pos[0], kw["high"]) if "high" in kw else (kw.get("low", 0), pos[0])
+            elif not pos and "high" in kw:
+                low, high = kw.get("low", 0), kw["high"]
             else:
                 raise self.error(node, "torch.randint(low, high, size, ...) needs a high and a size")
+            if size is None:
+                raise self.error(node, "torch.randint(low, high, size, ...) needs a size")
             if not all(isinstance(x, int) and not isinstance(x, bool) for x in (low, high)) or low >= high:
                 raise self.error(node, f"torch.randint: bad range [{low}, {high})")
             spec.low, spec.high = low, high
@@ -915,13 +1331,35 @@ class _Loader:
             spec.shape, spec.fill_value = _ints(self, node, pos[0]), pos[1]
             if dtype is None:
                 spec.dtype = torch.full((), pos[1]).dtype  # pos[1] is within int64: no overflow
-            return spec
-        if "size" in kw:
-            pos = [*pos, kw.pop("size")]
-        if len(pos) == 1 and isinstance(pos[0], (list, tuple)):
-            spec.shape = _ints(self, node, pos[0])
+        elif kind == "arange":
+            self.arange(node, spec, pos, kw, dtype)
+        elif kind == "normal":
+            # torch.normal(mean, std, size): numbers and a size (tensor means are not inputs lists' form)
+            names = ("mean", "std", "size")
+            args = dict(zip(names, pos)) | {k: v for k, v in kw.items() if k in names}
+            if len(pos) > 3 or "size" not in args or not all(_is_number(args.get(k, 0)) for k in names[:2]):
+                raise self.error(node, "torch.normal(mean, std, size, ...) takes two numbers and a size")
+            spec.kind, spec.shape = "randn", _ints(self, node, args["size"])
+            spec.scale, spec.shift = _affine_scale(args.get("std", 1)), _affine_shift(args.get("mean", 0))
+            if spec.scale is not None or spec.shift is not None:
+                spec.fill_dtype = spec.dtype
+        elif kind == "empty_strided":
+            size = kw.pop("size") if "size" in kw else (pos.pop(0) if pos else None)
+            stride = kw.pop("stride") if "stride" in kw else (pos.pop(0) if pos else None)
+            if size is None or stride is None or pos:
+                raise self.error(node, "torch.empty_strided(size, stride, ...) needs a size and a stride")
+            shape, strides = _ints(self, node, size), _ints(self, node, stride)
+            if len(shape) != len(strides):
+                raise self.error(node, f"torch.empty_strided: size {shape} and stride {strides} do not match")
+            spec.kind, spec.shape, spec.strides = "empty", shape, strides
+            spec.base_shape = (storage_size(shape, strides),)
         else:
-            spec.shape = _ints(self, node, pos)
+            if "size" in kw:
+                pos = [*pos, kw.pop("size")]
+            if len(pos) == 1 and isinstance(pos[0], (list, tuple)):
+                spec.shape = _ints(self, node, pos[0])
+            else:
+                spec.shape = _ints(self, node, pos)
         if kind == "make_tensor":
             if dtype is None:
                 raise self.error(node, "torch.testing.make_tensor needs dtype=")
@@ -930,6 +1368,78 @@ class _Loader:
                 if v is not None and not (isinstance(v, (int, float)) and not isinstance(v, bool)):
                     raise self.error(node, f"make_tensor: {key} must be a number")
             spec.low, spec.high = kw.get("low"), kw.get("high")
+            if kw.get("noncontiguous") and math.prod(spec.shape) > 1:
+                # torch.testing: every other element, from the second, of a tensor twice as
+                # long in its last axis
+                *outer, last = spec.shape
+                wide = torch.empty((*outer, 2 * last), device="meta")[..., 1::2]
+                spec.base_shape, spec.strides, spec.offset = (*outer, 2 * last), tuple(wide.stride()), 1
+        if fmt is not None and fmt.name != "contiguous_format":
+            self.relayout(node, spec, fmt.name)
+        return spec
+
+    def arange(self, node: ast.Call, spec: InputSpec, pos: list[Any], kw: dict[str, Any],
+               dtype: torch.dtype | None) -> None:
+        """torch.arange(end), arange(start, end), arange(start, end, step): its values in order."""
+        if len(pos) > 3:
+            raise self.error(node, "torch.arange(start, end, step) takes at most three numbers")
+        names = ("end",) if len(pos) == 1 and "end" not in kw else ("start", "end", "step")
+        args = dict(zip(names, pos)) | {k: v for k, v in kw.items() if k in ("start", "end", "step")}
+        start, end, step = args.get("start", 0), args.get("end"), args.get("step", 1)
+        if not all(_is_number(v) and not isinstance(v, (bool, complex)) for v in (start, end, step)):
+            raise self.error(node, "torch.arange(start, end, step) takes numbers")
+        try:
+            made = torch.arange(start, end, step, dtype=dtype, device="meta")
+        except (RuntimeError, ValueError, TypeError, OverflowError) as e:
+            raise self.error(node, f"torch.arange: {str(e).splitlines()[0]}") from None
+        spec.low, spec.high, spec.fill_value = start, end, step
+        spec.shape, spec.dtype = tuple(made.shape), made.dtype
+
+    def like(self, node: ast.Call, kind: str) -> InputSpec:
+        """torch.randn_like(x), zeros_like(x), full_like(x, v), randint_like(x, low, high), ...:
+        the sizes of x, its layout as torch keeps it (memory_format=torch.preserve_format)."""
+        if not node.args or not self.is_spec_expr(node.args[0]):
+            raise self.error(node, f"torch.{kind}(x, ...) needs an input tensor of the inputs list as x")
+        src = self.tensor_expr(node.args[0])
+        pos = [self.plain(a, allow_names=False) for a in node.args[1:]]
+        kw = {k.arg: self.plain(k.value, allow_names=False) for k in node.keywords}
+        base = kind.removesuffix("_like")
+        for k in kw:
+            if k not in ("dtype", "device", "requires_grad", "layout", "memory_format", "fill_value", "low", "high"):
+                raise self.error(node, f"{kind}: unknown keyword {k!r}")
+        dtype = kw.get("dtype", src.dtype)
+        if not isinstance(dtype, torch.dtype):
+            raise self.error(node, f"{kind}: dtype must be a torch dtype, got {dtype!r}")
+        fmt = kw.get("memory_format", _TorchConst("preserve_format"))
+        if not isinstance(fmt, _TorchConst) or fmt.name not in _MEMORY_FORMATS:
+            raise self.error(node, f"{kind}: memory_format must be one of "
+                                   f"{', '.join('torch.' + f for f in _MEMORY_FORMATS)}")
+        device = kw.get("device", src.device)
+        spec = InputSpec(kind=base, shape=src.meta().shape, dtype=dtype,
+                         device=device if isinstance(device, str) else None)
+        spec.shape = tuple(spec.shape)
+        if base == "full":
+            value = pos[0] if pos else kw.get("fill_value")
+            if len(pos) > 1 or not isinstance(value, (bool, int, float)):
+                raise self.error(node, "torch.full_like(x, fill_value) needs a number")
+            spec.fill_value = value
+        elif base == "randint":
+            bounds = pos if pos else [v for v in (kw.get("low"), kw.get("high")) if v is not None]
+            if len(bounds) == 1:
+                bounds = [0, bounds[0]]
+            if len(bounds) != 2 or not all(_is_int(b) for b in bounds) or bounds[0] >= bounds[1]:
+                raise self.error(node, "torch.randint_like(x, low, high) needs an integer range")
+            spec.low, spec.high = bounds
+        elif pos:
+            raise self.error(node, f"torch.{kind}(x) takes no more positional arguments")
+        t = src.meta()
+        try:
+            r = torch.empty_like(t, dtype=dtype, memory_format=getattr(torch, fmt.name))
+        except RuntimeError as e:
+            raise self.error(node, f"{kind}: {str(e).splitlines()[0]}") from None
+        if not r.is_contiguous():
+            spec.strides = tuple(r.stride())
+            spec.base_shape = (storage_size(spec.shape, spec.strides),)
         return spec
 
     def torch_function(self, func: ast.expr) -> str | None:
@@ -1032,6 +1542,9 @@ class _Loader:
                 example = self.example_input(node)
                 if example is not None:
                     return example
+            ref = self.globals.get(node.id)
+            if ref is not None and ref.kind == "const" and (env is None or node.id not in env):
+                return _copied(ref.value)  # `N = 1024` at the top level, read where a number goes
             if node.id in ("inf", "nan"):
                 raise self.error(node, f"write float('{node.id}') for {node.id}")
             raise self.error(node, f"unknown name {node.id!r}{self.defined_later(node.id)}")
@@ -1055,10 +1568,36 @@ class _Loader:
                 if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in parts):
                     return complex(*parts)
                 raise self.error(node, f"complex{tuple(parts)!r} takes numbers")
+            path = self.torch_path(node.func) if env is None or not isinstance(node.func, ast.Name) else None
+            if path in ("device", "Size"):
+                return self.torch_value(node, path)
             if call is not None:
                 return call(node)
             raise self.error(node, f"call not allowed here: {_excerpt(node)}")
         raise self.error(node, f"{type(node).__name__} expression is not allowed: {_excerpt(node)}")
+
+    def torch_value(self, node: ast.Call, path: str) -> Any:
+        """`torch.device('cuda', 0)` -> 'cuda:0' (a device string, as inputs entries take it);
+        `torch.Size([2, 3])` -> (2, 3). Literal arguments only."""
+        if any(k.arg is None for k in node.keywords):
+            raise self.error(node, "** arguments are not allowed")
+        pos = [self.plain(a, allow_names=False) for a in node.args]
+        kw = {k.arg: self.plain(k.value, allow_names=False) for k in node.keywords}
+        if path == "Size":
+            if len(pos) > 1 or kw:
+                raise self.error(node, f"torch.Size takes one list of sizes: {_excerpt(node)}")
+            return _ints(self, node, pos[0] if pos else [])
+        names = ("type", "index")
+        if len(pos) > 2 or any(k not in names for k in kw):
+            raise self.error(node, f"torch.device(type, index): unexpected arguments in {_excerpt(node)}")
+        args = dict(zip(names, pos)) | kw
+        kind, index = args.get("type"), args.get("index")
+        if not isinstance(kind, str) or not (index is None or _is_int(index) and index >= 0):
+            raise self.error(node, f"torch.device(type, index) takes a string and an index: {_excerpt(node)}")
+        try:
+            return str(torch.device(kind) if index is None else torch.device(kind, index))
+        except (RuntimeError, ValueError) as e:
+            raise self.error(node, f"torch.device: {str(e).splitlines()[0]}") from None
 
     def arith(self, node: ast.BinOp, a: int | float, b: int | float) -> int | float:
         """`a op b` on two numbers, as Python computes it, within the engine's 64 bits."""
@@ -1185,10 +1724,35 @@ class _Loader:
 # Methods an inputs entry may end with (besides as_strided and view(dtype)): layout views,
 # a copy in another memory format, dtype conversions and moves that change nothing here.
 _DTYPE_METHODS = {"half": torch.float16, "bfloat16": torch.bfloat16, "float": torch.float32,
-                  "double": torch.float64, "int": torch.int32, "long": torch.int64, "bool": torch.bool}
-_INPUT_METHODS = ("transpose", "permute", "t", "expand", "contiguous", "to", "cuda", "requires_grad_",
-                  *_DTYPE_METHODS)
-_MEMORY_FORMATS = ("contiguous_format", "channels_last", "channels_last_3d")
+                  "double": torch.float64, "int": torch.int32, "long": torch.int64, "bool": torch.bool,
+                  "short": torch.int16, "char": torch.int8, "byte": torch.uint8, "cfloat": torch.complex64,
+                  "cdouble": torch.complex128}
+# Methods of an inputs entry that change nothing the fusion sees (where it lives, autograd).
+_NO_OP_METHODS = ("cuda", "cpu", "requires_grad_", "detach", "detach_", "pin_memory", "share_memory_")
+# Views of an inputs entry, worked out by torch on the meta device (exact strides and offset).
+_VIEW_METHODS = frozenset({"transpose", "permute", "t", "expand", "narrow", "select", "unsqueeze", "squeeze",
+                           "view", "reshape", "flatten", "unflatten", "movedim", "moveaxis", "swapaxes", "swapdims",
+                           "broadcast_to", "diagonal", "unfold"})
+_SIZE_METHODS = ("permute", "expand", "view", "reshape", "broadcast_to")  # sizes as one list or spread
+_VIEW_ATTRS = ("T", "mT", "H", "mH")
+_FILL_METHODS = ("uniform_", "normal_", "random_", "fill_", "zero_")
+_ARITH_METHODS = {"add": "add", "add_": "add", "sub": "sub", "sub_": "sub", "mul": "mul", "mul_": "mul",
+                  "div": "div", "div_": "div"}
+_COMPARE_METHODS = ("lt", "le", "gt", "ge", "eq", "ne")
+_SPEC_ARITH = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div"}
+_SPEC_COMPARE = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
+_FLIPPED = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le", "eq": "eq", "ne": "ne"}
+_MEMORY_FORMATS = ("contiguous_format", "channels_last", "channels_last_3d", "preserve_format")
+# Top-level calls a repro makes before its inputs list that change no input's sizes: seeds.
+_SEED_CALLS = ("manual_seed", "seed", "cuda.manual_seed", "cuda.manual_seed_all", "random.manual_seed")
+
+
+def _affine_scale(v: Any) -> Any:
+    return None if v == 1 and not isinstance(v, complex) else v
+
+
+def _affine_shift(v: Any) -> Any:
+    return None if v == 0 and not isinstance(v, complex) else v
 
 _MAX_LOOP_STEPS = 10_000
 # Items a list the body builds may hold (range(), list(), extend(), ...): bounded like the

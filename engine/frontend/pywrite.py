@@ -17,7 +17,7 @@ import torch
 from engine.dtypes import from_torch
 from engine.errors import FusionFileError
 from engine.frontend.definition import FrontendCall, FusionDefinition
-from engine.frontend.input_spec import SPEC_KINDS, TORCH_DTYPE_NAMES, InputSpec
+from engine.frontend.input_spec import COMPARISONS, SPEC_KINDS, TORCH_DTYPE_NAMES, InputSpec
 from engine.frontend.pyread import enum_namespaces
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
@@ -104,6 +104,8 @@ class _Writer:
             if math.isinf(v):
                 return "float('inf')" if v > 0 else "float('-inf')"
             return repr(v)
+        if isinstance(v, complex):
+            return f"complex({self.arg(v.real)}, {self.arg(v.imag)})"
         if isinstance(v, str):
             return repr(v)
         if isinstance(v, torch.dtype):
@@ -133,12 +135,15 @@ def _torch_dtype_src(d: torch.dtype) -> str:
 
 
 def _spec_source(s: InputSpec) -> str:
+    """An inputs entry that reads back as `s`: the torch call, arithmetic and a comparison
+    on its values, a dtype change, then `.as_strided(...)` for the view and `.view(dtype)`."""
+    num = _Writer(None).arg
     if s.kind == "scalar":
-        return _Writer(None).arg(s.data)
+        return num(s.data)
     if s.kind not in SPEC_KINDS:
         raise FusionFileError(f"cannot write input spec of kind {s.kind!r}")
-    dtype = _torch_dtype_src(s.dtype or torch.float32)
-    size = s.base_shape if s.strides is not None and s.base_shape is not None else s.shape
+    dtype = _torch_dtype_src(s.fill_dtype or s.dtype or torch.float32)
+    size = s.storage_shape() if s.strides is not None else s.shape
     if s.kind in ("randn", "rand") and s.strides is not None and len(size) == 1:
         size_src = str(size[0])  # nvFuser's `torch.randn(16777216, ...).as_strided(...)`
     else:
@@ -153,16 +158,47 @@ def _spec_source(s: InputSpec) -> str:
     elif s.kind == "randint":
         head = f"torch.randint({s.low!r}, {s.high!r}, {size_src}"
     elif s.kind == "full":
-        head = f"torch.full({size_src}, {s.fill_value!r}"
+        head = f"torch.full({size_src}, {num(s.fill_value)}"
     elif s.kind == "tensor":
-        head = f"torch.tensor({_Writer(None).arg(s.data)}"
+        head = f"torch.tensor({num(s.data)}"
+    elif s.kind == "arange":
+        head = f"torch.arange({num(s.low)}, {num(s.high)}, {num(s.fill_value)}"
     else:
         head = f"torch.{s.kind}({size_src}"
     # A file that named no device keeps naming none (its specs then read back equal).
     device = f", device={s.device!r}" if s.device is not None else ""
     text = f"{head}, dtype={dtype}{device}{extra})"
+    if s.scale is not None or s.shift is not None or s.compare is not None:
+        if s.scale is not None:
+            text += f" * {num(s.scale)}"
+        if s.shift is not None:
+            text += f" + {num(s.shift)}"
+        if s.compare is not None:
+            text += f" {COMPARISONS[s.compare[0]]} {num(s.compare[1])}"
+        text = f"({text})"
+    if s.fill_dtype is not None and s.dtype is not None:
+        # The dtype the written arithmetic or comparison gives; a later dtype change after it.
+        if s.compare is not None:
+            natural = torch.bool
+        elif s.scale is not None or s.shift is not None:
+            natural = _arith_dtype(s)
+        else:
+            natural = s.fill_dtype
+        if s.dtype != natural:
+            text += f".to({_torch_dtype_src(s.dtype)})"
     if s.strides is not None:
-        text += f".as_strided({_tuple_src(s.shape)}, {_tuple_src(s.strides)})"
+        offset = f", {s.offset}" if s.offset else ""
+        text += f".as_strided({_tuple_src(s.shape)}, {_tuple_src(s.strides)}{offset})"
     if s.view_dtype is not None:
         text += f".view({_torch_dtype_src(s.view_dtype)})"
     return text
+
+
+def _arith_dtype(s: InputSpec) -> torch.dtype:
+    """The dtype torch gives `x * scale + shift` for x of the spec's fill dtype."""
+    t = torch.empty(1, dtype=s.fill_dtype, device="meta")
+    if s.scale is not None:
+        t = t * s.scale
+    if s.shift is not None:
+        t = t + s.shift
+    return t.dtype

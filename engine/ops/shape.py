@@ -327,6 +327,10 @@ def _plan_reshape(src: list[IterDomain], in_ext: list[Scalar], out_ext: list[Sca
     def squeezable(i: int) -> bool:
         return src[i].is_broadcast and src[i].expanded_extent is None
 
+    if n and m and any(s.is_const and s.value == 0 for s in (*in_ext, *out_ext)):
+        # No elements: sizes need not pair up ([0, 6] -> [3, 0, 2]); one group of all axes.
+        return [("group", list(range(n)), list(range(m)))], squeezed
+
     i = j = 0
     while i < n or j < m:
         if i < n and j < m and _is_one(in_ext[i]) and _is_one(out_ext[j]):
@@ -488,6 +492,24 @@ def _view_group(fusion, root: list[IterDomain], dims: list[int], targets: list[S
         m.out.is_rfactor = True
         merged = m.out
     outs: list[IterDomain] = []
+    zeros = [k for k, t in enumerate(targets) if t.is_const and t.value == 0]
+    if zeros:
+        # No elements ([0, 6] -> [3, 0, 2]): splitting by the 0 size would divide by it, so
+        # the other sizes are split off and the remainder is the 0-size axis.
+        if len(zeros) > 1:
+            raise FusionDefinitionError(f"reshape: more than one 0 size in {_shape_str(targets)} is not "
+                                        "supported")
+        by_pos: dict[int, IterDomain] = {}
+        for k, t in enumerate(targets):
+            if k != zeros[0]:
+                s = Split(merged, t, inner_split=False)
+                s.outer.is_rfactor = True
+                s.inner.is_rfactor = True
+                by_pos[k] = s.outer
+                merged = s.inner
+        merged.extent = targets[zeros[0]]
+        by_pos[zeros[0]] = merged
+        return [by_pos[k] for k in range(len(targets))]
     if all(t.is_const for t in targets) or not all(t.is_const for t in targets[1:]):
         # nvFuser's view splits off the outer sizes one by one (outer splits).
         for t in targets[:-1]:

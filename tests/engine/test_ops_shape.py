@@ -348,6 +348,22 @@ def test_reshape_symbolic_and_old_signature():
     assert fd.fusion.print_math().splitlines()[1].endswith("= view( T0_g_float[iS0{i0}, iS1{i2}, iS2{i3}] )")
 
 
+@pytest.mark.parametrize("shape", [[0, 6], [-1, -1]])
+@pytest.mark.parametrize("new_shape", [[3, 0, 2], [0, 3, 2], [2, 0], [0]])
+def test_reshape_of_an_empty_tensor_to_a_shape_with_a_zero(shape, new_shape):
+    """[0, 6] -> [3, 0, 2]: splitting by the 0 size would divide by zero (the reference and
+    the definition failed so); the other sizes are split off, the remainder is the 0 axis."""
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=shape, contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.reshape(t0, new_shape))
+    (out,) = fd.execute([torch.randn(0, 6)])
+    assert list(out.shape) == new_shape
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=shape, contiguity=[True, True], dtype=DataType.Float)
+        with pytest.raises(FusionDefinitionError, match=r"more than one 0 size in \[0, 0\]"):
+            fd.ops.reshape(t0, [0, 0])
+
+
 def test_reshape_errors():
     with FusionDefinition() as fd:
         t0 = fd.define_tensor(shape=[2, 3, 4])

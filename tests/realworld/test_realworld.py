@@ -77,6 +77,10 @@ WORKS = [
     # Op coverage: integer/bool operands of float ops, abs(), define_vector(size=n).
     "thunder_div_reciprocal_int_counts", "python_operators_abs_l1_loss", "direct_define_vector_size_reshape",
     "select_runtime_negative_index", "zero_dim_loss_sum", "scalar_where_lr_warmup_adam",
+    # Inputs lists in the forms Thunder's dumps, nvFuser's repro printer and hand-written
+    # repros use (torch.Size, broadcast_to, float("inf"), slicing, arithmetic, seeds, names).
+    "thunder_dump_randint_size_broadcast_to", "repro_printer_inf_scalars_bool_strided",
+    "handwritten_sliced_scaled_inputs_seed",
 ]
 
 # Scripts whose checking code after the run is skipped unread: the lines of the first and
