@@ -398,10 +398,12 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
     A definition compiled before for inputs of the same signature, with the same options,
     is not compiled again (engine.fusion_cache)."""
     from engine.compile_stages import SegmentLoweringError, build_segments
+    from engine.reference import check_input_layouts
     from engine.segment.refusals import Refusals
 
     original: Fusion = fd.fusion if hasattr(fd, "fusion") else fd
     options = options or Options()
+    check_input_layouts(original, inputs)
     cache_key = fusion_cache.key(fd, inputs, options)
     cached = fusion_cache.get(cache_key)
     if cached is not None:

@@ -145,6 +145,46 @@ def bind_input(k: int, val: Val, x: Any, ctx: Context) -> Any:
     return x.to(ctx.device)
 
 
+def check_input_layouts(fusion: Fusion, inputs: Sequence[Any]) -> None:
+    """The user's input tensors against their definitions' contiguity and stride order
+    (nvFuser's "Stride mismatch with contiguity info"): kernels may index a contiguous axis
+    without its runtime stride and vectorize across contiguous axes, so a tensor laid out
+    otherwise would be read wrongly. Only a fusion's own inputs: the tensors between
+    segments are laid out by the engine and passed with their strides."""
+    for k, (v, x) in enumerate(zip(fusion.inputs, inputs)):
+        if isinstance(v, TensorView) and isinstance(x, torch.Tensor) and x.dim() == v.ndim:
+            _check_layout(k, v, x)
+
+
+def _check_layout(k: int, tv: TensorView, x: torch.Tensor) -> None:
+    """nvFuser's rule, walking the allocation order from the innermost axis: a contiguous
+    axis has the stride of the axes inside it, and every non-broadcast axis sets the stride
+    the next one needs. More lenient on a contiguous axis of size 1, whose stride torch
+    leaves free and no index ever multiplies: it is not checked and passes the expected
+    stride on. Packed fp4 tensors and empty ones are not checked."""
+    if tv.dtype == DataType.Float4_e2m1fn or x.numel() == 0:
+        return
+    dom = tv.domain
+    pos = {i: d for d, i in enumerate(i for i in dom.logical if not i.is_reduction)}
+    alloc = [(i, c) for i, c in zip(dom.maybe_allocation, dom.contiguity) if not i.is_reduction]
+    if any(i not in pos for i, _ in alloc):
+        return  # an allocation domain beyond a permutation of the logical one
+    expected = 1
+    for i, contiguous in reversed(alloc):
+        d = pos[i]
+        size, stride = x.shape[d], x.stride(d)
+        if contiguous is None or (contiguous and size == 1):
+            continue
+        if contiguous and stride != expected:
+            raise ExecutionError(
+                f"input {k} ({tv.short_name}) axis {d} has stride {stride}, but its definition makes it "
+                f"contiguous with the axes inside it (stride {expected}; strides {tuple(x.stride())}, "
+                f"shape {tuple(x.shape)}): pass a tensor with that layout (.contiguous()), or define "
+                "the input with its contiguity and stride_order"
+            )
+        expected = stride * size
+
+
 def element_sizes(dtype: DataType, x: torch.Tensor) -> list[int]:
     """Sizes in elements: an fp4 tensor packs two values per byte on its stride-1 axis."""
     sizes = list(x.shape)

@@ -403,9 +403,10 @@ class FusionDefinition:
     def execute(self, inputs: Sequence[Any], device: Any = None, **_: Any) -> list[Any]:
         """Run the fusion: compiled kernels on the GPU when the inputs are CUDA tensors
         (compiled once per input signature), the reference evaluator (torch ops) otherwise."""
-        from engine.reference import evaluate
+        from engine.reference import check_input_layouts, evaluate
 
         xs = list(inputs)
+        check_input_layouts(self.fusion, xs)
         on_gpu = any(getattr(x, "is_cuda", False) for x in xs) or str(device or "").startswith("cuda")
         if not on_gpu:
             return self.apply_output_aliases(inputs, evaluate(self.fusion, xs, device=device))

@@ -11,9 +11,9 @@ from engine.compile import compile_fusion
 from engine.config import Options
 
 
-def _define(scale: float = 2.0) -> FusionDefinition:
+def _define(scale: float = 2.0, contiguity: tuple[bool, bool] = (True, True)) -> FusionDefinition:
     with FusionDefinition() as fd:
-        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        x = fd.define_tensor(shape=[-1, -1], contiguity=list(contiguity), dtype=DataType.Float)
         s = fd.define_scalar(dtype=DataType.Double)
         y = fd.ops.mul(fd.ops.add(x, s), scale)
         fd.add_output(fd.ops.sum(y, dims=[1]))
@@ -35,12 +35,15 @@ def test_what_changes_the_kernels_compiles_again():
     first = compile_fusion(_define(), xs)
     others = [
         compile_fusion(_define(), [torch.randn(16, 64), 1.5]),  # sizes
-        compile_fusion(_define(), [torch.randn(32, 16).t(), 1.5]),  # strides
         compile_fusion(_define(), [xs[0], 2.5]),  # a scalar's value
         compile_fusion(_define(3.0), xs),  # the definition
         compile_fusion(_define(), xs, Options(forwarding=False)),  # options
     ]
     assert all(o.segments is not first.segments for o in others)
+    # Strides: rows 32 or 64 elements apart, both allowed by a non-contiguous outer axis.
+    loose = compile_fusion(_define(contiguity=(False, True)), xs)
+    sliced = compile_fusion(_define(contiguity=(False, True)), [torch.randn(16, 64)[:, :32], 1.5])
+    assert sliced.segments is not loose.segments
 
 
 def test_a_schedule_outside_the_recorded_calls_is_part_of_the_key():

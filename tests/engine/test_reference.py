@@ -152,3 +152,47 @@ def test_pointwise_operands_must_agree_where_no_axis_is_a_broadcast():
         ok.add_output(ok.ops.mul(t0, t1))
     (out,) = evaluate(ok.fusion, [xs[0], xs[0][:, :1]])
     assert torch.equal(out, xs[0] * xs[0][:, :1])
+
+
+def _doubled(**define):
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(dtype=DataType.Float, **define)
+        fd.add_output(fd.ops.mul(t0, 2.0))
+    return fd
+
+
+def test_inputs_laid_out_against_their_contiguity_are_refused_by_name():
+    """Kernels index a contiguous axis without its runtime stride: a transposed tensor given for
+    a row-major definition would be read wrongly, so it is refused (nvFuser: "Stride mismatch
+    with contiguity info"), by fd.execute and compile_fusion alike."""
+    from engine.compile import compile_fusion
+
+    fd = _doubled(shape=[-1, -1], contiguity=[True, True])
+    xt = torch.randn(6, 4).t()
+    for call in (lambda: fd.execute([xt]), lambda: compile_fusion(fd, [xt])):
+        with pytest.raises(ExecutionError, match=r"input 0 \(T0\) axis 1 has stride 4, .* contiguous .*stride 1"):
+            call()
+    col = _doubled(shape=[-1, -1], contiguity=[True, True], stride_order=[0, 1])
+    with pytest.raises(ExecutionError, match=r"input 0 \(T0\) axis 0 has stride 6"):
+        col.execute([torch.randn(4, 6)])
+    torch.testing.assert_close(col.execute([xt])[0], xt * 2)  # column-major as declared
+
+
+def test_layouts_the_definition_allows_are_accepted():
+    x = torch.randn(4, 10)
+    # A slice: rows 10 apart, inner axis contiguous.
+    torch.testing.assert_close(
+        _doubled(shape=[-1, -1], contiguity=[False, True]).execute([x[:, :6]])[0], x[:, :6] * 2)
+    # Size-1 axes keep whatever stride torch gives them.
+    odd = torch.randn(4, 1, 6)[:, :, :].as_strided((4, 1, 6), (6, 99, 1))
+    torch.testing.assert_close(_doubled(shape=[-1, 1, -1], contiguity=[True, None, True]).execute([odd])[0], odd * 2)
+    one = torch.randn(3, 1).as_strided((3, 1), (1, 7))
+    torch.testing.assert_close(_doubled(shape=[-1, -1], contiguity=[True, True]).execute([one])[0], one * 2)
+    # An expanded broadcast (stride 0) has no contiguity.
+    ex_in = torch.randn(5, 1).expand(5, 3)
+    fd = _doubled(shape=[-1, -1], contiguity=[True, None])
+    torch.testing.assert_close(fd.execute([ex_in])[0], ex_in * 2)
+    # channels_last with its stride order.
+    cl = torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last)
+    fd = _doubled(shape=[-1, -1, -1, -1], contiguity=[True, True, True, True], stride_order=[3, 0, 2, 1])
+    torch.testing.assert_close(fd.execute([cl])[0], cl * 2)

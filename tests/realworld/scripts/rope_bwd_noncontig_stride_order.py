@@ -1,16 +1,16 @@
 # ruff: noqa  (a repro script in nvFuser's format, kept as such scripts are written)
 # Modelled on NVIDIA/Fuser issue #3291 (segfault in the Thunder CI container, 2024): the
 # backward of a rotary embedding on q and k whose gradients arrive as [1, H, T, D] views
-# of a [1, T, H, D] buffer with a padded T stride (contiguity [None, True, False, True],
-# stride_order [3, 1, 2, 0]); cos/sin [T, 2*D] float; the grads of the rotated half are
+# of a [1, T, H, D] buffer with a padded T stride (stride_order [3, 1, 2, 0]; contiguity in
+# that allocation order, [None, False, True, True]: T's stride is padded); cos/sin [T, 2*D] float; the grads of the rotated half are
 # sliced, negated and padded back (the transpose of slice+cat), summed over batch and
 # heads for the cos/sin grads.
 import torch
 from nvfuser import FusionDefinition, DataType
 
 def nvfuser_fusion_id2(fd : FusionDefinition) -> None :
-    T0 = fd.define_tensor(shape=[1, 4, 2, 8], contiguity=[None, True, False, True], dtype=DataType.Float, is_cpu=False, stride_order=[3, 1, 2, 0])
-    T1 = fd.define_tensor(shape=[1, 4, 2, 8], contiguity=[None, True, False, True], dtype=DataType.Float, is_cpu=False, stride_order=[3, 1, 2, 0])
+    T0 = fd.define_tensor(shape=[1, 4, 2, 8], contiguity=[None, False, True, True], dtype=DataType.Float, is_cpu=False, stride_order=[3, 1, 2, 0])
+    T1 = fd.define_tensor(shape=[1, 4, 2, 8], contiguity=[None, False, True, True], dtype=DataType.Float, is_cpu=False, stride_order=[3, 1, 2, 0])
     T2 = fd.define_tensor(shape=[2, 8], contiguity=[True, True], dtype=DataType.Float, is_cpu=False, stride_order=[1, 0])
     T3 = fd.define_tensor(shape=[2, 8], contiguity=[True, True], dtype=DataType.Float, is_cpu=False, stride_order=[1, 0])
     T4 = fd.define_tensor(shape=[1, 4, 2, 8], contiguity=[None, True, True, True], dtype=DataType.Float, is_cpu=False, stride_order=[3, 2, 1, 0])
