@@ -8,7 +8,7 @@ while segmenting and what the compile pipeline schedules, lowers and runs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -111,11 +111,16 @@ class Sizes:
 
 # ---- cutting a group out of the complete fusion -------------------------------------------
 
-def referenced_symbols(exprs: Sequence[Expr], inputs: Sequence[TensorView]) -> list[Scalar]:
+def referenced_symbols(exprs: Sequence[Expr], inputs: Sequence[TensorView],
+                       memo: dict[object, tuple[Scalar, ...]] | None = None) -> list[Scalar]:
     """Free scalars a group needs that its tensor inputs do not bind: symbols in the
     extents of tensors it computes and in its exprs' scalar operands and attributes
     (slice ranges, pad widths, expand and full shapes). nvFuser passes these to a segment
-    as scalar inputs (SegmentedGroup::finalize)."""
+    as scalar inputs (SegmentedGroup::finalize).
+
+    `memo` keeps, per tensor and per expr, the non-constant scalars found in its extents
+    or attributes, for a caller that asks about many groups of one fusion whose domains
+    and attributes do not change meanwhile (the segmenter: every candidate group)."""
     bound: set[Scalar] = set()
     for tv in inputs:
         for i in tv.domain.logical:
@@ -143,6 +148,26 @@ def referenced_symbols(exprs: Sequence[Expr], inputs: Sequence[TensorView]) -> l
             for y in x.values():
                 walk(y)
 
+    def tv_symbols(tv: TensorView) -> None:
+        if memo is None:
+            _tv_symbols(tv, add)
+            return
+        got = memo.get(tv)
+        if got is None:
+            got = memo[tv] = tuple(_tv_scalars(tv))
+        for x in got:
+            add(x)
+
+    def attribute_symbols(e: Expr) -> None:
+        if memo is None:
+            walk(e.attributes)
+            return
+        got = memo.get(e)
+        if got is None:
+            got = memo[e] = tuple(x for x in _attribute_scalars(e.attributes) if x.value is None)
+        for x in got:
+            add(x)
+
     input_set = set(inputs)
     # Tensors whose extents were added already (a tensor is an output of one expr and
     # may be an input of several).
@@ -161,23 +186,41 @@ def referenced_symbols(exprs: Sequence[Expr], inputs: Sequence[TensorView]) -> l
                 add(v)
             elif isinstance(v, TensorView) and v not in input_set and v not in seen:
                 seen.add(v)
-                _tv_symbols(v, add)
+                tv_symbols(v)
         for v in e.outputs:
             if isinstance(v, TensorView) and v not in seen:
                 seen.add(v)
-                _tv_symbols(v, add)
-        walk(e.attributes)
+                tv_symbols(v)
+        attribute_symbols(e)
     return sorted(found, key=lambda s: s.name if s.name is not None else -1)
 
 
 def _tv_symbols(tv: TensorView, add: Any) -> None:
+    for x in _tv_scalars(tv):
+        add(x)
+
+
+def _tv_scalars(tv: TensorView) -> Iterator[Scalar]:
+    """The non-constant extents of tv's ids, in the order referenced_symbols adds them."""
     dom = tv.domain
     ids = [*dom.maybe_root, *dom.logical, *dom.loop, *(dom.allocation or [])]
     for i in ids:
         if i.extent.value is None:  # constants (most extents at static sizes) add nothing
-            add(i.extent)
-        if i.expanded_extent is not None:
-            add(i.expanded_extent)
+            yield i.extent
+        if i.expanded_extent is not None and i.expanded_extent.value is None:
+            yield i.expanded_extent
+
+
+def _attribute_scalars(x: Any) -> Iterator[Scalar]:
+    """The scalars among an expr's attributes, in the order referenced_symbols walks them."""
+    if isinstance(x, Scalar):
+        yield x
+    elif isinstance(x, (list, tuple)):
+        for y in x:
+            yield from _attribute_scalars(y)
+    elif isinstance(x, dict):
+        for y in x.values():
+            yield from _attribute_scalars(y)
 
 
 def cut_fusion(

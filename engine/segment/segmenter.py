@@ -31,6 +31,7 @@ from engine.errors import NoSchedulerError, ScheduleError
 from engine.ir import exprs as ex
 from engine.ir.base import Expr, FusionGuard, Val
 from engine.ir.fusion import Fusion
+from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
 from engine.runtime.device import current
 from engine.schedule import registry, tools
@@ -156,6 +157,10 @@ class _Finder:
         self.trace = trace
         self.boundary, self.forced = boundary_vals(fusion, trace)
         self.cache: dict[frozenset[int], _Asked] = {}
+        # Non-constant scalars of each tensor's extents and each expr's attributes, for
+        # referenced_symbols: segmenting never changes a domain or an attribute (only
+        # operands, privatized copies and memory types), and every candidate group asks.
+        self._symbols: dict[object, tuple[Scalar, ...]] = {}
         self.forwarding = Forwarding()
         self.privatized: dict[Expr, list[Expr]] = {}
         self._groups: list[_Group] = []
@@ -236,7 +241,7 @@ class _Finder:
 
     def _cut(self, core: Sequence[Expr]) -> _Asked:
         eff, ins, outs = self._group_io(core)
-        scalars = referenced_symbols(eff, ins)
+        scalars = referenced_symbols(eff, ins, self._symbols)
         sub, val_map = cut_fusion(self.fusion, eff, [*ins, *scalars], outs)
         if not tools.has_reshape_history(sub) and self._exact_classes_apart():
             registry.note_no_self_mapping(sub)
@@ -813,7 +818,7 @@ class _Finder:
             fwd = [e for e in eff if e not in set(core)]
             sg = SegmentedGroup(
                 id=k, scheduler=str(first), exprs=eff, inputs=ins, outputs=list(outs), complete=fusion,
-                scalar_inputs=referenced_symbols(eff, ins), forwarded_exprs=fwd, verdicts=verdicts,
+                scalar_inputs=referenced_symbols(eff, ins, self._symbols), forwarded_exprs=fwd, verdicts=verdicts,
                 compile_reasons=self._known_reasons(core),
             )
             groups.append(sg)
