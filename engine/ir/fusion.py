@@ -46,6 +46,7 @@ class Fusion:
         state = dict(self.__dict__)
         state["_exprs_cache"] = None
         state["_vals_cache"] = None
+        state.pop("ids_of", None)
         return state
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Fusion:
@@ -53,6 +54,12 @@ class Fusion:
         # (graph_copy), field by field as deepcopy would.
         new = object.__new__(type(self))
         memo[id(self)] = new
+        owner = self.__dict__.get("ids_of")
+        if owner is not None:
+            # A segmenter cut that shares the complete fusion's domains (segment.graph.
+            # shareable_domains): their ids name that fusion as theirs. The copy's ids are
+            # its own, as a copy of an unshared cut's would be.
+            memo.setdefault(id(owner), new)
         fields = new.__dict__
         for k, v in self.__getstate__().items():
             fields[k] = copy_value(v, memo)

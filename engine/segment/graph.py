@@ -223,11 +223,51 @@ def _attribute_scalars(x: Any) -> Iterator[Scalar]:
             yield from _attribute_scalars(y)
 
 
+def shareable_domains(exprs: Sequence[Expr], inputs: Sequence[Val]) -> dict[int, Any]:
+    """The domains (and their ids) of the tensors `exprs` compute, by id, for a cut that only
+    reads them (cut_fusion's `memo`): most of a cut's copy is these ids, their transforms
+    and extents. A domain that holds an id of an input's domain is left out: cut_fusion
+    edits the inputs' copies. Only for a fusion without free symbols (see
+    _Finder._static): the inputs' extents are copies, which symbols must not be."""
+    input_ids: set[int] = set()
+    for v in inputs:
+        if isinstance(v, TensorView):
+            d = v.domain
+            input_ids.update(id(i) for i in (*d.maybe_root, *d.logical, *d.loop, *(d.allocation or ())))
+    shared: dict[int, Any] = {}
+    for e in exprs:
+        for v in e.outputs:
+            if not isinstance(v, TensorView) or id(v.domain) in shared:
+                continue
+            d = v.domain
+            ids = (*d.maybe_root, *d.logical, *d.loop, *(d.allocation or ()))
+            if any(id(i) in input_ids for i in ids):
+                continue
+            shared[id(d)] = d
+            for i in ids:
+                shared[id(i)] = i
+    return shared
+
+
+def unshare(sub: Fusion, memo: dict[int, Any], shared: dict[int, Any]) -> None:
+    """Give a cut made with `shared` domains (and `memo`, the copy's memo) its own copies of
+    them, the ones cut_fusion makes without sharing: before it is scheduled, which edits
+    domains. The copies continue the same memo, so extents and transforms the cut copied
+    already are the ones its domains use, as in one copy."""
+    for k in shared:
+        del memo[k]
+    for v in sub.all_vals:
+        if isinstance(v, TensorView) and id(v.domain) in shared:
+            v.domain = copy_value(v.domain, memo)
+    sub.__dict__.pop("ids_of", None)
+
+
 def cut_fusion(
     complete: Fusion,
     exprs: Sequence[Expr],
     inputs: Sequence[Val],
     outputs: Sequence[Val],
+    memo: dict[int, Any] | None = None,
 ) -> tuple[Fusion, dict[Val, Val]]:
     """A standalone Fusion of `exprs` with `inputs` as its inputs and `outputs` as its
     outputs (all in global memory), and the map from the complete fusion's vals to it.
@@ -237,11 +277,20 @@ def cut_fusion(
     uses that leave the group. Inputs produced by reshape/resize get their logical domain
     as a plain root (nvFuser's convertInputRfactorsToRoots), since the transforms that
     made it happened in another segment.
+
+    `memo`: the deep copy's memo to start from and fill. Objects it maps to themselves are
+    shared with the complete fusion, not copied (shareable_domains); their ids then name
+    the complete fusion as theirs, which the cut records as `ids_of` (see
+    Fusion.__deepcopy__); unshare gives the cut its own copies.
     """
     keep = {id(e) for e in exprs}
     shell = Fusion()
     shell._counters = dict(complete._counters)
-    memo: dict[int, Any] = {id(complete): shell}
+    if memo is None:
+        memo = {}
+    elif memo:
+        shell.ids_of = complete  # type: ignore[attr-defined]
+    memo[id(complete)] = shell
     for e in complete.all_exprs:
         if id(e) not in keep:
             memo[id(e)] = None
