@@ -436,12 +436,15 @@ def _privatize_producers(fusion: Fusion, tv: TensorView) -> bool:
     return True
 
 
-def make_resizes_exclusive(fusion: Fusion, ref: TensorView, trace: Trace | None = None) -> None:
+def make_resizes_exclusive(fusion: Fusion, ref: TensorView, trace: Trace | None = None,
+                           shared_inputs: set[TensorView] | None = None) -> None:
     """Recompute tensors that two resize paths need differently until `align` succeeds.
 
     Each conflict recomputes the shared tensor for one of its consumers; the conflict
     then moves to its producers, and ends at fusion inputs, which are read from global
     memory wherever needed. Raises _ConflictError when a tensor cannot be recomputed.
+    `shared_inputs` receives what the successful alignment finds (see align), which the
+    scheduler would otherwise align the unchanged fusion again for.
     """
     limit = 4 * len(fusion.exprs()) + 8
     made_for: dict[TensorView, TensorView] = {}  # copy -> the consumer it was made for
@@ -451,7 +454,10 @@ def make_resizes_exclusive(fusion: Fusion, ref: TensorView, trace: Trace | None 
     maps = _Maps()
     for _ in range(limit):
         try:
-            align(fusion, ref, maps=maps)
+            found: set[TensorView] | None = None if shared_inputs is None else set()
+            align(fusion, ref, found, maps=maps)
+            if shared_inputs is not None and found:
+                shared_inputs |= found
             return
         except _ConflictError as c:
             if c.output is not None:
@@ -648,9 +654,8 @@ def _schedule_resize(fusion: Fusion, p: ResizeParams, trace: Trace | None) -> No
     # different resizes get a cache per reader.
     ref = reference_tensor(fusion)
     assert ref is not None
-    make_resizes_exclusive(fusion, ref, trace)
     shared: set[TensorView] = set()
-    align(fusion, ref, shared)
+    make_resizes_exclusive(fusion, ref, trace, shared)
     tools.cache_inputs(fusion, keep=lambda t: t in shared, trace=trace)
     for tv in [v for v in fusion.inputs if v in shared]:
         _private_caches(fusion, tv, trace)
