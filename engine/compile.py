@@ -404,7 +404,10 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
     original: Fusion = fd.fusion if hasattr(fd, "fusion") else fd
     options = options or Options()
     check_input_layouts(original, inputs)
-    cache_key = fusion_cache.key(fd, inputs, options)
+    # The definition's listing is both part of the cache key and the first stage's text
+    # (a clone keeps names, so it prints the same): printed once.
+    listing = str(original)
+    cache_key = fusion_cache.key(fd, inputs, options, listing if original is getattr(fd, "fusion", None) else None)
     cached = fusion_cache.get(cache_key)
     if cached is not None:
         return cached
@@ -416,7 +419,7 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
             # boundaries); the user's definition stays as written. Clones keep names.
             fusion, _ = original.clone()
             trace = Trace()
-            trace.stage("fusion_ir_original", str(fusion))
+            trace.stage("fusion_ir_original", listing)
             for note, rule in notes:
                 trace.event("segment", "fusion", note, rule=rule)
             try:

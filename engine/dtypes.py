@@ -26,29 +26,31 @@ class DataType(enum.Enum):
     # "no type given": nvFuser's python frontend default for optional dtypes
     Null = ("null", 0, "n")
 
+    # The properties read `_value_`, the member's value itself: `.value` is a Python-level
+    # descriptor in 3.11, and these are asked tens of thousands of times per compile.
     @property
     def cuda_name(self) -> str:
-        return self.value[0]
+        return self._value_[0]
 
     @property
     def bits(self) -> int:
-        return self.value[1]
+        return self._value_[1]
 
     @property
     def is_float(self) -> bool:
-        return self.value[2] == "f"
+        return self._value_[2] == "f"
 
     @property
     def is_integer(self) -> bool:
-        return self.value[2] in ("i", "x")
+        return self._value_[2] in ("i", "x")
 
     @property
     def is_bool(self) -> bool:
-        return self.value[2] == "b"
+        return self._value_[2] == "b"
 
     @property
     def is_complex(self) -> bool:
-        return self.value[2] == "c"
+        return self._value_[2] == "c"
 
     @property
     def is_low_precision_float(self) -> bool:

@@ -24,8 +24,9 @@ _SIZE = 64  # compiled fusions kept (least recently used dropped first)
 _cache: OrderedDict[tuple, Any] = OrderedDict()
 
 
-def key(fd: Any, inputs: Sequence[Any], options: Options) -> tuple | None:
-    """The cache key of compiling `fd` for `inputs`, or None when it is not cached."""
+def key(fd: Any, inputs: Sequence[Any], options: Options, listing: str | None = None) -> tuple | None:
+    """The cache key of compiling `fd` for `inputs`, or None when it is not cached.
+    `listing`: str(fd.fusion) when the caller has it already."""
     if not hasattr(fd, "recorded_calls"):
         return None
     from engine.frontend.pywrite import dumps_fusion
@@ -38,7 +39,7 @@ def key(fd: Any, inputs: Sequence[Any], options: Options) -> tuple | None:
 
     # The signature's sizes, strides, dtypes and alignment; and devices and scalar values.
     extra = tuple(x.device.type if isinstance(x, torch.Tensor) else repr(x) for x in inputs)
-    return text, str(fd.fusion), _signature(list(inputs)), extra, repr(options)
+    return text, str(fd.fusion) if listing is None else listing, _signature(list(inputs)), extra, repr(options)
 
 
 def get(k: tuple | None) -> Any:

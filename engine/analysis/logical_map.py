@@ -41,7 +41,8 @@ extents on both sides (e.g. vectorization); such pairs are then dropped.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 from engine.ir import exprs as ex
 from engine.ir.base import Expr
@@ -52,6 +53,7 @@ from engine.ir.scalar import same_scalar
 from engine.ir.tensorview import TensorView
 
 IdMap = dict[IterDomain, IterDomain]
+T = TypeVar("T")
 
 _POSITIONAL = (
     ex.UnaryOp, ex.BinaryOp, ex.TernaryOp, ex.ReductionOp, ex.WelfordOp, ex.ExpandOp,
@@ -195,8 +197,8 @@ def _expr_map(expr: Expr, role: int, producer: TensorView, consumer: TensorView)
     return {}
 
 
-# (fusion, maps) while pairwise_maps_frozen(fusion) holds (see there).
-_frozen: tuple[Fusion, dict[tuple[TensorView, TensorView, bool], IdMap]] | None = None
+# (fusion, maps, facts) while pairwise_maps_frozen(fusion) holds (see there).
+_frozen: tuple[Fusion, dict[tuple[TensorView, TensorView, bool], IdMap], dict[tuple[str, int], Any]] | None = None
 
 
 @contextlib.contextmanager
@@ -207,11 +209,28 @@ def pairwise_maps_frozen(fusion: Fusion) -> Iterator[None]:
     again and again (broadcast groups, inner dims, self mapping, alignment)."""
     global _frozen
     outer = _frozen
-    _frozen = (fusion, {})
+    _frozen = (fusion, {}, {})
     try:
         yield
     finally:
         _frozen = outer
+
+
+def frozen_fact(fusion: Fusion, name: str, compute: Callable[[Fusion], T]) -> T:
+    """compute(fusion), once per `name` while pairwise_maps_frozen(fusion) holds (and the
+    fusion's version with it): the schedulers' verdicts on one fusion share checks (the
+    resize and transpose schedulers both look for non-unique broadcasts and group inputs
+    and outputs by inner dim; every scheduler asks the registry's common rules). Callers
+    must not change what they get. Outside that scope, computed each time."""
+    frozen = _frozen
+    if frozen is None or frozen[0] is not fusion:
+        return compute(fusion)
+    key = (name, fusion.version)
+    facts = frozen[2]
+    if key in facts:
+        return facts[key]
+    got = facts[key] = compute(fusion)
+    return got
 
 
 def pairwise_logical_map(producer: TensorView, consumer: TensorView, *,

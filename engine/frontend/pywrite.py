@@ -42,6 +42,9 @@ class _Writer:
         self.counter = 0
         self.enums: set[str] = set()
         self.lines: list[str] = []
+        # The nameable enum classes, looked up once per file rather than per enum argument
+        # (the fusion cache writes every definition it is asked to compile).
+        self._namespaces: dict[str, type[enum.Enum]] | None = None
 
     def write(self, inputs: Sequence[Any] | None) -> str:
         assert self.fd is not None
@@ -112,7 +115,9 @@ class _Writer:
             v = from_torch(v)
         if isinstance(v, enum.Enum):
             cls_name = type(v).__name__
-            if enum_namespaces().get(cls_name) is not type(v):
+            if self._namespaces is None:
+                self._namespaces = enum_namespaces()
+            if self._namespaces.get(cls_name) is not type(v):
                 raise FusionFileError(f"cannot write {v!r}: {cls_name} is not nameable in a fusion file")
             self.enums.add(cls_name)
             return f"{cls_name}.{v.name}"

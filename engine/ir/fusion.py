@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from engine.dtypes import DataType
@@ -46,6 +46,7 @@ class Fusion:
         state = dict(self.__dict__)
         state["_exprs_cache"] = None
         state["_vals_cache"] = None
+        state.pop("ids_of", None)
         return state
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Fusion:
@@ -53,6 +54,12 @@ class Fusion:
         # (graph_copy), field by field as deepcopy would.
         new = object.__new__(type(self))
         memo[id(self)] = new
+        owner = self.__dict__.get("ids_of")
+        if owner is not None:
+            # A segmenter cut that shares the complete fusion's domains (segment.graph.
+            # shareable_domains): their ids name that fusion as theirs. The copy's ids are
+            # its own, as a copy of an unshared cut's would be.
+            memo.setdefault(id(owner), new)
         fields = new.__dict__
         for k, v in self.__getstate__().items():
             fields[k] = copy_value(v, memo)
@@ -150,22 +157,24 @@ class Fusion:
         return cache
 
     def _visit(self, val: Val, order: list[Expr], seen: set[int]) -> None:
-        # Iterative post-order so that long chains do not hit Python's recursion limit.
-        stack: list[tuple[Expr, int]] = []
+        # Iterative post-order so that long chains do not hit Python's recursion limit. Each
+        # level resumes an iterator over its expr's inputs (the order is recomputed after
+        # every edit of the graph, hundreds of times per compile).
         expr = val.definition
         if expr is None or id(expr) in seen:
             return
         seen.add(id(expr))
-        stack.append((expr, 0))
+        stack: list[tuple[Expr, Iterator[Val]]] = [(expr, iter(expr.inputs))]
         while stack:
-            expr, k = stack.pop()
-            if k < len(expr.inputs):
-                stack.append((expr, k + 1))
-                producer = expr.inputs[k].definition
+            expr, rest = stack[-1]
+            for v in rest:
+                producer = v.definition
                 if producer is not None and id(producer) not in seen:
                     seen.add(id(producer))
-                    stack.append((producer, 0))
+                    stack.append((producer, iter(producer.inputs)))
+                    break
             else:
+                stack.pop()
                 order.append(expr)
 
     def vals(self) -> list[Val]:
@@ -195,7 +204,10 @@ class Fusion:
         """The live exprs that read `val`, each once (an expr reading it twice, as
         lerp(a, a, w) does, is listed once in `uses` per operand)."""
         live = self._live()[2]
-        return list({id(e): e for e in val.uses if id(e) in live}.values())
+        uses = val.uses
+        if len(uses) < 2:  # most values: no dict needed to drop repeats (asked thousands of times)
+            return [e for e in uses if id(e) in live]
+        return list({id(e): e for e in uses if id(e) in live}.values())
 
     # ---- editing -----------------------------------------------------------------
     def remove_expr(self, expr: Expr) -> None:

@@ -55,18 +55,18 @@ class ParallelType(enum.Enum):
 
     @property
     def is_block_dim(self) -> bool:
-        return self.value.startswith("blockIdx")
+        return self._value_.startswith("blockIdx")
 
     @property
     def is_thread_dim(self) -> bool:
-        return self.value.startswith("threadIdx")
+        return self._value_.startswith("threadIdx")
 
     @property
     def is_device_dim(self) -> bool:
-        return self.value.startswith("deviceIdx")
+        return self._value_.startswith("deviceIdx")
 
     def __str__(self) -> str:
-        return self.value
+        return self._value_  # these read `_value_`: `.value` is a slower descriptor
 
 
 class IterDomain:
@@ -157,7 +157,8 @@ class IterDomain:
         if self.expanded_extent is not None:
             extent = f"{extent} ex {self.expanded_extent.inline()}"
         rf = "rf" if self.is_rfactor else ""
-        return f"{self.iter_type.value}{self.parallel_type.value}{self.name}{{{extent}}}{rf}"
+        # `_value_` rather than the `.value` descriptor: every listing prints every id.
+        return f"{self.iter_type._value_}{self.parallel_type._value_}{self.name}{{{extent}}}{rf}"
 
     def __repr__(self) -> str:
         return f"<IterDomain {self}>"

@@ -248,30 +248,44 @@ def propagate_max_info(reference: TensorView, selected: list[TensorView] | None 
     # The reference's broadcast axes count once they reach a real axis (a split of mean's
     # keepdim axis reaches the rows through x - mean, not through the reduction's broadcast).
     info: dict[TensorView, set] = {reference: set(reference.domain.logical)}
+    # The edges out of each tree tensor with the ids each would carry, found once when the
+    # tensor joins the tree: replaying an edge changes loop domains only, never the graph,
+    # a logical or root domain, or a tree tensor's info (each round used to map every edge
+    # of the tree again: quadratic in the tensors).
+    edges: dict[TensorView, list[tuple[TensorView, bool, set]]] = {}
+
+    def out_edges(src: TensorView) -> list[tuple[TensorView, bool, set]]:
+        found = edges.get(src)
+        if found is None:
+            found = edges[src] = []
+            consumers = consumers_of(src)
+            for dst in [*consumers, *producers_of(src)]:
+                if allowed is not None and dst not in allowed:
+                    continue
+                is_consumer = dst in consumers
+                if is_consumer:
+                    m = logical_map(src, dst)
+                else:
+                    m = {c: q for q, c in logical_map(dst, src).items()}
+                found.append((dst, is_consumer, {m[i] for i in info[src] if i in m and not m[i].is_broadcast}))
+        return found
+
     with transaction(fusion.tensors()):  # type: ignore[arg-type]
         while True:
-            best: tuple[int, int, TensorView, TensorView, set] | None = None
-            order = 0
+            best: tuple[int, TensorView, TensorView, bool, set] | None = None
             for src in list(info):
-                for dst in [*consumers_of(src), *producers_of(src)]:
-                    if dst in info or (allowed is not None and dst not in allowed):
-                        continue
-                    if dst in consumers_of(src):
-                        m = logical_map(src, dst)
-                    else:
-                        m = {c: q for q, c in logical_map(dst, src).items()}
-                    carried = {m[i] for i in info[src] if i in m and not m[i].is_broadcast}
-                    order += 1
-                    if best is None or len(carried) > best[0]:
-                        best = (len(carried), order, src, dst, carried)
+                for dst, is_consumer, carried in out_edges(src):
+                    # The first edge (in tree order, then neighbour order) carrying the most.
+                    if dst not in info and (best is None or len(carried) > best[0]):
+                        best = (len(carried), src, dst, is_consumer, carried)
             if best is None:
                 return
-            _, _, src, dst, carried = best
+            _, src, dst, is_consumer, carried = best
             dst._require_not_inlined(op)
             replay_edge(src, dst)
             info[dst] = carried
             if parallel:
-                if dst in consumers_of(src):
+                if is_consumer:
                     lm = loop_map(src, dst)
                 else:
                     lm = {c: q for q, c in loop_map(dst, src).items()}

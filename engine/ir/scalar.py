@@ -107,8 +107,11 @@ class Scalar(Val):
     # ---- printing ----------------------------------------------------------
     def inline(self) -> str:
         """nvFuser's toInlineString: `4096`, `i0`, `( i0 * i2 )`, `( ceilDiv(i0, 4) )`."""
-        if self.value is not None:
-            return format_number(self.value)
+        value = self.value
+        if type(value) is int:  # most extents: format_number's answer without the call
+            return str(value)
+        if value is not None:
+            return format_number(value)
         if self.op is None:
             return f"{_symbol_prefix(self.dtype)}{self.name}"
         if len(self.operands) == 1:

@@ -595,7 +595,7 @@ class TensorView(Val):
 
     # ---- printing ----------------------------------------------------------
     def __str__(self) -> str:
-        s = f"T{self.name}_{self.memory_type.value}_{self.dtype.cuda_name}{self.domain}"
+        s = f"T{self.name}_{self.memory_type._value_}_{self.dtype.cuda_name}{self.domain}"
         if self.compute_at_pos > 0:
             s += f" ca_pos( {self.compute_at_pos} )"
         if self.max_producer_pos > 0:

@@ -29,7 +29,7 @@ class SchedulerType(enum.Enum):
     inner_outer_persistent = "inner_outer_persistent"
 
     def __str__(self) -> str:
-        return self.value
+        return self._value_  # `.value` is a slower descriptor; every merge event prints these
 
 
 PRIORITY: list[SchedulerType] = list(SchedulerType)

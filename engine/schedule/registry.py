@@ -11,6 +11,7 @@ import importlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from engine.analysis.logical_map import frozen_fact
 from engine.schedule import tools
 from engine.schedule.base import PRIORITY, Scheduler, SchedulerType, Verdict
 
@@ -104,9 +105,11 @@ def compile_time_reason(kind: SchedulerType, fusion: Fusion) -> str | None:
     # Rules that hold for every scheduler come first, as in nvFuser's checkCanSchedule:
     # the layout op's runtime function needs its offsets and output in global memory,
     # which no scheduler (not even expr_eval, which cannot run it) can change.
-    reason = tools.layout_op_buffer_reason(fusion)
+    # These rules read the fusion alone: each is found once per verdict on it (see
+    # frozen_fact), not once per scheduler asked.
+    reason = frozen_fact(fusion, "layout_op_buffer", tools.layout_op_buffer_reason)
     if reason is None and kind in _KERNEL_SCHEDULERS:
-        reason = tools.aten_only_reason(fusion) or _self_mapping(fusion)
+        reason = frozen_fact(fusion, "aten_only", tools.aten_only_reason) or _self_mapping(fusion)
     if reason is None:
         reason = _SCHEDULERS[kind].reject_compile_time(fusion)
     return reason

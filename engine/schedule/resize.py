@@ -208,16 +208,22 @@ def _same_chain(a: tuple[Resize, ...], b: tuple[Resize, ...]) -> bool:
 
 
 class _Maps:
-    """The pairwise maps of one fusion while it does not change, each computed once:
-    alignment walks every edge from both ends, and some twice."""
+    """The pairwise maps of one fusion while no domain and no op changes, each computed
+    once: alignment walks every edge from both ends, and some twice.
+
+    An edge's map depends on the consumer's definition (its op, and where the producer
+    sits among its tensor operands) and the two tensors' domains. make_resizes_exclusive
+    keeps one _Maps over its attempts: its edits add tensors and swap an op's operand for
+    a copy, which leaves the remaining edges' ops, operand positions and domains as they
+    were; the definition is part of the key all the same."""
 
     def __init__(self) -> None:
-        self._forward: dict[tuple[TensorView, TensorView], dict[IterDomain, IterDomain]] = {}
-        self._inverse: dict[tuple[TensorView, TensorView], dict[IterDomain, IterDomain]] = {}
+        self._forward: dict[tuple[TensorView, TensorView, ex.Expr | None], dict[IterDomain, IterDomain]] = {}
+        self._inverse: dict[tuple[TensorView, TensorView, ex.Expr | None], dict[IterDomain, IterDomain]] = {}
 
     def forward(self, producer: TensorView, consumer: TensorView) -> dict[IterDomain, IterDomain]:
         """Producer logical id -> consumer root id (callers only read it)."""
-        key = (producer, consumer)
+        key = (producer, consumer, consumer.definition)
         m = self._forward.get(key)
         if m is None:
             m = self._forward[key] = pairwise_logical_map(producer, consumer)
@@ -225,7 +231,7 @@ class _Maps:
 
     def inverse(self, producer: TensorView, consumer: TensorView) -> dict[IterDomain, IterDomain]:
         """Consumer root id -> producer logical id."""
-        key = (producer, consumer)
+        key = (producer, consumer, consumer.definition)
         m = self._inverse.get(key)
         if m is None:
             m = self._inverse[key] = {c: p for p, c in self.forward(producer, consumer).items()}
@@ -274,14 +280,17 @@ def _same_alignment(a: Alignment, b: Alignment) -> bool:
 
 
 def align(fusion: Fusion, ref: TensorView,
-          shared_inputs: set[TensorView] | None = None) -> dict[TensorView, Alignment]:
+          shared_inputs: set[TensorView] | None = None,
+          maps: _Maps | None = None) -> dict[TensorView, Alignment]:
     """Every tensor's alignment with `ref`; raises _ConflictError when one is ambiguous.
 
     Fusion inputs that consumers need under different alignments are added to
     `shared_inputs`: a cache of such an input would be a conflicted tensor, so the
-    scheduler reads them from global memory directly.
+    scheduler reads them from global memory directly. `maps`: pairwise maps kept from
+    an earlier alignment of the fusion (see _Maps for when they still hold).
     """
-    maps = _Maps()  # alignment only reads the fusion
+    if maps is None:
+        maps = _Maps()  # alignment only reads the fusion
     ref_ids = [i for i in ref.domain.logical if not i.is_reduction]
     result: dict[TensorView, Alignment] = {ref: {k: (i, ()) for k, i in enumerate(ref_ids)}}
     inputs = set(id(v) for v in fusion.inputs)
@@ -427,19 +436,28 @@ def _privatize_producers(fusion: Fusion, tv: TensorView) -> bool:
     return True
 
 
-def make_resizes_exclusive(fusion: Fusion, ref: TensorView, trace: Trace | None = None) -> None:
+def make_resizes_exclusive(fusion: Fusion, ref: TensorView, trace: Trace | None = None,
+                           shared_inputs: set[TensorView] | None = None) -> None:
     """Recompute tensors that two resize paths need differently until `align` succeeds.
 
     Each conflict recomputes the shared tensor for one of its consumers; the conflict
     then moves to its producers, and ends at fusion inputs, which are read from global
     memory wherever needed. Raises _ConflictError when a tensor cannot be recomputed.
+    `shared_inputs` receives what the successful alignment finds (see align), which the
+    scheduler would otherwise align the unchanged fusion again for.
     """
     limit = 4 * len(fusion.exprs()) + 8
     made_for: dict[TensorView, TensorView] = {}  # copy -> the consumer it was made for
     privatized: set[TensorView] = set()
+    # Each attempt aligns the whole fusion again; the edges a recompute leaves alone keep
+    # their maps (see _Maps).
+    maps = _Maps()
     for _ in range(limit):
         try:
-            align(fusion, ref)
+            found: set[TensorView] | None = None if shared_inputs is None else set()
+            align(fusion, ref, found, maps=maps)
+            if shared_inputs is not None and found:
+                shared_inputs |= found
             return
         except _ConflictError as c:
             if c.output is not None:
@@ -636,9 +654,8 @@ def _schedule_resize(fusion: Fusion, p: ResizeParams, trace: Trace | None) -> No
     # different resizes get a cache per reader.
     ref = reference_tensor(fusion)
     assert ref is not None
-    make_resizes_exclusive(fusion, ref, trace)
     shared: set[TensorView] = set()
-    align(fusion, ref, shared)
+    make_resizes_exclusive(fusion, ref, trace, shared)
     tools.cache_inputs(fusion, keep=lambda t: t in shared, trace=trace)
     for tv in [v for v in fusion.inputs if v in shared]:
         _private_caches(fusion, tv, trace)

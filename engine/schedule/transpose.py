@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from engine.analysis.logical_map import consumers_of, pairwise_logical_map, producers_of
+from engine.analysis.logical_map import consumers_of, frozen_fact, pairwise_logical_map, producers_of
 from engine.ir import exprs as ex
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain, Merge, ParallelType, Resize, Split, SwizzleType
@@ -172,7 +172,11 @@ def has_non_unique_broadcast(fusion: Fusion) -> bool:
     different sizes (not exact-mapped to each other), so that no single loop can
     stand for it. Exact classes here: producer-consumer maps without broadcast
     pairs; a broadcast class collects the exact classes of the concrete axes its
-    members meet across an op."""
+    members meet across an op. Once per verdict (the resize scheduler asks too)."""
+    return frozen_fact(fusion, "non_unique_broadcast", _has_non_unique_broadcast)
+
+
+def _has_non_unique_broadcast(fusion: Fusion) -> bool:
     exact = _UnionFind()
     pairs: list[tuple[IterDomain, IterDomain]] = []
     for tv in _tensors(fusion):
@@ -210,7 +214,13 @@ def io_tensors(fusion: Fusion) -> list[TensorView]:
 
 
 def group_inputs_outputs_by_inner_dim(fusion: Fusion) -> list[list[TensorView]]:
-    """nvFuser's groupInputsOutputsByInnerDim; [] when some tensor has no innermost dim."""
+    """nvFuser's groupInputsOutputsByInnerDim; [] when some tensor has no innermost dim.
+    Once per verdict (the resize scheduler asks too); the lists are the caller's own."""
+    groups = frozen_fact(fusion, "inner_dim_groups", _group_inputs_outputs_by_inner_dim)
+    return [list(g) for g in groups]
+
+
+def _group_inputs_outputs_by_inner_dim(fusion: Fusion) -> list[list[TensorView]]:
     uf = inner_dim_map(fusion)
     groups: dict[IterDomain, list[TensorView]] = {}
     for tv in io_tensors(fusion):

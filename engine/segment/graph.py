@@ -8,7 +8,7 @@ while segmenting and what the compile pipeline schedules, lowers and runs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -111,11 +111,16 @@ class Sizes:
 
 # ---- cutting a group out of the complete fusion -------------------------------------------
 
-def referenced_symbols(exprs: Sequence[Expr], inputs: Sequence[TensorView]) -> list[Scalar]:
+def referenced_symbols(exprs: Sequence[Expr], inputs: Sequence[TensorView],
+                       memo: dict[object, tuple[Scalar, ...]] | None = None) -> list[Scalar]:
     """Free scalars a group needs that its tensor inputs do not bind: symbols in the
     extents of tensors it computes and in its exprs' scalar operands and attributes
     (slice ranges, pad widths, expand and full shapes). nvFuser passes these to a segment
-    as scalar inputs (SegmentedGroup::finalize)."""
+    as scalar inputs (SegmentedGroup::finalize).
+
+    `memo` keeps, per tensor and per expr, the non-constant scalars found in its extents
+    or attributes, for a caller that asks about many groups of one fusion whose domains
+    and attributes do not change meanwhile (the segmenter: every candidate group)."""
     bound: set[Scalar] = set()
     for tv in inputs:
         for i in tv.domain.logical:
@@ -143,6 +148,26 @@ def referenced_symbols(exprs: Sequence[Expr], inputs: Sequence[TensorView]) -> l
             for y in x.values():
                 walk(y)
 
+    def tv_symbols(tv: TensorView) -> None:
+        if memo is None:
+            _tv_symbols(tv, add)
+            return
+        got = memo.get(tv)
+        if got is None:
+            got = memo[tv] = tuple(_tv_scalars(tv))
+        for x in got:
+            add(x)
+
+    def attribute_symbols(e: Expr) -> None:
+        if memo is None:
+            walk(e.attributes)
+            return
+        got = memo.get(e)
+        if got is None:
+            got = memo[e] = tuple(x for x in _attribute_scalars(e.attributes) if x.value is None)
+        for x in got:
+            add(x)
+
     input_set = set(inputs)
     # Tensors whose extents were added already (a tensor is an output of one expr and
     # may be an input of several).
@@ -161,23 +186,80 @@ def referenced_symbols(exprs: Sequence[Expr], inputs: Sequence[TensorView]) -> l
                 add(v)
             elif isinstance(v, TensorView) and v not in input_set and v not in seen:
                 seen.add(v)
-                _tv_symbols(v, add)
+                tv_symbols(v)
         for v in e.outputs:
             if isinstance(v, TensorView) and v not in seen:
                 seen.add(v)
-                _tv_symbols(v, add)
-        walk(e.attributes)
+                tv_symbols(v)
+        attribute_symbols(e)
     return sorted(found, key=lambda s: s.name if s.name is not None else -1)
 
 
 def _tv_symbols(tv: TensorView, add: Any) -> None:
+    for x in _tv_scalars(tv):
+        add(x)
+
+
+def _tv_scalars(tv: TensorView) -> Iterator[Scalar]:
+    """The non-constant extents of tv's ids, in the order referenced_symbols adds them."""
     dom = tv.domain
     ids = [*dom.maybe_root, *dom.logical, *dom.loop, *(dom.allocation or [])]
     for i in ids:
         if i.extent.value is None:  # constants (most extents at static sizes) add nothing
-            add(i.extent)
-        if i.expanded_extent is not None:
-            add(i.expanded_extent)
+            yield i.extent
+        if i.expanded_extent is not None and i.expanded_extent.value is None:
+            yield i.expanded_extent
+
+
+def _attribute_scalars(x: Any) -> Iterator[Scalar]:
+    """The scalars among an expr's attributes, in the order referenced_symbols walks them."""
+    if isinstance(x, Scalar):
+        yield x
+    elif isinstance(x, (list, tuple)):
+        for y in x:
+            yield from _attribute_scalars(y)
+    elif isinstance(x, dict):
+        for y in x.values():
+            yield from _attribute_scalars(y)
+
+
+def shareable_domains(exprs: Sequence[Expr], inputs: Sequence[Val]) -> dict[int, Any]:
+    """The domains (and their ids) of the tensors `exprs` compute, by id, for a cut that only
+    reads them (cut_fusion's `memo`): most of a cut's copy is these ids, their transforms
+    and extents. A domain that holds an id of an input's domain is left out: cut_fusion
+    edits the inputs' copies. Only for a fusion without free symbols (see
+    _Finder._static): the inputs' extents are copies, which symbols must not be."""
+    input_ids: set[int] = set()
+    for v in inputs:
+        if isinstance(v, TensorView):
+            d = v.domain
+            input_ids.update(id(i) for i in (*d.maybe_root, *d.logical, *d.loop, *(d.allocation or ())))
+    shared: dict[int, Any] = {}
+    for e in exprs:
+        for v in e.outputs:
+            if not isinstance(v, TensorView) or id(v.domain) in shared:
+                continue
+            d = v.domain
+            ids = (*d.maybe_root, *d.logical, *d.loop, *(d.allocation or ()))
+            if any(id(i) in input_ids for i in ids):
+                continue
+            shared[id(d)] = d
+            for i in ids:
+                shared[id(i)] = i
+    return shared
+
+
+def unshare(sub: Fusion, memo: dict[int, Any], shared: dict[int, Any]) -> None:
+    """Give a cut made with `shared` domains (and `memo`, the copy's memo) its own copies of
+    them, the ones cut_fusion makes without sharing: before it is scheduled, which edits
+    domains. The copies continue the same memo, so extents and transforms the cut copied
+    already are the ones its domains use, as in one copy."""
+    for k in shared:
+        del memo[k]
+    for v in sub.all_vals:
+        if isinstance(v, TensorView) and id(v.domain) in shared:
+            v.domain = copy_value(v.domain, memo)
+    sub.__dict__.pop("ids_of", None)
 
 
 def cut_fusion(
@@ -185,6 +267,7 @@ def cut_fusion(
     exprs: Sequence[Expr],
     inputs: Sequence[Val],
     outputs: Sequence[Val],
+    memo: dict[int, Any] | None = None,
 ) -> tuple[Fusion, dict[Val, Val]]:
     """A standalone Fusion of `exprs` with `inputs` as its inputs and `outputs` as its
     outputs (all in global memory), and the map from the complete fusion's vals to it.
@@ -194,11 +277,20 @@ def cut_fusion(
     uses that leave the group. Inputs produced by reshape/resize get their logical domain
     as a plain root (nvFuser's convertInputRfactorsToRoots), since the transforms that
     made it happened in another segment.
+
+    `memo`: the deep copy's memo to start from and fill. Objects it maps to themselves are
+    shared with the complete fusion, not copied (shareable_domains); their ids then name
+    the complete fusion as theirs, which the cut records as `ids_of` (see
+    Fusion.__deepcopy__); unshare gives the cut its own copies.
     """
     keep = {id(e) for e in exprs}
     shell = Fusion()
     shell._counters = dict(complete._counters)
-    memo: dict[int, Any] = {id(complete): shell}
+    if memo is None:
+        memo = {}
+    elif memo:
+        shell.ids_of = complete  # type: ignore[attr-defined]
+    memo[id(complete)] = shell
     for e in complete.all_exprs:
         if id(e) not in keep:
             memo[id(e)] = None

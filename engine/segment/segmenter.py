@@ -31,6 +31,7 @@ from engine.errors import NoSchedulerError, ScheduleError
 from engine.ir import exprs as ex
 from engine.ir.base import Expr, FusionGuard, Val
 from engine.ir.fusion import Fusion
+from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
 from engine.runtime.device import current
 from engine.schedule import registry, tools
@@ -47,6 +48,8 @@ from engine.segment.graph import (
     cut_fusion,
     mark_global,
     referenced_symbols,
+    shareable_domains,
+    unshare,
 )
 from engine.segment.refusals import Refusals
 from engine.trace import Trace
@@ -92,6 +95,10 @@ class _Asked:
     version: int
     verdicts: list[Verdict] = field(default_factory=list)
     reasons: dict[SchedulerType, str | None] = field(default_factory=dict)
+    # Domains the cut shares with the complete fusion (by id) and the copy's memo, which
+    # unshare continues before the cut becomes a segment (see graph.shareable_domains).
+    shared: dict[int, Any] = field(default_factory=dict)
+    memo: dict[int, Any] = field(default_factory=dict)
 
 
 class _Group:
@@ -112,6 +119,18 @@ class _Group:
         if self.val is not None:
             return f"input {getattr(self.val, 'short_name', '?')}"
         return "g{" + ", ".join(str(n) for n in sorted(e.name for e in self.exprs)) + "}"
+
+
+def _no_free_symbols(fusion: Fusion) -> bool:
+    for v in fusion.all_vals:
+        if isinstance(v, Scalar) and v.value is None:
+            return False
+        if isinstance(v, TensorView):
+            d = v.domain
+            for i in (*d.maybe_root, *d.logical, *d.loop, *(d.allocation or ())):
+                if i.extent.value is None or (i.expanded_extent is not None and i.expanded_extent.value is None):
+                    return False
+    return True
 
 
 def _is_segment_set(e: Expr) -> bool:
@@ -156,6 +175,10 @@ class _Finder:
         self.trace = trace
         self.boundary, self.forced = boundary_vals(fusion, trace)
         self.cache: dict[frozenset[int], _Asked] = {}
+        # Non-constant scalars of each tensor's extents and each expr's attributes, for
+        # referenced_symbols: segmenting never changes a domain or an attribute (only
+        # operands, privatized copies and memory types), and every candidate group asks.
+        self._symbols: dict[object, tuple[Scalar, ...]] = {}
         self.forwarding = Forwarding()
         self.privatized: dict[Expr, list[Expr]] = {}
         self._groups: list[_Group] = []
@@ -166,13 +189,15 @@ class _Finder:
         self.refusals = Refusals()
         # (fusion version, whether its exact classes keep every tensor's axes apart)
         self._apart: tuple[int, bool] | None = None
+        # (fusion version, whether it has no free symbol): see _static
+        self._static_at: tuple[int, bool] | None = None
 
     def release_trials(self) -> None:
         """Free the candidate fusions now that segmentation is over: the compile pauses the
         cycle collector, whose first pass after it would otherwise walk every one of these
         (cyclic) graphs; nothing reads them any more (verdicts and trace events are text)."""
         for asked in self.cache.values():
-            asked.sub.release()
+            asked.sub.release(shared=asked.shared.values())
         self.cache.clear()
 
     # ---- trace helpers -------------------------------------------------------------------
@@ -236,13 +261,27 @@ class _Finder:
 
     def _cut(self, core: Sequence[Expr]) -> _Asked:
         eff, ins, outs = self._group_io(core)
-        scalars = referenced_symbols(eff, ins)
-        sub, val_map = cut_fusion(self.fusion, eff, [*ins, *scalars], outs)
+        scalars = referenced_symbols(eff, ins, self._symbols)
+        # The verdicts only read the cut: in a fusion without free symbols it shares the
+        # domains of the tensors it computes instead of copying them (most of a copy).
+        shared = shareable_domains(eff, ins) if self._static() else {}
+        memo = dict(shared)
+        sub, val_map = cut_fusion(self.fusion, eff, [*ins, *scalars], outs, memo)
         if not tools.has_reshape_history(sub) and self._exact_classes_apart():
             registry.note_no_self_mapping(sub)
         args = [self.sizes.tensor(t) for t in ins] + [self.sizes.value(s) for s in scalars]
         return _Asked(sub, val_map, SchedulerRuntimeInfo(sub, args, current(self.options.device_model)),
-                      self.fusion.version)
+                      self.fusion.version, shared=shared, memo=memo if shared else {})
+
+    def _static(self) -> bool:
+        """Whether the fusion, as it is now, has no free symbol: no symbolic extent and no
+        scalar input. Then a cut that shares domains (whose extents are the complete
+        fusion's) and copies its inputs' (whose extents are copies) compares and evaluates
+        every extent by its value, as one copy would."""
+        version = self.fusion.version
+        if self._static_at is None or self._static_at[0] != version:
+            self._static_at = (version, _no_free_symbols(self.fusion))
+        return self._static_at[1]
 
     def _exact_classes_apart(self) -> bool:
         """Whether the fusion, as it is now, has no two axes of one tensor in one exact
@@ -263,6 +302,8 @@ class _Finder:
                 or asked.sub._counters != self.fusion._counters):
             return None
         del self.cache[key]
+        if asked.shared:
+            unshare(asked.sub, asked.memo, asked.shared)  # it is about to be scheduled
         mark_global([c for v, c in asked.val_map.items() if v in boundary])  # type: ignore[misc]
         return asked.sub, asked.val_map
 
@@ -813,7 +854,7 @@ class _Finder:
             fwd = [e for e in eff if e not in set(core)]
             sg = SegmentedGroup(
                 id=k, scheduler=str(first), exprs=eff, inputs=ins, outputs=list(outs), complete=fusion,
-                scalar_inputs=referenced_symbols(eff, ins), forwarded_exprs=fwd, verdicts=verdicts,
+                scalar_inputs=referenced_symbols(eff, ins, self._symbols), forwarded_exprs=fwd, verdicts=verdicts,
                 compile_reasons=self._known_reasons(core),
             )
             groups.append(sg)
