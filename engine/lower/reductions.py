@@ -124,10 +124,29 @@ def check_no_broadcast_loop(low: ExprLowering, out: TensorView, loops: list[Loop
             )
 
 
+def check_reduction_loops(low: ExprLowering, out: TensorView, loops: list[LoopNode]) -> None:
+    """Refuse a reduction axis that runs in a loop bound to threads or blocks it is not itself
+    bound to: each thread (block) then runs one iteration, and the serial accumulation sums
+    only its own part. (Fuzz schedule 54-1189: a sum inlined into a consumer's threadIdx.x
+    loop wrote each thread's one element as the total.)"""
+    for k, node in enumerate(loops):
+        if k >= out.nloop:
+            continue  # a thread-bound level emits no loop (virtual) and counts all the same
+        own, pt = out.axis(k), node.concrete.parallel_type
+        if (own.is_reduction and own.parallel_type != pt and (pt.is_thread_dim or pt.is_block_dim)
+                and low.ext.of(node.concrete) > 1):
+            raise CompileError(
+                f"{out.short_name}: its reduction axis {own} runs in a loop bound to {pt} (by "
+                f"{node.concrete}), so each thread would sum only its own elements; parallelize "
+                f"{own} as {pt} too (a block or grid reduction), or do not inline {out.short_name} there"
+            )
+
+
 def lower_reduction(low: ExprLowering, expr: ex.ReductionOp, loops: list[LoopNode],
                     c_index: dict[IterDomain, Ix], preds: list[str]) -> list[kir.Stmt]:
     out, inp = expr.output, expr.input
     check_no_broadcast_loop(low, out, loops)
+    check_reduction_loops(low, out, loops)
     dt = _compute(out.dtype)
     acc = Accumulator(low, out, f"{out.short_name}_acc", dt, loops, c_index)
     init = ops_table.literal(expr.init, dt)
@@ -326,6 +345,7 @@ def lower_welford(low: ExprLowering, expr: ex.WelfordOp, loops: list[LoopNode],
                   c_index: dict[IterDomain, Ix], preds: list[str]) -> list[kir.Stmt]:
     avg, var, n = expr.outputs
     check_no_broadcast_loop(low, avg, loops)
+    check_reduction_loops(low, avg, loops)
     dt = _compute(avg.dtype)
     # One level for the three accumulators: they are combined and written back together
     # (siblings are never inlined, so their buffers are all at the top level).
