@@ -537,9 +537,12 @@ def _swizzle_fits(t1: int, t2: int, v1: int, v2: int) -> bool:
 
 def _swizzled(s: TensorView, p: TransposeParams) -> bool:
     """Whether to swizzle shared tile `s`: asked for (and still fitting the tile after
-    heuristic overrides), and its rows start on one bank."""
+    heuristic overrides), its rows start on one bank, and both tile axes are iteration
+    axes. A tile axis of an expanded input (stride 0, say a [N, 1 ex H] statistic read
+    against [N, H]) is a broadcast: its rows are one element, nothing to spread."""
     return p.swizzle and _swizzle_fits(p.tile_size1, p.tile_size2, p.vectorize_factor1, p.vectorize_factor2) \
-        and (p.tile_size2 * s.dtype.bits // 8) % BANK_ROW_BYTES == 0
+        and (p.tile_size2 * s.dtype.bits // 8) % BANK_ROW_BYTES == 0 \
+        and not any(s.axis(k).is_broadcast for k in (-2, -1))
 
 
 def _l2_prefetch(groups: list[list[TensorView]], t1: int, t2: int, fusion: Fusion) -> tuple[str, ...]:

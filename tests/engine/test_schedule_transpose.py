@@ -385,3 +385,30 @@ def test_inputs_read_in_short_tile_rows_prefetch_into_l2():
         pytest.skip("g++ is needed to emulate kernels")
     for o, r in zip(cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs)):
         assert torch.equal(o, r)
+
+
+def test_an_expanded_input_tile_is_not_swizzled():
+    """An input expanded along the other group's inner dim ([M, K, 1 ex N] against
+    [M, K, N], as a LayerNorm backward reads its statistics) lands in shared memory with a
+    broadcast tile axis: no Xor swizzle for it (it used to raise 'only iteration axes
+    swizzle'), and the kernel still matches."""
+    import shutil
+
+    import pytest
+
+    from engine import compile_fusion
+    from engine.reference import evaluate
+
+    if shutil.which("g++") is None:
+        pytest.skip("g++ is needed to emulate kernels")
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, True, True], dtype=DataType.Float)
+        b = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, True, None], dtype=DataType.Float)
+        fd.add_output(fd.ops.mul(b, a))
+    g = torch.Generator().manual_seed(0)
+    xs = [torch.randn(288, 8, 128, generator=g), torch.randn(288, 8, 1, generator=g).expand(288, 8, 128)]
+    assert transpose_verdict(fd, xs).accepted
+    cf = compile_fusion(fd, xs)
+    assert [s.scheduler for s in cf.segments] == ["transpose"]
+    for o, r in zip(cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs)):
+        assert torch.equal(o, r)
