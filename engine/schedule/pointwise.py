@@ -318,29 +318,6 @@ def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def _dims_present(fusion: Fusion, ref: TensorView, io: list[TensorView],
-                  broadcasts: bool = False) -> dict[TensorView, set[int]]:
-    """For each input/output, the reference logical positions it has a concrete axis for
-    (reached through logical maps without broadcast-to-concrete pairs); with `broadcasts`,
-    those it has any axis for, a broadcast of its own logical domain included."""
-    ref_ids = [i for i in ref.domain.logical if not i.is_reduction]
-    maps: dict[TensorView, dict[int, IterDomain]] = {
-        ref: {k: i for k, i in enumerate(ref_ids) if broadcasts or not i.is_broadcast}}
-    queue = [ref]
-    while queue:
-        src = queue.pop(0)
-        for nb in [*consumers_of(src), *producers_of(src)]:
-            if nb in maps:
-                continue
-            if nb in consumers_of(src):
-                m = logical_map(src, nb, map_broadcast=broadcasts)
-            else:
-                m = {c: p for p, c in logical_map(nb, src, map_broadcast=broadcasts).items()}
-            maps[nb] = {k: m[i] for k, i in maps[src].items() if i in m and (broadcasts or not m[i].is_broadcast)}
-            queue.append(nb)
-    return {tv: set(maps.get(tv, {})) for tv in io}
-
-
 def uncacheable_inputs(fusion: Fusion, ref: TensorView, bp: int, vectorized: Collection[str]) -> list[TensorView]:
     """Inputs whose cache a schedule broken at `bp` (0: 1-D) could not index; their
     consumers read them from global memory instead, indexed from their own loops.
@@ -359,8 +336,8 @@ def uncacheable_inputs(fusion: Fusion, ref: TensorView, bp: int, vectorized: Col
     inputs whose caches are to be vectorized."""
     n = len([i for i in ref.domain.logical if not i.is_reduction])
     inputs = [t for t in fusion.inputs if isinstance(t, TensorView) and fusion.uses_of(t)]
-    reached = _dims_present(fusion, ref, inputs, broadcasts=True)
-    present = _dims_present(fusion, ref, inputs)
+    reached = tools.dims_present(ref, inputs, broadcasts=True)
+    present = tools.dims_present(ref, inputs)
     right = set(range(bp, n))
 
     def unaligned(t: TensorView) -> bool:
@@ -537,7 +514,7 @@ class PointwiseScheduler(Scheduler):
             # direction (engine.analysis.replay.linear_id), so every tensor shares it.
             lines.append("reshape in the fusion: 1-D schedule")
             return none
-        present = _dims_present(fusion, ref, io)
+        present = tools.dims_present(ref, io)
         dtype_sum = sum(_bytes(t) for t in io)
         transfer_1d = 1
         for e in elems:
