@@ -588,14 +588,14 @@ def schedule_pointwise(fusion: Fusion, params: PointwiseParams, trace: Trace | N
 
     vectorized = params.vectorized_tensors if params.vectorization_factor > 1 else ()
     uncached = [] if params.block_size else uncacheable_inputs(fusion, ref0, params.break_point, vectorized)
-    for tv in uncached:
-        _event(trace, tv.short_name, "input not cached: broadcast along the reference's inner axes, its "
-               "cache could not be indexed (see uncacheable_inputs); its consumers read it from global memory")
+    why = ("it lacks some of the reference's inner axes, and its cache could not be indexed "
+           "(see uncacheable_inputs); its consumers read it from global memory")
 
     def kept(tv: TensorView) -> bool:
-        return tv in keep or tv in uncached
+        return tv in keep
 
-    input_caches = {c.definition.input: c for c in tools.cache_inputs(fusion, kept, trace)
+    input_caches = {c.definition.input: c
+                    for c in tools.cache_inputs(fusion, kept, trace, dict.fromkeys(uncached, why))
                     if c.definition is not None}
     tools.cache_and_fork_outputs(fusion, kept, trace)
     _event(trace, "pointwise", "cached inputs " + ", ".join(

@@ -4,7 +4,7 @@ reads as a list, and a user can do the same by hand with `fd.sched`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from engine.errors import ScheduleError
 from engine.ir import exprs as ex
@@ -334,12 +334,14 @@ def read_by_resize(fusion: Fusion, tv: TensorView) -> bool:
     return any(isinstance(e, (ex.SliceOp, ex.PadOp)) for e in fusion.uses_of(tv))
 
 
-def cache_inputs(fusion: Fusion, keep: Keep = _never, trace: Trace | None = None) -> list[TensorView]:
+def cache_inputs(fusion: Fusion, keep: Keep = _never, trace: Trace | None = None,
+                 unindexable: Mapping[TensorView, str] | None = None) -> list[TensorView]:
     """`cache_after` every tensor input that has uses; returns the caches.
 
     An input that cannot be cached (kept by `keep` or global-only, read by a slice or
-    pad, or refused by the primitive, e.g. read by a cat) is read from global memory
-    directly; the trace says why. Without this a cache of a padded input would keep
+    pad, one in `unindexable`, whose cache the scheduler's loops could not index, with
+    why, or refused by the primitive, e.g. read by a cat) is read from global memory
+    directly; the trace says why, once. Without this a cache of a padded input would keep
     the unpadded loop domain, which transform propagation from the (padded) reference
     cannot reach across the pad's Resize: a whole tensor per thread, never inlined.
     """
@@ -353,6 +355,9 @@ def cache_inputs(fusion: Fusion, keep: Keep = _never, trace: Trace | None = None
             continue
         if read_by_resize(fusion, tv):
             _note(trace, tv, "input not cached: a slice or pad reads it from global memory")
+            continue
+        if unindexable and tv in unindexable:
+            _note(trace, tv, f"input not cached: {unindexable[tv]}")
             continue
         try:
             caches.append(tv.cache_after())

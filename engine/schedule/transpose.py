@@ -586,8 +586,10 @@ def _schedule_transpose(fusion: Fusion, p: TransposeParams, trace: Trace | None)
 
     # Inputs that tools.cache_inputs leaves uncached (global-only tensors, seeds 000
     # and 004) have no cache, so none of their consumers may be put in shared memory.
-    uncached = _inputs_missing_reference_axes(fusion, ref1)
-    made = tools.cache_inputs(fusion, keep=lambda tv: tv in uncached, trace=trace)
+    why = ("it lacks an axis of the reference, and its cache could not be indexed in the tile's "
+           "loops; its consumers read it from global memory")
+    uncached = dict.fromkeys(_inputs_missing_reference_axes(fusion, ref1), why)
+    made = tools.cache_inputs(fusion, trace=trace, unindexable=uncached)
     cached_inputs = {c.definition.inputs[0]: [c] for c in made if c.definition is not None}
     outputs_before = [o for o in fusion.outputs if isinstance(o, TensorView)]
     tools.cache_and_fork_outputs(fusion, trace=trace)

@@ -466,4 +466,7 @@ def test_an_input_missing_a_tile_dim_is_read_from_global_memory(other):
     cf = compile_fusion(fd, xs)
     assert [s.scheduler for s in cf.segments] == ["transpose"]
     assert not [e for e in cf.trace if "is refused for" in str(e)]
+    notes = [e.message for e in cf.trace.about(w.short_name) if e.message.startswith("input not cached")]
+    assert notes == ["input not cached: it lacks an axis of the reference, and its cache could not be "
+                     "indexed in the tile's loops; its consumers read it from global memory"]
     assert torch.equal(cf.run(xs, backend="emulate")[0], evaluate(fd.fusion, xs)[0])
