@@ -26,6 +26,7 @@ found vectorizable, and inlines as much as is legal.
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -317,25 +318,32 @@ def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def _dims_present(fusion: Fusion, ref: TensorView, io: list[TensorView]) -> dict[TensorView, set[int]]:
-    """For each input/output, the reference logical positions it has a concrete axis for
-    (reached through logical maps without broadcast-to-concrete pairs)."""
-    ref_ids = [i for i in ref.domain.logical if not i.is_reduction]
-    maps: dict[TensorView, dict[int, IterDomain]] = {
-        ref: {k: i for k, i in enumerate(ref_ids) if not i.is_broadcast}}
-    queue = [ref]
-    while queue:
-        src = queue.pop(0)
-        for nb in [*consumers_of(src), *producers_of(src)]:
-            if nb in maps:
-                continue
-            if nb in consumers_of(src):
-                m = logical_map(src, nb, map_broadcast=False)
-            else:
-                m = {c: p for p, c in logical_map(nb, src, map_broadcast=False).items()}
-            maps[nb] = {k: m[i] for k, i in maps[src].items() if i in m and not m[i].is_broadcast}
-            queue.append(nb)
-    return {tv: set(maps.get(tv, {})) for tv in io}
+def uncacheable_inputs(fusion: Fusion, ref: TensorView, bp: int, vectorized: Collection[str]) -> list[TensorView]:
+    """Inputs whose cache a schedule broken at `bp` (0: 1-D) could not index; their
+    consumers read them from global memory instead, indexed from their own loops.
+
+    An input without a concrete axis for some reference axis right of the break point (a
+    [H] weight broadcast to [N, S, H], or any input broadcast in a 1-D schedule) has a
+    merged right axis shorter than the reference's: the loops its cache is inlined into
+    run the reference's (promoted) merge, and only the consumer's indices through the
+    broadcast say which element an iteration needs. That works for positions the cache
+    shares with its consumer, not for an axis it runs alone, as a vectorized cache runs
+    its vector. Nor for a cache that shares no loop at all: in a 2-D schedule an input
+    without any axis left of the break point (a broadcast adds them all) gets a cache
+    whose loop domain lacks the reference's outer axis, so compute-at positions, which
+    pair loop axes position by position, leave it in a loop nest of its own, and threads
+    would read the elements that other threads computed. `vectorized`: the names of the
+    inputs whose caches are to be vectorized."""
+    n = len([i for i in ref.domain.logical if not i.is_reduction])
+    inputs = [t for t in fusion.inputs if isinstance(t, TensorView) and fusion.uses_of(t)]
+    reached = tools.dims_present(ref, inputs, broadcasts=True)
+    present = tools.dims_present(ref, inputs)
+    right = set(range(bp, n))
+
+    def unaligned(t: TensorView) -> bool:
+        return bp > 0 and not any(d < bp for d in reached[t])
+
+    return [t for t in inputs if not right <= present[t] and (t.short_name in vectorized or unaligned(t))]
 
 
 def _io(fusion: Fusion, exclude: set[TensorView]) -> list[TensorView]:
@@ -506,7 +514,7 @@ class PointwiseScheduler(Scheduler):
             # direction (engine.analysis.replay.linear_id), so every tensor shares it.
             lines.append("reshape in the fusion: 1-D schedule")
             return none
-        present = _dims_present(fusion, ref, io)
+        present = tools.dims_present(ref, io)
         dtype_sum = sum(_bytes(t) for t in io)
         transfer_1d = 1
         for e in elems:
@@ -578,10 +586,16 @@ def schedule_pointwise(fusion: Fusion, params: PointwiseParams, trace: Trace | N
         if isinstance(tv, TensorView) and tv not in fusion.inputs and tv not in fusion.outputs:
             tv.memory_type = MemoryType.Local
 
+    vectorized = params.vectorized_tensors if params.vectorization_factor > 1 else ()
+    uncached = [] if params.block_size else uncacheable_inputs(fusion, ref0, params.break_point, vectorized)
+    why = ("it lacks some of the reference's inner axes, and its cache could not be indexed "
+           "(see uncacheable_inputs); its consumers read it from global memory")
+
     def kept(tv: TensorView) -> bool:
         return tv in keep
 
-    input_caches = {c.definition.input: c for c in tools.cache_inputs(fusion, kept, trace)
+    input_caches = {c.definition.input: c
+                    for c in tools.cache_inputs(fusion, kept, trace, dict.fromkeys(uncached, why))
                     if c.definition is not None}
     tools.cache_and_fork_outputs(fusion, kept, trace)
     _event(trace, "pointwise", "cached inputs " + ", ".join(

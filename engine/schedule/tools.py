@@ -4,13 +4,13 @@ reads as a list, and a user can do the same by hand with `fd.sched`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from engine.errors import ScheduleError
 from engine.ir import exprs as ex
 from engine.ir.aten_exprs import aten_only, aten_only_name
 from engine.ir.fusion import Fusion
-from engine.ir.iterdomain import ParallelType, Resize
+from engine.ir.iterdomain import IterDomain, ParallelType, Resize
 from engine.ir.propagate import inline_all_at as _inline_all_at
 from engine.ir.propagate import inline_most as _inline_most
 from engine.ir.propagate import parallelize_like as _parallelize_like
@@ -28,6 +28,32 @@ Keep = Callable[[TensorView], bool]
 
 def _never(_: TensorView) -> bool:
     return False
+
+
+# ---- which reference axes a tensor has -----------------------------------------------------
+
+def dims_present(ref: TensorView, io: Sequence[TensorView], broadcasts: bool = False) -> dict[TensorView, set[int]]:
+    """For each of `io`, the reference logical positions it has a concrete axis for
+    (reached through logical maps without broadcast-to-concrete pairs); with `broadcasts`,
+    those it has any axis for, a broadcast of its own logical domain included."""
+    from engine.analysis.logical_map import consumers_of, logical_map, producers_of
+
+    ref_ids = [i for i in ref.domain.logical if not i.is_reduction]
+    maps: dict[TensorView, dict[int, IterDomain]] = {
+        ref: {k: i for k, i in enumerate(ref_ids) if broadcasts or not i.is_broadcast}}
+    queue = [ref]
+    while queue:
+        src = queue.pop(0)
+        for nb in [*consumers_of(src), *producers_of(src)]:
+            if nb in maps:
+                continue
+            if nb in consumers_of(src):
+                m = logical_map(src, nb, map_broadcast=broadcasts)
+            else:
+                m = {c: p for p, c in logical_map(nb, src, map_broadcast=broadcasts).items()}
+            maps[nb] = {k: m[i] for k, i in maps[src].items() if i in m and (broadcasts or not m[i].is_broadcast)}
+            queue.append(nb)
+    return {tv: set(maps.get(tv, {})) for tv in io}
 
 
 # ---- tensors that must stay in global memory ----------------------------------------------
@@ -308,12 +334,14 @@ def read_by_resize(fusion: Fusion, tv: TensorView) -> bool:
     return any(isinstance(e, (ex.SliceOp, ex.PadOp)) for e in fusion.uses_of(tv))
 
 
-def cache_inputs(fusion: Fusion, keep: Keep = _never, trace: Trace | None = None) -> list[TensorView]:
+def cache_inputs(fusion: Fusion, keep: Keep = _never, trace: Trace | None = None,
+                 unindexable: Mapping[TensorView, str] | None = None) -> list[TensorView]:
     """`cache_after` every tensor input that has uses; returns the caches.
 
     An input that cannot be cached (kept by `keep` or global-only, read by a slice or
-    pad, or refused by the primitive, e.g. read by a cat) is read from global memory
-    directly; the trace says why. Without this a cache of a padded input would keep
+    pad, one in `unindexable`, whose cache the scheduler's loops could not index, with
+    why, or refused by the primitive, e.g. read by a cat) is read from global memory
+    directly; the trace says why, once. Without this a cache of a padded input would keep
     the unpadded loop domain, which transform propagation from the (padded) reference
     cannot reach across the pad's Resize: a whole tensor per thread, never inlined.
     """
@@ -327,6 +355,9 @@ def cache_inputs(fusion: Fusion, keep: Keep = _never, trace: Trace | None = None
             continue
         if read_by_resize(fusion, tv):
             _note(trace, tv, "input not cached: a slice or pad reads it from global memory")
+            continue
+        if unindexable and tv in unindexable:
+            _note(trace, tv, f"input not cached: {unindexable[tv]}")
             continue
         try:
             caches.append(tv.cache_after())

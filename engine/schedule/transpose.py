@@ -537,9 +537,18 @@ def _swizzle_fits(t1: int, t2: int, v1: int, v2: int) -> bool:
 
 def _swizzled(s: TensorView, p: TransposeParams) -> bool:
     """Whether to swizzle shared tile `s`: asked for (and still fitting the tile after
-    heuristic overrides), and its rows start on one bank."""
+    heuristic overrides), its rows start on one bank, and it holds the whole tile: its
+    last two loop axes are iteration axes of the tile's sides. A tile axis of an
+    expanded input (stride 0, say a [N, 1 ex H] statistic read against [N, H]) is a
+    broadcast, its rows one element; a tensor without the other tile dim (a [B, S]
+    statistic read against [B, S, H]) has one tile axis only."""
     return p.swizzle and _swizzle_fits(p.tile_size1, p.tile_size2, p.vectorize_factor1, p.vectorize_factor2) \
-        and (p.tile_size2 * s.dtype.bits // 8) % BANK_ROW_BYTES == 0
+        and (p.tile_size2 * s.dtype.bits // 8) % BANK_ROW_BYTES == 0 \
+        and s.nloop >= 2 and all(_is_tile_axis(s.axis(k), t) for k, t in ((-2, p.tile_size1), (-1, p.tile_size2)))
+
+
+def _is_tile_axis(i: IterDomain, side: int) -> bool:
+    return not i.is_broadcast and i.extent.is_const and i.extent.value == side
 
 
 def _l2_prefetch(groups: list[list[TensorView]], t1: int, t2: int, fusion: Fusion) -> tuple[str, ...]:
@@ -553,6 +562,19 @@ def _l2_prefetch(groups: list[list[TensorView]], t1: int, t2: int, fusion: Fusio
     return tuple(names)
 
 
+def _inputs_missing_reference_axes(fusion: Fusion, ref: TensorView) -> list[TensorView]:
+    """Inputs without a concrete axis for some of `ref`'s (a [N] weight or a [B, M]
+    statistic of a [B, M, N] transpose). Their caches would run inside the reference's
+    tile loops, promoted through the broadcast, on axes of their own: group 1's vector,
+    or, in shared memory for group 2, a tile that lacks one of its sides. Neither can be
+    indexed there (as for the pointwise scheduler's uncacheable_inputs), so such inputs
+    are read from global memory by their consumers."""
+    inputs = [t for t in fusion.inputs if isinstance(t, TensorView) and fusion.uses_of(t)]
+    present = tools.dims_present(ref, inputs)
+    n = len([i for i in ref.domain.logical if not i.is_reduction])
+    return [t for t in inputs if len(present[t]) < n]
+
+
 def _schedule_transpose(fusion: Fusion, p: TransposeParams, trace: Trace | None) -> None:
     groups = group_inputs_outputs_by_inner_dim(fusion)
     group1, group2 = groups[0], groups[1]
@@ -564,7 +586,10 @@ def _schedule_transpose(fusion: Fusion, p: TransposeParams, trace: Trace | None)
 
     # Inputs that tools.cache_inputs leaves uncached (global-only tensors, seeds 000
     # and 004) have no cache, so none of their consumers may be put in shared memory.
-    made = tools.cache_inputs(fusion, trace=trace)
+    why = ("it lacks an axis of the reference, and its cache could not be indexed in the tile's "
+           "loops; its consumers read it from global memory")
+    uncached = dict.fromkeys(_inputs_missing_reference_axes(fusion, ref1), why)
+    made = tools.cache_inputs(fusion, trace=trace, unindexable=uncached)
     cached_inputs = {c.definition.inputs[0]: [c] for c in made if c.definition is not None}
     outputs_before = [o for o in fusion.outputs if isinstance(o, TensorView)]
     tools.cache_and_fork_outputs(fusion, trace=trace)

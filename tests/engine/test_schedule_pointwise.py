@@ -692,3 +692,58 @@ def test_reshape_and_permute_of_one_tensor_is_refused_and_segmented(variant):
     assert str(fd.fusion) == before  # the verdict tried the schedule on a copy
     cf = _emulate_against_reference(fd, xs)
     assert len(cf.segments) == 2
+
+
+def _weight_times(shape, w_shape, dims, reshape_from=None):
+    """x * broadcast(w), the weight multiply of a norm or a bias; x optionally reshaped
+    from `reshape_from` first (a reshape makes the schedule 1-D)."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1] * len(reshape_from or shape), contiguity=True, dtype=DataType.BFloat16)
+        w = fd.define_tensor(shape=[-1] * len(w_shape), contiguity=True, dtype=DataType.BFloat16)
+        if reshape_from is not None:
+            x = fd.ops.reshape(x, new_shape=list(shape))
+        b = fd.ops.broadcast_in_dim(w, shape=list(shape), broadcast_dims=dims)
+        fd.add_output(fd.ops.mul(fd.ops.cast(x, DataType.Float), fd.ops.cast(b, DataType.Float)))
+    g = torch.Generator().manual_seed(0)
+    xs = [torch.randn(reshape_from or shape, generator=g).bfloat16(), torch.randn(w_shape, generator=g).bfloat16()]
+    return fd, xs
+
+
+@pytest.mark.parametrize("shape,w_shape,dims,reshape_from", [
+    ((300, 8, 100), (100,), [2], None),         # 2-D at 1: the weight has no outer axis, S is merged in
+    ((2, 12, 197, 64), (64,), [3], None),       # ViT attention shape, 2-D at 2
+    ((72, 8, 128), (128,), [2], (576, 128)),    # a reshape: 1-D, the weight's cache vectorized
+])
+def test_a_broadcast_weight_missing_inner_axes_is_read_from_global_memory(shape, w_shape, dims, reshape_from):
+    """Its cache could not be indexed (1-D: a vectorized cache in the reference's promoted
+    loops) or was read across blocks (2-D: no outer axis to inline at); both used to fail
+    to lower ('cannot be indexed from the loop nest', 'elements another block computed'),
+    leaving the fusion to be segmented apart or refused. Now one kernel, exact results."""
+    import shutil
+
+    from engine import compile_fusion
+    from engine.reference import evaluate
+
+    if shutil.which("g++") is None:
+        pytest.skip("g++ is needed to emulate kernels")
+    fd, xs = _weight_times(shape, w_shape, dims, reshape_from)
+    cf = compile_fusion(fd, xs)
+    assert [s.scheduler for s in cf.segments] == ["pointwise"]
+    assert not [e for e in cf.trace if "failed to lower" in str(e) or "pointwise is refused" in str(e)]
+    w = fd.fusion.inputs[1].short_name
+    notes = [e.message for e in cf.trace.about(w) if e.message.startswith("input not cached")]
+    assert notes == ["input not cached: it lacks some of the reference's inner axes, and its cache could "
+                     "not be indexed (see uncacheable_inputs); its consumers read it from global memory"]
+    for o, r in zip(cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs)):
+        assert same(o, r)
+
+
+def test_a_bias_covering_the_inner_axes_keeps_its_vectorized_cache():
+    """[N, H] + [H] broken at 1: the cache runs its own loop nest, each thread reading the
+    elements it loaded itself; nothing to give up."""
+    fd, xs = _weight_times((576, 1024), (1024,), [1])
+    from engine import compile_fusion
+
+    cf = compile_fusion(fd, xs)
+    assert not any("input not cached: broadcast" in str(e) for e in cf.trace)
+    assert cf.segments[0].params.vectorization_factor > 1

@@ -3,6 +3,7 @@ the tiled schedule through shared memory, results, determinism and trace events.
 
 from pathlib import Path
 
+import pytest
 import torch
 
 from engine import DataType, FusionDefinition, load_fusion
@@ -242,25 +243,43 @@ def test_propagating_into_a_reshape_is_refused():
     assert v.reason == "transpose scheduler could potentially trigger incoherent transform propagation"
 
 
-def test_a_broadcast_bias_is_cached_parallelized_and_inlined():
+def _transpose_plus_bias():
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[-1, -1], dtype=DataType.BFloat16)
         b = fd.define_tensor(shape=[-1], dtype=DataType.BFloat16)
         bb = fd.ops.broadcast(b, [True, False])
         y = fd.ops.add(fd.ops.cast(fd.ops.permute(x, [1, 0]), DataType.Float), fd.ops.cast(bb, DataType.Float))
         fd.add_output(fd.ops.cast(y, DataType.BFloat16))
+    return fd
+
+
+def test_a_broadcast_bias_is_read_from_global_memory_and_lowers():
+    """The bias lacks one of the tile's dims. Its vectorized cache used to be inlined in
+    the tile loops promoted through the broadcast, where its vector could not be indexed
+    ('T9: axis iS17{i3} cannot be indexed from the loop nest'): the transpose scheduler
+    was refused and the fusion went pointwise. Now it stays uncached and the kernel lowers."""
+    import shutil
+
+    import pytest
+
+    from engine import compile_fusion
+    from engine.reference import evaluate
+
+    fd = _transpose_plus_bias()
     xs = [torch.randn(4096, 1024).bfloat16(), torch.randn(4096).bfloat16()]
     before = fd.execute(xs)[0]
     p = schedule(fd, xs)
     assert p.group1 == ("T7", "T1") and p.group2 == ("T0",)
     f = fd.fusion
     verify_fusion(f)
-    (bias_cache,) = [e.outputs[0] for e in f.uses_of(f.inputs[1])]
-    # The cache lacks the broadcast axis: its loop forwards the consumer's and inlines.
-    assert bias_cache.compute_at_pos == 4
-    assert bias_cache.axis(0).parallel_type == ParallelType.grid_x
-    assert bias_cache.axis(-1).parallel_type == ParallelType.vectorize
+    assert [type(e).__name__ for e in f.uses_of(f.inputs[1])] == ["BroadcastOp"]
     assert torch.equal(fd.execute(xs)[0], before)
+    if shutil.which("g++") is None:
+        pytest.skip("g++ is needed to emulate kernels")
+    fresh = _transpose_plus_bias()
+    cf = compile_fusion(fresh, xs)
+    assert [s.scheduler for s in cf.segments] == ["transpose"]
+    assert torch.equal(cf.run(xs, backend="emulate")[0], evaluate(fresh.fusion, xs)[0])
 
 
 def test_large_transposes_take_64x64_tiles_on_256_threads():
@@ -385,3 +404,69 @@ def test_inputs_read_in_short_tile_rows_prefetch_into_l2():
         pytest.skip("g++ is needed to emulate kernels")
     for o, r in zip(cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs)):
         assert torch.equal(o, r)
+
+
+def test_an_expanded_input_tile_is_not_swizzled():
+    """An input expanded along the other group's inner dim ([M, K, 1 ex N] against
+    [M, K, N], as a LayerNorm backward reads its statistics) used to land in shared memory
+    with a broadcast tile axis and fail its Xor swizzle ('only iteration axes swizzle').
+    It lacks a concrete axis of the reference, so it is now read from global memory, and
+    the kernel matches."""
+    import shutil
+
+    import pytest
+
+    from engine import compile_fusion
+    from engine.reference import evaluate
+
+    if shutil.which("g++") is None:
+        pytest.skip("g++ is needed to emulate kernels")
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, True, True], dtype=DataType.Float)
+        b = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, True, None], dtype=DataType.Float)
+        fd.add_output(fd.ops.mul(b, a))
+    g = torch.Generator().manual_seed(0)
+    xs = [torch.randn(288, 8, 128, generator=g), torch.randn(288, 8, 1, generator=g).expand(288, 8, 128)]
+    assert transpose_verdict(fd, xs).accepted
+    cf = compile_fusion(fd, xs)
+    assert [s.scheduler for s in cf.segments] == ["transpose"]
+    for o, r in zip(cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs)):
+        assert torch.equal(o, r)
+
+
+@pytest.mark.parametrize("other", ["weight", "statistic"])
+def test_an_input_missing_a_tile_dim_is_read_from_global_memory(other):
+    """(a + b.permute) * w[N] (a weight) or * s[B, M] (a row statistic, as an RMSNorm's
+    rstd between segments): the other input lacks a reference axis; its cache (group 1's
+    vectorized one, or group 2's shared tile with one side) could not be indexed in the
+    promoted tile loops ('cannot be indexed from the loop nest', first 'a 2-D swizzle
+    needs equal extents' for the statistic), so transpose was refused. Now one exact
+    transpose kernel."""
+    import shutil
+
+    from engine import compile_fusion
+    from engine.reference import evaluate
+
+    if shutil.which("g++") is None:
+        pytest.skip("g++ is needed to emulate kernels")
+    nb, nm, nn = 2, 128, 768
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1] * 3, contiguity=True, dtype=DataType.Float)
+        b = fd.define_tensor(shape=[-1] * 3, contiguity=True, dtype=DataType.Float)
+        if other == "weight":
+            w = fd.define_tensor(shape=[-1], contiguity=True, dtype=DataType.Float)
+            wb = fd.ops.broadcast_in_dim(w, shape=[nb, nm, nn], broadcast_dims=[2])
+        else:
+            w = fd.define_tensor(shape=[-1, -1], contiguity=True, dtype=DataType.Float)
+            wb = fd.ops.broadcast_in_dim(w, shape=[nb, nm, nn], broadcast_dims=[0, 1])
+        fd.add_output(fd.ops.mul(fd.ops.add(a, fd.ops.permute(b, dims=[0, 2, 1])), wb))
+    g = torch.Generator().manual_seed(0)
+    xs = [torch.randn(nb, nm, nn, generator=g), torch.randn(nb, nn, nm, generator=g),
+          torch.randn(nn, generator=g) if other == "weight" else torch.randn(nb, nm, generator=g)]
+    cf = compile_fusion(fd, xs)
+    assert [s.scheduler for s in cf.segments] == ["transpose"]
+    assert not [e for e in cf.trace if "is refused for" in str(e)]
+    notes = [e.message for e in cf.trace.about(w.short_name) if e.message.startswith("input not cached")]
+    assert notes == ["input not cached: it lacks an axis of the reference, and its cache could not be "
+                     "indexed in the tile's loops; its consumers read it from global memory"]
+    assert torch.equal(cf.run(xs, backend="emulate")[0], evaluate(fd.fusion, xs)[0])

@@ -81,6 +81,24 @@ WORKS = [
     # repros use (torch.Size, broadcast_to, float("inf"), slicing, arithmetic, seeds, names).
     "thunder_dump_randint_size_broadcast_to", "repro_printer_inf_scalars_bool_strided",
     "handwritten_sliced_scaled_inputs_seed",
+    # NVIDIA/Fuser tests/python/direct/test_repro.py (issue repros, shrunk to CPU sizes).
+    "index_select_reshaped_index_strided", "cat_empty_last_dim_strided", "empty_bf16_full_sums_dead_code",
+    "var_mean_size1_reshape_eps_input", "var_mean_broadcast_axis_half", "rope_slice_pad_expanded_cos_sin",
+    "half_expanded_reshape_broadcast_mul", "sum_reshape_mul_sum_contiguity_bool",
+    "llama2_rms_norm_bwd_scalar_inputs", "full_slice_cast_no_inputs", "rope_bwd_interleaved_pad_int_scalar_inputs",
+    "rms_norm_linear_rope_cat_empty_slice", "from_pytorch_rope_sin_cos_cat_empty",
+    "permute_stride_order_reshape_shape_linear", "linear_3d_output_and_scaled", "where_bool_expanded_mask_slice",
+    "matmul_broadcast_k_sum", "int_cat_empty_where_wrap_index", "alias_zero_dim_input_broadcast_inplace",
+    "alias_two_zero_dim_inputs_sum_inplace", "alias_implicit_broadcast_input_inplace",
+    "slice_neg_slice_default_dtype", "squeeze_slice_positional_args", "broadcast_one_input_two_extents",
+    "rope_5d_permute_slice_cat_empty", "linear_bias_square", "rope_bwd_gqa_full_empty_pad_cat",
+    "group_norm_silu_bwd_negative_pad", "iota_causal_mask_bf16_lowest_full",
+    "gemma_rms_norm_bwd_reshape_permute_out", "layer_norm_bwd_3d_reshape_weight_grads",
+    "layer_norm_bwd_expanded_stats_transpose_tile", "rms_norm_bwd_stride_order_size1_middle",
+    "layer_norm_bwd_sum_over_broadcast_axes", "rms_norm_bwd_zero_dim_tensor_scale",
+    "gqa_8d_broadcast_reshape_rope_silu", "rope_interleaved_stride2_cat_reshape",
+    "rope_bwd_qkv_pad_squeeze_cat_half", "rope_iota_index_select_partial_gelu",
+    "size_define_vector_reshape_squeeze_stride_order_out",
 ]
 
 # Scripts whose checking code after the run is skipped unread: the lines of the first and
