@@ -179,6 +179,10 @@ class _Finder:
         # referenced_symbols: segmenting never changes a domain or an attribute (only
         # operands, privatized copies and memory types), and every candidate group asks.
         self._symbols: dict[object, tuple[Scalar, ...]] = {}
+        # Likewise each tensor's domain and ids (shareable_domains) and whether each expr's
+        # attributes are constants (cut_fusion).
+        self._domain_ids: dict[object, tuple[Any, ...]] = {}
+        self._constant_attrs: dict[Expr, bool] = {}
         self.forwarding = Forwarding()
         self.privatized: dict[Expr, list[Expr]] = {}
         self._groups: list[_Group] = []
@@ -264,9 +268,9 @@ class _Finder:
         scalars = referenced_symbols(eff, ins, self._symbols)
         # The verdicts only read the cut: in a fusion without free symbols it shares the
         # domains of the tensors it computes instead of copying them (most of a copy).
-        shared = shareable_domains(eff, ins) if self._static() else {}
+        shared = shareable_domains(eff, ins, self._domain_ids) if self._static() else {}
         memo = dict(shared)
-        sub, val_map = cut_fusion(self.fusion, eff, [*ins, *scalars], outs, memo)
+        sub, val_map = cut_fusion(self.fusion, eff, [*ins, *scalars], outs, memo, self._constant_attrs)
         if not tools.has_reshape_history(sub) and self._exact_classes_apart():
             registry.note_no_self_mapping(sub)
         args = [self.sizes.tensor(t) for t in ins] + [self.sizes.value(s) for s in scalars]
