@@ -116,23 +116,31 @@ def covers_inputs(fusion: Fusion, ref: TensorView) -> bool:
     axes unscheduled. Axes are followed through logical maps; a reshape is crossed as
     a whole (its output covered means its input is). Global-only tensors (offsets) and
     inputs read only as an indexing op's lookup table are not required to map."""
-    covered: dict[TensorView, set[IterDomain]] = {ref: set(_concrete(ref))}
+    # A tensor is walked again whenever its coverage grows: its edges and axes are
+    # found once per walk.
+    concrete: dict[TensorView, set[IterDomain]] = {}
+    edges: dict[TensorView, list[tuple[TensorView, dict[IterDomain, IterDomain] | None]]] = {}
+
+    def concrete_of(tv: TensorView) -> set[IterDomain]:
+        got = concrete.get(tv)
+        if got is None:
+            got = concrete[tv] = set(_concrete(tv))
+        return got
+
+    covered: dict[TensorView, set[IterDomain]] = {ref: set(concrete_of(ref))}
     queue = [ref]
     while queue:
         src = queue.pop(0)
-        full = covered[src] >= set(_concrete(src))
-        consumers = consumers_of(src)
-        for nb in [*consumers, *producers_of(src)]:
-            is_consumer = nb in consumers
-            consumer = nb if is_consumer else src
-            if isinstance(consumer.definition, ex.ViewOp):
-                got = set(_concrete(nb)) if full else set()
-            elif is_consumer:
-                m = logical_map(src, nb, map_broadcast=False)
-                got = {m[i] for i in covered[src] if i in m}
+        have = covered[src]
+        full = have >= concrete_of(src)
+        out = edges.get(src)
+        if out is None:
+            out = edges[src] = _coverage_edges(src)
+        for nb, m in out:
+            if m is None:  # across a reshape: all or nothing
+                got = set(concrete_of(nb)) if full else set()
             else:
-                m = {c: p for p, c in logical_map(nb, src, map_broadcast=False).items()}
-                got = {m[i] for i in covered[src] if i in m}
+                got = {m[i] for i in have if i in m}
             old = covered.get(nb, set())
             if not got <= old:
                 covered[nb] = old | got
@@ -151,6 +159,23 @@ def covers_inputs(fusion: Fusion, ref: TensorView) -> bool:
         if not set(_concrete(tv)) <= covered.get(tv, set()):
             return False
     return True
+
+
+def _coverage_edges(src: TensorView) -> list[tuple[TensorView, dict[IterDomain, IterDomain] | None]]:
+    """covers_inputs' edges out of `src`: each consumer, then each producer, with the map
+    from src's logical ids to the neighbour's (None across a reshape)."""
+    consumers = consumers_of(src)
+    out: list[tuple[TensorView, dict[IterDomain, IterDomain] | None]] = []
+    for nb in [*consumers, *producers_of(src)]:
+        is_consumer = nb in consumers
+        consumer = nb if is_consumer else src
+        if isinstance(consumer.definition, ex.ViewOp):
+            out.append((nb, None))
+        elif is_consumer:
+            out.append((nb, logical_map(src, nb, map_broadcast=False)))
+        else:
+            out.append((nb, {c: p for p, c in logical_map(nb, src, map_broadcast=False).items()}))
+    return out
 
 
 def find_reference(fusion: Fusion) -> TensorView | None:

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.analysis.logical_map import pairwise_maps_frozen
+from engine.analysis.logical_map import DomainMaps, pairwise_maps_frozen
 from engine.config import Options
 from engine.errors import NoSchedulerError, ScheduleError
 from engine.ir import exprs as ex
@@ -183,6 +183,9 @@ class _Finder:
         # attributes are constants (cut_fusion).
         self._domain_ids: dict[object, tuple[Any, ...]] = {}
         self._constant_attrs: dict[Expr, bool] = {}
+        # Pairwise and logical maps of the cuts' edges, by domains (see pairwise_maps_frozen):
+        # cuts that share the complete fusion's domains have the same maps for the same edges.
+        self._domain_maps: DomainMaps = {}
         self.forwarding = Forwarding()
         self.privatized: dict[Expr, list[Expr]] = {}
         self._groups: list[_Group] = []
@@ -247,7 +250,7 @@ class _Finder:
         # A forced scheduler may come after the first that accepts.
         every = every or self.options.force_scheduler is not None
         names = frozenset(e.name for e in core)
-        with pairwise_maps_frozen(asked.sub):
+        with pairwise_maps_frozen(asked.sub, self._domain_maps if asked.shared else None):
             for t in PRIORITY[len(verdicts):]:
                 if not every and self._choose(verdicts) is not None:
                     break
