@@ -550,8 +550,9 @@ class ResizeScheduler(Scheduler):
         except _ConflictError:
             pass
         # Recomputation is tried on a copy: a verdict never changes the fusion. It adds
-        # tensors and rewires ops but never edits a domain, so the copy shares them.
-        domains = _domains(fusion)
+        # tensors and rewires ops but never edits a domain or an op's attributes, so the
+        # copy shares the domains and the attributes that hold only constants.
+        domains = _domains(fusion) + _constant_attributes(fusion)
         copy, vals = fusion.clone(shared=domains)
         try:
             make_resizes_exclusive(copy, vals[ref])  # type: ignore[arg-type]
@@ -606,6 +607,13 @@ def _domains(fusion: Fusion) -> list[object]:
             for i in (*dom.maybe_root, *dom.logical, *dom.loop, *(dom.allocation or ())):
                 out[id(i)] = i
     return list(out.values())
+
+
+def _constant_attributes(fusion: Fusion) -> list[object]:
+    """The exprs' attribute dicts that hold only constants (see segment.graph.constant)."""
+    from engine.segment.graph import constant
+
+    return [e.attributes for e in fusion.all_exprs if e.attributes and constant(e.attributes)]
 
 
 def _resize_between_outputs(fusion: Fusion, ref: TensorView) -> str | None:

@@ -335,12 +335,12 @@ def cut_fusion(
         # are most of what remains to copy (slice ranges, pad widths, shapes).
         for e in exprs:
             attrs = e.attributes
-            constant = constant_memo.get(e) if constant_memo is not None else None
-            if constant is None:
-                constant = bool(attrs) and _constant(attrs)
+            known = constant_memo.get(e) if constant_memo is not None else None
+            if known is None:
+                known = bool(attrs) and constant(attrs)
                 if constant_memo is not None:
-                    constant_memo[e] = constant
-            if constant:
+                    constant_memo[e] = known
+            if known:
                 memo[id(attrs)] = attrs
     new_exprs = [copy_value(e, memo) for e in exprs]
     new_in = [copy_value(v, memo) for v in inputs]
@@ -373,17 +373,18 @@ def cut_fusion(
     return shell, val_map
 
 
-def _constant(x: Any) -> bool:
+def constant(x: Any) -> bool:
     """Whether an attribute value holds nothing but atoms and unnamed constant scalars
-    outside the graph: a copy of it would be the same values."""
+    outside the graph: a copy of it would be the same values, so copies of a fusion may
+    share it."""
     t = type(x)
     if t is Scalar:
         return (x.value is not None and x.name is None and x.definition is None and not x.uses
-                and all(_constant(o) for o in x.operands))
+                and all(constant(o) for o in x.operands))
     if t is list or t is tuple:
-        return all(_constant(y) for y in x)
+        return all(constant(y) for y in x)
     if t is dict:
-        return all(_constant(y) for y in x.values())
+        return all(constant(y) for y in x.values())
     return t in (int, float, bool, str, type(None)) or isinstance(x, enum.Enum)
 
 
