@@ -373,6 +373,21 @@ def tensor_edges(fusion: Fusion) -> Iterator[tuple[TensorView, TensorView, Expr]
 
 
 def consumers_of(tv: TensorView) -> list[TensorView]:
+    """The tensors the live exprs reading `tv` compute, each once. Kept per tensor until the
+    graph changes (the fusion's version, as its expr order is): every walk over producers
+    and consumers asks, thousands of times per compile."""
+    fusion = tv.fusion
+    version = fusion.version
+    cache = fusion.__dict__.get("_consumers")
+    if cache is None or cache[0] != version:
+        cache = fusion._consumers = (version, {})  # type: ignore[attr-defined]
+    got = cache[1].get(tv)
+    if got is None:
+        got = cache[1][tv] = _fresh_consumers(tv)
+    return list(got)
+
+
+def _fresh_consumers(tv: TensorView) -> list[TensorView]:
     out: list[TensorView] = []
     for e in tv.fusion.uses_of(tv):
         for o in e.outputs:

@@ -37,7 +37,7 @@ from engine.ir.aten_exprs import ATEN_ONLY
 from engine.ir.iterdomain import IterDomain, ParallelType
 from engine.ir.quant_exprs import BlockQuantizationOp, CutlassNvfp4GroupedMmaOp
 from engine.ir.scalar import same_scalar
-from engine.ir.tensorview import MemoryType, TensorView
+from engine.ir.tensorview import MemoryType, TensorView, verification_deferred
 from engine.schedule import tools
 from engine.schedule.base import Scheduler, SchedulerType
 from engine.schedule.params import HeuristicParams, LaunchParams
@@ -237,19 +237,41 @@ def reshape_schedule_reason(fusion: Fusion) -> str | None:
         return None
     if any(isinstance(e, BlockQuantizationOp) for e in fusion.exprs()):
         return None  # the block schedule is not the flattened one (and takes no reshape)
+    # Most trials succeed: tried first with one verification at the end (see
+    # verification_deferred); a trial that fails in any way is made again step by step,
+    # whose first error (or crash) is the verdict's.
+    copy, _ = fusion.clone()
+    try:
+        with verification_deferred():
+            _trial_schedule(copy)
+        return _unscheduled_reason(fusion, copy)
+    except Exception:  # noqa: BLE001 - any failure: the verified trial below says what it is
+        pass
+    finally:
+        copy.release()  # the trial is not read again (see Fusion.release)
     copy, _ = fusion.clone()
     try:
         return _trial_schedule_reason(fusion, copy)
     finally:
-        copy.release()  # the trial is not read again (see Fusion.release)
+        copy.release()
+
+
+def _trial_schedule(copy: Fusion) -> None:
+    schedule_pointwise(copy, PointwiseParams(lparams=LaunchParams(bdimx=THREADS_X)))
 
 
 def _trial_schedule_reason(fusion: Fusion, copy: Fusion) -> str | None:
     """reshape_schedule_reason's trial: the 1-D schedule on `copy` (a clone of `fusion`)."""
     try:
-        schedule_pointwise(copy, PointwiseParams(lparams=LaunchParams(bdimx=THREADS_X)))
+        _trial_schedule(copy)
     except (ValueError, ScheduleError) as e:
         return f"the 1-D schedule cannot cross the reshapes: {e}"
+    return _unscheduled_reason(fusion, copy)
+
+
+def _unscheduled_reason(fusion: Fusion, copy: Fusion) -> str | None:
+    """After the trial on `copy`: a local tensor with consumers that keeps a parallel axis
+    outside its inlined loops, as the verdict names it, or None."""
     names = {t.short_name for t in fusion.tensors() if isinstance(t, TensorView)}
 
     def name(tv: TensorView) -> str:
