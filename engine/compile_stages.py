@@ -138,8 +138,7 @@ def build_segments(fusion: Fusion, inputs: list[Any], options: Options, trace: T
     for clone, _vmap, g_in, g_out, gid, sched in groups:
         args = [values[id(v)] if id(v) in values else _const(v, env) for v in g_in]
         seg = CompiledSegment(
-            gid, sched or "", [getattr(v, "short_name", str(v)) for v in g_in],
-            [getattr(v, "short_name", str(v)) for v in g_out], clone, g_in, g_out,
+            gid, sched or "", [_name(v) for v in g_in], [_name(v) for v in g_out], clone, g_in, g_out,
         )
         seg.raw_inputs = raw_inputs(g_in)
         seg.user_inputs = {k for k, v in enumerate(g_in) if v in fusion.inputs}
@@ -160,6 +159,11 @@ def build_segments(fusion: Fusion, inputs: list[Any], options: Options, trace: T
         raise CompileError(f"heuristic override {unused[0]!r} names no parameter of any segment's "
                            "scheduler (see `fusescope show FILE --schedule` for the parameters)")
     return segments, segmented
+
+
+def _name(v: Val) -> str:
+    # Not getattr(v, "short_name", str(v)), which prints a tensor whole first.
+    return v.short_name if hasattr(v, "short_name") else str(v)  # type: ignore[attr-defined]
 
 
 def _known_strides(seg: Any, args: list[Any], env: dict) -> dict[str, list[int]]:

@@ -197,23 +197,60 @@ def _expr_map(expr: Expr, role: int, producer: TensorView, consumer: TensorView)
     return {}
 
 
-# (fusion, maps, facts) while pairwise_maps_frozen(fusion) holds (see there).
-_frozen: tuple[Fusion, dict[tuple[TensorView, TensorView, bool], IdMap], dict[tuple[str, int], Any]] | None = None
+# Maps that several fusions share, keyed by the domains they map (see DomainMaps).
+DomainMaps = dict[tuple[Any, ...], IdMap]
+
+# (fusion, maps, facts, domain maps) while pairwise_maps_frozen(fusion) holds (see there).
+_frozen: tuple[Fusion, dict[Any, IdMap], dict[tuple[str, int], Any], DomainMaps | None] | None = None
 
 
 @contextlib.contextmanager
-def pairwise_maps_frozen(fusion: Fusion) -> Iterator[None]:
+def pairwise_maps_frozen(fusion: Fusion, domain_maps: DomainMaps | None = None) -> Iterator[None]:
     """Compute each pairwise map of `fusion`'s tensors once while it does not change: a
     scheduler's verdict is such a time (it never changes the fusion it judges; trial
     schedules work on copies, whose maps are not kept), and its checks walk every edge
-    again and again (broadcast groups, inner dims, self mapping, alignment)."""
+    again and again (broadcast groups, inner dims, self mapping, alignment).
+
+    `domain_maps`: maps kept across fusions that share their domains, keyed by the two
+    domains, the producer's operand and the consumer's output position and the kind of map. The segmenter's cuts
+    of one fusion without free symbols share the complete fusion's domains
+    (segment.graph.shareable_domains) and copy its ops: an edge between two tensors whose
+    domains are those of a complete fusion's edge is a copy of that edge, whose map
+    (ids of those very domains) the other cuts then reuse. The caller keeps the dict no
+    longer than those domains and ops stay as they are."""
     global _frozen
     outer = _frozen
-    _frozen = (fusion, {}, {})
+    _frozen = (fusion, {}, {}, domain_maps)
     try:
         yield
     finally:
         _frozen = outer
+
+
+def _shared_map(kind: str, producer: TensorView, consumer: TensorView, map_broadcast: bool,
+                fresh: Callable[[TensorView, TensorView, bool], IdMap]) -> IdMap:
+    """fresh(producer, consumer, map_broadcast), kept in the frozen fusion's maps and, for an
+    edge of the op that defines the consumer, in the shared domain maps."""
+    frozen = _frozen
+    assert frozen is not None
+    key = (kind, producer, consumer, map_broadcast)
+    got = frozen[1].get(key)
+    if got is None:
+        shared = frozen[3]
+        expr = consumer.definition
+        role = _role(expr, producer) if shared is not None and expr is not None else None
+        if role is None:
+            got = fresh(producer, consumer, map_broadcast)
+        else:
+            # The objects themselves key it: a domain held here is never freed meanwhile,
+            # so no other domain can take its id.
+            out = next(k for k, o in enumerate(expr.outputs) if o is consumer)
+            dkey = (kind, producer.domain, consumer.domain, role, out, map_broadcast)
+            got = shared.get(dkey)  # type: ignore[union-attr]
+            if got is None:
+                got = shared[dkey] = fresh(producer, consumer, map_broadcast)  # type: ignore[index]
+        frozen[1][key] = got
+    return got
 
 
 def frozen_fact(fusion: Fusion, name: str, compute: Callable[[Fusion], T]) -> T:
@@ -241,11 +278,7 @@ def pairwise_logical_map(producer: TensorView, consumer: TensorView, *,
     """
     frozen = _frozen
     if frozen is not None and consumer.fusion is frozen[0]:
-        key = (producer, consumer, map_broadcast)
-        got = frozen[1].get(key)
-        if got is None:
-            got = frozen[1][key] = _fresh_pairwise_map(producer, consumer, map_broadcast)
-        return dict(got)
+        return dict(_shared_map("pairwise", producer, consumer, map_broadcast, _fresh_pairwise_map))
     return _fresh_pairwise_map(producer, consumer, map_broadcast)
 
 
@@ -309,7 +342,15 @@ def root_to_logical(tv: TensorView) -> IdMap:
 
 
 def logical_map(producer: TensorView, consumer: TensorView, *, map_broadcast: bool = True) -> IdMap:
-    """Producer logical -> consumer logical: the pairwise map followed through root->logical."""
+    """Producer logical -> consumer logical: the pairwise map followed through root->logical.
+    Kept while pairwise_maps_frozen holds for the consumer's fusion, as pairwise maps are."""
+    frozen = _frozen
+    if frozen is not None and consumer.fusion is frozen[0]:
+        return dict(_shared_map("logical", producer, consumer, map_broadcast, _fresh_logical_map))
+    return _fresh_logical_map(producer, consumer, map_broadcast)
+
+
+def _fresh_logical_map(producer: TensorView, consumer: TensorView, map_broadcast: bool) -> IdMap:
     r2l = root_to_logical(consumer)
     pw = pairwise_logical_map(producer, consumer, map_broadcast=map_broadcast)
     return {p: r2l[c] for p, c in pw.items() if c in r2l}
@@ -332,6 +373,21 @@ def tensor_edges(fusion: Fusion) -> Iterator[tuple[TensorView, TensorView, Expr]
 
 
 def consumers_of(tv: TensorView) -> list[TensorView]:
+    """The tensors the live exprs reading `tv` compute, each once. Kept per tensor until the
+    graph changes (the fusion's version, as its expr order is): every walk over producers
+    and consumers asks, thousands of times per compile."""
+    fusion = tv.fusion
+    version = fusion.version
+    cache = fusion.__dict__.get("_consumers")
+    if cache is None or cache[0] != version:
+        cache = fusion._consumers = (version, {})  # type: ignore[attr-defined]
+    got = cache[1].get(tv)
+    if got is None:
+        got = cache[1][tv] = _fresh_consumers(tv)
+    return list(got)
+
+
+def _fresh_consumers(tv: TensorView) -> list[TensorView]:
     out: list[TensorView] = []
     for e in tv.fusion.uses_of(tv):
         for o in e.outputs:

@@ -16,11 +16,14 @@ from typing import TYPE_CHECKING, Any
 from engine.host.hir import Deallocate, HostIrContainer, HostUnit, LaunchKernel, PostOnStream
 from engine.host.stream import has_stream_axis, stream_parallel_pass
 from engine.ir.base import Expr, Val
+from engine.ir.iterdomain import ParallelType
+from engine.ir.scalar import Scalar
 from engine.ir.tensorview import MemoryType, TensorView
 from engine.trace import Trace
 
 if TYPE_CHECKING:
     from engine.compile import CompiledFusion
+    from engine.ir.fusion import Fusion
 
 
 def exprs_between(inputs: list[Val], outputs: list[Val]) -> list[Expr] | None:
@@ -91,9 +94,33 @@ def _insert_deallocations(top: list[Any], keep: set[int]) -> list[Any]:
     return out
 
 
+def _shareable_domains(fusion: Fusion) -> list[Any]:
+    """The domains (and their ids) that the host program's copy of `fusion` may share with
+    it: all of them when nothing in the host program edits or binds them, i.e. no tensor has
+    a Stream axis (the Stream-parallel pass makes new tensors from them) and no extent or
+    scalar is a free symbol (the host binds symbols by the copy's objects)."""
+    out: dict[int, Any] = {}
+    for v in fusion.all_vals:
+        if isinstance(v, Scalar):
+            if v.value is None:
+                return []
+            continue
+        if not isinstance(v, TensorView):
+            return []
+        d = v.domain
+        ids = (*d.maybe_root, *d.logical, *d.loop, *(d.allocation or ()))
+        for i in ids:
+            if (i.extent.value is None or (i.expanded_extent is not None and i.expanded_extent.value is None)
+                    or i.parallel_type == ParallelType.stream):
+                return []
+        out[id(d)] = d
+        out.update((id(i), i) for i in ids)
+    return list(out.values())
+
+
 def lower_to_host(cf: CompiledFusion, trace: Trace | None = None) -> HostIrContainer:
     """The host program of `cf` (its segments compiled), Stream-parallel exprs lowered."""
-    memo: dict[int, Any] = {}
+    memo: dict[int, Any] = {id(d): d for d in _shareable_domains(cf.fusion)}
     fusion = copy.deepcopy(cf.fusion, memo)
 
     def host(v: Val) -> Val:

@@ -46,6 +46,7 @@ class Fusion:
         state = dict(self.__dict__)
         state["_exprs_cache"] = None
         state["_vals_cache"] = None
+        state.pop("_consumers", None)  # engine.analysis.logical_map.consumers_of's
         state.pop("ids_of", None)
         return state
 

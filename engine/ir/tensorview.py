@@ -694,6 +694,34 @@ def loop_edits_trusted() -> Iterator[None]:
     verify_around(touched)
 
 
+# Tensors whose verification waits for the end of a trial (see verification_deferred).
+_deferred: dict[TensorView, None] | None = None
+
+
+@contextlib.contextmanager
+def verification_deferred() -> Iterator[None]:
+    """Inside, transactions neither verify nor keep anything to roll back to: the tensors
+    each one would verify (its own and their producers and consumers) are verified once,
+    at the end, which raises what that verification raises.
+
+    For a trial schedule on a copy that is thrown away if anything fails: a caller that
+    needs the error of a failed trial repeats it on a new copy with every step verified
+    (reshape_schedule_reason). The schedules tried this way edit loop domains, parallel
+    types and positions, which no later step undoes: the state that the verification at
+    the end sees is one that every step's verification would have passed through."""
+    global _deferred
+    if _deferred is not None:
+        yield
+        return
+    _deferred = {}
+    try:
+        yield
+        pending = list(_deferred)
+    finally:
+        _deferred = None
+    _verify_all(pending)
+
+
 @contextlib.contextmanager
 def transaction(tvs: Sequence[TensorView], loop_edit: bool = False,
                 inlining: bool = False) -> Iterator[None]:
@@ -704,6 +732,14 @@ def transaction(tvs: Sequence[TensorView], loop_edit: bool = False,
     from engine.analysis.logical_map import consumers_of, producers_of
     from engine.ir.verify import only_positions_change
 
+    if _deferred is not None:
+        with only_positions_change() if inlining else contextlib.nullcontext():
+            yield
+        for t in tvs:
+            _deferred[t] = None
+            _deferred.update(dict.fromkeys(producers_of(t)))
+            _deferred.update(dict.fromkeys(consumers_of(t)))
+        return
     if loop_edit and _unverified is not None:
         yield
         _unverified.update(dict.fromkeys(tvs))

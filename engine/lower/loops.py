@@ -11,6 +11,7 @@ order); a cycle means the inlining cannot be realised and is reported.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -44,9 +45,10 @@ class LoopNode:
     children: list[LoopNode | Expr] = field(default_factory=list)
     virtual: bool = False  # a level that emits no loop (see Nest)
 
-    @property
+    @functools.cached_property
     def concrete(self) -> IterDomain:
-        """The id whose extent the loop runs: a non-broadcast one when there is one."""
+        """The id whose extent the loop runs: a non-broadcast one when there is one. Found
+        once: a node's ids are fixed when it is made, and lowering asks for every index."""
         for i in reversed(self.ids):
             if not i.is_broadcast:
                 return i

@@ -587,7 +587,8 @@ def _innermost_contiguous(tv: TensorView) -> bool:
 
 def _source(expr: Expr) -> str:
     outs = ", ".join(o.short_name for o in expr.outputs if isinstance(o, TensorView))
-    ins = ", ".join(getattr(v, "short_name", str(v)) for v in expr.inputs)
+    # Not getattr(v, "short_name", str(v)): that prints every tensor operand whole first.
+    ins = ", ".join(v.short_name if hasattr(v, "short_name") else str(v) for v in expr.inputs)
     return f"{outs} = {expr.op_name}({ins})"
 
 

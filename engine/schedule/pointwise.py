@@ -38,7 +38,7 @@ from engine.ir.aten_exprs import ATEN_ONLY
 from engine.ir.iterdomain import IterDomain, ParallelType
 from engine.ir.quant_exprs import BlockQuantizationOp, CutlassNvfp4GroupedMmaOp
 from engine.ir.scalar import same_scalar
-from engine.ir.tensorview import MemoryType, TensorView
+from engine.ir.tensorview import MemoryType, TensorView, verification_deferred
 from engine.schedule import tools
 from engine.schedule.base import Scheduler, SchedulerType
 from engine.schedule.params import HeuristicParams, LaunchParams
@@ -117,23 +117,31 @@ def covers_inputs(fusion: Fusion, ref: TensorView) -> bool:
     axes unscheduled. Axes are followed through logical maps; a reshape is crossed as
     a whole (its output covered means its input is). Global-only tensors (offsets) and
     inputs read only as an indexing op's lookup table are not required to map."""
-    covered: dict[TensorView, set[IterDomain]] = {ref: set(_concrete(ref))}
+    # A tensor is walked again whenever its coverage grows: its edges and axes are
+    # found once per walk.
+    concrete: dict[TensorView, set[IterDomain]] = {}
+    edges: dict[TensorView, list[tuple[TensorView, dict[IterDomain, IterDomain] | None]]] = {}
+
+    def concrete_of(tv: TensorView) -> set[IterDomain]:
+        got = concrete.get(tv)
+        if got is None:
+            got = concrete[tv] = set(_concrete(tv))
+        return got
+
+    covered: dict[TensorView, set[IterDomain]] = {ref: set(concrete_of(ref))}
     queue = [ref]
     while queue:
         src = queue.pop(0)
-        full = covered[src] >= set(_concrete(src))
-        consumers = consumers_of(src)
-        for nb in [*consumers, *producers_of(src)]:
-            is_consumer = nb in consumers
-            consumer = nb if is_consumer else src
-            if isinstance(consumer.definition, ex.ViewOp):
-                got = set(_concrete(nb)) if full else set()
-            elif is_consumer:
-                m = logical_map(src, nb, map_broadcast=False)
-                got = {m[i] for i in covered[src] if i in m}
+        have = covered[src]
+        full = have >= concrete_of(src)
+        out = edges.get(src)
+        if out is None:
+            out = edges[src] = _coverage_edges(src)
+        for nb, m in out:
+            if m is None:  # across a reshape: all or nothing
+                got = set(concrete_of(nb)) if full else set()
             else:
-                m = {c: p for p, c in logical_map(nb, src, map_broadcast=False).items()}
-                got = {m[i] for i in covered[src] if i in m}
+                got = {m[i] for i in have if i in m}
             old = covered.get(nb, set())
             if not got <= old:
                 covered[nb] = old | got
@@ -152,6 +160,23 @@ def covers_inputs(fusion: Fusion, ref: TensorView) -> bool:
         if not set(_concrete(tv)) <= covered.get(tv, set()):
             return False
     return True
+
+
+def _coverage_edges(src: TensorView) -> list[tuple[TensorView, dict[IterDomain, IterDomain] | None]]:
+    """covers_inputs' edges out of `src`: each consumer, then each producer, with the map
+    from src's logical ids to the neighbour's (None across a reshape)."""
+    consumers = consumers_of(src)
+    out: list[tuple[TensorView, dict[IterDomain, IterDomain] | None]] = []
+    for nb in [*consumers, *producers_of(src)]:
+        is_consumer = nb in consumers
+        consumer = nb if is_consumer else src
+        if isinstance(consumer.definition, ex.ViewOp):
+            out.append((nb, None))
+        elif is_consumer:
+            out.append((nb, logical_map(src, nb, map_broadcast=False)))
+        else:
+            out.append((nb, {c: p for p, c in logical_map(nb, src, map_broadcast=False).items()}))
+    return out
 
 
 def find_reference(fusion: Fusion) -> TensorView | None:
@@ -213,19 +238,41 @@ def reshape_schedule_reason(fusion: Fusion) -> str | None:
         return None
     if any(isinstance(e, BlockQuantizationOp) for e in fusion.exprs()):
         return None  # the block schedule is not the flattened one (and takes no reshape)
+    # Most trials succeed: tried first with one verification at the end (see
+    # verification_deferred); a trial that fails in any way is made again step by step,
+    # whose first error (or crash) is the verdict's.
+    copy, _ = fusion.clone()
+    try:
+        with verification_deferred():
+            _trial_schedule(copy)
+        return _unscheduled_reason(fusion, copy)
+    except Exception:  # noqa: BLE001 - any failure: the verified trial below says what it is
+        pass
+    finally:
+        copy.release()  # the trial is not read again (see Fusion.release)
     copy, _ = fusion.clone()
     try:
         return _trial_schedule_reason(fusion, copy)
     finally:
-        copy.release()  # the trial is not read again (see Fusion.release)
+        copy.release()
+
+
+def _trial_schedule(copy: Fusion) -> None:
+    schedule_pointwise(copy, PointwiseParams(lparams=LaunchParams(bdimx=THREADS_X)))
 
 
 def _trial_schedule_reason(fusion: Fusion, copy: Fusion) -> str | None:
     """reshape_schedule_reason's trial: the 1-D schedule on `copy` (a clone of `fusion`)."""
     try:
-        schedule_pointwise(copy, PointwiseParams(lparams=LaunchParams(bdimx=THREADS_X)))
+        _trial_schedule(copy)
     except (ValueError, ScheduleError) as e:
         return f"the 1-D schedule cannot cross the reshapes: {e}"
+    return _unscheduled_reason(fusion, copy)
+
+
+def _unscheduled_reason(fusion: Fusion, copy: Fusion) -> str | None:
+    """After the trial on `copy`: a local tensor with consumers that keeps a parallel axis
+    outside its inlined loops, as the verdict names it, or None."""
     names = {t.short_name for t in fusion.tensors() if isinstance(t, TensorView)}
 
     def name(tv: TensorView) -> str:

@@ -437,14 +437,16 @@ def _privatize_producers(fusion: Fusion, tv: TensorView) -> bool:
 
 
 def make_resizes_exclusive(fusion: Fusion, ref: TensorView, trace: Trace | None = None,
-                           shared_inputs: set[TensorView] | None = None) -> None:
+                           shared_inputs: set[TensorView] | None = None,
+                           first: _ConflictError | None = None) -> None:
     """Recompute tensors that two resize paths need differently until `align` succeeds.
 
     Each conflict recomputes the shared tensor for one of its consumers; the conflict
     then moves to its producers, and ends at fusion inputs, which are read from global
     memory wherever needed. Raises _ConflictError when a tensor cannot be recomputed.
     `shared_inputs` receives what the successful alignment finds (see align), which the
-    scheduler would otherwise align the unchanged fusion again for.
+    scheduler would otherwise align the unchanged fusion again for. `first`: the conflict
+    that aligning `fusion` as it is raises, when the caller has found it already.
     """
     limit = 4 * len(fusion.exprs()) + 8
     made_for: dict[TensorView, TensorView] = {}  # copy -> the consumer it was made for
@@ -454,6 +456,9 @@ def make_resizes_exclusive(fusion: Fusion, ref: TensorView, trace: Trace | None 
     maps = _Maps()
     for _ in range(limit):
         try:
+            if first is not None:
+                known, first = first, None
+                raise known
             found: set[TensorView] | None = None if shared_inputs is None else set()
             align(fusion, ref, found, maps=maps)
             if shared_inputs is not None and found:
@@ -547,14 +552,18 @@ class ResizeScheduler(Scheduler):
         try:
             align(fusion, ref)
             return None
-        except _ConflictError:
-            pass
+        except _ConflictError as c:
+            conflict = c
         # Recomputation is tried on a copy: a verdict never changes the fusion. It adds
-        # tensors and rewires ops but never edits a domain, so the copy shares them.
-        domains = _domains(fusion)
+        # tensors and rewires ops but never edits a domain or an op's attributes, so the
+        # copy shares the domains and the attributes that hold only constants.
+        domains = _domains(fusion) + _constant_attributes(fusion)
         copy, vals = fusion.clone(shared=domains)
+        # The copy aligns as the fusion did, up to the same conflict: its first attempt.
+        first = _ConflictError(str(conflict), *(None if t is None else vals[t] for t in (  # type: ignore[misc]
+            conflict.tensor, conflict.consumer, conflict.output)))
         try:
-            make_resizes_exclusive(copy, vals[ref])  # type: ignore[arg-type]
+            make_resizes_exclusive(copy, vals[ref], first=first)  # type: ignore[arg-type]
         except _ConflictError as c:
             return _resize_between_outputs(fusion, ref) or str(c)
         finally:
@@ -606,6 +615,13 @@ def _domains(fusion: Fusion) -> list[object]:
             for i in (*dom.maybe_root, *dom.logical, *dom.loop, *(dom.allocation or ())):
                 out[id(i)] = i
     return list(out.values())
+
+
+def _constant_attributes(fusion: Fusion) -> list[object]:
+    """The exprs' attribute dicts that hold only constants (see segment.graph.constant)."""
+    from engine.segment.graph import constant
+
+    return [e.attributes for e in fusion.all_exprs if e.attributes and constant(e.attributes)]
 
 
 def _resize_between_outputs(fusion: Fusion, ref: TensorView) -> str | None:

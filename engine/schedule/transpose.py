@@ -132,9 +132,18 @@ class _UnionFind:
         return p
 
     def union(self, a: IterDomain, b: IterDomain) -> None:
-        ra, rb = self.find(a), self.find(b)
+        # find(a) and find(b), inline: the checks union every pair of every pairwise map.
+        parent = self.parent
+        ra = parent.setdefault(a, a)
+        while ra is not (q := parent[ra]):
+            ra = q
+        parent[a] = ra
+        rb = parent.setdefault(b, b)
+        while rb is not (q := parent[rb]):
+            rb = q
+        parent[b] = rb
         if ra is not rb:
-            self.parent[rb] = ra
+            parent[rb] = ra
 
 
 def _tensors(fusion: Fusion) -> list[TensorView]:

@@ -8,6 +8,7 @@ while segmenting and what the compile pipeline schedules, lowers and runs.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -223,30 +224,61 @@ def _attribute_scalars(x: Any) -> Iterator[Scalar]:
             yield from _attribute_scalars(y)
 
 
-def shareable_domains(exprs: Sequence[Expr], inputs: Sequence[Val]) -> dict[int, Any]:
+def shareable_domains(exprs: Sequence[Expr], inputs: Sequence[Val],
+                      memo: dict[object, tuple[Any, ...]] | None = None) -> dict[int, Any]:
     """The domains (and their ids) of the tensors `exprs` compute, by id, for a cut that only
     reads them (cut_fusion's `memo`): most of a cut's copy is these ids, their transforms
     and extents. A domain that holds an id of an input's domain is left out: cut_fusion
-    edits the inputs' copies. Only for a fusion without free symbols (see
-    _Finder._static): the inputs' extents are copies, which symbols must not be."""
+    edits the inputs' copies. Inputs' domains that cut_fusion leaves as they are (no root,
+    no reduction axis: _plain_input changes nothing) and that share no id with a computed
+    tensor are shared too. Only for a fusion without free symbols (see _Finder._static):
+    the inputs' extents are then constants, as copies of them would be.
+
+    `memo` keeps each tensor's domain and ids, for a caller that asks about many groups of
+    one fusion whose domains do not change meanwhile (the segmenter)."""
+    def ids_of(tv: TensorView) -> tuple[Any, ...]:
+        got = memo.get(tv) if memo is not None else None
+        if got is None:
+            d = tv.domain
+            ids = (*d.maybe_root, *d.logical, *d.loop, *(d.allocation or ()))
+            got = (d, ids, frozenset(map(id, ids)))
+            if memo is not None:
+                memo[tv] = got
+        return got
+
     input_ids: set[int] = set()
     for v in inputs:
         if isinstance(v, TensorView):
-            d = v.domain
-            input_ids.update(id(i) for i in (*d.maybe_root, *d.logical, *d.loop, *(d.allocation or ())))
+            input_ids |= ids_of(v)[2]
     shared: dict[int, Any] = {}
+    computed_ids: set[int] = set()
     for e in exprs:
         for v in e.outputs:
             if not isinstance(v, TensorView) or id(v.domain) in shared:
                 continue
-            d = v.domain
-            ids = (*d.maybe_root, *d.logical, *d.loop, *(d.allocation or ()))
-            if any(id(i) in input_ids for i in ids):
+            d, ids, keys = ids_of(v)
+            computed_ids |= keys
+            if not keys.isdisjoint(input_ids):
                 continue
             shared[id(d)] = d
             for i in ids:
                 shared[id(i)] = i
+    for v in inputs:
+        if not isinstance(v, TensorView) or not _plain_already(v):
+            continue
+        d, ids, keys = ids_of(v)
+        if not keys.isdisjoint(computed_ids):
+            continue  # a computed tensor's copy would hold one of its ids
+        shared[id(d)] = d
+        for i in ids:
+            shared[id(i)] = i
     return shared
+
+
+def _plain_already(tv: TensorView) -> bool:
+    """Whether _plain_input leaves `tv`'s domain as it is."""
+    d = tv.domain
+    return d.root is None and not any(i.is_reduction for i in d.logical)
 
 
 def unshare(sub: Fusion, memo: dict[int, Any], shared: dict[int, Any]) -> None:
@@ -268,6 +300,7 @@ def cut_fusion(
     inputs: Sequence[Val],
     outputs: Sequence[Val],
     memo: dict[int, Any] | None = None,
+    constant_memo: dict[Expr, bool] | None = None,
 ) -> tuple[Fusion, dict[Val, Val]]:
     """A standalone Fusion of `exprs` with `inputs` as its inputs and `outputs` as its
     outputs (all in global memory), and the map from the complete fusion's vals to it.
@@ -281,19 +314,34 @@ def cut_fusion(
     `memo`: the deep copy's memo to start from and fill. Objects it maps to themselves are
     shared with the complete fusion, not copied (shareable_domains); their ids then name
     the complete fusion as theirs, which the cut records as `ids_of` (see
-    Fusion.__deepcopy__); unshare gives the cut its own copies.
+    Fusion.__deepcopy__); unshare gives the cut its own copies. Exprs' attributes that
+    hold only constants are shared then too. `constant_memo` keeps, per expr, whether its
+    attributes do (attributes never change while segmenting).
     """
     keep = {id(e) for e in exprs}
     shell = Fusion()
     shell._counters = dict(complete._counters)
+    sharing = bool(memo)
     if memo is None:
         memo = {}
-    elif memo:
+    elif sharing:
         shell.ids_of = complete  # type: ignore[attr-defined]
     memo[id(complete)] = shell
     for e in complete.all_exprs:
         if id(e) not in keep:
             memo[id(e)] = None
+    if sharing:
+        # Domains are shared (see above): so are the exprs' constant attributes, which
+        # are most of what remains to copy (slice ranges, pad widths, shapes).
+        for e in exprs:
+            attrs = e.attributes
+            known = constant_memo.get(e) if constant_memo is not None else None
+            if known is None:
+                known = bool(attrs) and constant(attrs)
+                if constant_memo is not None:
+                    constant_memo[e] = known
+            if known:
+                memo[id(attrs)] = attrs
     new_exprs = [copy_value(e, memo) for e in exprs]
     new_in = [copy_value(v, memo) for v in inputs]
     new_out = [copy_value(v, memo) for v in outputs]
@@ -323,6 +371,21 @@ def cut_fusion(
     for v in new_out:
         shell.add_output(v)
     return shell, val_map
+
+
+def constant(x: Any) -> bool:
+    """Whether an attribute value holds nothing but atoms and unnamed constant scalars
+    outside the graph: a copy of it would be the same values, so copies of a fusion may
+    share it."""
+    t = type(x)
+    if t is Scalar:
+        return (x.value is not None and x.name is None and x.definition is None and not x.uses
+                and all(constant(o) for o in x.operands))
+    if t is list or t is tuple:
+        return all(constant(y) for y in x)
+    if t is dict:
+        return all(constant(y) for y in x.values())
+    return t in (int, float, bool, str, type(None)) or isinstance(x, enum.Enum)
 
 
 def _plain_input(tv: TensorView) -> None:

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.analysis.logical_map import pairwise_maps_frozen
+from engine.analysis.logical_map import DomainMaps, pairwise_maps_frozen
 from engine.config import Options
 from engine.errors import NoSchedulerError, ScheduleError
 from engine.ir import exprs as ex
@@ -179,6 +179,13 @@ class _Finder:
         # referenced_symbols: segmenting never changes a domain or an attribute (only
         # operands, privatized copies and memory types), and every candidate group asks.
         self._symbols: dict[object, tuple[Scalar, ...]] = {}
+        # Likewise each tensor's domain and ids (shareable_domains) and whether each expr's
+        # attributes are constants (cut_fusion).
+        self._domain_ids: dict[object, tuple[Any, ...]] = {}
+        self._constant_attrs: dict[Expr, bool] = {}
+        # Pairwise and logical maps of the cuts' edges, by domains (see pairwise_maps_frozen):
+        # cuts that share the complete fusion's domains have the same maps for the same edges.
+        self._domain_maps: DomainMaps = {}
         self.forwarding = Forwarding()
         self.privatized: dict[Expr, list[Expr]] = {}
         self._groups: list[_Group] = []
@@ -243,7 +250,7 @@ class _Finder:
         # A forced scheduler may come after the first that accepts.
         every = every or self.options.force_scheduler is not None
         names = frozenset(e.name for e in core)
-        with pairwise_maps_frozen(asked.sub):
+        with pairwise_maps_frozen(asked.sub, self._domain_maps if asked.shared else None):
             for t in PRIORITY[len(verdicts):]:
                 if not every and self._choose(verdicts) is not None:
                     break
@@ -264,9 +271,9 @@ class _Finder:
         scalars = referenced_symbols(eff, ins, self._symbols)
         # The verdicts only read the cut: in a fusion without free symbols it shares the
         # domains of the tensors it computes instead of copying them (most of a copy).
-        shared = shareable_domains(eff, ins) if self._static() else {}
+        shared = shareable_domains(eff, ins, self._domain_ids) if self._static() else {}
         memo = dict(shared)
-        sub, val_map = cut_fusion(self.fusion, eff, [*ins, *scalars], outs, memo)
+        sub, val_map = cut_fusion(self.fusion, eff, [*ins, *scalars], outs, memo, self._constant_attrs)
         if not tools.has_reshape_history(sub) and self._exact_classes_apart():
             registry.note_no_self_mapping(sub)
         args = [self.sizes.tensor(t) for t in ins] + [self.sizes.value(s) for s in scalars]
