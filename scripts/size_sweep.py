@@ -20,7 +20,8 @@ as unscalable, not as an engine failure.
 
 Inputs are re-made from the small ones: same dtype, stride order, expanded (stride 0)
 and size-0/1 dims, padding ratio of padded layouts; integer tensors keep their values'
-range (indices stay valid for what they index); data tensors (torch.tensor) and values
+range (indices stay valid for what they index), float tensors the file keeps
+non-negative (a running variance) their values' range; data tensors (torch.tensor) and values
 the file gives as numbers stay as they are unless the file's own constants scale them.
 No tensor exceeds --cap elements (default 64M): a larger scale is skipped.
 
@@ -246,6 +247,10 @@ def remake(x: Any, spec: Any, scale: Scale, cap: int, gen: torch.Generator) -> A
         # packed fp4 pairs and e8m0 scales: bytes (0xff is e8m0's NaN)
         flat = torch.randint(0, 255, (storage,), generator=gen).to(torch.uint8)
         return flat.view(dtype).as_strided(shape, strides)
+    elif dtype.is_floating_point and x.numel() and x.float().min() >= 0:
+        # values the file keeps positive (a running variance, torch.rand + 0.5): the same range
+        lo, hi = x.float().min().item(), x.float().max().item()
+        flat = torch.rand((storage,), generator=gen) * (hi - lo) + lo
     elif dtype.is_floating_point:
         flat = torch.randn((storage,), generator=gen)
         if x.numel():
