@@ -598,7 +598,11 @@ def schedule_inner_outer(fusion: Fusion, p: ReductionParams, trace: Trace | None
         c.set_memory_type(MemoryType.Shared)
         _transform(trace, c, "persistent input cache in shared memory, filled by a bulk (TMA) copy")
     reds = reduction_tvs(fusion)
-    ref = next(r for r in reds if is_fastest_dim_reduction(r))
+    # Which reductions are inner ones is read before rfactor_serial: a vectorized inner
+    # reduction leaves its innermost (vector) axis to the per-thread partial, and the
+    # cross-thread reduction that remains no longer reads as one.
+    inner = [r for r in reds if is_fastest_dim_reduction(r)]
+    ref = inner[0]
     canonicalize(ref, True)
     # Phase 1: iteration splits, on every tensor.
     ref.split(0, p.rows_per_step)
@@ -642,7 +646,7 @@ def schedule_inner_outer(fusion: Fusion, p: ReductionParams, trace: Trace | None
     tools.inline_most(fusion, others)  # type: ignore[arg-type]
     for b in keep:
         b.inline_at(min(4, b.nloop), best_effort=True)
-    separate_reduction_phases(fusion, [r for r in reds if is_fastest_dim_reduction(r)], 4, trace)
+    separate_reduction_phases(fusion, inner, 4, trace)
     for c in smem:
         # Stages and rows right of position 2 are what the circular buffer holds.
         c.inline_at(2, best_effort=True)

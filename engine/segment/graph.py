@@ -79,9 +79,12 @@ class Sizes:
         return (self.stored_numel(tv) * tv.dtype.bits + 7) // 8
 
     def tensor(self, tv: TensorView) -> torch.Tensor:
-        """The given input tensor, or an uninitialised CPU tensor with `tv`'s sizes and
-        dtype, laid out as the engine allocates intermediates (allocation order,
-        expanded broadcasts with stride 0)."""
+        """The given input tensor, or a meta tensor (sizes and strides, no memory) with
+        `tv`'s sizes and dtype, laid out as the engine allocates intermediates (allocation
+        order, expanded broadcasts with stride 0). Only sizes, strides and alignment are
+        read; an intermediate of a large fusion ([B, S, vocab] logits, a batched matmul's
+        product) is not allocated to be asked about. Its address reads as 0: aligned, as
+        the engine's own allocations are."""
         if tv in self.given:
             return self.given[tv]  # on its own device: only sizes, strides and alignment are read
         if tv in self._fakes:
@@ -99,9 +102,9 @@ class Sizes:
         mem_shape = [stored[d] for d in order]
         if tv.dtype == DataType.Float4_e2m1fn:
             mem_shape[-1] = max(1, mem_shape[-1] // 2)
-            base = torch.empty(mem_shape, dtype=torch.uint8).view(torch.float4_e2m1fn_x2)
+            base = torch.empty(mem_shape, dtype=torch.uint8, device="meta").view(torch.float4_e2m1fn_x2)
         else:
-            base = torch.empty(mem_shape, dtype=to_torch(tv.dtype))
+            base = torch.empty(mem_shape, dtype=to_torch(tv.dtype), device="meta")
         inv = [order.index(d) for d in range(len(order))]
         t = base.permute(inv) if order != list(range(len(order))) else base
         if stored != full:

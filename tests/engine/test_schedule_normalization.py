@@ -773,3 +773,48 @@ def test_a_tensor_read_before_and_after_a_reduction_persists():
     xs = [torch.randn(1000, 33, generator=gen), torch.randn(1000, 33, generator=gen),
           torch.rand(1000, 1, generator=gen) + 0.5, torch.randn(33, generator=gen)]
     assert _emulate(fd, xs) == ["inner_persistent"]
+
+
+
+def rms_norm_backward_3d(rows: int, cols: int, dt: DataType) -> tuple[FusionDefinition, list]:
+    """rms_norm_backward in the form of a Llama-2 trace: [1, N, H] tensors, rms [1, N, 1],
+    the per-row sum over dims [0, 2] and grad_weight's over [0, 1]."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[1, -1, -1], contiguity=[None, True, True], dtype=dt)
+        rms = fd.define_tensor(shape=[1, -1, 1], contiguity=[None, True, None], dtype=DataType.Float)
+        g = fd.define_tensor(shape=[1, -1, -1], contiguity=[None, True, True], dtype=dt)
+        w = fd.define_tensor(shape=[-1], contiguity=[True], dtype=dt)
+        if dt != DataType.Float:
+            x, g, w = (fd.ops.cast(t, DataType.Float) for t in (x, g, w))
+        full = fd.ops.shape(x)
+        rb = fd.ops.broadcast_in_dim(rms, shape=full, broadcast_dims=[0, 1, 2])
+        inv = fd.ops.reciprocal(rb)
+        x_hat = fd.ops.mul(x, inv)
+        gw = fd.ops.mul(g, fd.ops.broadcast_in_dim(w, shape=full, broadcast_dims=[2]))
+        grad_weight = fd.ops.sum(fd.ops.mul(g, x_hat), dims=[0, 1])
+        s = fd.ops.sum(fd.ops.mul(fd.ops.mul(fd.ops.neg(gw), x), fd.ops.reciprocal(fd.ops.pow(rb, 2.0))),
+                       dims=[0, 2])
+        s = fd.ops.div(s, fd.ops.mul(fd.ops.size(x, 2), 2.0))
+        s = fd.ops.broadcast_in_dim(s, shape=full, broadcast_dims=[1])
+        grad_input = fd.ops.add(fd.ops.mul(gw, inv), fd.ops.mul(fd.ops.mul(fd.ops.mul(s, 2.0), x), inv))
+        for out in (grad_input, grad_weight):
+            fd.add_output(out if dt == DataType.Float else fd.ops.cast(out, dt))
+    gen = torch.Generator().manual_seed(0)
+    xf = torch.randn(1, rows, cols, generator=gen)
+    r = (xf.pow(2).mean(2, keepdim=True) + 1e-5).sqrt()
+    tdt = _torch_dtype(dt)
+    return fd, [xf.to(tdt), r, torch.randn(1, rows, cols, generator=gen).to(tdt),
+                torch.randn(cols, generator=gen).to(tdt)]
+
+
+@needs_gxx
+@pytest.mark.parametrize("dt", _NORM_DTYPES, ids=lambda d: d.name)
+def test_a_vectorized_inner_reduction_still_keeps_its_inputs_across_it(dt: DataType):
+    """With a vectorized inner reduction, rfactor_serial gives the vector axis to a
+    per-thread partial, after which a [1, N, H] row sum over dims [0, 2] no longer reads as
+    an inner reduction; the reductions were told apart after it, so no tensor was kept
+    across the row sum: the Llama-2 RMS-norm backward (llama2_rms_norm_bwd_scalar_inputs)
+    at [1, 16, 128] failed to lower with a dependence cycle and ran as five kernels."""
+    fd, xs = rms_norm_backward_3d(64, 128, dt)
+    assert heuristics(fd, xs, "inner_outer_persistent").unroll_factor_inner_reduction > 1
+    assert _emulate(fd, xs) == ["inner_outer_persistent"]

@@ -563,3 +563,22 @@ def test_a_scheduler_refused_for_a_group_is_not_chosen_again_when_the_group_is_s
     notes = [e.message for e in cf.trace if e.kind == "segment" and e.data.get("rule") == "refuse_scheduler"]
     assert len(notes) == 1 and "transpose is refused for these 2 ops" in notes[0]
     torch.testing.assert_close(cf.run(xs, backend="emulate")[0], xs[0].t() + xs[1])
+
+
+def test_an_intermediate_too_large_to_allocate_is_asked_about_by_its_sizes_only():
+    """The segmenter asks the schedulers about each candidate group with its inputs; an
+    intermediate input was an uninitialised CPU tensor of its full size. A batched matmul
+    with K = 1 at [2048, 32768, 1] x [2048, 1, 16384] (matmul_broadcast_k_sum scaled up)
+    then failed to compile: 'DefaultCPUAllocator: can't allocate memory: you tried to
+    allocate 4398046511104 bytes'. Here: the outer product of two 2^20-element vectors
+    (2^40 elements) crosses a segment boundary."""
+    from engine.compile import compile_fusion
+
+    n = 1 << 20
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, 1], contiguity=[True, None], dtype=DataType.Float)
+        b = fd.define_tensor(shape=[1, -1], contiguity=[None, True], dtype=DataType.Float)
+        c = fd.ops.segment_set(fd.ops.mul(a, b))
+        fd.add_output(fd.ops.sum(c, dims=[0, 1]))
+    cf = compile_fusion(fd, [torch.randn(n, 1), torch.randn(1, n)])
+    assert len(cf.segments) == 2
