@@ -10,6 +10,9 @@ source and launch. A compile error is part of the digest too (its type and messa
     python scripts/compile_digest.py -o before.json     # on the old commit
     python scripts/compile_digest.py -o after.json      # on the new one
     python scripts/compile_digest.py --diff before.json after.json
+
+It digests the engine of the checkout it lies in (it puts that checkout first on sys.path):
+to digest another worktree, run that worktree's copy.
 """
 
 from __future__ import annotations
