@@ -141,10 +141,22 @@ def test_random_schedules_are_valid_or_refused_and_keep_results(data, kind, rank
             continue
         verify_fusion(fd.fusion)
         event(f"applied {op}")
-    after = fd.execute([x])
+    after = fd.execute([laid_out_as(fd.fusion.inputs[0], x)])
     assert len(after) == len(before)
     for a, b in zip(before, after):
         torch.testing.assert_close(a, b)
+
+
+def laid_out_as(tv, x: torch.Tensor) -> torch.Tensor:
+    """`x` in the layout input `tv`'s allocation domain asks for now: a schedule may set an
+    input's allocation (set_allocation_as_loop after a reorder), which is the layout the
+    fusion then expects of that input, as in nvFuser."""
+    logical = [i for i in tv.domain.logical if not i.is_reduction]
+    alloc = [i for i in tv.domain.maybe_allocation if not i.is_reduction]
+    if sorted(map(id, alloc)) != sorted(map(id, logical)):
+        return x  # not a permutation: no layout is checked
+    perm = [logical.index(i) for i in alloc]
+    return x.permute(perm).contiguous().permute(sorted(range(len(perm)), key=perm.__getitem__))
 
 
 # ---- the bundled samples: a reference schedule propagated over real fusions ----------------------
