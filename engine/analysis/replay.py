@@ -286,79 +286,89 @@ def _loop_map(producer: TensorView, consumer: TensorView, linear: IdMap) -> IdMa
     m.update(linear)
     c_ts = transforms_between(consumer.domain.maybe_root, consumer.domain.loop)
     c_set = {id(t) for t in c_ts}
-    changed = True
+    # The producer's transforms not settled yet, in order (those that make part of the
+    # full merge are); `done` holds the settled ones of both sides.
+    pending = p_ts
     done: set[int] = set()
+    if linear:
+        done = {id(t) for t in p_ts if any(o in linear for o in t.outputs)}
+        pending = [t for t in p_ts if id(t) not in done]
+    changed = True
     while changed:
         changed = False
-        for t in p_ts:
+        unsettled = []
+        for t in pending:
             if id(t) in done:
                 continue
-            if any(o in linear for o in t.outputs):
+            if _match(t, m, c_set):
                 done.add(id(t))
-                continue
-            if isinstance(t, Split):
-                b = m.get(t.in_id)
-                if b is None:
-                    continue
-                match = next((u for u in b.uses if id(u) in c_set and isinstance(u, Split)
-                              and _same_split(t, u)), None)
-                # Unmatched transforms are retried after consumer-side forwarding (below)
-                # remaps their input.
-                if match is not None:
-                    m[t.outer], m[t.inner] = match.outer, match.inner
-                    done.add(id(t))
-                    changed = True
-            elif isinstance(t, Resize):
-                b = m.get(t.in_id)
-                if b is None:
-                    continue
-                match = next((u for u in b.uses if id(u) in c_set and isinstance(u, Resize)
-                              and same_scalar(u.left, t.left) and same_scalar(u.right, t.right)),
-                             None)
-                if match is not None:
-                    m[t.out] = match.out
-                    done.add(id(t))
-                    changed = True
-            elif isinstance(t, Merge):
-                bo, bi = m.get(t.outer), m.get(t.inner)
-                if bo is not None and bi is not None:
-                    match = next((u for u in bo.uses if id(u) in c_set and isinstance(u, Merge)
-                                  and u.outer is bo and u.inner is bi), None)
-                    # Without a match now, consumer-side forwarding below may still remap
-                    # an input (a consumer merge with a broadcast we lack): retry then.
-                    if match is not None:
-                        m[t.out] = match.out
-                        done.add(id(t))
-                        changed = True
-                    elif (kept := _beside_reduced_broadcast(bo, bi)) is not None and (
-                            t.outer.is_broadcast or t.inner.is_broadcast):
-                        # Our merge of a broadcast with an axis that the consumer reduces
-                        # over one element and keeps (see replay_onto): the merged axis
-                        # iterates the kept one.
-                        m[t.out] = kept
-                        done.add(id(t))
-                        changed = True
-                elif (bo is None) != (bi is None):
-                    missing = t.outer if bo is None else t.inner
-                    if missing.is_broadcast:
-                        m[t.out] = bo if bo is not None else bi  # type: ignore[assignment]
-                        done.add(id(t))
-                        changed = True
+                changed = True
+            else:
+                unsettled.append(t)
+        pending = unsettled
         # Consumer-side forwarding: the consumer merged one of our ids with a broadcast
         # axis that the producer does not have.
         image = {v: k for k, v in m.items()}
         for u in c_ts:
             if id(u) in done or not isinstance(u, Merge):
                 continue
-            xo, xi = image.get(u.outer), image.get(u.inner)
+            uo, ui = u.inputs
+            xo, xi = image.get(uo), image.get(ui)
             if (xo is None) != (xi is None):
-                missing = u.outer if xo is None else u.inner
+                missing = uo if xo is None else ui
                 if missing.is_broadcast:
                     p = xo if xo is not None else xi
                     assert p is not None
-                    if m.get(p) is not u.out:
-                        m[p] = u.out
-                        image[u.out] = p
+                    out = u.outputs[0]
+                    if m.get(p) is not out:
+                        m[p] = out
+                        image[out] = p
                         changed = True
                     done.add(id(u))
     return m
+
+
+def _match(t: IdTransform, m: IdMap, c_set: set[int]) -> bool:
+    """Map the outputs of the producer's transform `t` to those of the consumer's matching
+    transform (among `c_set`), when its inputs are mapped and one matches; whether it did.
+    Unmatched transforms are retried after consumer-side forwarding remaps an input."""
+    if isinstance(t, Split):
+        b = m.get(t.inputs[0])
+        if b is None:
+            return False
+        for u in b.uses:
+            if id(u) in c_set and isinstance(u, Split) and _same_split(t, u):
+                m[t.outputs[0]], m[t.outputs[1]] = u.outputs
+                return True
+        return False
+    if isinstance(t, Resize):
+        b = m.get(t.inputs[0])
+        if b is None:
+            return False
+        for u in b.uses:
+            if (id(u) in c_set and isinstance(u, Resize) and same_scalar(u.left, t.left)
+                    and same_scalar(u.right, t.right)):
+                m[t.outputs[0]] = u.outputs[0]
+                return True
+        return False
+    if isinstance(t, Merge):
+        to, ti = t.inputs
+        bo, bi = m.get(to), m.get(ti)
+        if bo is not None and bi is not None:
+            for u in bo.uses:
+                if id(u) in c_set and isinstance(u, Merge) and u.inputs[0] is bo and u.inputs[1] is bi:
+                    m[t.outputs[0]] = u.outputs[0]
+                    return True
+            kept = _beside_reduced_broadcast(bo, bi)
+            if kept is not None and (to.is_broadcast or ti.is_broadcast):
+                # Our merge of a broadcast with an axis that the consumer reduces over one
+                # element and keeps (see replay_onto): the merged axis iterates the kept one.
+                m[t.outputs[0]] = kept
+                return True
+            return False
+        if (bo is None) != (bi is None):
+            missing = to if bo is None else ti
+            if missing.is_broadcast:
+                m[t.outputs[0]] = bo if bo is not None else bi  # type: ignore[assignment]
+                return True
+    return False

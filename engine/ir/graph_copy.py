@@ -40,21 +40,19 @@ def copy_value(v: Any, memo: dict[int, Any]) -> Any:
         return y
     if t in _NODES:
         return copy_node(v, memo)
-    atoms = _ATOMS
     if t is list:
         y = []
         memo[id(v)] = y
-        # Atoms (most list items are nodes or ints) skip the call.
-        y.extend([x if type(x) in atoms else copy_value(x, memo) for x in v])
+        y.extend(_copy_items(v, memo))
         return y
     if t is dict:
         y = {}
         memo[id(v)] = y
         for k, x in v.items():
-            y[copy_value(k, memo)] = x if type(x) in atoms else copy_value(x, memo)
+            y[copy_value(k, memo)] = x if type(x) in _ATOMS else copy_value(x, memo)
         return y
     if t is tuple:
-        y = tuple([x if type(x) in atoms else copy_value(x, memo) for x in v])
+        y = tuple(_copy_items(v, memo))
         memo[id(v)] = y
         return y
     if _is_atom(t):
@@ -65,12 +63,37 @@ def copy_value(v: Any, memo: dict[int, Any]) -> Any:
     return copy.deepcopy(v, memo)
 
 
+def _copy_items(items: Any, memo: dict[int, Any]) -> list[Any]:
+    """copy_value of each item. Most items are atoms or nodes copied already (a tensor's
+    uses, an op's operands): those are found here without a call."""
+    atoms, nodes, get = _ATOMS, _NODES, memo.get
+    out = []
+    for x in items:
+        t = type(x)
+        if t in atoms:
+            out.append(x)
+            continue
+        y = get(id(x), _MISSING)
+        if y is _MISSING:
+            y = copy_node(x, memo) if t in nodes else copy_value(x, memo)
+        out.append(y)
+    return out
+
+
 def copy_node(node: Any, memo: dict[int, Any]) -> Any:
     """The `__deepcopy__` of an IR node: a new instance whose fields are copies."""
     new = object.__new__(type(node))
     memo[id(node)] = new
     fields = new.__dict__
-    atoms = _ATOMS
+    atoms, nodes, get = _ATOMS, _NODES, memo.get
     for k, v in node.__dict__.items():
-        fields[k] = v if type(v) in atoms else copy_value(v, memo)
+        t = type(v)
+        if t in atoms:
+            fields[k] = v
+            continue
+        # Fields that refer back (a tensor's definition, an id's fusion) are copied already.
+        y = get(id(v), _MISSING)
+        if y is _MISSING:
+            y = copy_node(v, memo) if t in nodes else copy_value(v, memo)
+        fields[k] = y
     return new

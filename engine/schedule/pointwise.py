@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from engine.analysis.logical_map import consumers_of, logical_map, producers_of
+from engine.analysis.replay import loop_maps_frozen
 from engine.analysis.vectorize import VectorizeResult, vectorization_factor
 from engine.errors import ScheduleError
 from engine.ir import exprs as ex
@@ -243,7 +244,9 @@ def reshape_schedule_reason(fusion: Fusion) -> str | None:
     # whose first error (or crash) is the verdict's.
     copy, _ = fusion.clone()
     try:
-        with verification_deferred():
+        # The verification at the end asks for the loop maps that inlining computed
+        # (they are keyed by what they depend on: the trial may change the schedule).
+        with loop_maps_frozen(), verification_deferred():
             _trial_schedule(copy)
         return _unscheduled_reason(fusion, copy)
     except Exception:  # noqa: BLE001 - any failure: the verified trial below says what it is
