@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from engine.dtypes import DataType
@@ -669,27 +669,6 @@ class _PositionSnapshot:
 
 # Tensors whose loop-domain edits wait for one verification (see loop_edits_trusted).
 _unverified: dict[TensorView, None] | None = None
-# Inside loop_edits_trusted: the tensors the last inlining verified, with the state of
-# everything it read then (see _verified_state).
-_inlined: tuple[dict[TensorView, None], tuple[Any, ...]] | None = None
-
-
-def _verified_state(tvs: Iterable[TensorView]) -> tuple[Any, ...]:
-    """Everything verify(t) reads for the tensors `tvs` (a whole fusion's, with their
-    producers and consumers): the graph (its version), each tensor's domains, memory type,
-    positions and loop parallel types. Transforms never change once made, and walks to
-    them go backward from these domains. Equal states verify alike."""
-    parts: list[Any] = []
-    fusions: dict[int, Any] = {}
-    for t in tvs:
-        dom = t.domain
-        fusions[id(t.fusion)] = t.fusion
-        parts.append((t, dom, tuple(dom.loop), tuple(i.parallel_type for i in dom.loop),
-                      tuple(dom.logical), None if dom.root is None else tuple(dom.root),
-                      None if dom.allocation is None else tuple(dom.allocation),
-                      tuple(dom.contiguity), t.memory_type, t.compute_at_pos, t.max_producer_pos))
-    parts.extend((f, f.version) for f in fusions.values())
-    return tuple(parts)
 
 
 @contextlib.contextmanager
@@ -702,23 +681,17 @@ def loop_edits_trusted() -> Iterator[None]:
     leaves the session usable after a refused edit. Other primitives (cache, rfactor,
     compute_at) are verified as they happen even inside.
     """
-    global _unverified, _inlined
+    global _unverified
     if _unverified is not None:
         yield
         return
     _unverified = {}
-    _inlined = None
     try:
         yield
         touched = list(_unverified)
-        inlined = _inlined
     finally:
         _unverified = None
-        _inlined = None
-    # Schedules end by inlining, which verifies every tensor: unless something changed
-    # since, those tensors pass again, and only the others need the check.
-    passed = inlined[0] if inlined is not None and _verified_state(inlined[0]) == inlined[1] else {}
-    verify_around(touched, passed)
+    verify_around(touched)
 
 
 # Tensors whose verification waits for the end of a trial (see verification_deferred).
@@ -759,7 +732,6 @@ def transaction(tvs: Sequence[TensorView], loop_edit: bool = False,
     from engine.analysis.logical_map import consumers_of, producers_of
     from engine.ir.verify import only_positions_change
 
-    global _inlined
     if _deferred is not None:
         with only_positions_change() if inlining else contextlib.nullcontext():
             yield
@@ -790,13 +762,9 @@ def transaction(tvs: Sequence[TensorView], loop_edit: bool = False,
             for s in reversed(snaps):
                 s.restore()
             raise
-    if inlining and _unverified is not None:
-        _inlined = (check, _verified_state(check))
 
 
-def verify_around(tvs: Sequence[TensorView], passed: Mapping[TensorView, None] | None = None) -> None:
-    """Verify `tvs` and their producers and consumers; `passed`: tensors known to pass
-    as they are now, left out (the first failure among the rest is the first of all)."""
+def verify_around(tvs: Sequence[TensorView]) -> None:
     from engine.analysis.logical_map import consumers_of, producers_of
 
     # Each tensor once, in first-seen order: verify is a pure check, so the first
@@ -804,7 +772,7 @@ def verify_around(tvs: Sequence[TensorView], passed: Mapping[TensorView, None] |
     check: dict[TensorView, None] = {}
     for t in tvs:
         check.update(dict.fromkeys([t, *producers_of(t), *consumers_of(t)]))
-    _verify_all([t for t in check if t not in passed] if passed else check)
+    _verify_all(check)
 
 
 def _verify_all(tvs: Iterable[TensorView]) -> None:
