@@ -173,6 +173,10 @@ class FusescopeApp(App[None]):
 
     @on(TensorSelected)
     def _tensor_selected(self, event: TensorSelected) -> None:
+        # The widget's own check (see TensorTree) cannot see a selection made after it
+        # posted: one whose widget has moved on since would take the selection back.
+        if event.source is not None and event.source.current_tensor != event.name:
+            return
         self.show_tensor(event.name)
 
     # ---- tabs -----------------------------------------------------------------------

@@ -6,7 +6,7 @@ Data goes down as attributes and method calls; facts come up as these messages.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from textual.message import Message
 
@@ -14,11 +14,20 @@ if TYPE_CHECKING:
     from fusescope.model import CompileResult, RunResult, Session
 
 
+class TensorCursor(Protocol):
+    """A widget whose cursor is on one tensor (or none)."""
+
+    @property
+    def current_tensor(self) -> str | None: ...
+
+
 @dataclass
 class TensorSelected(Message):
-    """The user put the cursor on a TensorView (e.g. "T3") in some widget."""
+    """The user put the cursor on a TensorView (e.g. "T3") in `source` (a widget whose cursor
+    has moved on by the time the app reads this makes it stale)."""
 
     name: str
+    source: TensorCursor | None = None
 
 
 @dataclass

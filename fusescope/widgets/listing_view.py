@@ -73,7 +73,7 @@ class ListingView(OptionList):
             return
         tensor = self.entries[event.option_index].tensor
         if tensor is not None:
-            self.post_message(TensorSelected(tensor))
+            self.post_message(TensorSelected(tensor, self))
 
     def action_copy(self) -> None:
         copy_text(self, self.text, "the listing")

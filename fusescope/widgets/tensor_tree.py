@@ -53,6 +53,11 @@ class TensorTree(Tree[str]):
         for v in values:
             node.add_leaf(highlight(v.text), data=v.name if v.is_tensor else None)
 
+    @property
+    def current_tensor(self) -> str | None:
+        node = self.cursor_node
+        return node.data if node is not None else None
+
     def select_tensor(self, name: str) -> bool:
         """Move the cursor to the first node of tensor `name`; False when there is none."""
         node = self._find(self.root, name)
@@ -76,4 +81,4 @@ class TensorTree(Tree[str]):
         # the app answers): echoing it moved the cursor back, and the tree and the listing
         # then sent each other old selections without end.
         if event.node.data is not None and event.node is self.cursor_node:
-            self.post_message(TensorSelected(event.node.data))
+            self.post_message(TensorSelected(event.node.data, self))

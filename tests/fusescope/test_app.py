@@ -11,6 +11,7 @@ from textual.widgets import Footer, TabbedContent
 from engine import load_fusion
 from fusescope import samples
 from fusescope.app import FusescopeApp
+from fusescope.messages import TensorSelected
 from fusescope.model import Session, load_session
 from fusescope.screens.help_screen import HelpScreen
 from fusescope.screens.open_file_screen import OpenFileScreen
@@ -427,3 +428,25 @@ async def test_keys_faster_than_the_app_answers_end_on_the_last_tensor(pane: str
             assert app.query_one(TransformView).tensor == listing.current_tensor
         else:
             assert tree.cursor_line == 9
+
+
+@pytest.mark.parametrize("widget", [TensorTree, ListingView])
+async def test_a_selection_posted_before_the_cursor_moved_on_does_not_take_it_back(widget) -> None:
+    # A widget posts its selection; before the app reads it, the selection moves on (a
+    # quicker key, the palette, a test's show_tensor). On a busy host the older message then
+    # arrived last and showed its tensor again (the sample sweep saw T36 after T38).
+    app = FusescopeApp(load_session(samples.resolve("seed003_rope_bwd_small")))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        first, then = list(app.session.tensors)[1:3]
+        app.show_tensor(first)
+        await pilot.pause()
+        source = app.query_one(widget)
+        assert source.current_tensor == first
+        late = TensorSelected(first, source)  # posted by `source` while its cursor was on `first`
+        app.show_tensor(then)
+        await pilot.pause()
+        app.post_message(late)  # read only now
+        await pilot.pause()
+        assert app.query_one(TransformView).tensor == then
+        assert source.current_tensor == then
