@@ -20,8 +20,8 @@ Rules, per op (unmapped axes are simply absent from the map):
   (as nvFuser), and then the padded inputs do share the output's loop; an unpadded
   input would not, and mapping it would claim a loop it does not have.
 - select: the selected axis of the input is unmapped; the index is a scalar.
-- index_select: the input maps on every axis but `dim`; the 1-D index tensor maps to
-  the consumer's `dim` axis.
+- index_select: the input maps on every axis but `dim`; the index tensor, broadcast to
+  the input's rank by the op's builder (its own axis at `dim`), maps positionally.
 - gather: the index tensor maps positionally; the looked-up input maps on axes other
   than `dim` whose extents are provably equal.
 - matmul / linear: batch axes (right-aligned, as torch broadcasts them), M and N map
@@ -148,7 +148,9 @@ def _expr_map(expr: Expr, role: int, producer: TensorView, consumer: TensorView)
             if len(p_ids) != len(c_root):
                 return {}
             return {p: c for k, (p, c) in enumerate(zip(p_ids, c_root)) if k != expr.dim}
-        return {p_ids[0]: c_root[expr.dim]} if len(p_ids) == 1 and expr.dim < len(c_root) else {}
+        # The index has the table's rank (broadcast to it by the op's builder, as
+        # nvFuser's): its axis maps to `dim`, its broadcasts to the other axes.
+        return _zip_map(p_ids, c_root)
     if isinstance(expr, ex.GatherOp):
         if role == 1:
             return _zip_map(p_ids, c_root)

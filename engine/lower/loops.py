@@ -36,6 +36,12 @@ def in_tvs(expr: Expr) -> list[TensorView]:
     return out
 
 
+VirtualKey = Callable[[IterDomain], bool]
+# covers(i, like): how many elements a loop over `i` walks, where `i` is split as `like`
+# is (else 0: such ids are not compared).
+Covers = Callable[[IterDomain, IterDomain], int]
+
+
 @dataclass
 class LoopNode:
     """One loop of the nest: a level, the IterDomains it realises and its children."""
@@ -44,14 +50,25 @@ class LoopNode:
     ids: list[IterDomain]  # every expression's loop id at this level (all mapped)
     children: list[LoopNode | Expr] = field(default_factory=list)
     virtual: bool = False  # a level that emits no loop (see Nest)
+    # Which id's loop walks more elements (see Nest); None: the last concrete id runs.
+    covers: Covers | None = field(default=None, repr=False, compare=False)
 
     @functools.cached_property
     def concrete(self) -> IterDomain:
-        """The id whose extent the loop runs: a non-broadcast one when there is one. Found
-        once: a node's ids are fixed when it is made, and lowering asks for every index."""
-        for i in reversed(self.ids):
-            if not i.is_broadcast:
-                return i
+        """The id whose extent the loop runs: the last non-broadcast one, unless another id
+        split the same way covers more elements. Ids of one loop may differ so: a
+        consumer's merge with a broadcast that another consumer concretizes (an
+        index_select's index, broadcast to the table's rank, merged with the table's axes)
+        walks more elements than the same split of a producer inlined into both that lacks
+        that axis; the loop must run the larger one, as nvFuser's loop promotion does, and
+        the others are indexed through it. Found once: a node's ids are fixed when it is
+        made, and lowering asks for every index."""
+        concrete = [i for i in self.ids if not i.is_broadcast]
+        if concrete:
+            last = concrete[-1]
+            if self.covers is None:
+                return last
+            return max(reversed(concrete), key=lambda i: self.covers(i, last))
         for i in reversed(self.ids):
             if i.has_expanded_extent:
                 return i
@@ -114,7 +131,6 @@ def _groups(exprs: list[Expr], level: int) -> list[list[Expr]]:
     return list(groups.values())
 
 
-VirtualKey = Callable[[IterDomain], bool]
 
 
 class Nest:
@@ -123,9 +139,10 @@ class Nest:
     iteration). A virtual level is not a scope: its groups dissolve into the enclosing
     scope, so statements of different virtual groups may interleave as data requires."""
 
-    def __init__(self, exprs: list[Expr], is_virtual: VirtualKey) -> None:
+    def __init__(self, exprs: list[Expr], is_virtual: VirtualKey, covers: Covers | None = None) -> None:
         self.position = {e: k for k, e in enumerate(exprs)}
         self.is_virtual = is_virtual
+        self.covers = covers
         self.virtual: dict[Expr, dict[int, IterDomain]] = {e: {} for e in exprs}
         self.items = self._scope(exprs, 0)
 
@@ -134,7 +151,7 @@ class Nest:
         out: list[LoopNode | Expr] = list(leaves)
         for g in _groups([e for e in exprs if out_tv(e).nloop > level], level):
             g = sorted(g, key=self.position.__getitem__)
-            node = LoopNode(level, [out_tv(e).axis(level) for e in g])
+            node = LoopNode(level, [out_tv(e).axis(level) for e in g], covers=self.covers)
             if self.is_virtual(node.concrete):
                 for e in g:
                     self.virtual[e][level] = node.concrete

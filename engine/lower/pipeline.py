@@ -28,7 +28,7 @@ from engine.ir.tensorview import MemoryType, TensorView
 from engine.lower import kir
 from engine.lower.circular_buffer import CircularBuffer, circular_buffer
 from engine.lower.grid_epilogue import share_epilogue
-from engine.lower.index import Extents
+from engine.lower.index import Extents, split_chain
 from engine.lower.loops import LoopNode, Nest, out_tv, walk
 from engine.lower.lowering import ExprLowering, loop_kind
 from engine.lower.vectorize import hoist_shared_reads, vectorize_loop, widen_bulk_copy
@@ -132,6 +132,14 @@ _DIM_LIMITS = {
 
 def _is_virtual(i, ext: Extents) -> bool:
     return i.parallel_type in _DIMS or ext.of(i) == 1
+
+
+def _covers(i, like, ext: Extents) -> int:
+    """The elements a loop over `i` walks, those of the id it was split from (a block index
+    over 48 merged elements and one over 6 both have extent 1 at 128 threads), when `i`
+    went through the same splits as `like`; else 0."""
+    root, steps = split_chain(i, ext)
+    return ext.of(root) if steps == split_chain(like, ext)[1] else 0
 
 
 def _parallel_dims(nest: Nest, ext: Extents) -> dict[ParallelType, int]:
@@ -310,7 +318,7 @@ def _lower_fusion(fusion: Fusion, env: dict, name: str, layouts: dict[str, tuple
     exprs = [e for e in exprs if out_tv(e) not in constants]
     ext = Extents(env)
     ext.promote(exprs)
-    nest = Nest(exprs, lambda i: _is_virtual(i, ext))
+    nest = Nest(exprs, lambda i: _is_virtual(i, ext), lambda i, like: _covers(i, like, ext))
     stages["loop_nests"] = "\n".join(_nest_text(nest.items)) + "\n"
     dims = _parallel_dims(nest, ext)
     launch = LaunchConfig(

@@ -19,6 +19,7 @@ from engine.ops.common import (
     norm_dim,
     to_val,
 )
+from engine.ops.shape import broadcast
 
 __all__ = ["gather", "index_put_accumulate", "index_select", "scatter", "select", "take_along_axis"]
 
@@ -49,19 +50,38 @@ def select(arg: TensorView, index: int | Scalar, dim: int) -> TensorView:
 
 
 def index_select(arg: TensorView, index: TensorView, dim: int) -> TensorView:
-    """torch.index_select: axis `dim` of the output has the extent of the 1-D `index`."""
+    """torch.index_select: axis `dim` of the output has the extent of the 1-D `index`.
+
+    The index is broadcast to the table's rank first (its axis at `dim`, broadcasts
+    elsewhere), as nvFuser's indexSelect does (ops::maybeBroadcastIndexTv): a 1-D index
+    has no axis for the output's other axes, so a schedule that merges them (the
+    pointwise 1-D schedule) could not replay its loops on the index, which then stayed
+    outside the loop nest, a whole copy of the index per thread. Broadcast, the index is
+    inlined like any broadcast operand and each thread reads the one entry it uses. An
+    index already in that form is taken as it is (nvFuser's isIndexAlreadyBroadcast)."""
     tv = check_tensor("index_select", arg)
     idx = _check_index_tensor("index_select", index)
     src = no_reductions(tv)
     d = norm_dim("index_select", dim, len(src), tv)
-    isrc = no_reductions(idx)
-    if len(isrc) != 1:
-        raise FusionDefinitionError(f"index_select: index {idx.short_name} must be 1-D, got rank {len(isrc)}")
+    idx = _index_at_rank(idx, d, len(src))
     fusion = tv.fusion
-    ids = [copy_id(fusion, isrc[0]) if k == d else copy_id(fusion, i) for k, i in enumerate(src)]
+    index_id = no_reductions(idx)[d]
+    ids = [copy_id(fusion, index_id) if k == d else copy_id(fusion, i) for k, i in enumerate(src)]
     out = new_tv(fusion, ids, tv.dtype)
     IndexSelectOp(fusion, out, tv, d, idx)
     return out
+
+
+def _index_at_rank(idx: TensorView, dim: int, rank: int) -> TensorView:
+    """index_select's index with `rank` axes: its own at `dim`, broadcasts elsewhere."""
+    ids = no_reductions(idx)
+    if len(ids) == rank and all(k == dim or i.is_broadcast for k, i in enumerate(ids)):
+        return idx
+    if len(ids) != 1:
+        raise FusionDefinitionError(f"index_select: index {idx.short_name} must be 1-D, got rank {len(ids)}")
+    if rank == 1:
+        return idx
+    return broadcast(idx, [k != dim for k in range(rank)])
 
 
 def gather(arg: TensorView, index: TensorView, dim: int) -> TensorView:

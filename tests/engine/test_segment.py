@@ -476,20 +476,39 @@ def test_block_scales_read_inside_become_a_segment_output():
 
 
 def test_a_segment_that_fails_to_lower_is_segmented_again_without_that_scheduler():
-    """Fuzz fusion-3-72: the pointwise scheduler takes all three ops, but the kernel cannot index
-    T1's cache; instead of refusing the fusion, compile_fusion refuses pointwise for that group
-    and segments again (three segments here), and the trace says why."""
+    """The pointwise scheduler takes all 15 ops of this causal mask, but its kernel would read
+    a local tensor at elements another thread computed; instead of refusing the fusion,
+    compile_fusion refuses pointwise for that group and segments again (two segments here),
+    and the trace says why."""
+    from engine.compile import compile_fusion
+
+    path = Path(__file__).parents[1] / "realworld" / "scripts" / "iota_causal_mask_bf16_lowest_full.py"
+    fd = load_fusion(path)
+    xs = fd.example_inputs(seed=0)
+    cf = compile_fusion(fd, xs)
+    notes = [e.message for e in cf.trace if e.kind == "segment" and e.data.get("rule")]
+    assert len(notes) == 1 and "at elements another thread computed" in notes[0]
+    assert "pointwise is refused for these 15 ops and the fusion is segmented again" in notes[0]
+    assert [s.scheduler for s in cf.segments] == ["pointwise"] * 2
+    outs = cf.run(xs)
+    refs = evaluate(fd.fusion, xs)
+    for o, r in zip(outs, refs):
+        assert torch.equal(o, r)
+
+
+def test_a_producer_inlined_into_loops_of_different_sizes_runs_the_larger_loop():
+    """Fuzz fusion-3-72: T0's cache is inlined into loops over 3*i3 (T0's own ops) and over
+    192*i3 (T0 - T1, T1 expanded along axis 0). It once failed to lower ('cannot be
+    indexed') and ran as three kernels; the loop now runs the larger of the two (nvFuser's
+    loop promotion), indexing the smaller tensors through it: one kernel."""
     from engine.compile import compile_fusion
 
     path = Path(__file__).parents[1] / "regressions" / "fusions" / "lowering_failure_resegmented_fusion_3_72.py"
     fd = load_fusion(path)
     xs = fd.example_inputs(seed=0)
     cf = compile_fusion(fd, xs)
-    assert [len(s.outputs) for s in cf.segments] == [1, 1, 1]
-    notes = [e.message for e in cf.trace if e.kind == "segment" and e.data.get("rule")]
-    assert len(notes) == 1 and "cannot be indexed from the loop nest" in notes[0]
-    assert "pointwise is refused for these 3 ops and the fusion is segmented again" in notes[0]
-    assert [s.scheduler for s in cf.segments] == ["pointwise"] * 3
+    assert [s.scheduler for s in cf.segments] == ["pointwise"]
+    assert not [e for e in cf.trace if e.kind == "segment" and e.data.get("rule")]
     outs = cf.run(xs)
     refs = evaluate(fd.fusion, xs)
     for o, r in zip(outs, refs):
