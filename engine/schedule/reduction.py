@@ -543,6 +543,7 @@ def schedule_reduction_fusion(
     _transform(trace, ref, "reference scheduled")
     tools.propagate_max_info(ref)
     tools.parallelize_all_like(ref)
+    _schedule_other_components(fusion, reds, p, trace)
     for r in reds:
         rf = rfactor_serial(r, trace)
         if rf is not None:
@@ -552,6 +553,28 @@ def schedule_reduction_fusion(
         _transform(trace, tv, f"vectorized by {v}")
     inline(fusion, persistent or [], n_iter, trace)
     return ref
+
+
+def _schedule_other_components(fusion: Fusion, reds: list[TensorView], p: ReductionParams,
+                               trace: Trace | None) -> None:
+    """Schedule the parts of the fusion that share no tensor with the reference's, each
+    like the reference from its own first reduction. The segmenter merges reductions of
+    one signature that share a producer in the complete fusion (CombineReductions); with
+    that producer in another segment they are disconnected here, and propagation from the
+    reference never reaches them: left unscheduled, every thread ran their whole
+    reduction serially (a local buffer of 4097 elements at H=4097, which fails to lower).
+    Their reductions have the reference's pattern (the scheduler refuses others), so the
+    same parameters fit them."""
+    done = tools.connected_tensors(reds[0])
+    for r in reds[1:]:
+        if r in done:
+            continue
+        part = tools.connected_tensors(r)
+        done |= part
+        schedule_reference(r, p)
+        _transform(trace, r, "scheduled like the reference (it shares no tensor with it)")
+        tools.propagate_max_info(r, sorted(part, key=lambda t: t.name))
+        tools.parallelize_all_like(r, selected=[t for t in part if t is not r])
 
 
 def inline(fusion: Fusion, persistent: list[TensorView], n_iter: int, trace: Trace | None) -> None:

@@ -345,3 +345,34 @@ def test_a_reduction_over_an_empty_axis_writes_its_initial_value(op: str):
     out = compile_fusion(fd, xs).run(xs, backend="emulate")[0]
     expected = {"sum": 0.0, "prod": 1.0}[op]
     assert torch.equal(out, torch.full((5,), expected))
+
+
+def test_a_part_that_shares_no_tensor_with_the_reference_is_scheduled_like_it():
+    """Two column sums of unrelated inputs in one segment (the segmenter merges reductions
+    of one signature whose common producer lies in another segment: the weight grads of
+    layer_norm_bwd_3d_reshape_weight_grads). Propagation from the reference never reached
+    the second: it ran unscheduled, each thread reducing all rows serially, and at 4097
+    columns its local buffer failed to lower. It is now scheduled from its own reduction
+    with the reference's parameters."""
+    import shutil
+
+    from engine import compile_fusion
+    from engine.reference import evaluate
+
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Int32)
+        b = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Int32)
+        fd.add_output(fd.ops.sum(a, dims=[0]))
+        fd.add_output(fd.ops.sum(b, dims=[0]))
+    g = torch.Generator().manual_seed(0)
+    xs = [torch.randint(-100, 100, (64, 4097), generator=g, dtype=torch.int32) for _ in range(2)]
+    cf = compile_fusion(fd, xs)
+    assert [s.scheduler for s in cf.segments] == ["reduction"]
+    scheduled = cf.segments[0].scheduled_ir
+    for out in fd.fusion.outputs:
+        line = next(x for x in scheduled.splitlines() if x.startswith(out.short_name + "_g"))
+        assert "threadIdx.x" in line and "blockIdx.x" in line
+    if shutil.which("g++") is None:
+        pytest.skip("g++ is needed to emulate kernels")
+    for o, r in zip(cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs), strict=True):
+        assert torch.equal(o, r)
