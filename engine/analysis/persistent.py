@@ -308,5 +308,9 @@ def reduction_type(reds: list[TensorView]) -> str:
 def reduction_pattern(red: TensorView) -> tuple[bool, ...]:
     """Reduction/iteration pattern of `red` in memory order, unit axes dropped: two
     reductions can share one schedule only when their patterns are equal."""
-    order = [i for i in memory_order(red) if not i.is_broadcast and not _is_const_one(i)]
-    return tuple(i.is_reduction for i in order)
+    return tuple(i.is_reduction for i in pattern_order(red))
+
+
+def pattern_order(red: TensorView) -> list[IterDomain]:
+    """memory_order without broadcast and unit axes: the axes a schedule of `red` splits."""
+    return [i for i in memory_order(red) if not i.is_broadcast and not _is_const_one(i)]

@@ -22,6 +22,7 @@ from engine.analysis.logical_map import consumers_of, pairwise_logical_map
 from engine.analysis.replay import loop_map
 from engine.errors import CompileError
 from engine.ir.base import Expr
+from engine.ir.exprs import SqueezeOp
 from engine.ir.iterdomain import (
     IdTransform,
     IterDomain,
@@ -354,4 +355,21 @@ def producer_known(producer: TensorView, consumer: TensorView, c_index: dict[Ite
     for pid in producer.domain.logical:
         if pid.is_broadcast and pid not in known:
             known[pid] = Ix(0, 0, 1)
+    for pid in _squeezed_units(producer, consumer, ext):
+        known.setdefault(pid, Ix(0, 0, 1))
     return known
+
+
+def _squeezed_units(producer: TensorView, consumer: TensorView, ext: Extents) -> list[IterDomain]:
+    """Iteration axes of one element that `consumer`, a squeeze of `producer`, drops (a
+    slice of one row of an axis leaves one). The consumer has no index for them, and 0 is
+    their only element. Inlined, the producer's own loop over the axis gave it; an axis
+    past the producer's compute-at position (a vectorized slice is inlined before its
+    vector, the squeezed axis after it: rope_bwd_qkv_pad_squeeze_cat_half at S=2048) is
+    indexed by the reader alone, which found nothing ('cannot index T57 on its axis
+    iS270{1}rf')."""
+    d = consumer.definition
+    if not isinstance(d, SqueezeOp) or d.inputs[0] is not producer:
+        return []
+    ids = [i for i in producer.domain.logical if not i.is_reduction]
+    return [i for i, f in zip(ids, d.flags, strict=True) if f and not i.is_broadcast and ext.of(i) == 1]

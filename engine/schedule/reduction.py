@@ -12,7 +12,7 @@ reduction itself. The helpers here are shared with the persistent schedulers.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -20,6 +20,7 @@ from engine.analysis.persistent import (
     ReductionProperties,
     dtype_bytes,
     memory_order,
+    pattern_order,
     persistent_buffers,
     reduction_pattern,
     reduction_properties,
@@ -444,9 +445,11 @@ def rfactor_serial(red: TensorView, trace: Trace | None = None) -> TensorView | 
         return None
 
 
-def vectorize_io(fusion: Fusion, tvs: list[TensorView], v: int) -> list[TensorView]:
+def vectorize_io(fusion: Fusion, tvs: list[TensorView], v: int,
+                 off_inner: Collection[TensorView] = ()) -> list[TensorView]:
     """Vectorize the innermost loop axis of global-memory accesses whose axis is the
-    inner output of a split by `v` (the reference's vectorized split, propagated)."""
+    inner output of a split by `v` (the reference's vectorized split, propagated), but
+    not those of `off_inner` (off_reference_inner_dim)."""
     done: list[TensorView] = []
     if v <= 1:
         return done
@@ -454,7 +457,7 @@ def vectorize_io(fusion: Fusion, tvs: list[TensorView], v: int) -> list[TensorVi
     # their own indexing: never vectorized by a schedule.
     kept = tools.global_only(fusion)
     for tv in tvs:
-        if tv in kept or not tv.domain.loop:
+        if tv in kept or not tv.domain.loop or tv in off_inner:
             continue
         last = tv.domain.loop[-1]
         d = last.definition
@@ -468,6 +471,49 @@ def vectorize_io(fusion: Fusion, tvs: list[TensorView], v: int) -> list[TensorVi
         last.parallelize(ParallelType.vectorize)
         done.append(tv)
     return done
+
+
+def off_reference_inner_dim(ref: TensorView, tvs: list[TensorView]) -> set[TensorView]:
+    """Those of `tvs` whose innermost allocated axis is another axis of the reference
+    reduction than its innermost one in memory: their vectors would not move along the
+    reference's (nvFuser vectorizes only getInputsOutputsWithInnerDim). A [C] input
+    broadcast to [N, C, H] in a schedule that merges every axis (a reduction over all of
+    them) gets the reference's vector split on C, the merges with N and H it lacks being
+    skipped: a vector of consecutive C elements where the reference's runs along H. Its
+    cache, vectorized, runs that vector past its compute-at position in loops promoted to
+    the reference's, which cannot index it ('axis ... cannot be indexed from the loop
+    nest'); unvectorized it is inlined whole. A tensor whose innermost axis the logical
+    maps do not tie to the reference (across a reshape, or in a part of the fusion the
+    reference does not reach) is not counted. Asked before rfactor, which gives the
+    reference new logical ids."""
+    from engine.analysis.logical_map import consumers_of, logical_map, producers_of
+
+    order = pattern_order(ref)
+    if not order:
+        return set()
+    # Each reached tensor's logical ids -> the reference's, along the first path found.
+    to_ref: dict[TensorView, dict[IterDomain, IterDomain]] = {ref: {i: i for i in ref.domain.logical}}
+    queue = [ref]
+    while queue:
+        src = queue.pop(0)
+        consumers = consumers_of(src)
+        for nb in [*consumers, *producers_of(src)]:
+            if nb in to_ref:
+                continue
+            if nb in consumers:
+                m = logical_map(src, nb, map_broadcast=True)
+                to_ref[nb] = {m[i]: r for i, r in to_ref[src].items() if i in m}
+            else:
+                m = logical_map(nb, src, map_broadcast=True)
+                to_ref[nb] = {q: to_ref[src][c] for q, c in m.items() if c in to_ref[src]}
+            queue.append(nb)
+    out = set()
+    for tv in tvs:
+        i = innermost_allocated(tv)
+        r = to_ref.get(tv, {}).get(i) if i is not None else None
+        if r is not None and r is not order[-1]:
+            out.add(tv)
+    return out
 
 
 def innermost_allocated(tv: TensorView) -> IterDomain | None:
@@ -539,19 +585,43 @@ def schedule_reduction_fusion(
     tools.cache_and_fork_outputs(fusion, trace=trace)
     reds = reduction_tvs(fusion)
     ref = reds[0]
+    off_inner = off_reference_inner_dim(ref, io_tensors(fusion, caches))
     n_iter = schedule_reference(ref, p)
     _transform(trace, ref, "reference scheduled")
     tools.propagate_max_info(ref)
     tools.parallelize_all_like(ref)
+    _schedule_other_components(fusion, reds, p, trace)
     for r in reds:
         rf = rfactor_serial(r, trace)
         if rf is not None:
             _transform(trace, r, f"rfactor: serial partial reduction in {rf.short_name}")
     v = p.unroll_factor_inner_reduction if p.fastest_dim else p.unroll_factor_iter_dom
-    for tv in vectorize_io(fusion, io_tensors(fusion, caches), v):
+    for tv in vectorize_io(fusion, io_tensors(fusion, caches), v, off_inner):
         _transform(trace, tv, f"vectorized by {v}")
     inline(fusion, persistent or [], n_iter, trace)
     return ref
+
+
+def _schedule_other_components(fusion: Fusion, reds: list[TensorView], p: ReductionParams,
+                               trace: Trace | None) -> None:
+    """Schedule the parts of the fusion that share no tensor with the reference's, each
+    like the reference from its own first reduction. The segmenter merges reductions of
+    one signature that share a producer in the complete fusion (CombineReductions); with
+    that producer in another segment they are disconnected here, and propagation from the
+    reference never reaches them: left unscheduled, every thread ran their whole
+    reduction serially (a local buffer of 4097 elements at H=4097, which fails to lower).
+    Their reductions have the reference's pattern (the scheduler refuses others), so the
+    same parameters fit them."""
+    done = tools.connected_tensors(reds[0])
+    for r in reds[1:]:
+        if r in done:
+            continue
+        part = tools.connected_tensors(r)
+        done |= part
+        schedule_reference(r, p)
+        _transform(trace, r, "scheduled like the reference (it shares no tensor with it)")
+        tools.propagate_max_info(r, sorted(part, key=lambda t: t.name))
+        tools.parallelize_all_like(r, selected=[t for t in part if t is not r])
 
 
 def inline(fusion: Fusion, persistent: list[TensorView], n_iter: int, trace: Trace | None) -> None:

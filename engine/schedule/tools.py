@@ -389,6 +389,22 @@ def cache_and_fork_outputs(fusion: Fusion, keep: Keep = _never, trace: Trace | N
     return caches
 
 
+def connected_tensors(tv: TensorView) -> set[TensorView]:
+    """The tensors joined to `tv` by producer-consumer edges (fusion inputs included): the
+    part of the fusion that propagation from `tv` can reach."""
+    from engine.analysis.logical_map import consumers_of, producers_of
+
+    seen = {tv}
+    stack = [tv]
+    while stack:
+        t = stack.pop()
+        for n in [*producers_of(t), *consumers_of(t)]:
+            if n not in seen:
+                seen.add(n)
+                stack.append(n)
+    return seen
+
+
 def propagate(reference: TensorView, selected: Sequence[TensorView] | None = None) -> None:
     """Replay the reference's loop transforms onto every (selected) tensor."""
     _transform_like(reference, selected)

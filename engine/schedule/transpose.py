@@ -610,8 +610,12 @@ def _schedule_transpose(fusion: Fusion, p: TransposeParams, trace: Trace | None)
 
     # Shared memory holds group 2's side of the tile: its inputs' caches (a separate
     # cache when the existing one feeds more than one consumer, as nvFuser) and the
-    # local producers of its outputs.
-    smem: list[TensorView] = []
+    # local producers of its outputs. An input's cache is written as group 2 reads it and
+    # read in group 1's tile order; an output's producer is written by group 1's side
+    # (its operands are group 1's registers) and read in group 2's order, so it takes
+    # group 1's schedule, as nvFuser's cached outputs do (step 4 propagates to them).
+    in_smem: list[TensorView] = []
+    out_smem: list[TensorView] = []
     for tv in group2:
         if tv in fusion.inputs:
             caches = cached_inputs.get(tv) or []
@@ -620,15 +624,16 @@ def _schedule_transpose(fusion: Fusion, p: TransposeParams, trace: Trace | None)
             cache = caches[0]
             if len(consumers_of(cache)) > 1:
                 cache = tv.cache_after()
-            smem.append(cache)
+            in_smem.append(cache)
         elif tv.definition is not None:
             prod = producers_of(tv)
             if len(prod) == 1 and isinstance(tv.definition, ex.LoadStoreOp) and prod[0] not in fusion.inputs:
-                smem.append(prod[0])
+                out_smem.append(prod[0])
+    smem = [*in_smem, *out_smem]
     for s in smem:
         s.set_memory_type(MemoryType.Shared)
         _note(trace, s.short_name, "shared memory: group 2's side of the transpose tile")
-    group2_and_smem = [*group2, *smem]
+    group2_and_smem = [*group2, *in_smem]
 
     # Step 1-2: tiles on reference1, propagated everywhere.
     _tile_and_flatten(ref1, pos1, pos2, p)
@@ -641,7 +646,7 @@ def _schedule_transpose(fusion: Fusion, p: TransposeParams, trace: Trace | None)
     everything = _tensors(fusion)
     # Step 3: group 2 merges the tile as (t1, t2): its innermost dim t2 is fastest.
     # A swizzled tile takes its own schedule (a swizzle is not propagated).
-    swizzled = [s for s in smem if _swizzled(s, p)]
+    swizzled = [s for s in in_smem if _swizzled(s, p)]
     _schedule_tile(ref2, ref2.nloop - 2, p.vectorize_factor2, threads)
     except1 = [t for t in everything if t not in group1 and t not in swizzled]
     tools.propagate(ref2, except1)

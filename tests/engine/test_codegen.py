@@ -582,3 +582,25 @@ def test_swizzle_schedule_round_trips_through_a_fusion_file() -> None:
     again = loads_fusion(text)
     assert dumps_fusion(again) == text
     assert again.sched.user_schedule_ir() == fd.sched.user_schedule_ir()
+
+
+@needs_gxx
+def test_a_squeezed_unit_axis_past_the_compute_at_position_is_indexed_zero():
+    """A slice keeps one row of an axis, a squeeze drops it (the q/k/v split of
+    rope_bwd_qkv_pad_squeeze_cat_half). The resize schedule vectorizes the slice and inlines
+    it before its vector; the one-element axis, left after the vector, is no loop of the
+    squeeze, which read it without an index ('cannot index T1 on its axis iS5{1}rf') and
+    the segment was split apart. Its only element is 0."""
+    s = 8192
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[s, 2, 8], contiguity=[True, True, True], dtype=DataType.Float)
+        q = fd.ops.squeeze(fd.ops.slice(x, start_indices=[0, 1, 0], end_indices=[s, 2, 8]), dims=[1])
+        fd.add_output(fd.ops.neg(q))
+    g = torch.Generator().manual_seed(0)
+    xs = [torch.randn(s, 2, 8, generator=g)]
+    cf = compile_fusion(fd, xs)
+    assert [seg.scheduler for seg in cf.segments] == ["resize"]
+    lines = cf.segments[0].scheduled_ir.splitlines()
+    sliced = next(a for a, b in zip(lines, lines[1:]) if b.lstrip().startswith("= slice("))
+    assert "iV" in sliced  # the slice is vectorized, its one-row axis after the vector
+    assert torch.equal(cf.run(xs, backend="emulate")[0], evaluate(fd.fusion, xs)[0])

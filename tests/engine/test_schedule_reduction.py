@@ -345,3 +345,67 @@ def test_a_reduction_over_an_empty_axis_writes_its_initial_value(op: str):
     out = compile_fusion(fd, xs).run(xs, backend="emulate")[0]
     expected = {"sum": 0.0, "prod": 1.0}[op]
     assert torch.equal(out, torch.full((5,), expected))
+
+
+def test_a_part_that_shares_no_tensor_with_the_reference_is_scheduled_like_it():
+    """Two column sums of unrelated inputs in one segment (the segmenter merges reductions
+    of one signature whose common producer lies in another segment: the weight grads of
+    layer_norm_bwd_3d_reshape_weight_grads). Propagation from the reference never reached
+    the second: it ran unscheduled, each thread reducing all rows serially, and at 4097
+    columns its local buffer failed to lower. It is now scheduled from its own reduction
+    with the reference's parameters."""
+    import shutil
+
+    from engine import compile_fusion
+    from engine.reference import evaluate
+
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Int32)
+        b = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Int32)
+        fd.add_output(fd.ops.sum(a, dims=[0]))
+        fd.add_output(fd.ops.sum(b, dims=[0]))
+    g = torch.Generator().manual_seed(0)
+    xs = [torch.randint(-100, 100, (64, 4097), generator=g, dtype=torch.int32) for _ in range(2)]
+    cf = compile_fusion(fd, xs)
+    assert [s.scheduler for s in cf.segments] == ["reduction"]
+    scheduled = cf.segments[0].scheduled_ir
+    for out in fd.fusion.outputs:
+        line = next(x for x in scheduled.splitlines() if x.startswith(out.short_name + "_g"))
+        assert "threadIdx.x" in line and "blockIdx.x" in line
+    if shutil.which("g++") is None:
+        pytest.skip("g++ is needed to emulate kernels")
+    for o, r in zip(cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs), strict=True):
+        assert torch.equal(o, r)
+
+
+def test_an_input_without_the_inner_dim_is_not_vectorized_along_another_axis():
+    """max(x - w) over every axis of x [N, C, H] with a [C] w (reductions_min_prod_mean_keepdim
+    at H=4096): the schedule merges all axes and vectorizes along H. w lacks N and H, so the
+    replay put the vector split on C: its cache, vectorized, ran a vector of C elements past
+    its compute-at position in loops sized by x, and the lowering refused it ('axis ... cannot
+    be indexed from the loop nest'; one more kernel). Only inputs with the reference's inner
+    dim are vectorized, as nvFuser's getInputsOutputsWithInnerDim."""
+    import shutil
+
+    from engine import compile_fusion
+    from engine.reference import evaluate
+
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, True, True], dtype=DataType.Half)
+        w = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        xf = fd.ops.cast(x, DataType.Float)
+        wb = fd.ops.broadcast_in_dim(w, shape=fd.ops.shape(xf), broadcast_dims=[1])
+        fd.add_output(fd.ops.max(fd.ops.sub(xf, wb), dims=[0, 1, 2], keepdim=False))
+    g = torch.Generator().manual_seed(0)
+    xs = [torch.randn(4, 6, 4096, generator=g).half(), torch.randn(6, generator=g)]
+    cf = compile_fusion(fd, xs)
+    assert [s.scheduler for s in cf.segments] == ["reduction"]
+    assert not any("refused" in e.message for e in cf.trace.events)
+    lines = cf.segments[0].scheduled_ir.splitlines()
+    # Each cache's line, then its definition "   = Set( T<input>_g...": the input read.
+    vectorized = {d.split("Set( ")[1].split("_")[0] for c, d in zip(lines, lines[1:])
+                  if d.startswith("   = Set( T") and "iV" in c}
+    assert vectorized == {fd.fusion.inputs[0].short_name}  # x's cache, not w's
+    if shutil.which("g++") is None:
+        pytest.skip("g++ is needed to emulate kernels")
+    assert torch.equal(cf.run(xs, backend="emulate")[0], evaluate(fd.fusion, xs)[0])

@@ -470,3 +470,44 @@ def test_an_input_missing_a_tile_dim_is_read_from_global_memory(other):
     assert notes == ["input not cached: it lacks an axis of the reference, and its cache could not be "
                      "indexed in the tile's loops; its consumers read it from global memory"]
     assert torch.equal(cf.run(xs, backend="emulate")[0], evaluate(fd.fusion, xs)[0])
+
+
+OUTPUT_SIDE = '''
+from nvfuser import FusionDefinition, DataType
+
+
+def nvfuser_fusion_id0(fd : FusionDefinition) -> None :
+    T0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
+    T1 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float, is_cpu=False)
+    T2 = fd.ops.broadcast_in_dim(T1, shape=[512, 384], broadcast_dims=[1])
+    T3 = fd.ops.add(T0, T2)
+    T4 = fd.ops.permute(T3, dims=[1, 0])
+    fd.add_output(T4)
+
+
+with FusionDefinition() as fd:
+    nvfuser_fusion_id0(fd)
+'''
+
+
+def test_an_output_side_tile_is_written_in_group_1_order():
+    """Group 2 holds only the permuted output (the input and a [N] weight share group 1's
+    innermost dim), so the shared tile is the output's producer. Its operands are group 1's
+    registers: scheduled like group 2 it read them at other threads' positions ('T7 reads
+    T4 (local memory) at elements another thread computed') and the transpose scheduler was
+    refused. As nvFuser's cached outputs, it takes group 1's tile order; group 2 reads it."""
+    import shutil
+
+    from engine import compile_fusion, loads_fusion
+    from engine.reference import evaluate
+
+    fd = loads_fusion(OUTPUT_SIDE)
+    g = torch.Generator().manual_seed(0)
+    xs = [torch.randn(512, 384, generator=g), torch.randn(384, generator=g)]
+    assert [len(gr) for gr in group_inputs_outputs_by_inner_dim(fd.fusion)] == [2, 1]
+    cf = compile_fusion(fd, xs)
+    assert [s.scheduler for s in cf.segments] == ["transpose"]
+    assert not any("refused" in e.message for e in cf.trace.events)
+    if shutil.which("g++") is None:
+        pytest.skip("g++ is needed to emulate kernels")
+    assert torch.equal(cf.run(xs, backend="emulate")[0], evaluate(fd.fusion, xs)[0])
