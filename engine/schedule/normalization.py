@@ -179,7 +179,7 @@ def persistent_compile_reject(fusion: Fusion, kind: SchedulerType) -> str | None
         if pair is not None:
             return f"unmapped reduction {pair[0]} and {pair[1]}"
     else:
-        why = outer_result_reused(fusion, reds)
+        why = inner_outer_shape_reason(reds) or outer_result_reused(fusion, reds)
         if why is not None:
             return why
     if any(isinstance(e, ex.ViewOp) for e in fusion.exprs()):
@@ -193,6 +193,27 @@ def persistent_compile_reject(fusion: Fusion, kind: SchedulerType) -> str | None
         return "no persistent buffer identified"
     if gather_before_reduction(fusion, reds):
         return "has unsupported gather-like ops before normalization"
+    return None
+
+
+def inner_outer_shape_reason(reds: list[TensorView]) -> str | None:
+    """nvFuser's checkIfReductionsAreInnerOuter: the combined schedule reads an inner
+    reduction as [I, .., I, R, .., R] and an outer one as [R, .., R, I, .., I] (at least one
+    of each kind, nothing else in between, a broadcast axis included): a reduction of a
+    middle axis, or of an outer and the inner axis at once, is neither. Unlike nvFuser,
+    an axis of extent 1 is left out (it iterates once whatever its kind): the RMSNorm
+    backward of a [1, S, H] input, reducing its unit axis with the others, keeps its one
+    combined kernel instead of five."""
+    for red in reds:
+        kinds = ["R" if i.is_reduction else "I" if i.is_iteration else "-"
+                 for i in red.domain.loop if not (i.extent.is_const and i.extent.value == 1)]
+        first, second = ("I", "R") if is_fastest_dim_reduction(red) else ("R", "I")
+        k = 0
+        while k < len(kinds) and kinds[k] == first:
+            k += 1
+        if k == 0 or k == len(kinds) or any(x != second for x in kinds[k:]):
+            return ("to use combined reduction, inner reduction tensor should be [I,I,...,R,R] "
+                    "and outer reduction tensor should be [R,R,...,I,I]")
     return None
 
 

@@ -818,3 +818,35 @@ def test_a_vectorized_inner_reduction_still_keeps_its_inputs_across_it(dt: DataT
     fd, xs = rms_norm_backward_3d(64, 128, dt)
     assert heuristics(fd, xs, "inner_outer_persistent").unroll_factor_inner_reduction > 1
     assert _emulate(fd, xs) == ["inner_outer_persistent"]
+
+
+def test_a_reduction_of_a_middle_axis_is_not_combined_inner_outer():
+    """mean over [0, 2] of [4, 6, 24] reads as [R, I, R], prod over [1] as [I, R, I]: neither is
+    an inner [I.., R..] or outer [R.., I..] reduction, so inner_outer refuses the group by
+    nvFuser's rule (checkIfReductionsAreInnerOuter) instead of accepting a kernel that its
+    lowering must then refuse (it read another block's partials)."""
+    from engine.compile import compile_fusion
+
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1, -1], contiguity=True, dtype=DataType.Float)
+        fd.add_output(fd.ops.prod(fd.ops.exp(t0), dims=[1]))
+        fd.add_output(fd.ops.sub(t0, fd.ops.mean(t0, dims=[0, 2], keepdim=True)))
+    xs = [torch.randn(4, 6, 24, generator=torch.Generator().manual_seed(0))]
+    verdict = registry.verdict(SchedulerType.inner_outer_persistent, fd.fusion, None)
+    assert not verdict.accepted
+    assert verdict.reason == ("to use combined reduction, inner reduction tensor should be [I,I,...,R,R] "
+                              "and outer reduction tensor should be [R,R,...,I,I]")
+    cf = compile_fusion(fd, xs)
+    assert not [e for e in cf.trace if "failed to lower" in str(e) or "is refused for" in str(e)]
+
+
+def test_a_reduced_unit_axis_leaves_the_rms_norm_backward_combined():
+    """The RMSNorm backward of a [1, S, H] input reduces its unit axis with the others
+    ([rS{1}, iS, rS] inner, [rS{1}, rS, iS] outer): nvFuser's pattern check would refuse it;
+    here the unit axis is left out of the pattern, and the fusion stays one kernel."""
+    from engine.compile import compile_fusion
+
+    root = Path(__file__).parents[1] / "realworld" / "scripts"
+    fd = load_fusion(root / "llama2_rms_norm_bwd_scalar_inputs.py")
+    cf = compile_fusion(fd, fd.example_inputs(device="cpu", seed=0))
+    assert [s.scheduler for s in cf.segments] == ["inner_outer_persistent"]
