@@ -71,6 +71,8 @@ def mismatch_reason(out: Any, ref: Any, spread: Spread | None = None) -> str | N
         return f"shape/dtype {tuple(out.shape)} {out.dtype} != reference {tuple(ref.shape)} {ref.dtype}"
     if out.numel() == 0:
         return None
+    if out.device != ref.device:  # a fusion without tensor inputs: the reference ran on the CPU
+        out = out.to(ref.device)
     if spread is not None and any(not isinstance(t, torch.Tensor) or t.shape != ref.shape
                                   for t in (spread.wide, *spread.samples)):
         spread = None

@@ -1,0 +1,119 @@
+"""Variants of the layer_norm benchmark's generated kernel (fp32 [8192, 4096]), written for
+benchmarks/sweep.py to time in one process against the generated kernel. Each changes one
+thing about how a thread's 16 register-resident values become the row's mean and variance,
+or when the weight and bias arrive:
+
+    PYTHONPATH=. python3 benchmarks/probes/layer_norm_variants.py OUTDIR | bash
+
+- twopass: the thread's serial Welford (a division per element) replaced by a sum, one
+  division, then the sum of squared deviations from that mean (exact to rounding; the block
+  Welford combine that follows is unchanged).
+- fdiv: the serial Welford kept, its division by the count made __fdividef.
+- hoistwb: the weight and bias loads moved before the reduction, so their latency overlaps it.
+- twopass_hoistwb: both.
+- wbinline: the weight and bias loaded inside the output loop, 4 values at a time, so 8 of
+  their 32 values are live instead of all (48 registers, 5 blocks an SM, in the generated one).
+- twopass_wbinline: both.
+- lb6, lb8: __launch_bounds__(256, 6 or 8): the compiler held to 40 or 32 registers.
+Edits are string replacements that must match exactly once, so an engine change that moves
+the code fails loudly here.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.probes.outer_sum_tail import _once  # noqa: E402
+
+_SERIAL = re.compile(
+    r"  for \(nvfuser_index_t (i\d+) = 0; \1 < 4; \+\+\1\) \{\n"
+    r"    for \(nvfuser_index_t (i\d+) = 0; \2 < 4; \+\+\2\) \{\n"
+    r"      fs_welford_update\((T\d+)_acc\[0\], (T\d+)_acc\[0\], (T\d+)_acc\[0\], (T\d+)\[\1 \* 4 \+ \2\]\);\n"
+    r"    \}\n  \}\n")
+_WB = re.compile(r"  for \(nvfuser_index_t (i\d+) = 0; \1 < 4; \+\+\1\) \{\n"
+                 r"    alignas\(16\) float T\d+\[4\];\n"
+                 r"    loadGeneric<float, 4>\(&T\d+\[0\], &T[12]\[.*?\n    \}\n  \}\n", re.S)
+
+
+def _two_pass(m: re.Match) -> str:
+    avg, m2, n, x = m.group(3, 4, 5, 6)
+    return (f"  {{\n    float fs_s = 0.f;\n    #pragma unroll\n    for (int k = 0; k < 16; ++k) fs_s += {x}[k];\n"
+            f"    const float fs_m = fs_s / 16.f;\n    float fs_q = 0.f;\n    #pragma unroll\n"
+            f"    for (int k = 0; k < 16; ++k) {{ const float d = {x}[k] - fs_m; fs_q += d * d; }}\n"
+            f"    {avg}_acc[0] = fs_m; {m2}_acc[0] = fs_q; {n}_acc[0] = 16;\n  }}\n")
+
+
+def _hoist(src: str) -> str:
+    blocks = [m.group(0) for m in _WB.finditer(src)]
+    if len(blocks) != 2:
+        raise SystemExit(f"expected the weight and bias load loops, found {len(blocks)}")
+    for b in blocks:
+        src = src.replace(b, "")
+    serial = _SERIAL.search(src)
+    at = serial.start() if serial is not None else src.index("  {\n    float fs_s")
+    return src[:at] + "".join(blocks) + src[at:]
+
+
+def _inline_wb(src: str) -> str:
+    blocks = [m for m in _WB.finditer(src)]
+    if len(blocks) != 2:
+        raise SystemExit(f"expected the weight and bias load loops, found {len(blocks)}")
+    loads = []
+    for m in blocks:
+        i = m.group(1)
+        dst = re.search(r"      (T\d+)\[" + i, m.group(0)).group(1)
+        table = re.search(r"&(T[12])\[\(" + i, m.group(0)).group(1)
+        loads.append((dst, table))
+        src = src.replace(m.group(0), "")
+    out = re.search(r"  for \(nvfuser_index_t (i\d+) = 0; \1 < 4; \+\+\1\) \{\n    \{\n      alignas\(16\) float T\d+_vec", src)
+    if out is None:
+        raise SystemExit("no vectorized output loop in the generated kernel")
+    i = out.group(1)
+    head = f"  for (nvfuser_index_t {i} = 0; {i} < 4; ++{i}) {{\n"
+    body = "".join(f"    loadGeneric<float, 4>(&{d}[{i} * 4], &{t}[({i} * 256 + threadIdx.x) * 4]);\n"
+                   for d, t in loads)
+    return src[:out.start()] + head + body + src[out.start() + len(head):]
+
+
+def variants(src: str) -> dict[str, str]:
+    if len(_SERIAL.findall(src)) != 1:
+        raise SystemExit("expected exactly one serial Welford loop in the generated kernel")
+    two = _SERIAL.sub(_two_pass, src)
+    return {
+        "base": src,
+        "twopass": two,
+        "fdiv": _once(src, "avg += delta / (T)n;", "avg += __fdividef(delta, (float)n);"),
+        "hoistwb": _hoist(src),
+        "twopass_hoistwb": _hoist(two),
+        "wbinline": _inline_wb(src),
+        "twopass_wbinline": _inline_wb(two),
+        "lb6": _once(src, "__launch_bounds__(256)", "__launch_bounds__(256, 6)"),
+        "lb8": _once(src, "__launch_bounds__(256)", "__launch_bounds__(256, 8)"),
+    }
+
+
+def main() -> int:
+    from benchmarks.fusions import benchmark_fusions
+    from engine.compile import compile_fusion
+
+    outdir = Path(sys.argv[1] if len(sys.argv) > 1 else ".probe")
+    outdir.mkdir(parents=True, exist_ok=True)
+    bf = next(b for b in benchmark_fusions("full") if b.name == "layer_norm")
+    cf = compile_fusion(bf.build(), bf.make_inputs("cpu", 0))
+    names = []
+    for name, text in variants(cf.segments[0].cuda_source).items():
+        (outdir / f"layer_norm_{name}.cu").write_text(text)
+        names.append(name)
+    runs = [f'{{"kernel_sources": {{"0": "{outdir}/layer_norm_{n}.cu"}}}}' for n in [*names, "base"]]
+    print("python3 benchmarks/sweep.py layer_norm " + " ".join(shlex.quote(r) for r in runs) + " --repeat 300")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
