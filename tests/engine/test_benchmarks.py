@@ -140,6 +140,20 @@ def test_derive_ratios_and_bandwidth():
     assert R.geomean([50.0, 200.0, None]) == pytest.approx(100.0)
 
 
+def test_compile_ratios_use_the_engine_timed_beside_torch_compile():
+    times = {"engine_run": 1.0, "engine_run_late": 0.9, "compile_default": 0.95, "compile_mat": 1.2,
+             "nvfuser": 0.97}
+    row = R.derive({"name": "f", "bytes_min": 1, "times_ms": dict(times)}, copy_gbps=1.0)
+    assert row["ratio_engine_compile"] == pytest.approx(0.9 / 0.95)
+    assert (row["best_peer"], row["ratio_engine_best_peer"]) == ("compile_default", pytest.approx(0.9 / 0.95))
+    assert row["engine_gbps"] == pytest.approx(1e-6)  # bandwidth stays the core phase's figure
+    row = R.derive({"name": "f", "bytes_min": 1, "times_ms": {**times, "nvfuser": 0.5}}, copy_gbps=1.0)
+    assert row["ratio_engine_best_peer"] == pytest.approx(2.0)  # nvFuser ran beside the core-phase time
+    del times["engine_run_late"]
+    row = R.derive({"name": "f", "bytes_min": 1, "times_ms": times}, copy_gbps=1.0)
+    assert row["ratio_engine_compile"] == pytest.approx(1.0 / 0.95)
+
+
 def test_table_format():
     ok = R.derive({"name": "gelu_bias", "shape": "bf16 [8192, 8192]", "kernels": 1, "bytes_min": 268_451_840,
                    "engine_check": {"ok": True, "max_rel_err": 0.0039},
