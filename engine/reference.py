@@ -331,7 +331,11 @@ CASTS: dict[DataType, Callable[[torch.Tensor], torch.Tensor]] = {}
 
 
 def _int_div(a, b):
-    return torch.div(a, b, rounding_mode="trunc")
+    """C's truncating division. torch's traps on MIN / -1 (SIGFPE: the whole process dies),
+    so a -1 divisor negates instead: MIN wraps to MIN, as the kernels' fsDivInt gives."""
+    minus_one = b == -1
+    quotient = torch.div(a, torch.where(minus_one, torch.ones_like(b), b), rounding_mode="trunc")
+    return torch.where(minus_one, torch.neg(a), quotient)
 
 
 def _logical_right_shift(a, b):
