@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.dtypes import DataType, category, promote
+from engine.dtypes import DataType, category, promote, result_type
 from engine.errors import FusionDefinitionError
 from engine.ir.base import Val
 from engine.ir.exprs import BinaryOp, TernaryOp, UnaryOp
@@ -38,21 +38,25 @@ def _make_tensor_out(op: str, operands: list[Val], dtype: DataType) -> TensorVie
 
 
 def _result_dtype(vals: list[Val]) -> DataType:
-    """PyTorch's rule: tensors decide within a category; scalars only raise the category."""
-    tensors = [v.dtype for v in vals if isinstance(v, TensorView)]
+    """PyTorch's rule (engine.dtypes.result_type): tensors decide within a category, 0-dim
+    tensors and scalars only raise it. A tensor's rank is its logical domain's, reduction
+    axes included, as nvFuser counts it: a full reduction's output is not a 0-dim tensor."""
+    tensors = [v for v in vals if isinstance(v, TensorView)]
     scalars = [v.dtype for v in vals if not isinstance(v, TensorView)]
     if not tensors:
         out = scalars[0]
         for d in scalars[1:]:
             out = promote(out, d)
         return out
-    out = tensors[0]
-    for d in tensors[1:]:
-        out = promote(out, d)
-    top_scalar = max(scalars, key=category, default=None)
-    if top_scalar is not None and category(top_scalar) > category(out):
-        out = DataType.Float if category(top_scalar) == 2 else DataType.ComplexFloat
-    return out
+    return result_type([t.dtype for t in tensors if t.domain.logical],
+                       [t.dtype for t in tensors if not t.domain.logical], scalars)
+
+
+def _narrowed(vals: list[Val], dtype: DataType) -> list[Val]:
+    """A 0-dim tensor operand of a wider type than the op's (a float one next to a half
+    tensor) cast to it first, as torch and nvFuser's promoteValues round it before the op."""
+    return [cast(v, dtype) if isinstance(v, TensorView) and promote(v.dtype, dtype) != dtype else v
+            for v in vals]
 
 
 def maybe_broadcast(op: str, vals: list[Val]) -> list[Val]:
@@ -179,8 +183,9 @@ def cast(arg: Operand, dtype: DataType) -> Val:
 
 
 def binary(op: str, a: Operand, b: Operand) -> Val:
-    vals = maybe_broadcast(op, [to_val(a), to_val(b)])
+    vals = [to_val(a), to_val(b)]
     base = _result_dtype(vals)
+    vals = maybe_broadcast(op, _narrowed(vals, base))
     if op in COMPARE_BINARY:
         dtype = DataType.Bool
     elif op in BITWISE_BINARY:
@@ -215,7 +220,7 @@ def truediv(a: Operand, b: Operand) -> Val:
 
 
 def ternary(op: str, a: Operand, b: Operand, c: Operand) -> Val:
-    vals = maybe_broadcast(op, [to_val(a), to_val(b), to_val(c)])
+    vals = [to_val(a), to_val(b), to_val(c)]
     if not any(isinstance(v, TensorView) for v in vals):
         return _scalar_ternary(op, vals)
     if op == "where":
@@ -225,8 +230,11 @@ def ternary(op: str, a: Operand, b: Operand, c: Operand) -> Val:
                 f"got {vals[0].dtype.cuda_name}"
             )
         dtype = _result_dtype(vals[1:])
+        vals = [vals[0], *_narrowed(vals[1:], dtype)]
     else:
         dtype = _result_dtype(vals)
+        vals = _narrowed(vals, dtype)
+    vals = maybe_broadcast(op, vals)
     out = _make_tensor_out(op, vals, dtype)
     TernaryOp(out.fusion, op, out, *vals)
     return out
