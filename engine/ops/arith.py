@@ -29,6 +29,13 @@ BITWISE_BINARY = ["bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shif
                   "logical_right_shift", "gcd"]
 # Integer-only binary ops that torch does not define on bool.
 _INT_ONLY_BINARY = ("logical_right_shift", "gcd")
+# Arithmetic with a bool result that torch refuses (and the kernels cannot spell), and why.
+_NOT_ON_BOOL = {
+    **{op: f"{op}: not defined for bool operands (torch rejects it too); cast them to a number type first"
+       for op in ("sub", "mod", "fmod", "remainder", "pow")},
+    "div": "div: bool operands divide as integers here; torch's bool division is truediv (a float quotient): "
+           "use fd.ops.truediv, or cast them first",
+}
 
 
 def _make_tensor_out(op: str, operands: list[Val], dtype: DataType) -> TensorView:
@@ -205,6 +212,8 @@ def binary(op: str, a: Operand, b: Operand) -> Val:
         dtype = base
     if not any(isinstance(v, TensorView) for v in vals):
         return _scalar_result(op, vals, dtype)
+    if dtype.is_bool and op in _NOT_ON_BOOL:
+        raise FusionDefinitionError(_NOT_ON_BOOL[op])
     out = _make_tensor_out(op, vals, dtype)
     BinaryOp(out.fusion, op, out, vals[0], vals[1])
     return out
