@@ -139,8 +139,10 @@ def unary(op: str, x: Operand) -> Val:
     dtype = _unary_dtype(op, v.dtype)
     if op == "bitwise_not" and v.dtype.is_float:
         raise FusionDefinitionError(f"bitwise_not: {v.short_name} is {v.dtype.cuda_name}, not an integer")
-    if (op in SAME_UNARY and op != "bitwise_not" and v.dtype.is_bool) or (op == "frac" and v.dtype.is_integer):
-        # torch defines none of these on bool (nor frac on integers); nvFuser has no kernel for them.
+    if (op in SAME_UNARY and op not in ("bitwise_not", "sign") and v.dtype.is_bool) or (
+            op == "frac" and v.dtype.is_integer):
+        # torch defines none of these on bool but sign (the identity there), nor frac on
+        # integers; nvFuser has no kernel for them.
         raise FusionDefinitionError(f"{op}: {getattr(v, 'short_name', v)} is {v.dtype.cuda_name}; "
                                     f"cast it to a {'number' if v.dtype.is_bool else 'float'} type first")
     if isinstance(v, Scalar):
