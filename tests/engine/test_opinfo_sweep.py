@@ -1,21 +1,25 @@
 """A differential sweep of the frontend's ops against torch, modelled on nvFuser's op tests
 (tests/python/opinfo: opinfos.py, opinfo_input_generators.py).
 
-Every op the frontend has (`fd.ops.*`: unary, binary, ternary, casts, reductions, shape and
-indexing ops) is defined over the dtypes nvFuser tests it with, on the edge-case inputs of
-nvFuser's generators: small values (signed zeros, values around e), large ones (up to 1e20,
-half's range for half), NaN and infinities, integer extremes, python scalars of every kind,
-zero-size and 0-dim tensors, broadcasts and non-contiguous inputs. Each case is compiled
+The frontend's unary and binary ops (`fd.ops.*`) are defined over the dtypes nvFuser tests
+them with, on the edge-case inputs of nvFuser's generators: small values (signed zeros,
+values around e), large ones (up to 1e20, half's range for half), NaN and infinities,
+integer extremes, and python scalars of every kind on either side. (Not swept yet: ternary
+ops, casts, reductions, shape and indexing ops; zero-size, 0-dim, broadcast and
+non-contiguous inputs.) Each case is compiled
 with compile_fusion, run on the emulator (the generated CUDA compiled with g++) and compared
 with engine.reference AND with the plain torch function: the reference is the engine's truth,
 but it can be wrong too. Integers and bools compare exactly, floats NaN-aware within
 torch.testing's default tolerance for their dtype.
 
 Many cases share one fusion (one output each), so the whole sweep costs a few dozen
-compiles. A failing batch is taken apart case by case to name the culprit.
+compiles; every input of a batch must be read together with the others by some case (or
+the pointwise scheduler finds no reference tensor and each output becomes a kernel of its
+own). A failing batch is taken apart case by case to name the culprit.
 
 Where nvFuser deliberately differs from torch the expected function says so (integer `div`
-truncates; gelu uses nvFuser's erf formula at the infinities); values where both are
+truncates; gelu uses nvFuser's erf formula at the infinities; pow with a scalar exponent is
+C's pow, not torch's sqrt/rsqrt shortcuts); values where both are
 undefined (integer division by zero, float -> int of NaN or out of range) are left out, as
 nvFuser's generators leave them out.
 """
