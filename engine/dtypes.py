@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 
 import torch
 
@@ -147,3 +148,46 @@ def category(dtype: DataType) -> int:
     if dtype.is_float:
         return 2
     return 3
+
+
+def result_type(
+    tensors: Sequence[DataType], zero_dim: Sequence[DataType] = (), scalars: Sequence[DataType] = ()
+) -> DataType:
+    """The type of an op over tensors with axes, 0-dim tensors and scalars, as torch's
+    result_type (and nvFuser's computeTypes, which builds on it): each group promotes within
+    itself; 0-dim tensors and then scalars decide only where they raise the category (bool <
+    integer < float < complex) of the groups before them. A python float scalar counts as
+    the default float type, float32: an integer tensor times 2.5 is float, a half tensor
+    times 2.5 stays half, and a float tensor plus a 0-dim double tensor stays float."""
+    wrapped = [_WRAPPED.get(d, d) for d in scalars]
+    return _combine(_promote_all(tensors), _combine(_promote_all(zero_dim), _promote_all(wrapped)))
+
+
+# A scalar's type as a wrapped number: floats and complexes take torch's default types, a
+# size (Index) is an int64.
+_WRAPPED = {DataType.Double: DataType.Float, DataType.Half: DataType.Float, DataType.BFloat16: DataType.Float,
+            DataType.ComplexDouble: DataType.ComplexFloat, DataType.Index: DataType.Int}
+_COMPLEX_OF = {DataType.Double: DataType.ComplexDouble}
+
+
+def _promote_all(types: Sequence[DataType]) -> DataType | None:
+    out = None
+    for d in types:
+        out = d if out is None else promote(out, d)
+    return out
+
+
+def _combine(higher: DataType | None, lower: DataType | None) -> DataType | None:
+    """torch's combine_categories: `lower` (0-dim tensors, scalars) decides only where its
+    category is above `higher`'s."""
+    if higher is None or lower is None:
+        return lower if higher is None else higher
+    if higher.is_complex:
+        return higher
+    if lower.is_complex:
+        return _COMPLEX_OF.get(higher, DataType.ComplexFloat) if higher.is_float else lower
+    if higher.is_float:
+        return higher
+    if higher.is_bool or lower.is_float:
+        return promote(higher, lower)
+    return higher

@@ -331,7 +331,11 @@ CASTS: dict[DataType, Callable[[torch.Tensor], torch.Tensor]] = {}
 
 
 def _int_div(a, b):
-    return torch.div(a, b, rounding_mode="trunc")
+    """C's truncating division. torch's traps on MIN / -1 (SIGFPE: the whole process dies),
+    so a -1 divisor negates instead: MIN wraps to MIN, as the kernels' fsDivInt gives."""
+    minus_one = b == -1
+    quotient = torch.div(a, torch.where(minus_one, torch.ones_like(b), b), rounding_mode="trunc")
+    return torch.where(minus_one, torch.neg(a), quotient)
 
 
 def _logical_right_shift(a, b):
@@ -398,36 +402,15 @@ def check_pointwise_sizes(expr: Expr, args: Sequence[Any]) -> None:
 def _binary(expr, args, ctx):
     check_pointwise_sizes(expr, args)
     dtype = out_dtype(expr)
-    operand_types = [v.dtype for v in expr.inputs]
-    work = _work_dtype(operand_types, dtype, expr.op)
+    # A bool result (comparisons, logical ops) computes in the operands' promoted type,
+    # the rest in the result type; low-precision floats in float.
+    work = to_torch(compute_dtype(expr.operand_dtype() if dtype.is_bool else dtype))
     tensor = next(a for a in args if isinstance(a, torch.Tensor))
     a, b = (_tensorize(x, tensor, work).to(work) for x in args)
     fn = binary_fn(expr.op, from_torch(work))
     if expr.op in ("maximum", "minimum") and a.dtype != b.dtype:
         b = b.to(a.dtype)
     return [as_dtype(fn(a, b), dtype)]
-
-
-def _work_dtype(operand_types: list[DataType], out: DataType, op: str) -> torch.dtype:
-    """The torch dtype an op computes in: the promoted operand type, raised to float."""
-    from engine.dtypes import promote
-
-    t = operand_types[0]
-    for d in operand_types[1:]:
-        t = promote(t, d)
-    if out.is_bool or op in ("lt", "le", "gt", "ge", "eq", "ne"):
-        # Comparisons compare in the promoted operand type.
-        return to_torch(compute_dtype(_tensor_promoted(operand_types, out)))
-    return to_torch(compute_dtype(out))
-
-
-def _tensor_promoted(types: list[DataType], out: DataType) -> DataType:
-    from engine.dtypes import promote
-
-    t = types[0]
-    for d in types[1:]:
-        t = promote(t, d)
-    return t
 
 
 @handles(ex.TernaryOp)

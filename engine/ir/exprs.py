@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.dtypes import DataType
+from engine.dtypes import DataType, result_type
 from engine.ir.base import Expr, Val
 from engine.ir.iterdomain import IterDomain
 from engine.ir.scalar import Scalar, format_number
@@ -130,6 +130,14 @@ class BinaryOp(Expr):
     @property
     def rhs(self) -> Val:
         return self.inputs[1]
+
+    def operand_dtype(self) -> DataType:
+        """The type the operands meet in (a comparison's: its output is bool): torch's
+        result_type, where a scalar operand only raises the tensors' category. A bool tensor
+        equals 3 in int64 (never), a float tensor is compared with 0.1 rounded to float."""
+        tensors = [v.dtype for v in self.inputs if not isinstance(v, Scalar)]
+        scalars = [v.dtype for v in self.inputs if isinstance(v, Scalar)]
+        return result_type(tensors, (), scalars)
 
     def to_string(self, indent: int = 0) -> str:
         out = self.output

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from engine.analysis.logical_map import consumers_of
 from engine.codegen import ops_table
-from engine.dtypes import DataType, promote
+from engine.dtypes import DataType
 from engine.errors import CompileError
 from engine.ir import exprs as ex
 from engine.ir.base import Expr, Val
@@ -528,16 +528,9 @@ class ExprLowering:
     # ---- dtype helpers ------------------------------------------------------------------
     def operand_dtype(self, expr: Expr, out: TensorView) -> DataType:
         if isinstance(expr, ex.BinaryOp) and expr.op in _COMPARE | _LOGICAL:
-            tensors = [v.dtype for v in expr.inputs if isinstance(v, TensorView)]
-            dt = tensors[0] if tensors else expr.inputs[0].dtype
-            for d in tensors[1:]:
-                dt = promote(dt, d)
             if expr.op in _LOGICAL:
                 return DataType.Bool
-            for v in expr.inputs:
-                if isinstance(v, Scalar) and v.dtype.is_float and not dt.is_float:
-                    dt = DataType.Float
-            return _compute(dt)
+            return _compute(expr.operand_dtype())
         return _compute(out.dtype)
 
     def converted(self, text: str, src: DataType, dst: DataType) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.dtypes import DataType, category, promote
+from engine.dtypes import DataType, category, promote, result_type
 from engine.errors import FusionDefinitionError
 from engine.ir.base import Val
 from engine.ir.exprs import BinaryOp, TernaryOp, UnaryOp
@@ -29,6 +29,13 @@ BITWISE_BINARY = ["bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shif
                   "logical_right_shift", "gcd"]
 # Integer-only binary ops that torch does not define on bool.
 _INT_ONLY_BINARY = ("logical_right_shift", "gcd")
+# Arithmetic with a bool result that torch refuses (and the kernels cannot spell), and why.
+_NOT_ON_BOOL = {
+    **{op: f"{op}: not defined for bool operands (torch rejects it too); cast them to a number type first"
+       for op in ("sub", "mod", "fmod", "remainder", "pow")},
+    "div": "div: bool operands divide as integers here; torch's bool division is truediv (a float quotient): "
+           "use fd.ops.truediv, or cast them first",
+}
 
 
 def _make_tensor_out(op: str, operands: list[Val], dtype: DataType) -> TensorView:
@@ -38,21 +45,25 @@ def _make_tensor_out(op: str, operands: list[Val], dtype: DataType) -> TensorVie
 
 
 def _result_dtype(vals: list[Val]) -> DataType:
-    """PyTorch's rule: tensors decide within a category; scalars only raise the category."""
-    tensors = [v.dtype for v in vals if isinstance(v, TensorView)]
+    """PyTorch's rule (engine.dtypes.result_type): tensors decide within a category, 0-dim
+    tensors and scalars only raise it. A tensor's rank is its logical domain's, reduction
+    axes included, as nvFuser counts it: a full reduction's output is not a 0-dim tensor."""
+    tensors = [v for v in vals if isinstance(v, TensorView)]
     scalars = [v.dtype for v in vals if not isinstance(v, TensorView)]
     if not tensors:
         out = scalars[0]
         for d in scalars[1:]:
             out = promote(out, d)
         return out
-    out = tensors[0]
-    for d in tensors[1:]:
-        out = promote(out, d)
-    top_scalar = max(scalars, key=category, default=None)
-    if top_scalar is not None and category(top_scalar) > category(out):
-        out = DataType.Float if category(top_scalar) == 2 else DataType.ComplexFloat
-    return out
+    return result_type([t.dtype for t in tensors if t.domain.logical],
+                       [t.dtype for t in tensors if not t.domain.logical], scalars)
+
+
+def _narrowed(vals: list[Val], dtype: DataType) -> list[Val]:
+    """A 0-dim tensor operand of a wider type than the op's (a float one next to a half
+    tensor) cast to it first, as torch and nvFuser's promoteValues round it before the op."""
+    return [cast(v, dtype) if isinstance(v, TensorView) and promote(v.dtype, dtype) != dtype else v
+            for v in vals]
 
 
 def maybe_broadcast(op: str, vals: list[Val]) -> list[Val]:
@@ -128,8 +139,10 @@ def unary(op: str, x: Operand) -> Val:
     dtype = _unary_dtype(op, v.dtype)
     if op == "bitwise_not" and v.dtype.is_float:
         raise FusionDefinitionError(f"bitwise_not: {v.short_name} is {v.dtype.cuda_name}, not an integer")
-    if (op in SAME_UNARY and op != "bitwise_not" and v.dtype.is_bool) or (op == "frac" and v.dtype.is_integer):
-        # torch defines none of these on bool (nor frac on integers); nvFuser has no kernel for them.
+    if (op in SAME_UNARY and op not in ("bitwise_not", "sign") and v.dtype.is_bool) or (
+            op == "frac" and v.dtype.is_integer):
+        # torch defines none of these on bool but sign (the identity there), nor frac on
+        # integers; nvFuser has no kernel for them.
         raise FusionDefinitionError(f"{op}: {getattr(v, 'short_name', v)} is {v.dtype.cuda_name}; "
                                     f"cast it to a {'number' if v.dtype.is_bool else 'float'} type first")
     if isinstance(v, Scalar):
@@ -179,8 +192,9 @@ def cast(arg: Operand, dtype: DataType) -> Val:
 
 
 def binary(op: str, a: Operand, b: Operand) -> Val:
-    vals = maybe_broadcast(op, [to_val(a), to_val(b)])
+    vals = [to_val(a), to_val(b)]
     base = _result_dtype(vals)
+    vals = maybe_broadcast(op, _narrowed(vals, base))
     if op in COMPARE_BINARY:
         dtype = DataType.Bool
     elif op in BITWISE_BINARY:
@@ -200,6 +214,8 @@ def binary(op: str, a: Operand, b: Operand) -> Val:
         dtype = base
     if not any(isinstance(v, TensorView) for v in vals):
         return _scalar_result(op, vals, dtype)
+    if dtype.is_bool and op in _NOT_ON_BOOL:
+        raise FusionDefinitionError(_NOT_ON_BOOL[op])
     out = _make_tensor_out(op, vals, dtype)
     BinaryOp(out.fusion, op, out, vals[0], vals[1])
     return out
@@ -215,7 +231,7 @@ def truediv(a: Operand, b: Operand) -> Val:
 
 
 def ternary(op: str, a: Operand, b: Operand, c: Operand) -> Val:
-    vals = maybe_broadcast(op, [to_val(a), to_val(b), to_val(c)])
+    vals = [to_val(a), to_val(b), to_val(c)]
     if not any(isinstance(v, TensorView) for v in vals):
         return _scalar_ternary(op, vals)
     if op == "where":
@@ -225,8 +241,11 @@ def ternary(op: str, a: Operand, b: Operand, c: Operand) -> Val:
                 f"got {vals[0].dtype.cuda_name}"
             )
         dtype = _result_dtype(vals[1:])
+        vals = [vals[0], *_narrowed(vals[1:], dtype)]
     else:
         dtype = _result_dtype(vals)
+        vals = _narrowed(vals, dtype)
+    vals = maybe_broadcast(op, vals)
     out = _make_tensor_out(op, vals, dtype)
     TernaryOp(out.fusion, op, out, *vals)
     return out
