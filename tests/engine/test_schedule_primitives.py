@@ -629,3 +629,45 @@ def test_verifier_accepts_only_the_listed_loop_only_broadcasts():
     t1.domain.loop_only.pop()
     t1.merge(0)
     verify(t1)
+
+
+def _bias_times_promoted_loop():
+    """y = x * broadcast(-w, [True, False, True]) with y's last two axes merged: the merge
+    in the broadcast's loop runs w's axis times x's last one, which w's own loop lacks,
+    after a broadcast axis (the first) that w does not have."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True] * 3, dtype=DataType.Float)
+        w = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        r = fd.ops.neg(w)
+        y = fd.ops.mul(x, fd.ops.broadcast(r, [True, False, True]))
+        fd.add_output(y)
+    fd.sched.merge(y, 1)
+    fd.sched.split(y, 1, 32)
+    fd.sched.parallelize(y, 0, ParallelType.grid_x)
+    fd.sched.parallelize(y, 2, ParallelType.block_x)
+    fd.sched.transform_like(y)
+    fd.sched.parallelize_like(y)
+    return fd, r
+
+
+def test_inline_most_gives_a_producer_the_broadcast_axes_its_consumer_has():
+    """Without its loop-only broadcast, -w stayed at ca_pos 0 (its loop does not pair with
+    the broadcast's first, broadcast, loop) and was computed by threads other than those
+    reading it: the kernel was refused."""
+    import shutil
+
+    from engine.compile import compile_fusion
+    from engine.reference import evaluate
+
+    fd, r = _bias_times_promoted_loop()
+    fd.sched.inline_most()
+    b = r.axis(0)
+    assert r.domain.loop_only == [b] and b.parallel_type == ParallelType.grid_x
+    assert r.compute_at_pos == 3
+    verify_fusion(fd.fusion)
+    if shutil.which("g++") is None:
+        pytest.skip("g++ is needed to emulate kernels")
+    xs = [torch.randn(3, 4, 40), torch.randn(4)]
+    cf = compile_fusion(fd, xs)
+    assert [s.scheduler for s in cf.segments] == ["user"]
+    assert torch.equal(cf.run(xs, backend="emulate")[0], evaluate(fd.fusion, xs)[0])
