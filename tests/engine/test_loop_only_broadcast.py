@@ -143,3 +143,48 @@ def test_welford_mean_var_at_large_s_is_reduction_then_one_pointwise_kernel(s):
     for block in blocks.values():
         assert re.search(r" loop domain : \(bblockIdx\.y\d+\{1\}, bthreadIdx\.y\d+\{3\}, iblockIdx\.x\d+", block), block
         assert "ca_pos( 5 )" in block.splitlines()[0], block
+
+
+# ---- hand-placed loop-only broadcasts (TensorView.broadcast_loop) outside ca_pos -------------
+
+def _exp_sum():
+    from engine import FusionDefinition
+
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1])
+        t1 = fd.ops.exp(t0)
+        t2 = fd.ops.sum(t1, dims=[1])
+        fd.add_output(t2)
+    return fd, t1, t2
+
+
+@pytest.mark.parametrize("axis, parallel", [(0, None), (1, "block_y")])
+def test_a_producer_with_a_loop_only_broadcast_outside_its_ca_pos_runs_it_and_matches(axis, parallel):
+    """Not inlined, the broadcast is a loop of its own (serial, or threadIdx.y): every
+    iteration computes the same elements; the kernel is kept and its values are right."""
+    from engine import ParallelType
+
+    fd, t1, t2 = _exp_sum()
+    t1.broadcast_loop(axis, 4)
+    if parallel is not None:
+        t1.axis(axis).parallelize(getattr(ParallelType, parallel))
+    b = t1.axis(axis)
+    assert _numbered(transforms_block(t1)).endswith(
+        " loop domain : (" + ", ".join(["iS#{i0}", "iS#{i2}"][:axis] + [_numbered(str(b))]
+                                       + ["iS#{i0}", "iS#{i2}"][axis:]) + ")\n")
+    cf = _compile_and_emulate(fd, [torch.randn(3, 5)])
+    assert [s.scheduler for s in cf.segments] == ["user"]
+
+
+def test_a_reduction_inside_a_loop_only_broadcast_of_four_is_refused_not_miscomputed():
+    """A reduction run in a serial broadcast loop of 4 would add each element 4 times:
+    lowering refuses it with that reason (inline_most only inserts broadcasts inside
+    ca_pos, where they run the consumer's loops)."""
+    from engine.errors import EngineError
+
+    fd, t1, t2 = _exp_sum()
+    t2.broadcast_loop(0, 4)
+    if shutil.which("g++") is None:
+        pytest.skip("g++ is needed to emulate kernels")
+    with pytest.raises(EngineError, match="would accumulate every element that many times"):
+        compile_fusion(fd, [torch.randn(3, 5)])
