@@ -273,8 +273,27 @@ def _fresh_loop_map(producer: TensorView, consumer: TensorView) -> IdMap:
             return sum(1 for i in producer.domain.loop if mm.get(i) in c_loop)
 
         if reach(alt) > reach(m):
-            return alt
+            m = alt
+    _map_loop_only(producer, consumer, m)
     return m
+
+
+def _map_loop_only(producer: TensorView, consumer: TensorView, m: IdMap) -> None:
+    """Pair each loop-only broadcast of the producer (TensorView.broadcast_loop) with the
+    consumer's loop id at the same position, when that is a broadcast nothing else maps to.
+    A loop-only id comes from no logical id, so no transform can map it: it stands for
+    whatever loop its position holds, which is the loop it was inserted to match."""
+    loop_only = producer.domain.loop_only
+    if not loop_only:
+        return
+    c_loop = consumer.domain.loop
+    image = set(m.values())
+    for k, i in enumerate(producer.domain.loop):
+        if k < len(c_loop) and i in loop_only:
+            c = c_loop[k]
+            if c.is_broadcast and c not in image:
+                m[i] = c
+                image.add(c)
 
 
 def _loop_map(producer: TensorView, consumer: TensorView, linear: IdMap) -> IdMap:

@@ -20,6 +20,7 @@ from engine.ir.graph_copy import copy_node
 from engine.ir.iterdomain import (
     IdTransform,
     IterDomain,
+    IterType,
     Merge,
     ParallelType,
     Split,
@@ -52,7 +53,10 @@ class TensorDomain:
     root: before any rfactor (reshape, resize) transform; None when equal to logical.
     logical: the tensor's shape. allocation: memory order; None when equal to logical.
     loop: what code iterates, after scheduling. contiguity: one entry per allocation
-    axis, True/False, or None for broadcast and reduction axes.
+    axis, True/False, or None for broadcast and reduction axes. loop_only: broadcast ids
+    added to the loop domain alone (TensorView.broadcast_loop), derived from nothing: a
+    loop that a consumer runs and this tensor does not have (nvFuser's
+    TensorDomain::broadcast).
     """
 
     __deepcopy__ = copy_node
@@ -71,6 +75,7 @@ class TensorDomain:
         self.allocation = list(allocation) if allocation is not None else None
         self.loop = list(loop) if loop is not None else list(self.logical)
         self.contiguity = self.default_contiguity() if contiguity is None else list(contiguity)
+        self.loop_only: list[IterDomain] = []
 
     @property
     def maybe_root(self) -> list[IterDomain]:
@@ -264,6 +269,26 @@ class TensorView(Val):
         # stays as it is.
         with transaction([self], loop_edit=True):
             self.domain.loop = loop
+        return self
+
+    def broadcast_loop(self, axis: int, extent: ScalarLike = 1) -> TensorView:
+        """Insert a broadcast id of `extent` at loop position `axis` (0..nloop), in the loop
+        domain only (nvFuser's TensorView::broadcast): the tensor runs one more loop, along
+        which nothing of it varies. It lets this tensor be inlined into a consumer whose
+        loop domain has a broadcast axis where this one has none (x * broadcast(w) with w's
+        producers computed inside x's loops): inlining pairs loops by position. Buffers
+        leave it out and it is indexed 0 (or the index of the loop it was promoted to)."""
+        n = self.nloop
+        pos = axis + n + 1 if axis < 0 else axis
+        if not 0 <= pos <= n:
+            raise ScheduleError(f"{self.short_name}: broadcast position {axis} is outside 0..{n}")
+        self._check_outside_ca(pos, "insert a broadcast at")
+        if isinstance(extent, bool) or (isinstance(extent, int) and extent <= 0):
+            raise ScheduleError(f"{self.short_name}: broadcast extent must be a positive int, got {extent}")
+        with transaction([self], loop_edit=True):
+            b = IterDomain(self.fusion, extent, IterType.Broadcast)
+            self.domain.loop.insert(pos, b)
+            self.domain.loop_only.append(b)
         return self
 
     def parallelize(self, axis: int, parallel_type: ParallelType) -> TensorView:
@@ -629,6 +654,7 @@ class _Snapshot:
         self.loop = list(dom.loop)
         self.allocation = None if dom.allocation is None else list(dom.allocation)
         self.contiguity = list(dom.contiguity)
+        self.loop_only = list(dom.loop_only)
         self.ca = tv.compute_at_pos
         self.mpp = tv.max_producer_pos
         self.memory_type = tv.memory_type
@@ -644,6 +670,7 @@ class _Snapshot:
         tv.domain.loop = self.loop
         tv.domain.allocation = self.allocation
         tv.domain.contiguity = self.contiguity
+        tv.domain.loop_only = self.loop_only
         tv.compute_at_pos = self.ca
         tv.max_producer_pos = self.mpp
         tv.memory_type = self.memory_type
@@ -720,6 +747,11 @@ def verification_deferred() -> Iterator[None]:
     finally:
         _deferred = None
     _verify_all(pending)
+
+
+def transactions_roll_back() -> bool:
+    """Whether a refused transaction puts its tensors back (not inside verification_deferred)."""
+    return _deferred is None
 
 
 @contextlib.contextmanager

@@ -6,8 +6,10 @@ verify(tv) checks one tensor:
   still unconsumed and the ids left at the end are exactly the loop ids. This
   rejects a loop id derived from elsewhere (another tensor, a root id that the
   logical domain replaced), a logical id covered twice (split twice) or not at all.
-  Broadcast and reduction ids follow the same rule as iteration ids: nothing in this
-  engine adds loop-only broadcasts, so every loop id must come from the logical one.
+  Broadcast and reduction ids follow the same rule as iteration ids. The one exception
+  are the tensor's own loop-only broadcasts (TensorView.broadcast_loop, listed in its
+  domain's loop_only): loop ids derived from nothing, which the loop may also have
+  transformed or dropped (they hold no element);
 - no merge on the path mixes a reduction id with a non-broadcast iteration id, or with
   a broadcast id that iterates more than once (an expansion, a split broadcast's piece);
 - the logical domain, when there is a root domain, derives from it the same way
@@ -39,15 +41,18 @@ if TYPE_CHECKING:
 _NOT_INLINABLE = (ParallelType.vectorize, ParallelType.bulk, ParallelType.mma)
 
 
-def coverage_error(logical: Sequence[IterDomain], target: Sequence[IterDomain]) -> str | None:
-    """Why `target` does not cover `logical` exactly once through transforms, or None."""
+def coverage_error(logical: Sequence[IterDomain], target: Sequence[IterDomain],
+                   loop_only: Sequence[IterDomain] = ()) -> str | None:
+    """Why `target` does not cover `logical` exactly once through transforms, or None.
+    `loop_only` ids may be used once too, but need not be covered."""
     from engine.analysis.replay import transforms_between
 
     if len(set(target)) != len(target):
         dup = next(i for i in target if list(target).count(i) > 1)
         return f"{dup} appears twice"
-    frontier = set(logical)
-    for t in transforms_between(logical, target):
+    start = [*logical, *loop_only] if loop_only else logical
+    frontier = set(start)
+    for t in transforms_between(start, target):
         for i in t.inputs:
             if i not in frontier:
                 return f"{i} (input of {t.kind}) is not derived from the logical domain exactly once"
@@ -73,7 +78,8 @@ def coverage_error(logical: Sequence[IterDomain], target: Sequence[IterDomain]) 
     extra = [i for i in target if i not in frontier]
     if extra:
         return f"{extra[0]} does not derive from the logical domain"
-    missing = sorted((i for i in frontier if i not in tset), key=lambda i: i.name)
+    optional = set(loop_only)
+    missing = sorted((i for i in frontier if i not in tset and i not in optional), key=lambda i: i.name)
     if missing:
         return f"{missing[0]} is derived from the logical domain but not covered"
     return None
@@ -93,7 +99,9 @@ def allocation_error(tv: TensorView, ids: Sequence[IterDomain]) -> str | None:
     why = coverage_error(tv.domain.logical, ids)
     if why is None or tv.memory_type == MemoryType.Global or tv.compute_at_pos == 0:
         return why
-    outer = [i for i in tv.domain.loop[: tv.compute_at_pos] if i not in ids]
+    # Loop-only broadcasts among them hold no element: they are not part of the coverage.
+    loop_only = set(tv.domain.loop_only)
+    outer = [i for i in tv.domain.loop[: tv.compute_at_pos] if i not in ids and i not in loop_only]
     if coverage_error(tv.domain.logical, [*outer, *ids]) is None:
         return None
     return why
@@ -105,7 +113,9 @@ def verify_domains(tv: TensorView) -> None:
         why = coverage_error(dom.root, dom.logical)
         if why is not None:
             raise ScheduleError(f"{tv.short_name}: logical domain is invalid against the root: {why}")
-    why = coverage_error(dom.logical, dom.loop)
+    why = coverage_error(dom.logical, dom.loop, dom.loop_only)
+    if why is None:
+        why = _loop_only_error(tv)
     if why is not None:
         raise ScheduleError(f"{tv.short_name}: loop domain is invalid: {why}")
     if dom.allocation is not None:
@@ -123,6 +133,19 @@ def verify_domains(tv: TensorView) -> None:
             raise ScheduleError(f"{tv.short_name}: contiguity of broadcast axis {i} must be n (None)")
         if not i.is_broadcast and not i.is_reduction and c is None:
             raise ScheduleError(f"{tv.short_name}: contiguity of {i} must be true or false")
+
+
+def _loop_only_error(tv: TensorView) -> str | None:
+    """Why `tv`'s loop-only ids are not what broadcast_loop makes, or None: broadcast ids
+    derived from nothing, none of them in the root, logical or allocation domain."""
+    dom = tv.domain
+    if not dom.loop_only:
+        return None
+    others = {*dom.maybe_root, *dom.logical, *dom.maybe_allocation}
+    for i in dom.loop_only:
+        if not i.is_broadcast or i.definition is not None or i in others:
+            return f"{i} is listed as a loop-only broadcast but is not one"
+    return None
 
 
 # Largest legal inline positions by tensor while only_positions_change holds, else None.

@@ -747,3 +747,70 @@ def test_a_bias_covering_the_inner_axes_keeps_its_vectorized_cache():
     cf = compile_fusion(fd, xs)
     assert not any("input not cached: broadcast" in str(e) for e in cf.trace)
     assert cf.segments[0].params.vectorization_factor > 1
+
+
+# ---- a computed [C] tensor read through a broadcast with leading broadcast axes ---------------
+
+def _times_broadcast_rsqrt(shape, keep, variant="plain"):
+    """x * broadcast(rsqrt(w + eps)): w's axis `keep` of x, the others broadcast. The 2-D
+    schedule's loop of the broadcast starts with the broadcast outer axes (bblockIdx.y{1},
+    bthreadIdx.y{3}), which rsqrt(w + eps) lacks; its inner loop is a merge of w's axis with
+    broadcasts that x concretizes."""
+    flags = [k != keep for k in range(len(shape))]
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1] * len(shape), contiguity=[True] * len(shape), dtype=DataType.Float)
+        w = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        r = fd.ops.rsqrt(fd.ops.add(w, fd.define_scalar(1e-5, dtype=DataType.Double)))
+        y = fd.ops.mul(x, fd.ops.broadcast(r, flags))
+        if variant == "two_broadcasts":
+            y = fd.ops.add(y, fd.ops.broadcast(r, flags))
+        if variant == "rsqrt_output":
+            fd.add_output(r)
+        fd.add_output(y)
+    g = torch.Generator().manual_seed(0)
+    xs = [torch.randn(*shape, generator=g), torch.rand(shape[keep], generator=g) + 0.1]
+    return fd, xs, r
+
+
+@pytest.mark.parametrize("shape, keep", [
+    ((2048, 8, 20), 1),        # the minimal repro
+    ((2047, 7, 19), 1),        # nothing divides
+    ((33, 129, 3), 1),
+    ((4, 128, 6, 6), 1),       # batch norm's [N, C, H, W] * [C]
+])
+@pytest.mark.parametrize("variant", ["plain", "two_broadcasts"])
+def test_a_computed_weight_is_recomputed_in_the_loops_of_its_broadcast(shape, keep, variant):
+    """rsqrt(w + eps) used to stay at ca_pos 0, computed in its own loops: the broadcast's
+    threads then read elements other threads computed, the kernel was refused and the fusion
+    split in two. inline_most gives it (and w + eps) loop-only broadcasts where the
+    broadcast's loop has broadcast axes it lacks, so it is computed inside those loops."""
+    fd, xs, r = _times_broadcast_rsqrt(shape, keep, variant)
+    cf = _emulate_against_reference(fd, xs)
+    assert [s.scheduler for s in cf.segments] == ["pointwise"]
+    assert not [e for e in cf.trace if "pointwise is refused" in str(e)]
+    fd, xs, r = _times_broadcast_rsqrt(shape, keep, variant)
+    schedule_and_check(fd, xs)
+    for tv in (r, r.definition.inputs[0]):
+        assert tv.domain.loop_only, str(tv)
+        last = max(tv.domain.loop.index(b) for b in tv.domain.loop_only)
+        assert tv.compute_at_pos > last, str(tv)
+
+
+def test_a_computed_weight_that_is_also_an_output_is_still_split_apart():
+    """The output copy of rsqrt(w + eps) runs w's loops, its broadcast the consumer's: no
+    loop domain pairs with both by position, so nothing is inserted and the kernel that
+    would read across threads stays refused (two kernels, exact results)."""
+    fd, xs, r = _times_broadcast_rsqrt((2048, 8, 20), 1, "rsqrt_output")
+    cf = _emulate_against_reference(fd, xs)
+    assert len(cf.segments) == 2
+    assert any("elements another thread computed" in str(e) for e in cf.trace)
+
+
+def test_a_bias_whose_broadcast_loop_is_not_promoted_gets_no_loop_only_broadcast():
+    """gelu_bias: the bias's loop pairs with its broadcast's past the broadcast's outer
+    axis without promotion, so computing it in its own loops first gives each thread what
+    it reads; it keeps that kernel."""
+    fd = load_fusion(SAMPLES / "gelu_bias.py")
+    xs = fd.example_inputs(seed=0)
+    schedule_and_check(fd, xs)
+    assert not [t.short_name for t in fd.fusion.tensors() if t.domain.loop_only]

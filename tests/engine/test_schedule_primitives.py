@@ -576,3 +576,98 @@ def test_transform_like_reaches_a_reduction_through_x_minus_mean_and_inline_most
     xs = [torch.randn(5, 64)]
     (out,) = fd.execute(xs)
     torch.testing.assert_close(out, xs[0] - xs[0].mean(-1, keepdim=True))
+
+
+# ---- loop-only broadcasts ------------------------------------------------------------------------
+
+def test_broadcast_loop_inserts_a_broadcast_in_the_loop_domain_only():
+    fd, t0, t1, t2 = pointwise_chain()
+    t1.broadcast_loop(1, 4)
+    b = t1.axis(1)
+    assert str(t1) == f"T1_l_float[iS2{{i0}}, bS{b.name}{{4}}, iS3{{i2}}]"
+    assert transforms_block(t1).endswith(f" logical domain : (iS2{{i0}}, iS3{{i2}})\n contiguity: t t\n"
+                                         f" loop domain : (iS2{{i0}}, bS{b.name}{{4}}, iS3{{i2}})\n")
+    assert t1.domain.loop_only == [b] and b.definition is None
+    verify_fusion(fd.fusion)
+    x = torch.randn(3, 5)
+    torch.testing.assert_close(fd.execute([x])[0], x.exp().sum(1))
+    # A clone has its own copy, still listed as loop-only.
+    clone, vmap = fd.fusion.clone()
+    c1 = vmap[t1]
+    assert str(clone) == str(fd.fusion)
+    assert c1.domain.loop_only == [c1.axis(1)] and c1.axis(1) is not b
+    verify_fusion(clone)
+
+
+def test_broadcast_loop_refusals_leave_the_tensor_unchanged():
+    fd, t0, t1, t2 = pointwise_chain()
+    t1.inline_at(1)
+    s = state(t1)
+    with pytest.raises(ScheduleError, match="T1: broadcast position 4 is outside 0..2"):
+        t1.broadcast_loop(4)
+    with pytest.raises(ScheduleError, match="T1: broadcast extent must be a positive int, got 0"):
+        t1.broadcast_loop(2, 0)
+    with pytest.raises(ScheduleError, match="T1: cannot insert a broadcast at axis 0 inside the inlined positions"):
+        t1.broadcast_loop(0)
+    assert state(t1) == s and t1.domain.loop_only == []
+
+
+def test_verifier_accepts_only_the_listed_loop_only_broadcasts():
+    from engine.ir.iterdomain import IterDomain, IterType
+
+    fd, t0, t1, t2 = pointwise_chain()
+    stray = IterDomain(fd.fusion, 1, IterType.Broadcast)
+    t1.domain.loop.insert(0, stray)
+    with pytest.raises(ScheduleError, match=r"T1: loop domain is invalid: bS\d+\{1\} does not derive from the logical"):
+        verify(t1)
+    t1.domain.loop_only.append(stray)
+    verify(t1)
+    t1.domain.loop_only.append(t1.domain.logical[0])
+    with pytest.raises(ScheduleError, match=r"T1: loop domain is invalid: iS2\{i0\} is listed as a loop-only broadcast"):
+        verify(t1)
+    # A loop-only broadcast may be merged away like any loop id: it holds no element.
+    t1.domain.loop_only.pop()
+    t1.merge(0)
+    verify(t1)
+
+
+def _bias_times_promoted_loop():
+    """y = x * broadcast(-w, [True, False, True]) with y's last two axes merged: the merge
+    in the broadcast's loop runs w's axis times x's last one, which w's own loop lacks,
+    after a broadcast axis (the first) that w does not have."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True] * 3, dtype=DataType.Float)
+        w = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        r = fd.ops.neg(w)
+        y = fd.ops.mul(x, fd.ops.broadcast(r, [True, False, True]))
+        fd.add_output(y)
+    fd.sched.merge(y, 1)
+    fd.sched.split(y, 1, 32)
+    fd.sched.parallelize(y, 0, ParallelType.grid_x)
+    fd.sched.parallelize(y, 2, ParallelType.block_x)
+    fd.sched.transform_like(y)
+    fd.sched.parallelize_like(y)
+    return fd, r
+
+
+def test_inline_most_gives_a_producer_the_broadcast_axes_its_consumer_has():
+    """Without its loop-only broadcast, -w stayed at ca_pos 0 (its loop does not pair with
+    the broadcast's first, broadcast, loop) and was computed by threads other than those
+    reading it: the kernel was refused."""
+    import shutil
+
+    from engine.compile import compile_fusion
+    from engine.reference import evaluate
+
+    fd, r = _bias_times_promoted_loop()
+    fd.sched.inline_most()
+    b = r.axis(0)
+    assert r.domain.loop_only == [b] and b.parallel_type == ParallelType.grid_x
+    assert r.compute_at_pos == 3
+    verify_fusion(fd.fusion)
+    if shutil.which("g++") is None:
+        pytest.skip("g++ is needed to emulate kernels")
+    xs = [torch.randn(3, 4, 40), torch.randn(4)]
+    cf = compile_fusion(fd, xs)
+    assert [s.scheduler for s in cf.segments] == ["user"]
+    assert torch.equal(cf.run(xs, backend="emulate")[0], evaluate(fd.fusion, xs)[0])

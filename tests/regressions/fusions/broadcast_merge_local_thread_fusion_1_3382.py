@@ -1,6 +1,7 @@
 # Found by tests/fuzz (fusion-1-3382), mismatch: output: output 0: 36 of 48 differ beyond rtol=1e-05, e.g. flat 1: -0.0 != -0.5300707817077637
-# Its one pointwise segment is refused at lowering (at elements another thread computed); compile_fusion then
-# segments those ops again, each apart, and the result must match the reference.
+# Its one pointwise segment was refused at lowering (at elements another thread computed); compile_fusion then
+# segmented those ops again, each apart. Since inline_most gives the iota a loop-only broadcast where its
+# broadcast's loop has one (TensorView.broadcast_loop), it compiles to one kernel; the result must match the reference.
 import torch
 from nvfuser import FusionDefinition, DataType
 
