@@ -109,6 +109,7 @@ def vectorize_loop(loop: kir.ForLoop, domain: IterDomain, ext: Extents,
     v = loop.extent
     if v not in (2, 4, 8, 16) or not loop.body or not _divisible(domain, ext, v):
         return loop
+    uniform_guards(loop.body, loop.var, v)
     if loop.kind != "vectorize":
         # Not the scheduler's vector: only stores to engine-allocated outputs (aligned,
         # contiguous) may be widened.
@@ -151,6 +152,105 @@ def _aligned_base(index: str, width: int) -> bool:
         if m is None or int(m.group(1)) % width:
             return False
     return True
+
+
+def _top_level_split(text: str, seps: tuple[str, ...]) -> list[tuple[str, str]]:
+    """`text` cut at the separators outside parentheses and brackets: (separator before, part)."""
+    depth, start, sep, parts = 0, 0, "", []
+    k = 0
+    while k < len(text):
+        ch = text[k]
+        depth += ch in "(["
+        depth -= ch in ")]"
+        hit = next((x for x in seps if depth == 0 and text.startswith(x, k)), None)
+        if hit is not None:
+            parts.append((sep, text[start:k]))
+            sep, start = hit, k + len(hit)
+            k += len(hit)
+            continue
+        k += 1
+    parts.append((sep, text[start:]))
+    return parts
+
+
+def _strip_parens(t: str) -> str:
+    """`t` without parentheses that enclose all of it."""
+    t = t.strip()
+    while t.startswith("(") and t.endswith(")") and _closes_at_end(t):
+        t = t[1:-1].strip()
+    return t
+
+
+def _closes_at_end(t: str) -> bool:
+    depth = 0
+    for k, ch in enumerate(t):
+        depth += ch in "(["
+        depth -= ch in ")]"
+        if depth == 0 and k < len(t) - 1:
+            return False
+    return True
+
+
+_LOWER_THAN_MUL = (" + ", " - ", " << ", " >> ", " < ", " > ", " <= ", " >= ", " == ", " != ", " & ", " ^ ",
+                   " | ", " ? ", " : ")
+
+
+def _is_multiple(term: str, width: int) -> bool:
+    """A literal multiple of `width`, or a chain of * / % whose last step multiplies by one."""
+    term = _strip_parens(term)
+    if term.isdigit():
+        return int(term) % width == 0
+    if len(_top_level_split(term, _LOWER_THAN_MUL)) > 1:
+        return False
+    m = re.search(r" \* (\d+)$", term)
+    return m is not None and int(m.group(1)) % width == 0
+
+
+def _offset_of(expr: str, var: str, width: int) -> bool:
+    """`expr` is `var` plus terms that are multiples of `width` (a cast of such a sum too)."""
+    expr = _strip_parens(expr)
+    m = re.fullmatch(r"\(nvfuser_index_t\)\((.*)\)", expr)
+    if m is not None:
+        expr = m.group(1)
+    parts = _top_level_split(expr, (" + ", " - "))
+    with_var = [(sep, t) for sep, t in parts if re.search(rf"\b{var}\b", t)]
+    if len(with_var) != 1 or with_var[0][0] == " - ":
+        return False
+    inner = _strip_parens(with_var[0][1])
+    if inner != var and (inner == expr or not _offset_of(inner, var, width)):
+        return False
+    return all(_is_multiple(t, width) for sep, t in parts if (sep, t) != with_var[0])
+
+
+def _uniform_atom(atom: str, var: str, width: int) -> bool:
+    """Whether the comparison `atom` has one value for every `var` in [0, width): `L < N`
+    or `L >= 0` where L is `var` plus multiples of `width` and N is one too. (With L = k*w + v
+    and N = n*w, k*w + v < n*w holds for every v in [0, w) exactly when k < n.)"""
+    atom = _strip_parens(atom)
+    m = re.fullmatch(r"(.*) (<|>=) (\d+)", atom)
+    if m is None:
+        return False
+    lhs, op, bound = m.groups()
+    if int(bound) % width or (op == ">=" and int(bound) != 0):
+        return False
+    return _offset_of(lhs, var, width)
+
+
+def uniform_guards(body: list[kir.Stmt], var: str, width: int) -> None:
+    """Guards inside a loop over `var` in [0, width) that hold for all its iterations or none
+    (a pad's or slice's bounds, a multiple of the vector apart) are evaluated at `var` = 0:
+    one comparison a vector instead of one an element. A guard that reads memory, or whose
+    uniformity this cannot show, is left as it is."""
+    for st in body:
+        if isinstance(st, kir.IfThenElse):
+            atoms = [a for _, a in _top_level_split(st.cond, (" && ",))]
+            moving = [a for a in atoms if re.search(rf"\b{var}\b", a)]
+            if moving and "[" not in st.cond and all(_uniform_atom(a, var, width) for a in moving):
+                st.cond = re.sub(rf"\b{var}\b", "0", st.cond)
+            uniform_guards(st.then, var, width)
+            uniform_guards(st.orelse, var, width)
+        elif isinstance(st, kir.Scope):
+            uniform_guards(st.body, var, width)
 
 
 def hoist_shared_reads(loop: kir.ForLoop, shared: dict[str, str]) -> list[kir.Stmt]:
