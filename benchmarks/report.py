@@ -197,7 +197,8 @@ def table_row(row: dict[str, Any]) -> list[str]:
         _num(row.get("ratio_engine_eager"), ".2f"), _num(row.get("ratio_engine_compile"), ".2f"),
         "-" if peer is None else f"{PEER_NAMES.get(peer, peer)} {_us(row.get('best_peer_ms'))}",
         _num(row.get("ratio_engine_best_peer"), ".2f"),
-        _num(row.get("compile_ms"), ".0f"),
+        _num(row.get("compile_ms"), ".0f")
+        + ("" if row.get("compile_ms_median") is None else f" ({row['compile_ms_median']:.0f})"),
         _num(row.get("recompile_ms"), ".0f") + ("" if row.get("recompile_cached") in (None, True) else " (miss)"),
     ]
     return cells
@@ -226,7 +227,8 @@ def format_report(rows: Sequence[dict[str, Any]], meta: dict[str, Any]) -> str:
                "with torch.compile use it); 'eager (ref)' is engine.reference.evaluate of the same definition, 'eager (torch)' a "
                "hand-written torch function, 'compile'/'compile mat' torch.compile of it (default, "
                "max-autotune-no-cudagraphs). GB/s and % copy: minimal bytes over engine run (and kernels) time. "
-               "compile ms: define + compile_fusion (first, excluding NVRTC); 2nd: define again + compile_fusion "
+               "compile ms: define + compile_fusion (first, excluding NVRTC; in brackets the median of "
+               "the fresh compiles after it, the fusion cache cleared before each); 2nd: define again + compile_fusion "
                "(a fusion-cache hit: the same definition and input signature) + kernel load.")
     out.append("")
     out.append(format_table(rows))

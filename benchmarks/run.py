@@ -30,6 +30,7 @@ import argparse
 import gc
 import json
 import os
+import statistics
 import sys
 import time
 import traceback
@@ -274,6 +275,12 @@ class Harness:
                 g = f"{p.gbps:.0f} GB/s" if p.gbps else ""
                 log(f"    kernel {s.scheduler:22s} {p.time_ms * 1e3:9.1f} us {g:>10s} grid={p.launch.grid} "
                     f"block={p.launch.block} regs={p.registers} occ={p.occupancy}")
+            row["engine_stage"] = "repeated compiles"
+            row["compile_ms_runs"] = repeated_compiles(bf, xs0, self.args.compile_repeats)
+            if row["compile_ms_runs"]:
+                row["compile_ms_median"] = statistics.median(row["compile_ms_runs"])
+                log(f"  engine compile again x{len(row['compile_ms_runs'])}: median "
+                    f"{row['compile_ms_median']:.0f} ms {[round(t) for t in row['compile_ms_runs']]}")
             row.pop("engine_stage", None)
 
         if phase == "core":
@@ -393,6 +400,24 @@ class Harness:
         return text
 
 
+def repeated_compiles(bf: BenchFusion, xs: list[Any], n: int) -> list[float]:
+    """`n` more compiles of the fusion from scratch (define + compile_fusion, the fusion cache
+    cleared first, garbage collected before each): the first compile of a process is one
+    sample of a host whose speed moves between calls (RoPE: 152-264 ms across machine starts,
+    161 against 239 ms for two sizes in one process)."""
+    from engine import fusion_cache
+    from engine.compile import compile_fusion
+
+    times = []
+    for _ in range(n):
+        fusion_cache.clear()
+        gc.collect()
+        t = time.perf_counter()
+        compile_fusion(bf.build(), xs)
+        times.append((time.perf_counter() - t) * 1e3)
+    return times
+
+
 def parse(argv: list[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", nargs="*", default=None, help="fusion names (default: all)")
@@ -407,6 +432,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--deadline", type=float, default=None, help="the same as an epoch time (shared by resumes)")
     ap.add_argument("--mat-reserve-s", type=float, default=45.0, help="skip max-autotune with less time left")
     ap.add_argument("--fusion-reserve-s", type=float, default=20.0, help="skip a fusion with less time left")
+    ap.add_argument("--compile-repeats", type=int, default=5,
+                    help="fresh compiles after the first, for the compile time's median (0: none)")
     ap.add_argument("--target-ms", type=float, default=200.0, help="timed work per measurement")
     ap.add_argument("--queue-full", action="store_true",
                     help="also time each with the queue filled first (device time without host gaps)")
