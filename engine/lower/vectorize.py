@@ -223,34 +223,63 @@ def _offset_of(expr: str, var: str, width: int) -> bool:
 
 
 def _uniform_atom(atom: str, var: str, width: int) -> bool:
-    """Whether the comparison `atom` has one value for every `var` in [0, width): `L < N`
-    or `L >= 0` where L is `var` plus multiples of `width` and N is one too. (With L = k*w + v
-    and N = n*w, k*w + v < n*w holds for every v in [0, w) exactly when k < n.)"""
+    """Whether the comparison `atom` has one value for every `var` in [0, width): `L < N` or
+    `L >= N` where L is `var` plus multiples of `width` and N is one too. (With L = k*w + v
+    and N = n*w, k*w + v < n*w holds for every v in [0, w) exactly when k < n; `<=` and `>`
+    would change at v = 0.)"""
     atom = _strip_parens(atom)
     m = re.fullmatch(r"(.*) (<|>=) (\d+)", atom)
     if m is None:
         return False
-    lhs, op, bound = m.groups()
-    if int(bound) % width or (op == ">=" and int(bound) != 0):
-        return False
-    return _offset_of(lhs, var, width)
+    lhs, _, bound = m.groups()
+    return int(bound) % width == 0 and _offset_of(lhs, var, width)
+
+
+def _uniform_cond(cond: str, var: str, width: int) -> bool:
+    """A conjunction whose every comparison naming `var` is uniform over the vector (and
+    that reads no memory)."""
+    moving = [a for _, a in _top_level_split(cond, (" && ",)) if re.search(rf"\b{var}\b", a)]
+    return bool(moving) and "[" not in cond and all(_uniform_atom(a, var, width) for a in moving)
+
+
+def _uniform_selects(text: str, var: str, width: int) -> str:
+    """`text` with each select's condition `(c) ? a : b` that is uniform over the vector
+    evaluated at `var` = 0."""
+    out, k = text, 0
+    while (q := out.find(" ? ", k)) >= 0:
+        k = q + 3
+        if q == 0 or out[q - 1] != ")":
+            continue
+        depth, start = 0, q - 1
+        while start >= 0:
+            depth += out[start] == ")"
+            depth -= out[start] == "("
+            if depth == 0:
+                break
+            start -= 1
+        cond = out[start:q]
+        if start >= 0 and _uniform_cond(cond, var, width):
+            fixed = re.sub(rf"\b{var}\b", "0", cond)
+            out = out[:start] + fixed + out[q:]
+            k = start + len(fixed) + 3
+    return out
 
 
 def uniform_guards(body: list[kir.Stmt], var: str, width: int) -> None:
-    """Guards inside a loop over `var` in [0, width) that hold for all its iterations or none
-    (a pad's or slice's bounds, a multiple of the vector apart) are evaluated at `var` = 0:
-    one comparison a vector instead of one an element. A guard that reads memory, or whose
-    uniformity this cannot show, is left as it is."""
+    """Guards and selects inside a loop over `var` in [0, width) that hold for all its
+    iterations or none (a pad's or slice's bounds, a multiple of the vector apart) are
+    evaluated at `var` = 0: one comparison a vector instead of one an element. A guard that
+    reads memory, or whose uniformity this cannot show, is left as it is."""
     for st in body:
         if isinstance(st, kir.IfThenElse):
-            atoms = [a for _, a in _top_level_split(st.cond, (" && ",))]
-            moving = [a for a in atoms if re.search(rf"\b{var}\b", a)]
-            if moving and "[" not in st.cond and all(_uniform_atom(a, var, width) for a in moving):
+            if _uniform_cond(st.cond, var, width):
                 st.cond = re.sub(rf"\b{var}\b", "0", st.cond)
             uniform_guards(st.then, var, width)
             uniform_guards(st.orelse, var, width)
         elif isinstance(st, kir.Scope):
             uniform_guards(st.body, var, width)
+        elif isinstance(st, kir.Assign) and " ? " in st.rhs:
+            st.rhs = _uniform_selects(st.rhs, var, width)
 
 
 def hoist_shared_reads(loop: kir.ForLoop, shared: dict[str, str]) -> list[kir.Stmt]:

@@ -33,7 +33,9 @@ E = "(blockIdx.x * 128 + threadIdx.x) % 16 * 8"
     ("((a + b) * 8 / 2 + i7) < 16", False),
     ("(b * 8 - i7) < 64", False),
     ("(b * 8 + 2 * i7) < 64", False),
-    ("(b * 8 + i7) >= 8", False),
+    ("(b * 8 + i7) >= 8", True),  # k*8 + v >= 8 exactly when k >= 1
+    ("(b * 8 + i7) >= 4", False),
+    ("(b * 8 + i7) > 8", False),  # true at v = 1, false at v = 0 when k = 1
     ("(b * 8 + i7) <= 8", False),
     ("(x ? y : z * 8 + i7) < 16", False),
     ("T3[i7] < 16", False),
@@ -54,12 +56,23 @@ def test_only_guards_proven_uniform_are_moved_to_the_first_element():
     assert nested.body[0].cond == f"({E} + 0) < 64"
 
 
+def test_selects_with_a_uniform_condition_are_evaluated_once():
+    pad = f"((({E} + i7) < 64) ? T14[0] : __float2bfloat(0.0f))"
+    data = "((T3[i7] > 0.0f) ? T3[i7] : 0.0f)"
+    nested = f"((({E} + i7) < 60) ? a : (({E} + i7) >= 64) ? b : c)"
+    body = [kir.Assign("T15[0]", pad), kir.Assign("T16[0]", data), kir.Assign("T17[0]", nested)]
+    uniform_guards(body, V, 8)
+    assert body[0].rhs == f"((({E} + 0) < 64) ? T14[0] : __float2bfloat(0.0f))"
+    assert body[1].rhs == data
+    assert body[2].rhs == f"((({E} + i7) < 60) ? a : (({E} + 0) >= 64) ? b : c)"
+
+
 def _element_guards(source: str) -> list[str]:
-    """The `if` conditions inside the kernel's `#pragma unroll` element loops that still
-    name the loop's variable."""
+    """The `if` and select conditions inside the kernel's `#pragma unroll` element loops that
+    still compare the loop's variable with a bound."""
     loops = re.findall(r"for \(nvfuser_index_t (i\d+) = 0; \1 < (\d+); \+\+\1\)", source)
-    conds = re.findall(r"if \((.*)\) \{", source)
-    return [c for c in conds for var, _ in loops if re.search(rf"\b{var}\b", c)]
+    conds = re.findall(r"if \((.*)\) \{", source) + re.findall(r"\(([^?;]*\)) \? ", source)
+    return [c for c in conds for var, _ in loops if re.search(rf"\b{var}\b[^\]]*(<|>=) \d+", c)]
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed to emulate kernels")
