@@ -2,7 +2,6 @@
 training and inference, channels first and last; running statistics written back into the
 inputs by execute(); the generated kernels on the emulator; a script read and written back."""
 
-import shutil
 
 import pytest
 import torch
@@ -10,8 +9,7 @@ import torch
 from engine import DataType, FusionDefinition, compile_fusion, dumps_fusion, loads_fusion
 from engine.errors import FusionDefinitionError
 from engine.reference import evaluate
-
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed to emulate kernels")
+from tests.emulation import needs_gxx
 
 
 def _definition(training: bool, channels_last: bool = False, affine: bool = True,

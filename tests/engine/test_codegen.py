@@ -15,8 +15,8 @@ import torch
 from engine import CompileError, DataType, FusionDefinition, MemoryType, ParallelType, load_fusion
 from engine.compile import compile_fusion
 from engine.reference import evaluate
+from tests.emulation import needs_gxx
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed to emulate kernels")
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is needed to compile-check")
 
 SAMPLES = [

@@ -9,7 +9,6 @@ runs kernels in a worker process.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -21,8 +20,9 @@ from engine import DataType, FusionDefinition
 from engine.compile import compile_fusion
 from engine.config import Options
 from engine.errors import CompileError, ExecutionError
+from tests.emulation import needs_gxx
 
-pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="the emulator needs g++")
+pytestmark = needs_gxx
 
 STORE = "T1[blockIdx.x * 128 + threadIdx.x] = T3[0];"
 KERNEL = r"segment 0 \(pointwise, kernel nvfuser_pointwise_f0_c0_r0_g0\)"

@@ -5,7 +5,6 @@ values of the right kind; the forms that are refused, with the line and the cons
 and the specs written back by dumps_fusion."""
 
 import math
-import shutil
 
 import pytest
 import torch
@@ -14,6 +13,7 @@ from engine.compile import compile_fusion
 from engine.errors import FusionFileError
 from engine.frontend.pyformat import InputSpec, dumps_fusion, loads_fusion
 from engine.reference import evaluate
+from tests.emulation import require_gxx
 
 HEAD = """import torch
 from nvfuser import FusionDefinition, DataType
@@ -266,8 +266,7 @@ fd.execute(inputs)
     assert _layout(xs[0]) == ((5, 8), (1, 7), 9, torch.float32)
     (ref,) = evaluate(fd.fusion, fd.example_inputs(seed=0))
     torch.testing.assert_close(ref, xs[0] + xs[1])
-    if shutil.which("g++") is None:
-        pytest.skip("g++ is needed to emulate kernels")
+    require_gxx()
     (out,) = compile_fusion(fd, xs).run(xs, backend="emulate")
     torch.testing.assert_close(out, ref)
 

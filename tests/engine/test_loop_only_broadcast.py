@@ -7,7 +7,6 @@ those reading it, and the pointwise kernel was refused at lowering. Checked here
 count, values against engine.reference on the g++ emulator, and the printed loop domain."""
 
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ import torch
 from engine import compile_fusion, loads_fusion
 from engine.ir.printer import transforms_block
 from engine.reference import evaluate
+from tests.emulation import require_gxx
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "realworld" / "scripts"
 SPLIT_REASONS = ("failed to lower", "is refused for")  # a kernel refused at lowering
@@ -33,8 +33,7 @@ def _scaled(name: str, subs: dict[str, str]):
 def _compile_and_emulate(fd, xs):
     """The compiled fusion; every emulated output matches the reference evaluator within
     tests/realworld's tolerances."""
-    if shutil.which("g++") is None:
-        pytest.skip("g++ is needed to emulate kernels")
+    require_gxx()
     cf = compile_fusion(fd, xs)
     outs = cf.run(xs, backend="emulate")
     refs = evaluate(fd.fusion, xs)
@@ -184,7 +183,6 @@ def test_a_reduction_inside_a_loop_only_broadcast_of_four_is_refused_not_miscomp
 
     fd, t1, t2 = _exp_sum()
     t2.broadcast_loop(0, 4)
-    if shutil.which("g++") is None:
-        pytest.skip("g++ is needed to emulate kernels")
+    require_gxx()
     with pytest.raises(EngineError, match="would accumulate every element that many times"):
         compile_fusion(fd, [torch.randn(3, 5)])

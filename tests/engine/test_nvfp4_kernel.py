@@ -15,8 +15,8 @@ import torch
 from engine import DataType, FusionDefinition
 from engine.compile import compile_fusion
 from engine.reference import evaluate
+from tests.emulation import needs_gxx
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not installed")
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
 # The emulator runs the runtime's portable branches, the GPU its PTX (bf16x2 compares,

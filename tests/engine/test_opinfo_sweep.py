@@ -29,7 +29,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-import shutil
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -41,8 +40,9 @@ from engine.compile import compile_fusion
 from engine.dtypes import from_torch
 from engine.errors import FusionDefinitionError
 from engine.reference import evaluate
+from tests.emulation import needs_gxx
 
-pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed to emulate kernels")
+pytestmark = needs_gxx
 
 F32, F64, F16, BF16 = torch.float32, torch.float64, torch.float16, torch.bfloat16
 I32, I64, BOOL = torch.int32, torch.int64, torch.bool

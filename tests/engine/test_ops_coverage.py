@@ -7,7 +7,6 @@ complex kernels). Values against torch and the reference, kernels through the em
 from __future__ import annotations
 
 import re
-import shutil
 import textwrap
 
 import pytest
@@ -19,8 +18,7 @@ from engine.errors import CompileError, FusionDefinitionError, FusionFileError
 from engine.frontend.pyread import loads_fusion
 from engine.frontend.pywrite import dumps_fusion
 from engine.reference import evaluate
-
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed to emulate kernels")
+from tests.emulation import needs_gxx
 
 _TORCH = {DataType.Int: torch.int64, DataType.Int32: torch.int32, DataType.Bool: torch.bool}
 # nvFuser's float_op_config ops and what torch computes for them on a float tensor.

@@ -2,7 +2,6 @@
 take_along_axis): shapes, printed lines, values against torch, and errors."""
 
 import re
-import shutil
 
 import pytest
 import torch
@@ -11,6 +10,7 @@ from engine import DataType, FusionDefinition, FusionDefinitionError
 from engine.compile import compile_fusion
 from engine.ops import full
 from engine.reference import evaluate
+from tests.emulation import needs_gxx
 
 
 def test_full_prints_as_seed003_and_evaluates():
@@ -169,7 +169,6 @@ def test_gather_lines_name_the_variant():
 
 # ---- index tensors inside the consumer's loops (size sweep: 'local buffer of 4608 elements') ----
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed to emulate kernels")
 
 
 def _lookup(op: str, dim: int, tail: str = "", dtype: DataType = DataType.Float) -> FusionDefinition:

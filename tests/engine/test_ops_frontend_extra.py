@@ -7,7 +7,6 @@ what the engine lacks is refused naming the op."""
 from __future__ import annotations
 
 import re
-import shutil
 
 import pytest
 import torch
@@ -18,8 +17,7 @@ from engine.errors import FusionDefinitionError, FusionFileError
 from engine.frontend.pyread import loads_fusion
 from engine.frontend.pywrite import dumps_fusion
 from engine.reference import evaluate
-
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed to emulate kernels")
+from tests.emulation import needs_gxx
 
 
 def _emulated(fd: FusionDefinition, xs: list) -> list[torch.Tensor]:

@@ -3,7 +3,6 @@ known-answer vectors, the reference's numbers (range, moments, determinism), the
 kernel under the emulator against the reference (uniform bit for bit in every float type),
 definition errors, and a repro script read, written back and read again."""
 
-import shutil
 
 import numpy as np
 import pytest
@@ -13,8 +12,7 @@ from engine import DataType, FusionDefinition, compile_fusion, dumps_fusion, loa
 from engine.errors import FusionDefinitionError
 from engine.philox import philox
 from engine.reference import evaluate
-
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed to emulate kernels")
+from tests.emulation import needs_gxx
 
 
 @pytest.mark.parametrize("counter, key, expected", [

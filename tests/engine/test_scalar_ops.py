@@ -20,8 +20,8 @@ from engine.frontend.pyread import loads_fusion
 from engine.frontend.pywrite import dumps_fusion
 from engine.ir.scalar import Scalar, same_scalar
 from engine.reference import evaluate
+from tests.emulation import needs_gxx
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed to emulate kernels")
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is needed to compile-check")
 
 UNARY = ["neg", "reciprocal", "abs", "sqrt", "rsqrt", "exp", "log", "ceil", "floor"]

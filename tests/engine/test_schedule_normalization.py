@@ -5,7 +5,6 @@ allocation domain, schedules that verify and keep the reference results."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -29,6 +28,7 @@ from engine.schedule.normalization import smem_allocation_from_loop
 from engine.schedule.reduction import ReductionParams
 from engine.schedule.runtime_info import SchedulerRuntimeInfo
 from engine.trace import Trace
+from tests.emulation import needs_gxx
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_fusions"
 H100 = model("H100")
@@ -470,7 +470,7 @@ _VAR_CASES = [
 ]
 
 
-@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed to emulate kernels")
+@needs_gxx
 @pytest.mark.parametrize("shape", [(5, 9), (64, 96), (1000, 33), (7, 4096)])
 @pytest.mark.parametrize("case", _VAR_CASES, ids=lambda c: "-".join(map(str, c)))
 def test_reductions_over_both_dims_emulated(shape: tuple[int, int], case: tuple):
@@ -490,7 +490,6 @@ def test_reductions_over_both_dims_emulated(shape: tuple[int, int], case: tuple)
 
 # ---- outer reductions of what the inner reduction's result computes (layer-norm backward) -----------------
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed to emulate kernels")
 
 
 def _emulate(fd: FusionDefinition, xs: list, dev: str = "H100") -> list[str]:

@@ -14,6 +14,7 @@ from engine.schedule import SchedulerType, registry, schedule_fusion
 from engine.schedule.pointwise import PointwiseParams
 from engine.schedule.runtime_info import SchedulerRuntimeInfo
 from engine.trace import Trace
+from tests.emulation import require_gxx
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_fusions"
 
@@ -556,13 +557,11 @@ def test_less_than_a_wave_is_not_vectorized_even_when_aligned():
 # ---- reshapes: every tensor of the 1-D schedule shares the reference's flattened loop --------
 
 def _emulate_against_reference(fd, xs):
-    import shutil
 
     from engine.compile import compile_fusion
     from engine.reference import evaluate
 
-    if shutil.which("g++") is None:
-        pytest.skip("g++ is needed to emulate kernels")
+    require_gxx()
     cf = compile_fusion(fd, xs)
     outs = cf.run(xs, backend="emulate")
     refs = evaluate(fd.fusion, xs)
@@ -719,13 +718,11 @@ def test_a_broadcast_weight_missing_inner_axes_is_read_from_global_memory(shape,
     loops) or was read across blocks (2-D: no outer axis to inline at); both used to fail
     to lower ('cannot be indexed from the loop nest', 'elements another block computed'),
     leaving the fusion to be segmented apart or refused. Now one kernel, exact results."""
-    import shutil
 
     from engine import compile_fusion
     from engine.reference import evaluate
 
-    if shutil.which("g++") is None:
-        pytest.skip("g++ is needed to emulate kernels")
+    require_gxx()
     fd, xs = _weight_times(shape, w_shape, dims, reshape_from)
     cf = compile_fusion(fd, xs)
     assert [s.scheduler for s in cf.segments] == ["pointwise"]

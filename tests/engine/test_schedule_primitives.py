@@ -9,6 +9,7 @@ from engine.analysis.logical_map import pairwise_logical_map, tensor_edges
 from engine.frontend.sched import CacheOp
 from engine.ir.printer import transforms_block
 from engine.ir.verify import verify, verify_fusion
+from tests.emulation import require_gxx
 
 
 def seed001():
@@ -654,7 +655,6 @@ def test_inline_most_gives_a_producer_the_broadcast_axes_its_consumer_has():
     """Without its loop-only broadcast, -w stayed at ca_pos 0 (its loop does not pair with
     the broadcast's first, broadcast, loop) and was computed by threads other than those
     reading it: the kernel was refused."""
-    import shutil
 
     from engine.compile import compile_fusion
     from engine.reference import evaluate
@@ -665,8 +665,7 @@ def test_inline_most_gives_a_producer_the_broadcast_axes_its_consumer_has():
     assert r.domain.loop_only == [b] and b.parallel_type == ParallelType.grid_x
     assert r.compute_at_pos == 3
     verify_fusion(fd.fusion)
-    if shutil.which("g++") is None:
-        pytest.skip("g++ is needed to emulate kernels")
+    require_gxx()
     xs = [torch.randn(3, 4, 40), torch.randn(4)]
     cf = compile_fusion(fd, xs)
     assert [s.scheduler for s in cf.segments] == ["user"]

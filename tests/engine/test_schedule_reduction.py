@@ -27,6 +27,7 @@ from engine.schedule.base import SchedulerType
 from engine.schedule.reduction import ReductionParams, compute_reduction_heuristics
 from engine.schedule.runtime_info import SchedulerRuntimeInfo
 from engine.trace import Trace
+from tests.emulation import require_gxx
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_fusions"
 H100 = model("H100")
@@ -354,7 +355,6 @@ def test_a_part_that_shares_no_tensor_with_the_reference_is_scheduled_like_it():
     the second: it ran unscheduled, each thread reducing all rows serially, and at 4097
     columns its local buffer failed to lower. It is now scheduled from its own reduction
     with the reference's parameters."""
-    import shutil
 
     from engine import compile_fusion
     from engine.reference import evaluate
@@ -372,8 +372,7 @@ def test_a_part_that_shares_no_tensor_with_the_reference_is_scheduled_like_it():
     for out in fd.fusion.outputs:
         line = next(x for x in scheduled.splitlines() if x.startswith(out.short_name + "_g"))
         assert "threadIdx.x" in line and "blockIdx.x" in line
-    if shutil.which("g++") is None:
-        pytest.skip("g++ is needed to emulate kernels")
+    require_gxx()
     for o, r in zip(cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs), strict=True):
         assert torch.equal(o, r)
 
@@ -385,7 +384,6 @@ def test_an_input_without_the_inner_dim_is_not_vectorized_along_another_axis():
     its compute-at position in loops sized by x, and the lowering refused it ('axis ... cannot
     be indexed from the loop nest'; one more kernel). Only inputs with the reference's inner
     dim are vectorized, as nvFuser's getInputsOutputsWithInnerDim."""
-    import shutil
 
     from engine import compile_fusion
     from engine.reference import evaluate
@@ -406,6 +404,5 @@ def test_an_input_without_the_inner_dim_is_not_vectorized_along_another_axis():
     vectorized = {d.split("Set( ")[1].split("_")[0] for c, d in zip(lines, lines[1:])
                   if d.startswith("   = Set( T") and "iV" in c}
     assert vectorized == {fd.fusion.inputs[0].short_name}  # x's cache, not w's
-    if shutil.which("g++") is None:
-        pytest.skip("g++ is needed to emulate kernels")
+    require_gxx()
     assert torch.equal(cf.run(xs, backend="emulate")[0], evaluate(fd.fusion, xs)[0])

@@ -2,7 +2,6 @@
 (indexing-op tables kept global, resize propagated to cached inputs, block quantization
 accepted by pointwise), compiled, emulated on the CPU and compared with the reference."""
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -14,9 +13,9 @@ from engine.ir import exprs as ex
 from engine.ir.tensorview import MemoryType
 from engine.reference import evaluate
 from engine.schedule import schedule_fusion, tools
+from tests.emulation import needs_gxx
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_fusions"
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed to emulate kernels")
 
 
 def close(out: torch.Tensor, ref: torch.Tensor) -> None:

@@ -16,6 +16,7 @@ from engine.schedule.base import SchedulerType
 from engine.schedule.runtime_info import SchedulerRuntimeInfo
 from engine.schedule.transpose import TransposeParams, group_inputs_outputs_by_inner_dim
 from engine.trace import Trace
+from tests.emulation import require_gxx
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_fusions"
 SMALL = "Transpose scheduler does not perform well on small problem sizes."
@@ -258,9 +259,7 @@ def test_a_broadcast_bias_is_read_from_global_memory_and_lowers():
     the tile loops promoted through the broadcast, where its vector could not be indexed
     ('T9: axis iS17{i3} cannot be indexed from the loop nest'): the transpose scheduler
     was refused and the fusion went pointwise. Now it stays uncached and the kernel lowers."""
-    import shutil
 
-    import pytest
 
     from engine import compile_fusion
     from engine.reference import evaluate
@@ -274,8 +273,7 @@ def test_a_broadcast_bias_is_read_from_global_memory_and_lowers():
     verify_fusion(f)
     assert [type(e).__name__ for e in f.uses_of(f.inputs[1])] == ["BroadcastOp"]
     assert torch.equal(fd.execute(xs)[0], before)
-    if shutil.which("g++") is None:
-        pytest.skip("g++ is needed to emulate kernels")
+    require_gxx()
     fresh = _transpose_plus_bias()
     cf = compile_fusion(fresh, xs)
     assert [s.scheduler for s in cf.segments] == ["transpose"]
@@ -335,16 +333,13 @@ def test_shared_tiles_are_xor_swizzled_by_row_group():
 
 
 def test_a_64x64_tile_schedule_emulates_exactly():
-    import shutil
 
-    import pytest
 
     from engine import compile_fusion
     from engine.config import Options
     from engine.reference import evaluate
 
-    if shutil.which("g++") is None:
-        pytest.skip("g++ is needed to emulate kernels")
+    require_gxx()
     fd = sample()
     xs = big_inputs(512, 1024)
     opts = Options(force_scheduler="transpose",
@@ -356,16 +351,13 @@ def test_a_64x64_tile_schedule_emulates_exactly():
 
 
 def test_a_swizzled_128x128_tile_emulates_exactly():
-    import shutil
 
-    import pytest
 
     from engine import compile_fusion
     from engine.config import Options
     from engine.reference import evaluate
 
-    if shutil.which("g++") is None:
-        pytest.skip("g++ is needed to emulate kernels")
+    require_gxx()
     fd = sample()
     xs = big_inputs(512, 1024)
     opts = Options(force_scheduler="transpose", heuristic_overrides={
@@ -377,9 +369,7 @@ def test_a_swizzled_128x128_tile_emulates_exactly():
 
 
 def test_inputs_read_in_short_tile_rows_prefetch_into_l2():
-    import shutil
 
-    import pytest
 
     from engine import compile_fusion
     from engine.config import Options
@@ -400,8 +390,7 @@ def test_inputs_read_in_short_tile_rows_prefetch_into_l2():
     wide = registry.get(SchedulerType.transpose).compute_heuristics(
         fd.fusion, SchedulerRuntimeInfo(fd.fusion, [torch.empty(8192, 8192, device="meta")] * 2))
     assert wide.tile_size1 == 64 and wide.l2_prefetch == ()  # 64 floats: a 256-byte row
-    if shutil.which("g++") is None:
-        pytest.skip("g++ is needed to emulate kernels")
+    require_gxx()
     for o, r in zip(cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs)):
         assert torch.equal(o, r)
 
@@ -412,15 +401,12 @@ def test_an_expanded_input_tile_is_not_swizzled():
     with a broadcast tile axis and fail its Xor swizzle ('only iteration axes swizzle').
     It lacks a concrete axis of the reference, so it is now read from global memory, and
     the kernel matches."""
-    import shutil
 
-    import pytest
 
     from engine import compile_fusion
     from engine.reference import evaluate
 
-    if shutil.which("g++") is None:
-        pytest.skip("g++ is needed to emulate kernels")
+    require_gxx()
     with FusionDefinition() as fd:
         a = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, True, True], dtype=DataType.Float)
         b = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, True, None], dtype=DataType.Float)
@@ -442,13 +428,11 @@ def test_an_input_missing_a_tile_dim_is_read_from_global_memory(other):
     promoted tile loops ('cannot be indexed from the loop nest', first 'a 2-D swizzle
     needs equal extents' for the statistic), so transpose was refused. Now one exact
     transpose kernel."""
-    import shutil
 
     from engine import compile_fusion
     from engine.reference import evaluate
 
-    if shutil.which("g++") is None:
-        pytest.skip("g++ is needed to emulate kernels")
+    require_gxx()
     nb, nm, nn = 2, 128, 768
     with FusionDefinition() as fd:
         a = fd.define_tensor(shape=[-1] * 3, contiguity=True, dtype=DataType.Float)
@@ -496,7 +480,6 @@ def test_an_output_side_tile_is_written_in_group_1_order():
     registers: scheduled like group 2 it read them at other threads' positions ('T7 reads
     T4 (local memory) at elements another thread computed') and the transpose scheduler was
     refused. As nvFuser's cached outputs, it takes group 1's tile order; group 2 reads it."""
-    import shutil
 
     from engine import compile_fusion, loads_fusion
     from engine.reference import evaluate
@@ -508,6 +491,5 @@ def test_an_output_side_tile_is_written_in_group_1_order():
     cf = compile_fusion(fd, xs)
     assert [s.scheduler for s in cf.segments] == ["transpose"]
     assert not any("refused" in e.message for e in cf.trace.events)
-    if shutil.which("g++") is None:
-        pytest.skip("g++ is needed to emulate kernels")
+    require_gxx()
     assert torch.equal(cf.run(xs, backend="emulate")[0], evaluate(fd.fusion, xs)[0])

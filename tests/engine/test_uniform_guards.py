@@ -3,7 +3,6 @@ once, at the vector's first element (engine.lower.vectorize.uniform_guards): the
 the guard's text, and RoPE's slices and cat end to end on the emulator."""
 
 import re
-import shutil
 
 import pytest
 import torch
@@ -12,6 +11,7 @@ from engine.compile import compile_fusion
 from engine.lower import kir
 from engine.lower.vectorize import _uniform_atom, uniform_guards
 from engine.reference import evaluate
+from tests.emulation import needs_gxx
 from tests.engine.test_schedule_resize import cat_of_inputs, rope_forward
 
 V = "i7"
@@ -75,7 +75,7 @@ def _element_guards(source: str) -> list[str]:
     return [c for c in conds for var, _ in loops if re.search(rf"\b{var}\b[^\]]*(<|>=) \d+", c)]
 
 
-@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed to emulate kernels")
+@needs_gxx
 @pytest.mark.parametrize("make", [rope_forward, lambda: cat_of_inputs((64, 64)), lambda: cat_of_inputs((60, 4))])
 def test_rope_and_cat_kernels_guard_once_per_vector_and_match_the_reference(make):
     fd, xs = make()

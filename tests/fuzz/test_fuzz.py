@@ -9,16 +9,15 @@ A hypothesis test drives the same generator for definitions and compiles (no emu
 
 from __future__ import annotations
 
-import shutil
 import warnings
 
-import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine import dumps_fusion
 from engine.errors import FusionDefinitionError
+from tests.emulation import needs_gxx
 from tests.fuzz.choices import HypothesisChooser, RandomChooser, ReplayChooser
 from tests.fuzz.gen import generate_fusion
 from tests.fuzz.harness import REFUSALS, mismatch_reason, rounding_spread
@@ -37,7 +36,6 @@ CXX_OPT = ""
 # with what goes wrong. A case listed here that passes is reported, not failed (fixed: remove it).
 KNOWN_FAILURES: dict[tuple[str, int], str] = {}
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed to emulate kernels")
 
 
 def _note_fixed(records: list[dict]) -> None:

@@ -5,7 +5,6 @@ CPU and compared with the reference evaluator. Scripts using what the engine gen
 lacks are refused, and the test pins the message (op and line). Each script's header
 names the issue or file it is modelled on."""
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -15,9 +14,9 @@ from engine import load_fusion
 from engine.compile import compile_fusion
 from engine.errors import CompileError, FusionFileError
 from engine.reference import evaluate
+from tests.emulation import needs_gxx
 
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed to emulate kernels")
 
 # Scripts that load, compile and match the reference on the emulator.
 WORKS = [

@@ -6,12 +6,13 @@ that the loader reports)."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.emulation import needs_gxx
 
 HERE = Path(__file__).parent
 CASES = sorted((HERE / "fusions").glob("*.py"))
@@ -52,7 +53,7 @@ def outcomes() -> dict[str, str]:
     return done
 
 
-@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed to emulate kernels")
+@needs_gxx
 @pytest.mark.parametrize("path", CASES, ids=[c.stem for c in CASES])
 def test_regression_case_matches_reference(path: Path, outcomes: dict[str, str]) -> None:
     got = outcomes.get(str(path), "not run: an earlier case killed the child process")

@@ -4,7 +4,6 @@ tensors, compared with torch."""
 from __future__ import annotations
 
 import os
-import shutil
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -13,8 +12,9 @@ import torch
 from engine.errors import CompileError, ExecutionError
 from engine.runtime.abi import LaunchConfig, ScalarArg, TensorArg
 from engine.runtime.emulate import EmulatedKernel, make_shim
+from tests.emulation import needs_gxx
 
-pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="the emulator needs g++")
+pytestmark = needs_gxx
 
 
 def T(name: str, ctype: str, ndims: int, alloc: int | None = None) -> TensorArg:  # noqa: N802
