@@ -22,14 +22,12 @@ the code fails loudly here.
 from __future__ import annotations
 
 import re
-import shlex
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.probes.outer_sum_tail import _once  # noqa: E402
+from benchmarks.probes.variants import once, write_variants  # noqa: E402
 
 _SERIAL = re.compile(
     r"  for \(nvfuser_index_t (i\d+) = 0; \1 < 4; \+\+\1\) \{\n"
@@ -88,32 +86,15 @@ def variants(src: str) -> dict[str, str]:
     return {
         "base": src,
         "twopass": two,
-        "fdiv": _once(src, "avg += delta / (T)n;", "avg += __fdividef(delta, (float)n);"),
+        "fdiv": once(src, "avg += delta / (T)n;", "avg += __fdividef(delta, (float)n);"),
         "hoistwb": _hoist(src),
         "twopass_hoistwb": _hoist(two),
         "wbinline": _inline_wb(src),
         "twopass_wbinline": _inline_wb(two),
-        "lb6": _once(src, "__launch_bounds__(256)", "__launch_bounds__(256, 6)"),
-        "lb8": _once(src, "__launch_bounds__(256)", "__launch_bounds__(256, 8)"),
+        "lb6": once(src, "__launch_bounds__(256)", "__launch_bounds__(256, 6)"),
+        "lb8": once(src, "__launch_bounds__(256)", "__launch_bounds__(256, 8)"),
     }
 
 
-def main() -> int:
-    from benchmarks.fusions import benchmark_fusions
-    from engine.compile import compile_fusion
-
-    outdir = Path(sys.argv[1] if len(sys.argv) > 1 else ".probe")
-    outdir.mkdir(parents=True, exist_ok=True)
-    bf = next(b for b in benchmark_fusions("full") if b.name == "layer_norm")
-    cf = compile_fusion(bf.build(), bf.make_inputs("cpu", 0))
-    names = []
-    for name, text in variants(cf.segments[0].cuda_source).items():
-        (outdir / f"layer_norm_{name}.cu").write_text(text)
-        names.append(name)
-    runs = [f'{{"kernel_sources": {{"0": "{outdir}/layer_norm_{n}.cu"}}}}' for n in [*names, "base"]]
-    print("python3 benchmarks/sweep.py layer_norm " + " ".join(shlex.quote(r) for r in runs) + " --repeat 300")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(write_variants("layer_norm", variants, sys.argv))

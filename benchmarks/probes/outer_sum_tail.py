@@ -17,12 +17,12 @@ match exactly once, so an engine change that moves the code fails loudly here):
 
 from __future__ import annotations
 
-import shlex
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from benchmarks.probes.variants import once, write_variants  # noqa: E402
 
 _ARRIVE_ACQREL = """FS_DEVICE bool fsArriveLast(nvfuser_index_t* flag, unsigned count) {
   __shared__ int fs_group_last;
@@ -44,12 +44,6 @@ _ARRIVE_ACQREL = """FS_DEVICE bool fsArriveLast(nvfuser_index_t* flag, unsigned 
 """
 
 
-def _once(src: str, old: str, new: str) -> str:
-    if src.count(old) != 1:
-        raise SystemExit(f"expected exactly one {old[:60]!r} in the generated kernel")
-    return src.replace(old, new)
-
-
 def _function(src: str, head: str) -> str:
     start = src.index(head)
     return src[start:src.index("\n}\n", start) + 3]
@@ -61,33 +55,16 @@ def variants(src: str) -> dict[str, str]:
     load = "loadGeneric<float, 4>(&T4[0], &T0["
     out = {
         "base": src,
-        "noreduce": _once(src, call, "T2_last = blockIdx.y == 0;"),
-        "unroll8": _once(src, "#pragma unroll 4\n  for (nvfuser_index_t i", "#pragma unroll 8\n  for (nvfuser_index_t i"),
-        "acqrel": _once(src, _function(src, "FS_DEVICE bool fsArriveLast("), _ARRIVE_ACQREL),
-        "batch16": _once(src, "kFsCombineBatch = 8;", "kFsCombineBatch = 16;"),
-        "l2pf": _once(src, load, "loadGlobalPrefetchL2<float, 4, 256>(&T4[0], &T0["),
+        "noreduce": once(src, call, "T2_last = blockIdx.y == 0;"),
+        "unroll8": once(src, "#pragma unroll 4\n  for (nvfuser_index_t i", "#pragma unroll 8\n  for (nvfuser_index_t i"),
+        "acqrel": once(src, _function(src, "FS_DEVICE bool fsArriveLast("), _ARRIVE_ACQREL),
+        "batch16": once(src, "kFsCombineBatch = 8;", "kFsCombineBatch = 16;"),
+        "l2pf": once(src, load, "loadGlobalPrefetchL2<float, 4, 256>(&T4[0], &T0["),
     }
-    out["acqrel_batch16"] = _once(out["acqrel"], "kFsCombineBatch = 8;", "kFsCombineBatch = 16;")
-    out["acqrel_batch16_l2pf"] = _once(out["acqrel_batch16"], load, "loadGlobalPrefetchL2<float, 4, 256>(&T4[0], &T0[")
+    out["acqrel_batch16"] = once(out["acqrel"], "kFsCombineBatch = 8;", "kFsCombineBatch = 16;")
+    out["acqrel_batch16_l2pf"] = once(out["acqrel_batch16"], load, "loadGlobalPrefetchL2<float, 4, 256>(&T4[0], &T0[")
     return out
 
 
-def main() -> int:
-    from benchmarks.fusions import benchmark_fusions
-    from engine.compile import compile_fusion
-
-    outdir = Path(sys.argv[1] if len(sys.argv) > 1 else ".probe")
-    outdir.mkdir(parents=True, exist_ok=True)
-    bf = next(b for b in benchmark_fusions("full") if b.name == "outer_sum")
-    cf = compile_fusion(bf.build(), bf.make_inputs("cpu", 0))
-    names = []
-    for name, text in variants(cf.segments[0].cuda_source).items():
-        (outdir / f"outer_sum_{name}.cu").write_text(text)
-        names.append(name)
-    runs = [f'{{"kernel_sources": {{"0": "{outdir}/outer_sum_{n}.cu"}}}}' for n in [*names, "base"]]
-    print("python3 benchmarks/sweep.py outer_sum " + " ".join(shlex.quote(r) for r in runs) + " --repeat 300")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(write_variants("outer_sum", variants, sys.argv))
