@@ -135,23 +135,8 @@ def vectorize_loop(loop: kir.ForLoop, domain: IterDomain, ext: Extents,
 
 
 def _aligned_base(index: str, width: int) -> bool:
-    """Every top-level term of `index` is a multiple of `width` (`(..) * k` or a constant)."""
-    depth, start, terms = 0, 0, []
-    for k, ch in enumerate(index):
-        depth += ch in "(["
-        depth -= ch in ")]"
-        if depth == 0 and index[k:k + 3] == " + ":
-            terms.append(index[start:k])
-            start = k + 3
-    terms.append(index[start:])
-    for t in terms:
-        t = t.strip()
-        m = re.search(r"\* (\d+)$", t)
-        if t.isdigit() and int(t) % width == 0:
-            continue
-        if m is None or int(m.group(1)) % width:
-            return False
-    return True
+    """Every term of the sum `index` is a multiple of `width` (`(..) * k` or a constant)."""
+    return all(_is_multiple(t, width) for _, t in _top_level_split(index, (" + ",)))
 
 
 def _top_level_split(text: str, seps: tuple[str, ...]) -> list[tuple[str, str]]:
