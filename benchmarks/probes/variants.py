@@ -28,7 +28,9 @@ def write_variants(fusion: str, variants: Callable[[str], dict[str, str]], argv:
 
     outdir = Path(argv[1] if len(argv) > 1 else ".probe")
     outdir.mkdir(parents=True, exist_ok=True)
-    bf = next(b for b in benchmark_fusions("full") if b.name == fusion)
+    bf = next((b for b in benchmark_fusions("full") if b.name == fusion), None)
+    if bf is None:
+        raise SystemExit(f"no benchmark fusion {fusion!r} in benchmarks/fusions.py")
     cf = compile_fusion(bf.build(), bf.make_inputs("cpu", 0))
     names = []
     for name, text in variants(cf.segments[0].cuda_source).items():
