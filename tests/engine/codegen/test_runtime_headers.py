@@ -326,6 +326,40 @@ def test_block_all_reduce_and_welford(kernels, block):
             assert not mismatches(seg, first.expand_as(seg).contiguous()).any(), ctx
 
 
+def _tree_sum(v: torch.Tensor) -> torch.Tensor:
+    """The float sum in the block reduction's documented order: each warp halves its 32 lanes,
+    then the warps' partials fold the part above the largest power of two and halve."""
+    def halve(p: torch.Tensor) -> torch.Tensor:
+        while p.numel() > 1:
+            p = p[: p.numel() // 2] + p[p.numel() // 2:]
+        return p
+
+    p = torch.cat([halve(w) for w in v.view(-1, 32)])
+    np2 = 1 << (p.numel().bit_length() - 1)
+    k = p.numel() - np2
+    return halve(torch.cat([p[:k] + p[np2:], p[k:np2]]))
+
+
+@pytest.mark.parametrize("warps", [2, 3, 5, 6, 7, 8, 16, 32])
+def test_block_sum_keeps_the_tree_order_bit_for_bit(kernels, warps):
+    """Values spread over many magnitudes make float addition order-sensitive: the block's sum
+    equals the tree order's to the bit, whatever number of warps it combines."""
+    nt = 32 * warps
+    g = torch.Generator().manual_seed(40 + warps)  # a seed where every case is order-sensitive
+    x = torch.randn(nt, generator=g) * torch.pow(10.0, torch.randint(-6, 7, (nt,), generator=g).float())
+    x[::7] = 3e7 * torch.sign(torch.randn(x[::7].shape, generator=g))  # large terms that absorb small ones
+    xi = torch.zeros(nt, dtype=torch.int64)
+    outs = [torch.empty(nt), torch.empty(nt), torch.empty(nt, dtype=torch.int64), torch.empty(nt),
+            torch.empty(nt), torch.empty(nt, dtype=torch.int64)]
+    kernels["block_reduce"].launch([x, xi, 0, *outs], LaunchConfig((1, 1, 1), (nt, 1, 1), shared_mem_bytes=16 * nt))
+    want = _tree_sum(x)
+    assert torch.equal(outs[0], want.expand(nt)), (outs[0][0].item(), want.item())
+    seq = torch.zeros(1)
+    for v in x:  # left to right: another order, another float result, so the test can fail
+        seq = seq + v
+    assert not torch.equal(want, seq)
+
+
 # ---- grid reductions -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("block", [(32, 3, 1), (48, 3, 1)])
