@@ -15,6 +15,14 @@ or when the weight and bias arrive:
   their 32 values are live instead of all (48 registers, 5 blocks an SM, in the generated one).
 - twopass_wbinline: both.
 - lb6, lb8: __launch_bounds__(256, 6 or 8): the compiler held to 40 or 32 registers.
+- reload: the output loop loads the row again from global memory (an L2 hit: the block read
+  it moments before) instead of keeping its 16 values in registers across the block
+  reduction, as torch.compile's layer_norm does; fewer registers, more blocks an SM.
+- reload_hints: also the first read marked L2 evict_last, the second evict_first, and the
+  weight and bias evict_last (inductor's eviction_policy hints, as PTX cache-hint policies).
+- hints: the hints alone, the row kept in registers.
+- reload_wbinline, reload_hints_wbinline, twopass_reload_wbinline: the reload with the weight
+  and bias loaded in the output loop (nothing of the row held across the reduction).
 Edits are string replacements that must match exactly once, so an engine change that moves
 the code fails loudly here.
 """
@@ -79,6 +87,51 @@ def _inline_wb(src: str) -> str:
     return src[:out.start()] + head + body + src[out.start() + len(head):]
 
 
+_HINTED_LOAD = """
+template <bool LAST>
+__device__ __forceinline__ void fsLdHint4(float* dst, const float* src) {
+  unsigned long long pol;
+  if (LAST) {
+    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+  } else {
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+  }
+  float4 v;
+  asm("ld.global.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
+      : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(src), "l"(pol));
+  *reinterpret_cast<float4*>(dst) = v;
+}
+"""
+_ROW_LOAD = re.compile(r"loadGeneric<float, 4>\(&(T\d+)\[0\], &T0\[(blockIdx\.x \* T0\.alloc_stride\[0\] \+ \()(i\d+)( \* 256 \+ threadIdx\.x\) \* 4)\]\);")
+_OUT_LOOP = re.compile(r"  for \(nvfuser_index_t (i\d+) = 0; \1 < 4; \+\+\1\) \{\n    \{\n      alignas\(16\) float T\d+_vec\[4\];\n")
+
+
+def _reload(src: str, hints: bool) -> str:
+    """The output loop's row values loaded again (evict_first with `hints`; the other hints
+    come from _hint_first)."""
+    row = _ROW_LOAD.search(src)
+    out = _OUT_LOOP.search(src)
+    if row is None or out is None:
+        raise SystemExit("no row load or no vectorized output loop in the generated kernel")
+    buf = re.search(r"T12\[0\] = \((T\d+)\[(i\d+) \* 4 \+ (i\d+)\] - ", src)
+    if buf is None or buf.group(2) != out.group(1):
+        raise SystemExit("the output loop does not read the row buffer as expected")
+    i = out.group(1)
+    addr = f"&T0[{row.group(2)}{i}{row.group(4)}]"
+    load = (f"fsLdHint4<false>(fs_x, {addr});" if hints else f"loadGeneric<float, 4>(fs_x, {addr});")
+    src = src[:out.end()] + f"      alignas(16) float fs_x[4];\n      {load}\n" + src[out.end():]
+    return once(src, buf.group(0), f"T12[0] = (fs_x[{buf.group(3)}] - ")
+
+
+def _hint_first(src: str) -> str:
+    row = _ROW_LOAD.search(src)
+    src = src[:row.start()] + f"fsLdHint4<true>(&{row.group(1)}[0], &T0[{row.group(2)}{row.group(3)}{row.group(4)}]);" + src[row.end():]
+    src = re.sub(r"loadGeneric<float, 4>\((&T\d+\[[^\]]*\]), &(T[12])\[", r"fsLdHint4<true>(\1, &\2[", src)
+    at = src.index("__global__")
+    head = src.rfind("\n", 0, at)
+    return src[:head + 1] + _HINTED_LOAD + src[head + 1:]
+
+
 def variants(src: str) -> dict[str, str]:
     if len(_SERIAL.findall(src)) != 1:
         raise SystemExit("expected exactly one serial Welford loop in the generated kernel")
@@ -93,6 +146,13 @@ def variants(src: str) -> dict[str, str]:
         "twopass_wbinline": _inline_wb(two),
         "lb6": once(src, "__launch_bounds__(256)", "__launch_bounds__(256, 6)"),
         "lb8": once(src, "__launch_bounds__(256)", "__launch_bounds__(256, 8)"),
+        "reload": _reload(src, hints=False),
+        "reload_hints": _hint_first(_reload(src, hints=True)),
+        "hints": _hint_first(src),
+        "twopass_reload_hints": _hint_first(_reload(two, hints=True)),
+        "reload_wbinline": _inline_wb(_reload(src, hints=False)),
+        "reload_hints_wbinline": _hint_first(_inline_wb(_reload(src, hints=True))),
+        "twopass_reload_wbinline": _inline_wb(_reload(two, hints=False)),
     }
 
 
