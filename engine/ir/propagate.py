@@ -179,7 +179,8 @@ def _inline_aligned(fusion: Fusion, targets: Sequence[TensorView], caps: dict[Te
         if not plan:
             return False
         try:
-            with transaction(fusion.tensors()):  # type: ignore[arg-type]
+            # The inlining's transaction verifies every tensor once the broadcasts are in.
+            with transaction(fusion.tensors(), verified_inside=True):  # type: ignore[arg-type]
                 for tv, inserts in plan.items():
                     for k, like in inserts:
                         tv.broadcast_loop(k, like.extent)

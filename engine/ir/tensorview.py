@@ -756,11 +756,13 @@ def transactions_roll_back() -> bool:
 
 @contextlib.contextmanager
 def transaction(tvs: Sequence[TensorView], loop_edit: bool = False,
-                inlining: bool = False) -> Iterator[None]:
+                inlining: bool = False, verified_inside: bool = False) -> Iterator[None]:
     """Run a mutation of `tvs`, then verify them and their neighbours; on ScheduleError
     (from the mutation or the verifier) put every tensor back and re-raise. `inlining`:
     the mutation only sets compute-at positions, so only those are kept to put back, and
-    legal positions are computed once (see only_positions_change)."""
+    legal positions are computed once (see only_positions_change). `verified_inside`: the
+    mutation ends with a transaction of its own over the same tensors, whose verification
+    of the final state is this one's (verify is a pure check): only the rollback is kept."""
     from engine.analysis.logical_map import consumers_of, producers_of
     from engine.ir.verify import only_positions_change
 
@@ -784,6 +786,8 @@ def transaction(tvs: Sequence[TensorView], loop_edit: bool = False,
     with scope:
         try:
             yield
+            if verified_inside:
+                return
             check: dict[TensorView, None] = {}
             for t in tvs:
                 check[t] = None

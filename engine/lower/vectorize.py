@@ -8,6 +8,7 @@ the vector's first element. Loops that do not fit that shape stay unrolled scala
 
 from __future__ import annotations
 
+import functools
 import re
 
 from engine.ir.iterdomain import IterDomain, Split
@@ -141,21 +142,32 @@ def _aligned_base(index: str, width: int) -> bool:
 
 def _top_level_split(text: str, seps: tuple[str, ...]) -> list[tuple[str, str]]:
     """`text` cut at the separators outside parentheses and brackets: (separator before, part)."""
+    # One regex scan from bracket to separator instead of a test at every character (every
+    # guard and index of every vectorized loop is split): separators hold no brackets, so a
+    # separator skipped at depth > 0 hides no bracket, and a match at a position tries the
+    # separators in the given order, as the character walk did.
     depth, start, sep, parts = 0, 0, "", []
-    k = 0
-    while k < len(text):
-        ch = text[k]
-        depth += ch in "(["
-        depth -= ch in ")]"
-        hit = next((x for x in seps if depth == 0 and text.startswith(x, k)), None)
-        if hit is not None:
-            parts.append((sep, text[start:k]))
-            sep, start = hit, k + len(hit)
-            k += len(hit)
-            continue
-        k += 1
+    for m in _splitter(seps).finditer(text):
+        tok = m.group()
+        if tok in _OPEN:
+            depth += 1
+        elif tok in _CLOSE:
+            depth -= 1
+        elif depth == 0:
+            parts.append((sep, text[start:m.start()]))
+            sep, start = tok, m.end()
     parts.append((sep, text[start:]))
     return parts
+
+
+_OPEN, _CLOSE = ("(", "["), (")", "]")
+
+
+@functools.cache
+def _splitter(seps: tuple[str, ...]) -> re.Pattern[str]:
+    if any(b in x for x in seps for b in (*_OPEN, *_CLOSE)):
+        raise ValueError(f"separators with brackets: {seps}")
+    return re.compile("|".join([r"[()\[\]]", *map(re.escape, seps)]))
 
 
 def _strip_parens(t: str) -> str:

@@ -31,8 +31,9 @@ class SchedulerRuntimeInfo:
         ctx = Context(torch.device("meta"))
         self._tensors: dict[TensorView, torch.Tensor] = {}
         for k, (val, x) in enumerate(zip(fusion.inputs, inputs, strict=True)):
+            # A meta tensor already (the segmenter's intermediates) binds as its copy would.
             meta = (torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="meta")
-                    if isinstance(x, torch.Tensor) else x)
+                    if isinstance(x, torch.Tensor) and not x.is_meta else x)
             bind_input(k, val, meta, ctx)
             if isinstance(val, TensorView):
                 self._tensors[val] = x
