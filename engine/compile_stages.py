@@ -268,6 +268,9 @@ def _schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace,
             # scheduler's checks do not replay its caches and output forks): the segment's
             # ops are segmented again, apart, as for a kernel that fails to lower.
             raise SegmentLoweringError(f"segment {seg.id} ({kind}): {e}", frozenset()) from e
+        from engine.schedule.l2_hints import mark_streamed_inputs
+
+        mark_streamed_inputs(fusion, info, kind, trace)
         if seg.params is not None:
             trace.stage("scheduler_params", str(seg.params))
     seg.scheduled_ir = str(fusion)

@@ -137,6 +137,9 @@ class TensorView(Val):
         # Bytes that this global input's vector loads prefetch into L2 (0: no hint); a
         # scheduler's choice for inputs read in short rows (engine-only: nvFuser has no such hint).
         self.l2_prefetch = 0
+        # Whether this global input's vector loads keep their L2 lines ahead of others
+        # (evict_last); set for inputs larger than L2 that a kernel streams through once.
+        self.l2_evict_last = False
         fusion.register_val(self)
 
     # ---- shape -------------------------------------------------------------

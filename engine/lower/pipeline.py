@@ -274,9 +274,10 @@ def _emit_loop(item: LoopNode, inner: list[kir.Stmt], low: ExprLowering) -> list
     loop = kir.ForLoop(ix.term, ix.hi, kind, str(item.concrete), inner, low.block_threads())
     if kind == "vectorize":
         globals_ = {b.name for b in low.buffers.values() if b.memory == "global"}
-        prefetch = {t.short_name: t.l2_prefetch for t in low.fusion_inputs
-                    if isinstance(t, TensorView) and t.l2_prefetch}
-        return [vectorize_loop(loop, item.concrete, low.ext, globals_, prefetch)]
+        inputs = [t for t in low.fusion_inputs if isinstance(t, TensorView)]
+        prefetch = {t.short_name: t.l2_prefetch for t in inputs if t.l2_prefetch}
+        evict_last = {t.short_name for t in inputs if t.l2_evict_last}
+        return [vectorize_loop(loop, item.concrete, low.ext, globals_, prefetch, evict_last)]
     if kind in ("serial", "unroll"):
         shared = {b.name: b.ctype for b in low.buffers.values() if b.memory == "shared"}
         return [vectorize_loop(st, item.concrete, low.ext, _engine_allocated(low)) if st is loop else st

@@ -104,9 +104,11 @@ def _vector_store(loop: kir.ForLoop, globals_: set[str]) -> list[kir.Stmt] | Non
 
 
 def vectorize_loop(loop: kir.ForLoop, domain: IterDomain, ext: Extents,
-                   globals_: set[str] | None = None, l2_prefetch: dict[str, int] | None = None) -> kir.Stmt:
+                   globals_: set[str] | None = None, l2_prefetch: dict[str, int] | None = None,
+                   l2_evict_last: set[str] | None = None) -> kir.Stmt:
     """The loop as one vector copy (or values then one vector store), or unchanged.
-    `l2_prefetch`: global inputs whose vector loads prefetch that many bytes into L2."""
+    `l2_prefetch`: global inputs whose vector loads prefetch that many bytes into L2;
+    `l2_evict_last`: global inputs whose vector loads keep their L2 lines ahead of others."""
     v = loop.extent
     if v not in (2, 4, 8, 16) or not loop.body or not _divisible(domain, ext, v):
         return loop
@@ -127,8 +129,14 @@ def vectorize_loop(loop: kir.ForLoop, domain: IterDomain, ext: Extents,
     dst, src = _base(stmt.lhs, loop.var, v), _base(stmt.rhs, loop.var, v)
     if dst is None or src is None:
         return loop
-    prefetch = (l2_prefetch or {}).get(src.split("[", 1)[0])
-    load = f"loadGlobalPrefetchL2<{stmt.copy_ctype}, {v}, {prefetch}>" if prefetch else f"loadGeneric<{stmt.copy_ctype}, {v}>"
+    table = src.split("[", 1)[0]
+    prefetch = (l2_prefetch or {}).get(table)
+    if prefetch:
+        load = f"loadGlobalPrefetchL2<{stmt.copy_ctype}, {v}, {prefetch}>"
+    elif table in (l2_evict_last or ()):
+        load = f"loadGlobalEvictLast<{stmt.copy_ctype}, {v}>"
+    else:
+        load = f"loadGeneric<{stmt.copy_ctype}, {v}>"
     call = kir.Raw(f"{load}(&{dst}, &{src});")
     if cond is None:
         return call

@@ -62,6 +62,15 @@ class SchedulerRuntimeInfo:
         x = self._tensors.get(tv)
         return list(x.stride()) if x is not None else None
 
+    def input_bytes(self, tv: TensorView) -> int:
+        """Bytes of memory an input's elements span (a stride-0 axis counts once); 0 for
+        intermediates."""
+        x = self._tensors.get(tv)
+        if x is None or x.numel() == 0:
+            return 0
+        span = 1 + sum((n - 1) * abs(st) for n, st in zip(x.shape, x.stride()))
+        return span * x.element_size()
+
     def alignment(self, tv: TensorView) -> int:
         """Largest power of two (at most 16) dividing an input's address in bytes; 16 otherwise.
 

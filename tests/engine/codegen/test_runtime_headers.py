@@ -475,6 +475,15 @@ extern "C" __global__ void everything(Tensor<float, 2, 2> T0, Tensor<__half, 1, 
   loadGlobalToLocal<float, 4>(&x4[0], &T0[0]);
   Array<float, 8, 4> x8;
   loadGlobalToLocal<float, 8>(&x8[0], &T0[0]);
+  Array<float, 4, 4> e4;  // 16, 8 and 4 bytes take the L2 hint, other shapes load plainly
+  Array<float, 2, 2> e2;
+  Array<__half, 2, 2> h2;
+  float e3[3];
+  loadGlobalEvictLast<float, 4>(&e4[0], &T0[0]);
+  loadGlobalEvictLast<float, 2>(&e2[0], &T0[4]);
+  loadGlobalEvictLast<__half, 2>(&h2[0], &T1[0]);
+  loadGlobalEvictLast<float, 3>(e3, &T0[8]);
+  T0[16] = e4[3] + e2[1] + __half2float(h2[1]) + e3[2];
   T3[0] = fsPow(2.0, 3.0) + fsRemainder(1.0, 2.0) + (double)fsPow((int64_t)2, (int64_t)3) +
           fsShiftLeft(3, 4) + fsShiftRight((int64_t)-8, (int64_t)1) + fsDiv(7, -2) + fsFmod(7, 3) +
           __bfloat2float(__float2bfloat(v)) + __e5m22float(__float2e5m2(v)) +
@@ -497,6 +506,9 @@ def test_headers_compile_with_nvcc_ptx(arch):
     assert ".entry everything" in ptx
     if arch == "sm_90":
         assert "cvt.rn.bf16.f32" in ptx and "cvt.rn.f16.f32" in ptx  # the PTX conversions are used
+    for width in ("v4.u32", "v2.u32", "u32"):
+        assert f"ld.global.L2::cache_hint.{width}" in ptx
+    assert "createpolicy.fractional.L2::evict_last.b64" in ptx
 
 
 def test_prelude_is_the_headers_in_order():
