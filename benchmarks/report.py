@@ -223,8 +223,9 @@ def format_report(rows: Sequence[dict[str, Any]], meta: dict[str, Any]) -> str:
                f"nvFuser: {meta.get('nvfuser', '?')}.")
     out.append("Times are medians (us) of CUDA-event-timed calls after warm-up; 'engine run' is "
                "CompiledFusion.run end to end, 'engine kernels' the sum of cf.profile kernel times; "
-               "'engine run beside compile' the same, timed again just before torch.compile's (the ratios "
-               "with torch.compile use it); 'eager (ref)' is engine.reference.evaluate of the same definition, 'eager (torch)' a "
+               "'engine run beside compile' the same, timed again in alternating rounds with both "
+               "torch.compile modes, the median of the rounds (the ratios with torch.compile use it); "
+               "input sets rotate unless the inputs are four L2s or more; 'eager (ref)' is engine.reference.evaluate of the same definition, 'eager (torch)' a "
                "hand-written torch function, 'compile'/'compile mat' torch.compile of it (default, "
                "max-autotune-no-cudagraphs). GB/s and % copy: minimal bytes over engine run (and kernels) time. "
                "compile ms: define + compile_fusion (first, excluding NVRTC; in brackets the median of "

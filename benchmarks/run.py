@@ -11,8 +11,9 @@ where the inputs fit in L2):
   eager (ref)     engine.reference.evaluate of the same definition (torch op by op)
   eager (torch)   a hand-written torch function (benchmarks/fusions.py)
   compile / mat   torch.compile of that function, mode default / max-autotune-no-cudagraphs
-  engine beside   engine run again, just before torch.compile's timings (a later phase): the
-                  ratios with torch.compile use it, so both are timed in the GPU's same state
+  engine beside   engine run again, in alternating rounds with torch.compile's two modes once
+                  both are compiled (the median of the rounds): the ratios with torch.compile
+                  use it, so all three are timed in the GPU's same state
   nvFuser         nvfuser_direct, the same definition replayed on its frontend (benchmarks/nvf.py)
 Writes bench.json and bench.md under --out and prints the markdown table last.
 
@@ -34,6 +35,7 @@ import statistics
 import sys
 import time
 import traceback
+import types
 from pathlib import Path
 from typing import Any
 
@@ -318,14 +320,20 @@ class Harness:
             return row
 
         # torch.compile, with the engine timed again beside it ------------------------------------
+        # Everything is compiled first, then the engine and both modes are timed in alternating
+        # rounds: the GPU's state drifts over the seconds a max-autotune compile takes (the same
+        # engine kernel measured 0.5-1% apart before and after it), more than the margins here.
+        beside: list[tuple[str, Any]] = []
+
         def engine_late() -> None:
             from engine.compile import compile_fusion
 
             cf = compile_fusion(bf.build(), xs0)  # a fusion-cache hit unless the process restarted
-            timed("engine_run_late", lambda x: cf.run(x, backend=self.backend))
+            beside.append(("engine_run_late", lambda x: cf.run(x, backend=self.backend)))
 
         if bf.torch_fn is not None and not self.args.no_compile:
             run_stage("engine_run_late", engine_late)
+            torch._dynamo.reset()  # the earlier fusions' compiled code
         for key, mode in (("compile_default", None), ("compile_mat", "max-autotune-no-cudagraphs")):
             if bf.torch_fn is None or self.args.no_compile:
                 row["skipped"][key] = "not asked for" if self.args.no_compile else "no torch function"
@@ -338,8 +346,7 @@ class Harness:
                 continue
 
             def compiled(key: str = key, mode: str | None = mode) -> None:
-                torch._dynamo.reset()
-                fn = torch.compile(bf.torch_fn, mode=mode, dynamic=False)
+                fn = torch.compile(own_code(bf.torch_fn), mode=mode, dynamic=False)
                 t = time.perf_counter()
                 outs = as_list(fn(*xs0))
                 if dev == "cuda":
@@ -348,9 +355,25 @@ class Harness:
                 row["peer_checks"][key] = compare(outs, refs)
                 del outs
                 log(f"  {key}: compiled in {row['first_call_s'][key]:.1f} s")
-                timed(key, lambda x: fn(*x))
+                beside.append((key, lambda x: fn(*x)))
 
             run_stage(key, compiled)
+        rounds = max(1, self.args.rounds)
+        per: dict[str, list[dict[str, Any]]] = {k: [] for k, _ in beside}
+        for _ in range(rounds):
+            for key, fn in beside:
+                if key in row["skipped"]:
+                    continue
+                run_stage(key, lambda key=key, fn=fn: per[key].append(
+                    time_calls(fn, sets, device=dev, target_ms=self.args.target_ms / rounds)))
+        for key, rs in per.items():
+            if len(rs) == rounds:
+                med = statistics.median(r["median_ms"] for r in rs)
+                row["times_ms"][key] = med
+                row["timing"][key] = {"median_ms": med, "rounds_ms": [r["median_ms"] for r in rs],
+                                      "reps": sum(r["reps"] for r in rs), "sets": rs[0]["sets"]}
+                log(f"  {key:16s} {med * 1e3:10.1f} us  (median of {rounds} alternating rounds: "
+                    f"{[round(r['median_ms'] * 1e3, 1) for r in rs]})")
         return row
 
     def run(self, fusions: list[BenchFusion]) -> None:
@@ -400,6 +423,15 @@ class Harness:
         return text
 
 
+def own_code(fn: Any) -> Any:
+    """`fn` as a function with its own code object: dynamo keeps its compiled code per code
+    object, so each torch.compile mode of the same torch function compiles and keeps its own
+    (both are called in turn in the timing rounds)."""
+    if not isinstance(fn, types.FunctionType):
+        return fn
+    return types.FunctionType(fn.__code__.replace(), fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+
+
 def repeated_compiles(bf: BenchFusion, xs: list[Any], n: int) -> list[float]:
     """`n` more compiles of the fusion from scratch (define + compile_fusion, the fusion cache
     cleared first, garbage collected before each): the first compile of a process is one
@@ -435,6 +467,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--compile-repeats", type=int, default=5,
                     help="fresh compiles after the first, for the compile time's median (0: none)")
     ap.add_argument("--target-ms", type=float, default=200.0, help="timed work per measurement")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="alternating rounds of the engine and torch.compile's modes (their target-ms shared)")
     ap.add_argument("--queue-full", action="store_true",
                     help="also time each with the queue filled first (device time without host gaps)")
     ap.add_argument("--resume", action="store_true", help="go on from --out's partial results")

@@ -12,6 +12,7 @@ The sources land in OUTDIR/inductor_sources.txt; the configs are printed.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -21,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks.fusions import benchmark_fusions  # noqa: E402
 from engine.compile import compile_fusion  # noqa: E402
+from engine.config import Options  # noqa: E402
 
 
 def autotuned_kernels() -> list[tuple[str, object]]:
@@ -49,6 +51,7 @@ def main() -> int:
     ap.add_argument("outdir")
     ap.add_argument("names", nargs="+")
     ap.add_argument("--mode", default=None)
+    ap.add_argument("--overrides", default="{}", help="the engine's heuristic overrides, JSON")
     ap.add_argument("--rounds", type=int, default=0, help="then time engine and torch.compile in this many alternating rounds")
     a = ap.parse_args()
     out = Path(a.outdir)
@@ -58,7 +61,7 @@ def main() -> int:
     for name in a.names:
         bf = bench[name]
         xs = bf.make_inputs("cuda", 0)
-        cf = compile_fusion(bf.build(), xs)
+        cf = compile_fusion(bf.build(), xs, Options(heuristic_overrides=json.loads(a.overrides)))
         fn = torch.compile(bf.torch_fn, mode=a.mode, dynamic=False)
         for _ in range(3):  # autotuning, module loads
             cf.run(xs, backend="cuda")
