@@ -23,6 +23,10 @@ or when the weight and bias arrive:
 - hints: the hints alone, the row kept in registers.
 - reload_wbinline, reload_hints_wbinline, twopass_reload_wbinline: the reload with the weight
   and bias loaded in the output loop (nothing of the row held across the reduction).
+- sums: no Welford at all: the row's sum through one float blockAllReduce, then the sum of
+  squared deviations from that mean through another (exact two-pass, the row in registers),
+  as inductor's persistent reductions compute a variance; far fewer instructions than the
+  Welford combine tree (64-bit counts, a division per step). sums_wbinline: with wbinline.
 Edits are string replacements that must match exactly once, so an engine change that moves
 the code fails loudly here.
 """
@@ -102,7 +106,7 @@ __device__ __forceinline__ void fsLdHint4(float* dst, const float* src) {
   *reinterpret_cast<float4*>(dst) = v;
 }
 """
-_ROW_LOAD = re.compile(r"loadGeneric<float, 4>\(&(T\d+)\[0\], &T0\[(blockIdx\.x \* T0\.alloc_stride\[0\] \+ \()(i\d+)( \* 256 \+ threadIdx\.x\) \* 4)\]\);")
+_ROW_LOAD = re.compile(r"(?:loadGeneric|loadGlobalEvictLast)<float, 4>\(&(T\d+)\[0\], &T0\[(blockIdx\.x \* T0\.alloc_stride\[0\] \+ \()(i\d+)( \* 256 \+ threadIdx\.x\) \* 4)\]\);")
 _OUT_LOOP = re.compile(r"  for \(nvfuser_index_t (i\d+) = 0; \1 < 4; \+\+\1\) \{\n    \{\n      alignas\(16\) float T\d+_vec\[4\];\n")
 
 
@@ -132,6 +136,29 @@ def _hint_first(src: str) -> str:
     return src[:head + 1] + _HINTED_LOAD + src[head + 1:]
 
 
+_WELFORD = re.compile(
+    r"  for \(nvfuser_index_t (i\d+) = 0; \1 < (\d+); \+\+\1\) \{\n"
+    r"    for \(nvfuser_index_t (i\d+) = 0; \3 < 4; \+\+\3\) \{\n"
+    r"      fs_welford_update\(T\d+_acc\[0\], T\d+_acc\[0\], T\d+_acc\[0\], (T\d+)\[\1 \* 4 \+ \3\]\);\n"
+    r".*?blockWelford<true, false, false>\((T\d+)_acc\[0\], (T\d+)_acc\[0\], (T\d+)_acc\[0\], .*?\);\n", re.S)
+
+
+def _sums(src: str) -> str:
+    m = _WELFORD.search(src)
+    if m is None:
+        raise SystemExit("no serial Welford and blockWelford in the generated kernel")
+    k = 4 * int(m.group(2))
+    x, avg, m2, n = m.group(4, 5, 6, 7)
+    add = "[](float a, float b) { return a + b; }"
+    body = (f"  float fs_s = 0.f;\n  #pragma unroll\n  for (int k = 0; k < {k}; ++k) fs_s += {x}[k];\n"
+            f"  fs_s = blockAllReduce<true, false, false>(fs_s, {add}, reinterpret_cast<float*>(red_smem));\n"
+            f"  const float fs_m = fs_s / 4096.f;\n  float fs_q = 0.f;\n  #pragma unroll\n"
+            f"  for (int k = 0; k < {k}; ++k) {{ const float d = {x}[k] - fs_m; fs_q += d * d; }}\n"
+            f"  fs_q = blockAllReduce<true, false, false>(fs_q, {add}, reinterpret_cast<float*>(red_smem));\n"
+            f"  {avg}_acc[0] = fs_m; {m2}_acc[0] = fs_q; {n}_acc[0] = 4096;\n")
+    return src[:m.start()] + body + src[m.end():]
+
+
 def variants(src: str) -> dict[str, str]:
     if len(_SERIAL.findall(src)) != 1:
         raise SystemExit("expected exactly one serial Welford loop in the generated kernel")
@@ -146,6 +173,8 @@ def variants(src: str) -> dict[str, str]:
         "twopass_wbinline": _inline_wb(two),
         "lb6": once(src, "__launch_bounds__(256)", "__launch_bounds__(256, 6)"),
         "lb8": once(src, "__launch_bounds__(256)", "__launch_bounds__(256, 8)"),
+        "sums": _sums(src),
+        "sums_wbinline": _inline_wb(_sums(src)),
         "reload": _reload(src, hints=False),
         "reload_hints": _hint_first(_reload(src, hints=True)),
         "hints": _hint_first(src),

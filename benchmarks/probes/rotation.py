@@ -9,6 +9,7 @@ input set and on several (each call reads another), variants in alternating roun
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 from pathlib import Path
@@ -24,23 +25,27 @@ from engine.config import Options  # noqa: E402
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("fusion")
-    ap.add_argument("sources", nargs="+", help="kernel sources for segment 0")
+    ap.add_argument("sources", nargs="+", help="kernel sources for segment 0 (FILE.cu or FILE.cu@OVERRIDES_JSON)")
     ap.add_argument("--sets", type=int, nargs="+", default=[1, 3])
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--peer", action="store_true", help="torch.compile (default mode) too")
+    ap.add_argument("--peer", action="store_true", help="torch.compile too")
+    ap.add_argument("--peer-mode", default=None, help="its mode (default: the default mode)")
     a = ap.parse_args()
     bf = next((b for b in benchmark_fusions("full") if b.name == a.fusion), None)
     if bf is None:
         raise SystemExit(f"no benchmark fusion {a.fusion!r}")
     pool = [bf.make_inputs("cuda", k) for k in range(max(a.sets))]
     fns = {}
-    for src in a.sources:
-        cf = compile_fusion(bf.build(), pool[0], Options(kernel_sources={0: Path(src).read_text()}))
-        fns[Path(src).stem] = lambda x, cf=cf: cf.run(x, backend="cuda")
+    for spec in a.sources:
+        src, _, overrides = spec.partition("@")  # FILE.cu@{"lparams.bdimx": 512, ...}; "-": generated
+        opts = Options(kernel_sources={0: Path(src).read_text()} if src != "-" else {},
+                       heuristic_overrides=json.loads(overrides) if overrides else {})
+        cf = compile_fusion(bf.build(), pool[0], opts)
+        fns[Path(src).stem if src != "-" else f"generated{overrides}"] = lambda x, cf=cf: cf.run(x, backend="cuda")
     if a.peer:
         import torch
 
-        compiled = torch.compile(bf.torch_fn, dynamic=False)
+        compiled = torch.compile(bf.torch_fn, mode=a.peer_mode, dynamic=False)
         fns["torch.compile"] = lambda x: compiled(*x)
     for n in a.sets:
         times: dict[str, list[float]] = {k: [] for k in fns}

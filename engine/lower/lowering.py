@@ -86,6 +86,9 @@ class ExprLowering:
         self.flag_blocks: dict[str, frozenset[ParallelType]] = {}
         self.smem_bytes = 0
         self.reduce_smem_bytes = 0
+        # Count outputs of thread-local Welfords lowered as two passes: every thread folds
+        # exactly this many values (reductions.py uses it for an equal-count block combine).
+        self.fixed_counts: dict[TensorView, int] = {}
         self.workspaces: dict[str, tuple[str, int, bool]] = {}
         # Grids of at most this many blocks are co-resident (one per SM) and may wait at a grid
         # barrier (0: never); `cooperative` records that some grid reduction does.

@@ -90,6 +90,31 @@ def _block_kernel() -> tuple[str, list]:
     return body, specs
 
 
+def _welford_equal_kernel() -> tuple[str, list]:
+    """blockWelford and blockWelfordEqualCounts over threadIdx.x, each thread holding the
+    Welford of its own two values (the same count everywhere)."""
+    specs = [TensorArg("X", "float", 1, 1), TensorArg("OUT", "float", 1, 1)]
+    params = ", ".join(f"{s.decl} {s.name}" for s in specs)
+    body = f"""extern "C" __global__ void welford_equal({params}) {{
+  FS_DYNAMIC_SHARED(smem);
+  const unsigned nt = blockDim.x;
+  float* fsmem = reinterpret_cast<float*>(smem);
+  nvfuser_index_t* ismem = reinterpret_cast<nvfuser_index_t*>(smem + 8 * nt);
+  const float x0 = X[2 * threadIdx.x], x1 = X[2 * threadIdx.x + 1];
+  float a = 0.5f * (x0 + x1), m = 0.5f * (x1 - x0) * (x1 - x0);
+  nvfuser_index_t n = 2;
+  float b = a, q = m;
+  nvfuser_index_t k = n;
+  blockWelford<true, false, false>(a, m, n, fsmem, fsmem + nt, ismem);
+  blockWelfordEqualCounts<true, false, false>(b, q, k, fsmem, fsmem + nt, ismem);
+  if (threadIdx.x == 0) {{
+    OUT[0] = a; OUT[1] = m; OUT[2] = (float)n; OUT[3] = b; OUT[4] = q; OUT[5] = (float)k;
+  }}
+}}
+"""
+    return body, specs
+
+
 def _grid_kernel() -> tuple[str, list]:
     """x[blockIdx.y][blockIdx.x][threadIdx.y][threadIdx.x]; mode 0 reduces blockIdx.x and
     threadIdx.x (a segment per (blockIdx.y, threadIdx.y)); mode 1 blockIdx.x only; mode 2 a
@@ -175,6 +200,7 @@ def _nvfp4_kernel() -> tuple[str, list]:
 @pytest.fixture(scope="module")
 def kernels():
     parts = {"conversions": _conversion_kernel(), "block_reduce": _block_kernel(),
+             "welford_equal": _welford_equal_kernel(),
              "grid_reduce": _grid_kernel(), "nvfp4": _nvfp4_kernel()}
     built = compile_all([(body, name, specs) for name, (body, specs) in parts.items()])
     return dict(zip(parts, built))
@@ -358,6 +384,18 @@ def test_block_sum_keeps_the_tree_order_bit_for_bit(kernels, warps):
     for v in x:  # left to right: another order, another float result, so the test can fail
         seq = seq + v
     assert not torch.equal(want, seq)
+
+
+@pytest.mark.parametrize("threads", [32, 64, 256, 512])
+def test_equal_count_block_welford_is_blockwelford_to_the_bit(kernels, threads):
+    g = torch.Generator().manual_seed(threads)
+    x = torch.randn(2 * threads, generator=g) * 100 + 7
+    out = torch.empty(6)
+    kernels["welford_equal"].launch([x, out], LaunchConfig((1, 1, 1), (threads, 1, 1), shared_mem_bytes=16 * threads))
+    assert torch.equal(out[:3], out[3:]), out
+    assert out[2].item() == 2 * threads
+    torch.testing.assert_close(out[0].double(), x.double().mean(), rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(out[1].double(), x.double().var(correction=0) * 2 * threads, rtol=1e-4, atol=1e-2)
 
 
 # ---- grid reductions -------------------------------------------------------------------------
