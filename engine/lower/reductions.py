@@ -419,7 +419,8 @@ def _two_pass_steps(low: ExprLowering, expr: ex.WelfordOp, accs: list[Accumulato
     for node in loops[level:]:
         if node.virtual:
             continue
-        if node.concrete.parallel_type not in (*_SERIAL, ParallelType.vectorize):
+        # Not an unswitched loop: its bounds may be checked once outside, not in `preds`.
+        if node.concrete.parallel_type not in (ParallelType.serial, ParallelType.unroll, ParallelType.vectorize):
             return None
         count *= low.ext.of(node.concrete)
     return count or None  # an empty reduction keeps the update's (0, 0, 0)
