@@ -363,8 +363,10 @@ class _AlignWalk:
                 del self.result[t][k]
 
     def _share(self, nb: TensorView, src: TensorView) -> None:
-        if (self.track_shared and nb not in self.shared
-                and not _same_alignment(self.result[nb], _c2p(src, nb, self.result[src], self.maps))):
+        # The edge's alignment is found even for an input known to be shared: finding it
+        # may raise a conflict (a reshape), as it always did.
+        if (self.track_shared and not _same_alignment(self.result[nb], _c2p(src, nb, self.result[src], self.maps))
+                and nb not in self.shared):
             self.shared.add(nb)
             self.undo.append((nb, None))
 
