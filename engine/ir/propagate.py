@@ -266,6 +266,11 @@ def _skipped(tv: TensorView, consumer: TensorView, c_loop: list[tuple[IterDomain
     from engine.analysis.replay import loop_map
     from engine.ir.verify import _NOT_INLINABLE
 
+    # Only a consumer broadcast (or a planned insert) is ever skipped: a loop without one
+    # skips nothing, whatever the map says (most loops: scheduled tensors merge their
+    # broadcasts away), so neither the map nor the promotions are needed.
+    if not any(inserted or c.is_broadcast for c, inserted in c_loop):
+        return []
     m = loop_map(tv, consumer)
     image = set(m.values())
     promoted = _promoted_ids(consumer, image)

@@ -786,6 +786,9 @@ def transaction(tvs: Sequence[TensorView], loop_edit: bool = False,
         snaps, scope = [_PositionSnapshot(t) for t in tvs], only_positions_change()
     else:
         snaps, scope = [_Snapshot(t) for t in tvs], contextlib.nullcontext()
+    # Inside loop_edits_trusted: the tensors whose edits still wait for the check at its
+    # end, as they are now, to put back if this transaction is undone (see below).
+    waiting = dict(_unverified) if _unverified is not None else None
     with scope:
         try:
             yield
@@ -797,9 +800,19 @@ def transaction(tvs: Sequence[TensorView], loop_edit: bool = False,
                 check.update(dict.fromkeys(producers_of(t)))
                 check.update(dict.fromkeys(consumers_of(t)))
             _verify_all(check)
+            if _unverified is not None:
+                # Verified as they are now, loop edits included: the check at the end of
+                # loop_edits_trusted would repeat it unless an edit comes after (which
+                # lists the tensor again). Most schedules end with inline_most, whose
+                # transaction verifies every tensor.
+                for t in check:
+                    _unverified.pop(t, None)
         except ScheduleError:
             for s in reversed(snaps):
                 s.restore()
+            if waiting is not None and _unverified is not None:
+                # Undone: what a nested transaction verified is no longer the state.
+                _unverified.update(waiting)
             raise
 
 

@@ -43,6 +43,7 @@ from engine.analysis.logical_map import consumers_of, pairwise_logical_map, prod
 from engine.analysis.vectorize import vectorization_factor
 from engine.errors import ScheduleError
 from engine.ir import exprs as ex
+from engine.ir.base import Val
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain, ParallelType, Resize
 from engine.ir.scalar import same_scalar
@@ -289,76 +290,172 @@ def align(fusion: Fusion, ref: TensorView,
     scheduler reads them from global memory directly. `maps`: pairwise maps kept from
     an earlier alignment of the fusion (see _Maps for when they still hold).
     """
-    if maps is None:
-        maps = _Maps()  # alignment only reads the fusion
-    ref_ids = [i for i in ref.domain.logical if not i.is_reduction]
-    result: dict[TensorView, Alignment] = {ref: {k: (i, ()) for k, i in enumerate(ref_ids)}}
-    inputs = set(id(v) for v in fusion.inputs)
-    outputs = set(id(v) for v in fusion.outputs if v is not ref)
+    walk = _AlignWalk(fusion, ref, maps or _Maps(), shared_inputs is not None)
+    try:
+        return walk.run()
+    finally:
+        if shared_inputs is not None:
+            shared_inputs |= walk.shared  # found before a conflict too, as they are found
 
-    def check_output(tv: TensorView, al: Alignment, user: TensorView | None) -> None:
+
+# A walk's state before one of its steps (see _AlignWalk.rewind): the tensor the step
+# walks from, the phase, both queues' heads and lengths, how many tensors the result
+# holds and how long the undo log is.
+_Checkpoint = tuple[TensorView, int, int, int, int, int, int, int, int, int]
+
+
+class _AlignWalk:
+    """align's walk, kept so that make_resizes_exclusive can resume it after an edit.
+
+    The walk is deterministic: each step reads the neighbour lists of the tensor it walks
+    from (its producers, or its consumers and producers) and the pairwise maps of those
+    edges, and updates the result and the queues. After an edit of the fusion, a walk
+    from scratch therefore repeats the old walk's steps exactly up to the first step from
+    a tensor whose neighbour lists the edit changed; `rewind` restores the state before
+    that step (every change is an append, or logged for undoing), so that `run` goes on
+    as a walk from scratch would, and finds the same alignments and conflicts in the same
+    order, without repeating the steps before it (every attempt at the same fusion)."""
+
+    def __init__(self, fusion: Fusion, ref: TensorView, maps: _Maps, track_shared: bool) -> None:
+        self.ref = ref
+        self.maps = maps
+        self.track_shared = track_shared
+        self.inputs = {id(v) for v in fusion.inputs}
+        self.outputs = {id(v) for v in fusion.outputs if v is not ref}
+        ref_ids = [i for i in ref.domain.logical if not i.is_reduction]
+        self.result: dict[TensorView, Alignment] = {ref: {k: (i, ()) for k, i in enumerate(ref_ids)}}
+        self.shared: set[TensorView] = set()
+        # Queues are append-only lists with a head: their state is (head, length).
+        self.phase = 1
+        self.queue: list[TensorView] = [ref]
+        self.head = 0
+        self.rest: list[TensorView] = []  # phase 2's tensors that are not inputs
+        self.rest_head = 0
+        self.later: list[TensorView] = []  # phase 2's inputs
+        self.later_head = 0
+        # Changes other than appends: axes added to a tensor's alignment, (t, k), and
+        # inputs added to `shared`, (t, None).
+        self.undo: list[tuple[TensorView, int | None]] = []
+        self.steps: list[_Checkpoint] = []
+
+    def _checkpoint(self, src: TensorView) -> None:
+        self.steps.append((src, self.phase, self.head, len(self.queue), self.rest_head, len(self.rest),
+                           self.later_head, len(self.later), len(self.result), len(self.undo)))
+
+    def rewind(self, touched: tuple[set[TensorView], set[TensorView]]) -> None:
+        """Restore the state before the first step that reads a neighbour list an edit
+        changed (`touched`: the tensors whose producers, and those whose consumers, it
+        changed; phase 1 reads producers only), or before the last step (the conflict's,
+        which then comes again) when the edit changed none that the walk read."""
+        producers, consumers = touched
+        j = next((k for k, s in enumerate(self.steps)
+                  if s[0] in producers or (s[1] == 2 and s[0] in consumers)), len(self.steps) - 1)
+        (_, self.phase, self.head, n_queue, self.rest_head, n_rest, self.later_head, n_later,
+         n_result, n_undo) = self.steps[j]
+        del self.steps[j:], self.queue[n_queue:], self.rest[n_rest:], self.later[n_later:]
+        while len(self.result) > n_result:
+            self.result.popitem()  # the latest insertion: results are only ever appended
+        while len(self.undo) > n_undo:
+            t, k = self.undo.pop()
+            if k is None:
+                self.shared.discard(t)
+            else:
+                del self.result[t][k]
+
+    def _share(self, nb: TensorView, src: TensorView) -> None:
+        # The edge's alignment is found even for an input known to be shared: finding it
+        # may raise a conflict (a reshape), as it always did.
+        if (self.track_shared and not _same_alignment(self.result[nb], _c2p(src, nb, self.result[src], self.maps))
+                and nb not in self.shared):
+            self.shared.add(nb)
+            self.undo.append((nb, None))
+
+    def _extend(self, nb: TensorView, al: Alignment) -> None:
+        have = self.result[nb]
+        for k in al.keys() - have.keys():
+            have[k] = al[k]
+            self.undo.append((nb, k))
+
+    def _check_output(self, tv: TensorView, al: Alignment, user: TensorView | None) -> None:
         # An output is written over its whole logical range: its loop cannot carry a
         # resize (nvFuser refuses a resize between the reference and an output). Needed
         # resized by a consumer: that consumer gets a copy; given a resize by its
         # producers: it gets private copies of them (make_resizes_exclusive).
-        if id(tv) in outputs and any(chain for _, chain in al.values()):
+        if id(tv) in self.outputs and any(chain for _, chain in al.values()):
             raise _ConflictError(
                 f"output {tv.short_name} would be written under a resize of the reference "
-                f"{ref.short_name}" + _NOT_RECOMPUTED, tv if user else None, user,
+                f"{self.ref.short_name}" + _NOT_RECOMPUTED, tv if user else None, user,
                 None if user else tv)
-    # First everything the reference depends on, from consumers to producers: a
-    # tensor's alignment is what its consumers need (as the resize propagation goes
-    # from each slice and pad to its inputs); a tensor two consumers need differently
-    # is the conflict, not whichever consumer a forward walk reached first.
-    queue = [ref]
-    while queue:
-        src = queue.pop(0)
-        if id(src) in inputs:
-            continue
+
+    def run(self) -> dict[TensorView, Alignment]:
+        if self.phase == 1:
+            # First everything the reference depends on, from consumers to producers: a
+            # tensor's alignment is what its consumers need (as the resize propagation goes
+            # from each slice and pad to its inputs); a tensor two consumers need differently
+            # is the conflict, not whichever consumer a forward walk reached first.
+            while self.head < len(self.queue):
+                src = self.queue[self.head]
+                self._checkpoint(src)
+                self.head += 1
+                if id(src) not in self.inputs:
+                    self._step_up(src)
+            # Then the rest (other outputs' branches) both ways, checking every edge.
+            # Inputs are walked through last: an input's alignment is whichever consumer
+            # reached it first and means nothing to its other consumers, so those are
+            # reached from their own consumers when they can be.
+            self.phase = 2
+            self.rest = [t for t in self.result if id(t) not in self.inputs]
+            self.later = [t for t in self.result if id(t) in self.inputs]
+            self.rest_head = self.later_head = 0
+        while self.rest_head < len(self.rest) or self.later_head < len(self.later):
+            if self.rest_head < len(self.rest):
+                src = self.rest[self.rest_head]
+                self._checkpoint(src)
+                self.rest_head += 1
+            else:
+                src = self.later[self.later_head]
+                self._checkpoint(src)
+                self.later_head += 1
+            self._step_both(src)
+        return self.result
+
+    def _step_up(self, src: TensorView) -> None:
+        result = self.result
         for nb in producers_of(src):
-            if nb in result and id(nb) in inputs:
-                if shared_inputs is not None and not _same_alignment(result[nb], _c2p(src, nb, result[src], maps)):
-                    shared_inputs.add(nb)
+            if nb in result and id(nb) in self.inputs:
+                self._share(nb, src)
                 continue
-            al = _c2p(src, nb, result[src], maps)
-            check_output(nb, al, src)
+            al = _c2p(src, nb, result[src], self.maps)
+            self._check_output(nb, al, src)
             if nb in result:
                 if not _same_alignment(result[nb], al):
                     raise _ConflictError(
                         f"{nb.short_name} is needed under different resizes" + _NOT_RECOMPUTED, nb, src)
-                for k in al.keys() - result[nb].keys():
-                    result[nb][k] = al[k]
+                self._extend(nb, al)
                 continue
             result[nb] = al
-            queue.append(nb)
-    # Then the rest (other outputs' branches) both ways, checking every edge. Inputs
-    # are walked through last: an input's alignment is whichever consumer reached it
-    # first and means nothing to its other consumers, so those are reached from their
-    # own consumers when they can be.
-    queue = [t for t in result if id(t) not in inputs]
-    later: list[TensorView] = [t for t in result if id(t) in inputs]
-    while queue or later:
-        src = queue.pop(0) if queue else later.pop(0)
+            self.queue.append(nb)
+
+    def _step_both(self, src: TensorView) -> None:
+        result, inputs = self.result, self.inputs
         for nb, is_consumer in [*((c, True) for c in consumers_of(src)),
                                 *((p, False) for p in producers_of(src))]:
             if nb in result and id(src) in inputs:
                 continue  # an input's alignment means nothing to its other consumers
             if nb in result and id(nb) in inputs:
                 # An input is read from global memory wherever it is needed.
-                if shared_inputs is not None and not _same_alignment(result[nb], _c2p(src, nb, result[src], maps)):
-                    shared_inputs.add(nb)
+                self._share(nb, src)
                 continue
             src_al = result[src]
             if id(src) in inputs:
                 # Read from global memory, an input offers its other consumers its
                 # plain index space, not the resized loop of the consumer that reached it.
                 src_al = {k: (i, ()) for k, (i, _) in src_al.items()}
-            al = _p2c(src, nb, src_al, maps) if is_consumer else _c2p(src, nb, src_al, maps)
-            check_output(nb, al, None if is_consumer else src)
+            al = _p2c(src, nb, src_al, self.maps) if is_consumer else _c2p(src, nb, src_al, self.maps)
+            self._check_output(nb, al, None if is_consumer else src)
             if nb in result:
                 if _same_alignment(result[nb], al):
-                    for k in al.keys() - result[nb].keys():
-                        result[nb][k] = al[k]
+                    self._extend(nb, al)
                 else:
                     # The shared tensor is the producer of the edge.
                     shared, user = (src, nb) if is_consumer else (nb, src)
@@ -367,8 +464,51 @@ def align(fusion: Fusion, ref: TensorView,
                         shared, user)
                 continue
             result[nb] = al
-            (later if id(nb) in inputs else queue).append(nb)
-    return result
+            (self.later if id(nb) in inputs else self.rest).append(nb)
+
+    def translated(self, fusion: Fusion, vals: dict[Val, Val]) -> _AlignWalk:
+        """This walk as the same walk of `fusion`, a clone of the walked fusion that shares
+        its domains (`vals`: the walked fusion's vals -> the clone's): alignments hold ids
+        and Resizes only, which the clone shares, and the steps and queues hold tensors,
+        which are mapped. The clone gets maps of its own."""
+        walk = object.__new__(_AlignWalk)
+        walk.__dict__.update(self.__dict__)
+        walk.ref = ref = vals[self.ref]  # type: ignore[assignment]
+        walk.maps = _Maps()
+        walk.inputs = {id(v) for v in fusion.inputs}
+        walk.outputs = {id(v) for v in fusion.outputs if v is not ref}
+        walk.result = {vals[t]: dict(al) for t, al in self.result.items()}  # type: ignore[misc]
+        walk.shared = {vals[t] for t in self.shared}  # type: ignore[misc]
+        walk.queue, walk.rest, walk.later = ([vals[t] for t in q]  # type: ignore[misc]
+                                             for q in (self.queue, self.rest, self.later))
+        walk.undo = [(vals[t], k) for t, k in self.undo]  # type: ignore[misc]
+        walk.steps = [(vals[s[0]], *s[1:]) for s in self.steps]  # type: ignore[misc]
+        return walk
+
+
+def _graph_state(fusion: Fusion) -> dict[int, tuple[ex.Expr, list[Val]]]:
+    """The live exprs and their operand lists: what the neighbour lists of tensors are made
+    of. The lists themselves, not copies: an expr is rewired by giving it a new operand
+    list (Fusion.replace_input_of), never by editing its list."""
+    return {id(e): (e, e.inputs) for e in fusion.exprs()}
+
+
+def _touched(before: dict[int, tuple[ex.Expr, list[Val]]],
+             fusion: Fusion) -> tuple[set[TensorView], set[TensorView]]:
+    """The tensors whose producers, and those whose consumers, may differ from `before`
+    (_graph_state of the fusion before an edit): the outputs, and the operands, of every
+    expr that appeared, went dead or was rewired."""
+    after = _graph_state(fusion)
+    producers: set[TensorView] = set()
+    consumers: set[TensorView] = set()
+    for k in before.keys() | after.keys():
+        b, a = before.get(k), after.get(k)
+        if b is not None and a is not None and b[1] is a[1]:
+            continue
+        for e, operands in (x for x in (b, a) if x is not None):
+            producers.update(v for v in e.outputs if isinstance(v, TensorView))
+            consumers.update(v for v in operands if isinstance(v, TensorView))
+    return producers, consumers
 
 
 _RECOMPUTABLE = (ex.UnaryOp, ex.BinaryOp, ex.TernaryOp, ex.BroadcastOp, ex.ExpandOp, ex.SqueezeOp,
@@ -438,7 +578,7 @@ def _privatize_producers(fusion: Fusion, tv: TensorView) -> bool:
 
 def make_resizes_exclusive(fusion: Fusion, ref: TensorView, trace: Trace | None = None,
                            shared_inputs: set[TensorView] | None = None,
-                           first: _ConflictError | None = None) -> None:
+                           first: tuple[_ConflictError, _AlignWalk] | None = None) -> None:
     """Recompute tensors that two resize paths need differently until `align` succeeds.
 
     Each conflict recomputes the shared tensor for one of its consumers; the conflict
@@ -446,31 +586,34 @@ def make_resizes_exclusive(fusion: Fusion, ref: TensorView, trace: Trace | None 
     memory wherever needed. Raises _ConflictError when a tensor cannot be recomputed.
     `shared_inputs` receives what the successful alignment finds (see align), which the
     scheduler would otherwise align the unchanged fusion again for. `first`: the conflict
-    that aligning `fusion` as it is raises, when the caller has found it already.
+    that aligning `fusion` as it is raises and the walk that raised it, when the caller
+    has found them already.
     """
     limit = 4 * len(fusion.exprs()) + 8
     made_for: dict[TensorView, TensorView] = {}  # copy -> the consumer it was made for
     privatized: set[TensorView] = set()
-    # Each attempt aligns the whole fusion again; the edges a recompute leaves alone keep
-    # their maps (see _Maps).
-    maps = _Maps()
+    # One walk over all attempts: after each recompute it resumes before the first step
+    # the edit changed (see _AlignWalk), as a walk from scratch would go. The edges a
+    # recompute leaves alone keep their maps (see _Maps).
+    walk = _AlignWalk(fusion, ref, _Maps(), shared_inputs is not None) if first is None else first[1]
     for _ in range(limit):
         try:
             if first is not None:
-                known, first = first, None
+                known, first = first[0], None
                 raise known
-            found: set[TensorView] | None = None if shared_inputs is None else set()
-            align(fusion, ref, found, maps=maps)
-            if shared_inputs is not None and found:
-                shared_inputs |= found
+            walk.run()
+            if shared_inputs is not None and walk.shared:
+                shared_inputs |= walk.shared
             return
         except _ConflictError as c:
+            before = _graph_state(fusion)
             if c.output is not None:
                 if c.output in privatized or not _privatize_producers(fusion, c.output):
                     raise
                 privatized.add(c.output)
                 _note(trace, c.output.short_name, "its producers are recomputed for it: the "
                       "reference needs them under a resize")
+                walk.rewind(_touched(before, fusion))
                 continue
             if c.tensor is None or c.consumer is None or made_for.get(c.tensor) is c.consumer:
                 raise  # a copy made for this consumer conflicts again: no copy can help
@@ -480,6 +623,7 @@ def make_resizes_exclusive(fusion: Fusion, ref: TensorView, trace: Trace | None 
             made_for[copy] = c.consumer
             _note(trace, copy.short_name, f"recomputes {c.tensor.short_name} for "
                   f"{c.consumer.short_name}: the two need it under different resizes")
+            walk.rewind(_touched(before, fusion))
     raise _ConflictError("resize inputs could not be made exclusive")
 
 
@@ -549,8 +693,9 @@ class ResizeScheduler(Scheduler):
         # This engine's own limits (see the module docstring).
         if any(isinstance(e, ex.ViewOp) for e in fusion.exprs()):
             return "reshape in a resize fusion is not supported by this engine yet"
+        walk = _AlignWalk(fusion, ref, _Maps(), track_shared=False)
         try:
-            align(fusion, ref)
+            walk.run()
             return None
         except _ConflictError as c:
             conflict = c
@@ -563,7 +708,7 @@ class ResizeScheduler(Scheduler):
         first = _ConflictError(str(conflict), *(None if t is None else vals[t] for t in (  # type: ignore[misc]
             conflict.tensor, conflict.consumer, conflict.output)))
         try:
-            make_resizes_exclusive(copy, vals[ref], first=first)  # type: ignore[arg-type]
+            make_resizes_exclusive(copy, vals[ref], first=(first, walk.translated(copy, vals)))  # type: ignore[arg-type]
         except _ConflictError as c:
             return _resize_between_outputs(fusion, ref) or str(c)
         finally:
