@@ -230,15 +230,22 @@ struct FsWelfordEqualOp {
   }
 };
 
-template <bool X_REDUCE, bool Y_REDUCE, bool Z_REDUCE, typename T>
-__device__ void blockWelford(T& avg, T& m2, nvfuser_index_t& n, T* smem_avg, T* smem_m2,
-                             nvfuser_index_t* smem_n) {
+// The all-reduce of (avg, m2, n) over the flagged thread dims with combine `Op`.
+template <bool X_REDUCE, bool Y_REDUCE, bool Z_REDUCE, typename T, typename Op>
+FS_DEVICE void fsBlockWelfordWith(T& avg, T& m2, nvfuser_index_t& n, T* smem_avg, T* smem_m2,
+                                  nvfuser_index_t* smem_n, Op op) {
   FsWelfordSmemStore<T> st{smem_avg, smem_m2, smem_n};
   FsWelford<T> w{avg, m2, n};
-  w = fsBlockAllReduceImpl<X_REDUCE, Y_REDUCE, Z_REDUCE>(w, FsWelfordOp<T>(), st);
+  w = fsBlockAllReduceImpl<X_REDUCE, Y_REDUCE, Z_REDUCE>(w, op, st);
   avg = w.avg;
   m2 = w.m2;
   n = w.n;
+}
+
+template <bool X_REDUCE, bool Y_REDUCE, bool Z_REDUCE, typename T>
+__device__ void blockWelford(T& avg, T& m2, nvfuser_index_t& n, T* smem_avg, T* smem_m2,
+                             nvfuser_index_t* smem_n) {
+  fsBlockWelfordWith<X_REDUCE, Y_REDUCE, Z_REDUCE>(avg, m2, n, smem_avg, smem_m2, smem_n, FsWelfordOp<T>());
 }
 
 // blockWelford where the code generator knows that every thread holds the same count and the
@@ -247,12 +254,8 @@ __device__ void blockWelford(T& avg, T& m2, nvfuser_index_t& n, T* smem_avg, T* 
 template <bool X_REDUCE, bool Y_REDUCE, bool Z_REDUCE, typename T>
 __device__ void blockWelfordEqualCounts(T& avg, T& m2, nvfuser_index_t& n, T* smem_avg, T* smem_m2,
                                         nvfuser_index_t* smem_n) {
-  FsWelfordSmemStore<T> st{smem_avg, smem_m2, smem_n};
-  FsWelford<T> w{avg, m2, n};
-  w = fsBlockAllReduceImpl<X_REDUCE, Y_REDUCE, Z_REDUCE>(w, FsWelfordEqualOp<T>(), st);
-  avg = w.avg;
-  m2 = w.m2;
-  n = w.n;
+  fsBlockWelfordWith<X_REDUCE, Y_REDUCE, Z_REDUCE>(avg, m2, n, smem_avg, smem_m2, smem_n,
+                                                   FsWelfordEqualOp<T>());
 }
 
 #endif  // FS_RUNTIME_REDUCE_CUH
