@@ -276,6 +276,12 @@ def _storage(size_per_block: int, dev: DeviceProperties) -> str:
     return "none"
 
 
+def _persistent_threads(after_v: int, per_thread: int, dev: DeviceProperties) -> int:
+    """Threads along a row for about `per_thread` batches each: at least a warp, at most a block."""
+    return min(max(next_pow2(ceil_div(after_v, per_thread)), min(dev.warp_size, next_pow2(after_v))),
+               dev.max_threads_per_block)
+
+
 def inner_persistent_heuristics(fusion: Fusion, info: SchedulerRuntimeInfo, trace: Trace | None) -> ReductionParams:
     dev = info.device
     reds = reduction_tvs(fusion)
@@ -284,14 +290,18 @@ def inner_persistent_heuristics(fusion: Fusion, info: SchedulerRuntimeInfo, trac
     v, why = vectorize_factor(fusion, info, props.inner_most_dimension_numel)
     red_n, it_n = props.total_reduction_numel, max(1, props.total_iteration_numel)
     after_v = ceil_div(red_n, v)
-    # Aim at about four persistent batches per thread; at least a warp, at most a block. A
-    # Welford aims at two: its thread part is two passes over registers and its block combine
-    # pairs equal counts without dividing (engine/lower/reductions.py), so more threads cost
-    # it little; a layer norm fp32 [8192, 4096] took 93.7 us with 512 threads x 2 against
-    # 94.5 with 256 x 4 on an H100 (32 registers, occupancy 100%).
-    per_thread = 2 if any(isinstance(e, ex.WelfordOp) for e in fusion.exprs()) else 4
-    bdimx = min(max(next_pow2(ceil_div(after_v, per_thread)), min(dev.warp_size, next_pow2(after_v))),
-                dev.max_threads_per_block)
+    # Aim at about four persistent batches per thread; at least a warp, at most a block.
+    bdimx = _persistent_threads(after_v, 4, dev)
+    if any(isinstance(e, ex.WelfordOp) for e in fusion.exprs()):
+        # A Welford aims at two where the row divides evenly among the threads: then its
+        # thread part is two passes over registers and its block combine pairs equal counts
+        # without dividing (engine/lower/reductions.py), so more threads cost it little (a
+        # layer norm fp32 [8192, 4096]: 93.7 us with 512 threads x 2, 94.5 with 256 x 4 on
+        # an H100). Where values are predicated off, the general combine at 512 threads took
+        # 122 us: the four stay.
+        wide = _persistent_threads(after_v, 2, dev)
+        if red_n % v == 0 and after_v % wide == 0:
+            bdimx = wide
     batches = ceil_div(after_v, bdimx)
     bdimy = min(128 // bdimx, next_pow2(it_n)) if bdimx < 128 else 1
     where = _storage(size * bdimy, dev)
