@@ -10,6 +10,7 @@ import torch
 
 from benchmarks.fusions import F32, layer_norm
 from engine.compile import compile_fusion
+from engine.config import Options
 from engine.reference import evaluate
 from tests.emulation import needs_gxx
 
@@ -20,16 +21,18 @@ def kernel_body(cf) -> str:  # noqa: ANN001
 
 
 @needs_gxx
-@pytest.mark.parametrize("cols, two_pass, equal", [
-    (1024, True, True),  # 256 threads x 4 values
-    (1000, True, False),  # 125 threads x 8 values: equal counts, but no power of two of threads
-    (1001, False, False),  # 256 threads, the last ones' values predicated off
+@pytest.mark.parametrize("cols, overrides, two_pass, equal", [
+    (1024, {}, True, True),  # 128 threads x 2 batches x 4 values
+    # 125 threads x 2 batches x 4 values: equal counts, but no power of two of threads
+    (1000, {"lparams.bdimx": 128, "batches_per_block_inner_reduction": 2}, True, False),
+    (1001, {}, False, False),  # the last threads' values predicated off
 ])
-def test_register_welford_is_two_passes_where_every_thread_folds_as_many(cols: int, two_pass: bool, equal: bool):
+def test_register_welford_is_two_passes_where_every_thread_folds_as_many(cols: int, overrides: dict,
+                                                                        two_pass: bool, equal: bool):
     fd = layer_norm(F32, 4, cols)
     g = torch.Generator().manual_seed(cols)
     xs = [torch.randn(4, cols, generator=g) * 3 + 5, torch.randn(cols, generator=g), torch.randn(cols, generator=g)]
-    cf = compile_fusion(fd, xs)
+    cf = compile_fusion(fd, xs, Options(heuristic_overrides=overrides))
     body = kernel_body(cf)
     assert ("fs_welford_update" not in body) == two_pass
     assert ("blockWelfordEqualCounts" in body) == equal
