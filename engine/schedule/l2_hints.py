@@ -3,12 +3,11 @@
 An input larger than the L2 cache that a kernel streams through once gets evict_last loads
 (TensorView.l2_evict_last, lowered to loadGlobalEvictLast): its lines are kept ahead of the
 output's (which then leave L2 first: our reading of why it helps, not measured). Measured on
-an H100 with two input sets
-alternating (so no call finds the previous one's lines in L2): gelu(x + bias) bf16 [8192,
-8192] 98.7 -> 92.3 us, layer_norm, rms_norm, softmax and a transpose 0.6-1% faster, an outer
-sum unchanged. Only the schedulers measured to gain take it: RoPE's resize kernels, which are
-bound by instruction issue, went 6% slower (113.5 -> 119.6 us, 42 -> 45 registers). Inputs
-that fit in L2 keep plain loads: a later kernel may want the room.
+an H100 with two input sets alternating (so no call finds the previous one's lines in L2):
+gelu(x + bias) bf16 [8192, 8192] 98.7 -> 92.3 us; layer_norm, rms_norm, softmax and a
+transpose 0.6-1% faster; an outer sum unchanged. Only the schedulers measured to gain take
+it: RoPE's resize kernels, bound by instruction issue, went 6% slower (113.5 -> 119.6 us, 42
+-> 45 registers). Inputs that fit in L2 keep plain loads: a later kernel may want the room.
 """
 
 from __future__ import annotations
@@ -22,19 +21,16 @@ SCHEDULERS = frozenset({"pointwise", "inner_persistent", "transpose"})
 
 
 def mark_streamed_inputs(fusion: Fusion, info: SchedulerRuntimeInfo, scheduler: str,
-                         trace: Trace | None = None) -> list[str]:
+                         trace: Trace | None = None) -> None:
     """Mark the fusion's inputs larger than the device's L2 for evict_last loads, in a kernel
-    of one of SCHEDULERS; their names."""
+    of one of SCHEDULERS."""
     if scheduler not in SCHEDULERS:
-        return []
+        return
     l2 = info.device.l2_cache_bytes
-    marked = []
     for tv in fusion.inputs:
-        if isinstance(tv, TensorView) and info.input_bytes(tv) > l2:
+        nbytes = info.input_bytes(tv) if isinstance(tv, TensorView) else 0
+        if nbytes > l2:
             tv.l2_evict_last = True
-            marked.append(tv.short_name)
             if trace is not None:
                 trace.event("transform", tv.short_name, f"vector loads keep L2 lines (evict_last): "
-                            f"{info.input_bytes(tv) / 2**20:.0f} MiB input, larger than the "
-                            f"{l2 / 2**20:.0f} MiB L2")
-    return marked
+                            f"{nbytes / 2**20:.0f} MiB input, larger than the {l2 / 2**20:.0f} MiB L2")
