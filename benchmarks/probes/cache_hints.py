@@ -56,7 +56,8 @@ _LOAD = re.compile(r"loadGeneric<([\w:]+), (\d+)>\(([^;]*?), &(T\d+)\[([^;]*)\]\
 
 def _params(src: str) -> set[str]:
     head = src[src.rindex("__global__"):]
-    return set(re.findall(r"Tensor<[^>]*> (T\d+)", head[:head.index("{")]))
+    # \b: a workspace parameter (T9_work) is not the tensor T9, which may be a local buffer.
+    return set(re.findall(r"Tensor<[^>]*> (T\d+)\b", head[:head.index("{")]))
 
 
 def hinted(src: str, streamed: int, reread: int) -> str:

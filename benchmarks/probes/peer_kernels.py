@@ -52,7 +52,6 @@ def main() -> int:
     ap.add_argument("names", nargs="+")
     ap.add_argument("--mode", default=None)
     ap.add_argument("--overrides", default="{}", help="the engine's heuristic overrides, JSON")
-    ap.add_argument("--rounds", type=int, default=0, help="then time engine and torch.compile in this many alternating rounds")
     a = ap.parse_args()
     out = Path(a.outdir)
     out.mkdir(parents=True, exist_ok=True)
@@ -83,28 +82,7 @@ def main() -> int:
         torch.cuda.nvtx.range_pop()
     torch.cuda.synchronize()
     torch.cuda.profiler.stop()
-    for name, cf, fn, _ in calls if a.rounds else []:
-        print(name, interleaved(bench[name], cf, fn, a.rounds))
     return 0
-
-
-def interleaved(bf: object, cf: object, fn: object, rounds: int) -> str:
-    """Median times (us) of the engine and torch.compile timed in alternating rounds, so that a
-    drift of the GPU's state between phases falls on both alike."""
-    import statistics
-
-    from benchmarks.timing import input_sets_needed, time_calls
-
-    xs0 = bf.make_inputs("cuda", 0)
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    n = input_sets_needed(sum(x.numel() * x.element_size() for x in xs0 if isinstance(x, torch.Tensor)), l2)
-    sets = [xs0] + [bf.make_inputs("cuda", k) for k in range(1, n)]
-    eng, comp = [], []
-    for _ in range(rounds):
-        eng.append(time_calls(lambda x: cf.run(x, backend="cuda"), sets, target_ms=100)["median_ms"] * 1e3)
-        comp.append(time_calls(lambda x: fn(*x), sets, target_ms=100)["median_ms"] * 1e3)
-    return (f"engine {statistics.median(eng):.1f} us {[round(t, 1) for t in eng]}, torch.compile "
-            f"{statistics.median(comp):.1f} us {[round(t, 1) for t in comp]}")
 
 
 if __name__ == "__main__":
