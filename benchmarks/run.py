@@ -374,6 +374,10 @@ class Harness:
                                       "reps": sum(r["reps"] for r in rs), "sets": rs[0]["sets"]}
                 log(f"  {key:16s} {med * 1e3:10.1f} us  (median of {rounds} alternating rounds: "
                     f"{[round(r['median_ms'] * 1e3, 1) for r in rs]})")
+                if self.args.queue_full and dev == "cuda":
+                    fn = dict(beside)[key]
+                    row["timing"][key + "_queue_full"] = time_calls(fn, sets, device=dev, target_ms=self.args.target_ms,
+                                                                    queue_full=True)
         return row
 
     def run(self, fusions: list[BenchFusion]) -> None:
