@@ -355,15 +355,16 @@ def lower_welford(low: ExprLowering, expr: ex.WelfordOp, loops: list[LoopNode],
     for a in accs:
         low.alloc_at(a.level, loops, kir.Allocate(a.name, a.dtype.cuda_name, a.size, "local", init="0"))
     a_e, m_e, n_e = (a.element for a in accs)
-    two_pass = _two_pass_steps(low, expr, accs, loops, level, preds)
-    if two_pass is not None:
+    post: list[kir.Stmt] = []
+    if len(expr.inputs) == 1:
         x = low.converted(low.read(expr.inputs[0], avg, c_index).text, expr.inputs[0].dtype, dt)
-        step = kir.Raw(f"{a_e} += {x};")
-        post_first = _second_pass(low, loops, level, two_pass, x, a_e, m_e, n_e, dt.cuda_name)
-        low.fixed_counts[n] = two_pass
-    elif len(expr.inputs) == 1:
-        x = low.converted(low.read(expr.inputs[0], avg, c_index).text, expr.inputs[0].dtype, dt)
-        step = kir.Raw(f"fs_welford_update({a_e}, {m_e}, {n_e}, {x});")
+        two_pass = _two_pass_steps(low, expr, accs, loops, level, preds)
+        if two_pass is not None:
+            step = kir.Raw(f"{a_e} += {x};")
+            post = _second_pass(low, loops, level, two_pass, x, a_e, m_e, n_e, dt.cuda_name)
+            low.fixed_counts[n] = two_pass
+        else:
+            step = kir.Raw(f"fs_welford_update({a_e}, {m_e}, {n_e}, {x});")
     else:
         ia, im, inn = expr.inputs
         xa = low.converted(low.read(ia, avg, c_index).text, ia.dtype, dt)
@@ -371,7 +372,6 @@ def lower_welford(low: ExprLowering, expr: ex.WelfordOp, loops: list[LoopNode],
         xn = low.converted(low.read(inn, avg, c_index).text, inn.dtype, DataType.Int)
         step = kir.Raw(f"fs_welford_combine({a_e}, {m_e}, {n_e}, {xa}, {xm}, {xn});")
     threads, blocks = parallel_reduction(avg)
-    post: list[kir.Stmt] = post_first if two_pass is not None else []
     a0 = accs[0]
     ct = dt.cuda_name
     nthreads = low.block_threads()
