@@ -56,6 +56,9 @@ def main() -> int:
     out = Path(a.outdir)
     out.mkdir(parents=True, exist_ok=True)
     bench = {b.name: b for b in benchmark_fusions("full")}
+    unknown = [n for n in a.names if n not in bench]
+    if unknown:
+        raise SystemExit(f"no benchmark fusion {', '.join(map(repr, unknown))} in benchmarks/fusions.py")
     calls = []
     for name in a.names:
         bf = bench[name]
