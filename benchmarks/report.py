@@ -225,7 +225,7 @@ def format_report(rows: Sequence[dict[str, Any]], meta: dict[str, Any]) -> str:
                "CompiledFusion.run end to end, 'engine kernels' the sum of cf.profile kernel times; "
                "'engine run beside compile' the same, timed again in alternating rounds with both "
                "torch.compile modes, the median of the rounds (the ratios with torch.compile use it); "
-               "input sets rotate unless the inputs are four L2s or more; 'eager (ref)' is engine.reference.evaluate of the same definition, 'eager (torch)' a "
+               "input sets rotate (two sets at least, four L2s in all); 'eager (ref)' is engine.reference.evaluate of the same definition, 'eager (torch)' a "
                "hand-written torch function, 'compile'/'compile mat' torch.compile of it (default, "
                "max-autotune-no-cudagraphs). GB/s and % copy: minimal bytes over engine run (and kernels) time. "
                "compile ms: define + compile_fusion (first, excluding NVRTC; in brackets the median of "
