@@ -46,6 +46,7 @@ class Fusion:
         state = dict(self.__dict__)
         state["_exprs_cache"] = None
         state["_vals_cache"] = None
+        state.pop("_tensors_cache", None)
         state.pop("_consumers", None)  # engine.analysis.logical_map.consumers_of's
         state.pop("ids_of", None)
         return state
@@ -197,9 +198,14 @@ class Fusion:
         return out
 
     def tensors(self) -> list[Val]:
-        from engine.ir.tensorview import TensorView
+        # Kept per graph version as vals() is: asked hundreds of times per compile, the
+        # filter then runs once per version and each call only copies the list.
+        cache = self.__dict__.get("_tensors_cache")
+        if cache is None or cache[0] != self._version:
+            from engine.ir.tensorview import TensorView
 
-        return [v for v in self.vals() if isinstance(v, TensorView)]
+            cache = self._tensors_cache = (self._version, [v for v in self.vals() if isinstance(v, TensorView)])
+        return list(cache[1])
 
     def uses_of(self, val: Val) -> list[Expr]:
         """The live exprs that read `val`, each once (an expr reading it twice, as

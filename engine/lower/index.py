@@ -86,6 +86,7 @@ class Extents:
         self._memo: dict[IterDomain, int] = {}
         self._transforms: dict[TensorView, list[IdTransform]] = {}
         self.same_source: dict[tuple[IterDomain, IterDomain], bool] = {}  # see _same_source
+        self.chains: dict[IterDomain, tuple[IterDomain, list[SplitStep]]] = {}  # see split_chain
 
     def transforms(self, tv: TensorView) -> list[IdTransform]:
         """tv_transforms(tv), once per tensor: the schedule is final while lowering, and
@@ -102,8 +103,11 @@ class Extents:
             raise CompileError(f"extent {s.inline()} is not known at compile time: {e}") from None
 
     def of(self, i: IterDomain) -> int:
-        if i in self.promoted:
-            return self.promoted[i]
+        # Asked about a hundred thousand times per compile: one lookup per dict (no
+        # extent is None).
+        got = self.promoted.get(i)
+        if got is not None:
+            return got
         got = self._memo.get(i)
         if got is None:
             got = self._compute(i)
@@ -285,7 +289,21 @@ def split_chain(i: IterDomain, ext: Extents,
     and the splits on the way from `i` up: (factor, whether `i`'s side is the outer one,
     inner split). Two ids iterate the same elements when both agree: equal extents of the
     split inputs alone can be a coincidence (x[62] split by 2, then by 128, and [2 ex, 31]
-    merged, then split by 128, both split 62 elements)."""
+    merged, then split by 128, both split 62 elements).
+
+    Callers only compare the steps: without `continues` (or with none to follow), the
+    chain of an id is kept in `ext` (the schedule is final while lowering, and each id
+    is compared with many others)."""
+    if not continues:
+        got = ext.chains.get(i)
+        if got is None:
+            got = ext.chains[i] = _split_chain(i, ext, None)
+        return got
+    return _split_chain(i, ext, continues)
+
+
+def _split_chain(i: IterDomain, ext: Extents,
+                 continues: Mapping[IterDomain, IterDomain] | None) -> tuple[IterDomain, list[SplitStep]]:
     seen: set[IterDomain] = set()
     steps: list[SplitStep] = []
     while i not in seen:

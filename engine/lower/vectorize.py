@@ -187,13 +187,21 @@ def _strip_parens(t: str) -> str:
 
 
 def _closes_at_end(t: str) -> bool:
+    """Whether the bracket opened by `t`'s first character closes at its last: no earlier
+    character of `t` lies outside every bracket. Depth changes only at brackets, so only
+    they (found by one regex scan) and the first character need testing."""
+    last = len(t) - 1
+    if last > 0 and t[0] not in "()[]":
+        return False  # the first character itself lies outside every bracket
     depth = 0
-    for k, ch in enumerate(t):
-        depth += ch in "(["
-        depth -= ch in ")]"
-        if depth == 0 and k < len(t) - 1:
+    for m in _BRACKET.finditer(t):
+        depth += 1 if m.group() in "([" else -1
+        if depth == 0 and m.start() < last:
             return False
     return True
+
+
+_BRACKET = re.compile(r"[()\[\]]")
 
 
 _LOWER_THAN_MUL = (" + ", " - ", " << ", " >> ", " < ", " > ", " <= ", " >= ", " == ", " != ", " & ", " ^ ",

@@ -26,6 +26,7 @@ found vectorizable, and inlines as much as is legal.
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -129,10 +130,38 @@ def covers_inputs(fusion: Fusion, ref: TensorView) -> bool:
             got = concrete[tv] = set(_concrete(tv))
         return got
 
+    # The inputs that must be covered, each with the axes it still lacks: coverage only
+    # grows, so the walk stops once none is left (what it would cover after that cannot
+    # change the answer).
+    lacking: dict[TensorView, set[IterDomain]] = {}
+    # Lookup tables are global-only too, but one also read elementwise must be covered.
+    keep = global_only(fusion) - tools.lookup_inputs(fusion)
+    lookup_only = tools.INDEXING_OPS
+    for tv in fusion.inputs:
+        if not isinstance(tv, TensorView) or tv in keep or not _concrete(tv):
+            continue
+        uses = fusion.uses_of(tv)
+        if uses and all(isinstance(e, lookup_only) and e.inputs[0] is tv for e in uses):
+            continue
+        if not uses:
+            continue
+        lacking[tv] = set(_concrete(tv))
+    if not lacking:
+        return True
+
+    def reached(tv: TensorView, have: set[IterDomain]) -> bool:
+        """Note `tv`'s coverage; whether every input is now covered."""
+        need = lacking.get(tv)
+        if need is not None and need <= have:
+            del lacking[tv]
+        return not lacking
+
     covered: dict[TensorView, set[IterDomain]] = {ref: set(concrete_of(ref))}
-    queue = [ref]
+    if reached(ref, covered[ref]):
+        return True
+    queue = deque([ref])
     while queue:
-        src = queue.pop(0)
+        src = queue.popleft()
         have = covered[src]
         full = have >= concrete_of(src)
         out = edges.get(src)
@@ -145,22 +174,11 @@ def covers_inputs(fusion: Fusion, ref: TensorView) -> bool:
                 got = {m[i] for i in have if i in m}
             old = covered.get(nb, set())
             if not got <= old:
-                covered[nb] = old | got
+                covered[nb] = now = old | got
                 queue.append(nb)
-    # Lookup tables are global-only too, but one also read elementwise must be covered.
-    keep = global_only(fusion) - tools.lookup_inputs(fusion)
-    lookup_only = tools.INDEXING_OPS
-    for tv in fusion.inputs:
-        if not isinstance(tv, TensorView) or tv in keep or not _concrete(tv):
-            continue
-        uses = fusion.uses_of(tv)
-        if uses and all(isinstance(e, lookup_only) and e.inputs[0] is tv for e in uses):
-            continue
-        if not uses:
-            continue
-        if not set(_concrete(tv)) <= covered.get(tv, set()):
-            return False
-    return True
+                if reached(nb, now):
+                    return True
+    return False
 
 
 def _coverage_edges(src: TensorView) -> list[tuple[TensorView, dict[IterDomain, IterDomain] | None]]:

@@ -33,7 +33,7 @@ from engine.ir.base import Expr, FusionGuard, Val
 from engine.ir.fusion import Fusion
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
-from engine.runtime.device import current
+from engine.runtime.device import DeviceProperties, current
 from engine.schedule import registry, tools
 from engine.schedule.base import PRIORITY, SchedulerType, Verdict
 from engine.schedule.runtime_info import SchedulerRuntimeInfo
@@ -91,7 +91,10 @@ class _Asked:
 
     sub: Fusion
     val_map: dict[Val, Val]  # the complete fusion's vals -> sub's
-    info: SchedulerRuntimeInfo
+    # The cut's input values and device, as SchedulerRuntimeInfo takes them: bound only
+    # for a scheduler whose compile-time checks pass (most cuts are refused before).
+    args: list[Any]
+    device: DeviceProperties
     version: int
     verdicts: list[Verdict] = field(default_factory=list)
     reasons: dict[SchedulerType, str | None] = field(default_factory=dict)
@@ -99,6 +102,12 @@ class _Asked:
     # unshare continues before the cut becomes a segment (see graph.shareable_domains).
     shared: dict[int, Any] = field(default_factory=dict)
     memo: dict[int, Any] = field(default_factory=dict)
+    _info: SchedulerRuntimeInfo | None = None
+
+    def info(self) -> SchedulerRuntimeInfo:
+        if self._info is None:
+            self._info = SchedulerRuntimeInfo(self.sub, self.args, self.device)
+        return self._info
 
 
 class _Group:
@@ -261,7 +270,14 @@ class _Finder:
                 try:
                     reason = registry.compile_time_reason(t, asked.sub)
                     asked.reasons[t] = reason
-                    verdicts.append(registry.verdict(t, asked.sub, asked.info, reason))
+                except Exception as e:  # a scheduler that crashes refuses, and says why
+                    verdicts.append(Verdict(t, False, f"check failed: {type(e).__name__}: {e}"))
+                    continue
+                # Sizes are bound (outside the scheduler's check, as when the cut was made
+                # with them) only for a scheduler whose compile-time checks pass.
+                info = asked.info() if reason is None else None
+                try:
+                    verdicts.append(registry.verdict(t, asked.sub, info, reason))
                 except Exception as e:  # a scheduler that crashes refuses, and says why
                     verdicts.append(Verdict(t, False, f"check failed: {type(e).__name__}: {e}"))
         return list(verdicts), self._choose(verdicts)
@@ -277,7 +293,7 @@ class _Finder:
         if not tools.has_reshape_history(sub) and self._exact_classes_apart():
             registry.note_no_self_mapping(sub)
         args = [self.sizes.tensor(t) for t in ins] + [self.sizes.value(s) for s in scalars]
-        return _Asked(sub, val_map, SchedulerRuntimeInfo(sub, args, current(self.options.device_model)),
+        return _Asked(sub, val_map, args, current(self.options.device_model),
                       self.fusion.version, shared=shared, memo=memo if shared else {})
 
     def _static(self) -> bool:
