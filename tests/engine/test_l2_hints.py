@@ -62,8 +62,6 @@ def test_evict_last_loads_compute_the_reference_values(monkeypatch: pytest.Monke
 def test_evict_last_loads_on_the_gpu(monkeypatch: pytest.MonkeyPatch, dtype: torch.dtype):
     """The hinted 16-byte loads (float x 4, bf16 x 8) on the GPU, against torch. The 8- and
     4-byte forms are compile-checked with the runtime headers."""
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA device")
     tiny = replace(device.query(), l2_cache_bytes=1024)
     monkeypatch.setattr(device, "query", lambda index=0: tiny)
     with FusionDefinition() as fd:
