@@ -169,13 +169,14 @@ def _top_level_split(text: str, seps: tuple[str, ...]) -> list[tuple[str, str]]:
 
 
 _OPEN, _CLOSE = ("(", "["), (")", "]")
+_BRACKET = re.compile(r"[()\[\]]")
 
 
 @functools.cache
 def _splitter(seps: tuple[str, ...]) -> re.Pattern[str]:
     if any(b in x for x in seps for b in (*_OPEN, *_CLOSE)):
         raise ValueError(f"separators with brackets: {seps}")
-    return re.compile("|".join([r"[()\[\]]", *map(re.escape, seps)]))
+    return re.compile("|".join([_BRACKET.pattern, *map(re.escape, seps)]))
 
 
 def _strip_parens(t: str) -> str:
@@ -199,9 +200,6 @@ def _closes_at_end(t: str) -> bool:
         if depth == 0 and m.start() < last:
             return False
     return True
-
-
-_BRACKET = re.compile(r"[()\[\]]")
 
 
 _LOWER_THAN_MUL = (" + ", " - ", " << ", " >> ", " < ", " > ", " <= ", " >= ", " == ", " != ", " & ", " ^ ",
