@@ -6,7 +6,7 @@ the UI can't reach into the IR and the engine can change behind this file.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -17,6 +17,7 @@ from engine.ir.printer import transforms_block
 
 if TYPE_CHECKING:
     from engine import FusionDefinition
+    from fusescope.progress import Reporter, RunProgress
 
 Role = Literal["input", "output", "intermediate"]
 # A run that takes longer is stopped (the worker is killed): a hung kernel must not hang us.
@@ -147,12 +148,21 @@ class Session:
         return self.source
 
     def run(self, backend: str = "emulate", options: CompileOptions | None = None, *,
-            profile: bool = False, timeout: float = DEFAULT_RUN_TIMEOUT_S) -> RunResult:
+            profile: bool = False, timeout: float = DEFAULT_RUN_TIMEOUT_S,
+            on_progress: Callable[[RunProgress], None] | None = None,
+            cancel: threading.Event | None = None) -> RunResult:
         """Compile and run the fusion on `backend` in the worker process, validated against
-        the reference evaluator. A crash or hang there is the result's status, never ours."""
+        the reference evaluator. A crash or hang there is the result's status, never ours.
+        `on_progress` gets the worker's reports (fusescope.progress) as it goes; setting
+        `cancel` stops the worker, and the result's status is "cancelled" (not kept in runs)."""
+        from fusescope.progress import STARTING
+
         options = options or CompileOptions()
         job = RunJob(self.fusion_source(), self.title, options, backend, profile)
-        outcome = worker().call(job, timeout)
+        w = worker()
+        if on_progress is not None and not w.alive:
+            on_progress(STARTING)
+        outcome = w.call(job, timeout, on_progress=on_progress, cancel=cancel)
         if outcome.status == "ok":
             assert isinstance(outcome.value, RunResult)
             result = outcome.value
@@ -160,7 +170,8 @@ class Session:
             result = RunResult(backend=backend, status=outcome.status,
                                message=_name_segment(outcome.message, outcome.details),
                                options=options, profiled=profile)
-        self.runs.append(result)
+        if result.status != "cancelled":  # a cancelled run measured nothing worth keeping
+            self.runs.append(result)
         return result
 
 
@@ -761,7 +772,7 @@ def _decision(e: object) -> DecisionInfo:
 # fusion's text (not engine objects) and the child compiles it itself, caching per options.
 
 BACKENDS = ("emulate", "reference", "cuda")
-RunStatus = Literal["ok", "mismatch", "error", "crashed", "timeout"]
+RunStatus = Literal["ok", "mismatch", "error", "crashed", "timeout", "cancelled"]
 
 
 @dataclass(frozen=True)
@@ -990,7 +1001,13 @@ def execute_job(job: RunJob) -> RunResult:
 
     if job.backend not in BACKENDS:
         return failed(f"unknown back end {job.backend!r}; choose one of {', '.join(BACKENDS)}")
+    from fusescope.progress import Reporter
+    from fusescope.worker import report
+
+    progress = Reporter(report)
     key = (job.source, job.options)
+    progress.step("compiling the fusion at its example inputs" if key not in _CHILD_CACHE
+                  else "the fusion is compiled already (the worker keeps it)")
     if key not in _CHILD_CACHE:
         try:
             fd = loads_fusion(job.source, job.filename)
@@ -1002,12 +1019,12 @@ def execute_job(job: RunJob) -> RunResult:
         _CHILD_CACHE[key] = (fd, cf, fd.example_inputs(device="cpu", seed=0))
     fd, cf, xs = _CHILD_CACHE[key]
     try:
-        return _run_compiled(fd, cf, xs, job, start)
+        return _run_compiled(fd, cf, xs, job, start, progress)
     except EngineError as e:
         return failed(_one_line(f"{type(e).__name__}: {e}"))
 
 
-def _run_compiled(fd: Any, cf: Any, xs: list[Any], job: RunJob, start: float) -> RunResult:
+def _run_compiled(fd: Any, cf: Any, xs: list[Any], job: RunJob, start: float, progress: Reporter) -> RunResult:
     import time
 
     import torch
@@ -1039,12 +1056,16 @@ def _run_compiled(fd: Any, cf: Any, xs: list[Any], job: RunJob, start: float) ->
         except (AttributeError, KeyError):
             raise ExecutionError(f"{getattr(v, 'short_name', v)} is needed by {where} but nothing produced it") from None
 
+    profiling = job.profile and backend in ("emulate", "cuda")
+    progress.plan(len(cf.segments), after=1 + profiling + (backend == "cuda"))
     seg_rows: dict[int, dict[str, Any]] = {}
-    for seg in cf.segments:
+    for index, seg in enumerate(cf.segments, start=1):
         where = f"segment {seg.id}"
+        progress.segment(index, seg.id, str(seg.scheduler))
         print(f"{RUNNING_MARK}{seg.id} ({seg.kernel_name or seg.scheduler}) on {backend}", flush=True)
         args = [lookup(got, v, where) for v in seg.input_vals]
         ref_args = [lookup(want, v, where) for v in seg.input_vals]
+        progress.action("running the reference evaluator")
         t0 = time.perf_counter()
         try:
             ref_outs = seg.run(ref_args, "reference")
@@ -1054,7 +1075,9 @@ def _run_compiled(fd: Any, cf: Any, xs: list[Any], job: RunJob, start: float) ->
             outs = ref_outs
         else:
             if seg.is_kernel:
+                progress.action(f"building the kernel ({'g++' if backend == 'emulate' else 'nvrtc'})")
                 seg.kernel(backend)  # compile/load outside the timed launch (cached on disk)
+            progress.action(f"running on {backend}")
             t0 = time.perf_counter()
             try:
                 outs = seg.run(args, backend)
@@ -1071,7 +1094,9 @@ def _run_compiled(fd: Any, cf: Any, xs: list[Any], job: RunJob, start: float) ->
         for v, o, r in zip(seg.output_vals, outs, ref_outs):
             got[id(v)] = o
             want[id(v)] = r
+        progress.segment_done()
     finals = [lookup(got, v, "the fusion's outputs") for v in cf.fusion.outputs]
+    progress.step("checking the outputs against the reference evaluator")
 
     # The fusion's outputs are checked against the reference evaluator on the whole,
     # unsegmented fusion: that also catches a wrong cut between segments.
@@ -1088,13 +1113,15 @@ def _run_compiled(fd: Any, cf: Any, xs: list[Any], job: RunJob, start: float) ->
               "reference": "host wall time of the reference evaluator (torch on the CPU)",
               "cuda": "host wall time of each launch until synchronized (no --profile)"}[backend]
     dev_name = {"emulate": "CPU emulator (g++)", "reference": "torch CPU reference"}.get(backend, "")
-    if job.profile and backend in ("emulate", "cuda"):
+    if profiling:
+        progress.step(f"profiling the {sum(s.is_kernel for s in cf.segments)} kernel(s) on {backend}")
         profiles = {p.name: p for p in cf.profile(xs_dev, backend)}
         timing = ("CUDA events, median of 20 launches after warm-up" if backend == "cuda"
                   else "emulator wall time of one launch (says nothing about a GPU)")
     timeline: tuple[TimelineRow, ...] = ()
     if backend == "cuda":
         dev_name = torch.cuda.get_device_name(device)
+        progress.step("recording the host program's stream timeline")
         # The host program once more, recording its stream timeline (for the Host IR tab).
         cf.run(xs_dev, backend="cuda", timeline=True)
         timeline = tuple(TimelineRow(e.op, e.stream, e.start, e.end, e.iteration) for e in cf.last_run.timeline)
