@@ -11,6 +11,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Header, TabbedContent, TabPane, Tabs
 
 from fusescope import samples
+from fusescope.background import BackgroundWork
 from fusescope.commands import FusionCommands
 from fusescope.messages import (
     CompileFinished,
@@ -25,7 +26,6 @@ from fusescope.model import (
     DEFAULT_RUN_TIMEOUT_S,
     CompileOptions,
     LoadError,
-    RunResult,
     Session,
     load_session,
     skipped_summary,
@@ -40,6 +40,7 @@ from fusescope.widgets.options_view import OptionsApplied, OptionsView
 from fusescope.widgets.run_view import RunView
 from fusescope.widgets.schedule_view import ScheduleView
 from fusescope.widgets.segments_view import SegmentsView
+from fusescope.widgets.task_bar import TaskBar
 from fusescope.widgets.tensor_tree import TensorTree
 from fusescope.widgets.transform_view import TransformView
 
@@ -47,7 +48,7 @@ from fusescope.widgets.transform_view import TransformView
 COMPILE_TABS = frozenset({"tab-schedule", "tab-segments", "tab-cuda", "tab-host-ir"})
 
 
-class FusescopeApp(App[None]):
+class FusescopeApp(BackgroundWork):
     CSS_PATH = "app.tcss"
     TITLE = "fusescope"
     COMMANDS = App.COMMANDS | {FusionCommands}
@@ -64,18 +65,17 @@ class FusescopeApp(App[None]):
         Binding("t", "show_options", "Options"),
         Binding("b", "save_bundle", "Save bundle"),
         Binding("w", "export", "Export"),
+        Binding("escape", "cancel", "Cancel"),  # in the footer only while a compile or run goes on
         Binding("tab", "focus_next", "Next pane", show=False),
         Binding("q", "quit", "Quit"),
+        Binding("ctrl+c", "quit", "Quit", show=False),
     ]
 
     def __init__(self, session: Session | None = None) -> None:
         super().__init__()
         self.session = session
-        self.options = CompileOptions()  # what the compiled views show (palette toggles forwarding)
         self.selected_segment: int | None = None  # one selection for every view that shows segments
         self.run_timeout = DEFAULT_RUN_TIMEOUT_S  # a run longer than this stops the worker
-        self._shown_compile: tuple[Session, CompileOptions] | None = None
-        self._compare_from: CompileOptions | None = None  # options before a change, to compare with
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -98,6 +98,7 @@ class FusescopeApp(App[None]):
                     with TabPane("Options", id="tab-options"):
                         yield OptionsView(id="options")
                 yield TransformView(id="transforms")
+        yield TaskBar(id="task-bar")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -115,6 +116,7 @@ class FusescopeApp(App[None]):
     # ---- showing ------------------------------------------------------------------
     def _show_session(self, session: Session) -> None:
         previous, self.session = self.session, session
+        self._cancel_run()  # its results would be about the fusion shown before
         options_view = self.query_one(OptionsView)
         if previous is not None and previous.path != session.path and self.options.kernel_sources:
             # Replaced kernels are by segment id of the fusion they were written for.
@@ -192,37 +194,11 @@ class FusescopeApp(App[None]):
             self._show_transforms(tensor)
 
     # ---- compilation (Segments, CUDA, Host IR) --------------------------------------
-    def _compiled_views(self) -> list[ScheduleView | SegmentsView | CudaView | HostIrView]:
-        return [self.query_one(ScheduleView), self.query_one(SegmentsView), self.query_one(CudaView),
-                self.query_one(HostIrView)]
-
-    def _start_compile(self) -> None:
-        if self.session is None or self._shown_compile == (self.session, self.options):
-            return
-        for view in self._compiled_views():
-            view.loading = True
-        self._compile(self.session, self.options, self._compare_from)
-
-    @work(thread=True, exclusive=True, group="compile")
-    def _compile(self, session: Session, options: CompileOptions, before: CompileOptions | None) -> None:
-        # Session.compile turns engine failures into result.error; this catch is for bugs in
-        # the adapter itself, so that the views never stay loading forever.
-        from fusescope.model import compare_compiles, failed_compile
-
-        try:
-            result = session.compile(options)
-            comparison = None
-            if before is not None:  # the options changed: say what that did
-                comparison = compare_compiles(session.compile(before), result, session.runs)
-        except Exception as e:
-            result = failed_compile(options, f"internal error: {type(e).__name__}: {e}")
-            comparison = None
-        self.post_message(CompileFinished(session, result, comparison))
-
     @on(CompileFinished)
     def _compile_finished(self, event: CompileFinished) -> None:
         if event.session is not self.session or event.result.options != self.options:
             return  # a fusion loaded or the options changed since; that compile will report
+        self._compile_ended()
         self._shown_compile = (event.session, event.result.options)
         if event.comparison is not None:
             self._compare_from = None
@@ -280,41 +256,25 @@ class FusescopeApp(App[None]):
     def _run_requested(self, event: RunRequested) -> None:
         self.start_run(event.backend, event.profile)
 
-    def start_run(self, backend: str, profile: bool | None = None) -> None:
-        """Run the whole fusion on `backend` in the worker process (from a key or the palette)."""
-        if self.session is None:
-            self.notify("Open a fusion first", severity="warning")
-            return
-        view = self.query_one(RunView)
-        if view.running is not None:
-            self.notify(f"A run on {view.running} is in progress", severity="warning")
-            return
-        self.query_one(TabbedContent).active = "tab-run"
-        view.started(backend)
-        self._run(self.session, backend, view.profile if profile is None else profile, self.options)
-
-    @work(thread=True, group="run")
-    def _run(self, session: Session, backend: str, profile: bool, options: CompileOptions) -> None:
-        # Session.run reports worker crashes and timeouts in the result; this catch is for
-        # bugs on our side of the pipe, so that the view never stays loading forever.
-        try:
-            result = session.run(backend, options, profile=profile, timeout=self.run_timeout)
-        except Exception as e:
-            result = RunResult(backend, "error", f"internal error: {type(e).__name__}: {e}", options, profile)
-            session.runs.append(result)
-        self.post_message(RunFinished(session, result))
-
     @on(RunFinished)
     def _run_finished(self, event: RunFinished) -> None:
-        if event.session is not self.session:
-            return  # a fusion loaded since; the Run view was cleared then
         result = event.result
-        self.query_one(RunView).show_runs(event.session.runs)
-        self.query_one(HostIrView).show_timeline(event.session.runs)
+        view = self.query_one(RunView)
+        if event.session is not self.session:
+            self._run_ended()
+            return  # a fusion loaded since; the Run view was cleared then
+        if result.status == "cancelled":
+            view.cancelled(result)  # before _run_ended: it says where the run was
+        else:
+            view.show_runs(event.session.runs)
+            self.query_one(HostIrView).show_timeline(event.session.runs)
+        self._run_ended()
         if result.status == "ok":
             self.notify(f"Run on {result.backend}: {result.message}", timeout=4)
         elif result.status == "mismatch":
             self.notify(result.message, title=f"Run on {result.backend}: mismatch", severity="error", timeout=10)
+        elif result.status == "cancelled":
+            self.notify(result.message, title=f"Run on {result.backend} cancelled", timeout=4)
         else:
             self.notify(result.message, title=f"Run on {result.backend} failed ({result.status})",
                         severity="error", timeout=10)
@@ -359,25 +319,28 @@ class FusescopeApp(App[None]):
     def action_show_ir(self) -> None:
         self.query_one(TabbedContent).active = "tab-ir"
 
+    def _show_compiled_tab(self, tab: str, focus: str) -> None:
+        self.query_one(TabbedContent).active = tab
+        self.query_one(focus).focus()
+        # The tab may be open already (after a cancelled compile). Started after the focus
+        # moves, which a loading view would refuse.
+        self.call_later(self._start_compile)
+
     def action_show_schedule(self) -> None:
-        self.query_one(TabbedContent).active = "tab-schedule"
-        self.query_one("#schedule-segments").focus()
+        self._show_compiled_tab("tab-schedule", "#schedule-segments")
 
     def action_show_segments(self) -> None:
-        self.query_one(TabbedContent).active = "tab-segments"
-        self.query_one(SegmentsView).focus()
+        self._show_compiled_tab("tab-segments", "#segments")
 
     def action_show_cuda(self) -> None:
-        self.query_one(TabbedContent).active = "tab-cuda"
-        self.query_one("#cuda-segments").focus()
+        self._show_compiled_tab("tab-cuda", "#cuda-segments")
 
     def action_show_run(self) -> None:
         self.query_one(TabbedContent).active = "tab-run"
         self.query_one("#run-table").focus()
 
     def action_show_host_ir(self) -> None:
-        self.query_one(TabbedContent).active = "tab-host-ir"
-        self.query_one(HostIrView).focus()
+        self._show_compiled_tab("tab-host-ir", "#host-ir")
 
     def action_show_options(self) -> None:
         self.query_one(TabbedContent).active = "tab-options"

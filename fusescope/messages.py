@@ -12,6 +12,7 @@ from textual.message import Message
 
 if TYPE_CHECKING:
     from fusescope.model import CompileResult, RunResult, Session
+    from fusescope.progress import RunProgress
 
 
 class TensorCursor(Protocol):
@@ -70,8 +71,17 @@ class RunRequested(Message):
 
 
 @dataclass
+class RunProgressed(Message):
+    """The worker reported where a run of `session` is (sent from the run's thread)."""
+
+    session: Session
+    progress: RunProgress
+
+
+@dataclass
 class RunFinished(Message):
-    """A run finished (or failed, crashed, timed out: see result.status) for `session`."""
+    """A run finished (or failed, crashed, timed out, was cancelled: see result.status) for
+    `session`."""
 
     session: Session
     result: RunResult

@@ -210,7 +210,7 @@ class Worker:
             if cancel is not None and cancel.is_set():
                 self._kill()
                 return Outcome("cancelled", message=(
-                    "cancelled; the worker process was stopped (a new one starts with the next run)"))
+                    "the worker process was stopped (a new one starts with the next run)"))
             left = deadline - time.monotonic()
             if left <= 0:
                 self._kill()

@@ -13,9 +13,11 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.widgets import DataTable, Static
+from textual.timer import Timer
+from textual.widgets import DataTable, ProgressBar, Static
 
 from fusescope.messages import RunRequested, SegmentSelected
+from fusescope.progress import RunTracker, fmt_seconds
 from fusescope.render.graph import scheduler_color
 from fusescope.widgets.copying import copy_text
 
@@ -26,6 +28,7 @@ PLACEHOLDER = ("No run yet. e runs on the emulator (the generated CUDA, compiled
                "f on the reference evaluator, d on the GPU (cuda); p turns profiling on or off.")
 BAR_WIDTH = 12
 HISTORY_SHOWN = 5
+FINISHED_SHOWN = 4  # finished segments listed under the progress bar, newest last
 
 
 def _value(name: str) -> Callable[[SegmentRun], float | int | str | None]:
@@ -64,9 +67,20 @@ class RunView(Vertical, can_focus=True):
     RunView {
         height: 1fr;
     }
-    RunView > #run-status, RunView > #run-history {
+    RunView > #run-status, RunView > #run-history, RunView > #run-steps {
         height: auto;
         padding: 0 1;
+    }
+    RunView > #run-progress {
+        height: 1;
+        padding: 0 1;
+        display: none;
+    }
+    RunView > #run-steps {
+        display: none;
+    }
+    RunView.-running > #run-progress, RunView.-running > #run-steps {
+        display: block;
     }
     RunView > DataTable {
         height: 1fr;
@@ -90,11 +104,16 @@ class RunView(Vertical, can_focus=True):
         self.history: list[RunResult] = []
         self.profile = True
         self.running: str | None = None  # the back end of the run in progress
+        self.tracker: RunTracker | None = None  # its progress, while it runs
         self.selected: int | None = None
         self.sort_column = "seg"
         self.sort_reverse = False
         self.status_text = PLACEHOLDER
         self._status = Static(Text(PLACEHOLDER, style="dim italic"), id="run-status")
+        self._progress = ProgressBar(total=None, show_eta=False, id="run-progress")
+        self._steps = Static("", id="run-steps")
+        self.steps_text = ""  # what the progress lines say, plain
+        self._timer: Timer | None = None
         self._table: DataTable[Text | str] = DataTable(id="run-table", cursor_type="row", zebra_stripes=True)
         self._table.border_title = "Segments (z: sort, click a header)"
         self._outputs = Static("", id="run-outputs")
@@ -102,6 +121,8 @@ class RunView(Vertical, can_focus=True):
 
     def compose(self) -> ComposeResult:
         yield self._status
+        yield self._progress
+        yield self._steps
         yield self._table
         yield self._outputs
         yield self._history
@@ -109,13 +130,13 @@ class RunView(Vertical, can_focus=True):
     def on_mount(self) -> None:
         for key, header, _ in COLUMNS:
             self._table.add_column(header, key=key)
+        self._timer = self.set_interval(0.5, self._show_progress, pause=True)
 
     def clear(self) -> None:
         self.result = self.previous = None
         self.history = []
-        self.running = None
+        self._stop_progress()
         self._table.clear()
-        self._table.loading = False
         self.status_text = PLACEHOLDER
         self._status.update(Text(PLACEHOLDER, style="dim italic"))
         self._outputs.update("")
@@ -123,20 +144,74 @@ class RunView(Vertical, can_focus=True):
 
     def action_run(self, backend: str) -> None:
         if self.running is not None:
-            self.notify(f"A run on {self.running} is in progress", severity="warning")
+            self.notify(f"A run on {self.running} is in progress (esc cancels it)", severity="warning")
             return
         self.post_message(RunRequested(backend, self.profile))
 
-    def started(self, backend: str) -> None:
-        """The app started a run: say so and show the loading indicator until it ends."""
-        self.running = backend
+    def started(self, tracker: RunTracker) -> None:
+        """The app started a run: its progress shows here, the table is covered until it ends."""
+        self.running = tracker.backend
+        self.tracker = tracker
         had_focus = self._table.has_focus
         self._table.loading = True
         if had_focus:  # the loading cover takes the focus: keep it here, so e/f/d/p still answer
             self.focus()
-        what = "profiling" if self.profile and backend != "reference" else "running"
-        self.status_text = f"{what.capitalize()} on {backend} in the worker process…"
+        self.status_text = f"{tracker.title()} in the worker process (esc cancels)"
         self._status.update(Text(self.status_text, style="bold"))
+        self.add_class("-running")
+        self._show_progress()
+        if self._timer is not None:
+            self._timer.resume()
+
+    def _show_progress(self) -> None:
+        """The progress bar and the lines under it, from the tracker (and the clock)."""
+        t = self.tracker
+        if t is None:
+            return
+        fraction = t.fraction
+        if fraction is None:
+            self._progress.update(total=None)
+        else:
+            self._progress.update(total=t.latest.steps, progress=round(fraction * t.latest.steps))
+        lines = Text(t.line() + "\n")
+        for d in t.finished[-FINISHED_SHOWN:]:
+            lines.append("  ✓ ", style="green")
+            lines.append(f"g{d.segment} ", style="bold")
+            lines.append(d.scheduler, style=scheduler_color(d.scheduler))
+            lines.append(f" {fmt_seconds(d.took_s)}\n")
+        if len(t.finished) > FINISHED_SHOWN:
+            lines.append(f"  ({len(t.finished) - FINISHED_SHOWN} earlier segment(s) done)\n", style="dim")
+        self.steps_text = lines.plain
+        self._steps.update(lines)
+
+    def show_progress(self) -> None:
+        """The tracker has a new report from the worker."""
+        self._show_progress()
+
+    def _stop_progress(self) -> None:
+        self.running = None
+        self.tracker = None
+        self.remove_class("-running")
+        if self._timer is not None:
+            self._timer.pause()
+        self._table.loading = False
+        if self.has_focus:  # given to the view while the table was covered
+            self._table.focus()
+
+    def cancelled(self, result: RunResult) -> None:
+        """The run was cancelled: say where it was stopped; the last results stay on show."""
+        tracker = self.tracker
+        where = ""
+        if tracker is not None:
+            p = tracker.latest
+            where = f" at {p.where()}" if p.segment is not None else f" while {p.action}"
+        took = f" after {fmt_seconds(tracker.elapsed())}" if tracker is not None else ""
+        self._stop_progress()
+        line = Text(f"Run on {result.backend} cancelled{took}{where}: {result.message}", style="bold yellow")
+        if self.result is not None:
+            line.append("\nThe table shows the run before.", style="dim")
+        self.status_text = line.plain
+        self._status.update(line)
 
     def action_toggle_profile(self) -> None:
         self.profile = not self.profile
@@ -145,10 +220,7 @@ class RunView(Vertical, can_focus=True):
     # ---- showing a run ---------------------------------------------------------------
     def show_runs(self, runs: Sequence[RunResult]) -> None:
         """Show the last of `runs` (a session's history), compared with the one before it."""
-        self.running = None
-        self._table.loading = False
-        if self.has_focus:  # given to the view while the table was covered
-            self._table.focus()
+        self._stop_progress()
         self.history = list(runs)
         if not runs:
             self.clear()
