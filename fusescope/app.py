@@ -291,7 +291,8 @@ class FusescopeApp(BackgroundWork):
         try:
             session = load_session(path)
         except LoadError as e:
-            self.post_message(SessionLoadFailed(str(path), str(e)))
+            hint = samples.did_you_mean(spec) if not path.exists() else ""
+            self.post_message(SessionLoadFailed(str(path), f"{e}{hint}"))
         except Exception as e:  # an engine bug must not take the debugger down with it
             self.post_message(SessionLoadFailed(str(path), f"internal error: {type(e).__name__}: {e}"))
         else:

@@ -6,7 +6,7 @@
     fusescope show FILE --schedule    scheduler verdicts, the accepting scheduler, params, scheduled IR
     fusescope show FILE --why         the scheduling decisions (verdicts, heuristics), one per line
     fusescope show FILE --segments    segments, edges with bytes, the segmenter's decisions
-    fusescope show FILE --cuda [--segment N]        generated CUDA source
+    fusescope show FILE --cuda [--segment N] [--with-runtime]   generated CUDA kernels
     fusescope show FILE --kernel-ir [--segment N]   kernel IR
     fusescope show FILE --host-ir     the host-IR program (once the engine has one)
     fusescope run FILE [--backend emulate|reference|cuda] [--profile] [--json]
@@ -20,7 +20,9 @@ FILE may also be a session bundle (.json, saved with `run --save-bundle` or key 
 FILE is a path or the name of a bundled sample. Mistakes a user can make (a missing file, a
 malformed fusion, an unknown tensor) print one line and exit 2; only --debug shows tracebacks.
 `run` exits 0 when every output matches the reference, 3 on a mismatch, 4 when the run failed
-(an execution error, a crash or a timeout of the worker process, no GPU for cuda).
+(an execution error, a crash or a timeout of the worker process, no GPU for cuda); ctrl+c
+stops the worker process and exits 130. On a terminal, `run` and `show` draw a progress bar
+on stderr once they have worked for a second (fusescope/cli_progress.py); piped output has none.
 """
 
 from __future__ import annotations
@@ -31,13 +33,18 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fusescope import samples
+
+if TYPE_CHECKING:
+    from fusescope.cli_progress import Activity
 
 EXIT_USAGE = 2
 EXIT_INTERNAL = 1
 EXIT_MISMATCH = 3
 EXIT_RUN_FAILED = 4
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command stopped by ctrl+c
 SUBCOMMANDS = ("show", "list", "run", "export", "serve")
 BACKENDS = ("emulate", "reference", "cuda")  # model.BACKENDS; repeated so --help needs no engine
 EXPORT_FORMATS = ("dot", "json", "mermaid", "svg")
@@ -47,15 +54,34 @@ class CliError(Exception):
     """A user-facing failure: printed as one line, exit status 2."""
 
 
+TOP_EPILOG = """commands (each has its own --help):
+  show FILE --ir | --transforms TV | --schedule | --why | --segments | --cuda | --kernel-ir |
+            --host-ir | --runs          print facts about a fusion
+  run FILE [--backend B] [--profile]    run it in a worker process and check it against the reference
+  export FILE --format F -o OUT         the segment graph as dot, json, mermaid or svg
+  serve [FILE]                          the TUI in a web browser (needs textual-serve)
+  list                                  the bundled samples
+
+FILE may be a path or a bundled sample's name (see `fusescope list`)."""
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("fusescope")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
+
+
 def _top_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="fusescope",
-        description="Interactive debugger for the engine's fusions.",
-        epilog="commands: show FILE --ir | --transforms TV | --schedule | --why | --segments | --cuda | "
-        "--kernel-ir | --host-ir;  run FILE [--backend B] [--profile];  export FILE --format F -o OUT;  list.  "
-        "FILE may be a path or a bundled sample's name (see `fusescope list`).",
+        description="Interactive debugger for the engine's fusions: with no command, the TUI on FILE.",
+        epilog=TOP_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("file", nargs="?", help="fusion file to open (default: the bundled seed-001 sample)")
+    p.add_argument("--version", action="version", version=f"fusescope {_version()}")
     p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     return p
 
@@ -81,11 +107,16 @@ def _show_parser() -> argparse.ArgumentParser:
         help="the compiled segments (scheduler, ops, inputs, outputs), the edges between them with "
         "their bytes, the segmenter's decisions and nvFuser's Segmented_Fusion dump",
     )
-    what.add_argument("--cuda", action="store_true", help="the generated CUDA source of each kernel")
+    what.add_argument("--cuda", action="store_true",
+                      help="the generated CUDA kernel of each segment, without the runtime headers "
+                      "(as NVFUSER_DUMP=cuda_kernel prints it; see --with-runtime)")
     what.add_argument("--kernel-ir", action="store_true", help="the kernel IR of each kernel")
     what.add_argument("--host-ir", action="store_true", help="the host-IR program (when the engine has one)")
     what.add_argument("--runs", action="store_true", help="a bundle's recorded runs (no GPU needed)")
     p.add_argument("--segment", type=int, metavar="N", help="with --cuda or --kernel-ir: only segment N")
+    p.add_argument("--with-runtime", action="store_true",
+                   help="with --cuda: each kernel as the standalone file that is compiled, runtime headers "
+                   "included (what --kernel-source N=PATH.cu takes)")
     p.add_argument("--json", action="store_true",
                    help="machine-readable output (with --segments, --cuda, --kernel-ir, --host-ir)")
     _add_compile_options(p)
@@ -189,6 +220,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as e:
         print(f"fusescope: error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except KeyboardInterrupt:
+        # ctrl+c: a run's worker process was stopped on the way out (Worker.call).
+        print("fusescope: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except Exception as e:  # a bug, not a user mistake: say so in one line unless --debug
         if args.debug:
             raise
@@ -196,13 +231,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERNAL
 
 
-def _load(spec: str):  # -> model.Session; model is imported here so `list` needs no engine
+def _load(spec: str, activity: Activity | None = None):  # -> model.Session; model is imported here so `list` needs no engine
     from fusescope.model import LoadError, load_session, skipped_summary
 
+    if activity is not None:
+        activity.say(f"reading {spec}")
+
+    path = samples.resolve(spec)
     try:
-        session = load_session(samples.resolve(spec))
+        session = load_session(path)
     except LoadError as e:
-        raise CliError(str(e)) from None
+        hint = samples.did_you_mean(spec) if not path.exists() else ""
+        raise CliError(f"{e}{hint}") from None
     skipped = skipped_summary(session.fd)
     if skipped is not None:  # on stderr: stdout stays the asked-for text
         print(f"note: {spec}: {skipped}", file=sys.stderr)
@@ -260,29 +300,39 @@ def _compiled(session, args: argparse.Namespace):  # -> model.CompileResult
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
+    from fusescope.cli_progress import Activity
+
     compiled_view = args.segments or args.cuda or args.kernel_ir or args.host_ir
     if args.json and not compiled_view:
         raise CliError("--json goes with --segments, --cuda, --kernel-ir or --host-ir")
     if args.segment is not None and not (args.cuda or args.kernel_ir):
         raise CliError("--segment goes with --cuda or --kernel-ir")
-    session = _load(args.file)
+    if args.with_runtime and not args.cuda:
+        raise CliError("--with-runtime goes with --cuda")
+    with Activity() as activity:
+        activity.say("loading the engine (torch)")
+        session = _load(args.file, activity)
+        compiled = None
+        if compiled_view or args.schedule or args.why:
+            activity.say(f"compiling {session.title} at its example inputs")
+            compiled = _compiled(session, args)
     if args.ir:
         _emit(session.listing)
     elif args.schedule or args.why:
-        compiled = _compiled(session, args)
+        assert compiled is not None
         _emit(compiled.schedule_report() if args.schedule else compiled.why())
     elif args.segments:
-        compiled = _compiled(session, args)
+        assert compiled is not None
         _emit_json(compiled.to_dict()) if args.json else _emit(compiled.summary())
     elif args.cuda or args.kernel_ir:
-        _show_kernels(_compiled(session, args), args)
+        _show_kernels(compiled, args)
     elif args.runs:
         if not session.runs:
             raise CliError(f"{args.file} has no recorded runs (only a bundle saved after a run has some)")
         for k, run in enumerate(session.runs, start=1):
             _emit(f"== run {k} of {len(session.runs)}\n" + run.report())
     elif args.host_ir:
-        compiled = _compiled(session, args)
+        assert compiled is not None
         if compiled.host_ir is None:
             raise CliError("host IR is not available yet: this engine's compilation has no host-IR program")
         _emit_json({"host_ir": compiled.host_ir}) if args.json else _emit(compiled.host_ir)
@@ -308,7 +358,7 @@ def _show_kernels(compiled, args: argparse.Namespace) -> None:  # compiled: mode
             raise CliError(f"segment {s.id} ({s.scheduler}) has no kernel: it runs through the reference evaluator")
     else:
         segments = compiled.segments
-    what = "cuda_source" if args.cuda else "kernel_ir"
+    what = ("cuda_source" if args.with_runtime else "kernel_source") if args.cuda else "kernel_ir"
     if args.json:
         _emit_json([
             {"segment": s.id, "scheduler": s.scheduler, "kernel_name": s.kernel_name, "launch": s.launch,
@@ -319,8 +369,9 @@ def _show_kernels(compiled, args: argparse.Namespace) -> None:  # compiled: mode
         return
     parts = []
     for s in segments:
-        # A C++ comment per segment keeps the whole output valid CUDA (one file per kernel is
-        # what --segment N gives, exactly as generated).
+        # A C++ comment per segment keeps the whole output valid CUDA. --segment N gives the
+        # kernel alone (as NVFUSER_DUMP=cuda_kernel prints it), with --with-runtime the file
+        # exactly as it is compiled (what --kernel-source takes).
         head = f"// segment {s.id} ({s.scheduler})"
         if not s.is_kernel:
             parts.append(f"{head}: no kernel, runs through the reference evaluator\n")
@@ -344,7 +395,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     options = _options(args)
     if session.runs and options == CompileOptions():
         options = session.runs[-1].options  # a bundle replays with the options it recorded
-    result = session.run(args.backend, options, profile=args.profile, timeout=timeout)
+    from fusescope.cli_progress import RunBar
+
+    with RunBar(args.backend, args.profile) as bar:
+        result = session.run(args.backend, options, profile=args.profile, timeout=timeout, on_progress=bar.update)
     if args.save_bundle:
         from fusescope.bundle import BundleError, save
 
@@ -385,8 +439,14 @@ def _cmd_list(args: argparse.Namespace) -> int:
     if not found:
         raise CliError(f"no bundled samples in {samples.samples_dir()}")
     width = max(len(s.name) for s in found)
+    columns = os.get_terminal_size().columns if sys.stdout.isatty() else 0
     for s in found:
-        print(f"{s.name:<{width}}  {s.summary}".rstrip())
+        line = f"{s.name:<{width}}  {s.summary}".rstrip()
+        if columns > width + 30:  # a terminal: the summary wraps under itself, never cut
+            import textwrap
+
+            line = textwrap.fill(line, columns - 1, subsequent_indent=" " * (width + 2))
+        print(line)
     return 0
 
 

@@ -810,9 +810,22 @@ class SegmentRun:
 class OutputCheck:
     name: str
     max_error: float
-    tolerance: float  # the largest error allowed at the largest reference magnitude
+    tolerance: float  # atol: rtol x max(1, the largest |reference|)
     ok: bool
     note: str = ""
+    # The relative tolerance (1e-5 for float and double, 1e-2 for narrower floats), 0.0 when the
+    # values must match exactly; None in bundles recorded before it was kept.
+    rtol: float | None = None
+
+    @property
+    def tolerance_text(self) -> str:
+        """What the tolerance is, for the line under a run: "tolerance 4.4e+00 = 1e-02 x ..."."""
+        if self.rtol is None:
+            return f"tolerance {self.tolerance:.1e}"
+        if self.rtol == 0.0:
+            return "must match exactly"
+        return (f"tolerance {self.tolerance:.1e} = {self.rtol:.0e} x max(1, largest |reference|), "
+                f"plus {self.rtol:.0e} x |reference| per element")
 
     def to_dict(self) -> dict[str, object]:
         return dict(self.__dict__)
@@ -878,7 +891,7 @@ class RunResult:
                        f"{human_bytes(self.boundary_bytes)} cross segment boundaries")
         for o in self.outputs:
             verdict = "ok" if o.ok else "MISMATCH"
-            out.append(f"output {o.name}: max error {o.max_error:.3e} (tolerance {o.tolerance:.1e}) {verdict}"
+            out.append(f"output {o.name}: max error {o.max_error:.3e} ({o.tolerance_text}) {verdict}"
                        + (f"  {o.note}" if o.note else ""))
         out.append(f"{self.status}: {self.message}")
         return "\n".join(out) + "\n"
@@ -1105,8 +1118,8 @@ def _run_compiled(fd: Any, cf: Any, xs: list[Any], job: RunJob, start: float, pr
     for v, o, r in zip(fd.fusion.outputs, finals, refs):
         if not isinstance(r, torch.Tensor):
             continue
-        err, tol, ok, note = _check(o, r)
-        checks.append(OutputCheck(getattr(v, "short_name", str(v)), err, tol, ok, note))
+        err, tol, ok, note, rtol = _check(o, r)
+        checks.append(OutputCheck(getattr(v, "short_name", str(v)), err, tol, ok, note, rtol))
 
     profiles: dict[str, Any] = {}
     timing = {"emulate": "host wall time of each emulated launch (says nothing about a GPU)",
@@ -1147,7 +1160,7 @@ def _run_compiled(fd: Any, cf: Any, xs: list[Any], job: RunJob, start: float, pr
     bad = [c for c in checks if not c.ok]
     if bad:
         status: RunStatus = "mismatch"
-        message = "; ".join(f"{c.name} differs from the reference by {c.max_error:.3e} (tolerance {c.tolerance:.1e})"
+        message = "; ".join(f"{c.name} differs from the reference by {c.max_error:.3e} ({c.tolerance_text})"
                             for c in bad)
     else:
         status = "ok"
@@ -1181,14 +1194,15 @@ def _compare(out: Any, ref: Any) -> tuple[float, str]:
     return float(d.max()), ""
 
 
-def _check(out: Any, ref: Any) -> tuple[float, float, bool, str]:
-    """(max error, tolerance, ok, note): floats within the engine's test tolerance (1e-5 for
-    float/double, 1e-2 for narrower floats, scaled by the reference's magnitude), the rest exact."""
+def _check(out: Any, ref: Any) -> tuple[float, float, bool, str, float]:
+    """(max error, tolerance, ok, note, rtol): floats within the engine's test tolerance (rtol
+    1e-5 for float/double, 1e-2 for narrower floats; the tolerance is rtol scaled by the
+    reference's magnitude), the rest exact (rtol 0)."""
     import torch
 
     err, note = _compare(out, ref)
     if not ref.dtype.is_floating_point or ref.element_size() < 2 or note:
-        return err, 0.0, err == 0.0, note
+        return err, 0.0, err == 0.0, note, 0.0
     tol = 1e-5 if ref.dtype in (torch.float32, torch.float64) else 1e-2
     finite = ref.detach().cpu().double()
     finite = finite[torch.isfinite(finite)]
@@ -1198,4 +1212,4 @@ def _check(out: Any, ref: Any) -> tuple[float, float, bool, str]:
     # 2 * tol * scale, and a per-element check is what decides.
     ok = bool(torch.isclose(out.detach().cpu().double(), ref.detach().cpu().double(), rtol=tol, atol=bound,
                             equal_nan=True).all())
-    return err, bound, ok, ""
+    return err, bound, ok, "", tol

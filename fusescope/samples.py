@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,7 +43,8 @@ def list_samples() -> list[Sample]:
 
 
 def _summary(path: Path) -> str:
-    """The first line of the file's docstring or of its leading comment block."""
+    """The first sentence of the file's docstring or its leading comment block, whole and on
+    one line (a sentence that goes on over several lines is not cut)."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError:
@@ -52,15 +54,28 @@ def _summary(path: Path) -> str:
     except SyntaxError:
         doc = None
     if doc:
-        return doc.strip().splitlines()[0]
-    for line in text.splitlines():
-        stripped = line.strip()
-        if not stripped:
-            continue
-        if stripped.startswith("#"):
-            return stripped.lstrip("#").strip()
-        break
-    return ""
+        lines = doc.strip().splitlines()
+    else:
+        lines = []
+        for line in text.splitlines():
+            stripped = line.strip()
+            if not stripped.startswith("#"):
+                if lines or stripped:
+                    break
+                continue
+            lines.append(stripped.lstrip("#"))
+    paragraph = ""
+    for line in lines:
+        if not line.strip():
+            break
+        # A word hyphenated across lines ("block-" / "quantized") is joined back.
+        joint = "" if not paragraph or paragraph.endswith("-") else " "
+        paragraph += joint + line.strip()
+    return _SENTENCE_END.split(paragraph, maxsplit=1)[0]
+
+
+# The end of a sentence: a full stop, then a capital (not "e.g. foo", not "0.5").
+_SENTENCE_END = re.compile(r"(?<=[a-z0-9)\]\"'`]\.)\s+(?=[A-Z])")
 
 
 def default_sample() -> Sample | None:
@@ -70,6 +85,17 @@ def default_sample() -> Sample | None:
         if s.name == DEFAULT_SAMPLE:
             return s
     return samples[0] if samples else None
+
+
+def did_you_mean(spec: str) -> str:
+    """" (did you mean softmax?)" for a name close to a bundled sample's, else ""."""
+    import difflib
+
+    stem = Path(spec).name.removesuffix(".py")
+    close = difflib.get_close_matches(stem, [s.name for s in list_samples()], n=3, cutoff=0.6)
+    if not close:
+        return ""
+    return f" (did you mean {' or '.join(close)}?)"
 
 
 def resolve(spec: str) -> Path:

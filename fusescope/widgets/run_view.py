@@ -306,7 +306,7 @@ class RunView(Vertical, can_focus=True):
         assert self.result is not None
         lines = Text()
         for o in self.result.outputs:
-            lines.append(f"output {o.name}: max error {o.max_error:.3e} (tolerance {o.tolerance:.1e}) ")
+            lines.append(f"output {o.name}: max error {o.max_error:.3e} ({o.tolerance_text}) ")
             lines.append("ok\n" if o.ok else "MISMATCH\n", style="green" if o.ok else "bold red")
         self._outputs.update(lines)
 

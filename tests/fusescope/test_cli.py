@@ -88,7 +88,7 @@ def test_list_prints_each_sample_with_its_summary(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("not a sample")
     r = run_cli("list", env_samples=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.splitlines() == ["a_copy  Copy a tensor", "b_sum   A row sum."]
+    assert r.stdout.splitlines() == ["a_copy  Copy a tensor more words", "b_sum   A row sum."]
 
 
 def test_list_without_samples_exits_2(tmp_path: Path) -> None:

@@ -51,12 +51,23 @@ def test_show_segments_json_of_rope_bwd(capsys: pytest.CaptureFixture[str]) -> N
     assert data["boundary_bytes"] == sum(e["bytes"] for e in data["edges"])
 
 
-def test_show_cuda_of_one_segment_is_the_generated_text(capsys: pytest.CaptureFixture[str]) -> None:
+def test_show_cuda_of_one_segment_is_the_kernel_alone(capsys: pytest.CaptureFixture[str]) -> None:
+    # As NVFUSER_DUMP=cuda_kernel prints it: the kernel, not the runtime headers before it.
     path = sample("softmax")
     out = out_of(capsys, "show", str(path), "--cuda", "--segment", "0")
     seg = load_session(path).compile().segment(0)
-    assert out == seg.cuda_source
-    assert "__global__ void __launch_bounds__" in out and f"{seg.kernel_name}(" in out
+    assert out == seg.kernel_source and out.startswith('extern "C" __global__ void __launch_bounds__')
+    assert f"{seg.kernel_name}(" in out and len(out.splitlines()) < 200
+    assert "struct Tensor" not in out and seg.cuda_source is not None and "struct Tensor" in seg.cuda_source
+
+
+def test_show_cuda_with_runtime_is_the_standalone_file(capsys: pytest.CaptureFixture[str]) -> None:
+    path = sample("softmax")
+    out = out_of(capsys, "show", str(path), "--cuda", "--segment", "0", "--with-runtime")
+    seg = load_session(path).compile().segment(0)
+    assert out == seg.cuda_source and seg.runtime_lines > 1000
+    every = out_of(capsys, "show", str(path), "--cuda", "--with-runtime")
+    assert every.startswith("// segment 0 (") and every.endswith(seg.cuda_source)
 
 
 def test_show_cuda_of_every_segment_heads_each_with_a_comment(capsys: pytest.CaptureFixture[str]) -> None:
@@ -68,6 +79,7 @@ def test_show_cuda_of_every_segment_heads_each_with_a_comment(capsys: pytest.Cap
         "// segment 2 (reduction): nvfuser_reduction_f0_c0_r0_g2",
     ]
     assert out.count('extern "C" __global__') == 3
+    assert "struct Tensor" not in out  # each kernel alone
 
 
 def test_show_kernel_ir_and_its_stages(capsys: pytest.CaptureFixture[str]) -> None:

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from fusescope import samples
-from fusescope.model import CompileOptions, Session, _check, load_session
+from fusescope.model import CompileOptions, OutputCheck, RunResult, Session, _check, load_session
 from fusescope.worker import Worker
 from tests.fusescope.fusions import build_seed001
 from tests.fusescope.worker_jobs import dispatch
@@ -124,12 +124,26 @@ def test_run_on_cuda_without_a_gpu_says_so(cross_entropy: Session) -> None:
 
 def test_check_flags_a_mismatch_and_tolerates_rounding() -> None:
     ref = torch.linspace(-2, 2, 100)
-    err, tol, ok, _ = _check(ref + 1e-7, ref)
-    assert ok and err == pytest.approx(1e-7, rel=0.5) and tol == pytest.approx(2e-5)
+    err, tol, ok, _, rtol = _check(ref + 1e-7, ref)
+    assert ok and err == pytest.approx(1e-7, rel=0.5) and tol == pytest.approx(2e-5) and rtol == 1e-5
     bad = ref.clone()
     bad[3] += 0.5
-    err, _, ok, _ = _check(bad, ref)
+    err, _, ok, _, _ = _check(bad, ref)
     assert not ok and err == pytest.approx(0.5)
     nan = torch.tensor([float("nan"), 1.0])
     assert _check(nan.clone(), nan)[2]  # NaN where the reference has NaN is a match
     assert not _check(torch.tensor([1, 2]), torch.tensor([1, 3]))[2]  # integers are exact
+    assert _check(torch.tensor([1, 2]), torch.tensor([1, 2]))[4] == 0.0
+
+
+def test_the_tolerance_says_what_it_is() -> None:
+    ref = torch.linspace(-2, 2, 100, dtype=torch.bfloat16)
+    err, tol, ok, note, rtol = _check(ref, ref)
+    check = OutputCheck("T3", err, tol, ok, note, rtol)
+    assert check.tolerance_text == ("tolerance 2.0e-02 = 1e-02 x max(1, largest |reference|), "
+                                    "plus 1e-02 x |reference| per element")
+    assert OutputCheck("T4", 0.0, 0.0, True, "", 0.0).tolerance_text == "must match exactly"
+    assert OutputCheck("T5", 0.0, 3e-5, True).tolerance_text == "tolerance 3.0e-05"  # an old bundle's
+    line = RunResult("emulate", "ok", "1 output(s) match the reference", CompileOptions(), False,
+                     outputs=(check,)).report().splitlines()[1]
+    assert line == f"output T3: max error 0.000e+00 ({check.tolerance_text}) ok"
