@@ -9,17 +9,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rich.console import Group, RenderableType
 from rich.syntax import Syntax
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import OptionList, Static
+from textual.containers import Horizontal
+from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from fusescope.messages import SegmentSelected
 from fusescope.render.graph import scheduler_color
+from fusescope.widgets.code_view import CodeView
 from fusescope.widgets.copying import copy_text
 
 if TYPE_CHECKING:
@@ -43,24 +43,16 @@ class CudaView(Horizontal):
     CudaView > OptionList {
         width: 30;
         height: 1fr;
+        text-wrap: nowrap;  /* a narrow list cuts long scheduler names with an ellipsis */
+        text-overflow: ellipsis;
         border: round $panel-lighten-2;
         border-title-color: $text-muted;
     }
     CudaView > OptionList:focus {
         border: round $accent;
     }
-    CudaView > VerticalScroll {
+    CudaView > CodeView {
         width: 1fr;
-        height: 1fr;
-        border: round $panel-lighten-2;
-        border-title-color: $text-muted;
-        padding: 0 1;
-    }
-    CudaView > VerticalScroll:focus {
-        border: round $accent;
-    }
-    CudaView > VerticalScroll > Static {
-        width: auto;
     }
     """
 
@@ -73,30 +65,31 @@ class CudaView(Horizontal):
         self.text = ""  # exactly the engine's text of what is shown (what `c` copies)
         self._list = OptionList(id="cuda-segments")
         self._list.border_title = "Segments"
-        self._scroll = VerticalScroll(id="cuda-scroll", can_focus=True)
-        self._scroll.border_title = "CUDA"
-        self._body = Static(Text(PLACEHOLDER, style="dim italic"), id="cuda-body")
+        self.code = CodeView("CUDA", id="cuda-code")
 
     def compose(self) -> ComposeResult:
         yield self._list
-        with self._scroll:
-            yield self._body
+        yield self.code
+
+    def on_mount(self) -> None:
+        if not self.code.lines.source:  # nothing shown yet
+            self.code.show(Text(PLACEHOLDER, style="dim italic"), prose=True)
 
     def clear(self) -> None:
         self.result = None
         self.selected = None
         self.text = ""
         self._list.clear_options()
-        self._scroll.border_title = "CUDA"
-        self._body.update(Text(PLACEHOLDER, style="dim italic"))
+        self.code.border_title = "CUDA"
+        self.code.show(Text(PLACEHOLDER, style="dim italic"), prose=True)
 
     def show_result(self, result: CompileResult) -> None:
         self.result = result
         self._list.clear_options()
         if result.error:
             self.text = ""
-            self._scroll.border_title = "CUDA · no compilation"  # not the last segment shown
-            self._body.update(Text(f"No compilation: {result.error}", style="bold red"))
+            self.code.border_title = "CUDA · no compilation"  # not the last segment shown
+            self.code.show(Text(f"No compilation: {result.error}", style="bold red"), prose=True)
             return
         for s in result.segments:
             label = Text(f"g{s.id:<3}", style="bold")
@@ -141,7 +134,7 @@ class CudaView(Horizontal):
         s = self.segment
         if s is None:
             return
-        self._scroll.border_title = f"CUDA · g{s.id} · {self.mode}"
+        self.code.border_title = f"CUDA · g{s.id} · {self.mode}"
         head = Text()
         head.append(f"g{s.id} ", style="bold")
         head.append(s.scheduler, style=f"bold {scheduler_color(s.scheduler)}")
@@ -150,35 +143,31 @@ class CudaView(Horizontal):
             head.append("No kernel: this segment runs through the reference evaluator (ATen), "
                         "so there is no CUDA source, launch or kernel IR.\n", style="italic")
             self.text = ""
-            self._body.update(head)
+            self.code.show(head, prose=True)
             return
-        head.append(f"{s.kernel_name}\n", style="bold")
-        head.append(f"{s.launch}\n")
         assert s.grid is not None and s.block is not None
         threads = s.block[0] * s.block[1] * s.block[2]
         blocks = s.grid[0] * s.grid[1] * s.grid[2]
-        head.append(f"grid {s.grid} x block {s.block}: {blocks} blocks of {threads} threads, "
+        head.append(f"{s.kernel_name}: grid {s.grid} x block {s.block} ({blocks} blocks of {threads} threads), "
                     f"{s.shared_mem_bytes} B dynamic shared memory\n", style="dim")
-        head.append("Registers and occupancy come from a GPU profile (Run tab, cuda back end).\n\n", style="dim")
-        body: RenderableType
+        head.append(f"{s.launch}\n", style="dim")
         if self.mode == "source":
             code = s.cuda_source if self.show_runtime else s.kernel_source
             self.text = code or ""
             if not self.show_runtime:
                 head.append(f"({s.runtime_lines} lines of runtime headers hidden: key a shows them)\n",
                             style="dim italic")
-            body = Syntax(self.text, "cuda", theme="ansi_dark", line_numbers=True, word_wrap=False)
+            body = _numbered(Syntax(self.text, "cuda", theme="ansi_dark").highlight(self.text))
         elif self.mode == "kernel IR":
             self.text = s.kernel_ir or ""
-            body = Syntax(self.text, "cuda", theme="ansi_dark", word_wrap=False)
+            body = Syntax(self.text, "cuda", theme="ansi_dark").highlight(self.text)
         else:
             parts = []
             for name, stage in s.stages:
                 parts.append(f"== {name} ==\n{stage.rstrip()}\n")
             self.text = "\n".join(parts)
             body = Text(self.text) if parts else Text("No lowering stages were recorded.", style="dim italic")
-        self._body.update(Group(head, body))
-        self._scroll.scroll_home(animate=False)
+        self.code.show(Text.assemble(head, "\n", body))
 
     def action_cycle_mode(self) -> None:
         self.mode = MODES[(MODES.index(self.mode) + 1) % len(MODES)]
@@ -192,3 +181,17 @@ class CudaView(Horizontal):
 
     def action_copy(self) -> None:
         copy_text(self, self.text, f"the {self.mode}")
+
+
+def _numbered(code: Text) -> Text:
+    """`code` with a dim line number ahead of each line."""
+    lines = code.split("\n", allow_blank=True)
+    if len(lines) > 1 and not lines[-1].plain:
+        lines.pop()
+    width = len(str(len(lines)))
+    out = Text()
+    for k, line in enumerate(lines, start=1):
+        out.append(f"{k:>{width}} ", style="dim")
+        out.append_text(line)
+        out.append("\n")
+    return out

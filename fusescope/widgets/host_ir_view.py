@@ -6,12 +6,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rich.text import Text
-from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
-from textual.widgets import Static
 
 from fusescope.render.highlight import highlight
+from fusescope.widgets.code_view import CodeView
 from fusescope.widgets.copying import copy_text
 
 if TYPE_CHECKING:
@@ -27,57 +25,48 @@ NO_TIMELINE = ("Stream timeline: none yet. It needs a run on the GPU (the cuda b
 TIMELINE_BAR = 40
 
 
-class HostIrView(VerticalScroll, can_focus=True):
+class HostIrView(CodeView):
+    """The host program and the stream timeline under it, in one pane."""
+
     BINDINGS = [Binding("c", "copy", "Copy text")]
 
-    DEFAULT_CSS = """
-    HostIrView {
-        height: 1fr;
-        border: round $panel-lighten-2;
-        border-title-color: $text-muted;
-        padding: 0 1;
-    }
-    HostIrView:focus {
-        border: round $accent;
-    }
-    HostIrView > Static {
-        width: auto;
-    }
-    """
-
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 (Textual's name)
-        super().__init__(id=id)
-        self.border_title = "Host IR"
+        super().__init__("Host IR", id=id)
         self.text = ""  # the host IR exactly as the engine printed it
         self.shown = PLACEHOLDER  # what the tab says, as plain text
         self.result: CompileResult | None = None
-        self._body = Static(Text(PLACEHOLDER, style="dim italic"))
+        self._program = Text(PLACEHOLDER, style="dim italic")
         self.timeline_text = NO_TIMELINE
-        self._timeline = Static(Text(NO_TIMELINE, style="dim italic"), id="host-timeline")
+        self._timeline = Text(NO_TIMELINE, style="dim italic")
 
-    def compose(self) -> ComposeResult:
-        yield self._body
-        yield self._timeline
+    def on_mount(self) -> None:
+        self._show_both()
+
+    def _show_both(self) -> None:
+        # Without a program the pane holds sentences only: they wrap.
+        self.show(Text.assemble(self._program, "\n", self._timeline), prose=not self.text)
 
     def clear(self) -> None:
         self.result = None
         self.text = ""
         self.shown = PLACEHOLDER
-        self._body.update(Text(PLACEHOLDER, style="dim italic"))
+        self._program = Text(PLACEHOLDER, style="dim italic")
+        self._show_both()
 
     def show_result(self, result: CompileResult) -> None:
         self.result = result
         if result.error:
             self.text = ""
             self.shown = f"No compilation: {result.error}"
-            self._body.update(Text(self.shown, style="bold red"))
+            self._program = Text(self.shown, style="bold red")
         elif result.host_ir is None:
             self.text = ""
             self.shown = NOT_YET
-            self._body.update(Text(NOT_YET, style="italic"))
+            self._program = Text(NOT_YET, style="italic")
         else:
             self.text = self.shown = result.host_ir
-            self._body.update(highlight(result.host_ir))
+            self._program = highlight(result.host_ir)
+        self._show_both()
 
     @property
     def export_text(self) -> str:
@@ -89,7 +78,8 @@ class HostIrView(VerticalScroll, can_focus=True):
         if run is None:
             last = runs[-1].backend if runs else None
             self.timeline_text = NO_TIMELINE + (f" The last run was on {last}." if last else "")
-            self._timeline.update(Text("\n" + self.timeline_text, style="dim italic"))
+            self._timeline = Text("\n" + self.timeline_text, style="dim italic")
+            self._show_both()
             return
         end = max(e.end_ms for e in run.timeline) or 1.0
         lines = Text(f"\nStream timeline ({run.device or run.backend}, {len(run.timeline)} ops, {end:.3f} ms)\n",
@@ -102,7 +92,8 @@ class HostIrView(VerticalScroll, can_focus=True):
             lines.append(f"{e.op[:30]:<30} {e.stream:<8} {it:>4} {e.start_ms:9.3f} {e.end_ms:9.3f}  ")
             lines.append(" " * a + "█" * (b - a) + "\n", style="cyan" if e.stream == "caller" else "magenta")
         self.timeline_text = lines.plain
-        self._timeline.update(lines)
+        self._timeline = lines
+        self._show_both()
 
     def action_copy(self) -> None:
         copy_text(self, self.text, "the host IR")

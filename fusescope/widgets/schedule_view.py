@@ -7,17 +7,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rich.console import Group
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import OptionList, Static
+from textual.containers import Horizontal
+from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from fusescope.messages import SegmentSelected
 from fusescope.render.graph import scheduler_color
 from fusescope.render.highlight import highlight
+from fusescope.widgets.code_view import CodeView
 from fusescope.widgets.copying import copy_text
 
 if TYPE_CHECKING:
@@ -36,21 +36,16 @@ class ScheduleView(Horizontal):
     ScheduleView > OptionList {
         width: 30;
         height: 1fr;
+        text-wrap: nowrap;  /* a narrow list cuts long scheduler names with an ellipsis */
+        text-overflow: ellipsis;
         border: round $panel-lighten-2;
         border-title-color: $text-muted;
     }
-    ScheduleView > OptionList:focus, ScheduleView > VerticalScroll:focus {
+    ScheduleView > OptionList:focus {
         border: round $accent;
     }
-    ScheduleView > VerticalScroll {
+    ScheduleView > CodeView {
         width: 1fr;
-        height: 1fr;
-        border: round $panel-lighten-2;
-        border-title-color: $text-muted;
-        padding: 0 1;
-    }
-    ScheduleView > VerticalScroll > Static {
-        width: auto;
     }
     """
 
@@ -61,30 +56,31 @@ class ScheduleView(Horizontal):
         self.text = ""  # what `c` copies: the segment's part of `fusescope show --schedule`
         self._list = OptionList(id="schedule-segments")
         self._list.border_title = "Segments"
-        self._scroll = VerticalScroll(id="schedule-scroll", can_focus=True)
-        self._scroll.border_title = "Schedule"
-        self._body = Static(Text(PLACEHOLDER, style="dim italic"), id="schedule-body")
+        self.code = CodeView("Schedule", id="schedule-code")
 
     def compose(self) -> ComposeResult:
         yield self._list
-        with self._scroll:
-            yield self._body
+        yield self.code
+
+    def on_mount(self) -> None:
+        if not self.code.lines.source:  # nothing shown yet
+            self.code.show(Text(PLACEHOLDER, style="dim italic"), prose=True)
 
     def clear(self) -> None:
         self.result = None
         self.selected = None
         self.text = ""
         self._list.clear_options()
-        self._scroll.border_title = "Schedule"
-        self._body.update(Text(PLACEHOLDER, style="dim italic"))
+        self.code.border_title = "Schedule"
+        self.code.show(Text(PLACEHOLDER, style="dim italic"), prose=True)
 
     def show_result(self, result: CompileResult) -> None:
         self.result = result
         self._list.clear_options()
         if result.error:
             self.text = ""
-            self._scroll.border_title = "Schedule · no compilation"
-            self._body.update(Text(f"No compilation: {result.error}", style="bold red"))
+            self.code.border_title = "Schedule · no compilation"
+            self.code.show(Text(f"No compilation: {result.error}", style="bold red"), prose=True)
             return
         for s in result.segments:
             label = Text(f"g{s.id:<3}", style="bold")
@@ -126,9 +122,8 @@ class ScheduleView(Horizontal):
         if s is None:
             return
         self.text = s.schedule_report()
-        self._scroll.border_title = f"Schedule · g{s.id} · {s.scheduler}"
-        self._body.update(Group(*_parts(s)))
-        self._scroll.scroll_home(animate=False)
+        self.code.border_title = f"Schedule · g{s.id} · {s.scheduler}"
+        self.code.show(Text("\n").join(_parts(s)))
 
     def action_copy(self) -> None:
         copy_text(self, self.text, "the schedule")

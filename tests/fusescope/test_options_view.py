@@ -68,7 +68,7 @@ async def test_a_heuristic_override_changes_the_parameters_and_bad_input_is_refu
         assert app.options.heuristic_overrides == (("g0.vectorization_factor", 2),)
         assert "g0 (pointwise): vectorization_factor: 8 -> vectorization_factor: 2" in app.query_one(OptionsView).text
         cuda, segments = app.query_one(CudaView), app.query_one(SegmentsView)
-        assert cuda._scroll.border_title.startswith("CUDA · g0") and segments.graph_text
+        assert cuda.code.border_title.startswith("CUDA · g0") and segments.graph_text
         field.value = "no_such_parameter=1"  # the engine refuses it: the compile error is shown
         await pilot.press("enter")
         await settle(app, pilot)
@@ -76,7 +76,7 @@ async def test_a_heuristic_override_changes_the_parameters_and_bad_input_is_refu
         errors = [n.message for n in app._notifications if n.severity == "error"]
         assert any("no_such_parameter" in m for m in errors)
         # Nothing of the last compilation stays on show: not the segment's title, not its graph.
-        assert cuda._scroll.border_title == "CUDA · no compilation"
+        assert cuda.code.border_title == "CUDA · no compilation"
         assert segments.graph_text == segments.log_text == ""
         await pilot.press("escape")
         await pilot.click("#opt-reset")
