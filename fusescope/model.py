@@ -819,13 +819,13 @@ class OutputCheck:
 
     @property
     def tolerance_text(self) -> str:
-        """What the tolerance is, for the line under a run: "tolerance 4.4e+00 = 1e-02 x ..."."""
+        """What the tolerance is, for the line under a run: "tolerance 4.4e+00 = rtol 1e-02 x ...".
+        Each element may differ by the tolerance plus rtol x its reference value."""
         if self.rtol is None:
             return f"tolerance {self.tolerance:.1e}"
         if self.rtol == 0.0:
             return "must match exactly"
-        return (f"tolerance {self.tolerance:.1e} = {self.rtol:.0e} x max(1, largest |reference|), "
-                f"plus {self.rtol:.0e} x |reference| per element")
+        return f"tolerance {self.tolerance:.1e} = rtol {self.rtol:.0e} x max(1, max |reference|)"
 
     def to_dict(self) -> dict[str, object]:
         return dict(self.__dict__)

@@ -130,7 +130,10 @@ def _box(s: _Segment, outs: list[_Edge], selected: bool) -> list[Text]:
     lines.append(Text(bl + h * inner + br, style=border))
     for k, e in enumerate(outs):
         branch = "└▶" if k == len(outs) - 1 else "├▶"
-        label = _fit(f" {branch} g{e.consumer} {', '.join(e.tensors)} {_bytes(e.bytes)}", inner + 2)
+        # The bytes are the point of the label: when it is too long the tensor list gives way.
+        head, tail = f" {branch} g{e.consumer} ", f" {_bytes(e.bytes)}"
+        tensors = _fit(", ".join(e.tensors), max(1, inner + 2 - len(head) - len(tail)))
+        label = head + tensors + tail
         t = Text(label.ljust(inner + 2))
         t.stylize(Style(color=color), 1, 3)
         lines.append(t)

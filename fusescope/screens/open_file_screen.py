@@ -22,11 +22,13 @@ class OpenFileScreen(ModalScreen[str | None]):
     OpenFileScreen > Vertical {
         width: 80;
         height: auto;
+        max-width: 100%;
         border: thick $accent;
         background: $surface;
         padding: 1 2;
     }
     OpenFileScreen Label {
+        width: 1fr;  /* the prompt wraps on a narrow terminal instead of being cut */
         margin-bottom: 1;
     }
     """

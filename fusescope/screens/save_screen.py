@@ -21,11 +21,13 @@ class SaveScreen(ModalScreen[str | None]):
     SaveScreen > Vertical {
         width: 90;
         height: auto;
+        max-width: 100%;
         border: thick $accent;
         background: $surface;
         padding: 1 2;
     }
     SaveScreen Label {
+        width: 1fr;  /* the prompt wraps on a narrow terminal instead of being cut */
         margin-bottom: 1;
     }
     """

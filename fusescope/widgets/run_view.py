@@ -373,14 +373,35 @@ class RunView(Vertical, can_focus=True):
         return self.result.report() if self.result is not None else ""
 
     def rows(self) -> list[list[str]]:
-        """The table as shown (header first), plain text: what a CSV export writes."""
-        out = [[h for _, h, _ in COLUMNS]]
-        for k in range(self._table.row_count):
-            out.append([c.plain if isinstance(c, Text) else str(c) for c in self._table.get_row_at(k)])
+        """The table's rows in the order shown, as numbers (units in the header; empty where
+        the run has no figure): what a CSV export writes."""
+        out = [list(CSV_HEADER)]
+        if self.result is None:
+            return out
+        total = self.result.total_ms
+        for s in self._sorted(self.result.segments):
+            before = self._before(s)
+            delta = (s.time_ms - before) / before * 100 if s.time_ms is not None and before else None
+            share = s.time_ms / total * 100 if s.time_ms is not None and total else None
+            occupancy = s.occupancy * 100 if s.occupancy is not None else None
+            peak = s.peak_fraction * 100 if s.peak_fraction is not None else None
+            out.append([str(s.segment), s.scheduler, s.kernel or "", *map(_csv, (
+                s.time_ms, delta, share, s.bytes, s.gbps, peak, s.max_error, s.registers, occupancy))])
         return out
 
     def action_copy(self) -> None:
         copy_text(self, self.text, "the run")
+
+
+# The CSV export's columns: plain numbers, the unit in the header.
+CSV_HEADER = ("segment", "scheduler", "kernel", "time (ms)", "time change vs previous run (%)",
+              "share of time (%)", "bytes (B)", "bandwidth (GB/s)", "of peak bandwidth (%)",
+              "max abs error", "registers", "occupancy (%)")
+
+
+def _csv(v: float | int | None) -> str:
+    """A number as a spreadsheet reads it (repr keeps every digit of a float); "" for none."""
+    return "" if v is None else repr(v)
 
 
 def _num(v: float | int | None, spec: str) -> str:

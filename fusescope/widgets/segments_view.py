@@ -41,8 +41,16 @@ class SegmentsView(VerticalScroll, can_focus=True):
     SegmentsView:focus {
         border: round $accent;
     }
+    SegmentsView {
+        overflow-x: auto;  /* a wide layer scrolls sideways rather than being cut */
+    }
     SegmentsView > Static {
         width: auto;
+    }
+    SegmentsView > #segments-head {
+        dock: top;  /* stays in view while the graph and the log scroll */
+        width: 1fr;
+        background: $surface;
     }
     """
 
@@ -56,10 +64,13 @@ class SegmentsView(VerticalScroll, can_focus=True):
         self._head_lines = 0
         self.graph_text = ""  # the drawing as plain text (for tests and screen readers of the code)
         self.log_text = ""
+        self.head_text = ""
+        self._head = Static("", id="segments-head")
         self._graph = Static(Text(PLACEHOLDER, style="dim italic"), id="segment-graph")
         self._log = Static("", id="decision-log")
 
     def compose(self) -> ComposeResult:
+        yield self._head
         yield self._graph
         yield self._log
 
@@ -68,6 +79,7 @@ class SegmentsView(VerticalScroll, can_focus=True):
         self.selected = None
         self.text = ""
         self.border_title = "Segments"
+        self._show_head(Text())
         self._graph.update(Text(PLACEHOLDER, style="dim italic"))
         self._log.update("")
         self.graph_text = self.log_text = ""
@@ -77,6 +89,7 @@ class SegmentsView(VerticalScroll, can_focus=True):
         self.text = result.summary()
         if result.error:
             self.border_title = "Segments · no compilation"
+            self._show_head(Text())
             self._graph.update(Text(f"No compilation: {result.error}", style="bold red"))
             self._log.update("")
             self.graph_text = self.log_text = ""  # the previous compilation's are gone
@@ -96,16 +109,20 @@ class SegmentsView(VerticalScroll, can_focus=True):
         drawing = draw(self.result.segments, self.result.edges, width=width, selected=self.selected)
         self._rows = drawing.rows
         self.graph_text = drawing.text.plain
-        head = Text()
-        if self.result.note:
-            head.append(self.result.note + "\n\n", style="italic")
-        head.append(f"{len(self.result.segments)} segment(s); ", style="bold")
         from fusescope.model import human_bytes
 
-        head.append(f"{human_bytes(self.result.boundary_bytes)} cross segment boundaries"
-                    "  (↑/↓ select a segment)\n\n", style="bold")
-        self._head_lines = head.plain.count("\n")
-        self._graph.update(Group(head, drawing.text, self._legend()))
+        head = Text(f"{len(self.result.segments)} segment(s); ", style="bold")
+        head.append(f"{human_bytes(self.result.boundary_bytes)} cross segment boundaries", style="bold")
+        head.append("  (↑/↓ select a segment)", style="dim")
+        self._show_head(head)
+        note = Text(self.result.note + "\n\n", style="italic") if self.result.note else Text()
+        self._head_lines = note.plain.count("\n")
+        self._graph.update(Group(note, drawing.text, self._legend()))
+
+    def _show_head(self, head: Text) -> None:
+        self.head_text = head.plain
+        self._head.update(head)
+        self._head.display = bool(head.plain)
 
     def _legend(self) -> Text:
         assert self.result is not None

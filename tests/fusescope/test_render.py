@@ -74,3 +74,18 @@ def test_split_listing_gives_every_sample_listing_back(sample: samples.Sample) -
     math = listing.split("%kernel_math {\n")[1].split("} // %kernel_math")[0]
     defined = [line.split("_")[0] for line in math.splitlines() if line.startswith("T")]
     assert [e.tensor for e in entries[-len(defined) - 1 : -1]] == defined
+
+
+def test_an_edge_label_too_long_for_its_box_keeps_its_bytes() -> None:
+    from fusescope.model import EdgeInfo, SegmentInfo
+    from fusescope.render.graph import draw
+
+    def segment(sid: int) -> SegmentInfo:
+        return SegmentInfo(sid, "pointwise", 3, 0, (), (), "", "", None, None, None, None, None, None, None, ())
+
+    many = tuple(f"T{k}" for k in range(20, 32))
+    drawing = draw([segment(0), segment(1), segment(2)],
+                   [EdgeInfo(0, 1, many, 3 << 20), EdgeInfo(0, 2, ("T5",), 4096)], width=100)
+    lines = drawing.text.plain.splitlines()
+    assert " ├▶ g1 T20, T21, T2… 3.0 MiB" in lines  # the tensor list gives way, not the bytes
+    assert any(ln.rstrip().endswith("└▶ g2 T5 4.0 KiB") for ln in lines)  # short labels as before
