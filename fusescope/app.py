@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual import on, work
+from textual import events, on
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
 from textual.widgets import Footer, Header, TabbedContent, TabPane, Tabs
 
 from fusescope import samples
 from fusescope.background import BackgroundWork
 from fusescope.commands import FusionCommands
+from fusescope.files import FileActions
+from fusescope.layout import SIDE_MAX, SIDE_MIN, SIDE_STEP, TABS, TRANSFORM_TABS, tab_label, use_short_labels
 from fusescope.messages import (
     CompileFinished,
     RunFinished,
@@ -30,9 +33,8 @@ from fusescope.model import (
     load_session,
     skipped_summary,
 )
-from fusescope.screens.help_screen import HelpScreen, KeyRow
-from fusescope.screens.open_file_screen import OpenFileScreen
-from fusescope.screens.save_screen import SaveScreen
+from fusescope.screens.help_screen import HelpScreen, key_rows
+from fusescope.screens.main_screen import MainScreen
 from fusescope.widgets.cuda_view import CudaView
 from fusescope.widgets.host_ir_view import HostIrView
 from fusescope.widgets.listing_view import ListingView
@@ -48,7 +50,7 @@ from fusescope.widgets.transform_view import TransformView
 COMPILE_TABS = frozenset({"tab-schedule", "tab-segments", "tab-cuda", "tab-host-ir"})
 
 
-class FusescopeApp(BackgroundWork):
+class FusescopeApp(FileActions, BackgroundWork):
     CSS_PATH = "app.tcss"
     TITLE = "fusescope"
     COMMANDS = App.COMMANDS | {FusionCommands}
@@ -56,13 +58,17 @@ class FusescopeApp(BackgroundWork):
         Binding("f1", "help", "Help"),
         Binding("o", "open_file", "Open"),
         Binding("r", "reload", "Reload"),
-        Binding("i", "show_ir", "Fusion IR"),
-        Binding("s", "show_schedule", "Schedule"),
-        Binding("g", "show_segments", "Segments"),
-        Binding("u", "show_cuda", "CUDA"),
-        Binding("x", "show_run", "Run"),
-        Binding("h", "show_host_ir", "Host IR"),
-        Binding("t", "show_options", "Options"),
+        # The tabs' labels show their keys, so the footer need not.
+        Binding("i", "show_ir", "Fusion IR", show=False),
+        Binding("s", "show_schedule", "Schedule", show=False),
+        Binding("g", "show_segments", "Segments", show=False),
+        Binding("u", "show_cuda", "CUDA", show=False),
+        Binding("x", "show_run", "Run", show=False),
+        Binding("h", "show_host_ir", "Host IR", show=False),
+        Binding("t", "show_options", "Options", show=False),
+        Binding("ctrl+t", "toggle_tensors", "Tensors pane"),
+        Binding("less_than_sign", "side_width(-1)", "Narrower tensors pane", show=False),
+        Binding("greater_than_sign", "side_width(1)", "Wider tensors pane", show=False),
         Binding("b", "save_bundle", "Save bundle"),
         Binding("w", "export", "Export"),
         Binding("escape", "cancel", "Cancel"),  # in the footer only while a compile or run goes on
@@ -76,6 +82,7 @@ class FusescopeApp(BackgroundWork):
         self.session = session
         self.selected_segment: int | None = None  # one selection for every view that shows segments
         self.run_timeout = DEFAULT_RUN_TIMEOUT_S  # a run longer than this stops the worker
+        self._focus_after_compile: tuple[str, str] | None = None  # (tab, selector) a key opened
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -83,23 +90,26 @@ class FusescopeApp(BackgroundWork):
             yield TensorTree(id="tensors")
             with Vertical(id="main"):
                 with TabbedContent(id="views"):
-                    with TabPane("Fusion IR", id="tab-ir"):
+                    with TabPane(tab_label("tab-ir", False), id="tab-ir"):
                         yield ListingView(id="listing")
-                    with TabPane("Schedule", id="tab-schedule"):
+                    with TabPane(tab_label("tab-schedule", False), id="tab-schedule"):
                         yield ScheduleView(id="schedule")
-                    with TabPane("Segments", id="tab-segments"):
+                    with TabPane(tab_label("tab-segments", False), id="tab-segments"):
                         yield SegmentsView(id="segments")
-                    with TabPane("CUDA", id="tab-cuda"):
+                    with TabPane(tab_label("tab-cuda", False), id="tab-cuda"):
                         yield CudaView(id="cuda")
-                    with TabPane("Run", id="tab-run"):
+                    with TabPane(tab_label("tab-run", False), id="tab-run"):
                         yield RunView(id="run")
-                    with TabPane("Host IR", id="tab-host-ir"):
+                    with TabPane(tab_label("tab-host-ir", False), id="tab-host-ir"):
                         yield HostIrView(id="host-ir")
-                    with TabPane("Options", id="tab-options"):
+                    with TabPane(tab_label("tab-options", False), id="tab-options"):
                         yield OptionsView(id="options")
                 yield TransformView(id="transforms")
         yield TaskBar(id="task-bar")
         yield Footer()
+
+    def get_default_screen(self) -> Screen[None]:
+        return MainScreen(id="_default")
 
     def on_mount(self) -> None:
         # The tab strip is switched with i / s and the mouse; keeping it out of the focus
@@ -147,11 +157,15 @@ class FusescopeApp(BackgroundWork):
         if self.query_one(TabbedContent).active in COMPILE_TABS:
             self._start_compile()
 
-    def show_tensor(self, name: str) -> None:
-        """Select tensor `name` everywhere: tree cursor, listing marks, transform pane."""
+    def show_tensor(self, name: str, reveal: bool = False) -> None:
+        """Select tensor `name` everywhere: tree cursor, listing marks, transform pane. With
+        `reveal` (the palette's "Show tensor"), a tab without the transform pane gives way to
+        the Fusion IR tab."""
         if self.session is None or name not in self.session.tensors:
             self.notify(f"No tensor {name} in this fusion", severity="warning")
             return
+        if reveal and self.query_one(TabbedContent).active not in TRANSFORM_TABS:
+            self.query_one(TabbedContent).active = "tab-ir"
         self._show_transforms(name)
         listing = self.query_one(ListingView)
         if listing.selected != name or listing.current_tensor != name:
@@ -184,9 +198,39 @@ class FusescopeApp(BackgroundWork):
     # ---- tabs -----------------------------------------------------------------------
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        self.query_one("#main").set_class(event.pane.id not in TRANSFORM_TABS, "-no-transforms")
         if event.pane.id in COMPILE_TABS or event.pane.id == "tab-options":
             self._start_compile()
         self._refresh_transforms()
+
+    # ---- layout ---------------------------------------------------------------------
+    def on_resize(self, event: events.Resize) -> None:
+        self.call_after_refresh(self._fit_tabs)
+
+    def _fit_tabs(self) -> None:
+        """Long tab labels when they fit the tab strip, else short ones: every tab stays on
+        screen, with its key."""
+        views = self.query_one(TabbedContent)
+        short = use_short_labels(self.query_one("#main").size.width)
+        for tab in TABS:
+            views.get_tab(tab).label = tab_label(tab, short)
+
+    def action_toggle_tensors(self) -> None:
+        """Hide or show the tensors pane (the views take its room)."""
+        tree = self.query_one(TensorTree)
+        tree.display = not tree.display
+        if not tree.display and tree.has_focus:
+            self.screen.set_focus(None)
+            self.screen.focus_next()  # the first pane of the view: the hidden tree is skipped
+        self.call_after_refresh(self._fit_tabs)
+
+    def action_side_width(self, step: int) -> None:
+        """Make the tensors pane SIDE_STEP columns wider (1) or narrower (-1)."""
+        tree = self.query_one(TensorTree)
+        tree.display = True
+        width = tree.outer_size.width + step * SIDE_STEP
+        tree.styles.width = max(SIDE_MIN, min(SIDE_MAX, width, self.size.width - 40))
+        self.call_after_refresh(self._fit_tabs)
 
     def _refresh_transforms(self) -> None:
         tensor = self.query_one(TransformView).tensor
@@ -208,6 +252,11 @@ class FusescopeApp(BackgroundWork):
         for view in self._compiled_views():
             view.loading = False
             view.show_result(event.result)
+        if self._focus_after_compile is not None:
+            tab, focus = self._focus_after_compile
+            self._focus_after_compile = None
+            if self.query_one(TabbedContent).active == tab:
+                self.query_one(focus).focus()
         if event.result.error:
             self.notify(event.result.error, title="Compilation failed", severity="error", timeout=10)
             return
@@ -280,24 +329,6 @@ class FusescopeApp(BackgroundWork):
                         severity="error", timeout=10)
 
     # ---- loading ------------------------------------------------------------------
-    def open_path(self, spec: str) -> None:
-        """Load a file or sample name in a worker; the current fusion stays until it succeeds."""
-        self.notify(f"Opening {spec}…", timeout=2)
-        self._load(spec)
-
-    @work(thread=True, exclusive=True, group="load")
-    def _load(self, spec: str) -> None:
-        path = samples.resolve(spec)
-        try:
-            session = load_session(path)
-        except LoadError as e:
-            hint = samples.did_you_mean(spec) if not path.exists() else ""
-            self.post_message(SessionLoadFailed(str(path), f"{e}{hint}"))
-        except Exception as e:  # an engine bug must not take the debugger down with it
-            self.post_message(SessionLoadFailed(str(path), f"internal error: {type(e).__name__}: {e}"))
-        else:
-            self.post_message(SessionLoaded(session))
-
     @on(SessionLoaded)
     def _loaded(self, event: SessionLoaded) -> None:
         self._show_session(event.session)
@@ -308,23 +339,16 @@ class FusescopeApp(BackgroundWork):
         self.notify(event.error, title=f"Could not open {event.path}", severity="error", timeout=10)
 
     # ---- actions ------------------------------------------------------------------
-    def action_open_file(self) -> None:
-        names = [s.name for s in samples.list_samples()]
-
-        def opened(spec: str | None) -> None:
-            if spec:
-                self.open_path(spec)
-
-        self.push_screen(OpenFileScreen(names), opened)
-
     def action_show_ir(self) -> None:
         self.query_one(TabbedContent).active = "tab-ir"
 
     def _show_compiled_tab(self, tab: str, focus: str) -> None:
         self.query_one(TabbedContent).active = tab
         self.query_one(focus).focus()
+        # A view that is loading refuses the focus: it is given again when the compile ends.
+        self._focus_after_compile = (tab, focus)
         # The tab may be open already (after a cancelled compile). Started after the focus
-        # moves, which a loading view would refuse.
+        # moves, so that the first key goes where it should when nothing needs compiling.
         self.call_later(self._start_compile)
 
     def action_show_schedule(self) -> None:
@@ -347,84 +371,11 @@ class FusescopeApp(BackgroundWork):
         self.query_one(TabbedContent).active = "tab-options"
         self.query_one("#opt-forwarding").focus()
 
-    def action_save_bundle(self) -> None:
-        if self.session is None:
-            self.notify("Open a fusion first", severity="warning")
-            return
-        default = f"{Path(self.session.title).stem}.bundle.json"
-        self.push_screen(SaveScreen("Save the session (fusion, options, runs) as a bundle", default),
-                         self.save_bundle)
-
-    def save_bundle(self, path: str | None) -> None:
-        from fusescope.bundle import BundleError, save
-
-        if not path or self.session is None:
-            return
-        try:
-            written = save(self.session, path)
-        except BundleError as e:
-            self.notify(str(e), title="Bundle not saved", severity="error", timeout=10)
-            return
-        self.notify(f"Saved {written} ({len(self.session.runs)} run(s))")
-
-    def action_export(self) -> None:
-        tab = self.query_one(TabbedContent).active.removeprefix("tab-")
-        self.push_screen(SaveScreen(
-            "Export: .svg saves a screenshot, .csv the Run table, any other name the current view's text",
-            f"fusescope-{tab}.txt"), self.export)
-
-    def export(self, path: str | None) -> None:
-        from fusescope.exports import ViewExportError, export_view
-
-        if not path:
-            return
-        try:
-            self.notify(export_view(self, path))
-        except ViewExportError as e:
-            self.notify(str(e), title="Export failed", severity="error", timeout=10)
-
-    def current_view_text(self) -> str:
-        """The text of what the current tab shows (what an export to a text file writes)."""
-        view = self.query_one(f"#{self.query_one(TabbedContent).active} > *")
-        return str(getattr(view, "export_text", None) or getattr(view, "text", ""))
-
-    def action_reload(self) -> None:
-        if self.session is None or self.session.path is None:
-            self.notify("Nothing to reload: this fusion was not read from a file", severity="warning")
-            return
-        self.open_path(str(self.session.path))
-
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):
             self.pop_screen()
             return
-        self.push_screen(HelpScreen(self.key_rows()))
-
-    def key_rows(self) -> list[KeyRow]:
-        """Every key binding the main screen offers, from the bindings themselves."""
-        rows: list[KeyRow] = []
-        for binding in self.BINDINGS:
-            assert isinstance(binding, Binding)
-            rows.append(KeyRow(self.get_key_display(binding), binding.description, "anywhere"))
-        rows.append(KeyRow(self.get_key_display(Binding("ctrl+p", "")), "Command palette", "anywhere"))
-        rows += [
-            KeyRow("↑ ↓", "Move between tensors (the transform pane follows)", "Tensors"),
-            KeyRow("enter / space", "Fold or unfold a section", "Tensors"),
-        ]
-        rows.append(KeyRow("↑ ↓", "Move between inputs, outputs and expressions", "Fusion IR"))
-        for binding in ListingView.BINDINGS:
-            assert isinstance(binding, Binding)
-            rows.append(KeyRow(self.get_key_display(binding), binding.description, "Fusion IR, Schedule, Transforms"))
-        rows.append(KeyRow("↑ ↓", "Select a segment (every view follows); tab to scroll its schedule",
-                           "Schedule"))
-        rows.append(KeyRow("↑ ↓  j k", "Select the next / previous segment (every view follows)", "Segments"))
-        rows.append(KeyRow("↑ ↓", "Select a segment (every view follows)", "CUDA, Run"))
-        for view, where in ((CudaView, "CUDA"), (RunView, "Run")):
-            for binding in view.BINDINGS:
-                assert isinstance(binding, Binding)
-                if binding.action != "copy":
-                    rows.append(KeyRow(self.get_key_display(binding), binding.description, where))
-        return rows
+        self.push_screen(HelpScreen(key_rows(self)))
 
 
 def default_session() -> Session:

@@ -51,7 +51,7 @@ class FusionCommands(Provider):
                             partial(app.select_segment, seg.id)))
             for info in app.session.tensors.values():
                 out.append(
-                    (f"Show tensor: {info.name}", f"{info.role} · {info.text}", partial(app.show_tensor, info.name))
+                    (f"Show tensor: {info.name}", f"{info.role} · {info.text}", partial(app.show_tensor, info.name, reveal=True))
                 )
         return out
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 from rich.text import Text
@@ -11,6 +12,9 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
+
+if TYPE_CHECKING:
+    from textual.app import App
 
 # Said plainly so nobody hunts for views that do not exist yet.
 NOT_YET = (
@@ -47,7 +51,8 @@ class HelpScreen(ModalScreen[None]):
         align: center middle;
     }
     HelpScreen > VerticalScroll {
-        width: 84;
+        width: 100;
+        max-width: 100%;
         max-height: 90%;
         height: auto;
         border: thick $accent;
@@ -71,3 +76,40 @@ class HelpScreen(ModalScreen[None]):
             yield Static(table, id="keys")
             yield Static(Text("\n" + NOT_YET, style="italic"), id="not-yet")
             yield Static(Text("\nesc closes this help", style="dim"))
+
+
+def key_rows(app: App[None]) -> list[KeyRow]:
+    """Every key the main screen answers to, from the bindings themselves where they exist."""
+    from fusescope.widgets.code_view import CodeView
+    from fusescope.widgets.cuda_view import CudaView
+    from fusescope.widgets.listing_view import ListingView
+    from fusescope.widgets.run_view import RunView
+
+    def rows_of(bindings: list[object], where: str, skip: tuple[str, ...] = ()) -> list[KeyRow]:
+        out = []
+        for binding in bindings:
+            assert isinstance(binding, Binding)
+            if binding.action not in skip:
+                keys = " ".join(app.get_key_display(Binding(k.strip(), binding.action)) for k in binding.key.split(","))
+                out.append(KeyRow(keys, binding.description, where))
+        return out
+
+    rows = rows_of(app.BINDINGS, "anywhere")
+    rows.append(KeyRow(app.get_key_display(Binding("ctrl+p", "")), "Command palette", "anywhere"))
+    rows += [
+        KeyRow("↑ ↓", "Move between tensors (the transform pane follows)", "Tensors"),
+        KeyRow("enter / space", "Fold or unfold a section", "Tensors"),
+        KeyRow("↑ ↓", "Move between inputs, outputs and expressions", "Fusion IR"),
+    ]
+    rows += rows_of(ListingView.BINDINGS, "Fusion IR, Schedule, Transforms, CUDA, Host IR")
+    rows += [
+        KeyRow("↑ ↓", "Select a segment (every view follows); tab to its schedule or kernel", "Schedule, CUDA"),
+        KeyRow("↑ ↓  j k", "Select the next / previous segment (every view follows)", "Segments"),
+        KeyRow("↑ ↓", "Select a segment (every view follows)", "Run"),
+        KeyRow("← → ↑ ↓ pgup pgdn", "Scroll the text; long lines scroll sideways (shift+wheel too)",
+               "Schedule, CUDA, Host IR, Transforms"),
+    ]
+    rows += rows_of(CodeView.BINDINGS, "Schedule, CUDA, Host IR, Transforms")
+    rows += rows_of(CudaView.BINDINGS, "CUDA", skip=("copy",))
+    rows += rows_of(RunView.BINDINGS, "Run", skip=("copy",))
+    return rows

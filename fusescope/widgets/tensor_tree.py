@@ -21,7 +21,6 @@ class TensorTree(Tree[str]):
 
     DEFAULT_CSS = """
     TensorTree {
-        width: 44;
         border: round $panel-lighten-2;
         border-title-color: $text-muted;
     }

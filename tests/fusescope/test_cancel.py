@@ -87,6 +87,8 @@ async def test_esc_cancels_a_hung_run_and_the_next_run_works(hang_case: tuple[Pa
         bar = app.query_one(TaskBar)
         assert bar.display and "Running on emulate, profiling on: segment 1 of 1 (g0 pointwise)" in bar.text
         assert footer_shows(app, "escape")
+        # First in the footer, ahead of the Run tab's own keys: a narrow footer still shows it.
+        assert next(iter(app.screen.active_bindings)) == "escape"
         t0 = time.monotonic()
         await pilot.press("escape")
         await wait_for(pilot, lambda: view.running is None, timeout=10)
