@@ -62,11 +62,13 @@ def footer_shows(app: FusescopeApp, key: str) -> bool:
     return b is not None and b.binding.show and b.enabled
 
 
-async def start_hung_run(app: FusescopeApp, pilot, hang: str) -> int:  # noqa: ANN001
+async def start_hung_run(app: FusescopeApp, pilot, hang: str, profile: bool = True) -> int:  # noqa: ANN001
     """x then e with the spinning kernel; returns the worker's pid once the kernel runs."""
     app.options = CompileOptions().with_(kernel_sources={0: hang})
     await pilot.press("x")
     assert not footer_shows(app, "escape")  # nothing to cancel yet
+    if not profile:
+        await pilot.press("p")
     await pilot.press("e")
     view = app.query_one(RunView)
     await wait_for(pilot, lambda: view.tracker is not None and view.tracker.latest.action == "running on emulate")
@@ -79,13 +81,15 @@ async def test_esc_cancels_a_hung_run_and_the_next_run_works(hang_case: tuple[Pa
     fusion, hang = hang_case
     app = FusescopeApp(load_session(fusion))
     async with app.run_test(size=SIZE) as pilot:
-        pid = await start_hung_run(app, pilot, hang)
+        pid = await start_hung_run(app, pilot, hang, profile=False)
         view = app.query_one(RunView)
         await pilot.pause(0.6)  # the step's clock moves between reports
         assert "segment 1 of 1 (g0 pointwise): running on emulate" in view.steps_text
         assert "0.0 s" not in view.steps_text.splitlines()[0]
+        # It says what it does: with profiling off it does not say "profiling".
+        assert view.status_text == "Running on emulate, profiling off in the worker process (esc cancels)"
         bar = app.query_one(TaskBar)
-        assert bar.display and "Running on emulate, profiling on: segment 1 of 1 (g0 pointwise)" in bar.text
+        assert bar.display and "Running on emulate, profiling off: segment 1 of 1 (g0 pointwise)" in bar.text
         assert footer_shows(app, "escape")
         # First in the footer, ahead of the Run tab's own keys: a narrow footer still shows it.
         assert next(iter(app.screen.active_bindings)) == "escape"

@@ -143,3 +143,22 @@ async def test_every_code_pane_is_a_code_view_that_scrolls_sideways() -> None:
             assert pane.lines.source, selector
             region = pane.region
             assert region.x >= 0 and region.right <= 80 and region.width >= 30, (selector, region)
+
+
+async def test_the_cuda_tab_shows_the_kernel_alone_until_a_asks_for_the_runtime() -> None:
+    app = FusescopeApp(session_of("layer_norm"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        view, lines = await open_cuda(app, pilot)
+        seg = view.segment
+        assert seg is not None and seg.runtime_lines > 1000
+        assert not view.show_runtime and view.text == seg.kernel_source
+        shown = view.code.shown_text
+        assert "struct Tensor" not in shown and len(lines.source) < 200
+        assert f"({seg.runtime_lines} lines of runtime headers hidden: key a shows them)" in shown
+        await pilot.press("a")
+        await pilot.pause()
+        assert view.show_runtime and view.text == seg.cuda_source
+        assert len(lines.source) > seg.runtime_lines and "struct Tensor" in view.code.shown_text
+        await pilot.press("a")
+        await pilot.pause()
+        assert view.text == seg.kernel_source
