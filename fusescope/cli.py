@@ -136,7 +136,7 @@ def _add_compile_options(p: argparse.ArgumentParser) -> None:
                    "(repeatable)")
     p.add_argument("--kernel-source", action="append", default=[], metavar="N=PATH.cu",
                    help="replace segment N's generated kernel with this CUDA file (same kernel name and "
-                   "parameters; start from `show FILE --cuda --segment N`); repeatable")
+                   "parameters; start from `show FILE --cuda --segment N --with-runtime`); repeatable")
 
 
 def _run_parser() -> argparse.ArgumentParser:

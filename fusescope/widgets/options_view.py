@@ -84,7 +84,7 @@ class OptionsView(VerticalScroll, can_focus=False):
                         id="opt-heuristics")
         with Horizontal():
             yield Label("Replacement kernels")
-            yield Input(placeholder="N=PATH.cu, ... (from `fusescope show FILE --cuda --segment N`)",
+            yield Input(placeholder="N=PATH.cu, ... (from `fusescope show FILE --cuda --segment N --with-runtime`)",
                         id="opt-kernels")
         with Horizontal():
             yield Button("Apply", id="opt-apply", variant="primary")

@@ -115,9 +115,9 @@ class SegmentsView(VerticalScroll, can_focus=True):
         head.append(f"{human_bytes(self.result.boundary_bytes)} cross segment boundaries", style="bold")
         head.append("  (↑/↓ select a segment)", style="dim")
         self._show_head(head)
-        note = Text(self.result.note + "\n\n", style="italic") if self.result.note else Text()
-        self._head_lines = note.plain.count("\n")
-        self._graph.update(Group(note, drawing.text, self._legend()))
+        parts = [Text(self.result.note + "\n", style="italic")] if self.result.note else []
+        self._head_lines = 2 * len(parts)  # the note's lines above the drawing
+        self._graph.update(Group(*parts, drawing.text, self._legend()))
 
     def _show_head(self, head: Text) -> None:
         self.head_text = head.plain
