@@ -192,15 +192,11 @@ class CodeView(Vertical):
     CodeView:focus-within {
         border: round $accent;
     }
-    CodeView > Input {
+    CodeView > Input, CodeView > Input:focus {
         dock: bottom;
-        display: none;
         border: none;
         height: 1;
         padding: 0 1;
-    }
-    CodeView.-searching > Input {
-        display: block;
     }
     """
 
@@ -209,12 +205,15 @@ class CodeView(Vertical):
         self.border_title = title
         self.lines = CodeLines(id=f"{id}-lines" if id else None)
         self.field = Input(placeholder="search: type, enter, then n / N for the next and previous match; esc ends",
-                           id=f"{id}-search" if id else None)
+                           id=f"{id}-search" if id else None, select_on_focus=False)
         self.search_text = ""
 
     def compose(self) -> ComposeResult:
         yield self.lines
         yield self.field
+
+    def on_mount(self) -> None:
+        self.field.display = False  # until / or ctrl+f
 
     def show(self, text: Text | str, prose: bool = False) -> None:
         """Show `text` from its top; a search under way is run again on it. `prose` (a
@@ -238,7 +237,7 @@ class CodeView(Vertical):
         if action in ("next_match", "previous_match"):
             return bool(self.search_text)
         if action == "end_search":  # otherwise esc goes on to the app (cancel)
-            return bool(self.search_text) or self.has_class("-searching")
+            return bool(self.search_text) or self.field.display
         return True
 
     def action_toggle_wrap(self) -> None:
@@ -246,9 +245,11 @@ class CodeView(Vertical):
         self.notify(f"Long lines {'wrap' if self.lines.wrap else 'scroll sideways'}", timeout=2)
 
     def action_search(self) -> None:
-        self.add_class("-searching")
+        self.field.display = True
         self.field.value = self.search_text
-        self.field.focus()
+        # At once, not after a refresh as focus() does: the keys typed right after / are the
+        # search's, not the app's (b would save a bundle).
+        self.screen.set_focus(self.field)
 
     def action_next_match(self) -> None:
         self.lines.step(1)
@@ -260,10 +261,25 @@ class CodeView(Vertical):
 
     def action_end_search(self) -> None:
         self.search_text = ""
-        self.remove_class("-searching")
+        self.field.display = False
         self.lines.search("")
         self._say_matches()
         self.lines.focus()
+
+    def on_key(self, event: events.Key) -> None:
+        # Keys sent together with / (by tmux, a paste, a fast typist) all bubble up from the
+        # lines before the app would run the / binding, and the app then drops them: the
+        # search opens here instead, as the key passes, and the keys after it go to the field.
+        # (The binding stays, for the footer and the help.)
+        if self.screen.focused is self.field:  # (has_focus follows only once Focus is handled)
+            if event.is_printable and event.character:
+                event.stop()
+                event.prevent_default()
+                self.field.insert_text_at_cursor(event.character)
+        elif event.key in ("slash", "ctrl+f"):
+            event.stop()
+            event.prevent_default()
+            self.action_search()
 
     @on(Input.Changed)
     def _typed(self, event: Input.Changed) -> None:

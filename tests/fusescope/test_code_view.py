@@ -162,3 +162,24 @@ async def test_the_cuda_tab_shows_the_kernel_alone_until_a_asks_for_the_runtime(
         await pilot.press("a")
         await pilot.pause()
         assert view.text == seg.kernel_source
+
+
+async def test_keys_typed_right_after_slash_go_to_the_search() -> None:
+    from fusescope.screens.save_screen import SaveScreen
+
+    app = FusescopeApp(session_of("layer_norm"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        view, lines = await open_cuda(app, pilot)
+        lines.focus()
+        await pilot.pause()
+        assert app._driver is not None
+        from textual import events
+
+        # As tmux or a fast typist sends them: all queued before the app answers the first.
+        for key, char in (("slash", "/"), ("b", "b"), ("l", "l")):
+            app._driver.send_message(events.Key(key, char))
+        await pilot.pause(0.3)
+        assert not isinstance(app.screen, SaveScreen)  # b is not "save bundle" here
+        assert view.code.field.value == "bl" and app.focused is view.code.field
+        await pilot.press("o")  # and typing goes on after them
+        assert view.code.field.value == "blo" and view.code.search_text == "blo"
