@@ -171,6 +171,29 @@ class CodeLines(ScrollView, can_focus=True):
         return "\n".join(t.plain for t in self.source)
 
 
+class SearchField(Input):
+    """The search field. Enter hands the focus back to the lines at once, and keys that reach
+    the field after that (sent together with enter: n, N) are passed on to the lines."""
+
+    def __init__(self, lines: CodeLines, *, id: str | None = None) -> None:  # noqa: A002 (Textual's name)
+        super().__init__(placeholder="search: type, enter, then n / N for the next and previous match; esc ends",
+                         id=id, select_on_focus=False)
+        self.lines = lines
+
+    async def _on_key(self, event: events.Key) -> None:
+        if event.key == "enter" and self.screen.focused is self:
+            event.stop()
+            event.prevent_default()
+            self.screen.set_focus(self.lines)
+            return
+        if self.screen.focused is not self:
+            event.stop()
+            event.prevent_default()
+            self.lines.post_message(events.Key(event.key, event.character))
+            return
+        await super()._on_key(event)
+
+
 class CodeView(Vertical):
     """A bordered pane of code: CodeLines and its search field."""
 
@@ -204,8 +227,7 @@ class CodeView(Vertical):
         super().__init__(id=id)
         self.border_title = title
         self.lines = CodeLines(id=f"{id}-lines" if id else None)
-        self.field = Input(placeholder="search: type, enter, then n / N for the next and previous match; esc ends",
-                           id=f"{id}-search" if id else None, select_on_focus=False)
+        self.field = SearchField(self.lines, id=f"{id}-search" if id else None)
         self.search_text = ""
 
     def compose(self) -> ComposeResult:
@@ -272,7 +294,11 @@ class CodeView(Vertical):
         # search opens here instead, as the key passes, and the keys after it go to the field.
         # (The binding stays, for the footer and the help.)
         if self.screen.focused is self.field:  # (has_focus follows only once Focus is handled)
-            if event.is_printable and event.character:
+            if event.key == "enter":
+                event.stop()
+                event.prevent_default()
+                self.screen.set_focus(self.lines)
+            elif event.is_printable and event.character:
                 event.stop()
                 event.prevent_default()
                 self.field.insert_text_at_cursor(event.character)
@@ -287,11 +313,6 @@ class CodeView(Vertical):
         self.search_text = event.value
         self.lines.search(self.search_text)
         self._say_matches()
-
-    @on(Input.Submitted)
-    def _submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        self.lines.focus()  # n / N from here
 
     def _say_matches(self) -> None:
         lines = self.lines

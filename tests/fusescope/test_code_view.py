@@ -183,3 +183,19 @@ async def test_keys_typed_right_after_slash_go_to_the_search() -> None:
         assert view.code.field.value == "bl" and app.focused is view.code.field
         await pilot.press("o")  # and typing goes on after them
         assert view.code.field.value == "blo" and view.code.search_text == "blo"
+
+
+async def test_n_sent_together_with_enter_moves_to_the_next_match() -> None:
+    from textual import events
+
+    app = FusescopeApp(session_of("layer_norm"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        view, lines = await open_cuda(app, pilot)
+        lines.focus()
+        await pilot.pause()
+        assert app._driver is not None
+        for key, char in (("slash", "/"), ("b", "b"), ("l", "l"), ("enter", "\r"), ("n", "n"), ("n", "n")):
+            app._driver.send_message(events.Key(key, char))
+        await pilot.pause(0.5)
+        assert view.code.search_text == "bl" and app.focused is lines
+        assert lines.current == 2  # the first match, then two steps on
