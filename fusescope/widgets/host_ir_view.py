@@ -3,6 +3,7 @@ after a run on the GPU, its stream timeline: which op ran on which stream, when.
 
 from __future__ import annotations
 
+import textwrap
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -23,6 +24,7 @@ NOT_YET = ("Host IR is not available yet: this engine's compilation has no host-
 NO_TIMELINE = ("Stream timeline: none yet. It needs a run on the GPU (the cuda back end: key d on the "
                "Run tab, or a bundle recorded on a GPU).")
 TIMELINE_BAR = 40
+NOTE_WIDTH = 50  # the no-timeline note's lines
 
 
 class HostIrView(CodeView):
@@ -37,7 +39,7 @@ class HostIrView(CodeView):
         self.result: CompileResult | None = None
         self._program = Text(PLACEHOLDER, style="dim italic")
         self.timeline_text = NO_TIMELINE
-        self._timeline = Text(NO_TIMELINE, style="dim italic")
+        self._timeline = Text(textwrap.fill(NO_TIMELINE, NOTE_WIDTH), style="dim italic")
 
     def on_mount(self) -> None:
         self._show_both()
@@ -78,7 +80,8 @@ class HostIrView(CodeView):
         if run is None:
             last = runs[-1].backend if runs else None
             self.timeline_text = NO_TIMELINE + (f" The last run was on {last}." if last else "")
-            self._timeline = Text("\n" + self.timeline_text, style="dim italic")
+            # A sentence under code that scrolls sideways: folded here so it reads on a narrow pane.
+            self._timeline = Text("\n" + textwrap.fill(self.timeline_text, NOTE_WIDTH), style="dim italic")
             self._show_both()
             return
         end = max(e.end_ms for e in run.timeline) or 1.0
