@@ -142,7 +142,10 @@ async def test_tui_shows_a_bundles_runs_and_timeline_and_saves_one(saved: Path, 
             await pilot.press("enter")
             await pilot.pause()
         assert (tmp_path / "run.txt").read_text().startswith("backend cuda (NVIDIA H100)")
-        assert (tmp_path / "run.csv").read_text().splitlines()[0].startswith("seg,scheduler,time,Δ time")
+        csv_lines = (tmp_path / "run.csv").read_text().splitlines()
+        assert csv_lines[0].startswith("segment,scheduler,kernel,time (ms),")
+        first = csv_lines[1].split(",")
+        assert first[:2] == ["0", gpu.segments[0].scheduler] and float(first[3]) == gpu.segments[0].time_ms
         assert (tmp_path / "shot.svg").read_text().lstrip().startswith("<svg")
         await pilot.press("w")
         await pilot.pause()
