@@ -13,13 +13,13 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.timer import Timer
-from textual.widgets import DataTable, ProgressBar, Static
+from textual.widgets import DataTable, Static
 
 from fusescope.messages import RunRequested, SegmentSelected
 from fusescope.progress import RunTracker, fmt_seconds
 from fusescope.render.graph import scheduler_color
 from fusescope.widgets.copying import copy_text
+from fusescope.widgets.run_progress import RunProgressView
 
 if TYPE_CHECKING:
     from fusescope.model import RunResult, SegmentRun
@@ -28,7 +28,6 @@ PLACEHOLDER = ("No run yet. e runs on the emulator (the generated CUDA, compiled
                "f on the reference evaluator, d on the GPU (cuda); p turns profiling on or off.")
 BAR_WIDTH = 12
 HISTORY_SHOWN = 5
-FINISHED_SHOWN = 4  # finished segments listed under the progress bar, newest last
 
 
 def _value(name: str) -> Callable[[SegmentRun], float | int | str | None]:
@@ -67,20 +66,9 @@ class RunView(Vertical, can_focus=True):
     RunView {
         height: 1fr;
     }
-    RunView > #run-status, RunView > #run-history, RunView > #run-steps {
+    RunView > #run-status, RunView > #run-history {
         height: auto;
         padding: 0 1;
-    }
-    RunView > #run-progress {
-        height: 1;
-        padding: 0 1;
-        display: none;
-    }
-    RunView > #run-steps {
-        display: none;
-    }
-    RunView.-running > #run-progress, RunView.-running > #run-steps {
-        display: block;
     }
     RunView > DataTable {
         height: 1fr;
@@ -110,10 +98,7 @@ class RunView(Vertical, can_focus=True):
         self.sort_reverse = False
         self.status_text = PLACEHOLDER
         self._status = Static(Text(PLACEHOLDER, style="dim italic"), id="run-status")
-        self._progress = ProgressBar(total=None, show_eta=False, id="run-progress")
-        self._steps = Static("", id="run-steps")
-        self.steps_text = ""  # what the progress lines say, plain
-        self._timer: Timer | None = None
+        self._progress = RunProgressView(id="run-progress")
         self._table: DataTable[Text | str] = DataTable(id="run-table", cursor_type="row", zebra_stripes=True)
         self._table.border_title = "Segments (z: sort, click a header)"
         self._outputs = Static("", id="run-outputs")
@@ -122,7 +107,6 @@ class RunView(Vertical, can_focus=True):
     def compose(self) -> ComposeResult:
         yield self._status
         yield self._progress
-        yield self._steps
         yield self._table
         yield self._outputs
         yield self._history
@@ -130,7 +114,6 @@ class RunView(Vertical, can_focus=True):
     def on_mount(self) -> None:
         for key, header, _ in COLUMNS:
             self._table.add_column(header, key=key)
-        self._timer = self.set_interval(0.5, self._show_progress, pause=True)
 
     def clear(self) -> None:
         self.result = self.previous = None
@@ -158,42 +141,21 @@ class RunView(Vertical, can_focus=True):
             self.focus()
         self.status_text = f"{tracker.title()} in the worker process (esc cancels)"
         self._status.update(Text(self.status_text, style="bold"))
-        self.add_class("-running")
-        self._show_progress()
-        if self._timer is not None:
-            self._timer.resume()
+        self._progress.start(tracker)
 
-    def _show_progress(self) -> None:
-        """The progress bar and the lines under it, from the tracker (and the clock)."""
-        t = self.tracker
-        if t is None:
-            return
-        fraction = t.fraction
-        if fraction is None:
-            self._progress.update(total=None)
-        else:
-            self._progress.update(total=t.latest.steps, progress=round(fraction * t.latest.steps))
-        lines = Text(t.line() + "\n")
-        for d in t.finished[-FINISHED_SHOWN:]:
-            lines.append("  ✓ ", style="green")
-            lines.append(f"g{d.segment} ", style="bold")
-            lines.append(d.scheduler, style=scheduler_color(d.scheduler))
-            lines.append(f" {fmt_seconds(d.took_s)}\n")
-        if len(t.finished) > FINISHED_SHOWN:
-            lines.append(f"  ({len(t.finished) - FINISHED_SHOWN} earlier segment(s) done)\n", style="dim")
-        self.steps_text = lines.plain
-        self._steps.update(lines)
+    @property
+    def steps_text(self) -> str:
+        """What the progress lines say now, plain."""
+        return self._progress.text if self.tracker is not None else ""
 
     def show_progress(self) -> None:
         """The tracker has a new report from the worker."""
-        self._show_progress()
+        self._progress.refresh_progress()
 
     def _stop_progress(self) -> None:
         self.running = None
         self.tracker = None
-        self.remove_class("-running")
-        if self._timer is not None:
-            self._timer.pause()
+        self._progress.stop()
         self._table.loading = False
         if self.has_focus:  # given to the view while the table was covered
             self._table.focus()
