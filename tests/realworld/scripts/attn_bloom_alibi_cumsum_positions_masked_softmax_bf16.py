@@ -6,7 +6,7 @@
 # reshaped to [B, H, S, S], the bool causal mask [B, 1, S, S] (expanded from [S, S])
 # broadcast over heads and filled with bf16's lowest value, softmax in float, bf16
 # probabilities reshaped back to [B*H, S, S].
-# real-sizes: 13=2048 5=16
+# real-sizes: 13=1024 5=16
 import torch
 from nvfuser import FusionDefinition, DataType
 

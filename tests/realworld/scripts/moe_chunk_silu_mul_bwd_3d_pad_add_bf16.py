@@ -4,7 +4,7 @@
 # activation, Llama-2-7B's intermediate 11008: the halves sliced, promoted to float, the
 # silu derivative through reciprocal(1 + exp(-x)), and the chunk's backward written as two
 # pads into [B, S, 2I] (widths (I, 0) and (0, I)) added together, bf16 out.
-# real-sizes: 20=11008 13=4096
+# real-sizes: 20=11008 13=1024
 import torch
 from nvfuser import FusionDefinition, DataType
 

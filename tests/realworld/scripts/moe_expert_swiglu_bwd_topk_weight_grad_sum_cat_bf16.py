@@ -6,7 +6,7 @@
 # with reciprocal(1 + exp(-x)), the router-weight grad as a keepdim row sum of
 # silu(gate) * up * grad in float, the activation grads scaled by the weight, silu's
 # derivative as r * (1 + x * (1 - r)), and gate/up grads cat back to [T, 2I].
-# real-sizes: 22=14336 13=4096
+# real-sizes: 22=14336 13=2048
 import torch
 from nvfuser import FusionDefinition, DataType
 

@@ -5,7 +5,7 @@
 # up halves sliced from the saved projection, promoted to float, the sigmoid written as
 # reciprocal(1 + exp(-x)) and its derivative through two multiplies by it, and the gate and
 # up gradients cat back along the last axis (the backward of the split), bf16 out.
-# real-sizes: 22=14336 13=4096
+# real-sizes: 22=14336 13=2048
 import torch
 from nvfuser import FusionDefinition, DataType
 

@@ -7,7 +7,7 @@
 # output split into k_nope and v; both rotary parts de-interleaved (view [.., d/2, 2],
 # transpose(4, 3), reshape) then rotate-half with cos/sin [S, rope]; query = cat(q_nope,
 # q_rot), key = cat(k_nope, k_rot expanded to every head).
-# real-sizes: 28=512 36=576 24=256 20=192 13=4096 12=128 8=64 5=128 4=32
+# real-sizes: 28=512 36=576 24=256 20=192 13=2048 12=128 8=64 5=128 4=32
 import torch
 from nvfuser import FusionDefinition, DataType
 

@@ -6,7 +6,7 @@
 # half negated in float, cast back to bf16, cat before the lower half), times cos/sin given
 # as [S, D] and broadcast twice; rope_n_elem == head_size, so the pass-through tail is an
 # empty slice [.., D:D] cat after the rotated part.
-# real-sizes: 16=128 13=4096 8=64 5=32
+# real-sizes: 16=128 13=2048 8=64 5=32
 import torch
 from nvfuser import FusionDefinition, DataType
 

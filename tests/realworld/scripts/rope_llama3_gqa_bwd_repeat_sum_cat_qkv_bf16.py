@@ -6,7 +6,7 @@
 # backward of the expand), broadcast back to [B, G, 1, S, D]; q, k and a zero value grad cat
 # along the group-slot axis to [B, G, R+2, S, D], permuted and reshaped to the fused
 # projection's [B, S, G*(R+2)*D] gradient.
-# real-sizes: 16=128 13=8192 8=64 7=8
+# real-sizes: 16=128 13=4096 8=64 7=8
 import torch
 from nvfuser import FusionDefinition, DataType
 

@@ -6,7 +6,7 @@
 # the key broadcast from [B, G, 1, S, D] to [B, G, R, S, D] (the expand before SDPA) and both
 # reshaped to [B, G*R, S, D]; rotate-half with cos/sin [S, D], then the empty pass-through
 # slice cat after the rotated part.
-# real-sizes: 16=128 13=8192 8=64 7=8
+# real-sizes: 16=128 13=4096 8=64 7=8
 import torch
 from nvfuser import FusionDefinition, DataType
 

@@ -6,7 +6,7 @@
 # g*sin, the lower half negated, padded into swapped halves, plus g*cos; the q, k and v
 # grads transposed back, flattened to [B, S, H*D] and padded into their thirds of the
 # [B, S, 3*H*D] projection gradient (the backward of the three slices), then summed.
-# real-sizes: 12=96 13=4096 6=48 5=32
+# real-sizes: 12=96 13=2048 6=48 5=32
 import torch
 from nvfuser import FusionDefinition, DataType
 

@@ -6,7 +6,7 @@
 # [1, D/2, 1]) matmul position_ids [1, S] (int64, broadcast to [1, 1, S]) in float,
 # transposed, cat with itself, cos/sin cast to bf16 and broadcast to [B, H, S, D] (returned
 # as outputs, saved for the backward); rotate-half on q and k; v returned permuted.
-# real-sizes: 12=96 13=4096 6=48 5=32
+# real-sizes: 12=96 13=2048 6=48 5=32
 import torch
 from nvfuser import FusionDefinition, DataType
 
