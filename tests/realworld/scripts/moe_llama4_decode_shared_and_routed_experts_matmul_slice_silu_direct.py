@@ -6,8 +6,8 @@
 # fed the token (broadcast, expand to [E, 1, 1, H], squeeze) scaled by its sigmoid router
 # score, a batched matmul with the fused [E, H, 2I] gate/up weights, the result sliced in
 # halves (manual_normalization=True), silu(gate) * up, a matmul with [E, I, H] and a float
-# sum over the experts (broadcast to [1, H]) added to the shared output; the bf16 router logits written back into
-# an input with fd.add_output(tv, alias).
+# sum over the experts (broadcast to [1, H]) added to the shared output; the bf16 router
+# logits written back into an input with fd.add_output(tv, alias).
 # real-sizes: 24=5120 20=8192 4=16
 import torch
 from nvfuser_direct import FusionDefinition, DataType
