@@ -54,9 +54,11 @@ COMPILE_REFUSED = {
 # Engine bugs these scripts found (scheduling/lowering, outside the frontend): strict xfail,
 # so a fix shows up as XPASS and the script moves to WORKS.
 KNOWN_BUGS: dict[str, str] = {
-    "cross_entropy_fused_loss_and_grad_llmc_vocab50304": "NoSchedulerError at compile (segment/segmenter.py "
-        "_finish): the whole fusion ends as one group no scheduler accepts ('First input of GatherOp must be "
-        "fusion input': take_along_axis reads the in-fusion upcast T2 = cast(T0)) and is never split",
+    "cross_entropy_fused_loss_and_grad_llmc_vocab50304": "compile: NoSchedulerError in segment/segmenter.py "
+                                                         "_finish: the whole fusion ends as one group that no "
+                                                         "scheduler accepts (take_along_axis reads the in-fusion "
+                                                         "upcast T2 = cast(T0): 'First input of GatherOp must be "
+                                                         "fusion input') and is never split",
 }
 
 # Every other script loads, compiles and matches the reference on the emulator: a new script
