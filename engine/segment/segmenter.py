@@ -176,6 +176,12 @@ def _reduction_signature(g: _Group) -> tuple[int, tuple[int, ...]] | None:
     return sig
 
 
+def _key(core: Sequence[Expr]) -> frozenset[tuple[int, ...]]:
+    """A group's identity for its verdicts: its exprs with what each reads, since rewiring
+    an expr (privatized casts folded back) changes the group a verdict was made for."""
+    return frozenset((id(e), *(id(v) for v in e.inputs)) for e in core)
+
+
 class _Finder:
     def __init__(self, fusion: Fusion, sizes: Sizes, options: Options, trace: Trace | None) -> None:
         self.fusion = fusion
@@ -183,7 +189,7 @@ class _Finder:
         self.options = options
         self.trace = trace
         self.boundary, self.forced = boundary_vals(fusion, trace)
-        self.cache: dict[frozenset[int], _Asked] = {}
+        self.cache: dict[frozenset[tuple[int, ...]], _Asked] = {}
         # Non-constant scalars of each tensor's extents and each expr's attributes, for
         # referenced_symbols: segmenting never changes a domain or an attribute (only
         # operands, privatized copies and memory types), and every candidate group asks.
@@ -251,7 +257,7 @@ class _Finder:
         """The schedulers' verdicts on the group of `core` exprs, as its own Fusion, in priority
         order up to the one that takes it (nvFuser's tryMerge stops there too); with `every`,
         all of them, as a final segment shows them."""
-        key = frozenset(id(e) for e in core)
+        key = _key(core)
         asked = self.cache.get(key)
         if asked is None:
             asked = self.cache[key] = self._cut(core)
@@ -319,7 +325,7 @@ class _Finder:
         again would copy the same fusion: made from the fusion as it is now, with the names
         it has now (verdicts never change a cut). Boundary tensors have become global since
         (mark_global), in the cut too. It is no longer a trial to release."""
-        key = frozenset(id(e) for e in core)
+        key = _key(core)
         asked = self.cache.get(key)
         if (asked is None or asked.version != self.fusion.version
                 or asked.sub._counters != self.fusion._counters):
@@ -334,7 +340,7 @@ class _Finder:
         """The compile-time reasons found for the group of `core`, when its cut was made
         from the fusion as it is now (so the segment's own cut, made the same way, is the
         same fusion) and every scheduler was asked without crashing; else None."""
-        asked = self.cache.get(frozenset(id(e) for e in core))
+        asked = self.cache.get(_key(core))
         if asked is None or asked.version != self.fusion.version or len(asked.reasons) != len(PRIORITY):
             return None
         return dict(asked.reasons)

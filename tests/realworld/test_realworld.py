@@ -57,11 +57,6 @@ KNOWN_BUGS: dict[str, str] = {
     "rope_llama3_gqa_fused_qkv_fwd_expand_k_bf16": "load: broadcast_in_dim refuses to expand the size-1 axis 2 "
                                                    "of a slice ([B, G, 1, S, D] -> [B, G, R, S, D]); nvFuser "
                                                    "makes a resize to extent 1 a broadcast",
-    "cross_entropy_fused_loss_and_grad_llmc_vocab50304": "compile: NoSchedulerError in segment/segmenter.py "
-                                                         "_finish: the whole fusion ends as one group that no "
-                                                         "scheduler accepts (take_along_axis reads the in-fusion "
-                                                         "upcast T2 = cast(T0): 'First input of GatherOp must be "
-                                                         "fusion input') and is never split",
 }
 
 # Every other script loads, compiles and matches the reference on the emulator: a new script
