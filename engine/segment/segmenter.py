@@ -52,6 +52,7 @@ from engine.segment.graph import (
     unshare,
 )
 from engine.segment.refusals import Refusals
+from engine.segment.regions import is_cut_point, regions
 from engine.trace import Trace
 
 
@@ -544,6 +545,7 @@ class _Finder:
         self._merge_cat_with_pads()
         self._merge_up_and_down_casts()
         self._combine_reductions()
+        self._merge_regions()
         self._level_merge()
         self._final_merge()
         self._narrow_boundaries()
@@ -623,6 +625,17 @@ class _Finder:
                         break
                 if changed:
                     break
+
+    def _merge_regions(self) -> None:
+        """Each region between the ops no kernel computes (engine.segment.regions) is tried
+        whole once, before pairwise merging; the complete fusion was tried already."""
+        cut = [g for g in self.groups if len(g.exprs) == 1 and is_cut_point(g.exprs[0], self.fusion.inputs)]
+        if not cut:
+            return
+        edges = [(p, c) for p, c, _ in self._edges() if not p.is_input]
+        for piece in regions(self.groups, edges, lambda g: g in cut):
+            if self._try(piece, "region between ops no kernel computes") is not None:
+                self._merge(piece)
 
     def _combine_reductions(self) -> None:
         """Reductions with the same signature merge vertically (with every group between
