@@ -1,5 +1,5 @@
-"""A fusion file re-made at other sizes: the scales of scripts/size_sweep.py, the rewrite of a
-script's text and its inputs re-made at a scale.
+"""A fusion file re-made at other sizes: the scales of scripts/size_sweep.py and of the real-size
+sweep (benchmarks/realworld.py), the rewrite of a script's text and its inputs re-made at a scale.
 
 Scales. A script's sizes are mostly literals (define_tensor shapes, broadcast_in_dim and
 reshape shapes, slice ends, pads, define_vector and define_scalar sizes), so a fusion is
@@ -13,6 +13,13 @@ largest one 4096. A rewrite that does not keep the fusion consistent (a reshape 
 slice the new sizes do not fit) is tried again mapping only exact values, then reported
 as unscalable, not as an engine failure.
 
+Real sizes. A script written small for the CPU emulator names the sizes of the model it
+comes from in a header line, `# real-sizes: 64=8192 24=16384 67=20481` (small=real per
+input dim size): real_scale reads it. reduced_scale divides such a scale down until the
+largest input fits a bound (the GPU tests' realistic sizes), keeping odd sizes odd, each
+size's power-of-two factor up to 16, and sizes that are products of others (hidden =
+heads x head_dim) products of them.
+
 Inputs are re-made from the small ones: same dtype, stride order, expanded (stride 0)
 and size-0/1 dims, padding ratio of padded layouts; integer tensors keep their values'
 range (indices stay valid for what they index), float tensors the file keeps
@@ -24,7 +31,9 @@ No tensor exceeds the caller's cap of elements: a larger scale is unscalable.
 from __future__ import annotations
 
 import ast
+import itertools
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -100,12 +109,126 @@ def scales_for(values: list[int], inner: set[int]) -> list[Scale]:
         out += [Scale(f"{v}x4", {v: 4 * v}), Scale(f"{v}x16", {v: 16 * v})]
         if v < big:
             out += [Scale(f"{v}={big}", {v: big}), Scale(f"{v}={odd}", {v: odd})]
+    model = model_scale(values)
+    return out + ([model] if model is not None else [])
+
+
+def model_scale(values: list[int], largest: int = 4096) -> Scale | None:
+    """Every value >= 5 times the power of two that makes the largest one `largest` (None when
+    no value is >= 5, or the largest already is that large)."""
     wide = [v for v in values if v >= 5]
-    if wide:
-        f = 1 << max(0, math.ceil(math.log2(4096 / max(wide))))
-        if f > 1:
-            out.append(Scale(f"model(x{f})", {v: v * f for v in wide}))
+    if not wide:
+        return None
+    f = 1 << max(0, math.ceil(math.log2(largest / max(wide))))
+    return Scale(f"model(x{f})", {v: v * f for v in wide}) if f > 1 else None
+
+
+REAL_SIZES = re.compile(r"^#\s*real-sizes:(.*)$", re.MULTILINE)
+
+
+def real_scale(text: str) -> Scale | None:
+    """The script's `# real-sizes: 64=8192 24=16384 67=20481` line as Scale("real", ...): each
+    input dim size of the script (small) and the size it has in the model the script comes
+    from (real). None without the line; ValueError for a malformed one."""
+    m = REAL_SIZES.search(text)
+    if m is None:
+        return None
+    chosen: dict[int, int] = {}
+    for tok in m.group(1).split():
+        small, sep, real = tok.partition("=")
+        if not (sep and small.isdigit() and real.isdigit()) or int(small) < 2 or int(real) < 2:
+            raise ValueError(f"real-sizes: {tok!r} is not SMALL=REAL with both sizes >= 2")
+        if chosen.setdefault(int(small), int(real)) != int(real):
+            raise ValueError(f"real-sizes: {small} is given two real sizes")
+    if not chosen:
+        raise ValueError("real-sizes: the line names no sizes")
+    return Scale("real", chosen)
+
+
+def _shrink(small: int, real: int, f: int) -> int:
+    """About real / f, at least `small`, with real's power-of-two factor up to 16 (a vector
+    width): an odd size stays odd, 4100 = 4 x 1025 stays 4 x an odd number."""
+    if f == 1 or real <= small:
+        return real
+    q = min(real & -real, 16)
+    m = max(1, round(real / f / q))
+    if q < 16 and m % 2 == 0:
+        m += 1
+    return max(small, m * q)
+
+
+def _derivations(chosen: dict[int, int]) -> dict[int, tuple[int, tuple[int, ...]]]:
+    """Values that are an integer k times a product of one to three smaller values, in the
+    small sizes and the real ones alike (hidden = heads x head_dim, 3 x hidden): value ->
+    (k, parts). They are derived from their parts when a scale is reduced, so reshapes that
+    split or join them still hold."""
+    out: dict[int, tuple[int, tuple[int, ...]]] = {}
+    keys = sorted(chosen)
+    for c in keys:
+        lower = [v for v in keys if v < c]
+        for n in (3, 2, 1):
+            for parts in itertools.combinations(lower, n):
+                ps, pr = math.prod(parts), math.prod(chosen[v] for v in parts)
+                if c % ps == 0 and chosen[c] % pr == 0 and c // ps == chosen[c] // pr:
+                    out[c] = (c // ps, parts)
+                    break
+            if c in out:
+                break
     return out
+
+
+def reduced_scale(base: Scale, shapes: list[tuple[int, ...]], max_elems: int = 16 << 20) -> Scale:
+    """`base` brought down until no input (its small `shapes`) holds more than max_elems
+    elements: the values that are no product of others (see _derivations) are divided, the
+    largest one that shrinks the largest input first, each by a power of two (see _shrink), and
+    the derived ones follow from them. Labelled base.label + "/f" with the largest divisor (the
+    base itself when it fits)."""
+    derived = _derivations(base.chosen)
+    free = [v for v in base.chosen if v not in derived]
+    div = dict.fromkeys(free, 1)
+
+    def scale() -> Scale:
+        new: dict[int, int] = {v: _shrink(v, base.chosen[v], div[v]) for v in free}
+        for c in sorted(derived):
+            k, parts = derived[c]
+            new[c] = k * math.prod(new[v] for v in parts)
+        f = max(div.values(), default=1)
+        return Scale(base.label + (f"/{f}" if f > 1 else ""), new, base.multiples)
+
+    def elems(s: Scale, shape: tuple[int, ...]) -> int:
+        return math.prod(s(n) for n in shape)
+
+    s = scale()
+    while shapes and max(elems(s, sh) for sh in shapes) > max_elems:
+        biggest = max(shapes, key=lambda sh: elems(s, sh))
+        best: tuple[int, int] | None = None  # (reduced size, value) of the one to divide next
+        for v in free:
+            div[v] *= 2
+            if elems(scale(), biggest) < elems(s, biggest) and (best is None or s.chosen[v] > best[0]):
+                best = (s.chosen[v], v)
+            div[v] //= 2
+        if best is None:
+            break  # every value is at its small size
+        div[best[1]] *= 2
+        s = scale()
+    return s
+
+
+def reduced_real_scale(text: str, xs: list[Any], max_elems: int = 16 << 20) -> Scale | None:
+    """The GPU tests' size of a script: its real sizes (the `# real-sizes:` line) reduced by
+    reduced_scale, or without the line the model scale with the largest multiplier that keeps
+    every input within `max_elems` elements (one multiplier for every value, as the model
+    scale has); None where no multiplier fits or no input dim is >= 5 (the script's own size)."""
+    shapes = [tuple(x.shape) for x in xs if isinstance(x, torch.Tensor)]
+    real = real_scale(text)
+    if real is not None:
+        return reduced_scale(real, shapes, max_elems)
+    values, _ = input_values(xs)
+    largest = 4096
+    while (model := model_scale(values, largest)) is not None and \
+            max(math.prod(model(n) for n in sh) for sh in shapes) > max_elems:
+        largest //= 2
+    return model
 
 
 # ---- the script's text --------------------------------------------------------------------
@@ -202,7 +325,8 @@ def _strides_like(x: torch.Tensor, shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def remake(x: Any, spec: Any, scale: Scale, cap: int, gen: torch.Generator) -> Any:
-    """Input `x` (made from `spec`) at the scale's sizes."""
+    """Input `x` (made from `spec`) at the scale's sizes, made on the generator's device (`x`
+    itself where its sizes stay)."""
     if not isinstance(x, torch.Tensor):
         return scale(x) if type(x) is int and x in scale.chosen else x
     shape = tuple(scale(n) for n in x.shape)
@@ -217,24 +341,25 @@ def remake(x: Any, spec: Any, scale: Scale, cap: int, gen: torch.Generator) -> A
     dtype = x.dtype
     if spec is not None and spec.kind == "arange" and x.dim() == 1:
         step = spec.fill_value or 1
-        flat = torch.arange(spec.low, spec.low + shape[0] * step, step, dtype=torch.float64)[:storage]
+        flat = torch.arange(spec.low, spec.low + shape[0] * step, step, dtype=torch.float64,
+                            device=gen.device)[:storage]
     elif dtype == torch.bool:
-        flat = torch.randint(0, 2, (storage,), generator=gen).bool()
+        flat = torch.randint(0, 2, (storage,), generator=gen, device=gen.device).bool()
     elif dtype in (torch.float4_e2m1fn_x2, torch.float8_e8m0fnu):
         # packed fp4 pairs and e8m0 scales: bytes (0xff is e8m0's NaN)
-        flat = torch.randint(0, 255, (storage,), generator=gen).to(torch.uint8)
+        flat = torch.randint(0, 255, (storage,), generator=gen, device=gen.device).to(torch.uint8)
         return flat.view(dtype).as_strided(shape, strides)
     elif dtype.is_floating_point and x.numel() and x.float().min() >= 0:
         # values the file keeps positive (a running variance, torch.rand + 0.5): the same range
         lo, hi = x.float().min().item(), x.float().max().item()
-        flat = torch.rand((storage,), generator=gen) * (hi - lo) + lo
+        flat = torch.rand((storage,), generator=gen, device=gen.device) * (hi - lo) + lo
     elif dtype.is_floating_point:
-        flat = torch.randn((storage,), generator=gen)
+        flat = torch.randn((storage,), generator=gen, device=gen.device)
         if x.numel():
             flat = flat * max(1.0, x.float().abs().max().item() / 3)
     else:
         lo, hi = (int(x.min()), int(x.max())) if x.numel() else (0, 1)
-        flat = torch.randint(lo, hi + 1, (storage,), generator=gen)
+        flat = torch.randint(lo, hi + 1, (storage,), generator=gen, device=gen.device)
     return flat.to(dtype).as_strided(shape, strides)
 
 
@@ -242,13 +367,28 @@ def first_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
 
 
+def to_device(x: Any, device: str | torch.device) -> Any:
+    """`x` on `device` with its sizes, strides and offset: the storage it spans moves and the
+    view is taken there (`.to` of an expanded or padded view would give a dense copy)."""
+    if not isinstance(x, torch.Tensor) or x.device == torch.device(device):
+        return x
+    span = x.storage_offset() + 1 + sum((n - 1) * s for n, s in zip(x.shape, x.stride())) if x.numel() else 0
+    return x.as_strided((span,), (1,), 0).to(device).as_strided(x.shape, x.stride(), x.storage_offset())
+
+
 def scaled_fusion(path: Path, text: str, scale: Scale, base_xs: list[Any], specs: list[Any],
-                  cap: int) -> tuple[Any, list[Any]]:
-    """The fusion and inputs at `scale`; UnscalableError when the rewrite does not hold together."""
+                  cap: int, device: str = "cpu", seed: int = 0) -> tuple[Any, list[Any]]:
+    """The fusion and inputs (on `device`, drawn from `seed`) at `scale`; UnscalableError when
+    the rewrite does not hold together."""
     try:
         fd = loads_fusion(rewrite(text, scale), filename=f"{path.stem}@{scale.label}")
     except (FusionFileError, FusionDefinitionError) as e:
         raise UnscalableError(first_line(e)) from None
-    gen = torch.Generator().manual_seed(0)
-    xs = [remake(x, s, scale, cap, gen) for x, s in zip(base_xs, specs)]
-    return fd, xs
+    return fd, scaled_inputs(scale, base_xs, specs, cap, device, seed)
+
+
+def scaled_inputs(scale: Scale, base_xs: list[Any], specs: list[Any], cap: int, device: str = "cpu",
+                  seed: int = 0) -> list[Any]:
+    """The inputs `base_xs` (made from `specs`) at `scale`, on `device`, drawn from `seed`."""
+    gen = torch.Generator(device=device).manual_seed(seed)
+    return [to_device(remake(x, s, scale, cap, gen), device) for x, s in zip(base_xs, specs)]

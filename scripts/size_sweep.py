@@ -6,11 +6,12 @@ at larger sizes that keep its shape patterns, to find what the small CI sizes hi
     python scripts/size_sweep.py --emulate              # also emulate the moderate scales
     python scripts/size_sweep.py --json sweep.json      # every record, for a later look
 
-Scales (x4, x16, =4096 and an odd size per input dim size, then "model") and the rewrite
-of a script and its inputs at a scale are scripts/scales.py's. A rewrite that does not keep
-the fusion consistent is tried again mapping only exact values, then reported as
-unscalable, not as an engine failure. No tensor exceeds --cap elements (default 64M): a
-larger scale is skipped.
+Scales (the script's real sizes where its `# real-sizes:` line names them; x4, x16, =4096
+and an odd size per input dim size; then "model") and the rewrite of a script and its
+inputs at a scale are scripts/scales.py's. A rewrite that does not keep the fusion
+consistent is tried again mapping only exact values, then reported as unscalable, not as
+an engine failure. No tensor exceeds --cap elements (default 64M): a larger scale is
+skipped.
 
 Reported: compile errors, fusions that run in more kernels than at the small size (with
 the trace's reasons: failed to lower, is refused for, no scheduler accepts) and
@@ -43,6 +44,7 @@ from scripts.scales import (  # noqa: E402
     UnscalableError,
     first_line,
     input_values,
+    real_scale,
     scaled_fusion,
     scales_for,
 )
@@ -145,7 +147,12 @@ def sweep_one(name: str, path: Path, a: argparse.Namespace, report: Callable[[Re
     report(Result(name, "base", "ok", k0, s0))
     values, inner = input_values(xs0)
     specs = fd0.input_specs or [None] * len(xs0)
-    for scale in scales_for(values, inner):
+    try:
+        real = real_scale(text)
+    except ValueError as e:
+        report(Result(name, "real", "error", detail=str(e)))
+        real = None
+    for scale in ([real] if real is not None else []) + scales_for(values, inner):
         if a.scales and not any(s in scale.label for s in a.scales):
             continue
         r, got, xs = try_scale(name, path, text, scale, (k0, s0), xs0, specs, a.cap)
