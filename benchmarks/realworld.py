@@ -1,0 +1,307 @@
+"""GPU real-size sweep: every real-world script expected to work (tests/realworld WORKS), the
+regression fusions and the bundled samples, at the sizes of the models they come from, run by
+the engine and by nvFuser on the same CUDA inputs in one process.
+
+A script whose header has a `# real-sizes: 64=8192 24=16384` line runs at those sizes; one
+without runs at its own size and at size_sweep's model scale (largest dim 4096). Per case
+(benchmarks/realworld_case.py): compile seconds, outputs against the reference, cf.run and
+fd.execute per call, kernels per call, per kernel its time, registers, local memory and
+occupancy, and nvFuser's time and kernel count. Records go to OUT/realworld[-shardIofN].jsonl
+as they are made; the report (benchmarks/realworld_report.py) merges such files.
+
+    PYTHONPATH=. python benchmarks/realworld.py [--only SUBSTR ...] [--shard I/N] [--deadline EPOCH]
+    PYTHONPATH=. python benchmarks/realworld.py --backend emulate --only softmax   # CPU dry run
+    PYTHONPATH=. python benchmarks/realworld.py --report-only DIR_OR_JSONL ... --report-name realworld-run1
+
+A CUDA fault kills the context, so the process ends (exit 3) after writing the case's record;
+--resume goes on from OUT's records, and a case whose process died without one (its progress
+file is left behind) is recorded as crashed (or timeout, where REALWORLD_LAST_RC says the
+process was killed at the time limit) and skipped. benchmarks/realworld.sh does that in a loop,
+one process per GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+
+from benchmarks.realworld_case import SIZES, CudaLostError, Env, plan_sizes, run_case  # noqa: E402
+from benchmarks.realworld_report import write_report  # noqa: E402
+
+T0 = time.time()
+
+
+def log(msg: str) -> None:
+    print(f"[{time.time() - T0:7.1f}s] {msg}", flush=True)
+
+
+def corpus() -> list[tuple[str, Path]]:
+    """(name, path) of every fusion file the sweep knows, in a fixed order."""
+    from tests.realworld.test_realworld import SCRIPTS, WORKS
+
+    out = [(f"realworld/{n}", SCRIPTS / f"{n}.py") for n in WORKS]
+    out += [(f"regression/{p.stem}", p) for p in sorted((ROOT / "tests" / "regressions" / "fusions").glob("*.py"))
+            if "# expect refused:" not in p.read_text()]
+    out += [(f"sample/{p.stem}", p) for p in sorted((ROOT / "sample_fusions").glob("*.py"))]
+    return out
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    i, _, n = text.partition("/")
+    if not (i.isdigit() and n.isdigit() and 1 <= int(i) <= int(n)):
+        raise argparse.ArgumentTypeError(f"--shard wants I/N with 1 <= I <= N, got {text!r}")
+    return int(i), int(n)
+
+
+def select(scripts: list[tuple[str, Path]], only: list[str] | None,
+           shard: tuple[int, int]) -> list[tuple[str, Path]]:
+    """The scripts whose names hold one of `only`, then every N-th from the I-th (shards take
+    turns, so slow and fast scripts spread over them)."""
+    if only:
+        scripts = [s for s in scripts if any(o in s[0] for o in only)]
+    i, n = shard
+    return [s for k, s in enumerate(scripts) if k % n == i - 1]
+
+
+def commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                              text=True, timeout=10).stdout.strip() or "?"
+    except Exception:  # noqa: BLE001 - a copy of the tree without git
+        return "?"
+
+
+class Sweep:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.out = Path(args.out)
+        self.out.mkdir(parents=True, exist_ok=True)
+        i, n = args.shard
+        suffix = f"-shard{i}of{n}" if n > 1 else ""
+        self.records_path = self.out / f"realworld{suffix}.jsonl"
+        self.progress_path = self.out / f"progress{suffix}.json"
+        self.deadline = args.deadline if args.deadline is not None else (
+            T0 + args.budget_s if args.budget_s else None)
+        self.done: set[str] = set()
+        self.current: str | None = None
+
+    def time_left(self) -> float:
+        return float("inf") if self.deadline is None else self.deadline - time.time()
+
+    def write(self, rec: dict[str, Any]) -> None:
+        with self.records_path.open("a") as f:
+            f.write(json.dumps(rec, default=str) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        if "key" in rec:
+            self.done.add(rec["key"])
+
+    def stage(self, stage: str) -> None:
+        self.progress_path.write_text(json.dumps({"key": self.current, "stage": stage, "pid": os.getpid()}))
+
+    def resume(self) -> None:
+        """Read back this shard's records (and --prior files', copied in); record the case a
+        dead process left in flight."""
+        if not self.args.resume:
+            self.records_path.unlink(missing_ok=True)
+        for p in [self.records_path, *self.args.prior]:
+            if not p.exists():
+                continue
+            for line in p.read_text().splitlines():
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # cut short by a killed process
+                if "key" in rec and rec["key"] not in self.done:
+                    if p != self.records_path:
+                        self.write(rec)
+                    self.done.add(rec["key"])
+        if self.progress_path.exists():
+            p = json.loads(self.progress_path.read_text())
+            if p.get("key") and p["key"] not in self.done and self.args.resume:
+                rc = os.environ.get("REALWORLD_LAST_RC", "?")
+                killed = rc in ("124", "137")
+                script, _, size = p["key"].rpartition("@")
+                self.write({"key": p["key"], "script": script, "size": size, "label": size, "stage": p.get("stage"),
+                            "status": "timeout" if killed else "crashed",
+                            "detail": f"the process {'was killed at the time limit' if killed else 'died'} in stage "
+                                      f"{p.get('stage')} (exit status {rc})"})
+                log(f"resuming: {p['key']} {'timed out' if killed else 'crashed'} in stage {p.get('stage')}; skipped")
+            self.progress_path.unlink()
+
+    def env(self) -> Env:
+        a = self.args
+        cuda = a.backend == "cuda"
+        meta = {"started": time.strftime("%Y-%m-%d %H:%M:%S"), "shard": f"{a.shard[0]}/{a.shard[1]}",
+                "torch": torch.__version__, "commit": commit(), "backend": a.backend, "time_s": a.time_s}
+        nvf = None
+        if cuda:
+            meta["device"] = torch.cuda.get_device_name(0)
+            l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 << 20)
+            if a.no_nvfuser:
+                meta["nvfuser"] = "not asked for"
+            else:
+                from benchmarks.nvf import import_nvfuser
+
+                nvf, meta["nvfuser"] = import_nvfuser()
+        else:
+            meta["device"], meta["nvfuser"], l2 = "CPU (emulated kernels, no timing)", "not on the CPU", 0
+        self.write({"meta": meta})
+        log(f"{meta['device']}, {meta['nvfuser']}, engine {meta['commit']}")
+        env = Env(device="cuda" if cuda else "cpu", backend=a.backend, nvf=nvf, l2_bytes=l2, time_s=a.time_s,
+                  cap=a.cap, reduced_elems=a.reduced_elems, stage=self.stage)
+        if cuda:
+            warm_up(env)
+        return env
+
+    def run(self, scripts: list[tuple[str, Path]], env: Env) -> int:
+        from engine import fusion_cache, loads_fusion
+
+        a = self.args
+        sizes = a.sizes or (["own", "real", "model"] if a.backend == "cuda" else ["own"])
+        left = len(scripts)
+        for name, path in scripts:
+            if self.time_left() < a.reserve_s:
+                log(f"deadline: {left} script(s) left for a --resume")
+                return 0
+            left -= 1
+            text = path.read_text()
+            try:
+                fd0 = loads_fusion(text, filename=str(path))
+                xs0 = fd0.example_inputs(device="cpu", seed=0)
+                plan = plan_sizes(text, xs0, sizes, a.own_size, a.reduced_elems)
+            except Exception as e:  # noqa: BLE001 - a file that does not open is a finding
+                if f"{name}@load" not in self.done:
+                    self.write({"key": f"{name}@load", "script": name, "file": str(path), "size": "load",
+                                "label": "load", "status": "load-error",
+                                "error": f"{type(e).__name__}: {str(e).strip()[:500]}"})
+                    log(f"{name}: does not load: {e}")
+                continue
+            for size, scale in plan:
+                key = f"{name}@{size}"
+                if key in self.done:
+                    continue
+                if self.time_left() < a.reserve_s:
+                    log(f"deadline: stopping before {key}")
+                    return 0
+                self.current = key
+                self.stage("start")
+                if os.environ.get("FUSESCOPE_REALWORLD_CRASH") == key:  # tests the --resume path
+                    os._exit(9)
+                try:
+                    rec = run_case(name, path, text, fd0, xs0, size, scale, env)
+                except CudaLostError as e:
+                    self.write(e.args[0])
+                    self.progress_path.unlink(missing_ok=True)
+                    log(f"{key}: the CUDA context is lost ({e.args[0].get('error')}); exiting for a --resume")
+                    return 3
+                self.write(rec)
+                self.progress_path.unlink(missing_ok=True)
+                log(describe(rec))
+                fusion_cache.clear()
+                gc.collect()
+                if env.device == "cuda":
+                    torch.cuda.empty_cache()
+        return 0
+
+
+def describe(rec: dict[str, Any]) -> str:
+    """One log line per case."""
+    run = rec.get("engine_run", {}).get("median_ms")
+    nv = rec.get("nvfuser", {})
+    nvt = nv.get("time", {}).get("median_ms")
+    parts = [f"{rec['key']} [{rec.get('label')}] {rec.get('status')}",
+             f"compile {rec['compile_s']:.2f}s" if rec.get("compile_s") is not None else "",
+             f"err {rec['max_abs_err']:.2e}" if rec.get("max_abs_err") is not None else "",
+             f"kernels {rec.get('engine_kernels')}/{nv.get('kernels', '-')}" if "engine_kernels" in rec else "",
+             f"engine {run * 1e3:.1f} us" if run else "", f"nvFuser {nvt * 1e3:.1f} us" if nvt else "",
+             f"ratio {rec['ratio']:.2f}" if rec.get("ratio") else "",
+             f"({rec.get('stage')}: {rec['error']})" if rec.get("error") else rec.get("detail", ""),
+             f"nvFuser {nv.get('stage')}: {nv['error']}" if nv.get("error") else ""]
+    return " ".join(p for p in parts if p)
+
+
+def warm_up(env: Env) -> None:
+    """A tiny fusion through the engine and nvFuser first, so their start-up (cupy, NVRTC,
+    nvFuser's first compile) stays out of the first case's figures."""
+    from benchmarks.fusions import BF16, rms_norm
+    from engine import compile_fusion
+
+    fd = rms_norm(BF16, 8, 128)
+    xs = [torch.randn(8, 128, device="cuda").bfloat16(), torch.randn(128, device="cuda").bfloat16()]
+    try:
+        compile_fusion(fd, xs).run(xs, backend="cuda")
+        if env.nvf is not None:
+            from benchmarks.nvf import mirror
+
+            mirror(fd, env.nvf).execute(xs)
+        torch.cuda.synchronize()
+    except Exception as e:  # noqa: BLE001
+        log(f"warm-up failed: {type(e).__name__}: {e}")
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", nargs="*", default=None, help="substrings of the script names to sweep")
+    ap.add_argument("--files", nargs="*", type=Path, default=None, help="sweep these fusion files instead")
+    ap.add_argument("--shard", type=parse_shard, default=(1, 1), help="I/N: every N-th script from the I-th")
+    ap.add_argument("--sizes", nargs="*", choices=SIZES, default=None,
+                    help="sizes to run (default: own, real, model on cuda; own on emulate)")
+    ap.add_argument("--own-size", action="store_true", help="also a script's own size where it has real sizes")
+    ap.add_argument("--backend", choices=("cuda", "emulate"), default="cuda",
+                    help="emulate: the same path on the CPU (g++ emulator), no nvFuser, no timing")
+    ap.add_argument("--no-nvfuser", action="store_true")
+    ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT") or "/tmp/fusescope-realworld"))
+    ap.add_argument("--resume", action="store_true", help="go on from OUT's records of this shard")
+    ap.add_argument("--prior", nargs="*", type=Path, default=[],
+                    help="JSON-lines files of an earlier call: their cases count as done (copied in)")
+    ap.add_argument("--deadline", type=float, default=None, help="epoch seconds: start nothing after it")
+    ap.add_argument("--budget-s", type=float, default=None, help="the same, counted from now")
+    ap.add_argument("--reserve-s", type=float, default=30.0, help="start no case with less time left")
+    ap.add_argument("--time-s", type=float, default=1.0, help="timing budget per timed function and case")
+    ap.add_argument("--cap", type=int, default=1 << 31, help="most elements of one input tensor")
+    ap.add_argument("--reduced-elems", type=int, default=16 << 20, help="the reduced size's bound")
+    ap.add_argument("--report-only", nargs="*", type=Path, default=None,
+                    help="merge these JSON-lines files or folders (default OUT) into the report")
+    ap.add_argument("--report-name", default="realworld", help="the report's file name, without .md/.json")
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str]) -> int:
+    a = parse(argv)
+    names = None if (a.only or a.files) else [n for n, _ in corpus()]
+    if a.report_only is not None:
+        print(write_report(a.report_only or [a.out], a.out, a.report_name, names), end="", flush=True)
+        return 0
+    if a.backend == "cuda" and not torch.cuda.is_available():
+        print("benchmarks/realworld.py needs a CUDA GPU (or --backend emulate)", file=sys.stderr)
+        return 2
+    scripts = [(f"file/{p.stem}", p) for p in a.files] if a.files else corpus()
+    scripts = select(scripts, a.only, a.shard)
+    sweep = Sweep(a)
+    sweep.resume()
+    if sweep.time_left() < a.reserve_s:
+        log("no time left: nothing started")
+        return 0
+    rc = sweep.run(scripts, sweep.env())
+    if rc == 0:
+        text = write_report([sweep.records_path], a.out, sweep.records_path.stem, None)
+        print(text.split("## Cases")[0], end="", flush=True)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
