@@ -14,6 +14,8 @@ from engine.reference import evaluate
 from scripts import scales as S  # noqa: N812 - the module under test
 from tests.realworld.test_realworld import WORKS
 
+ROOT = Path(__file__).resolve().parents[2]
+
 # Rows of [S, H] split into heads (H = heads x head_dim), weighted and summed per head.
 HEADS = '''# A test script.
 # real-sizes: {sizes}
@@ -167,3 +169,19 @@ def test_every_file_of_the_gpu_tests_has_bounded_reduced_sizes():
         if real is not None:
             for scale in (real, s):
                 loads_fusion(S.rewrite(text, scale), filename=f"{p.stem}@{scale.label}")
+
+
+def test_the_gpu_tests_realistic_size_of_a_file(tmp_path):
+    from tests.engine.test_files_gpu import _realistic
+
+    fd, xs, label = _realistic(_script(tmp_path, "10=20 3=4 8=16 24=64"), device="cpu")
+    assert label == "real" and [tuple(x.shape) for x in xs] == [(20, 64), (16,)]
+    fd, xs, label = _realistic(ROOT / "sample_fusions" / "softmax.py", device="cpu")
+    assert label == "model(x8)" and tuple(xs[0].shape) == (128, 8000)
+    # a reshape the model scale does not keep: the file's own size
+    fd, xs, label = _realistic(ROOT / "sample_fusions" / "reshape_chain.py", device="cpu")
+    assert label.startswith("own (UnscalableError") and xs[0].shape == load_fusion(
+        ROOT / "sample_fusions" / "reshape_chain.py").example_inputs()[0].shape
+    # real sizes that do not fit the script (24 is no longer 3 x 8) fail the test
+    with pytest.raises(pytest.fail.Exception, match="do not fit the script"):
+        _realistic(_script(tmp_path, "10=20 3=4 8=16 24=100"), device="cpu")
