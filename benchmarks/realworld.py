@@ -161,8 +161,8 @@ class Sweep:
             meta["device"], meta["nvfuser"], l2 = "CPU (emulated kernels, no timing)", "not on the CPU", 0
         self.write({"meta": meta})
         log(f"{meta['device']}, {meta['nvfuser']}, engine {meta['commit']}")
-        env = Env(device="cuda" if cuda else "cpu", backend=a.backend, nvf=nvf, l2_bytes=l2, time_s=a.time_s,
-                  cap=a.cap, reduced_elems=a.reduced_elems, stage=self.stage)
+        env = Env(device="cuda" if cuda else "cpu", backend=a.backend, timing=cuda, nvf=nvf, l2_bytes=l2,
+                  time_s=a.time_s, cap=a.cap, reduced_elems=a.reduced_elems, stage=self.stage)
         if cuda:
             warm_up(env)
         return env

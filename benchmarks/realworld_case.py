@@ -61,6 +61,7 @@ class Env:
 
     device: str  # "cuda" or "cpu"
     backend: str  # the engine's back end: "cuda" or "emulate"
+    timing: bool  # time and count the calls (the emulate dry run does not)
     nvf: Any  # nvfuser_direct, or None
     l2_bytes: int
     time_s: float  # timing budget of one timed function
@@ -278,16 +279,16 @@ def engine_part(rec: dict[str, Any], fd: Any, sets: list[Any], refs: list[Any] |
     if refs is not None:
         rec.update(check_outputs(outs, refs))
     del outs
-    if env.device != "cuda":
-        rec.update(engine_kernels=len(kernels), kernel_count_method="kernel segments (emulator)",
+    if not env.timing:
+        rec.update(engine_kernels=len(kernels), kernel_count_method="kernel segments (no run counted)",
                    kernels=kernel_rows(cf, env, {}, None))
         return
     env.stage("engine kernel count")
-    launched = launched_kernels(lambda: cf.run(xs, backend="cuda"))
+    launched = launched_kernels(lambda: cf.run(xs, backend=env.backend))
     rec.update(engine_kernels=launched["count"], engine_kernel_names=launched["names"],
                kernel_count_method="torch.profiler: CUDA kernel records of one call")
     env.stage("engine timing")
-    run = rec["engine_run"] = timed(lambda x: cf.run(x, backend="cuda"), sets, env, launched)
+    run = rec["engine_run"] = timed(lambda x: cf.run(x, backend=env.backend), sets, env, launched)
     if run["reps"] == 1:  # slow: neither fd.execute nor cf.profile repeat it
         rec["engine_execute"] = {"skipped": f"one cf.run call takes {run['median_ms'] / 1e3:.2f} s"}
         rec["kernels"] = kernel_rows(cf, env, launched["us"], "one call under torch.profiler")
@@ -297,7 +298,7 @@ def engine_part(rec: dict[str, Any], fd: Any, sets: list[Any], refs: list[Any] |
         rec["engine_execute"] = timed(lambda x: fd.execute(x), sets, env, launched)
         env.stage("engine profile")
         repeat = max(3, min(20, int(0.3 * env.time_s / max(run["one_call_ms"] / 1e3, 1e-6))))
-        profs = cf.profile(xs, backend="cuda", warmup=2, repeat=repeat)
+        profs = cf.profile(xs, backend=env.backend, warmup=2, repeat=repeat)
         rec["kernels"] = kernel_rows(cf, env, {p.name: p.time_ms * 1e3 for p in profs},
                                      f"cf.profile, median of {repeat}")
 
@@ -372,12 +373,12 @@ def run_case(script: str, path: Path, text: str, fd0: Any, xs0: list[Any], size:
     sets = [xs]
     try:
         note_stage("input sets")
-        sets += [make(k) for k in range(1, input_sets_needed(in_bytes, env.l2_bytes) if env.device == "cuda" else 1)]
+        sets += [make(k) for k in range(1, input_sets_needed(in_bytes, env.l2_bytes) if env.timing else 1)]
         rec["input_sets"] = len(sets)
         engine_part(rec, fd, sets, refs, inner)
     except Exception as e:  # noqa: BLE001 - every failure is a finding
         failed(e, rec)
-    if env.nvf is not None and env.device == "cuda":
+    if env.nvf is not None:
         try:
             nvfuser_part(rec, fd, sets, refs, lambda: make(0), inner)
         except Exception as e:  # noqa: BLE001

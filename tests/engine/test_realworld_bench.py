@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,39 @@ def test_a_process_that_dies_in_a_case_is_recorded_and_skipped_on_resume(heads, 
     assert not (out / "progress.json").exists()
 
 
+@needs_gxx
+def test_the_timed_path_runs_with_the_engine_standing_in_for_nvfuser(monkeypatch):
+    """The GPU path on the CPU: emulated kernels timed by the wall clock, and for nvFuser the
+    engine's own frontend (the mirror replays the calls on it; execute on CPU tensors is the
+    reference evaluator); torch.profiler's count of CUDA kernels is replaced by a fake."""
+    from benchmarks import realworld_case as C  # noqa: N812
+    from engine import DataType, FusionDefinition, load_fusion
+
+    counted: list[int] = []
+
+    def launched(fn: Any) -> dict[str, Any]:
+        fn()
+        counted.append(1)
+        return {"count": 1, "names": ["k"], "us": {}, "wall_s": 1e-3}
+
+    monkeypatch.setattr(C, "launched_kernels", launched)
+    nvf = types.SimpleNamespace(FusionDefinition=FusionDefinition, DataType=DataType)
+    stages: list[str] = []
+    env = Env(device="cpu", backend="emulate", timing=True, nvf=nvf, l2_bytes=1 << 20, time_s=0.3, cap=1 << 24,
+              reduced_elems=1 << 20, stage=stages.append)
+    path = SAMPLES / "softmax.py"
+    fd0 = load_fusion(path)
+    rec = C.run_case("sample/softmax", path, path.read_text(), fd0, fd0.example_inputs(seed=0), "own", None, env)
+    assert rec["status"] == "ok" and "error" not in rec and "error" not in rec["nvfuser"], rec
+    assert rec["input_sets"] == 8 and len(counted) == 2  # 64 KB of inputs; engine and "nvFuser" counted
+    assert rec["engine_run"]["median_ms"] > 0 and rec["engine_execute"]["median_ms"] > 0
+    assert rec["kernels"][0]["time_us"] > 0 and rec["kernels"][0]["time_method"].startswith("cf.profile")
+    nv = rec["nvfuser"]
+    assert nv["matched"] and nv["kernels"] == 1 and nv["time"]["median_ms"] > 0
+    assert rec["ratio"] == pytest.approx(rec["engine_run"]["median_ms"] / nv["time"]["median_ms"])
+    assert stages[:4] == ["build", "reference", "input sets", "compile"] and stages[-1] == "nvfuser timing"
+
+
 def test_shards_take_turns_over_the_selected_scripts():
     scripts = [(f"s/{k}", Path(f"{k}.py")) for k in range(7)]
     parts = [RW.select(scripts, None, (i, 3)) for i in (1, 2, 3)]
@@ -130,8 +164,8 @@ def test_outputs_are_judged_with_the_corpus_tolerances():
 
 
 def test_a_slow_call_is_timed_once():
-    env = Env(device="cpu", backend="emulate", nvf=None, l2_bytes=0, time_s=0.3, cap=1, reduced_elems=1,
-              stage=lambda _: None)
+    env = Env(device="cpu", backend="emulate", timing=True, nvf=None, l2_bytes=0, time_s=0.3, cap=1,
+              reduced_elems=1, stage=lambda _: None)
     calls: list[int] = []
 
     def fn(x: int) -> None:
