@@ -14,10 +14,11 @@ as they are made; the report (benchmarks/realworld_report.py) merges such files.
     PYTHONPATH=. python benchmarks/realworld.py --report-only DIR_OR_JSONL ... --report-name realworld-run1
 
 A CUDA fault kills the context, so the process ends (exit 3) after writing the case's record;
---resume goes on from OUT's records, and a case whose process died without one (its progress
-file is left behind) is recorded as crashed (or timeout, where REALWORLD_LAST_RC says the
-process was killed at the time limit) and skipped. benchmarks/realworld.sh does that in a loop,
-one process per GPU.
+a case running past --case-timeout ends it too (exit 124). --resume goes on from OUT's records:
+a case whose process died without a record (its progress file is left behind) is recorded as
+crashed, or as a timeout where REALWORLD_LAST_RC is 124 or 137, and skipped; where nvFuser took
+the process down, the engine's figures (written before nvFuser's part) are kept with nvFuser's
+error. benchmarks/realworld.sh does that in a loop, one process per GPU.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -38,7 +40,14 @@ if str(ROOT) not in sys.path:
 
 import torch  # noqa: E402
 
-from benchmarks.realworld_case import SIZES, CudaLostError, Env, plan_sizes, run_case  # noqa: E402
+from benchmarks.realworld_case import (  # noqa: E402
+    SIZES,
+    CudaLostError,
+    Env,
+    launched_kernels,
+    plan_sizes,
+    run_case,
+)
 from benchmarks.realworld_report import write_report  # noqa: E402
 
 T0 = time.time()
@@ -74,6 +83,20 @@ def select(scripts: list[tuple[str, Path]], only: list[str] | None,
         scripts = [s for s in scripts if any(o in s[0] for o in only)]
     i, n = shard
     return [s for k, s in enumerate(scripts) if k % n == i - 1]
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """The case records of a JSON-lines file (none where it does not exist; a line cut short
+    by a killed process is left out)."""
+    out = []
+    for line in path.read_text().splitlines() if path.exists() else []:
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if "key" in rec:
+            out.append(rec)
+    return out
 
 
 def commit() -> str:
@@ -114,33 +137,36 @@ class Sweep:
 
     def resume(self) -> None:
         """Read back this shard's records (and --prior files', copied in); record the case a
-        dead process left in flight."""
+        dead process left in flight: a case of its own, or nvFuser's part of a case whose
+        engine figures were written first (a partial record)."""
         if not self.args.resume:
             self.records_path.unlink(missing_ok=True)
+        latest: dict[str, dict[str, Any]] = {}
         for p in [self.records_path, *self.args.prior]:
-            if not p.exists():
-                continue
-            for line in p.read_text().splitlines():
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError:
-                    continue  # cut short by a killed process
-                if "key" in rec and rec["key"] not in self.done:
-                    if p != self.records_path:
-                        self.write(rec)
-                    self.done.add(rec["key"])
-        if self.progress_path.exists():
-            p = json.loads(self.progress_path.read_text())
-            if p.get("key") and p["key"] not in self.done and self.args.resume:
-                rc = os.environ.get("REALWORLD_LAST_RC", "?")
-                killed = rc in ("124", "137")
-                script, _, size = p["key"].rpartition("@")
-                self.write({"key": p["key"], "script": script, "size": size, "label": size, "stage": p.get("stage"),
-                            "status": "timeout" if killed else "crashed",
-                            "detail": f"the process {'was killed at the time limit' if killed else 'died'} in stage "
-                                      f"{p.get('stage')} (exit status {rc})"})
-                log(f"resuming: {p['key']} {'timed out' if killed else 'crashed'} in stage {p.get('stage')}; skipped")
-            self.progress_path.unlink()
+            for rec in read_records(p):
+                if p != self.records_path and rec["key"] not in latest:
+                    self.write(rec)
+                latest[rec["key"]] = rec if p == self.records_path else latest.get(rec["key"], rec)
+        self.done = set(latest)
+        if not self.progress_path.exists():
+            return
+        p = json.loads(self.progress_path.read_text())
+        key, stage = p.get("key"), p.get("stage")
+        if key and self.args.resume and (key not in latest or latest[key].get("partial")):
+            rc = os.environ.get("REALWORLD_LAST_RC", "?")
+            killed = rc in ("124", "137")
+            how = "was killed after running past its time limit" if killed else "died"
+            detail = f"the process {how} in stage {stage} (exit status {rc})"
+            if key in latest:
+                rec = {k: v for k, v in latest[key].items() if k != "partial"}
+                rec.setdefault("nvfuser", {}).update(stage=stage, error=detail)
+                self.write(rec)
+            else:
+                script, _, size = key.rpartition("@")
+                self.write({"key": key, "script": script, "size": size, "label": size, "stage": stage,
+                            "status": "timeout" if killed else "crashed", "detail": detail})
+            log(f"resuming: {key}: {detail}; skipped")
+        self.progress_path.unlink()
 
     def env(self) -> Env:
         a = self.args
@@ -162,7 +188,8 @@ class Sweep:
         self.write({"meta": meta})
         log(f"{meta['device']}, {meta['nvfuser']}, engine {meta['commit']}")
         env = Env(device="cuda" if cuda else "cpu", backend=a.backend, timing=cuda, nvf=nvf, l2_bytes=l2,
-                  time_s=a.time_s, cap=a.cap, reduced_elems=a.reduced_elems, stage=self.stage)
+                  time_s=a.time_s, cap=a.cap, reduced_elems=a.reduced_elems, stage=self.stage,
+                  checkpoint=self.write)
         if cuda:
             warm_up(env)
         return env
@@ -201,6 +228,11 @@ class Sweep:
                 self.stage("start")
                 if os.environ.get("FUSESCOPE_REALWORLD_CRASH") == key:  # tests the --resume path
                     os._exit(9)
+                # A hung kernel or a runaway compile ends the process (the progress file names
+                # the case) rather than the shard's whole budget.
+                watchdog = threading.Timer(a.case_timeout, overrun, (key, a.case_timeout))
+                watchdog.daemon = True
+                watchdog.start()
                 try:
                     rec = run_case(name, path, text, fd0, xs0, size, scale, env)
                 except CudaLostError as e:
@@ -208,6 +240,8 @@ class Sweep:
                     self.progress_path.unlink(missing_ok=True)
                     log(f"{key}: the CUDA context is lost ({e.args[0].get('error')}); exiting for a --resume")
                     return 3
+                finally:
+                    watchdog.cancel()
                 self.write(rec)
                 self.progress_path.unlink(missing_ok=True)
                 log(describe(rec))
@@ -216,6 +250,11 @@ class Sweep:
                 if env.device == "cuda":
                     torch.cuda.empty_cache()
         return 0
+
+
+def overrun(key: str, seconds: float) -> None:
+    log(f"{key}: still running after {seconds:.0f} s; ending the process (exit status 124)")
+    os._exit(124)
 
 
 def describe(rec: dict[str, Any]) -> str:
@@ -243,12 +282,15 @@ def warm_up(env: Env) -> None:
     fd = rms_norm(BF16, 8, 128)
     xs = [torch.randn(8, 128, device="cuda").bfloat16(), torch.randn(128, device="cuda").bfloat16()]
     try:
-        compile_fusion(fd, xs).run(xs, backend="cuda")
+        cf = compile_fusion(fd, xs)
+        cf.run(xs, backend="cuda")
         if env.nvf is not None:
             from benchmarks.nvf import mirror
 
             mirror(fd, env.nvf).execute(xs)
         torch.cuda.synchronize()
+        counted = launched_kernels(lambda: cf.run(xs, backend="cuda"))  # CUPTI's start-up
+        log(f"warm-up: torch.profiler counts {counted['count']} kernel(s) of the engine's rms_norm")
     except Exception as e:  # noqa: BLE001
         log(f"warm-up failed: {type(e).__name__}: {e}")
 
@@ -271,6 +313,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--deadline", type=float, default=None, help="epoch seconds: start nothing after it")
     ap.add_argument("--budget-s", type=float, default=None, help="the same, counted from now")
     ap.add_argument("--reserve-s", type=float, default=30.0, help="start no case with less time left")
+    ap.add_argument("--case-timeout", type=float, default=180.0,
+                    help="end the process when one case runs this long (recorded as a timeout on --resume)")
     ap.add_argument("--time-s", type=float, default=1.0, help="timing budget per timed function and case")
     ap.add_argument("--cap", type=int, default=1 << 31, help="most elements of one input tensor")
     ap.add_argument("--reduced-elems", type=int, default=16 << 20, help="the reduced size's bound")

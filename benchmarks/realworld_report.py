@@ -111,7 +111,9 @@ def _status(r: dict[str, Any]) -> str:
     elif r.get("detail"):
         text += f" ({r['detail'][:80]})"
     nv = r.get("nvfuser", {})
-    if nv.get("error"):
+    if r.get("partial"):
+        text += "; nvFuser did not finish (no resume recorded why)"
+    elif nv.get("error"):
         text += f"; nvFuser {nv.get('stage')}: {nv['error'][:60]}"
     elif nv.get("matched") is False:
         text += "; nvFuser differs from the reference"

@@ -121,6 +121,32 @@ def test_the_timed_path_runs_with_the_engine_standing_in_for_nvfuser(monkeypatch
     assert stages[:4] == ["build", "reference", "input sets", "compile"] and stages[-1] == "nvfuser timing"
 
 
+def test_resume_keeps_the_engines_figures_when_nvfuser_took_the_process_down(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    out.mkdir()
+    partial = {"key": "sample/a@own", "script": "sample/a", "size": "own", "status": "ok", "partial": True,
+               "engine_run": {"median_ms": 0.5}}
+    done = {"key": "sample/b@own", "script": "sample/b", "size": "own", "status": "ok"}
+    (out / "realworld.jsonl").write_text(json.dumps(done) + "\n" + json.dumps(partial) + "\n")
+    (out / "progress.json").write_text(json.dumps({"key": "sample/a@own", "stage": "nvfuser first call"}))
+    monkeypatch.setenv("REALWORLD_LAST_RC", "139")
+    sweep = RW.Sweep(RW.parse(["--out", str(out), "--resume"]))
+    sweep.resume()
+    rec = _records(out)["sample/a@own"]
+    assert "partial" not in rec and rec["engine_run"] == {"median_ms": 0.5} and rec["status"] == "ok"
+    assert rec["nvfuser"] == {"stage": "nvfuser first call",
+                              "error": "the process died in stage nvfuser first call (exit status 139)"}
+    assert sweep.done == {"sample/a@own", "sample/b@own"} and not (out / "progress.json").exists()
+    # a prior call's records count as done and are copied in, once
+    prior = tmp_path / "prior.jsonl"
+    prior.write_text(json.dumps({"key": "sample/c@model", "script": "sample/c", "size": "model"}) + "\n")
+    for _ in range(2):
+        sweep = RW.Sweep(RW.parse(["--out", str(out), "--resume", "--prior", str(prior)]))
+        sweep.resume()
+    assert "sample/c@model" in sweep.done
+    assert (out / "realworld.jsonl").read_text().count("sample/c@model") == 1
+
+
 def test_shards_take_turns_over_the_selected_scripts():
     scripts = [(f"s/{k}", Path(f"{k}.py")) for k in range(7)]
     parts = [RW.select(scripts, None, (i, 3)) for i in (1, 2, 3)]
