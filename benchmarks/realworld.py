@@ -31,6 +31,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,7 @@ from benchmarks.realworld_case import (  # noqa: E402
     SIZES,
     CudaLostError,
     Env,
+    cuda_alive,
     launched_kernels,
     plan_sizes,
     run_case,
@@ -240,6 +242,14 @@ class Sweep:
                     self.progress_path.unlink(missing_ok=True)
                     log(f"{key}: the CUDA context is lost ({e.args[0].get('error')}); exiting for a --resume")
                     return 3
+                except Exception as e:  # noqa: BLE001 - the harness's own failure: recorded, the sweep goes on
+                    rec = {"key": key, "script": name, "file": str(path), "size": size, "label": size,
+                           "status": "error", "stage": "harness",
+                           "error": "".join(traceback.format_exception_only(e)).strip()[:500]}
+                    if not cuda_alive(env.device):
+                        self.write(rec)
+                        self.progress_path.unlink(missing_ok=True)
+                        return 3
                 finally:
                     watchdog.cancel()
                 self.write(rec)
