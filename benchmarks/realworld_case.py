@@ -107,31 +107,42 @@ def cuda_alive(device: str) -> bool:
 
 
 # ---- measurements ---------------------------------------------------------------------------------
-def max_abs_error(out: torch.Tensor, ref: torch.Tensor) -> float | None:
-    """The largest |out - ref| (equal infinities and NaN against NaN count as 0); None where
-    the values do not convert (packed fp4) or the shapes differ."""
+def max_abs_error(out: torch.Tensor, ref: torch.Tensor, chunk: int = 1 << 26) -> float | None:
+    """The largest |out - ref| (equal infinities and NaN against NaN count as 0), in float32
+    (float64 for float64 and integer outputs) a chunk of elements at a time, so a large output
+    needs no full-size temporaries; None where the values do not convert (packed fp4) or the
+    shapes differ."""
     if out.shape != ref.shape:
         return None
-    if not out.numel():
-        return 0.0
+    work = torch.float64 if torch.float64 in (out.dtype, ref.dtype) or not out.dtype.is_floating_point \
+        else torch.float32
+    flat_out, flat_ref = out.reshape(-1), ref.reshape(-1)
+    worst = 0.0
     try:
-        a, b = out.double(), ref.double()
+        for i in range(0, flat_out.numel(), chunk):
+            a, b = flat_out[i:i + chunk].to(work), flat_ref[i:i + chunk].to(work)
+            d = (a - b).abs().masked_fill_((a == b) | (a.isnan() & b.isnan()), 0).nan_to_num_(nan=math.inf)
+            worst = max(worst, float(d.max()))
     except (RuntimeError, TypeError):
         return None
-    same = (a == b) | (a.isnan() & b.isnan())
-    d = torch.where(same, torch.zeros_like(a), (a - b).abs()).nan_to_num(nan=math.inf)
-    return float(d.max())
+    return worst
 
 
 def check_outputs(outs: Sequence[Any], refs: Sequence[Any]) -> dict[str, Any]:
-    """Each output against the reference: tests/realworld's _close, and the max abs error."""
+    """Each output against the reference: tests/realworld's _close (on the CPU where the GPU
+    has no memory left for its float64 copies), and the max abs error."""
     from tests.realworld.test_realworld import _close
 
     rows: list[dict[str, Any]] = []
     for o, r in zip(outs, refs):
         row: dict[str, Any] = {"max_abs_err": max_abs_error(o, r) if isinstance(o, torch.Tensor) else None}
         try:
-            _close(o, r)
+            try:
+                _close(o, r)
+            except torch.cuda.OutOfMemoryError:
+                torch.cuda.empty_cache()
+                row["judged_on"] = "cpu (out of GPU memory)"
+                _close(o.cpu(), r.cpu())
             row["ok"] = True
         except AssertionError as e:
             row["ok"], row["why"] = False, (str(e).strip().splitlines() or ["differs"])[0][:300]

@@ -187,6 +187,9 @@ def test_outputs_are_judged_with_the_corpus_tolerances():
     nan = torch.tensor([float("nan"), float("inf"), 1.0])
     assert max_abs_error(nan, nan.clone()) == 0.0
     assert max_abs_error(nan, torch.tensor([0.0, float("inf"), 1.0])) == math.inf
+    noisy = ref + torch.randn(100) * 1e-3
+    assert max_abs_error(noisy, ref, chunk=7) == max_abs_error(noisy, ref) == (noisy - ref).abs().max().item()
+    assert max_abs_error(torch.arange(5), torch.arange(5) + 3) == 3.0  # integers, exactly
 
 
 def test_a_slow_call_is_timed_once():
