@@ -137,18 +137,20 @@ class Sweep:
     def stage(self, stage: str) -> None:
         self.progress_path.write_text(json.dumps({"key": self.current, "stage": stage, "pid": os.getpid()}))
 
-    def resume(self) -> None:
-        """Read back this shard's records (and --prior files', copied in); record the case a
-        dead process left in flight: a case of its own, or nvFuser's part of a case whose
-        engine figures were written first (a partial record)."""
+    def resume(self, scripts: list[tuple[str, Path]]) -> None:
+        """Read back this shard's records, and the --prior records of `scripts` (copied in);
+        record the case a dead process left in flight: a case of its own, or nvFuser's part of
+        a case whose engine figures were written first (a partial record)."""
         if not self.args.resume:
             self.records_path.unlink(missing_ok=True)
-        latest: dict[str, dict[str, Any]] = {}
-        for p in [self.records_path, *self.args.prior]:
-            for rec in read_records(p):
-                if p != self.records_path and rec["key"] not in latest:
-                    self.write(rec)
-                latest[rec["key"]] = rec if p == self.records_path else latest.get(rec["key"], rec)
+        latest = {rec["key"]: rec for rec in read_records(self.records_path)}
+        names = {n for n, _ in scripts}
+        for p in self.args.prior:
+            for f in sorted(p.glob("realworld*.jsonl")) if p.is_dir() else [p]:
+                for rec in read_records(f):
+                    if rec["key"] not in latest and rec.get("script") in names:
+                        self.write(rec)
+                        latest[rec["key"]] = rec
         self.done = set(latest)
         if not self.progress_path.exists():
             return
@@ -319,7 +321,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT") or "/tmp/fusescope-realworld"))
     ap.add_argument("--resume", action="store_true", help="go on from OUT's records of this shard")
     ap.add_argument("--prior", nargs="*", type=Path, default=[],
-                    help="JSON-lines files of an earlier call: their cases count as done (copied in)")
+                    help="JSON-lines files (or folders of them) of an earlier call: their cases of the "
+                         "scripts swept here count as done (copied in)")
     ap.add_argument("--deadline", type=float, default=None, help="epoch seconds: start nothing after it")
     ap.add_argument("--budget-s", type=float, default=None, help="the same, counted from now")
     ap.add_argument("--reserve-s", type=float, default=30.0, help="start no case with less time left")
@@ -346,7 +349,7 @@ def main(argv: list[str]) -> int:
     scripts = [(f"file/{p.stem}", p) for p in a.files] if a.files else corpus()
     scripts = select(scripts, a.only, a.shard)
     sweep = Sweep(a)
-    sweep.resume()
+    sweep.resume(scripts)
     if sweep.time_left() < a.reserve_s:
         log("no time left: nothing started")
         return 0

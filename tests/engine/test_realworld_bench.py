@@ -131,19 +131,21 @@ def test_resume_keeps_the_engines_figures_when_nvfuser_took_the_process_down(tmp
     (out / "progress.json").write_text(json.dumps({"key": "sample/a@own", "stage": "nvfuser first call"}))
     monkeypatch.setenv("REALWORLD_LAST_RC", "139")
     sweep = RW.Sweep(RW.parse(["--out", str(out), "--resume"]))
-    sweep.resume()
+    sweep.resume([("sample/a", Path("a.py")), ("sample/b", Path("b.py"))])
     rec = _records(out)["sample/a@own"]
     assert "partial" not in rec and rec["engine_run"] == {"median_ms": 0.5} and rec["status"] == "ok"
     assert rec["nvfuser"] == {"stage": "nvfuser first call",
                               "error": "the process died in stage nvfuser first call (exit status 139)"}
     assert sweep.done == {"sample/a@own", "sample/b@own"} and not (out / "progress.json").exists()
-    # a prior call's records count as done and are copied in, once
-    prior = tmp_path / "prior.jsonl"
-    prior.write_text(json.dumps({"key": "sample/c@model", "script": "sample/c", "size": "model"}) + "\n")
+    # a prior call's records of the scripts swept here count as done and are copied in, once
+    prior = tmp_path / "prior"
+    prior.mkdir()
+    (prior / "realworld-shard1of2.jsonl").write_text("".join(
+        json.dumps({"key": f"sample/{n}@model", "script": f"sample/{n}", "size": "model"}) + "\n" for n in "cd"))
     for _ in range(2):
         sweep = RW.Sweep(RW.parse(["--out", str(out), "--resume", "--prior", str(prior)]))
-        sweep.resume()
-    assert "sample/c@model" in sweep.done
+        sweep.resume([("sample/c", Path("c.py"))])
+    assert "sample/c@model" in sweep.done and "sample/d@model" not in sweep.done
     assert (out / "realworld.jsonl").read_text().count("sample/c@model") == 1
 
 
