@@ -265,7 +265,7 @@ class Sweep:
 
 
 def overrun(key: str, seconds: float) -> None:
-    log(f"{key}: still running after {seconds:.0f} s; ending the process (exit status 124)")
+    log(f"{key}: still running after {seconds:g} s; ending the process (exit status 124)")
     os._exit(124)
 
 
