@@ -44,7 +44,7 @@ run_part() {
     [ "$left" -le 30 ] && break
     CUDA_VISIBLE_DEVICES=$gpu REALWORLD_LAST_RC=$rc timeout -k 10 $(( left + GRACE )) \
       python3 benchmarks/realworld.py --out "$OUTDIR" --deadline $DEADLINE --resume \
-      --shard "$part/$(( N * GPUS ))" "${ARGS[@]}" >> "$log" 2>&1
+      --shard "$part/$(( N * GPUS ))" ${ARGS[@]+"${ARGS[@]}"} >> "$log" 2>&1
     rc=$?
     [ "$rc" -eq 0 ] || [ "$rc" -eq 2 ] && break
     echo "shard $part/$(( N * GPUS )) exited with $rc (attempt $attempt); going on with --resume" | tee -a "$log"
@@ -52,7 +52,7 @@ run_part() {
   # Killed at the time limit with no time left to resume: the case in flight is recorded now.
   if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
     REALWORLD_LAST_RC=$rc python3 benchmarks/realworld.py --out "$OUTDIR" --resume --deadline 0 \
-      --shard "$part/$(( N * GPUS ))" "${ARGS[@]}" >> "$log" 2>&1
+      --shard "$part/$(( N * GPUS ))" ${ARGS[@]+"${ARGS[@]}"} >> "$log" 2>&1
   fi
 }
 
@@ -62,5 +62,6 @@ done
 wait
 echo "sweep done in $(( $(date +%s) - START )) s"
 # The merged report of every shard in $OUTDIR, whatever happened above.
-python3 benchmarks/realworld.py --out "$OUTDIR" --report-only "$OUTDIR" "${ARGS[@]}" 2>&1 | tee "$OUTDIR/report.log" | head -40
+python3 benchmarks/realworld.py --out "$OUTDIR" --report-only "$OUTDIR" ${ARGS[@]+"${ARGS[@]}"} > "$OUTDIR/report.log" 2>&1
+head -40 "$OUTDIR/report.log"
 exit 0
