@@ -120,7 +120,7 @@ def _run_parser() -> argparse.ArgumentParser:
                    help="emulate: the CUDA compiled with g++ and run on the CPU (default); reference: "
                    "torch on the CPU; cuda: the GPU")
     p.add_argument("--profile", action="store_true",
-                   help="profile each kernel (GPU: CUDA events, GB/s, %% of peak, registers, occupancy)")
+                   help="profile each kernel (GPU: CUDA events, GB/s, %% of peak, registers, local memory, occupancy)")
     p.add_argument("--json", action="store_true", help="the result as JSON")
     p.add_argument("--timeout", type=float, default=None, metavar="S",
                    help="stop the worker process after S seconds (default 300)")

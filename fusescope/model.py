@@ -790,6 +790,7 @@ class SegmentRun:
     registers: int | None
     occupancy: float | None
     note: str = ""
+    local_bytes: int | None = None  # per thread: spills and local arrays (GPU profile only)
 
     def to_dict(self) -> dict[str, object]:
         return dict(self.__dict__)
@@ -856,12 +857,13 @@ class RunResult:
         if self.segments:
             out.append(f"time: {self.timing}")
             out.append(f"{'seg':<4} {'scheduler':<22} {'time':>10} {'bytes':>10} {'GB/s':>8} {'%peak':>6} "
-                       f"{'max err':>9} {'regs':>5} {'occ':>5}")
+                       f"{'max err':>9} {'regs':>5} {'local':>6} {'occ':>5}")
             for s in self.segments:
                 out.append(
                     f"g{s.segment:<3} {s.scheduler:<22} {fmt_ms(s.time_ms):>10} {human_bytes(s.bytes):>10} "
                     f"{_fmt(s.gbps, '{:.1f}'):>8} {_fmt(s.peak_fraction, '{:.1%}'):>6} "
                     f"{_fmt(s.max_error, '{:.2e}'):>9} {_fmt(s.registers, '{}'):>5} "
+                    f"{_fmt(s.local_bytes, '{}'):>6} "
                     f"{_fmt(s.occupancy, '{:.0%}'):>5}" + (f"  {s.note}" if s.note else ""))
             out.append(f"total {fmt_ms(self.total_ms)}, {human_bytes(self.total_bytes)} moved, "
                        f"{human_bytes(self.boundary_bytes)} cross segment boundaries")
@@ -1116,6 +1118,7 @@ def _run_compiled(fd: Any, cf: Any, xs: list[Any], job: RunJob, start: float) ->
             registers=p.registers if p is not None else None,
             occupancy=p.occupancy if p is not None else None,
             note=note,
+            local_bytes=p.local_bytes if p is not None else None,
         ))
     bad = [c for c in checks if not c.ok]
     if bad:

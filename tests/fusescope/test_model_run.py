@@ -133,3 +133,25 @@ def test_check_flags_a_mismatch_and_tolerates_rounding() -> None:
     nan = torch.tensor([float("nan"), 1.0])
     assert _check(nan.clone(), nan)[2]  # NaN where the reference has NaN is a match
     assert not _check(torch.tensor([1, 2]), torch.tensor([1, 3]))[2]  # integers are exact
+
+
+def test_a_segments_local_memory_is_kept_in_runs_and_bundles(cross_entropy: Session) -> None:
+    from fusescope.model import SegmentRun, run_from_dict
+
+    result = cross_entropy.run("emulate", profile=True)
+    assert all(s.local_bytes is None for s in result.segments)  # the emulator has no such figure
+    spilled = SegmentRun(0, "reduction", "k0", 0.1, 4096, 40.0, 0.01, 0.0, 40, 0.5, local_bytes=1536)
+    d = dict(result.to_dict(), segments=[spilled.to_dict()])
+    again = run_from_dict(d)
+    assert again.segments[0].local_bytes == 1536
+    assert "local" in again.report().splitlines()[2] and " 1536 " in again.report().splitlines()[3]
+    del d["segments"][0]["local_bytes"]  # a bundle saved before the field existed
+    assert run_from_dict(d).segments[0].local_bytes is None
+
+
+@pytest.mark.gpu
+def test_a_cuda_profile_gives_each_kernel_its_local_memory(cross_entropy: Session) -> None:
+    result = cross_entropy.run("cuda", profile=True)
+    assert result.status == "ok", result.message
+    kernels = [s for s in result.segments if s.kernel]
+    assert kernels and all(s.local_bytes is not None and s.local_bytes >= 0 for s in kernels)
