@@ -399,7 +399,9 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
     is not compiled again (engine.fusion_cache)."""
     from engine.compile_stages import SegmentLoweringError, build_segments
     from engine.reference import check_input_layouts
+    from engine.segment.graph import Sizes
     from engine.segment.refusals import Refusals
+    from engine.shape_rules import check_sizes
 
     original: Fusion = fd.fusion if hasattr(fd, "fusion") else fd
     options = options or Options()
@@ -411,6 +413,10 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
     cached = fusion_cache.get(cache_key)
     if cached is not None:
         return cached
+    # The ops' size rules, from the sizes alone: a fusion that cannot run at these sizes is
+    # refused before it is segmented, as the reference would refuse it.
+    sizes = Sizes(original, inputs)
+    check_sizes(original, sizes.sizes, sizes.value)
     refusals = Refusals()
     notes: list[tuple[str, str]] = []
     with gc_pause.held(), transforms_kept():

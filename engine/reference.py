@@ -376,26 +376,13 @@ def _tensorize(x: Any, like: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
 
 def check_pointwise_sizes(expr: Expr, args: Sequence[Any]) -> None:
-    """Operands of a pointwise op agree axis by axis wherever neither axis is a broadcast:
-    nvFuser broadcasts only broadcast axes, where torch would also stretch any size-1 axis (a
-    slice or topk(k=1) leaves an iteration axis of extent 1)."""
-    seen: dict[int, tuple[int, TensorView]] = {}
-    for v, x in zip(expr.inputs, args):
-        if not isinstance(v, TensorView) or not isinstance(x, torch.Tensor):
-            continue
-        ids = [i for i in v.domain.logical if not i.is_reduction]
-        if len(ids) != x.dim():
-            continue
-        for d, (i, n) in enumerate(zip(ids, x.shape)):
-            if i.is_broadcast:
-                continue
-            if d in seen and seen[d][0] != n:
-                m, w = seen[d]
-                raise ExecutionError(
-                    f"{getattr(expr, 'op', expr.op_name)} producing {_names(expr.outputs)}: axis {d} of {w.short_name} has {m} "
-                    f"elements and of {v.short_name} {n}; neither is a broadcast axis (nvFuser broadcasts "
-                    "only those: broadcast_in_dim or expand first)")
-            seen[d] = (n, v)
+    """Operands of a pointwise op agree axis by axis wherever neither axis is a broadcast
+    (engine.shape_rules.pointwise_mismatch)."""
+    from engine.shape_rules import pointwise_mismatch
+
+    why = pointwise_mismatch(expr, [tuple(x.shape) if isinstance(x, torch.Tensor) else None for x in args])
+    if why is not None:
+        raise ExecutionError(why)
 
 
 @handles(ex.BinaryOp)
@@ -558,13 +545,15 @@ def _expand(expr, args, ctx):
 
 @handles(ex.ViewOp)
 def _view(expr, args, ctx):
+    from engine.shape_rules import reshape_mismatch
+
     (x,) = args
     asked = None if expr.new_shape is None else [int(ctx.scalar(s)) for s in expr.new_shape]
-    if asked is not None and math.prod(asked) != x.numel():
-        # Symbolic input sizes: only now are the element counts known (nvFuser checks at
-        # concretization: "Total element counts across view operation must match").
-        raise ValueError(f"reshape of {expr.input.short_name}: {list(x.shape)} has {x.numel()} elements, "
-                         f"the new shape {asked} has {math.prod(asked)}")
+    # Symbolic input sizes: only now are the element counts known (nvFuser checks at
+    # concretization: "Total element counts across view operation must match").
+    why = reshape_mismatch(expr, list(x.shape), asked)
+    if why is not None:
+        raise ValueError(why)
     return [x.reshape(logical_sizes(expr.output, ctx))]
 
 
