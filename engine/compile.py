@@ -85,17 +85,24 @@ class CompiledSegment:
 
     def run(self, args: list[Any], backend: str) -> list[Any]:
         """Outputs of this segment for its inputs (torch tensors on the back end's device)."""
+        if backend == "reference" or not self.is_kernel:
+            try:
+                return self._evaluate(args)
+            except ExecutionError as e:
+                raise ExecutionError(f"segment {self.id} ({self.scheduler}): {e}") from e
+        return _launch(self, args, backend)
+
+    def _evaluate(self, args: list[Any]) -> list[Any]:
+        """The segment's fusion through the reference evaluator's torch rules."""
         from engine.reference import evaluate
 
-        if backend == "reference" or not self.is_kernel:
-            if self.raw_inputs:
-                from engine.segment.graph import _evaluate_segment
+        if self.raw_inputs:
+            from engine.segment.graph import _evaluate_segment
 
-                raw = {self.fusion.inputs[k] for k in self.raw_inputs}
-                dev = next((a.device for a in args if isinstance(a, torch.Tensor)), torch.device("cpu"))
-                return _evaluate_segment(self.fusion, args, dev, raw)
-            return evaluate(self.fusion, args)
-        return _launch(self, args, backend)
+            raw = {self.fusion.inputs[k] for k in self.raw_inputs}
+            dev = next((a.device for a in args if isinstance(a, torch.Tensor)), torch.device("cpu"))
+            return _evaluate_segment(self.fusion, args, dev, raw)
+        return evaluate(self.fusion, args)
 
 
 def _logical_sizes(tv: TensorView, env: dict) -> list[int]:

@@ -695,14 +695,25 @@ def _attention_probs(q: torch.Tensor, k: torch.Tensor, lse: torch.Tensor | None,
 
 def _sdpa_flags(expr, args, n_tensors: int) -> tuple[bool, float]:
     """(is_causal, scale) of an attention op whose tensors are args[:n_tensors], followed by
-    dropout_p, is_causal and, when the op has one, the scale last."""
+    dropout_p, is_causal and, when the op has one, the scale last. Attention with dropout is
+    refused (refuse_attention_dropout)."""
     dropout_p, causal = _number(args[n_tensors]), bool(_number(args[n_tensors + 1]))
     if float(dropout_p) != 0.0:
-        raise ExecutionError(f"{expr.op_name}: dropout_p = {dropout_p}: dropout inside attention is not "
-                             "supported (flash attention's dropout RNG cannot be reproduced)")
-    q = args[1] if expr.op_name == "sdpa_bwd" else args[0]
+        raise ExecutionError(refuse_attention_dropout(expr, dropout_p))
+    q = args[1] if isinstance(expr, ex.SdpaBwdOp) else args[0]
     scale = float(_number(args[-1])) if expr.scale is not None else 1.0 / math.sqrt(q.shape[-1])
     return causal, scale
+
+
+def refuse_attention_dropout(expr: Expr, dropout_p: Any) -> str:
+    """Why attention with dropout does not run: nvFuser runs it through ATen's flash attention,
+    whose dropout mask comes from torch's CUDA generator (the philox_seed and philox_offset it
+    returns); the reference cannot draw the same mask, so no result could be checked."""
+    name = "sdpfa_bwd" if isinstance(expr, ex.SdpaBwdOp) else "sdpfa_fwd"
+    return (f"{name} producing {_names(expr.outputs)}: dropout_p = {dropout_p}: attention with dropout is not "
+            "run: flash attention draws its dropout mask from torch's CUDA generator, which the reference "
+            "evaluator cannot reproduce, so its result could not be checked (the fusion still compiles: "
+            "its IR, segments, schedules and kernels can be shown)")
 
 
 def _flash_ok(*ts: torch.Tensor) -> bool:

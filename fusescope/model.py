@@ -1048,6 +1048,10 @@ def _run_compiled(fd: Any, cf: Any, xs: list[Any], job: RunJob, start: float) ->
         t0 = time.perf_counter()
         try:
             ref_outs = seg.run(ref_args, "reference")
+        except ExecutionError as e:
+            if str(e).startswith(f"segment {seg.id} "):
+                raise  # the engine named the segment and the op already
+            raise ExecutionError(f"segment {seg.id}: the reference failed: {e}") from e
         except Exception as e:
             raise ExecutionError(f"segment {seg.id}: the reference failed: {type(e).__name__}: {e}") from e
         if backend == "reference":

@@ -165,11 +165,15 @@ class HostIrEvaluator:
             raise ExecutionError(f"the host evaluator has no torch rule for {type(e).__name__}")
         try:
             results = handler(e, args, self.ctx)
-        except ExecutionError:
-            raise
+        except ExecutionError as err:  # name the segment the op stands for
+            where = self.container.where(e)
+            if not where:
+                raise
+            raise ExecutionError(f"{where}{err}") from err
         except Exception as err:  # name the op at fault, keep the cause
             names = ", ".join(getattr(v, "short_name", "?") for v in e.outputs)
-            raise ExecutionError(f"host op {type(e).__name__} producing {names} failed: {err}") from err
+            raise ExecutionError(f"{self.container.where(e)}host op {type(e).__name__} producing {names} "
+                                 f"failed: {err}") from err
         for v, pre, t in zip(e.outputs, outs_pre, results):
             if isinstance(pre, torch.Tensor):
                 # The output is an allocated buffer or a slice of one: write into it.
