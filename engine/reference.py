@@ -57,8 +57,9 @@ def evaluate(fusion: Fusion, inputs: Sequence[Any], device: Any = None,
     (the fuzz harness perturbs them to measure how rounding moves the results)."""
     if len(inputs) != len(fusion.inputs):
         raise ExecutionError(f"fusion takes {len(fusion.inputs)} inputs, got {len(inputs)}")
-    dev = torch.device(device) if device is not None else _device_of(inputs)
-    ctx = Context(dev)
+    from engine.runtime.placement import run_device
+
+    ctx = Context(run_device("reference", inputs, device))
     values: dict[Val, Any] = {}
     for k, (val, x) in enumerate(zip(fusion.inputs, inputs)):
         values[val] = bind_input(k, val, x, ctx)
@@ -96,13 +97,6 @@ def check_extents(fusion: Fusion, env: dict) -> None:
 
 def _names(vals: Sequence[Val]) -> str:
     return ", ".join(getattr(v, "short_name", "?") for v in vals)
-
-
-def _device_of(inputs: Sequence[Any]) -> torch.device:
-    for x in inputs:
-        if isinstance(x, torch.Tensor):
-            return x.device
-    return torch.device("cpu")
 
 
 def _value(v: Val, values: dict[Val, Any], ctx: Context) -> Any:

@@ -113,9 +113,9 @@ class RunPlan:
 
     def _env(self, xs: list[Any]) -> Any:
         from engine.reference import Context
+        from engine.runtime.placement import run_device
 
-        device = next((x.device for x in xs if isinstance(x, torch.Tensor)), torch.device("cpu"))
-        ctx = Context(device)
+        ctx = Context(run_device(self.backend, xs))
         ctx.env.update(self.static_env)
         for k, v in self.scalar_inputs:
             x = xs[k]
