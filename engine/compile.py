@@ -406,6 +406,14 @@ def _signature(xs: Sequence[Any]) -> tuple:
     return tuple(sig)
 
 
+def _bound(fusion: Fusion, inputs: Sequence[Any]) -> Any:
+    """A scalar of `fusion` evaluated at the sizes and scalar values of `inputs`."""
+    from engine.compile_stages import bind_env
+
+    env = bind_env(fusion, list(inputs))
+    return lambda s: s.evaluate(env)
+
+
 # Each refusal costs a segmentation: after this many, failing groups are split into single ops.
 _SCHEDULER_REFUSALS = 4
 
@@ -415,6 +423,7 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
     A definition compiled before for inputs of the same signature, with the same options,
     is not compiled again (engine.fusion_cache)."""
     from engine.compile_stages import SegmentLoweringError, build_segments
+    from engine.concretize import concretize
     from engine.reference import check_input_layouts
     from engine.segment.graph import Sizes
     from engine.segment.refusals import Refusals
@@ -443,6 +452,7 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
             fusion, _ = original.clone()
             trace = Trace()
             trace.stage("fusion_ir_original", listing)
+            concretize(fusion, _bound(fusion, inputs), trace)
             for note, rule in notes:
                 trace.event("segment", "fusion", note, rule=rule)
             try:

@@ -91,8 +91,9 @@ def check_extents(fusion: Fusion, env: dict) -> None:
             continue  # a segment's fusion need not bind every symbol of the complete one
         if a != b:
             raise ExecutionError(
-                f"{where} has {a} elements, not {b}, and is not a broadcast axis (nvFuser expands "
-                "only those: define a size-1 input axis as a broadcast, contiguity None)")
+                f"{where} has {a} elements, not {b}, and is not a broadcast axis: its size is an input's, which "
+                "nvFuser's expand keeps, binding it to the size asked for (define a size-1 input axis as a "
+                "broadcast: shape 1 or contiguity None)")
 
 
 def _names(vals: Sequence[Val]) -> str:
@@ -530,9 +531,17 @@ def logical_sizes(tv: TensorView, ctx: Context) -> list[int]:
 
 @handles(ex.ExpandOp)
 def _expand(expr, args, ctx):
+    from engine.shape_rules import expand_mismatch
+
     (x,) = args
     logical = [i for i in expr.output.domain.logical if not i.is_reduction]
     sizes = [int(ctx.scalar(i.expanded_extent)) if i.expanded_extent is not None else -1 for i in logical]
+    for k in expr.attributes.get("concretized", ()):
+        # Expanded where the input has one element, kept where it has the size asked for.
+        sizes[k] = int(ctx.scalar(expr.shape[k]))
+        why = expand_mismatch(expr, k, x.shape[k], sizes[k])
+        if why is not None:
+            raise ExecutionError(why)
     # torch's expand makes stride-0 views, the same thing as nvFuser's expanded broadcast.
     return [x.expand(sizes)]
 

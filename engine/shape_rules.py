@@ -6,7 +6,10 @@ run is refused before it is segmented, with the same message:
 
 - pointwise operands agree axis by axis wherever neither axis is a broadcast (nvFuser
   broadcasts only broadcast axes, where torch would also stretch any size-1 axis);
-- a reshape keeps the element count.
+- a reshape keeps the element count;
+- an expand of an axis whose extent only the run settles (ExpandOp's `concretized` axes)
+  finds it of 1 element (expanded) or of the size asked for (kept), as nvFuser's
+  concretization requires.
 """
 
 from __future__ import annotations
@@ -52,6 +55,16 @@ def reshape_mismatch(expr: Expr, shape: Sequence[int], new_shape: Sequence[int] 
             f"{list(new_shape)} has {math.prod(new_shape)}")
 
 
+def expand_mismatch(expr: Expr, k: int, size: int, asked: int) -> str | None:
+    """Why axis `k` of an expand's input, of `size` elements, cannot take the size `asked`
+    for (None when it is 1 or that size)."""
+    if size in (1, asked):
+        return None
+    return (f"expand producing {_names(expr)}: axis {k} of {expr.input.short_name} has {size} elements, so it can "
+            f"neither be expanded to {asked} (only an axis of 1 element is) nor kept (nvFuser: \"Mismatch in sizes "
+            "when concretizing expand\")")
+
+
 def check_sizes(fusion: Fusion, size_of: Callable[[TensorView], list[int]], value_of: Callable[..., int]) -> None:
     """Every rule above for every op of `fusion`, from `size_of(tv)` (a tensor's sizes) and
     `value_of(scalar)` (a bound scalar). Raises ExecutionError naming the op."""
@@ -61,6 +74,10 @@ def check_sizes(fusion: Fusion, size_of: Callable[[TensorView], list[int]], valu
             why = pointwise_mismatch(expr, [size_of(v) if isinstance(v, TensorView) else None for v in expr.inputs])
         elif isinstance(expr, ex.ViewOp) and expr.new_shape is not None and isinstance(expr.input, TensorView):
             why = reshape_mismatch(expr, size_of(expr.input), [int(value_of(s)) for s in expr.new_shape])
+        elif isinstance(expr, ex.ExpandOp):
+            sizes = size_of(expr.input)
+            for k in expr.attributes.get("concretized", ()):
+                why = why or expand_mismatch(expr, k, sizes[k], int(value_of(expr.shape[k])))
         if why is not None:
             raise ExecutionError(why)
 
