@@ -1017,12 +1017,15 @@ def _run_compiled(fd: Any, cf: Any, xs: list[Any], job: RunJob, start: float) ->
     from engine.compile_stages import bind_env
     from engine.errors import ExecutionError
     from engine.reference import evaluate
+    from engine.runtime.placement import run_device
     from engine.runtime.profiler import tensor_bytes
 
     backend = job.backend
     if backend == "cuda" and not torch.cuda.is_available():
         raise ExecutionError("the cuda back end needs a GPU (torch sees none here); use emulate or reference")
-    device = torch.device("cuda") if backend == "cuda" else torch.device("cpu")
+    # The back end's device (the worker's inputs are CPU tensors); the reference runs on the CPU.
+    device = run_device(backend)
+    cpu = torch.device("cpu")
     xs_dev = [x.to(device) if isinstance(x, torch.Tensor) else x for x in xs]
 
     # The segments run in order on the back end, each fed what the back end produced before
@@ -1049,7 +1052,11 @@ def _run_compiled(fd: Any, cf: Any, xs: list[Any], job: RunJob, start: float) ->
         ref_args = [lookup(want, v, where) for v in seg.input_vals]
         t0 = time.perf_counter()
         try:
-            ref_outs = seg.run(ref_args, "reference")
+            ref_outs = seg.run(ref_args, "reference", cpu)
+        except ExecutionError as e:
+            if str(e).startswith(f"segment {seg.id} "):
+                raise  # the engine named the segment and the op already
+            raise ExecutionError(f"segment {seg.id}: the reference failed: {e}") from e
         except Exception as e:
             raise ExecutionError(f"segment {seg.id}: the reference failed: {type(e).__name__}: {e}") from e
         if backend == "reference":
@@ -1059,7 +1066,7 @@ def _run_compiled(fd: Any, cf: Any, xs: list[Any], job: RunJob, start: float) ->
                 seg.kernel(backend)  # compile/load outside the timed launch (cached on disk)
             t0 = time.perf_counter()
             try:
-                outs = seg.run(args, backend)
+                outs = seg.run(args, backend, device)
                 if backend == "cuda":
                     torch.cuda.synchronize()
             except ExecutionError as e:

@@ -113,9 +113,9 @@ class RunPlan:
 
     def _env(self, xs: list[Any]) -> Any:
         from engine.reference import Context
+        from engine.runtime.placement import run_device
 
-        device = next((x.device for x in xs if isinstance(x, torch.Tensor)), torch.device("cpu"))
-        ctx = Context(device)
+        ctx = Context(run_device(self.backend, xs))
         ctx.env.update(self.static_env)
         for k, v in self.scalar_inputs:
             x = xs[k]
@@ -153,7 +153,7 @@ class RunPlan:
             return _Unit(s.unit.segment, refs, [self._slot(v) for v in s.outputs], self.backend)
         refs = [self._ref(v) for v in s.inputs]
         self.needs_env = True
-        return _HostExpr(s, refs, [self._slot(v) for v in s.outputs])
+        return _HostExpr(s, refs, [self._slot(v) for v in s.outputs], self.cf.host_ir.where(s))
 
 
 def _static_env(c: hir.HostIrContainer, signature: tuple) -> dict:
@@ -226,10 +226,10 @@ class _Unit:
 class _HostExpr:
     """A fusion-level expr run through the reference evaluator's torch rule."""
 
-    def __init__(self, e: Expr, refs: list[tuple[int, Any]], outs: list[int]) -> None:
+    def __init__(self, e: Expr, refs: list[tuple[int, Any]], outs: list[int], where: str = "") -> None:
         from engine.reference import HANDLERS
 
-        self.e, self.refs, self.outs = e, refs, outs
+        self.e, self.refs, self.outs, self.where = e, refs, outs, where
         self.handler = HANDLERS.get(type(e))
         if self.handler is None:
             raise ExecutionError(f"the host program has no torch rule for {type(e).__name__}")
@@ -239,10 +239,13 @@ class _HostExpr:
 
         try:
             results = self.handler(self.e, [_read(r, slots, env) for r in self.refs], env)
-        except ExecutionError:
-            raise
+        except ExecutionError as err:  # name the segment the op stands for
+            if not self.where:
+                raise
+            raise ExecutionError(f"{self.where}{err}") from err
         except Exception as err:  # name the op at fault, keep the cause
             names = ", ".join(getattr(v, "short_name", "?") for v in self.e.outputs)
-            raise ExecutionError(f"host op {type(self.e).__name__} producing {names} failed: {err}") from err
+            raise ExecutionError(f"{self.where}host op {type(self.e).__name__} producing {names} "
+                                 f"failed: {err}") from err
         for k, v, t in zip(self.outs, self.e.outputs, results):
             slots[k] = finish_output(v, t)

@@ -16,7 +16,9 @@ from textual.widgets import Static
 NOT_YET = (
     "Random-number ops draw nvFuser's Philox stream; without rng_seed/rng_offset every run "
     "draws the same numbers. "
-    "Attention (sdpfa_fwd/bwd) runs through torch as an expr_eval segment, without dropout; so "
+    "Attention (sdpfa_fwd/bwd) runs through torch as an expr_eval segment (with dropout it "
+    "compiles and shows, but running it is refused: flash attention's RNG cannot be "
+    "reproduced); so "
     "do scans (cumsum, cumprod, cummax, cummin), topk, argsort, scatter, index_put_accumulate "
     "and grouped_mm (no kernel is generated for them; nvFuser generates some). "
     "Not in this version: the scaled grouped_mm (refused when a file is opened, naming the op "

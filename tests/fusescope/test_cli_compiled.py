@@ -199,3 +199,20 @@ def test_export_errors_exit_2(tmp_path: Path) -> None:
     assert r.returncode == 2 and "invalid choice: 'png'" in r.stderr
     r = run_cli("export", "softmax", "--format", "dot", "-o", str(tmp_path / "missing" / "x.dot"))
     assert r.returncode == 2 and r.stderr.startswith("fusescope: error: ") and "Traceback" not in r.stderr
+
+
+def test_attention_with_dropout_shows_and_its_run_fails_naming_op_and_segment(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Every `show` view works on a file with dropout inside attention; `run` exits 4 with the
+    engine's refusal, which names the segment and the op."""
+    path = str(Path(__file__).parents[1] / "engine" / "fixtures" / "attention_dropout.py")
+    assert "dropout_p = 0.1" in out_of(capsys, "show", path, "--ir")
+    segments = out_of(capsys, "show", path, "--segments")
+    assert re.search(r"g1\s+expr_eval", segments) and re.search(r"g3\s+pointwise", segments)
+    assert "expr_eval" in out_of(capsys, "show", path, "--schedule")
+    assert "__global__" in out_of(capsys, "show", path, "--cuda")
+    assert "sdpa(" in out_of(capsys, "show", path, "--host-ir")
+    assert main(["run", path, "--backend", "reference"]) == EXIT_RUN_FAILED
+    err = capsys.readouterr().err
+    assert err.startswith("fusescope: error: ExecutionError: segment 1 (expr_eval): sdpfa_fwd producing T7, T8, "
+                          "T9, T10: dropout_p = 0.1: attention with dropout is not run")
