@@ -221,8 +221,9 @@ def load_session(path: str | Path) -> Session:
 
 
 def skipped_summary(fd: FusionDefinition) -> str | None:
-    """One line on what the loader skipped, unread, after the script ran its fusion (the
-    repro's own checks), or None when it skipped nothing."""
+    """One line on what the loader skipped, unread: what the fusion does not need (imports,
+    helpers, other tests) and, after the script ran its fusion, the repro's own checks; None
+    when it skipped nothing."""
     skipped = fd.skipped_statements
     if not skipped:
         return None
@@ -233,8 +234,11 @@ def skipped_summary(fd: FusionDefinition) -> str | None:
         else:
             spans.append([s.first_line, s.last_line])
     lines = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
-    return (f"{len(skipped)} statement{'s' if len(skipped) > 1 else ''} after the run skipped, not "
-            f"evaluated (the script's own checks): line{'s' if len(skipped) > 1 else ''} {lines}")
+    if all("checking code after the run" in s.reason for s in skipped):
+        what = "after the run skipped, not evaluated (the script's own checks)"
+    else:
+        what = "skipped, not evaluated (not needed by the fusion, or the script's own checks after the run)"
+    return f"{len(skipped)} statement{'s' if len(skipped) > 1 else ''} {what}: line{'s' if len(skipped) > 1 else ''} {lines}"
 
 
 def session_from_source(source: str, title: str) -> Session:

@@ -39,7 +39,9 @@ class FrontendCall:
 class SkippedStatement:
     """A top-level statement of a fusion file that the loader skipped without evaluating it:
     the repro's own checking code after the fusion was run (eager reference computations,
-    asserts, prints, imports, timing loops). Lines are 1-based and inclusive."""
+    asserts, prints, timing loops), and before it what the fusion does not need (imports
+    of other modules than torch, nvfuser and math, helper functions, other tests). Lines
+    are 1-based and inclusive."""
 
     first_line: int
     last_line: int
@@ -169,8 +171,9 @@ class FusionDefinition:
         # add_output(T, alias_input): fusion output index -> fusion input index. The fusion
         # computes T as an output; execute() writes it into that input and does not return it.
         self.output_aliases: dict[int, int] = {}
-        # What a fusion file's loader skipped, unread, after the fusion was run: the repro's
-        # checking code (engine.frontend.pyread). Empty for a fusion built in Python.
+        # What a fusion file's loader skipped, unread: what the fusion does not need and the
+        # repro's checking code after the run (engine.frontend.pyread). Empty for a fusion
+        # built in Python.
         self.skipped_statements: list[SkippedStatement] = []
         self._token: contextvars.Token | None = None
         self._open_token: contextvars.Token | None = None
