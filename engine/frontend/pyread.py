@@ -96,20 +96,15 @@ from engine.frontend.input_spec import (
     check_spec,
     storage_size,
 )
-from engine.frontend.pyfile import pure
+from engine.frontend.pyfile import imports, pure
+from engine.frontend.pyfile.imports import TORCH_MODULES as _TORCH_MODULES
 from engine.frontend.pyfile.needs import Plan, plan
+from engine.frontend.pyfile.refs import Ref as _Ref
 from engine.frontend.pyfile.shape import lines, module_shape
 from engine.frontend.pyfile.syntax import loaded, mentioned, stored, takes_fd
 from engine.frontend.spellings import unknown_op_message
 from engine.ir.iterdomain import ParallelType
 from engine.ir.tensorview import MemoryType, TensorView
-
-# Modules a repro may import; importing them here binds nothing that runs.
-_NVFUSER_MODULES = ("nvfuser", "nvfuser_direct")
-# Where the frontend lived inside PyTorch in 2022 (`from torch._C._nvfuser import Fusion,
-# FusionDefinition, DataType`); repros of that time import it from there.
-_TORCH_NVFUSER_MODULE = "torch._C._nvfuser"
-_TORCH_MODULES = ("torch", "torch.testing")
 
 # Methods of a FusionDefinition that a fusion body may call.
 _FD_METHODS = ("define_tensor", "define_scalar", "define_constant", "add_output")
@@ -192,16 +187,6 @@ class _TorchConst:
     """torch.strided / torch.contiguous_format as written in an inputs entry (a name only)."""
 
     name: str
-
-
-class _Ref:
-    """What a top-level name stands for while reading (never a live object from the file)."""
-
-    def __init__(self, kind: str, value: Any = None) -> None:
-        # "module", "torch_fn", "fd_class", "fusion_class", "fusion", "enum", "function", "class",
-        # "fd", "inputs", "spec", "const" (a number, size, dtype or device named at the top level)
-        self.kind = kind
-        self.value = value
 
 
 class _Loader:
@@ -406,71 +391,10 @@ class _Loader:
             raise self.error(stmt, f"{type(stmt).__name__} statement is not allowed at the top level")
 
     def import_(self, stmt: ast.Import) -> None:
-        """Imports bind names and run nothing: torch, nvfuser and math are the modules the
-        loader reads; any other module's names are opaque (an error where the fusion uses
-        one) and the statement is recorded as skipped."""
-        unread = []
-        for alias in stmt.names:
-            bound = alias.asname or alias.name.split(".")[0]
-            if alias.name in _TORCH_MODULES or alias.name.startswith("torch.") and not alias.asname \
-                    and alias.name != _TORCH_NVFUSER_MODULE:
-                # `import torch.testing` binds `torch`, as Python does; `as tt` binds the submodule.
-                self.globals[bound] = _Ref("module", alias.name if alias.asname else "torch")
-            elif alias.name.split(".")[0] in _NVFUSER_MODULES or alias.name == _TORCH_NVFUSER_MODULE:
-                if alias.name == _TORCH_NVFUSER_MODULE and not alias.asname:
-                    raise self.error(stmt, f"import {alias.name} as a name (`import {alias.name} as nvfuser`)")
-                self.globals[bound] = _Ref("module", "nvfuser")
-            elif alias.name == "math":
-                self.globals[bound] = _Ref("module", "math")
-            else:
-                self.unread_import(stmt, bound, f"import {alias.name}")
-                unread.append(alias.name)
-        if unread:
-            self.record_unread_import(stmt, unread)
-
-    def unread_import(self, stmt: ast.stmt, bound: str, what: str) -> None:
-        if self.held_name(bound):
-            raise self.error(stmt, f"{what} is not allowed: only torch, nvfuser and math are read, and it "
-                                   f"would rebind {bound!r}")
-        self.globals[bound] = _Ref("opaque", f"from `{what}` at line {stmt.lineno}, which is not read (only "
-                                             "torch, nvfuser and math are)")
-
-    def record_unread_import(self, stmt: ast.stmt, modules: list[str]) -> None:
-        first, last = lines(stmt)
-        self.skipped.append(SkippedStatement(first, last, f"skipped, not imported (only torch, nvfuser and math "
-                                                          f"are read; {', '.join(modules)} is not): {_excerpt(stmt)}"))
+        imports.read_import(self, stmt)
 
     def import_from(self, stmt: ast.ImportFrom) -> None:
-        module = stmt.module or ""
-        known_module = not stmt.level and (module.split(".")[0] in _NVFUSER_MODULES
-                                           or module in (_TORCH_NVFUSER_MODULE, "math", *_TORCH_MODULES))
-        unread = []
-        for alias in stmt.names:
-            bound = alias.asname or alias.name
-            dotted = f"{module.removeprefix('torch').lstrip('.')}.{alias.name}".lstrip(".")
-            if alias.name == "*":
-                if not known_module:  # it could bind any name, torch or FusionDefinition too
-                    raise self.error(stmt, f"from {'.' * stmt.level}{module} import * is not allowed: it may rebind "
-                                           "the names the fusion uses (import the names one by one)")
-                continue  # nvfuser's: the names we know are always available
-            if not stmt.level and module in _TORCH_MODULES and dotted in TORCH_MAKERS:
-                # `from torch.testing import make_tensor`, `from torch import randn`: input makers.
-                self.globals[bound] = _Ref("torch_fn", TORCH_MAKERS[dotted])
-            elif not stmt.level and module == "math" and alias.name in pure.FUNCTIONS:
-                self.globals[bound] = _Ref("math_fn", alias.name)
-            elif not stmt.level and module == "math" and alias.name in pure.CONSTANTS:
-                self.globals[bound] = _Ref("const", pure.CONSTANTS[alias.name])
-            elif self.nvfuser_name(alias.name) is not None and (known_module or alias.name in _FUSION_CLASS_NAMES):
-                # nvFuser's names, and FusionDefinition / Fusion from a test's own module (`from
-                # direct_fusion_definition import FusionDefinition`), read as nvFuser's.
-                self.globals[bound] = self.nvfuser_name(alias.name)  # type: ignore[assignment]
-            elif module.split(".")[0] in _NVFUSER_MODULES or module == _TORCH_NVFUSER_MODULE:
-                continue  # other nvfuser names bind nothing usable here
-            else:
-                self.unread_import(stmt, bound, f"from {'.' * stmt.level}{module} import {alias.name}")
-                unread.append(f"{'.' * stmt.level}{module}.{alias.name}")
-        if unread:
-            self.record_unread_import(stmt, unread)
+        imports.read_import_from(self, stmt)
 
     def nvfuser_name(self, name: str) -> _Ref | None:
         if name == "FusionDefinition":
@@ -2768,10 +2692,6 @@ def _enum_member(cls: type[enum.Enum], name: str) -> enum.Enum | None:
 def _extra_params(fn: ast.FunctionDef) -> list[ast.arg]:
     """A fusion function's parameters after the FusionDefinition."""
     return [*fn.args.args[1:], *fn.args.kwonlyargs]
-
-
-# FusionDefinition and Fusion, read as nvFuser's from whatever module a test imports them.
-_FUSION_CLASS_NAMES = ("FusionDefinition", "Fusion")
 
 
 def _is_docstring(stmt: ast.stmt) -> bool:
