@@ -11,6 +11,7 @@
     fusescope show FILE --host-ir     the host-IR program (once the engine has one)
     fusescope run FILE [--backend emulate|reference|cuda] [--profile] [--json]
     fusescope export FILE --format dot|json|mermaid|svg -o OUT
+    (show, run, export: --size T0=4096,8192 --size 1024 for a file without an inputs list)
     fusescope serve [FILE]            the TUI in a web browser (needs textual-serve)
     fusescope list                    list the bundled samples
 
@@ -106,6 +107,10 @@ def _add_compile_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kernel-source", action="append", default=[], metavar="N=PATH.cu",
                    help="replace segment N's generated kernel with this CUDA file (same kernel name and "
                    "parameters; start from `show FILE --cuda --segment N`); repeatable")
+    p.add_argument("--size", action="append", default=[], metavar="NAME=N,... | N",
+                   help="for a file without an inputs list: the sizes of an input (T0=4096,8192: every axis, "
+                   "or only its symbolic ones), of a symbolic size or a scalar input (i0=64), or N for every "
+                   "other symbolic size; the example inputs are made from the definition (repeatable)")
 
 
 def _run_parser() -> argparse.ArgumentParser:
@@ -238,18 +243,19 @@ def _emit_cuda(text: str) -> None:
 
 
 def _options(args: argparse.Namespace):  # -> model.CompileOptions
-    from fusescope.model import CompileOptions, OptionError, parse_heuristic, read_kernel_source
+    from fusescope.model import CompileOptions, OptionError, parse_heuristic, parse_size, read_kernel_source
 
     if args.streams is not None and not 1 <= args.streams <= 64:
         raise CliError("--streams must be from 1 to 64")
     try:
         overrides = dict(parse_heuristic(text) for text in args.heuristic)
         sources = dict(read_kernel_source(text) for text in args.kernel_source)
+        sizes = dict(parse_size(text) for text in args.size)
     except OptionError as e:
         raise CliError(str(e)) from None
     return CompileOptions(forwarding=not args.no_forwarding, force_scheduler=args.force_scheduler or None,
                           num_streams=args.streams or 4, device_model=args.device_model).with_(
-        heuristic_overrides=overrides, kernel_sources=sources)
+        heuristic_overrides=overrides, kernel_sources=sources, input_sizes=sizes)
 
 
 def _compiled(session, args: argparse.Namespace):  # -> model.CompileResult

@@ -424,15 +424,26 @@ class FusionDefinition:
             cache[key] = compile_fusion(self, xs)
         return self.apply_output_aliases(inputs, cache[key].run(xs, backend="cuda"))
 
-    def example_inputs(self, device: str = "cpu", seed: int | None = None) -> list[Any]:
-        """Fresh tensors with the shapes, dtypes and strides of the file's `inputs` list."""
-        # An empty `inputs = []` is a list: fusions of factories only (iota, full) take nothing.
-        if self.input_specs is None:
-            raise FusionDefinitionError("this fusion has no example inputs (no `inputs = [...]` list)")
+    def example_inputs(self, device: str = "cpu", seed: int | None = None, sizes: Any = None) -> list[Any]:
+        """Fresh tensors with the shapes, dtypes and strides of the file's `inputs` list; for
+        a fusion without one, made from the definition (engine.frontend.example_inputs),
+        `sizes` giving its symbolic sizes: an int for all, a mapping ({"T0": [4096, 8192],
+        "i0": 64, "*": 16}) or a list with an entry per input. FusionDefinitionError says
+        which sizes are missing and how to give them."""
         import torch
 
+        # An empty `inputs = []` is a list: fusions of factories only (iota, full) take nothing.
+        if self.input_specs is not None and sizes is not None:
+            raise FusionDefinitionError("sizes are for a fusion without an inputs list; this one's example inputs "
+                                        "are its file's `inputs = [...]`")
+        if self.input_specs is None:
+            from engine.frontend.example_inputs import synthesize
+
+            specs = synthesize(self.fusion, sizes)
+        else:
+            specs = self.input_specs
         gen = torch.Generator().manual_seed(seed) if seed is not None else None
-        return [spec.make(device=device, generator=gen) for spec in self.input_specs]
+        return [spec.make(device=device, generator=gen) for spec in specs]
 
     def __str__(self) -> str:
         return str(self.fusion)
