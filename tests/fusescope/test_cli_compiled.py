@@ -129,6 +129,18 @@ def test_size_gives_the_sizes_of_a_file_without_inputs(symbolic_file: Path) -> N
     assert r.returncode == 2 and "'T7' names no input or symbolic size" in r.stderr
 
 
+def test_run_and_export_take_sizes(symbolic_file: Path, tmp_path: Path) -> None:
+    r = run_cli("run", str(symbolic_file), "--size", "T0=4,8", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["options"]["input_sizes"] == {"T0": [4, 8]}
+    r = run_cli("run", str(symbolic_file))  # no sizes: the run fails, saying which are missing
+    assert r.returncode == EXIT_RUN_FAILED and "--size T0=i0,i2" in r.stderr
+    out = tmp_path / "graph.json"
+    r = run_cli("export", str(symbolic_file), "--format", "json", "-o", str(out), "--size", "8")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(out.read_text())["nodes"]
+
+
 def test_size_is_refused_for_a_file_with_inputs() -> None:
     r = run_cli("show", "softmax", "--segments", "--size", "64")
     assert r.returncode == 2 and "sizes are for a fusion without an inputs list" in r.stderr

@@ -59,7 +59,7 @@ def module_shape(tree: ast.Module) -> ModuleShape:
     shape = ModuleShape([])
     body = _unwrap(tree.body, shape)
     body = _test_body(body, shape)
-    body = [out for stmt in body for out in _exec_helper(stmt)]
+    body = [out for stmt in body for out in _exec_helper(stmt, shape)]
     shape.body = _legacy_bodies(body)
     return shape
 
@@ -209,15 +209,23 @@ def _is_docstring(stmt: ast.stmt) -> bool:
 
 
 # ---- exec_nvfuser -----------------------------------------------------------------------------
-def _exec_helper(stmt: ast.stmt) -> list[ast.stmt]:
+def _exec_helper(stmt: ast.stmt, shape: ModuleShape) -> list[ast.stmt]:
     """`out, _ = self.exec_nvfuser(fusion_func, inputs, ...)` -> `with FusionDefinition() as
     fd: fusion_func(fd)` and `out, _ = fd.execute(inputs)`, at the same line; the helper's
-    other arguments (validate=, new_fusion_expected=, ...) only check the run."""
+    other arguments (validate=, new_fusion_expected=, ...) only check the run: recorded as
+    skipped, never evaluated."""
     value = stmt.value if isinstance(stmt, (ast.Expr, ast.Assign)) else None
     call = _exec_helper_call(value)
     if call is None or isinstance(stmt, ast.Assign) and len(stmt.targets) != 1:
         return [stmt]
     func, inputs = call.args[0], call.args[1]
+    rest = [*call.args[2:], *(k.value for k in call.keywords)]
+    if rest:
+        first, last = lines(stmt)
+        shown = ", ".join(excerpt(k) if k.arg else excerpt(k.value) for k in call.keywords) if call.keywords else ""
+        shown = ", ".join(filter(None, [", ".join(excerpt(a) for a in call.args[2:]), shown]))
+        shape.skipped.append(SkippedStatement(first, last, f"skipped, not evaluated (the arguments of {EXEC_HELPER} "
+                                                           f"after the fusion function and its inputs): {shown}"))
     assert isinstance(func, ast.Name)
     fd_load = ast.Name(_FD_NAME, ast.Load())
     block = ast.With(items=[ast.withitem(ast.Call(ast.Name("FusionDefinition", ast.Load()), [], []),
