@@ -96,12 +96,13 @@ from engine.frontend.input_spec import (
     check_spec,
     storage_size,
 )
-from engine.frontend.pyfile import imports, pure
+from engine.frontend.pyfile import imports, pure, unread
 from engine.frontend.pyfile.imports import TORCH_MODULES as _TORCH_MODULES
 from engine.frontend.pyfile.needs import Plan, plan
 from engine.frontend.pyfile.refs import Ref as _Ref
-from engine.frontend.pyfile.shape import lines, module_shape
-from engine.frontend.pyfile.syntax import loaded, mentioned, stored, takes_fd
+from engine.frontend.pyfile.shape import module_shape
+from engine.frontend.pyfile.syntax import bound_names as _bound_names
+from engine.frontend.pyfile.syntax import takes_fd
 from engine.frontend.spellings import unknown_op_message
 from engine.ir.iterdomain import ParallelType
 from engine.ir.tensorview import MemoryType, TensorView
@@ -235,11 +236,11 @@ class _Loader:
                 if self.ran_line is not None:
                     self.after_run(stmt)
                     continue
-                why = self.not_needed(k, stmt)
+                why = unread.not_needed(self, k, stmt)
                 if why is not None:
-                    self.skip(stmt, why)
+                    unread.skip(self, stmt, why)
                     continue
-                self.check_opaque(stmt)
+                unread.check_opaque(self, stmt)
                 self.top_statement(stmt)
                 if self.run_seen:
                     self.ran_line = stmt.lineno
@@ -250,7 +251,7 @@ class _Loader:
             self._implicit_fusion()
         if self.fd is None:
             raise FusionFileError("no fusion defined (no FusionDefinition block, function or class)"
-                                  + self.skipped_note(), path=self.filename)
+                                  + unread.note(self.skipped), path=self.filename)
         self.fd.skipped_statements = sorted(self.skipped, key=lambda s: (s.first_line, s.last_line))
         if self.specs is not None:
             self.fd.input_specs = self.specs
@@ -313,60 +314,6 @@ class _Loader:
             node = next(s for s in self.tree.body if isinstance(s, ast.ClassDef) and s.name == name)
             self.instantiate(name, node)
 
-    # ---- what is not read -------------------------------------------------------------
-    def not_needed(self, k: int, stmt: ast.stmt) -> str | None:
-        """Why top-level statement k, before the run, is skipped unread; None when it is read:
-        it mentions the fusion or a name the fusion (or its inputs) reads later (the plan,
-        engine.frontend.pyfile.needs), rebinds a name the loader holds, or is an import (read
-        or skipped by import_ itself), a docstring or `pass`."""
-        if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.Pass)) or _is_docstring(stmt):
-            return None
-        if self.plan.needed(k, stmt) is not None:
-            return None
-        for name, whole in _bound_names(stmt):
-            if name == "*" or whole and self.held_name(name) or not whole and self.globals.get(name) is not None \
-                    and self.globals[name].kind in ("inputs", "spec", "fd", "fusion"):
-                return None
-        if any(self.fusion_name(n) for n in mentioned(stmt)):
-            return None
-        if isinstance(stmt, ast.FunctionDef):
-            return "a function that does not take the FusionDefinition, not used by the fusion"
-        if isinstance(stmt, ast.ClassDef):
-            return "a class that is not a FusionDefinition, not used by the fusion"
-        return "not used by the fusion"
-
-    def skip(self, stmt: ast.stmt, why: str, verb: str = "evaluated") -> None:
-        """Record `stmt` as skipped; the module names it binds stand for nothing the loader
-        can read (a later use names this line)."""
-        first, last = lines(stmt)
-        self.skipped.append(SkippedStatement(first, last, f"skipped, not {verb} ({why}): {_excerpt(stmt)}"))
-        for name, whole in _bound_names(stmt):
-            if whole and name != "*" and (name not in self.globals or self.globals[name].kind == "opaque"):
-                self.globals[name] = _Ref("opaque", f"bound at line {first} by a statement that was skipped, "
-                                                    f"not evaluated ({why})")
-
-    def skipped_note(self) -> str:
-        if not self.skipped:
-            return ""
-        shown = "; ".join(str(s) for s in self.skipped[:3])
-        more = f"; and {len(self.skipped) - 3} more" if len(self.skipped) > 3 else ""
-        return f"; skipped unread: {shown}{more}"
-
-    def check_opaque(self, stmt: ast.stmt, env: dict[str, Any] | None = None) -> None:
-        """Refuse, naming the line and the name, a statement about to be read that uses a name
-        the loader gave no meaning: from a skipped import, a skipped statement, a helper
-        function, or a test function's parameter."""
-        if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)):
-            return
-        if env is None and isinstance(stmt, ast.With):
-            return  # its body is checked statement by statement, against the block's own names
-        own = stored([stmt]) if isinstance(stmt, (ast.With, ast.For)) else set()
-        for name in sorted(loaded(stmt) - own - set(env or ())):
-            ref = self.globals.get(name)
-            if ref is not None and ref.kind == "opaque":
-                node = next(n for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id == name)
-                raise self.error(node, f"{name!r} is {ref.value}; the fusion cannot use it")
-
     # ---- top level ----------------------------------------------------------------------
     def top_statement(self, stmt: ast.stmt) -> None:
         if isinstance(stmt, ast.Import):
@@ -410,7 +357,7 @@ class _Loader:
         are given by the call in the with block or by literal defaults. A function that
         does not take the FusionDefinition is a helper: never read, its name opaque."""
         if not method and not takes_fd(fn):
-            self.skip(fn, "a function that does not take the FusionDefinition", "read")
+            unread.skip(self, fn, "a function that does not take the FusionDefinition", "read")
             self.globals[fn.name] = _Ref("opaque", f"the function defined at line {fn.lineno}, which does not "
                                                    "take the FusionDefinition and is not read")
             return
@@ -2017,7 +1964,7 @@ class _Body:
         self.loader.line = stmt.lineno
         if isinstance(stmt, ast.Pass) or _is_docstring(stmt):
             return
-        self.loader.check_opaque(stmt, {**self.env, **dict.fromkeys(self.fd_names)})
+        unread.check_opaque(self.loader, stmt, {**self.env, **dict.fromkeys(self.fd_names)})
         if isinstance(stmt, ast.Return) and stmt.value is None:
             return
         if isinstance(stmt, ast.Assign):
@@ -2768,57 +2715,6 @@ def _names_of(node: ast.AST) -> list[str]:
     if isinstance(node, ast.alias):
         return [n for n in (node.name, node.asname) if n]
     return []
-
-
-def _bound_names(stmt: ast.stmt) -> Iterator[tuple[str, bool]]:
-    """The module-level names a top-level statement binds or stores into, as (name, whole):
-    whole for the name itself (assigned, imported, defined, deleted, a loop's or a with's
-    target, a walrus, an except's), not whole where an item or attribute of it is stored or
-    deleted (`inputs[0] = x`). "*" for a star import. The locals of a def, lambda or class
-    body and a comprehension's own loop names are not the module's."""
-    todo: list[ast.AST] = [stmt]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            for alias in node.names:
-                yield (alias.asname or alias.name.split(".")[0]), True
-            continue
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            yield node.name, True
-            outer: list[ast.AST] = list(node.decorator_list)
-            if isinstance(node, ast.ClassDef):
-                outer += [*node.bases, *node.keywords]
-            else:
-                outer += [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
-            todo.extend(outer)
-            # `global x` inside a body binds the module's x
-            for inner in ast.walk(node):
-                if isinstance(inner, (ast.Global, ast.Nonlocal)):
-                    yield from ((n, True) for n in inner.names)
-            continue
-        if isinstance(node, ast.Lambda):
-            todo.extend([*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)])
-            continue
-        if isinstance(node, ast.comprehension):
-            todo.extend([node.iter, *node.ifs])  # the target is the comprehension's own
-            continue
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            yield node.id, True
-        elif isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            base: ast.expr = node
-            while isinstance(base, (ast.Subscript, ast.Attribute, ast.Starred)):
-                base = base.value
-            if isinstance(base, ast.Name):
-                yield base.id, False
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            yield node.name, True
-        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
-            yield node.name, True
-        elif isinstance(node, ast.MatchMapping) and node.rest:
-            yield node.rest, True
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            yield from ((n, True) for n in node.names)
-        todo.extend(ast.iter_child_nodes(node))
 
 
 def _with_parents(stmt: ast.stmt) -> Iterator[tuple[ast.AST, ast.AST | None, ast.AST | None]]:

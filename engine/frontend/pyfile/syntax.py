@@ -82,6 +82,57 @@ def stored(nodes: Iterable[ast.AST]) -> set[str]:
     return out
 
 
+def bound_names(stmt: ast.stmt) -> Iterator[tuple[str, bool]]:
+    """The module-level names a top-level statement binds or stores into, as (name, whole):
+    whole for the name itself (assigned, imported, defined, deleted, a loop's or a with's
+    target, a walrus, an except's), not whole where an item or attribute of it is stored or
+    deleted (`inputs[0] = x`). "*" for a star import. The locals of a def, lambda or class
+    body and a comprehension's own loop names are not the module's."""
+    todo: list[ast.AST] = [stmt]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                yield (alias.asname or alias.name.split(".")[0]), True
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield node.name, True
+            outer: list[ast.AST] = list(node.decorator_list)
+            if isinstance(node, ast.ClassDef):
+                outer += [*node.bases, *node.keywords]
+            else:
+                outer += [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
+            todo.extend(outer)
+            # `global x` inside a body binds the module's x
+            for inner in ast.walk(node):
+                if isinstance(inner, (ast.Global, ast.Nonlocal)):
+                    yield from ((n, True) for n in inner.names)
+            continue
+        if isinstance(node, ast.Lambda):
+            todo.extend([*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)])
+            continue
+        if isinstance(node, ast.comprehension):
+            todo.extend([node.iter, *node.ifs])  # the target is the comprehension's own
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            yield node.id, True
+        elif isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            base: ast.expr = node
+            while isinstance(base, (ast.Subscript, ast.Attribute, ast.Starred)):
+                base = base.value
+            if isinstance(base, ast.Name):
+                yield base.id, False
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            yield node.name, True
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            yield node.name, True
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            yield node.rest, True
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            yield from ((n, True) for n in node.names)
+        todo.extend(ast.iter_child_nodes(node))
+
+
 def free_names(fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> set[str]:
     """The names a function reads from the module when it runs: what its body loads, less
     its parameters and its locals (annotations are never evaluated by the loader)."""
