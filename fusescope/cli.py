@@ -57,6 +57,9 @@ def _top_parser() -> argparse.ArgumentParser:
         "FILE may be a path or a bundled sample's name (see `fusescope list`).",
     )
     p.add_argument("file", nargs="?", help="fusion file to open (default: the bundled seed-001 sample)")
+    p.add_argument("--size", action="append", default=[], metavar="NAME=N,... | N",
+                   help="for a file without an inputs list: input sizes, as `show --size` takes them (the "
+                   "Options tab's Input sizes field too)")
     p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     return p
 
@@ -404,10 +407,16 @@ def _cmd_tui(args: argparse.Namespace) -> int:
         path: Path | str = sample.path
     else:
         path = args.file
+    from fusescope.model import CompileOptions, OptionError, parse_size
+
+    try:
+        options = CompileOptions().with_(input_sizes=dict(parse_size(t) for t in args.size))
+    except OptionError as e:
+        raise CliError(str(e)) from None
     session = _load(str(path))
     from fusescope.app import FusescopeApp  # Textual loads only when the TUI is wanted
 
-    FusescopeApp(session).run()
+    FusescopeApp(session, options).run()
     return 0
 
 
