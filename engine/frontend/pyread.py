@@ -210,7 +210,7 @@ class _Loader:
         self.ran_line: int | None = None
         self.run_names: set[str] = set()
         self.skipped: list[SkippedStatement] = []
-        self.plan: Plan = plan([])
+        self.plan: Plan = Plan([], frozenset(), [])  # the module's, made by load()
         # The reader of each FusionDefinition's with blocks, by id(fd): its names persist.
         self.bodies: dict[int, _Body] = {}
 
@@ -236,9 +236,7 @@ class _Loader:
                 if self.ran_line is not None:
                     self.after_run(stmt)
                     continue
-                why = unread.not_needed(self, k, stmt)
-                if why is not None:
-                    unread.skip(self, stmt, why)
+                if unread.skip_unneeded(self, k, stmt):
                     continue
                 unread.check_opaque(self, stmt)
                 self.top_statement(stmt)

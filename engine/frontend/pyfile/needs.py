@@ -40,61 +40,64 @@ INSPECT_METHODS = frozenset({"execute", "validate", "last_cuda_code", "fusion_ir
 
 @dataclass
 class Plan:
-    """live[k]: the names statements after statement k read (so statement k must be read
-    when it mentions one); fusion_names: the names that stand for the fusion."""
+    """reasons[k]: why top-level statement k must be read (it mentions the fusion, or a name
+    a later read statement reads), None when the fusion does not need it; fusion_names: the
+    names that stand for the fusion."""
 
-    live: list[frozenset[str]]
+    reasons: list[str | None]
     fusion_names: frozenset[str]
-    functions: dict[str, ast.FunctionDef]
+    mentions: list[set[str]]  # syntax.mentioned of each statement, worked out once
 
-    def needed(self, k: int, stmt: ast.stmt) -> str | None:
-        """Why statement k must be read (the fusion or a live name it mentions), or None."""
-        touched = mentioned(stmt)
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and takes_fd(stmt):
-            return f"it defines the fusion function {stmt.name!r}"
-        hit = sorted(touched & self.fusion_names)
-        if hit:
-            return f"it uses {hit[0]!r}"
-        hit = sorted(touched & self.live[k])
-        if hit:
-            return f"the fusion reads {hit[0]!r}"
-        return None
+    def needed(self, k: int) -> str | None:
+        return self.reasons[k] if k < len(self.reasons) else None
 
 
 def plan(stmts: list[ast.stmt]) -> Plan:
+    """The plan of a module's (normalised) top-level statements, in one backward pass: each
+    statement's names are looked at a bounded number of times, whatever the file's size."""
     fusion = _fusion_names(stmts)
     functions = {s.name: s for s in stmts if isinstance(s, ast.FunctionDef) and s.name in fusion}
     classes = {s.name: s for s in stmts if isinstance(s, ast.ClassDef) and s.name in fusion}
     run = next((k for k, s in enumerate(stmts) if runs_in(s) & fusion), len(stmts))
+    called = _Called(functions, classes)
 
     def reads(stmt: ast.stmt) -> set[str]:
         """What reading `stmt` reads: its loads (a block's own stores aside) and the free
         names of the fusion functions and classes it calls."""
         if isinstance(stmt, (ast.FunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
-            return mentioned(stmt) - {getattr(stmt, "name", "")}
+            return mentioned(stmt) - {getattr(stmt, "name", "")}  # what its def line evaluates
         out = loaded(stmt)
         if isinstance(stmt, (ast.With, ast.For, ast.If, ast.While, ast.Try)):
             out -= stored(stmt.body)
-        return out | _called(out, functions, classes)
+        return out | called(out)
 
+    mentions = [mentioned(s) for s in stmts]
     # At the end: a fusion built from its function or class when no statement builds one.
-    builds = any(isinstance(s, (ast.With, ast.Assign)) and mentioned(s) & (FUSION_CLASSES | set(classes))
-                 for s in stmts)
-    live: set[str] = set() if builds else _called(set(functions) | set(classes), functions, classes)
+    builders = FUSION_CLASSES | set(classes)
+    builds = any(isinstance(s, (ast.With, ast.Assign)) and m & builders for s, m in zip(stmts, mentions))
+    live: set[str] = set() if builds else called(set(functions) | set(classes))
     live.add("inputs")  # the example inputs, run or not
-    out: list[frozenset[str]] = [frozenset()] * len(stmts)
+    reasons: list[str | None] = [None] * len(stmts)
     for k in range(len(stmts) - 1, -1, -1):
         stmt = stmts[k]
-        out[k] = frozenset(live)
+        reasons[k] = _reason(stmt, mentions[k], fusion, live)
         if k > run:
             live |= _after_run_reads(stmt, fusion)
-            continue
-        touched = mentioned(stmt)
-        if touched & fusion or touched & live:
+        elif reasons[k] is not None:
             if isinstance(stmt, (ast.Assign, ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)):
                 live -= stored([stmt])
             live |= reads(stmt)
-    return Plan(out, frozenset(fusion), functions)
+    return Plan(reasons, frozenset(fusion), mentions)
+
+
+def _reason(stmt: ast.stmt, touched: set[str], fusion: set[str], live: set[str]) -> str | None:
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and takes_fd(stmt):
+        return f"it defines the fusion function {stmt.name!r}"
+    hit = sorted(touched & fusion)
+    if hit:
+        return f"it uses {hit[0]!r}"
+    hit = sorted(touched & live)
+    return f"the fusion reads {hit[0]!r}" if hit else None
 
 
 def _fusion_names(stmts: list[ast.stmt]) -> set[str]:
@@ -124,27 +127,39 @@ def _fusion_names(stmts: list[ast.stmt]) -> set[str]:
     return names
 
 
-def _called(names: set[str], functions: dict[str, ast.FunctionDef], classes: dict[str, ast.ClassDef]) -> set[str]:
-    """The free names of the fusion functions and classes among `names`, and of those they
-    call in turn."""
-    out: set[str] = set()
-    todo = [n for n in names if n in functions or n in classes]
-    seen: set[str] = set()
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        if name in functions:
-            free = free_names(functions[name])
-        else:
-            free = set()
-            for m in classes[name].body:
-                if isinstance(m, ast.FunctionDef):
-                    free |= free_names(m)
-        out |= free
-        todo += [n for n in free if n in functions or n in classes]
-    return out
+class _Called:
+    """The free names of the fusion functions and classes among some names, and of those they
+    call in turn. Each function's names are given once per plan: a fusion function is called
+    once (a second fusion is refused), and this bounds the work on any file."""
+
+    def __init__(self, functions: dict[str, ast.FunctionDef], classes: dict[str, ast.ClassDef]) -> None:
+        self.functions = functions
+        self.classes = classes
+        self.free: dict[str, set[str]] = {}
+        self.seen: set[str] = set()
+
+    def __call__(self, names: set[str]) -> set[str]:
+        out: set[str] = set()
+        todo = [n for n in names if n in self.functions or n in self.classes]
+        seen = self.seen
+        while todo:
+            name = todo.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            free = self._free(name)
+            out |= free
+            todo += [n for n in free if n in self.functions or n in self.classes]
+        return out
+
+    def _free(self, name: str) -> set[str]:
+        if name not in self.free:
+            if name in self.functions:
+                self.free[name] = free_names(self.functions[name])
+            else:
+                self.free[name] = set().union(*(free_names(m) for m in self.classes[name].body
+                                                if isinstance(m, ast.FunctionDef)))
+        return self.free[name]
 
 
 def _after_run_reads(stmt: ast.stmt, fusion: set[str]) -> set[str]:

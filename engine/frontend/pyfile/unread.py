@@ -13,7 +13,7 @@ from engine.frontend.definition import SkippedStatement
 from engine.frontend.pyfile.needs import Plan
 from engine.frontend.pyfile.refs import Ref
 from engine.frontend.pyfile.shape import lines
-from engine.frontend.pyfile.syntax import bound_names, excerpt, loaded, mentioned, stored
+from engine.frontend.pyfile.syntax import bound_names, excerpt, loaded, stored
 
 # A reference to the inputs or the fusion that a statement stores into (`inputs[0] = x`).
 _HELD_CONTAINERS = ("inputs", "spec", "fd", "fusion")
@@ -33,21 +33,32 @@ class Reader(Protocol):
     def fusion_name(self, name: str) -> bool: ...
 
 
-def not_needed(reader: Reader, k: int, stmt: ast.stmt) -> str | None:
+def skip_unneeded(reader: Reader, k: int, stmt: ast.stmt) -> bool:
+    """Skip (and record) top-level statement k, before the run, when the fusion does not need
+    it; False when it is to be read."""
+    bound = list(bound_names(stmt))
+    why = not_needed(reader, k, stmt, bound)
+    if why is None:
+        return False
+    skip(reader, stmt, why, bound=bound)
+    return True
+
+
+def not_needed(reader: Reader, k: int, stmt: ast.stmt, bound: list[tuple[str, bool]]) -> str | None:
     """Why top-level statement k, before the run, is skipped unread; None when it is read: it
     mentions the fusion or a name the fusion (or its inputs) reads later (the plan), rebinds
-    a name the loader holds or stores into one, or is an import (read or skipped by the
-    import readers themselves), a docstring or `pass`."""
+    a name the loader holds or stores into one (`bound`: its bound_names), or is an import
+    (read or skipped by the import readers themselves), a docstring or `pass`."""
     if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.Pass)) or _is_docstring(stmt):
         return None
-    if reader.plan.needed(k, stmt) is not None:
+    if reader.plan.needed(k) is not None:
         return None
-    for name, whole in bound_names(stmt):
+    for name, whole in bound:
         held = reader.globals.get(name)
         if name == "*" or whole and reader.held_name(name) or not whole and held is not None \
                 and held.kind in _HELD_CONTAINERS:
             return None
-    if any(reader.fusion_name(n) for n in mentioned(stmt)):
+    if any(reader.fusion_name(n) for n in reader.plan.mentions[k]):
         return None
     if isinstance(stmt, ast.FunctionDef):
         return "a function that does not take the FusionDefinition, not used by the fusion"
@@ -56,12 +67,13 @@ def not_needed(reader: Reader, k: int, stmt: ast.stmt) -> str | None:
     return "not used by the fusion"
 
 
-def skip(reader: Reader, stmt: ast.stmt, why: str, verb: str = "evaluated") -> None:
+def skip(reader: Reader, stmt: ast.stmt, why: str, verb: str = "evaluated",
+         bound: list[tuple[str, bool]] | None = None) -> None:
     """Record `stmt` as skipped; the module names it binds stand for nothing the loader can
     read (a later use names this line)."""
     first, last = lines(stmt)
     reader.skipped.append(SkippedStatement(first, last, f"skipped, not {verb} ({why}): {excerpt(stmt)}"))
-    for name, whole in bound_names(stmt):
+    for name, whole in bound_names(stmt) if bound is None else bound:
         if whole and name != "*" and (name not in reader.globals or reader.globals[name].kind == "opaque"):
             reader.globals[name] = Ref("opaque", f"bound at line {first} by a statement that was skipped, not "
                                                  f"evaluated ({why})")
