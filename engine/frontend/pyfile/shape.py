@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
 from engine.frontend.definition import SkippedStatement
 from engine.frontend.pyfile.syntax import (
@@ -139,7 +140,8 @@ def _defines_fusion(stmt: ast.stmt) -> bool:
     return False
 
 
-def _reads_as_script(fn: ast.stmt) -> bool:
+def _reads_as_script(fn: ast.stmt) -> TypeGuard[ast.FunctionDef]:
+    """A function (a test, `main`) that takes no FusionDefinition and builds a fusion."""
     return (isinstance(fn, ast.FunctionDef) and not takes_fd(fn)
             and any(_defines_fusion(s) for s in fn.body))
 
@@ -157,9 +159,9 @@ def _test_body(stmts: list[ast.stmt], shape: ModuleShape) -> list[ast.stmt]:
     found: list[tuple[ast.FunctionDef, ast.ClassDef | None]] = []
     for stmt in stmts:
         if _reads_as_script(stmt):
-            found.append((stmt, None))  # type: ignore[arg-type]
+            found.append((stmt, None))
         elif isinstance(stmt, ast.ClassDef) and not _fusion_class(stmt):
-            found += [(m, stmt) for m in stmt.body if _reads_as_script(m)]  # type: ignore[misc]
+            found += [(m, stmt) for m in stmt.body if _reads_as_script(m)]
     if not found:
         return stmts
     fn, owner = found[0]
@@ -178,8 +180,8 @@ def _test_body(stmts: list[ast.stmt], shape: ModuleShape) -> list[ast.stmt]:
         if stmt is fn:
             continue
         if stmt is owner:
-            assert owner is not None
-            shape.skipped.append(SkippedStatement(owner.lineno, owner.lineno, f"skipped, not evaluated (class "
+            assert owner is not None  # its header and decorators; its other members below
+            shape.skipped.append(SkippedStatement(lines(owner)[0], owner.lineno, f"skipped, not evaluated (class "
                                                   f"{owner.name}: only the body of {fn.name} is read)"))
             for member in owner.body:
                 if member is not fn and not _is_docstring(member):
