@@ -25,8 +25,9 @@ NOT_YET = (
     "and line); complex dtypes (refused at "
     "compile); TMA loads and warp specialization in the generated kernels (shared-memory "
     "caches are circular-buffered with cp.async instead). Kernels are compiled "
-    "for the file's example input sizes; the emulate back end checks values, its times say "
-    "nothing about a GPU."
+    "for the file's example input sizes (without an inputs list, inputs made from the "
+    "definition: symbolic sizes in the Options tab's Input sizes); the emulate back end checks "
+    "values, its times say nothing about a GPU."
 )
 
 
