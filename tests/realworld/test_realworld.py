@@ -54,9 +54,6 @@ COMPILE_REFUSED = {
 # Engine bugs these scripts found (scheduling/lowering, outside the frontend): strict xfail,
 # so a fix shows up as XPASS and the script moves to WORKS.
 KNOWN_BUGS: dict[str, str] = {
-    "rope_llama3_gqa_fused_qkv_fwd_expand_k_bf16": "load: broadcast_in_dim refuses to expand the size-1 axis 2 "
-                                                   "of a slice ([B, G, 1, S, D] -> [B, G, R, S, D]); nvFuser "
-                                                   "makes a resize to extent 1 a broadcast",
 }
 
 # Every other script loads, compiles and matches the reference on the emulator: a new script
