@@ -409,6 +409,14 @@ class FusionDefinition:
         from engine.reference import check_input_layouts, evaluate
 
         xs = list(inputs)
+        # Repeated calls with the inputs of the last GPU call's signature (shapes, strides,
+        # dtypes, alignment: what the layout check and the compile depend on) go straight
+        # to its run plan, which compares them once each.
+        plan = self.__dict__.get("_last_plan")
+        if plan is not None and device is None:
+            outs = plan.try_run(xs)
+            if outs is not None:
+                return self.apply_output_aliases(inputs, outs)
         check_input_layouts(self.fusion, xs)
         on_gpu = any(getattr(x, "is_cuda", False) for x in xs) or str(device or "").startswith("cuda")
         if not on_gpu:
@@ -422,7 +430,9 @@ class FusionDefinition:
         cache = self.__dict__.setdefault("_compiled", {})
         if key not in cache:
             cache[key] = compile_fusion(self, xs)
-        return self.apply_output_aliases(inputs, cache[key].run(xs, backend="cuda"))
+        outs = cache[key].run(xs, backend="cuda")
+        self.__dict__["_last_plan"] = cache[key]._plans.get("cuda") or None
+        return self.apply_output_aliases(inputs, outs)
 
     def example_inputs(self, device: str = "cpu", seed: int | None = None, sizes: Any = None) -> list[Any]:
         """Fresh tensors with the shapes, dtypes and strides of the file's `inputs` list; for

@@ -106,6 +106,14 @@ class RunPlan:
                 self.cf._inputs_for(inputs, self.backend)
                 raise ExecutionError("the inputs differ from those this fusion was compiled for; "
                                      "compile again with compile_fusion")
+        return self._steps(xs)
+
+    def try_run(self, xs: list[Any]) -> list[Any] | None:
+        """The outputs for `xs` when they fit the compiled signature as they are; else None
+        (nothing moved, nothing raised): FusionDefinition.execute's path for repeated calls."""
+        return self._steps(xs) if self.check(xs) else None
+
+    def _steps(self, xs: list[Any]) -> list[Any]:
         slots: list[Any] = [None] * self.n_slots
         slots[: len(xs)] = xs
         env = self._env(xs) if self.needs_env else None

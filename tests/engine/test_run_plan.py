@@ -196,3 +196,22 @@ def test_alias_replay_learns_views_only_and_checks_geometry():
     assert torch.equal(got[0], y.t()[1:]) and torch.equal(got[1], y.reshape(24))
     assert replay([torch.randn(6, 4).t(), 3.0]) is None  # another layout: computed again
     assert AliasReplay.learn([x], [x + 1]) is None  # a new buffer is no view
+
+
+def test_execute_takes_the_last_plan_for_inputs_of_its_signature(monkeypatch):
+    import engine.reference as reference
+
+    fd = load_fusion("sample_fusions/softmax.py")
+    xs = fd.example_inputs(seed=0)
+    cf = compile_fusion(fd, xs)
+    cf.run(xs, backend="emulate")
+    fd.__dict__["_last_plan"] = cf._plans["emulate"]  # what a GPU call leaves behind
+    calls = []
+    monkeypatch.setattr(reference, "check_input_layouts", lambda *a: calls.append(a))
+    ys = fd.example_inputs(seed=1)
+    for o, r in zip(fd.execute(ys), evaluate(fd.fusion, ys)):
+        torch.testing.assert_close(o, r)
+    assert calls == []  # the plan's signature check stood for the layout check
+    other = [x.t().contiguous().t() if isinstance(x, torch.Tensor) else x for x in ys]
+    fd.execute(other)  # other strides, another signature: the full path (the reference on the CPU)
+    assert len(calls) == 1
