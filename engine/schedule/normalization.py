@@ -45,6 +45,7 @@ from engine.schedule.reduction import (
     reduces_expansion,
     rfactor_serial,
     schedule_reduction_fusion,
+    uncovered_reason,
     unmapped_reductions,
     vectorize_factor,
     vectorize_io,
@@ -193,7 +194,14 @@ def persistent_compile_reject(fusion: Fusion, kind: SchedulerType) -> str | None
         return "no persistent buffer identified"
     if gather_before_reduction(fusion, reds):
         return "has unsupported gather-like ops before normalization"
-    return None
+    return uncovered_reason(fusion, [_reference(reds, kind)])
+
+
+def _reference(reds: list[TensorView], kind: SchedulerType) -> TensorView:
+    """The reduction the schedule splits and propagates from."""
+    if kind == SchedulerType.inner_outer_persistent:
+        return next(r for r in reds if is_fastest_dim_reduction(r))
+    return reds[0]
 
 
 def inner_outer_shape_reason(reds: list[TensorView]) -> str | None:
