@@ -97,3 +97,14 @@ def test_parts_sharing_no_tensor_are_segments_of_their_own():
     assert "one segment each" in "\n".join(str(e) for e in cf.trace.events)
     # The [10, H] scaling is no longer a serial loop of every thread of the combined kernel.
     assert "< 10; ++" not in norm.cuda_source
+
+
+def test_a_pointwise_output_sharing_no_tensor_with_the_reference_is_a_kernel_of_its_own():
+    """A random tensor made from no input beside an unrelated pointwise output: every thread
+    of the one kernel wrote all of it in a serial loop."""
+    fd = load_fusion(SCRIPTS / "normal_randn_like_seeded.py")
+    cf = compile_fusion(fd, fd.example_inputs(device="cpu", seed=0))
+    assert [s.scheduler for s in cf.segments] == ["pointwise", "pointwise"]
+    for s in cf.segments:
+        body = s.cuda_source[s.cuda_source.rfind('extern "C"'):]
+        assert "for (" not in body, body
