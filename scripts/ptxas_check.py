@@ -10,7 +10,8 @@ shared memory per kernel, the worst first.
 A kernel with local memory (a stack frame: per-thread arrays ptxas could not keep in registers,
 or spills) is a bug: a persistent buffer must live in registers or shared memory, split across
 the threads. The exit status is 1 when a kernel has more local memory per thread than --limit
-(default 0 bytes) and no entry of EXPLAINED says why it may.
+(default 0 bytes) and no entry of EXPLAINED says why it may (a hand-written fd.sched schedule,
+libdevice's trig range reduction); the report lists those apart, under their reason.
 
 Fusions: the real-world scripts and samples of scripts/size_sweep.py's fusion_files() and the
 regression fusions (tests/regressions/fusions). Scales: size_sweep's rewriting (the script's
@@ -18,18 +19,20 @@ text, ast, never run): "model" makes the largest size 4096, "NxN16" multiplies o
 REAL_SIZES gives a few scripts the sizes of the report they were modelled on. Inputs at a new
 scale are meta tensors (shapes, strides and dtypes are all a compile needs); --cap bounds the
 elements of one input all the same, since the segmenter evaluates some ops (random numbers)
-with data, and --max-memory bounds the address space, so that such a compile fails alone. nvcc runs in --jobs worker threads (at most 2),
-beside the engine's compiles; results are cached on disk (engine.runtime.ptxas).
+with data, and --max-memory bounds the address space, so that such a compile fails alone.
+nvcc runs in --jobs worker threads (at most 2) beside the engine's compiles; results are
+cached on disk (engine.runtime.ptxas).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import resource
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from engine import compile_fusion, fusion_cache, loads_fusion  # noqa: E402
-from engine.errors import ExecutionError, FusionDefinitionError, FusionFileError  # noqa: E402
+from engine.errors import CompileError, ExecutionError, FusionDefinitionError, FusionFileError  # noqa: E402
 from engine.runtime.ptxas import ResourceUsage, ptxas_usage  # noqa: E402
 from scripts.size_sweep import (  # noqa: E402
     Scale,
@@ -62,8 +65,30 @@ REAL_SIZES: dict[str, dict[int, int]] = {
     "realworld/qwen2_rms_norm_residual_bwd_qkv_grad_cat": {40: 2048, 128: 8192, 8: 512},
 }
 
-# Kernels allowed local memory, by a substring of "name @ scale #segment", and why.
-EXPLAINED: dict[str, str] = {}
+# Kernels allowed local memory, by a property of the kernel (its scheduler, its source and
+# what ptxas reports), and why: (test, explanation).
+_TRIG = re.compile(r"\b(?:sin|cos|tan|sinf|cosf|tanf|sincos|sincosf|fsRng<(?:float|double)>)\(")
+TRIG_FRAME = 80  # bytes: two reductions' arrays, float's (28) and double's (40)
+
+
+def _user_schedule(row: KernelRow) -> bool:
+    return row.scheduler == "user"
+
+
+def _trig_range_reduction(row: KernelRow) -> bool:
+    u = row.usage
+    return (u is not None and not u.spill_stores and u.local_bytes <= TRIG_FRAME
+            and bool(_TRIG.search(row.body)))
+
+
+EXPLAINED: list[tuple[Callable[[KernelRow], bool], str]] = [
+    (_user_schedule, "a hand-written schedule (fd.sched): its tensors are inlined and parallelized as the "
+                     "script says, not by a scheduler (nvFuser compiles the same kernel)"),
+    (_trig_range_reduction, "libdevice's accurate sin/cos/tan (RoPE angles, Box-Muller in the RNG) keep the "
+                            "Payne-Hanek range reduction's array on the stack (28 bytes float, 40 double), "
+                            "touched only by its slow path for huge arguments (|x| > 105615 in float); fast "
+                            "math would change results"),
+]
 
 DEFAULT_SCALES = ("own", "real", "model", "x16")
 # Most elements of one input made with values, when a compile needs them (not meta tensors).
@@ -80,6 +105,7 @@ class KernelRow:
     dynamic_smem: int
     usage: ResourceUsage | None = None
     error: str = ""
+    body: str = ""  # the kernel's own source, after the runtime headers
 
     @property
     def where(self) -> str:
@@ -87,7 +113,7 @@ class KernelRow:
 
     @property
     def explanation(self) -> str:
-        return next((why for key, why in EXPLAINED.items() if key in self.where), "")
+        return next((why for test, why in EXPLAINED if test(self)), "")
 
     def worst_key(self) -> tuple[int, int, int]:
         u = self.usage
@@ -168,6 +194,13 @@ def compile_at(path: Path, text: str, xs0: list[Any], specs: list[Any], scale: S
             why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             if "over the cap" in why:
                 break
+        except CompileError as e:
+            if ".sched." not in text:
+                raise
+            # A hand-written schedule's split factors and thread counts are the script's,
+            # written for its own sizes.
+            why = "hand-written schedule: " + (str(e).strip().splitlines() or [""])[0]
+            break
     raise UnscalableError(why)
 
 
@@ -199,7 +232,10 @@ def check_fusion(name: str, path: Path, wanted: list[str], cap: int, pool: Threa
             la = seg.launch
             launch = (f"grid {la.grid[0]}x{la.grid[1]}x{la.grid[2]} block {la.block[0]}x{la.block[1]}x{la.block[2]}"
                       if la is not None else "")
-            row = KernelRow(name, scale.label, seg.id, seg.scheduler, launch, la.shared_mem_bytes if la is not None else 0)
+            src = seg.cuda_source
+            body = src[src.rfind('extern "C" __global__'):]
+            row = KernelRow(name, scale.label, seg.id, seg.scheduler, launch,
+                            la.shared_mem_bytes if la is not None else 0, body=body)
             jobs.append((row, pool.submit(ptxas_usage, seg.cuda_source)))
     return jobs
 
@@ -230,9 +266,25 @@ def table(rows: list[KernelRow]) -> str:
         lines.append(f"{u.local_bytes:>7} {u.stack_frame:>7} {f'{u.spill_stores}/{u.spill_loads}':>13} "
                      f"{u.registers:>4} {f'{u.smem}+{r.dynamic_smem}':>13}  {r.where:<70} "
                      f"{r.scheduler:<22} {r.launch}")
-        if r.explanation:
-            lines.append(f"{'':>48}explained: {r.explanation}")
     return "\n".join(lines)
+
+
+def report(rows: list[KernelRow], top: int, limit: int) -> str:
+    """Kernels over `limit` bytes of local memory that nothing explains (or that did not
+    compile), worst first; then each explained group under its reason; then the `top` largest
+    register users of the rest."""
+    local = [r for r in rows if r.usage is None or r.usage.local_bytes > limit]
+    bad = [r for r in local if not r.explanation]
+    out = [f"kernels with local memory, unexplained: {len(bad)}", table(bad)]
+    for _, why in EXPLAINED:
+        group = [r for r in local if r.explanation == why]
+        if group:
+            out += ["", f"explained ({len(group)}): {why}", table(group)]
+    rest = sorted((r for r in rows if r not in local), key=KernelRow.worst_key, reverse=True)
+    if top and rest:
+        out += ["", f"without local memory, the most registers first ({min(top, len(rest))} of {len(rest)}):",
+                table(rest[:top])]
+    return "\n".join(out)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -245,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=1, choices=(1, 2), help="nvcc compiles at once")
     ap.add_argument("--limit", type=int, default=0, help="local bytes per thread a kernel may have")
     ap.add_argument("--all", action="store_true", help="list every kernel, not only those with local memory")
-    ap.add_argument("--top", type=int, default=15, help="without --all: also this many of the others")
+    ap.add_argument("--top", type=int, default=15, help="without --all: this many of the others")
     ap.add_argument("--json", type=Path, help="write every kernel's record here")
     a = ap.parse_args(argv)
     limit = int(a.max_memory * (1 << 30))
@@ -259,17 +311,16 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             rows += finish(check_fusion(name, path, a.scales, a.cap, pool, tally))
             print(f"... {name}: {len(rows)} kernels so far", file=sys.stderr, flush=True)
-    local = [r for r in rows if r.usage is None or r.usage.local_bytes > 0]
-    rest = sorted((r for r in rows if r not in local), key=KernelRow.worst_key, reverse=True)
     print(f"{len(rows)} kernels of {tally.compiled} compiles ({tally.unscalable} scales unscalable) "
-          f"in {time.perf_counter() - start:.0f} s; {len(local)} with local memory or not compiled")
-    print(table(local + (rest if a.all else rest[:a.top])))
+          f"in {time.perf_counter() - start:.0f} s")
+    print(report(rows, len(rows) if a.all else a.top, a.limit))
     for f in tally.failed:
         print("FAILED " + f)
     if a.json:
-        a.json.write_text(json.dumps([{**{k: v for k, v in r.__dict__.items() if k != "usage"},
+        a.json.write_text(json.dumps([{**{k: v for k, v in r.__dict__.items() if k not in ("usage", "body")},
+                                       "explained": r.explanation,
                                        **(r.usage.to_json() if r.usage else {})} for r in rows], indent=1))
-    bad = [r for r in local if (r.usage is None or r.usage.local_bytes > a.limit) and not r.explanation]
+    bad = [r for r in rows if (r.usage is None or r.usage.local_bytes > a.limit) and not r.explanation]
     return 1 if bad or tally.failed else 0
 
 
