@@ -465,9 +465,12 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
                 # than not at all.
                 if not e.exprs:
                     raise
-                if e.scheduler and refusals.refuse(e.exprs, e.scheduler, str(e), _SCHEDULER_REFUSALS):
-                    notes.append((f"{e}; {e.scheduler} is refused for these {len(e.exprs)} ops and the "
-                                  "fusion is segmented again", "refuse_scheduler"))
+                if e.scheduler and refusals.refuse(e.exprs, e.scheduler, str(e), _SCHEDULER_REFUSALS,
+                                                   e.containing):
+                    which = (f"every group holding its {len(e.containing)} reductions" if e.containing
+                             else f"these {len(e.exprs)} ops")
+                    notes.append((f"{e}; {e.scheduler} is refused for {which} and the fusion is "
+                                  "segmented again", "refuse_scheduler"))
                     continue
                 if not refusals.isolate(e.exprs, f"kept apart: a segment holding it failed to lower ({e})"):
                     raise

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from engine.config import Options
 from engine.dtypes import DataType
-from engine.errors import CompileError, ScheduleError
+from engine.errors import CompileError, RegisterFitError, ScheduleError
 from engine.ir.base import Val
-from engine.ir.exprs import LinearOp, MatmulOp
+from engine.ir.exprs import LinearOp, MatmulOp, ReductionOp, WelfordOp
 from engine.ir.fusion import Fusion
 from engine.ir.tensorview import TensorView, loop_edits_trusted
 from engine.trace import Trace
@@ -23,12 +24,16 @@ if TYPE_CHECKING:
 
 class SegmentLoweringError(CompileError):
     """A segment that a scheduler accepted failed to lower; `exprs` names its ops when the
-    engine may segment them again (empty when the failure stands)."""
+    engine may segment them again (empty when the failure stands). `containing`: names of
+    ops such that the scheduler fails for any group holding them all (its reductions, when
+    no block shape keeps its persistent arrays in registers); empty: this group only."""
 
-    def __init__(self, message: str, exprs: frozenset[int], scheduler: str = "") -> None:
+    def __init__(self, message: str, exprs: frozenset[int], scheduler: str = "",
+                 containing: frozenset[int] = frozenset()) -> None:
         super().__init__(message)
         self.exprs = exprs
         self.scheduler = scheduler
+        self.containing = containing
 
 
 def _segment(fusion: Fusion, inputs: list[Any], options: Options, trace: Trace,
@@ -136,7 +141,10 @@ def build_segments(fusion: Fusion, inputs: list[Any], options: Options, trace: T
             core = _core_exprs(segmented, gid)
             if not _may_resegment(seg, core, options):
                 raise
-            raise SegmentLoweringError(str(e), frozenset(x.name for x in core), seg.scheduler) from e.__cause__
+            containing = frozenset(x.name for x in core if isinstance(x, ReductionOp | WelfordOp)) \
+                if isinstance(e.__cause__, RegisterFitError) else frozenset()
+            raise SegmentLoweringError(str(e), frozenset(x.name for x in core), seg.scheduler,
+                                       containing) from e.__cause__
         segments.append(seg)
     unused = sorted(set(options.heuristic_overrides) - used)
     if unused:
@@ -245,8 +253,13 @@ def _schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace,
             if used:
                 trace.event("heuristic", subject, seg.params.derivation[-1])
         try:
+            # A persistent schedule is checked against the register file once applied; a
+            # user's heuristic values stand as given.
+            fresh = fusion.clone()[0] if hasattr(chosen, "fit_shapes") and not used else None
             with loop_edits_trusted():
                 chosen.schedule(fusion, seg.params, trace)
+            if fresh is not None:
+                fusion, info = _fit_registers(seg, chosen, fusion, info, fresh, args, trace)
         except ScheduleError as e:
             # A scheduler that accepted the segment but cannot finish it (the resize
             # scheduler's checks do not replay its caches and output forks): the segment's
@@ -309,6 +322,27 @@ def _schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace,
     trace.stage("cuda_kernel", seg.cuda_source)
     trace.stage("launch_param", str(seg.launch))
     return used
+
+
+def _fit_registers(seg: Any, chosen: Any, fusion: Fusion, info: Any, fresh: Fusion, args: list[Any],
+                   trace: Trace) -> tuple[Fusion, Any]:
+    """The scheduled segment, or `fresh` (its copy from before scheduling) scheduled again with
+    a block shape whose per-thread arrays fit the registers (engine.schedule.persistent_fit)."""
+    from engine.schedule.persistent_fit import refit
+    from engine.schedule.runtime_info import SchedulerRuntimeInfo
+
+    fresh_info = SchedulerRuntimeInfo(fresh, args, info.device)
+    families, elements, schedule = chosen.fit_shapes(fresh, fresh_info, seg.params)
+    found = refit(fusion, info.env, fresh, fresh_info, seg.params, families, elements, schedule)
+    if found is None:
+        return fusion, info
+    params, line = found
+    seg.params = replace(params, derivation=(*params.derivation, line))
+    trace.event("heuristic", params.tag, line)
+    seg.fusion = fresh
+    with loop_edits_trusted():
+        chosen.schedule(fresh, seg.params, trace)
+    return fresh, fresh_info
 
 
 def _external_source(seg: Any, source: str) -> str:

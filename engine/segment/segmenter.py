@@ -38,6 +38,7 @@ from engine.schedule import registry, tools
 from engine.schedule.base import PRIORITY, SchedulerType, Verdict
 from engine.schedule.runtime_info import SchedulerRuntimeInfo
 from engine.segment.boundaries import boundary_vals, check_layout_op_uses
+from engine.segment.components import components
 from engine.segment.fold import fold_zero_factories
 from engine.segment.forwarding import Forwarding, find_forwarding
 from engine.segment.graph import (
@@ -531,6 +532,12 @@ class _Finder:
                 return self._finish()
             self._event("segment", "fusion", "no scheduler accepts the complete fusion: segmenting",
                         accepted=False, scheduler=None, verdicts=vs)
+            parts = components(exprs)
+            if len(parts) > 1 and all(self._ask(p)[1] is not None for p in parts):
+                self._event("segment", "fusion", f"{len(parts)} parts that share no tensor, each "
+                            "accepted whole: one segment each")
+                self.groups = [_Group(p) for p in parts]
+                return self._finish()
 
         self.forwarding = find_forwarding(fusion, self.options.forwarding,
                                           {*self.boundary, *self.forced}, self.trace)

@@ -15,6 +15,7 @@ from engine.schedule.base import SchedulerType
 from engine.schedule.resize import ResizeParams
 from engine.schedule.runtime_info import SchedulerRuntimeInfo
 from engine.trace import Trace
+from tests.emulation import needs_gxx
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_fusions"
 B, H, S, D = 2, 4, 16, 128
@@ -342,3 +343,22 @@ def test_user_schedule_through_fd_sched():
     fd.sched.schedule("resize", xs)
     verify_fusion(fd.fusion)
     assert torch.equal(fd.execute(xs)[0], torch.cat(xs, dim=1))
+
+
+@needs_gxx
+@pytest.mark.parametrize("widths", [(128, 8, 8), (8, 8, 8, 3)])
+def test_a_cat_of_three_or_more_symbolic_extents_is_one_resize_kernel(widths):
+    """Each input of a cat is padded to the output's extent: the first to i0 + (i3 + i5), the
+    others to (i0 + i3) + i5. Integer sums equal in any grouping map the cat axis of every
+    padded input to the output's (no scheduler accepted the lone cat before)."""
+    from engine.compile import compile_fusion
+    from engine.reference import evaluate
+
+    with FusionDefinition() as fd:
+        ts = [fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+              for _ in widths]
+        fd.add_output(fd.ops.cat(ts, dim=1))
+    xs = [torch.randn(40, w).to(torch.bfloat16) for w in widths]
+    cf = compile_fusion(fd, xs)
+    assert [s.scheduler for s in cf.segments] == ["resize"]
+    assert torch.equal(cf.run(xs, backend="emulate")[0], evaluate(fd.fusion, xs)[0])
