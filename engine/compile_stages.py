@@ -4,30 +4,36 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from engine.config import Options
 from engine.dtypes import DataType
-from engine.errors import CompileError, ScheduleError
+from engine.errors import CompileError, RegisterFitError, ScheduleError
 from engine.ir.base import Val
-from engine.ir.exprs import LinearOp, MatmulOp
+from engine.ir.exprs import LinearOp, MatmulOp, ReductionOp, WelfordOp
 from engine.ir.fusion import Fusion
 from engine.ir.tensorview import TensorView, loop_edits_trusted
 from engine.trace import Trace
 
 if TYPE_CHECKING:
     from engine.schedule.base import SchedulerType
+    from engine.segment.graph import Sizes
     from engine.segment.refusals import Refusals
 
 
 class SegmentLoweringError(CompileError):
     """A segment that a scheduler accepted failed to lower; `exprs` names its ops when the
-    engine may segment them again (empty when the failure stands)."""
+    engine may segment them again (empty when the failure stands). `containing`: names of
+    ops such that the scheduler fails for any group holding them all (its reductions, when
+    no block shape keeps its persistent arrays in registers); empty: this group only."""
 
-    def __init__(self, message: str, exprs: frozenset[int], scheduler: str = "") -> None:
+    def __init__(self, message: str, exprs: frozenset[int], scheduler: str = "",
+                 containing: frozenset[int] = frozenset()) -> None:
         super().__init__(message)
         self.exprs = exprs
         self.scheduler = scheduler
+        self.containing = containing
 
 
 def _segment(fusion: Fusion, inputs: list[Any], options: Options, trace: Trace,
@@ -81,37 +87,18 @@ def _const(v: Val, env: dict) -> Any:
     raise CompileError(f"{getattr(v, 'short_name', v)} is a segment input that nothing produces")
 
 
-def _example_values(groups: list[tuple], fusion: Fusion, inputs: list[Any], env: dict) -> dict[int, Any]:
-    """Every group's input tensors at the compiled sizes (schedulers read sizes, strides and
-    alignment). The reference runs on meta tensors, which computes layouts without data; an op
-    that needs values on the way (a data-dependent one) makes it run on the real inputs."""
-    import torch
-
-    meta = [torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="meta")
-            if isinstance(x, torch.Tensor) else x for x in inputs]
-    try:
-        return _run_groups(groups, fusion, meta, env)
-    except Exception:  # noqa: BLE001 - any failure on meta tensors: compute with the data
-        return _run_groups(groups, fusion, inputs, env)
-
-
-def _run_groups(groups: list[tuple], fusion: Fusion, inputs: list[Any], env: dict) -> dict[int, Any]:
-    import torch
-
-    from engine.reference import evaluate
-    from engine.segment.graph import _evaluate_segment
-
-    values: dict[int, Any] = {id(v): x for v, x in zip(fusion.inputs, inputs)}
-    # A group without tensor inputs (factories only) computes on the inputs' device: on
-    # meta tensors when the sizes are all that is needed.
-    default = next((x.device for x in inputs if isinstance(x, torch.Tensor)), torch.device("cpu"))
-    for clone, _vmap, g_in, g_out, _gid, _s in groups:
-        args = [values[id(v)] if id(v) in values else _const(v, env) for v in g_in]
-        raw = {clone.inputs[k] for k in raw_inputs(g_in)}
-        dev = next((a.device for a in args if isinstance(a, torch.Tensor)), default)
-        outs = _evaluate_segment(clone, args, dev, raw) if raw else evaluate(clone, args, dev)
-        for v, t in zip(g_out, outs):
-            values[id(v)] = t
+def _boundary_tensors(groups: list[tuple], sizes: Sizes) -> dict[int, Any]:
+    """Every group's input tensors at the compiled sizes, from shapes alone: the fusion's own
+    inputs as given (their sizes, strides and address are read, never their data), every
+    tensor a group passes on as a meta tensor laid out as the engine lays it out at run time
+    (Sizes.tensor). Nothing is evaluated: compiling costs the same at any size."""
+    values: dict[int, Any] = {}
+    for _clone, _vmap, _g_in, g_out, _gid, _s in groups:
+        for v in g_out:
+            if isinstance(v, TensorView):
+                values[id(v)] = sizes.tensor(v)
+    for v, x in sizes.given.items():
+        values[id(v)] = x
     return values
 
 
@@ -129,10 +116,12 @@ def build_segments(fusion: Fusion, inputs: list[Any], options: Options, trace: T
     its (automatic) scheduler accepted but that fails to lower raises SegmentLoweringError
     naming its ops, so that the caller can segment again with them apart."""
     from engine.compile import CompiledSegment
+    from engine.segment.graph import Sizes
 
     groups, segmented = _segment(fusion, inputs, options, trace, refusals)
-    env = bind_env(fusion, inputs)
-    values = _example_values(groups, fusion, inputs, env)
+    sizes = segmented.sizes if segmented is not None else Sizes(fusion, inputs)
+    env = sizes.env
+    values = _boundary_tensors(groups, sizes)
     segments = []
     used: set[str] = set()
     for clone, _vmap, g_in, g_out, gid, sched in groups:
@@ -152,7 +141,10 @@ def build_segments(fusion: Fusion, inputs: list[Any], options: Options, trace: T
             core = _core_exprs(segmented, gid)
             if not _may_resegment(seg, core, options):
                 raise
-            raise SegmentLoweringError(str(e), frozenset(x.name for x in core), seg.scheduler) from e.__cause__
+            containing = frozenset(x.name for x in core if isinstance(x, ReductionOp | WelfordOp)) \
+                if isinstance(e.__cause__, RegisterFitError) else frozenset()
+            raise SegmentLoweringError(str(e), frozenset(x.name for x in core), seg.scheduler,
+                                       containing) from e.__cause__
         segments.append(seg)
     unused = sorted(set(options.heuristic_overrides) - used)
     if unused:
@@ -261,8 +253,13 @@ def _schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace,
             if used:
                 trace.event("heuristic", subject, seg.params.derivation[-1])
         try:
+            # A persistent schedule is checked against the register file once applied; a
+            # user's heuristic values stand as given.
+            fresh = fusion.clone()[0] if hasattr(chosen, "fit_shapes") and not used else None
             with loop_edits_trusted():
                 chosen.schedule(fusion, seg.params, trace)
+            if fresh is not None:
+                fusion, info = _fit_registers(seg, chosen, fusion, info, fresh, args, trace)
         except ScheduleError as e:
             # A scheduler that accepted the segment but cannot finish it (the resize
             # scheduler's checks do not replay its caches and output forks): the segment's
@@ -325,6 +322,27 @@ def _schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace,
     trace.stage("cuda_kernel", seg.cuda_source)
     trace.stage("launch_param", str(seg.launch))
     return used
+
+
+def _fit_registers(seg: Any, chosen: Any, fusion: Fusion, info: Any, fresh: Fusion, args: list[Any],
+                   trace: Trace) -> tuple[Fusion, Any]:
+    """The scheduled segment, or `fresh` (its copy from before scheduling) scheduled again with
+    a block shape whose per-thread arrays fit the registers (engine.schedule.persistent_fit)."""
+    from engine.schedule.persistent_fit import refit
+    from engine.schedule.runtime_info import SchedulerRuntimeInfo
+
+    fresh_info = SchedulerRuntimeInfo(fresh, args, info.device)
+    families, elements, schedule = chosen.fit_shapes(fresh, fresh_info, seg.params)
+    found = refit(fusion, info.env, fresh, fresh_info, seg.params, families, elements, schedule)
+    if found is None:
+        return fusion, info
+    params, line = found
+    seg.params = replace(params, derivation=(*params.derivation, line))
+    trace.event("heuristic", params.tag, line)
+    seg.fusion = fresh
+    with loop_edits_trusted():
+        chosen.schedule(fresh, seg.params, trace)
+    return fresh, fresh_info
 
 
 def _external_source(seg: Any, source: str) -> str:

@@ -28,6 +28,11 @@ class ScheduleError(EngineError):
     """A schedule transform is illegal for the tensor it was applied to."""
 
 
+class RegisterFitError(ScheduleError):
+    """No block shape of a persistent schedule keeps its per-thread arrays in registers: the
+    same holds for any group holding the same reductions."""
+
+
 class NoSchedulerError(ScheduleError):
     """The segmenter left a segment that no scheduler accepts."""
 

@@ -11,6 +11,7 @@
     fusescope show FILE --host-ir     the host-IR program (once the engine has one)
     fusescope run FILE [--backend emulate|reference|cuda] [--profile] [--json]
     fusescope export FILE --format dot|json|mermaid|svg -o OUT
+    (show, run, export: --size T0=4096,8192 --size 1024 for a file without an inputs list)
     fusescope serve [FILE]            the TUI in a web browser (needs textual-serve)
     fusescope list                    list the bundled samples
 
@@ -149,18 +150,19 @@ def _emit_cuda(text: str) -> None:
 
 
 def _options(args: argparse.Namespace):  # -> model.CompileOptions
-    from fusescope.model import CompileOptions, OptionError, parse_heuristic, read_kernel_source
+    from fusescope.model import CompileOptions, OptionError, parse_heuristic, parse_size, read_kernel_source
 
     if args.streams is not None and not 1 <= args.streams <= 64:
         raise CliError("--streams must be from 1 to 64")
     try:
         overrides = dict(parse_heuristic(text) for text in args.heuristic)
         sources = dict(read_kernel_source(text) for text in args.kernel_source)
+        sizes = dict(parse_size(text) for text in args.size)
     except OptionError as e:
         raise CliError(str(e)) from None
     return CompileOptions(forwarding=not args.no_forwarding, force_scheduler=args.force_scheduler or None,
                           num_streams=args.streams or 4, device_model=args.device_model).with_(
-        heuristic_overrides=overrides, kernel_sources=sources)
+        heuristic_overrides=overrides, kernel_sources=sources, input_sizes=sizes)
 
 
 def _compiled(session, args: argparse.Namespace):  # -> model.CompileResult
@@ -331,10 +333,16 @@ def _cmd_tui(args: argparse.Namespace) -> int:
         path: Path | str = sample.path
     else:
         path = args.file
+    from fusescope.model import CompileOptions, OptionError, parse_size
+
+    try:
+        options = CompileOptions().with_(input_sizes=dict(parse_size(t) for t in args.size))
+    except OptionError as e:
+        raise CliError(str(e)) from None
     session = _load(str(path))
     from fusescope.app import FusescopeApp  # Textual loads only when the TUI is wanted
 
-    FusescopeApp(session).run()
+    FusescopeApp(session, options).run()
     return 0
 
 

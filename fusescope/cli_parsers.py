@@ -15,6 +15,7 @@ TOP_EPILOG = """commands (each has its own --help):
   export FILE --format F -o OUT         the segment graph as dot, json, mermaid or svg
   serve [FILE]                          the TUI in a web browser (needs textual-serve)
   list                                  the bundled samples
+show, run, export and the TUI take --size NAME=N,... | N for a file without an inputs list.
 
 FILE may be a path or a bundled sample's name (see `fusescope list`)."""
 
@@ -35,6 +36,9 @@ def top_parser() -> argparse.ArgumentParser:
         epilog=TOP_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("file", nargs="?", help="fusion file to open (default: the bundled seed-001 sample)")
+    p.add_argument("--size", action="append", default=[], metavar="NAME=N,... | N",
+                   help="for a file without an inputs list: input sizes, as `show --size` takes them (the "
+                   "Options tab's Input sizes field too)")
     p.add_argument("--version", action="version", version=f"fusescope {_version()}")
     p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     return p
@@ -91,6 +95,10 @@ def _add_compile_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kernel-source", action="append", default=[], metavar="N=PATH.cu",
                    help="replace segment N's generated kernel with this CUDA file (same kernel name and "
                    "parameters; start from `show FILE --cuda --segment N --with-runtime`); repeatable")
+    p.add_argument("--size", action="append", default=[], metavar="NAME=N,... | N",
+                   help="for a file without an inputs list: the sizes of an input (T0=4096,8192: every axis, "
+                   "or only its symbolic ones), of a symbolic size or a scalar input (i0=64), or N for every "
+                   "other symbolic size; the example inputs are made from the definition (repeatable)")
 
 
 def run_parser() -> argparse.ArgumentParser:
@@ -105,7 +113,7 @@ def run_parser() -> argparse.ArgumentParser:
                    help="emulate: the CUDA compiled with g++ and run on the CPU (default); reference: "
                    "torch on the CPU; cuda: the GPU")
     p.add_argument("--profile", action="store_true",
-                   help="profile each kernel (GPU: CUDA events, GB/s, %% of peak, registers, occupancy)")
+                   help="profile each kernel (GPU: CUDA events, GB/s, %% of peak, registers, local memory, occupancy)")
     p.add_argument("--json", action="store_true", help="the result as JSON")
     p.add_argument("--timeout", type=float, default=None, metavar="S",
                    help="stop the worker process after S seconds (default 300)")

@@ -373,7 +373,9 @@ def smin(a: ScalarLike, b: ScalarLike) -> Scalar:
 
 
 def same_scalar(a: Scalar, b: Scalar) -> bool:
-    """Structural equality: equal constants, the same symbol, or equal expressions."""
+    """Structural equality: equal constants, the same symbol, or equal expressions. Integer
+    sums are equal when their terms are, in any order and grouping: a cat of three inputs pads
+    the first to i0 + (i3 + i5) and the others to (i0 + i3) + i5."""
     if a is b:
         return True
     if a.value is not None or b.value is not None:
@@ -382,4 +384,25 @@ def same_scalar(a: Scalar, b: Scalar) -> bool:
         return False
     if a.op == "cast" and a.dtype != b.dtype:
         return False
+    if a.op == "add" and a.dtype.is_integer and b.dtype.is_integer:
+        return _same_terms(_sum_terms(a), _sum_terms(b))
     return all(same_scalar(x, y) for x, y in zip(a.operands, b.operands))
+
+
+def _sum_terms(s: Scalar) -> list[Scalar]:
+    """The terms of a nested integer sum, left to right."""
+    if s.op == "add" and s.value is None and s.dtype.is_integer:
+        return [t for x in s.operands for t in _sum_terms(x)]
+    return [s]
+
+
+def _same_terms(xs: list[Scalar], ys: list[Scalar]) -> bool:
+    if len(xs) != len(ys):
+        return False
+    rest = list(ys)
+    for x in xs:
+        k = next((k for k, y in enumerate(rest) if same_scalar(x, y)), None)
+        if k is None:
+            return False
+        rest.pop(k)
+    return True

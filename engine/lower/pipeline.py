@@ -31,6 +31,7 @@ from engine.lower.grid_epilogue import share_epilogue
 from engine.lower.index import Extents, split_chain
 from engine.lower.loops import LoopNode, Nest, out_tv, walk
 from engine.lower.lowering import ExprLowering, loop_kind
+from engine.lower.unroll import unroll_local_indexing
 from engine.lower.vectorize import hoist_shared_reads, vectorize_loop, widen_bulk_copy
 from engine.runtime.abi import ArgSpec, LaunchConfig, ScalarArg, TensorArg
 
@@ -357,6 +358,9 @@ def _lower_fusion(fusion: Fusion, env: dict, name: str, layouts: dict[str, tuple
     body, notes = share_epilogue(body, low.grid_syncs, {p.name for p in params} | set(low.workspaces))
     if notes:
         stages["grid_epilogue"] = "\n".join(notes) + "\n"
+    unrolled = unroll_local_indexing(body)
+    if unrolled:
+        stages["unroll"] = "serial loops indexing local arrays, unrolled: " + ", ".join(unrolled) + "\n"
     red_off = (low.smem_bytes + 15) // 16 * 16
     smem = red_off + low.reduce_smem_bytes
     for wname, (ctype, _n, _z) in low.workspaces.items():

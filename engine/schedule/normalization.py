@@ -12,6 +12,7 @@ inputs, and the cached inputs become the buffers.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -34,6 +35,15 @@ from engine.ir.verify import verify
 from engine.schedule import tools
 from engine.schedule.base import Scheduler, SchedulerType
 from engine.schedule.params import HeuristicParams, LaunchParams
+from engine.schedule.persistent_fit import (
+    Schedule,
+    column_elements,
+    inner_outer_shapes,
+    inner_shapes,
+    outer_shapes,
+    row_elements,
+    storage_families,
+)
 from engine.schedule.reduction import (
     ReductionParams,
     ceil_div,
@@ -45,6 +55,7 @@ from engine.schedule.reduction import (
     reduces_expansion,
     rfactor_serial,
     schedule_reduction_fusion,
+    uncovered_reason,
     unmapped_reductions,
     vectorize_factor,
     vectorize_io,
@@ -193,7 +204,14 @@ def persistent_compile_reject(fusion: Fusion, kind: SchedulerType) -> str | None
         return "no persistent buffer identified"
     if gather_before_reduction(fusion, reds):
         return "has unsupported gather-like ops before normalization"
-    return None
+    return uncovered_reason(fusion, [_reference(reds, kind)])
+
+
+def _reference(reds: list[TensorView], kind: SchedulerType) -> TensorView:
+    """The reduction the schedule splits and propagates from."""
+    if kind == SchedulerType.inner_outer_persistent:
+        return next(r for r in reds if is_fastest_dim_reduction(r))
+    return reds[0]
 
 
 def inner_outer_shape_reason(reds: list[TensorView]) -> str | None:
@@ -717,6 +735,23 @@ class _Persistent(Scheduler):
         size, _, _ = _buffer_bytes(fusion, info)
         return _fits(size, info.device)
 
+    def fit_shapes(self, fusion: Fusion, info: SchedulerRuntimeInfo, p: ReductionParams) -> tuple[
+            list[list[ReductionParams]], Callable[[ReductionParams], int], Schedule]:
+        """The block shapes `p`'s heuristic may fall back to (engine.schedule.persistent_fit),
+        the elements a thread holds of each, and the schedule that realizes them."""
+        dev = info.device
+        props = reduction_properties(reduction_tvs(fusion)[0], info)
+        red_n, it_n = props.total_reduction_numel, max(1, props.total_iteration_numel)
+        size, project, pb = _buffer_bytes(fusion, info)
+        names = tuple(t.short_name for t in _kept_buffers(pb, project))
+        if p.fastest_dim:
+            families = storage_families(p, names, size, max(1, p.lparams.bdimy),
+                                        lambda q: inner_shapes(q, red_n, it_n, dev), smem_budget(dev))
+            return families, row_elements, schedule_inner_or_outer
+        families = storage_families(p, names, size, p.lparams.bdimx * p.unroll_factor_iter_dom,
+                                    lambda q: outer_shapes(q, red_n, it_n, dev), smem_budget(dev))
+        return families, column_elements, schedule_inner_or_outer
+
 
 @register
 class InnerPersistentScheduler(_Persistent):
@@ -772,6 +807,14 @@ class InnerOuterPersistentScheduler(_Persistent):
 
     def schedule(self, fusion: Fusion, params: HeuristicParams | None, trace: Trace | None = None) -> None:
         schedule_inner_outer(fusion, _check(params), trace)
+
+    def fit_shapes(self, fusion: Fusion, info: SchedulerRuntimeInfo, p: ReductionParams) -> tuple[
+            list[list[ReductionParams]], Callable[[ReductionParams], int], Schedule]:
+        """The combined schedule's block shapes (its inputs stay where the heuristic put them)."""
+        ref = next(r for r in reduction_tvs(fusion) if is_fastest_dim_reduction(r))
+        props = reduction_properties(ref, info)
+        red_n, it_n = props.total_reduction_numel, max(1, props.total_iteration_numel)
+        return [inner_outer_shapes(p, red_n, it_n, info.device)], row_elements, schedule_inner_outer
 
 
 def _row_steps(p: ReductionParams, it_n: int) -> int:

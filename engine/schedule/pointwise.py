@@ -433,8 +433,14 @@ class PointwiseScheduler(Scheduler):
         if unsupported:
             return (f"Has unsupported ops: {', '.join(unsupported)} "
                     "(evaluated by the expr_eval scheduler in this engine)")
-        if find_reference(fusion) is None:
+        ref = find_reference(fusion)
+        if ref is None:
             return "cannot find reference tensor"
+        reached = tools.connected_tensors(ref)
+        apart = next((o for o in fusion.outputs if isinstance(o, TensorView) and o not in reached), None)
+        if apart is not None:
+            # Propagation from the reference never reaches it: every thread would write it whole.
+            return f"output {apart.short_name} shares no tensor with the reference {ref.short_name}"
         why = memory_promotion_reason(fusion)
         if why is not None:
             return why

@@ -193,6 +193,21 @@ def post_reduction_broadcast(fusion: Fusion, reds: list[TensorView]) -> bool:
     return False
 
 
+def uncovered_reason(fusion: Fusion, refs: list[TensorView]) -> str | None:
+    """Why a schedule propagated from `refs` would leave an axis of the fusion without
+    threads (engine.analysis.coverage): every thread would run it whole, from a local
+    buffer as long as the axis."""
+    from engine.analysis.coverage import uncovered_axis
+
+    found = uncovered_axis(fusion, refs)
+    if found is None:
+        return None
+    tv, axis = found
+    return (f"{tv.short_name} axis {axis} maps to no axis of the reference "
+            f"{', '.join(r.short_name for r in refs)}: each thread would run it whole "
+            "(unsupported post reduction normalization)")
+
+
 def common_reject(fusion: Fusion, kind: SchedulerType) -> str | None:
     """The first checks of every reduction-based scheduler, in nvFuser's order."""
     if has_sub_byte(fusion):
@@ -667,7 +682,8 @@ class ReductionScheduler(Scheduler):
             return "has unsupported post reduction fusion"
         if gather_before_reduction(fusion, reds):
             return "has unsupported gather-like ops before reduction"
-        return None
+        # Parts without a reduction of their own are scheduled from no reference.
+        return uncovered_reason(fusion, reds)
 
     def compute_heuristics(
         self, fusion: Fusion, info: SchedulerRuntimeInfo, trace: Trace | None = None

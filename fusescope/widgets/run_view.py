@@ -1,8 +1,9 @@
 """The Run tab: run the whole fusion on the emulator, the reference or the GPU (in the worker
 process), and a sortable row per segment: time, change against the previous run, a bar of its
 share of the time, bytes, GB/s, % of peak bandwidth, max error against the reference,
-registers and occupancy; totals, the bytes crossing segment boundaries, every output's error,
-and the history of runs (a change of options is compared with the run before it)."""
+registers, local memory per thread and occupancy; totals, the bytes crossing segment
+boundaries, every output's error, and the history of runs (a change of options is compared
+with the run before it)."""
 
 from __future__ import annotations
 
@@ -46,6 +47,7 @@ COLUMNS: tuple[tuple[str, str, Callable[[SegmentRun], float | int | str | None]]
     ("peak", "% peak", _value("peak_fraction")),
     ("error", "max error", _value("max_error")),
     ("regs", "regs", _value("registers")),
+    ("local", "local B", _value("local_bytes")),
     ("occupancy", "occupancy", _value("occupancy")),
 )
 COLUMN_KEYS = tuple(key for key, _, _ in COLUMNS)
@@ -212,6 +214,7 @@ class RunView(Vertical, can_focus=True):
                 _num(s.peak_fraction, "{:.1%}"),
                 _error(s.max_error),
                 _num(s.registers, "{}"),
+                _num(s.local_bytes, "{}"),
                 _num(s.occupancy, "{:.0%}"),
                 key=str(s.segment),
             )
@@ -348,7 +351,8 @@ class RunView(Vertical, can_focus=True):
             occupancy = s.occupancy * 100 if s.occupancy is not None else None
             peak = s.peak_fraction * 100 if s.peak_fraction is not None else None
             out.append([str(s.segment), s.scheduler, s.kernel or "", *map(_csv, (
-                s.time_ms, delta, share, s.bytes, s.gbps, peak, s.max_error, s.registers, occupancy))])
+                s.time_ms, delta, share, s.bytes, s.gbps, peak, s.max_error, s.registers, s.local_bytes,
+                occupancy))])
         return out
 
     def action_copy(self) -> None:
@@ -358,7 +362,7 @@ class RunView(Vertical, can_focus=True):
 # The CSV export's columns: plain numbers, the unit in the header.
 CSV_HEADER = ("segment", "scheduler", "kernel", "time (ms)", "time change vs previous run (%)",
               "share of time (%)", "bytes (B)", "bandwidth (GB/s)", "of peak bandwidth (%)",
-              "max abs error", "registers", "occupancy (%)")
+              "max abs error", "registers", "local memory per thread (B)", "occupancy (%)")
 
 
 def _csv(v: float | int | None) -> str:

@@ -256,3 +256,16 @@ def test_seed001_values_and_output_strides():
     torch.testing.assert_close(o4, e4)
     torch.testing.assert_close(o6, e4.squeeze(0).sum(0))
     assert fd.fusion.outputs[0].domain.allocation is None
+
+
+def test_integer_sums_are_the_same_scalar_in_any_grouping():
+    from engine.dtypes import DataType
+    from engine.ir.scalar import Scalar, binary, same_scalar
+
+    a, b, c = (Scalar(DataType.Index) for _ in range(3))
+    assert same_scalar(binary("add", a, binary("add", b, c)), binary("add", binary("add", a, b), c))
+    assert same_scalar(binary("add", binary("add", c, a), b), binary("add", a, binary("add", b, c)))
+    assert not same_scalar(binary("add", a, binary("add", b, b)), binary("add", binary("add", a, b), c))
+    assert not same_scalar(binary("add", a, b), binary("add", binary("add", a, b), c))
+    x, y = Scalar(DataType.Double), Scalar(DataType.Double)
+    assert not same_scalar(binary("add", x, binary("add", y, x)), binary("add", binary("add", x, y), x))

@@ -15,6 +15,7 @@ from engine.schedule.base import SchedulerType
 from engine.schedule.resize import ResizeParams
 from engine.schedule.runtime_info import SchedulerRuntimeInfo
 from engine.trace import Trace
+from tests.emulation import needs_gxx
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_fusions"
 B, H, S, D = 2, 4, 16, 128
@@ -209,17 +210,40 @@ def test_an_intermediate_read_by_a_slice_and_a_pointwise_op_is_recomputed():
     assert torch.equal(fd.execute(x)[0], before)
 
 
-def test_what_cannot_be_recomputed_is_refused_with_the_engines_reason():
-    # The shared tensor is a pad (its output has a root domain): not recomputed here.
+def test_a_shared_pad_is_recomputed_and_matches_the_reference():
+    # The shared tensor is a pad (its output has a root domain): its copy replays the
+    # Resize between its root and logical domains.
     with FusionDefinition() as fd:
         a = fd.define_tensor(shape=[64, 64], dtype=DataType.Float)
         y = fd.ops.pad(a, [1, 1])
         s = fd.ops.pad(fd.ops.slice(y, [0, 0], [64, 33]), [0, 33])
         fd.add_output(fd.ops.add(s, y))
+    xs = [torch.randn(64, 64)]
+    assert verdict(fd, xs).accepted
+    _emulates_as_one_resize_kernel(fd, xs)
+
+
+def test_what_cannot_be_recomputed_is_refused_with_the_engines_reason():
+    # The shared tensor is a cat: not recomputed here.
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[64, 64], dtype=DataType.Float)
+        y = fd.ops.cat([a, a], dim=1)
+        s = fd.ops.pad(fd.ops.slice(y, [0, 0], [64, 64]), [0, 64])
+        fd.add_output(fd.ops.add(s, y))
     v = verdict(fd, [torch.randn(64, 64)])
     assert not v.accepted
     assert "needed under different resizes" in v.reason
     assert "recomputing a resize input is supported for pointwise" in v.reason
+
+
+def _emulates_as_one_resize_kernel(fd, xs):
+    from engine.compile import compile_fusion
+    from engine.reference import evaluate
+
+    cf = compile_fusion(fd, xs)
+    assert [s.scheduler for s in cf.segments if s.is_kernel] == [SchedulerType.resize.value]
+    for out, ref in zip(cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs)):
+        torch.testing.assert_close(out, ref)
 
 
 def test_rope_backward_q_segment_goes_to_resize():
@@ -319,3 +343,22 @@ def test_user_schedule_through_fd_sched():
     fd.sched.schedule("resize", xs)
     verify_fusion(fd.fusion)
     assert torch.equal(fd.execute(xs)[0], torch.cat(xs, dim=1))
+
+
+@needs_gxx
+@pytest.mark.parametrize("widths", [(128, 8, 8), (8, 8, 8, 3)])
+def test_a_cat_of_three_or_more_symbolic_extents_is_one_resize_kernel(widths):
+    """Each input of a cat is padded to the output's extent: the first to i0 + (i3 + i5), the
+    others to (i0 + i3) + i5. Integer sums equal in any grouping map the cat axis of every
+    padded input to the output's (no scheduler accepted the lone cat before)."""
+    from engine.compile import compile_fusion
+    from engine.reference import evaluate
+
+    with FusionDefinition() as fd:
+        ts = [fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+              for _ in widths]
+        fd.add_output(fd.ops.cat(ts, dim=1))
+    xs = [torch.randn(40, w).to(torch.bfloat16) for w in widths]
+    cf = compile_fusion(fd, xs)
+    assert [s.scheduler for s in cf.segments] == ["resize"]
+    assert torch.equal(cf.run(xs, backend="emulate")[0], evaluate(fd.fusion, xs)[0])

@@ -57,7 +57,7 @@ async def test_sorting_deltas_totals_and_history() -> None:
         assert view.sort_column == "seg"
         rows = view.rows()  # the CSV export: numbers, units in the header, in the order shown
         assert rows[0][:5] == ["segment", "scheduler", "kernel", "time (ms)", "time change vs previous run (%)"]
-        assert rows[1] == ["0", "pointwise", "k0", "1.0", "0.0", repr(1.0 / 6.0 * 100), "1000", "", "", "0.0", "", ""]
+        assert rows[1] == ["0", "pointwise", "k0", "1.0", "0.0", repr(1.0 / 6.0 * 100), "1000", "", "", "0.0", "", "", ""]
         assert rows[2][3:7] == ["2.0", "-50.0", repr(2.0 / 6.0 * 100), "2000"]
         assert not any("ms" in c or "KiB" in c or "█" in c for row in rows[1:] for c in row)
         history = str(view.query_one("#run-history").render())

@@ -1,4 +1,4 @@
-"""The report's steps on a real terminal: open a 7-segment fusion, x, e, wait, q (or ctrl+c).
+"""The report's steps on a real terminal: open a multi-segment fusion, x, e, wait, q (or ctrl+c).
 The TUI lived a minute more (until the run finished) and ctrl+c printed a traceback; now it
 ends in seconds and leaves no worker process behind."""
 

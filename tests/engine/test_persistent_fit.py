@@ -1,0 +1,100 @@
+"""Persistent launches are fitted to the register file (engine.schedule.persistent_fit).
+
+The combined RMSNorm backward of the H200 report ([1, 2048, 8192] bf16) ran 512 x 2 threads,
+64 registers each, for about 150 registers of per-thread arrays: 288 bytes of local memory per
+thread. Once scheduled, a persistent segment's arrays are counted; a block shape whose
+registers per thread do not hold them is replaced by the heuristic's next shape that does, and
+when none does, the scheduler is refused for every group holding the same reductions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from engine import load_fusion
+from engine.compile import compile_fusion
+from engine.config import Options
+from engine.reference import evaluate
+from engine.runtime import device
+from engine.schedule.register_fit import register_cap, registers_needed
+from engine.segment.refusals import Refusals
+from scripts.ptxas_check import compile_at
+from scripts.size_sweep import Scale
+from tests.emulation import needs_gxx
+from tests.realworld.test_realworld import _close
+
+SCRIPTS = Path(__file__).parents[1] / "realworld" / "scripts"
+REPORT = SCRIPTS / "qwen2_rms_norm_residual_bwd_qkv_grad_cat.py"
+
+
+def _at(path: Path, sizes: dict[int, int]):
+    text = path.read_text()
+    from engine import loads_fusion
+
+    fd = loads_fusion(text, filename=str(path))
+    xs = fd.example_inputs(device="cpu", seed=0)
+    return compile_at(path, text, xs, fd.input_specs or [None] * len(xs), Scale("model", sizes), 1 << 31)
+
+
+def test_register_cap_follows_the_block_size():
+    h100 = device.model("H100")
+    assert [register_cap(h100, t) for t in (1024, 512, 256, 128)] == [64, 128, 255, 255]
+    assert registers_needed(400) == 140  # 100 registers of arrays, 40 for the rest
+
+
+def test_the_reported_rms_norm_backward_runs_fewer_threads_that_hold_its_arrays():
+    cf = _at(REPORT, {40: 2048, 128: 8192, 8: 512})
+    seg = cf.segments[0]
+    assert seg.scheduler == "inner_outer_persistent"
+    p = seg.params
+    assert (p.lparams.bdimx, p.lparams.bdimy) == (256, 1), str(p)
+    assert any("registers of the 255 a block of 256 threads allows" in line for line in p.derivation)
+
+
+def test_wider_than_the_combined_kernel_holds_an_inner_persistent_and_a_reduction_kernel():
+    cf = _at(REPORT, {40: 2048, 128: 16384, 8: 1024})
+    assert [s.scheduler for s in cf.segments] == ["inner_persistent", "reduction", "resize", "resize", "reduction"]
+    notes = "\n".join(str(e) for e in cf.trace.events)
+    assert "inner_outer_persistent is refused for every group holding its" in notes
+
+
+def test_a_refusal_for_reductions_holds_for_every_group_holding_them():
+    r = Refusals()
+    assert r.refuse(frozenset({1, 2, 3}), "inner_outer_persistent", "too many arrays", 4, frozenset({2}))
+    assert r.why_refused(frozenset({1, 2, 3}), "inner_outer_persistent") == "too many arrays"
+    assert r.why_refused(frozenset({2, 7}), "inner_outer_persistent") == "too many arrays"
+    assert r.why_refused(frozenset({1, 3}), "inner_outer_persistent") is None
+    assert r.why_refused(frozenset({2}), "inner_persistent") is None
+
+
+@pytest.fixture
+def small_register_file(monkeypatch):
+    """A device model with a register file small enough for the CI sizes to need fitting."""
+    def make(registers: int) -> Options:
+        tiny = dataclasses.replace(device.MODELS["H100"], name="tiny (test)", registers_per_sm=registers)
+        monkeypatch.setitem(device.MODELS, "TINY", tiny)
+        return Options(device_model="TINY")
+    return make
+
+
+@needs_gxx
+@pytest.mark.parametrize("name, registers, scheduler", [
+    ("layer_norm_bwd", 4096, "inner_outer_persistent"),
+    ("rms_norm_bwd", 2048, "inner_outer_persistent"),
+    ("rms_norm_bwd", 1024, "reduction"),  # no persistent shape fits: reductions and pointwise
+    ("softmax_bwd_bf16_roundtrip", 2048, "inner_persistent"),
+    ("dropout_layer_norm_bwd_bool_mask", 4096, "inner_outer_persistent"),
+])
+def test_fitted_launches_match_the_reference_on_the_emulator(name, registers, scheduler, small_register_file):
+    fd = load_fusion(SCRIPTS / f"{name}.py")
+    xs = fd.example_inputs(device="cpu", seed=0)
+    cf = compile_fusion(fd, xs, small_register_file(registers))
+    notes = [e.message for e in cf.trace.events
+             if "registers of the" in e.message or "refused for every group" in e.message]
+    assert notes, "the small register file made no launch change"
+    assert scheduler in [s.scheduler for s in cf.segments]
+    for o, r in zip(cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs)):
+        _close(o, r)
