@@ -103,6 +103,11 @@ def _serve(conn: Connection, log_path: str) -> None:
 def _child_main() -> None:
     """Entry point of the child interpreter: argv is [fd of the socket, log path]."""
     _serve(Connection(int(sys.argv[1])), sys.argv[2])
+    # Done: leave without the interpreter's teardown (torch's takes a second or two, which
+    # the caller, quitting, would wait for); the log is all there is to flush.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _signal_name(exitcode: int | None) -> str:
