@@ -1039,6 +1039,8 @@ def _run_compiled(fd: Any, cf: Any, xs: list[Any], job: RunJob, start: float) ->
         except (AttributeError, KeyError):
             raise ExecutionError(f"{getattr(v, 'short_name', v)} is needed by {where} but nothing produced it") from None
 
+    if backend != "reference":
+        cf.load_kernels(backend)  # all kernels at once (in parallel on the emulator), cached on disk
     seg_rows: dict[int, dict[str, Any]] = {}
     for seg in cf.segments:
         where = f"segment {seg.id}"
