@@ -13,9 +13,9 @@ changed header or flag gets a new file. g++ silently falls back to the text of `
 `.gch` is unusable (a truncated file, a rebuilt compiler with the same version line): the
 `.h` holds the complete text, so results stay right, and kernels are compiled with
 -Winvalid-pch so that such a fallback is seen (`stale_pch_used`) and the file removed, to
-be rebuilt by the next compile. A new `.gch` is built under a file lock, written under a
-temporary name, renamed into place and then checked with `g++ -H` (which marks a used
-precompiled header with '!').
+be rebuilt by the next compile. A missing `.gch` is built in a background thread while
+kernels compile whole, under a file lock, written under a temporary name, renamed into
+place and then checked with `g++ -H` (which marks a used precompiled header with '!').
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ _BUILD_TIMEOUT_S = 600
 
 _checked: set[Path] = set()  # headers this process built or verified
 _failed: set[Path] = set()  # headers that did not build here: not tried again by this process
+_builds: dict[Path, threading.Thread] = {}  # headers being built in the background
 _checked_lock = threading.Lock()
 
 
@@ -139,6 +140,8 @@ def discard(header: Path) -> None:
 def _build(header: Path, prefix: str, cxx: str, flags: tuple[str, ...]) -> bool:
     """Build and check `header`'s `.gch` (the caller holds the lock); False when it failed."""
     gch = gch_path(header)
+    for stale in header.parent.glob(f".{gch.name}.*.tmp"):
+        stale.unlink(missing_ok=True)  # left by a builder that was killed (we hold the lock)
     if not header.exists():
         _write_atomic(header, header_text(prefix))
     fd, tmp = tempfile.mkstemp(dir=header.parent, prefix=f".{gch.name}.", suffix=".tmp")
@@ -147,7 +150,7 @@ def _build(header: Path, prefix: str, cxx: str, flags: tuple[str, ...]) -> bool:
         cmd = [cxx, *compile_flags(flags), "-x", "c++-header", str(header), "-o", tmp]
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=_BUILD_TIMEOUT_S)
         if r.returncode != 0:
-            return False  # the kernel compiles whole, and its log shows the error
+            return False  # kernels compile whole, and a kernel's log shows the error
         os.replace(tmp, gch)
     finally:
         if os.path.exists(tmp):
@@ -158,25 +161,48 @@ def _build(header: Path, prefix: str, cxx: str, flags: tuple[str, ...]) -> bool:
     return True
 
 
+def _build_locked(header: Path, prefix: str, cxx: str, flags: tuple[str, ...]) -> None:
+    """Build the `.gch` unless another process did meanwhile; record how it went."""
+    ok = False
+    try:
+        with _file_lock(header.with_name(header.name + ".lock")):
+            ok = gch_path(header).exists() and header.exists() or _build(header, prefix, cxx, flags)
+    finally:
+        with _checked_lock:
+            (_checked if ok else _failed).add(header)
+            _builds.pop(header, None)
+
+
 def precompiled_header(prefix: str, cxx: str, compiler_id: str, flags: tuple[str, ...]) -> Path | None:
-    """The header to `-include` for a kernel whose source begins with `prefix`, its `.gch`
-    built when missing; None when it cannot be built (the kernel is then compiled whole)."""
+    """The header to `-include` for a kernel whose source begins with `prefix`, when its
+    `.gch` is there. When it is not, a background thread builds it (other processes wait
+    for the first one's build through a file lock) and this returns None: the kernel is
+    compiled whole meanwhile, so a first run never waits for the header. None too when the
+    header cannot be built (every kernel of this process is then compiled whole)."""
     header = header_path(prefix, compiler_id, flags)
     gch = gch_path(header)
     with _checked_lock:
-        if header in _failed:
+        if header in _failed or header in _builds:
             return None
-        known = header in _checked
-    if known and gch.exists() and header.exists():
-        return header
-    header.parent.mkdir(parents=True, exist_ok=True)
-    with _file_lock(header.with_name(header.name + ".lock")):
-        if gch.exists() and header.exists():
-            touch(header)  # in use: pruning keeps both files
-            touch(gch)
-            ok = True  # built by an earlier process; a compile that finds it stale discards it
-        else:
-            ok = _build(header, prefix, cxx, flags)
+        if header in _checked and gch.exists() and header.exists():
+            return header
+        if not (gch.exists() and header.exists()):
+            header.parent.mkdir(parents=True, exist_ok=True)
+            # Not a daemon: an exiting interpreter waits for it rather than leave a partial file.
+            thread = threading.Thread(target=_build_locked, args=(header, prefix, cxx, flags),
+                                      name="fs-emu-pch", daemon=False)
+            _builds[header] = thread
+            thread.start()
+            return None
+        _checked.add(header)  # built by an earlier process; a compile finding it stale discards it
+    touch(header)  # in use: pruning keeps both files
+    touch(gch)
+    return header
+
+
+def wait_for_builds() -> None:
+    """Wait until the precompiled headers being built in the background are done."""
     with _checked_lock:
-        (_checked if ok else _failed).add(header)
-    return header if ok else None
+        threads = list(_builds.values())
+    for thread in threads:
+        thread.join()

@@ -6,11 +6,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import torch
 
+from engine import fusion_cache
 from engine.codegen.prelude import runtime_prelude
 from engine.errors import CompileError
 from engine.reference import evaluate
@@ -23,13 +25,15 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture
-def fresh_cache(monkeypatch, tmp_path: Path) -> Path:
+def fresh_cache(monkeypatch, tmp_path: Path) -> Iterator[Path]:
     """An empty cache folder, and a process that has checked no precompiled header yet."""
     monkeypatch.setenv("FUSESCOPE_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv(build.PCH_ENV, raising=False)
     monkeypatch.setattr(pch, "_checked", set())
     monkeypatch.setattr(pch, "_failed", set())
-    return tmp_path / "cache"
+    monkeypatch.setattr(pch, "_builds", {})
+    yield tmp_path / "cache"
+    pch.wait_for_builds()
 
 
 def _gch_files(cache: Path) -> list[Path]:
@@ -66,18 +70,46 @@ def test_header_key_changes_with_what_it_holds(monkeypatch, tmp_path: Path) -> N
     assert len(others) == 4 and base not in others
 
 
+def _spy_compiles(monkeypatch) -> list[list[str]]:
+    """The g++ command lines build.py runs from now on."""
+    commands: list[list[str]] = []
+    run = build._run
+
+    def spy(cmd: list[str]):  # type: ignore[no-untyped-def]
+        commands.append(cmd)
+        return run(cmd)
+
+    monkeypatch.setattr(build, "_run", spy)
+    return commands
+
+
+@needs_gxx
+def test_the_first_kernel_compiles_whole_while_the_pch_builds(fresh_cache: Path, monkeypatch) -> None:
+    commands = _spy_compiles(monkeypatch)
+    source, name, specs = kernel_job("exp")
+    EmulatedKernel(source, name, specs)
+    assert [str(pch.HEADER_PATH) in cmd for cmd in commands] == [True]  # whole: cuda_emu.h itself
+    pch.wait_for_builds()
+    assert pch.pch_is_used(_header(fresh_cache), "g++", CXX_FLAGS)
+
+
 @needs_gxx
 def test_kernels_compile_against_the_pch_and_compute_the_same(fresh_cache: Path, monkeypatch) -> None:
+    source, name, specs = kernel_job("exp")
+    EmulatedKernel(source, name, specs)
+    pch.wait_for_builds()
+    commands = _spy_compiles(monkeypatch)
     cf, xs = compiled("sin")
     out = cf.run(xs, backend="emulate")[0]
-    header = _header(fresh_cache)
-    assert pch.pch_is_used(header, "g++", CXX_FLAGS)
+    assert [cmd[cmd.index("-include") + 1] for cmd in commands] == [str(_header(fresh_cache))]
     torch.testing.assert_close(out, evaluate(cf.fusion, xs)[0], rtol=1e-5, atol=1e-6)
     # The same kernel compiled whole (another cache folder) gives the same bits.
     monkeypatch.setenv(build.PCH_ENV, "0")
     monkeypatch.setenv("FUSESCOPE_CACHE", str(fresh_cache.parent / "whole"))
+    fusion_cache.clear()  # compile the fusion again, not reuse the one compiled above
     whole, xs2 = compiled("sin")
     assert torch.equal(whole.run(xs2, backend="emulate")[0], out)
+    assert [cmd[cmd.index("-include") + 1] for cmd in commands[1:]] == [str(pch.HEADER_PATH)]
     assert not (fresh_cache.parent / "whole" / "emulate" / "pch").exists()
 
 
@@ -95,6 +127,7 @@ def _gch_with_other_flags(header: Path) -> bytes:
 def test_an_unusable_pch_is_rebuilt_not_just_ignored(fresh_cache: Path, monkeypatch, damage: str) -> None:
     source, name, specs = kernel_job("exp")
     EmulatedKernel(source, name, specs)
+    pch.wait_for_builds()
     header = _header(fresh_cache)
     gch = pch.gch_path(header)
     good = gch.read_bytes()
@@ -109,6 +142,7 @@ def test_an_unusable_pch_is_rebuilt_not_just_ignored(fresh_cache: Path, monkeypa
     # ... so that the next compile builds it again, usable.
     source, name, specs = kernel_job("tanh")
     EmulatedKernel(source, name, specs)
+    pch.wait_for_builds()
     assert gch.exists() and gch.read_bytes() != bad
     assert pch.pch_is_used(header, "g++", CXX_FLAGS)
 
@@ -143,7 +177,8 @@ def test_two_processes_build_the_pch_at_once(fresh_cache: Path) -> None:
 @needs_gxx
 def test_compile_errors_name_the_kernels_own_lines(fresh_cache: Path) -> None:
     source, name, specs = kernel_job("exp")
-    EmulatedKernel(source, name, specs)  # the header is built and fine
+    EmulatedKernel(source, name, specs)
+    pch.wait_for_builds()  # the header is built and fine
     broken = source.replace('extern "C" __global__', 'this_is_not_cuda;\nextern "C" __global__', 1)
     line = next(i for i, text in enumerate(broken.splitlines(), 1) if "this_is_not_cuda" in text)
     with pytest.raises(CompileError) as e:
