@@ -4,7 +4,8 @@ The library's cache key hashes the compiler (path and version line), the flags, 
 and the exact text compiled, so any change to one of them compiles again. A library is
 written under a temporary name and renamed into place: processes compiling the same kernel
 at once both succeed and leave one complete file. Kernels that begin with the runtime
-prelude compile against its precompiled header (engine.runtime.emu.pch); when such a
+prelude compile against its precompiled header (engine.runtime.emu.pch) once that is built
+(whole until then); when such a
 compile fails, the kernel is compiled whole again so that the error log is the one of the
 complete source (file names and lines as the kernel's).
 """

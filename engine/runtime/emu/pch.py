@@ -10,10 +10,11 @@ is never changed: the split is exactly at the prelude's end.
 
 KEY hashes the header's text, the prelude's, the compile flags and the compiler, so a
 changed header or flag gets a new file. g++ silently falls back to the text of `.h` when a
-`.gch` is unusable (a truncated file, a rebuilt compiler with the same version line): the
-`.h` holds the complete text, so results stay right, and kernels are compiled with
--Winvalid-pch so that such a fallback is seen (`stale_pch_used`) and the file removed, to
-be rebuilt by the next compile. A missing `.gch` is built in a background thread while
+`.gch` is unusable (not a PCH file, built with other flags, a rebuilt compiler with the same
+version line): the `.h` holds the complete text, so results stay right, and kernels are
+compiled with -Winvalid-pch so that such a fallback is seen (`stale_pch_used`) and the file
+removed, to be rebuilt by the next compile. A truncated `.gch` makes g++ fail without naming
+it; build.py then compiles the kernel whole and, that succeeding, discards the header. A missing `.gch` is built in a background thread while
 kernels compile whole, under a file lock, written under a temporary name, renamed into
 place and then checked with `g++ -H` (which marks a used precompiled header with '!').
 """
