@@ -292,6 +292,7 @@ class CompiledFusion:
         from engine.runtime.profiler import profile_emulated, profile_kernel
 
         xs = self._inputs_for(inputs, backend)
+        self.load_kernels(backend)
         out: list[Any] = []
 
         def measure(seg: CompiledSegment, args: list[Any]) -> None:
@@ -329,6 +330,22 @@ class CompiledFusion:
             )
         return xs
 
+    def load_kernels(self, backend: str) -> None:
+        """Compile (or load from the disk cache) every kernel segment's kernel for `backend`
+        now, several at once on the emulator. A kernel that fails to compile is left to its
+        segment, which raises the error when it runs (after the segments before it)."""
+        from engine.runtime.executor import load_kernels
+
+        if backend != "emulate":
+            return
+        todo = [s for s in self.segments if s.is_kernel and backend not in s._kernels]
+        if len(todo) < 2:
+            return
+        jobs = [(s.cuda_source, s.kernel_name, s.lowered.kernel.params) for s in todo]
+        for seg, kernel in zip(todo, load_kernels(jobs, backend)):
+            if not isinstance(kernel, Exception):
+                seg._kernels[backend] = kernel
+
     def run(self, inputs: Sequence[Any], backend: str = "emulate", *, timeline: bool = False,
             device: Any = None) -> list[Any]:
         """The fusion's outputs: the host program (segments in order, stream loops) on `backend`.
@@ -345,6 +362,7 @@ class CompiledFusion:
 
         if device is not None and backend in BACKENDS:
             run_device(backend, (), device)  # a device the back end cannot run on is refused
+        self.load_kernels(backend)
         if not timeline and backend != "reference" and backend in BACKENDS:
             plan = self._plans.get(backend)
             if plan is None:

@@ -1120,6 +1120,8 @@ def _run_compiled(fd: Any, cf: Any, xs: list[Any], job: RunJob, start: float, pr
 
     profiling = job.profile and backend in ("emulate", "cuda")
     progress.plan(len(cf.segments), after=1 + profiling + (backend == "cuda"))
+    if backend != "reference":
+        cf.load_kernels(backend)  # all kernels at once (in parallel on the emulator), cached on disk
     seg_rows: dict[int, dict[str, Any]] = {}
     for index, seg in enumerate(cf.segments, start=1):
         where = f"segment {seg.id}"

@@ -5,18 +5,16 @@ is compiled by g++ with engine/runtime/emu/cuda_emu.h force-included, which emul
 execution model (one fiber per thread, blocks in sequence, barriers and warp shuffles as fiber
 barriers, see the header). A generated shim, `fs_launch`, unpacks the arguments from the bytes
 that engine.runtime.abi.pack_args produces (the same bytes a CUDA launch reads) and runs the grid.
-Shared libraries are cached on disk by a hash of everything that goes into them.
+Shared libraries are cached on disk by a hash of everything that goes into them, and compiled
+against a precompiled header of cuda_emu.h and the runtime prelude (engine.runtime.emu.build).
 """
 
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
 import re
 import shutil
-import subprocess
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, fields
@@ -24,9 +22,9 @@ from pathlib import Path
 
 import torch
 
-from engine.errors import CompileError, ExecutionError
+from engine.errors import ExecutionError
 from engine.runtime.abi import ArgSpec, LaunchConfig, ScalarArg, TensorArg, pack_args, pack_scalar
-from engine.runtime.emu import HEADER_PATH, cache_dir, compile_error
+from engine.runtime.emu import build
 
 # -fno-strict-aliasing: generated CUDA reinterprets memory freely (vectorized loads through Array
 # types); nvcc tolerates that, g++ -O2 may not. -fvisibility=hidden: only fs_launch and
@@ -37,7 +35,6 @@ CXX_FLAGS: tuple[str, ...] = (
     "-O2", "-std=c++17", "-fPIC", "-shared", "-fvisibility=hidden", "-fno-strict-aliasing",
     "-fstack-clash-protection",
 )
-SHIM_FILE = "fs_emulate_shim.cpp"
 _ERR_BYTES = 4096
 # Per-launch CPU-time limit (seconds) when FUSESCOPE_EMU_TIMEOUT_S is unset: an endless loop in a
 # kernel becomes an ExecutionError instead of a hang. Generous: emulating a large kernel is slow.
@@ -133,49 +130,10 @@ def make_shim(name: str, specs: list[ArgSpec]) -> str:
     return "\n".join(lines) + "\n"
 
 
-_compiler_ids: dict[str, str] = {}
-
-
-def _compiler_id(cxx: str) -> str:
-    """Path and version of the compiler: part of the cache key."""
-    if cxx not in _compiler_ids:
-        r = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=60)
-        _compiler_ids[cxx] = f"{shutil.which(cxx)}\n{r.stdout.splitlines()[0] if r.stdout else ''}"
-    return _compiler_ids[cxx]
-
-
 def compile_library(source: str, name: str, shim: str, cxx: str = "g++",
                     flags: tuple[str, ...] = CXX_FLAGS) -> tuple[Path, bool]:
     """Compile source + shim into a shared library, or find it in the cache: (path, cached)."""
-    if shutil.which(cxx) is None:
-        raise CompileError(f"kernel {name}: the emulate back end needs {cxx}, which is not on PATH")
-    header = HEADER_PATH.read_text(encoding="utf-8")
-    # #line: g++ then names the kernel's own lines (name.cu:LINE) and the shim's (fs_emulate_shim.cpp).
-    text = f'#line 1 "{name}.cu"\n{source}\n#line 1 "{SHIM_FILE}"\n{shim}'
-    key = hashlib.sha256(
-        "\0".join(["fs-emulate-1", _compiler_id(cxx), " ".join(flags), header, text]).encode()
-    ).hexdigest()[:24]
-    out_dir = cache_dir("emulate")
-    lib = out_dir / f"{name[:48]}-{key}.so"
-    if lib.exists():
-        return lib, True
-    # Kept beside the library so that a failing kernel can be rebuilt and debugged by hand.
-    src_path = out_dir / f"{name[:48]}-{key}.cpp"
-    src_path.write_text(text, encoding="utf-8")
-    fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=f".{name[:32]}-", suffix=".so")
-    os.close(fd)
-    cmd = [cxx, *flags, "-include", str(HEADER_PATH), "-x", "c++", str(src_path), "-o", tmp]
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-        if r.returncode != 0:
-            files = {f"{name}.cu": source, SHIM_FILE: shim, HEADER_PATH.name: header}
-            raise compile_error(f"g++ could not compile kernel {name} for the emulator ({src_path})",
-                                r.stderr + r.stdout, files)
-        os.replace(tmp, lib)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return lib, False
+    return build.compile_library(source, name, shim, cxx, flags)
 
 
 _libs: dict[Path, ctypes.CDLL] = {}

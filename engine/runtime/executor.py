@@ -7,7 +7,9 @@ compiler: "cuda" (NVRTC + driver launch, engine.runtime.cuda) and "emulate"
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol, runtime_checkable
 
 import torch
@@ -15,6 +17,9 @@ import torch
 from engine.runtime.abi import ArgSpec, LaunchConfig, TensorArg
 
 BACKENDS = ("cuda", "emulate")
+# How many kernels the emulator compiles at once: $FUSESCOPE_EMU_JOBS, else the CPUs this
+# process may use.
+JOBS_ENV = "FUSESCOPE_EMU_JOBS"
 
 
 @runtime_checkable
@@ -47,6 +52,35 @@ def load_kernel(source: str, name: str, specs: list[ArgSpec], backend: str) -> K
 
         return EmulatedKernel(source, name, specs)
     raise ValueError(f"unknown kernel back end {backend!r}; choose one of {', '.join(BACKENDS)}")
+
+
+def compile_jobs() -> int:
+    """How many g++ processes load_kernels runs at once (at least 1)."""
+    text = os.environ.get(JOBS_ENV, "").strip()
+    if text:
+        try:
+            return max(1, int(text))
+        except ValueError:
+            raise ValueError(f"{JOBS_ENV}={text!r} is not a number of jobs") from None
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+
+def load_kernels(kernels: Sequence[tuple[str, str, list[ArgSpec]]], backend: str) -> list[Kernel | Exception]:
+    """load_kernel for each (source, name, specs), in order: on the emulator several compile at
+    once (compile_jobs(); g++ runs outside the GIL), elsewhere one after another. A kernel that
+    fails to load is returned as its exception, so that one failure does not lose the others."""
+
+    def one(job: tuple[str, str, list[ArgSpec]]) -> Kernel | Exception:
+        try:
+            return load_kernel(*job, backend)
+        except Exception as e:  # returned, for the caller to raise where that kernel is used
+            return e
+
+    workers = min(len(kernels), compile_jobs()) if backend == "emulate" else 1
+    if workers <= 1:
+        return [one(job) for job in kernels]
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fs-emu-compile") as pool:
+        return list(pool.map(one, kernels))
 
 
 Launcher = Callable[[list[object]], None]

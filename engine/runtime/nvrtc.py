@@ -10,8 +10,8 @@ Why NVRTC through cupy's thin NVRTC wrapper (cupy.cuda.nvrtc) rather than
 - NVRTC ships with cupy's CUDA wheels, so the cuda back end needs no toolkit on
   the machine; nvcc stays the tool for compile-checking without a GPU.
 
-The cache lives in `$FUSESCOPE_CACHE/cubin` when that variable is set, else in
-`~/.cache/fusescope/cubin`; one file `<sha256>.cubin` per binary, written
+The cache lives in the `cubin` folder of fusescope's cache (engine.runtime.emu.cache:
+`$FUSESCOPE_CACHE`, `$XDG_CACHE_HOME/fusescope` or `~/.cache/fusescope`); one file `<sha256>.cubin` per binary, written
 atomically so concurrent processes never read a half-written file.
 
 cupy is imported inside functions only: `import engine` must work without it.
@@ -62,9 +62,9 @@ class CompiledBinary:
 
 def cache_dir() -> Path:
     """The cubin cache folder; read from the environment on each call so tests can redirect it."""
-    root = os.environ.get("FUSESCOPE_CACHE")
-    base = Path(root).expanduser() if root else Path.home() / ".cache" / "fusescope"
-    return base / "cubin"
+    from engine.runtime.emu.cache import cache_root
+
+    return cache_root() / "cubin"
 
 
 def _nvrtc():  # type: ignore[no-untyped-def]

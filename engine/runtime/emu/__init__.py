@@ -11,21 +11,15 @@ import re
 from pathlib import Path
 
 from engine.errors import CompileError
+from engine.runtime.emu.cache import cache_dir
+
+__all__ = ["HEADER_PATH", "cache_dir", "compile_error", "error_locations", "first_errors", "source_excerpt"]
 
 HEADER_PATH = Path(__file__).with_name("cuda_emu.h")
 
 # "file:line:col: error: ..." (g++) and "file(line): error: ..." (nvcc's front end)
 _DIAG = re.compile(r"^(?P<file>[^\s:()][^:()]*?)(?::(?P<line>\d+)(?::\d+)?:|\((?P<pline>\d+)\):)\s*"
                    r"(?P<kind>(?:fatal )?error|warning)\b", re.M)
-
-
-def cache_dir(kind: str) -> Path:
-    """`$FUSESCOPE_CACHE/KIND`, else `~/.cache/fusescope/KIND`; created on demand."""
-    root = os.environ.get("FUSESCOPE_CACHE")
-    base = Path(root) if root else Path.home() / ".cache" / "fusescope"
-    path = base / kind
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def error_locations(log: str, files: dict[str, str]) -> list[tuple[str, int]]:

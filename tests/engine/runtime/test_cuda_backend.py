@@ -111,6 +111,7 @@ def test_cache_dir_follows_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("FUSESCOPE_CACHE", str(tmp_path))
     assert cache_dir() == tmp_path / "cubin"
     monkeypatch.delenv("FUSESCOPE_CACHE")
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     assert cache_dir() == Path.home() / ".cache" / "fusescope" / "cubin"
 
 
