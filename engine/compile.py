@@ -83,19 +83,28 @@ class CompiledSegment:
             self._kernels[backend] = k
         return k
 
-    def run(self, args: list[Any], backend: str) -> list[Any]:
-        """Outputs of this segment for its inputs (torch tensors on the back end's device)."""
-        from engine.reference import evaluate
+    def run(self, args: list[Any], backend: str, device: Any = None) -> list[Any]:
+        """Outputs of this segment for its inputs, on the device a run on `backend` computes on
+        (engine.runtime.placement: `device` is the one asked for, None to follow the inputs)."""
+        from engine.runtime.placement import run_device
 
         if backend == "reference" or not self.is_kernel:
-            if self.raw_inputs:
-                from engine.segment.graph import _evaluate_segment
-
-                raw = {self.fusion.inputs[k] for k in self.raw_inputs}
-                dev = next((a.device for a in args if isinstance(a, torch.Tensor)), torch.device("cpu"))
-                return _evaluate_segment(self.fusion, args, dev, raw)
-            return evaluate(self.fusion, args)
+            try:
+                return self._evaluate(args, run_device(backend, args, device))
+            except ExecutionError as e:
+                raise ExecutionError(f"segment {self.id} ({self.scheduler}): {e}") from e
         return _launch(self, args, backend)
+
+    def _evaluate(self, args: list[Any], device: torch.device) -> list[Any]:
+        """The segment's fusion through the reference evaluator's torch rules, on `device`."""
+        from engine.reference import evaluate
+
+        if self.raw_inputs:
+            from engine.segment.graph import _evaluate_segment
+
+            raw = {self.fusion.inputs[k] for k in self.raw_inputs}
+            return _evaluate_segment(self.fusion, args, device, raw)
+        return evaluate(self.fusion, args, device)
 
 
 def _logical_sizes(tv: TensorView, env: dict) -> list[int]:
@@ -188,11 +197,12 @@ class PreparedLaunch:
 
 def prepare_launch(seg: CompiledSegment, args: list[Any], backend: str) -> PreparedLaunch:
     """Bind a kernel segment's inputs, allocate its outputs, intermediates and workspaces."""
+    from engine.runtime.placement import run_device
     from engine.runtime.profiler import tensor_bytes
 
     lowered = seg.lowered
     fusion = seg.fusion
-    device = torch.device("cuda") if backend == "cuda" else torch.device("cpu")
+    device = run_device(backend, args)
     if seg._env is None:
         seg._env = _bind(fusion, args)
     env = seg._env
@@ -319,15 +329,22 @@ class CompiledFusion:
             )
         return xs
 
-    def run(self, inputs: Sequence[Any], backend: str = "emulate", *, timeline: bool = False) -> list[Any]:
+    def run(self, inputs: Sequence[Any], backend: str = "emulate", *, timeline: bool = False,
+            device: Any = None) -> list[Any]:
         """The fusion's outputs: the host program (segments in order, stream loops) on `backend`.
 
+        The outputs are on the device the run computes on (engine.runtime.placement): the GPU
+        for cuda, the CPU for emulate; for the reference, `device` when given, else the
+        inputs' device, else the CPU (a fusion without tensor inputs follows `device`).
         Kernels are queued without waiting (Options.sync_launches waits after each); with
         `timeline` the evaluator records events per op, kept in `self.last_run`. Otherwise a
         program without stream statements runs as a RunPlan: per call, an input check and
         the kernel launches replayed at the compiled sizes."""
         from engine.host.evaluator import HostIrEvaluator
+        from engine.runtime.placement import run_device
 
+        if device is not None and backend in BACKENDS:
+            run_device(backend, (), device)  # a device the back end cannot run on is refused
         if not timeline and backend != "reference" and backend in BACKENDS:
             plan = self._plans.get(backend)
             if plan is None:
@@ -335,7 +352,7 @@ class CompiledFusion:
             if plan:
                 self.last_run = None
                 return plan.run(inputs)
-        evaluator = HostIrEvaluator(self.host_ir, backend, record_timeline=timeline)
+        evaluator = HostIrEvaluator(self.host_ir, backend, record_timeline=timeline, device=device)
         self.last_run = evaluator
         return evaluator.run(self._inputs_for(inputs, backend))
 
@@ -389,6 +406,14 @@ def _signature(xs: Sequence[Any]) -> tuple:
     return tuple(sig)
 
 
+def _bound(fusion: Fusion, inputs: Sequence[Any]) -> Any:
+    """A scalar of `fusion` evaluated at the sizes and scalar values of `inputs`."""
+    from engine.compile_stages import bind_env
+
+    env = bind_env(fusion, list(inputs))
+    return lambda s: s.evaluate(env)
+
+
 # Each refusal costs a segmentation: after this many, failing groups are split into single ops.
 _SCHEDULER_REFUSALS = 4
 
@@ -398,8 +423,11 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
     A definition compiled before for inputs of the same signature, with the same options,
     is not compiled again (engine.fusion_cache)."""
     from engine.compile_stages import SegmentLoweringError, build_segments
+    from engine.concretize import concretize
     from engine.reference import check_input_layouts
+    from engine.segment.graph import Sizes
     from engine.segment.refusals import Refusals
+    from engine.shape_rules import check_sizes
 
     original: Fusion = fd.fusion if hasattr(fd, "fusion") else fd
     options = options or Options()
@@ -411,6 +439,10 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
     cached = fusion_cache.get(cache_key)
     if cached is not None:
         return cached
+    # The ops' size rules, from the sizes alone: a fusion that cannot run at these sizes is
+    # refused before it is segmented, as the reference would refuse it.
+    sizes = Sizes(original, inputs)
+    check_sizes(original, sizes.sizes, sizes.value)
     refusals = Refusals()
     notes: list[tuple[str, str]] = []
     with gc_pause.held(), transforms_kept():
@@ -420,6 +452,7 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
             fusion, _ = original.clone()
             trace = Trace()
             trace.stage("fusion_ir_original", listing)
+            concretize(fusion, _bound(fusion, inputs), trace)
             for note, rule in notes:
                 trace.event("segment", "fusion", note, rule=rule)
             try:

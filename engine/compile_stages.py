@@ -18,6 +18,7 @@ from engine.trace import Trace
 
 if TYPE_CHECKING:
     from engine.schedule.base import SchedulerType
+    from engine.segment.graph import Sizes
     from engine.segment.refusals import Refusals
 
 
@@ -86,37 +87,18 @@ def _const(v: Val, env: dict) -> Any:
     raise CompileError(f"{getattr(v, 'short_name', v)} is a segment input that nothing produces")
 
 
-def _example_values(groups: list[tuple], fusion: Fusion, inputs: list[Any], env: dict) -> dict[int, Any]:
-    """Every group's input tensors at the compiled sizes (schedulers read sizes, strides and
-    alignment). The reference runs on meta tensors, which computes layouts without data; an op
-    that needs values on the way (a data-dependent one) makes it run on the real inputs."""
-    import torch
-
-    meta = [torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="meta")
-            if isinstance(x, torch.Tensor) else x for x in inputs]
-    try:
-        return _run_groups(groups, fusion, meta, env)
-    except Exception:  # noqa: BLE001 - any failure on meta tensors: compute with the data
-        return _run_groups(groups, fusion, inputs, env)
-
-
-def _run_groups(groups: list[tuple], fusion: Fusion, inputs: list[Any], env: dict) -> dict[int, Any]:
-    import torch
-
-    from engine.reference import evaluate
-    from engine.segment.graph import _evaluate_segment
-
-    values: dict[int, Any] = {id(v): x for v, x in zip(fusion.inputs, inputs)}
-    # A group without tensor inputs (factories only) computes on the inputs' device: on
-    # meta tensors when the sizes are all that is needed.
-    default = next((x.device for x in inputs if isinstance(x, torch.Tensor)), torch.device("cpu"))
-    for clone, _vmap, g_in, g_out, _gid, _s in groups:
-        args = [values[id(v)] if id(v) in values else _const(v, env) for v in g_in]
-        raw = {clone.inputs[k] for k in raw_inputs(g_in)}
-        dev = next((a.device for a in args if isinstance(a, torch.Tensor)), default)
-        outs = _evaluate_segment(clone, args, dev, raw) if raw else evaluate(clone, args, dev)
-        for v, t in zip(g_out, outs):
-            values[id(v)] = t
+def _boundary_tensors(groups: list[tuple], sizes: Sizes) -> dict[int, Any]:
+    """Every group's input tensors at the compiled sizes, from shapes alone: the fusion's own
+    inputs as given (their sizes, strides and address are read, never their data), every
+    tensor a group passes on as a meta tensor laid out as the engine lays it out at run time
+    (Sizes.tensor). Nothing is evaluated: compiling costs the same at any size."""
+    values: dict[int, Any] = {}
+    for _clone, _vmap, _g_in, g_out, _gid, _s in groups:
+        for v in g_out:
+            if isinstance(v, TensorView):
+                values[id(v)] = sizes.tensor(v)
+    for v, x in sizes.given.items():
+        values[id(v)] = x
     return values
 
 
@@ -134,10 +116,12 @@ def build_segments(fusion: Fusion, inputs: list[Any], options: Options, trace: T
     its (automatic) scheduler accepted but that fails to lower raises SegmentLoweringError
     naming its ops, so that the caller can segment again with them apart."""
     from engine.compile import CompiledSegment
+    from engine.segment.graph import Sizes
 
     groups, segmented = _segment(fusion, inputs, options, trace, refusals)
-    env = bind_env(fusion, inputs)
-    values = _example_values(groups, fusion, inputs, env)
+    sizes = segmented.sizes if segmented is not None else Sizes(fusion, inputs)
+    env = sizes.env
+    values = _boundary_tensors(groups, sizes)
     segments = []
     used: set[str] = set()
     for clone, _vmap, g_in, g_out, gid, sched in groups:

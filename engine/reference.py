@@ -57,8 +57,9 @@ def evaluate(fusion: Fusion, inputs: Sequence[Any], device: Any = None,
     (the fuzz harness perturbs them to measure how rounding moves the results)."""
     if len(inputs) != len(fusion.inputs):
         raise ExecutionError(f"fusion takes {len(fusion.inputs)} inputs, got {len(inputs)}")
-    dev = torch.device(device) if device is not None else _device_of(inputs)
-    ctx = Context(dev)
+    from engine.runtime.placement import run_device
+
+    ctx = Context(run_device("reference", inputs, device))
     values: dict[Val, Any] = {}
     for k, (val, x) in enumerate(zip(fusion.inputs, inputs)):
         values[val] = bind_input(k, val, x, ctx)
@@ -90,19 +91,13 @@ def check_extents(fusion: Fusion, env: dict) -> None:
             continue  # a segment's fusion need not bind every symbol of the complete one
         if a != b:
             raise ExecutionError(
-                f"{where} has {a} elements, not {b}, and is not a broadcast axis (nvFuser expands "
-                "only those: define a size-1 input axis as a broadcast, contiguity None)")
+                f"{where} has {a} elements, not {b}, and is not a broadcast axis: its size is an input's, which "
+                "nvFuser's expand keeps, binding it to the size asked for (define a size-1 input axis as a "
+                "broadcast: shape 1 or contiguity None)")
 
 
 def _names(vals: Sequence[Val]) -> str:
     return ", ".join(getattr(v, "short_name", "?") for v in vals)
-
-
-def _device_of(inputs: Sequence[Any]) -> torch.device:
-    for x in inputs:
-        if isinstance(x, torch.Tensor):
-            return x.device
-    return torch.device("cpu")
 
 
 def _value(v: Val, values: dict[Val, Any], ctx: Context) -> Any:
@@ -376,26 +371,13 @@ def _tensorize(x: Any, like: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
 
 def check_pointwise_sizes(expr: Expr, args: Sequence[Any]) -> None:
-    """Operands of a pointwise op agree axis by axis wherever neither axis is a broadcast:
-    nvFuser broadcasts only broadcast axes, where torch would also stretch any size-1 axis (a
-    slice or topk(k=1) leaves an iteration axis of extent 1)."""
-    seen: dict[int, tuple[int, TensorView]] = {}
-    for v, x in zip(expr.inputs, args):
-        if not isinstance(v, TensorView) or not isinstance(x, torch.Tensor):
-            continue
-        ids = [i for i in v.domain.logical if not i.is_reduction]
-        if len(ids) != x.dim():
-            continue
-        for d, (i, n) in enumerate(zip(ids, x.shape)):
-            if i.is_broadcast:
-                continue
-            if d in seen and seen[d][0] != n:
-                m, w = seen[d]
-                raise ExecutionError(
-                    f"{getattr(expr, 'op', expr.op_name)} producing {_names(expr.outputs)}: axis {d} of {w.short_name} has {m} "
-                    f"elements and of {v.short_name} {n}; neither is a broadcast axis (nvFuser broadcasts "
-                    "only those: broadcast_in_dim or expand first)")
-            seen[d] = (n, v)
+    """Operands of a pointwise op agree axis by axis wherever neither axis is a broadcast
+    (engine.shape_rules.pointwise_mismatch)."""
+    from engine.shape_rules import pointwise_mismatch
+
+    why = pointwise_mismatch(expr, [tuple(x.shape) if isinstance(x, torch.Tensor) else None for x in args])
+    if why is not None:
+        raise ExecutionError(why)
 
 
 @handles(ex.BinaryOp)
@@ -549,22 +531,32 @@ def logical_sizes(tv: TensorView, ctx: Context) -> list[int]:
 
 @handles(ex.ExpandOp)
 def _expand(expr, args, ctx):
+    from engine.shape_rules import expand_mismatch
+
     (x,) = args
     logical = [i for i in expr.output.domain.logical if not i.is_reduction]
     sizes = [int(ctx.scalar(i.expanded_extent)) if i.expanded_extent is not None else -1 for i in logical]
+    for k in expr.attributes.get("concretized", ()):
+        # Expanded where the input has one element, kept where it has the size asked for.
+        sizes[k] = int(ctx.scalar(expr.shape[k]))
+        why = expand_mismatch(expr, k, x.shape[k], sizes[k])
+        if why is not None:
+            raise ExecutionError(why)
     # torch's expand makes stride-0 views, the same thing as nvFuser's expanded broadcast.
     return [x.expand(sizes)]
 
 
 @handles(ex.ViewOp)
 def _view(expr, args, ctx):
+    from engine.shape_rules import reshape_mismatch
+
     (x,) = args
     asked = None if expr.new_shape is None else [int(ctx.scalar(s)) for s in expr.new_shape]
-    if asked is not None and math.prod(asked) != x.numel():
-        # Symbolic input sizes: only now are the element counts known (nvFuser checks at
-        # concretization: "Total element counts across view operation must match").
-        raise ValueError(f"reshape of {expr.input.short_name}: {list(x.shape)} has {x.numel()} elements, "
-                         f"the new shape {asked} has {math.prod(asked)}")
+    # Symbolic input sizes: only now are the element counts known (nvFuser checks at
+    # concretization: "Total element counts across view operation must match").
+    why = reshape_mismatch(expr, list(x.shape), asked)
+    if why is not None:
+        raise ValueError(why)
     return [x.reshape(logical_sizes(expr.output, ctx))]
 
 
@@ -671,14 +663,28 @@ def _gather(expr, args, ctx):
     return [torch.gather(x, expr.dim, index.long())]
 
 
+def _aten_gemm_ok(expr: Expr, ts: Sequence[torch.Tensor]) -> bool:
+    """Whether a matmul or linear runs as ATen runs it for nvFuser: on CUDA, operands and
+    output of one 16-bit float dtype, where cuBLAS accumulates in float and rounds once (the
+    float upcast below gives the same values through a float GEMM at a fraction of the speed
+    and four more kernels)."""
+    dt = ts[0].dtype
+    return (dt in (torch.float16, torch.bfloat16) and all(t.is_cuda and t.dtype == dt for t in ts)
+            and to_torch(out_dtype(expr)) == dt)
+
+
 @handles(ex.MatmulOp)
 def _matmul(expr, args, ctx):
     a, b = args
+    if _aten_gemm_ok(expr, args):
+        return [torch.matmul(a, b)]
     return [as_dtype(torch.matmul(up(a), up(b)), out_dtype(expr))]
 
 
 @handles(ex.LinearOp)
 def _linear(expr, args, ctx):
+    if _aten_gemm_ok(expr, args):
+        return [torch.nn.functional.linear(*args)]
     a, w = up(args[0]), up(args[1])
     bias = up(args[2]) if len(args) == 3 else None
     return [as_dtype(torch.nn.functional.linear(a, w, bias), out_dtype(expr))]
@@ -706,14 +712,25 @@ def _attention_probs(q: torch.Tensor, k: torch.Tensor, lse: torch.Tensor | None,
 
 def _sdpa_flags(expr, args, n_tensors: int) -> tuple[bool, float]:
     """(is_causal, scale) of an attention op whose tensors are args[:n_tensors], followed by
-    dropout_p, is_causal and, when the op has one, the scale last."""
+    dropout_p, is_causal and, when the op has one, the scale last. Attention with dropout is
+    refused (refuse_attention_dropout)."""
     dropout_p, causal = _number(args[n_tensors]), bool(_number(args[n_tensors + 1]))
     if float(dropout_p) != 0.0:
-        raise ExecutionError(f"{expr.op_name}: dropout_p = {dropout_p}: dropout inside attention is not "
-                             "supported (flash attention's dropout RNG cannot be reproduced)")
-    q = args[1] if expr.op_name == "sdpa_bwd" else args[0]
+        raise ExecutionError(refuse_attention_dropout(expr, dropout_p))
+    q = args[1] if isinstance(expr, ex.SdpaBwdOp) else args[0]
     scale = float(_number(args[-1])) if expr.scale is not None else 1.0 / math.sqrt(q.shape[-1])
     return causal, scale
+
+
+def refuse_attention_dropout(expr: Expr, dropout_p: Any) -> str:
+    """Why attention with dropout does not run: nvFuser runs it through ATen's flash attention,
+    whose dropout mask comes from torch's CUDA generator (the philox_seed and philox_offset it
+    returns); the reference cannot draw the same mask, so no result could be checked."""
+    name = "sdpfa_bwd" if isinstance(expr, ex.SdpaBwdOp) else "sdpfa_fwd"
+    return (f"{name} producing {_names(expr.outputs)}: dropout_p = {dropout_p}: attention with dropout is not "
+            "run: flash attention draws its dropout mask from torch's CUDA generator, which the reference "
+            "evaluator cannot reproduce, so its result could not be checked (the fusion still compiles: "
+            "its IR, segments, schedules and kernels can be shown)")
 
 
 def _flash_ok(*ts: torch.Tensor) -> bool:

@@ -68,10 +68,12 @@ class FusescopeApp(App[None]):
         Binding("q", "quit", "Quit"),
     ]
 
-    def __init__(self, session: Session | None = None) -> None:
+    def __init__(self, session: Session | None = None, options: CompileOptions | None = None) -> None:
         super().__init__()
         self.session = session
-        self.options = CompileOptions()  # what the compiled views show (palette toggles forwarding)
+        # What the compiled views show (palette toggles forwarding); `fusescope FILE --size`
+        # starts with the input sizes of a file without an inputs list.
+        self.options = options or CompileOptions()
         self.selected_segment: int | None = None  # one selection for every view that shows segments
         self.run_timeout = DEFAULT_RUN_TIMEOUT_S  # a run longer than this stops the worker
         self._shown_compile: tuple[Session, CompileOptions] | None = None
@@ -104,6 +106,7 @@ class FusescopeApp(App[None]):
         # The tab strip is switched with i / s and the mouse; keeping it out of the focus
         # chain lets tab go straight from the tensors to the listing.
         self.query_one("#views Tabs", Tabs).can_focus = False
+        self.query_one(OptionsView).show_options(self.options)
         if self.session is not None:
             self._show_session(self.session)
         self.query_one(TensorTree).focus()
@@ -123,6 +126,11 @@ class FusescopeApp(App[None]):
             options_view.drop_kernels()
             self.notify(f"{n} replacement kernel{'s' if n > 1 else ''} dropped: written for {previous.title}",
                         title="Options", timeout=6)
+        if previous is not None and previous.path != session.path and self.options.input_sizes:
+            # Input sizes name the inputs of the fusion they were given for.
+            self.options = self.options.with_(input_sizes=())
+            options_view.drop_sizes()
+            self.notify(f"input sizes dropped: given for {previous.title}", title="Options", timeout=6)
         self._compare_from = None
         options_view.clear_comparison()  # it compared compilations of the fusion open before
         self.sub_title = str(session.path) if session.path else session.title
@@ -234,6 +242,9 @@ class FusescopeApp(App[None]):
             view.show_result(event.result)
         if event.result.error:
             self.notify(event.result.error, title="Compilation failed", severity="error", timeout=10)
+            if event.result.error.startswith("no example inputs") and "--size" in event.result.error:
+                self.notify("Give them in the Options tab (t), field Input sizes: what --size takes, space-"
+                            "separated (T0=4096,8192 i0=64 1024)", title="Sizes needed", timeout=15)
             return
         ids = [s.id for s in event.result.segments]
         if ids:

@@ -11,6 +11,7 @@
     fusescope show FILE --host-ir     the host-IR program (once the engine has one)
     fusescope run FILE [--backend emulate|reference|cuda] [--profile] [--json]
     fusescope export FILE --format dot|json|mermaid|svg -o OUT
+    (show, run, export: --size T0=4096,8192 --size 1024 for a file without an inputs list)
     fusescope serve [FILE]            the TUI in a web browser (needs textual-serve)
     fusescope list                    list the bundled samples
 
@@ -56,6 +57,9 @@ def _top_parser() -> argparse.ArgumentParser:
         "FILE may be a path or a bundled sample's name (see `fusescope list`).",
     )
     p.add_argument("file", nargs="?", help="fusion file to open (default: the bundled seed-001 sample)")
+    p.add_argument("--size", action="append", default=[], metavar="NAME=N,... | N",
+                   help="for a file without an inputs list: input sizes, as `show --size` takes them (the "
+                   "Options tab's Input sizes field too)")
     p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     return p
 
@@ -106,6 +110,10 @@ def _add_compile_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kernel-source", action="append", default=[], metavar="N=PATH.cu",
                    help="replace segment N's generated kernel with this CUDA file (same kernel name and "
                    "parameters; start from `show FILE --cuda --segment N`); repeatable")
+    p.add_argument("--size", action="append", default=[], metavar="NAME=N,... | N",
+                   help="for a file without an inputs list: the sizes of an input (T0=4096,8192: every axis, "
+                   "or only its symbolic ones), of a symbolic size or a scalar input (i0=64), or N for every "
+                   "other symbolic size; the example inputs are made from the definition (repeatable)")
 
 
 def _run_parser() -> argparse.ArgumentParser:
@@ -120,7 +128,7 @@ def _run_parser() -> argparse.ArgumentParser:
                    help="emulate: the CUDA compiled with g++ and run on the CPU (default); reference: "
                    "torch on the CPU; cuda: the GPU")
     p.add_argument("--profile", action="store_true",
-                   help="profile each kernel (GPU: CUDA events, GB/s, %% of peak, registers, occupancy)")
+                   help="profile each kernel (GPU: CUDA events, GB/s, %% of peak, registers, local memory, occupancy)")
     p.add_argument("--json", action="store_true", help="the result as JSON")
     p.add_argument("--timeout", type=float, default=None, metavar="S",
                    help="stop the worker process after S seconds (default 300)")
@@ -238,18 +246,19 @@ def _emit_cuda(text: str) -> None:
 
 
 def _options(args: argparse.Namespace):  # -> model.CompileOptions
-    from fusescope.model import CompileOptions, OptionError, parse_heuristic, read_kernel_source
+    from fusescope.model import CompileOptions, OptionError, parse_heuristic, parse_size, read_kernel_source
 
     if args.streams is not None and not 1 <= args.streams <= 64:
         raise CliError("--streams must be from 1 to 64")
     try:
         overrides = dict(parse_heuristic(text) for text in args.heuristic)
         sources = dict(read_kernel_source(text) for text in args.kernel_source)
+        sizes = dict(parse_size(text) for text in args.size)
     except OptionError as e:
         raise CliError(str(e)) from None
     return CompileOptions(forwarding=not args.no_forwarding, force_scheduler=args.force_scheduler or None,
                           num_streams=args.streams or 4, device_model=args.device_model).with_(
-        heuristic_overrides=overrides, kernel_sources=sources)
+        heuristic_overrides=overrides, kernel_sources=sources, input_sizes=sizes)
 
 
 def _compiled(session, args: argparse.Namespace):  # -> model.CompileResult
@@ -398,10 +407,16 @@ def _cmd_tui(args: argparse.Namespace) -> int:
         path: Path | str = sample.path
     else:
         path = args.file
+    from fusescope.model import CompileOptions, OptionError, parse_size
+
+    try:
+        options = CompileOptions().with_(input_sizes=dict(parse_size(t) for t in args.size))
+    except OptionError as e:
+        raise CliError(str(e)) from None
     session = _load(str(path))
     from fusescope.app import FusescopeApp  # Textual loads only when the TUI is wanted
 
-    FusescopeApp(session).run()
+    FusescopeApp(session, options).run()
     return 0
 
 

@@ -32,7 +32,7 @@ class FusionCommands(Provider):
             ("Run on the emulator", "The generated CUDA compiled with g++ and run on the CPU, checked "
              "against the reference", partial(app.start_run, "emulate")),
             ("Run on the reference", "torch on the CPU, segment by segment", partial(app.start_run, "reference")),
-            ("Run on the GPU (cuda)", "Needs a CUDA GPU; with profiling: GB/s, % of peak, registers, occupancy",
+            ("Run on the GPU (cuda)", "Needs a CUDA GPU; with profiling: GB/s, % of peak, registers, local memory, occupancy",
              partial(app.start_run, "cuda")),
             ("Save session bundle…", "The fusion, its options and every run as versioned JSON (reopens "
              "without a GPU)", app.action_save_bundle),

@@ -221,8 +221,9 @@ def load_session(path: str | Path) -> Session:
 
 
 def skipped_summary(fd: FusionDefinition) -> str | None:
-    """One line on what the loader skipped, unread, after the script ran its fusion (the
-    repro's own checks), or None when it skipped nothing."""
+    """One line on what the loader skipped, unread: what the fusion does not need (imports,
+    helpers, other tests) and, after the script ran its fusion, the repro's own checks; None
+    when it skipped nothing."""
     skipped = fd.skipped_statements
     if not skipped:
         return None
@@ -233,8 +234,11 @@ def skipped_summary(fd: FusionDefinition) -> str | None:
         else:
             spans.append([s.first_line, s.last_line])
     lines = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
-    return (f"{len(skipped)} statement{'s' if len(skipped) > 1 else ''} after the run skipped, not "
-            f"evaluated (the script's own checks): line{'s' if len(skipped) > 1 else ''} {lines}")
+    if all("checking code after the run" in s.reason for s in skipped):
+        what = "after the run skipped, not evaluated (the script's own checks)"
+    else:
+        what = "skipped, not evaluated (not needed by the fusion, or the script's own checks after the run)"
+    return f"{len(skipped)} statement{'s' if len(skipped) > 1 else ''} {what}: line{'s' if len(skipped) > 1 else ''} {lines}"
 
 
 def session_from_source(source: str, title: str) -> Session:
@@ -313,13 +317,23 @@ class CompileOptions:
     heuristic_overrides: tuple[tuple[str, int | float | bool], ...] = ()
     # Sorted (segment id, CUDA source) pairs that replace generated kernels.
     kernel_sources: tuple[tuple[int, str], ...] = ()
+    # Sorted (name, sizes) pairs: the sizes of a fusion without an inputs list, at which it is
+    # compiled and run ("T0" -> (4096, 8192), a symbolic size "i0" or a scalar input "i4" ->
+    # (64,), "*" -> (1024,) for every other symbolic size); see engine.frontend.example_inputs.
+    input_sizes: tuple[tuple[str, tuple[int | float, ...]], ...] = ()
 
     def with_(self, **changes: Any) -> CompileOptions:
-        """A copy with `changes`; dict values for the two tables are sorted into pairs."""
-        for name in ("heuristic_overrides", "kernel_sources"):
+        """A copy with `changes`; dict values for the three tables are sorted into pairs."""
+        for name in ("heuristic_overrides", "kernel_sources", "input_sizes"):
             if isinstance(changes.get(name), dict):
                 changes[name] = tuple(sorted(changes[name].items()))
+        if "input_sizes" in changes:
+            changes["input_sizes"] = tuple((k, tuple(v)) for k, v in changes["input_sizes"])
         return replace(self, **changes)
+
+    def sizes(self) -> dict[str, list[int | float]] | None:
+        """input_sizes as FusionDefinition.example_inputs takes them; None when there are none."""
+        return {k: list(v) for k, v in self.input_sizes} or None
 
     def describe(self) -> str:
         parts = [f"forwarding {'on' if self.forwarding else 'off'}"]
@@ -330,13 +344,16 @@ class CompileOptions:
             parts.append(f"device model {self.device_model}")
         parts += [f"{k}={v}" for k, v in self.heuristic_overrides]
         parts += [f"g{sid} kernel replaced" for sid, _ in self.kernel_sources]
+        if self.input_sizes:
+            parts.append("sizes " + " ".join(f"{k}={','.join(map(str, v))}" for k, v in self.input_sizes))
         return ", ".join(parts)
 
     def to_dict(self) -> dict[str, object]:
         return {"forwarding": self.forwarding, "force_scheduler": self.force_scheduler,
                 "num_streams": self.num_streams, "device_model": self.device_model,
                 "heuristic_overrides": dict(self.heuristic_overrides),
-                "kernel_sources": {str(k): v for k, v in self.kernel_sources}}
+                "kernel_sources": {str(k): v for k, v in self.kernel_sources},
+                "input_sizes": {k: list(v) for k, v in self.input_sizes}}
 
     @classmethod
     def from_dict(cls, d: object) -> CompileOptions:
@@ -352,6 +369,7 @@ class CompileOptions:
         device = d.get("device_model")
         overrides = d.get("heuristic_overrides", {})
         sources = d.get("kernel_sources", {})
+        sizes = d.get("input_sizes", {})
         if not isinstance(fwd, bool):
             raise ValueError("options.forwarding must be true or false")
         if force is not None and not isinstance(force, str):
@@ -366,8 +384,13 @@ class CompileOptions:
         if not isinstance(sources, dict) or not all(
                 isinstance(k, str) and k.isdigit() and isinstance(v, str) for k, v in sources.items()):
             raise ValueError("options.kernel_sources must map segment ids to CUDA source text")
+        if not isinstance(sizes, dict) or not all(
+                isinstance(k, str) and isinstance(v, list) and v and all(
+                    isinstance(x, int | float) and not isinstance(x, bool) for x in v) for k, v in sizes.items()):
+            raise ValueError("options.input_sizes must map input names to lists of numbers")
         return cls(fwd, force, streams, device, tuple(sorted(overrides.items())),
-                   tuple(sorted((int(k), v) for k, v in sources.items())))
+                   tuple(sorted((int(k), v) for k, v in sources.items())),
+                   tuple(sorted((k, tuple(v)) for k, v in sizes.items())))
 
 
 def scheduler_names() -> list[str]:
@@ -424,6 +447,27 @@ def parse_heuristic(text: str) -> tuple[str, int | float | bool]:
         except ValueError:
             pass
     raise OptionError(f"heuristic override {key!r}: {raw!r} is not a number or true/false")
+
+
+def parse_size(text: str) -> tuple[str, tuple[int | float, ...]]:
+    """`--size` text -> (name, numbers): "T0=4096,8192" (an input's shape, or its symbolic
+    sizes), "i0=64" (a symbolic size or a scalar input's value), "1024" (every other symbolic
+    size, the name "*")."""
+    key, sep, raw = (part.strip() for part in text.partition("="))
+    if not sep:
+        key, raw = "*", key
+    values: list[int | float] = []
+    for part in raw.split(","):
+        try:
+            values.append(int(part))
+        except ValueError:
+            try:
+                values.append(float(part))
+            except ValueError:
+                raise OptionError(f"--size {text!r}: write N, or NAME=N[,N...] (e.g. T0=4096,8192)") from None
+    if not key or not values or key == "*" and (len(values) != 1 or not isinstance(values[0], int)):
+        raise OptionError(f"--size {text!r}: write N, or NAME=N[,N...] (e.g. T0=4096,8192)")
+    return key, tuple(values)
 
 
 def read_kernel_source(text: str) -> tuple[int, str]:
@@ -657,7 +701,7 @@ def _compile(fd: FusionDefinition, options: CompileOptions) -> tuple[object | No
 
     start = time.perf_counter()
     try:
-        xs = fd.example_inputs(device="cpu", seed=0)
+        xs = fd.example_inputs(device="cpu", seed=0, sizes=options.sizes())
     except FusionDefinitionError as e:
         return None, failed_compile(options, f"no example inputs: {_one_line(str(e))}")
     except Exception as e:  # building tensors from the file's specs can fail in many ways
@@ -790,6 +834,7 @@ class SegmentRun:
     registers: int | None
     occupancy: float | None
     note: str = ""
+    local_bytes: int | None = None  # per thread: spills and local arrays (GPU profile only)
 
     def to_dict(self) -> dict[str, object]:
         return dict(self.__dict__)
@@ -856,12 +901,13 @@ class RunResult:
         if self.segments:
             out.append(f"time: {self.timing}")
             out.append(f"{'seg':<4} {'scheduler':<22} {'time':>10} {'bytes':>10} {'GB/s':>8} {'%peak':>6} "
-                       f"{'max err':>9} {'regs':>5} {'occ':>5}")
+                       f"{'max err':>9} {'regs':>5} {'local':>6} {'occ':>5}")
             for s in self.segments:
                 out.append(
                     f"g{s.segment:<3} {s.scheduler:<22} {fmt_ms(s.time_ms):>10} {human_bytes(s.bytes):>10} "
                     f"{_fmt(s.gbps, '{:.1f}'):>8} {_fmt(s.peak_fraction, '{:.1%}'):>6} "
                     f"{_fmt(s.max_error, '{:.2e}'):>9} {_fmt(s.registers, '{}'):>5} "
+                    f"{_fmt(s.local_bytes, '{}'):>6} "
                     f"{_fmt(s.occupancy, '{:.0%}'):>5}" + (f"  {s.note}" if s.note else ""))
             out.append(f"total {fmt_ms(self.total_ms)}, {human_bytes(self.total_bytes)} moved, "
                        f"{human_bytes(self.boundary_bytes)} cross segment boundaries")
@@ -999,7 +1045,7 @@ def execute_job(job: RunJob) -> RunResult:
         cf, result = _compile(fd, job.options)
         if cf is None:
             return failed(f"compilation failed: {result.error}")
-        _CHILD_CACHE[key] = (fd, cf, fd.example_inputs(device="cpu", seed=0))
+        _CHILD_CACHE[key] = (fd, cf, fd.example_inputs(device="cpu", seed=0, sizes=job.options.sizes()))
     fd, cf, xs = _CHILD_CACHE[key]
     try:
         return _run_compiled(fd, cf, xs, job, start)
@@ -1015,12 +1061,15 @@ def _run_compiled(fd: Any, cf: Any, xs: list[Any], job: RunJob, start: float) ->
     from engine.compile_stages import bind_env
     from engine.errors import ExecutionError
     from engine.reference import evaluate
+    from engine.runtime.placement import run_device
     from engine.runtime.profiler import tensor_bytes
 
     backend = job.backend
     if backend == "cuda" and not torch.cuda.is_available():
         raise ExecutionError("the cuda back end needs a GPU (torch sees none here); use emulate or reference")
-    device = torch.device("cuda") if backend == "cuda" else torch.device("cpu")
+    # The back end's device (the worker's inputs are CPU tensors); the reference runs on the CPU.
+    device = run_device(backend)
+    cpu = torch.device("cpu")
     xs_dev = [x.to(device) if isinstance(x, torch.Tensor) else x for x in xs]
 
     # The segments run in order on the back end, each fed what the back end produced before
@@ -1047,7 +1096,11 @@ def _run_compiled(fd: Any, cf: Any, xs: list[Any], job: RunJob, start: float) ->
         ref_args = [lookup(want, v, where) for v in seg.input_vals]
         t0 = time.perf_counter()
         try:
-            ref_outs = seg.run(ref_args, "reference")
+            ref_outs = seg.run(ref_args, "reference", cpu)
+        except ExecutionError as e:
+            if str(e).startswith(f"segment {seg.id} "):
+                raise  # the engine named the segment and the op already
+            raise ExecutionError(f"segment {seg.id}: the reference failed: {e}") from e
         except Exception as e:
             raise ExecutionError(f"segment {seg.id}: the reference failed: {type(e).__name__}: {e}") from e
         if backend == "reference":
@@ -1057,7 +1110,7 @@ def _run_compiled(fd: Any, cf: Any, xs: list[Any], job: RunJob, start: float) ->
                 seg.kernel(backend)  # compile/load outside the timed launch (cached on disk)
             t0 = time.perf_counter()
             try:
-                outs = seg.run(args, backend)
+                outs = seg.run(args, backend, device)
                 if backend == "cuda":
                     torch.cuda.synchronize()
             except ExecutionError as e:
@@ -1116,6 +1169,7 @@ def _run_compiled(fd: Any, cf: Any, xs: list[Any], job: RunJob, start: float) ->
             registers=p.registers if p is not None else None,
             occupancy=p.occupancy if p is not None else None,
             note=note,
+            local_bytes=p.local_bytes if p is not None else None,
         ))
     bad = [c for c in checks if not c.ok]
     if bad:

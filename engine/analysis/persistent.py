@@ -242,7 +242,8 @@ def memory_order(red: TensorView) -> list[IterDomain]:
     A reduction tensor has no layout of its own; the order that decides "fastest dim"
     is the allocation order of the fusion input it reads (seed 001's permuted input:
     allocation (1, 0, 2)). Walk producers, composing logical maps, to the first input
-    with an allocation domain; without one, the logical order stands.
+    whose allocation domain orders two or more of `red`'s axes; without one, the logical
+    order stands.
     """
     logical = list(red.domain.logical)
     # maps producer ids -> ids of `red`
@@ -253,9 +254,12 @@ def memory_order(red: TensorView) -> list[IterDomain]:
     while frontier:
         tv, to_red = frontier.pop(0)
         if tv is not red and tv.domain.has_allocation and tv in tv.fusion.inputs:
-            order = [to_red[i] for i in tv.domain.allocation if i in to_red]
-            rest = [i for i in logical if i not in order]
-            return order + rest
+            # Only the input's non-broadcast axes have a place in memory; one such axis
+            # orders nothing (a [1, N] row stored "transposed" says nothing of `red`).
+            order = [to_red[i] for i in tv.domain.allocation if i in to_red and not i.is_broadcast]
+            if len(order) >= 2:
+                rest = [i for i in logical if i not in order]
+                return order + rest
         for p in producers_of(tv):
             if p in seen:
                 continue

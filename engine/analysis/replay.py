@@ -325,6 +325,8 @@ def _loop_map(producer: TensorView, consumer: TensorView, linear: IdMap) -> IdMa
             else:
                 unsettled.append(t)
         pending = unsettled
+        if _undo_reshape(m, c_ts, done):
+            changed = True
         # Consumer-side forwarding: the consumer merged one of our ids with a broadcast
         # axis that the producer does not have.
         image = {v: k for k, v in m.items()}
@@ -345,6 +347,35 @@ def _loop_map(producer: TensorView, consumer: TensorView, linear: IdMap) -> IdMa
                         changed = True
                     done.add(id(u))
     return m
+
+
+def _undo_reshape(m: IdMap, c_ts: list[IdTransform], done: set[int]) -> bool:
+    """Consumer loop transforms that undo the consumer's own reshape (the resize
+    scheduler's alignment across a reshape, engine.schedule.resize_axes): a merge of the
+    two parts of a split iterates the split id, and the parts of an inner split of a
+    merge by the merge's inner extent iterate the merged ids. The producer ids mapped to
+    what the reshape transformed map to them; whether any was mapped."""
+    image = {id(v): k for k, v in m.items()}
+    c_set = {id(t) for t in c_ts}
+    found = False
+    for u in c_ts:
+        if id(u) in done:
+            continue
+        if isinstance(u, Merge):
+            s = u.outer.definition
+            if (isinstance(s, Split) and id(s) in c_set and s.outer is u.outer and s.inner is u.inner
+                    and id(s.in_id) in image):
+                m[image[id(s.in_id)]] = u.out
+                done.add(id(u))
+                found = True
+        elif isinstance(u, Split) and u.inner_split:
+            g = u.in_id.definition
+            if (isinstance(g, Merge) and id(g) in c_set and same_scalar(u.factor, g.inner.extent)
+                    and id(g.outer) in image and id(g.inner) in image):
+                m[image[id(g.outer)]], m[image[id(g.inner)]] = u.outer, u.inner
+                done.add(id(u))
+                found = True
+    return found
 
 
 def _match(t: IdTransform, m: IdMap, c_set: set[int]) -> bool:

@@ -101,12 +101,15 @@ class InputSpec:
         return t
 
     def make(self, device: str | torch.device = "cpu", generator: torch.Generator | None = None) -> Any:
-        """A fresh value: random where the file asks for random values."""
+        """A fresh value: random where the file asks for random values. On the meta device,
+        the same tensor without data (nothing is drawn or filled)."""
         if self.kind == "scalar":
             return self.data
         made = self.fill_dtype or self.dtype or torch.float32
         if self.kind == "tensor":
             t = torch.tensor(self.data, dtype=made)
+        elif torch.device(device).type == "meta":
+            t = torch.empty(self.storage_shape(), dtype=made, device="meta")
         else:
             t = self._fill(self.storage_shape(), made, generator)
         if self.scale is not None or self.shift is not None or self.compare is not None:

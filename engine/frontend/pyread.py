@@ -1,15 +1,32 @@
 """Reading fusion files: nvFuser's python-frontend repro format, interpreted with `ast`.
 
-Reading never executes the file. The module is parsed with `ast`, and each statement
-is matched against the few shapes a repro may take (imports of torch/nvfuser, the
-fusion function or FusionDefinition subclass, the `with FusionDefinition() as fd:`
-block, the `inputs = [...]` list, trailing `fd.execute(inputs)`); the calls inside
-the fusion body are interpreted one by one against a fresh FusionDefinition. The
-plain Python that nvFuser's schedule tests use on their own values is interpreted
-too, by the loader on the values it holds: list methods (`selected.extend(...)`), a
-few pure builtins (list, len, zip, filter, map, ...), comprehensions, and the
-module's `inputs` read by `fd.from_pytorch(inputs[0])`. Any other statement, call,
-name or attribute raises FusionFileError naming the line.
+Reading never executes the file. The module is parsed with `ast` and brought to a
+flat list of top-level statements (engine.frontend.pyfile.shape: a main guard's body,
+the body of a test function that builds the fusion, `self.exec_nvfuser(...)` as the with
+block and run it stands for, the legacy body without a with block as `with fd:` blocks).
+Each statement is matched against the few shapes a repro may take (imports, the fusion
+function or FusionDefinition subclass, the `with FusionDefinition() as fd:` block, the
+`inputs = [...]` list, trailing `fd.execute(inputs)`); the calls inside the fusion body
+are interpreted one by one against a fresh FusionDefinition. A fusion function may take
+more parameters than the fd, given by its call in the with block (`fusion_func(fd,
+1e-5, 4)`) or by literal defaults. The plain Python that nvFuser's schedule tests use
+on their own values is interpreted too, by the loader on the values it holds: list
+methods (`selected.extend(...)`), a few pure builtins (list, len, zip, filter, map,
+...), Python's math on numbers (`math.sqrt(n)`, `math.pi`; engine.frontend.pyfile.pure),
+comprehensions, and the module's `inputs` read by `fd.from_pytorch(inputs[0])`. Any
+other call, name or attribute in what is read raises FusionFileError naming the line.
+
+Before the run, a top-level statement is read only when the fusion needs it (engine.
+frontend.pyfile.needs): when it mentions the fusion (the fd, a Fusion, FusionDefinition
+or a subclass, a fusion function, the nvfuser module) or a name a later read statement
+reads (the fusion body's `N`, the inputs list's `torch`, the run's `inputs`), or rebinds
+a name the loader holds. Other statements are skipped without being evaluated: helper
+functions that do not take the fd (`def clearL2Cache(): ...`), classes, timing code,
+prints. Imports bind names and run nothing: torch, nvfuser and math are read; any other
+module's names are opaque (the import is recorded as skipped, and a use of one in what
+is read is refused naming the line and the name), as are the names a skipped statement
+binds and a read test function's parameters. `from X import *` of another module is
+refused (it could rebind any name).
 
 The inputs list (or the literal list given to `fd.execute([...])`) becomes InputSpecs
 (engine.frontend.input_spec), read from the text and never run. An entry is a number
@@ -45,9 +62,10 @@ the inputs list, a name the run's arguments spell) or stores into the inputs (`i
 Those statements are read as before any run (a second fusion, a second inputs list,
 `fd.sched.*` or `fd.ops.*` at the top level are refused, naming the line and why the
 statement was not skipped). The whole file is still parsed first, so a syntax error, a
-dunder name or too deep nesting anywhere refuses it. What was skipped is recorded on the
-loaded FusionDefinition as `skipped_statements`: a list of
-engine.frontend.definition.SkippedStatement (first_line, last_line, reason), in order.
+dunder name (but the `__name__` of a main guard) or too deep nesting anywhere refuses it.
+What was skipped, before or after the run, is recorded on the loaded FusionDefinition as
+`skipped_statements`: a list of engine.frontend.definition.SkippedStatement (first_line,
+last_line, reason), in line order.
 """
 
 from __future__ import annotations
@@ -78,16 +96,16 @@ from engine.frontend.input_spec import (
     check_spec,
     storage_size,
 )
+from engine.frontend.pyfile import imports, pure, unread
+from engine.frontend.pyfile.imports import TORCH_MODULES as _TORCH_MODULES
+from engine.frontend.pyfile.needs import Plan, plan
+from engine.frontend.pyfile.refs import Ref as _Ref
+from engine.frontend.pyfile.shape import module_shape
+from engine.frontend.pyfile.syntax import bound_names as _bound_names
+from engine.frontend.pyfile.syntax import takes_fd
 from engine.frontend.spellings import unknown_op_message
 from engine.ir.iterdomain import ParallelType
 from engine.ir.tensorview import MemoryType, TensorView
-
-# Modules a repro may import; importing them here binds nothing that runs.
-_NVFUSER_MODULES = ("nvfuser", "nvfuser_direct")
-# Where the frontend lived inside PyTorch in 2022 (`from torch._C._nvfuser import Fusion,
-# FusionDefinition, DataType`); repros of that time import it from there.
-_TORCH_NVFUSER_MODULE = "torch._C._nvfuser"
-_TORCH_MODULES = ("torch", "torch.testing")
 
 # Methods of a FusionDefinition that a fusion body may call.
 _FD_METHODS = ("define_tensor", "define_scalar", "define_constant", "add_output")
@@ -172,16 +190,6 @@ class _TorchConst:
     name: str
 
 
-class _Ref:
-    """What a top-level name stands for while reading (never a live object from the file)."""
-
-    def __init__(self, kind: str, value: Any = None) -> None:
-        # "module", "torch_fn", "fd_class", "fusion_class", "fusion", "enum", "function", "class",
-        # "fd", "inputs", "spec", "const" (a number, size, dtype or device named at the top level)
-        self.kind = kind
-        self.value = value
-
-
 class _Loader:
     def __init__(self, text: str, filename: str) -> None:
         self.text = text
@@ -202,6 +210,9 @@ class _Loader:
         self.ran_line: int | None = None
         self.run_names: set[str] = set()
         self.skipped: list[SkippedStatement] = []
+        self.plan: Plan = Plan([], frozenset(), [])  # the module's, made by load()
+        # The reader of each FusionDefinition's with blocks, by id(fd): its names persist.
+        self.bodies: dict[int, _Body] = {}
 
     # ---- errors ---------------------------------------------------------------------
     def error(self, node: ast.AST | None, message: str) -> FusionFileError:
@@ -211,14 +222,23 @@ class _Loader:
     # ---- driver -----------------------------------------------------------------------
     def load(self) -> FusionDefinition:
         tree = self._parse()
-        self._check_tree(tree)
-        self.tree = tree
+        shape = module_shape(tree)
+        self._check_tree(tree, shape.main_guard_names)
+        body = shape.body
+        self.tree = ast.Module(body=body, type_ignores=[])
+        self.skipped = list(shape.skipped)
+        for name, why in shape.params.items():
+            self.globals[name] = _Ref("opaque", why)
+        self.plan = plan(body)
         try:
-            for stmt in tree.body:
+            for k, stmt in enumerate(body):
                 self.line = stmt.lineno
                 if self.ran_line is not None:
                     self.after_run(stmt)
                     continue
+                if unread.skip_unneeded(self, k, stmt):
+                    continue
+                unread.check_opaque(self, stmt)
                 self.top_statement(stmt)
                 if self.run_seen:
                     self.ran_line = stmt.lineno
@@ -226,11 +246,11 @@ class _Loader:
             # A backstop: _check_tree caps nesting, so this needs a nearly exhausted stack.
             raise FusionFileError("expressions nest too deeply", path=self.filename, line=self.line) from None
         if self.fd is None:
-            self._implicit_fusion(tree)
+            self._implicit_fusion()
         if self.fd is None:
-            raise FusionFileError("no fusion defined (no FusionDefinition block, function or class)",
-                                  path=self.filename)
-        self.fd.skipped_statements = self.skipped
+            raise FusionFileError("no fusion defined (no FusionDefinition block, function or class)"
+                                  + unread.note(self.skipped), path=self.filename)
+        self.fd.skipped_statements = sorted(self.skipped, key=lambda s: (s.first_line, s.last_line))
         if self.specs is not None:
             self.fd.input_specs = self.specs
             # A `fd.sched.schedule(...)` in the file waited for sizes: the inputs list has them.
@@ -254,15 +274,18 @@ class _Loader:
                                   "or are too large)", path=self.filename,
                                   line=_failing_line(self.text)) from None
 
-    def _check_tree(self, tree: ast.Module) -> None:
-        """Before reading: refuse dunder names anywhere (the usual way out of a sandbox),
-        nesting deeper than MAX_DEPTH, and calls in annotations."""
+    def _check_tree(self, tree: ast.Module, main_guards: set[int]) -> None:
+        """Before reading: refuse dunder names anywhere (the usual way out of a sandbox) but
+        the `__name__` of `if __name__ == "__main__":`, nesting deeper than MAX_DEPTH, and
+        calls in annotations."""
         todo: list[tuple[ast.AST, int, int]] = [(tree, 0, 1)]
         while todo:  # iterative: the tree may be deep
             node, depth, line = todo.pop()
             line = getattr(node, "lineno", line)
             if depth > MAX_DEPTH:
                 raise self.error(node, f"expressions nest more than {MAX_DEPTH} levels deep")
+            if id(node) in main_guards:
+                continue
             for n in _names_of(node):
                 if n.startswith("__") or ".__" in n:
                     raise self.error(node, f"name {n!r} is not allowed in a fusion file")
@@ -273,15 +296,20 @@ class _Loader:
                         raise self.error(note, f"annotation {_excerpt(note)} is not allowed (a name only)")
             todo.extend((child, depth + 1, line) for child in ast.iter_child_nodes(node))
 
-    def _implicit_fusion(self, tree: ast.Module) -> None:
+    def _implicit_fusion(self) -> None:
         # A pasted fusion function (or subclass) with no block that uses it: build it.
+        assert self.tree is not None
         if len(self.functions) == 1 and not self.classes:
             (name, fn), = self.functions.items()
+            missing = [p.arg for p in _extra_params(fn) if p.arg not in self.defaults(fn)]
+            if missing:
+                raise self.error(fn, f"fusion function {name!r} takes {', '.join(missing)}: call it in "
+                                     f"`with FusionDefinition() as fd: {name}(fd, ...)`")
             fd = self.new_fd(fn)
             self.run_function(fn, fd, fn)
         elif len(self.classes) == 1 and not self.functions:
             (name, methods), = self.classes.items()
-            node = next(s for s in tree.body if isinstance(s, ast.ClassDef) and s.name == name)
+            node = next(s for s in self.tree.body if isinstance(s, ast.ClassDef) and s.name == name)
             self.instantiate(name, node)
 
     # ---- top level ----------------------------------------------------------------------
@@ -308,35 +336,10 @@ class _Loader:
             raise self.error(stmt, f"{type(stmt).__name__} statement is not allowed at the top level")
 
     def import_(self, stmt: ast.Import) -> None:
-        for alias in stmt.names:
-            if alias.name in _TORCH_MODULES:
-                # `import torch.testing` binds `torch`, as Python does; `as tt` binds the submodule.
-                self.globals[alias.asname or "torch"] = _Ref("module", alias.name if alias.asname else "torch")
-            elif alias.name.split(".")[0] in _NVFUSER_MODULES or alias.name == _TORCH_NVFUSER_MODULE:
-                if alias.name == _TORCH_NVFUSER_MODULE and not alias.asname:
-                    raise self.error(stmt, f"import {alias.name} as a name (`import {alias.name} as nvfuser`)")
-                self.globals[alias.asname or alias.name.split(".")[0]] = _Ref("module", "nvfuser")
-            else:
-                raise self.error(stmt, f"import of {alias.name!r} is not allowed (only torch and nvfuser)")
+        imports.read_import(self, stmt)
 
     def import_from(self, stmt: ast.ImportFrom) -> None:
-        module = stmt.module or ""
-        if not stmt.level and module in _TORCH_MODULES:
-            # `from torch.testing import make_tensor`, `from torch import randn`: input makers only.
-            for alias in stmt.names:
-                dotted = f"{module.removeprefix('torch').lstrip('.')}.{alias.name}".lstrip(".")
-                if dotted not in TORCH_MAKERS:
-                    raise self.error(stmt, f"import of {module}.{alias.name} is not allowed")
-                self.globals[alias.asname or alias.name] = _Ref("torch_fn", TORCH_MAKERS[dotted])
-            return
-        if stmt.level or (module.split(".")[0] not in _NVFUSER_MODULES and module != _TORCH_NVFUSER_MODULE):
-            raise self.error(stmt, f"import from {module or '.'!r} is not allowed (only nvfuser and torch)")
-        for alias in stmt.names:
-            if alias.name == "*":
-                continue  # the names we know are always available
-            ref = self.nvfuser_name(alias.name)
-            if ref is not None:
-                self.globals[alias.asname or alias.name] = ref
+        imports.read_import_from(self, stmt)
 
     def nvfuser_name(self, name: str) -> _Ref | None:
         if name == "FusionDefinition":
@@ -347,14 +350,35 @@ class _Loader:
             return _Ref("enum", self.enums[name])
         return None  # other nvfuser names bind nothing usable here
 
-    def function_def(self, fn: ast.FunctionDef) -> None:
+    def function_def(self, fn: ast.FunctionDef, method: bool = False) -> None:
+        """A fusion function: its first parameter is the FusionDefinition; others (`eps`, `n`)
+        are given by the call in the with block or by literal defaults. A function that
+        does not take the FusionDefinition is a helper: never read, its name opaque."""
+        if not method and not takes_fd(fn):
+            unread.skip(self, fn, "a function that does not take the FusionDefinition", "read")
+            self.globals[fn.name] = _Ref("opaque", f"the function defined at line {fn.lineno}, which does not "
+                                                   "take the FusionDefinition and is not read")
+            return
         if fn.decorator_list:
             raise self.error(fn.decorator_list[0], "decorators are not allowed")
         a = fn.args
-        if (len(a.args) != 1 or a.posonlyargs or a.kwonlyargs or a.vararg or a.kwarg or a.defaults):
-            raise self.error(fn, f"fusion function {fn.name!r} must take exactly one argument (fd)")
+        if not a.args or a.posonlyargs or a.vararg or a.kwarg or len(a.defaults) == len(a.args):
+            raise self.error(fn, f"fusion function {fn.name!r} must take the FusionDefinition first, then "
+                                 "named parameters (no *args, **kwargs or default for the first)")
+        self.defaults(fn)  # literal defaults, read once here so that a bad one names its line
         self.functions[fn.name] = fn
         self.globals[fn.name] = _Ref("function", fn)
+
+    def defaults(self, fn: ast.FunctionDef) -> dict[str, Any]:
+        """The literal defaults of a fusion function's parameters after the first."""
+        a = fn.args
+        out: dict[str, Any] = {}
+        for p, d in zip(a.args[len(a.args) - len(a.defaults):], a.defaults):
+            out[p.arg] = self.plain(d)
+        for p, d in zip(a.kwonlyargs, a.kw_defaults):
+            if d is not None:
+                out[p.arg] = self.plain(d)
+        return out
 
     def class_def(self, cls: ast.ClassDef) -> None:
         if cls.decorator_list:
@@ -369,7 +393,9 @@ class _Loader:
                 continue
             if not isinstance(stmt, ast.FunctionDef) or stmt.name not in ("definition", "schedule"):
                 raise self.error(stmt, f"class {cls.name!r} may only define definition() and schedule()")
-            self.function_def(stmt)
+            if len(stmt.args.args) != 1 or stmt.args.kwonlyargs:
+                raise self.error(stmt, f"{cls.name}.{stmt.name} must take exactly one argument (self)")
+            self.function_def(stmt, method=True)
             methods[stmt.name] = stmt
         for name in methods:  # methods are not top-level fusion functions
             del self.functions[name], self.globals[name]
@@ -380,6 +406,8 @@ class _Loader:
         """A top-level name or dotted name: FusionDefinition, nvfuser.DataType, a function, ..."""
         if isinstance(node, ast.Name):
             if node.id in self.globals:
+                if self.globals[node.id].kind == "opaque":
+                    raise self.error(node, f"{node.id!r} is {self.globals[node.id].value}; the fusion cannot use it")
                 return self.globals[node.id]
             ref = self.nvfuser_name(node.id)
             if ref is not None:
@@ -467,28 +495,56 @@ class _Loader:
         else:
             fd_name = None
         body = stmt.body
-        # `nvfuser_fusion_id0(fd)`: the printed repro's form.
+        # `nvfuser_fusion_id0(fd)`: the printed repro's form; `fusion_func(fd, 1e-5, n)` passes
+        # the function's other parameters too.
         if (len(body) == 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Call)
                 and isinstance(body[0].value.func, ast.Name) and body[0].value.func.id in self.functions):
             call = body[0].value
-            if (len(call.args) != 1 or call.keywords or not isinstance(call.args[0], ast.Name)
-                    or call.args[0].id != fd_name):
-                raise self.error(call, f"call the fusion function with the FusionDefinition: "
+            if (not call.args or not isinstance(call.args[0], ast.Name) or call.args[0].id != fd_name):
+                raise self.error(call, f"call the fusion function with the FusionDefinition first: "
                                        f"{call.func.id}({fd_name or 'fd'})")  # type: ignore[attr-defined]
             fn = self.functions[call.func.id]  # type: ignore[attr-defined]
-            self.run_function(fn, fd, call)
+            self.run_function(fn, fd, call, args=self.call_values(fn, call))
             return
         if fd_name is None:
             raise self.error(stmt, "bind the FusionDefinition to a name: `as fd`")
+        # The blocks of one fd share their names (`fd = FusionDefinition()`, then `with fd:`
+        # blocks, and the legacy top-level body read as such blocks).
+        held = self.bodies.get(id(fd))
+        if held is None or held.fd_name != fd_name:
+            held = self.bodies[id(fd)] = _Body(self, fd, fd_name, {})
         with fd:
-            _Body(self, fd, fd_name, {}).run(body)
+            held.run(body)
+
+    def call_values(self, fn: ast.FunctionDef, call: ast.Call) -> dict[str, Any]:
+        """The values of a fusion function's other parameters at `call`: numbers, sizes,
+        dtypes and names of them (`fusion_func(fd, 1e-5, n=4)`), else its literal defaults."""
+        params = [p.arg for p in _extra_params(fn)]
+        values = self.defaults(fn)
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            raise self.error(call, "* and ** arguments are not allowed")
+        if len(call.args) - 1 > len(fn.args.args) - 1:
+            raise self.error(call, f"{fn.name} takes {len(fn.args.args)} positional arguments, got {len(call.args)}")
+        for p, a in zip(params, call.args[1:]):
+            values[p] = self.plain(a)
+        for k in call.keywords:
+            if k.arg not in params or k.arg in [p for p, _ in zip(params, call.args[1:])]:
+                raise self.error(call, f"{fn.name}: unexpected or repeated argument {k.arg!r}")
+            values[k.arg] = self.plain(k.value)
+        missing = [p for p in params if p not in values]
+        if missing:
+            raise self.error(call, f"{fn.name}: no value for {', '.join(missing)}")
+        return values
 
     def run_function(self, fn: ast.FunctionDef, fd: FusionDefinition, site: ast.AST,
-                     attrs: dict[str, Any] | None = None, alias: str | None = None) -> None:
+                     attrs: dict[str, Any] | None = None, alias: str | None = None,
+                     args: dict[str, Any] | None = None) -> None:
         param = fn.args.args[0].arg
         body = fn.body[1:] if fn.body and _is_docstring(fn.body[0]) else fn.body
+        reader = _Body(self, fd, param, attrs if attrs is not None else {}, alias)
+        reader.env.update(self.defaults(fn) if args is None else args)
         with fd:
-            _Body(self, fd, param, attrs if attrs is not None else {}, alias).run(body)
+            reader.run(body)
 
     def top_assign(self, stmt: ast.Assign) -> None:
         if (len(stmt.targets) == 1 and isinstance(stmt.targets[0], (ast.Tuple, ast.List))
@@ -844,7 +900,7 @@ class _Loader:
         """A name the loader gives a meaning (outputs of the run aside), or one it reads."""
         ref = self.globals.get(name)
         if ref is not None:
-            return ref.kind not in ("outputs", "const")
+            return ref.kind not in ("outputs", "const", "opaque")
         return name in self.run_names or name in ("print", "range") or self.nvfuser_name(name) is not None
 
     def fusion_name(self, name: str) -> bool:
@@ -1545,6 +1601,8 @@ class _Loader:
             ref = self.globals.get(node.id)
             if ref is not None and ref.kind == "const" and (env is None or node.id not in env):
                 return _copied(ref.value)  # `N = 1024` at the top level, read where a number goes
+            if ref is not None and ref.kind == "opaque" and (env is None or node.id not in env):
+                raise self.error(node, f"{node.id!r} is {ref.value}; the fusion cannot use it")
             if node.id in ("inf", "nan"):
                 raise self.error(node, f"write float('{node.id}') for {node.id}")
             raise self.error(node, f"unknown name {node.id!r}{self.defined_later(node.id)}")
@@ -1571,10 +1629,29 @@ class _Loader:
             path = self.torch_path(node.func) if env is None or not isinstance(node.func, ast.Name) else None
             if path in ("device", "Size"):
                 return self.torch_value(node, path)
+            math_fn = self.math_function(node.func, env)
+            if math_fn is not None:
+                if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+                    raise self.error(node, f"math.{math_fn} takes positional arguments only: {_excerpt(node)}")
+                args = [self.plain(a, env, allow_names, fd_names, attrs, call) for a in node.args]
+                try:
+                    return self.int64(node, pure.call(math_fn, args))
+                except pure.MathError as e:
+                    raise self.error(node, str(e)) from None
             if call is not None:
                 return call(node)
             raise self.error(node, f"call not allowed here: {_excerpt(node)}")
         raise self.error(node, f"{type(node).__name__} expression is not allowed: {_excerpt(node)}")
+
+    def math_function(self, func: ast.expr, env: dict[str, Any] | None) -> str | None:
+        """`math.sqrt` (math imported) or `sqrt` (`from math import sqrt`): the function's name."""
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.attr in pure.FUNCTIONS:
+            ref = self.globals.get(func.value.id) if func.value.id not in (env or {}) else None
+            return func.attr if ref is not None and ref.kind == "module" and ref.value == "math" else None
+        if isinstance(func, ast.Name) and func.id not in (env or {}):
+            ref = self.globals.get(func.id)
+            return ref.value if ref is not None and ref.kind == "math_fn" else None
+        return None
 
     def torch_value(self, node: ast.Call, path: str) -> Any:
         """`torch.device('cuda', 0)` -> 'cuda:0' (a device string, as inputs entries take it);
@@ -1658,6 +1735,12 @@ class _Loader:
             return member
         if isinstance(base, ast.Name) and (env is None or base.id not in env):
             ref = self.globals.get(base.id)
+            if ref is not None and ref.kind == "module" and ref.value == "math":
+                if node.attr in pure.CONSTANTS:
+                    return pure.CONSTANTS[node.attr]
+                raise self.error(node, f"math.{node.attr} is not a constant (math.{', math.'.join(pure.CONSTANTS)})")
+            if ref is not None and ref.kind == "opaque":
+                raise self.error(base, f"{base.id!r} is {ref.value}; the fusion cannot use it")
             if ref is not None and ref.kind == "module" and ref.value == "torch":
                 if node.attr in TORCH_DTYPES:
                     return TORCH_DTYPES[node.attr]
@@ -1879,6 +1962,7 @@ class _Body:
         self.loader.line = stmt.lineno
         if isinstance(stmt, ast.Pass) or _is_docstring(stmt):
             return
+        unread.check_opaque(self.loader, stmt, {**self.env, **dict.fromkeys(self.fd_names)})
         if isinstance(stmt, ast.Return) and stmt.value is None:
             return
         if isinstance(stmt, ast.Assign):
@@ -2550,6 +2634,11 @@ def _enum_member(cls: type[enum.Enum], name: str) -> enum.Enum | None:
     return folded[0] if len(folded) == 1 else None
 
 
+def _extra_params(fn: ast.FunctionDef) -> list[ast.arg]:
+    """A fusion function's parameters after the FusionDefinition."""
+    return [*fn.args.args[1:], *fn.args.kwonlyargs]
+
+
 def _is_docstring(stmt: ast.stmt) -> bool:
     return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(
         stmt.value.value, str)
@@ -2624,57 +2713,6 @@ def _names_of(node: ast.AST) -> list[str]:
     if isinstance(node, ast.alias):
         return [n for n in (node.name, node.asname) if n]
     return []
-
-
-def _bound_names(stmt: ast.stmt) -> Iterator[tuple[str, bool]]:
-    """The module-level names a top-level statement binds or stores into, as (name, whole):
-    whole for the name itself (assigned, imported, defined, deleted, a loop's or a with's
-    target, a walrus, an except's), not whole where an item or attribute of it is stored or
-    deleted (`inputs[0] = x`). "*" for a star import. The locals of a def, lambda or class
-    body and a comprehension's own loop names are not the module's."""
-    todo: list[ast.AST] = [stmt]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            for alias in node.names:
-                yield (alias.asname or alias.name.split(".")[0]), True
-            continue
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            yield node.name, True
-            outer: list[ast.AST] = list(node.decorator_list)
-            if isinstance(node, ast.ClassDef):
-                outer += [*node.bases, *node.keywords]
-            else:
-                outer += [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
-            todo.extend(outer)
-            # `global x` inside a body binds the module's x
-            for inner in ast.walk(node):
-                if isinstance(inner, (ast.Global, ast.Nonlocal)):
-                    yield from ((n, True) for n in inner.names)
-            continue
-        if isinstance(node, ast.Lambda):
-            todo.extend([*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)])
-            continue
-        if isinstance(node, ast.comprehension):
-            todo.extend([node.iter, *node.ifs])  # the target is the comprehension's own
-            continue
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            yield node.id, True
-        elif isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            base: ast.expr = node
-            while isinstance(base, (ast.Subscript, ast.Attribute, ast.Starred)):
-                base = base.value
-            if isinstance(base, ast.Name):
-                yield base.id, False
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            yield node.name, True
-        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
-            yield node.name, True
-        elif isinstance(node, ast.MatchMapping) and node.rest:
-            yield node.rest, True
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            yield from ((n, True) for n in node.names)
-        todo.extend(ast.iter_child_nodes(node))
 
 
 def _with_parents(stmt: ast.stmt) -> Iterator[tuple[ast.AST, ast.AST | None, ast.AST | None]]:

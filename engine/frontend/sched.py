@@ -268,8 +268,8 @@ class SchedOperators:
 
     # ---- automatic schedulers (seed 002's SchedOperators) ------------------------------
     # Heuristics need sizes: they come from `inputs` when given, else from the fusion
-    # file's `inputs = [...]` list (fd.example_inputs()), else from the definition when
-    # every input extent is a constant. can_schedule without any of these gives the
+    # file's `inputs = [...]` list (as meta tensors: sizes, strides and storage offsets,
+    # no data), else from the definition when every input extent is a constant. can_schedule without any of these gives the
     # compile-time verdict only. Only schedule() changes the fusion, so only it is
     # recorded (and written back by save_fusion); every verdict, heuristic and
     # transform goes to `self.trace`.
@@ -280,7 +280,7 @@ class SchedOperators:
 
         fusion = self._fd.fusion
         if inputs is None and self._fd.input_specs:
-            inputs = self._fd.example_inputs()
+            inputs = self._fd.example_inputs(device="meta")
         if inputs is None:
             inputs = _static_inputs(fusion)
         if inputs is None:
@@ -416,7 +416,7 @@ class SchedOperators:
 
 
 def _static_inputs(fusion: Any) -> list[Any] | None:
-    """Zero-filled contiguous inputs when every input extent is a constant, else None."""
+    """Contiguous meta tensors (sizes, no data) when every input extent is a constant, else None."""
     import torch
 
     from engine.dtypes import to_torch
@@ -431,5 +431,5 @@ def _static_inputs(fusion: Any) -> list[Any] | None:
             return None
         if v.dtype.bits < 8:
             return None  # packed sub-byte inputs need their file's input list
-        out.append(torch.zeros([int(i.extent.value) for i in ids], dtype=to_torch(v.dtype)))
+        out.append(torch.empty([int(i.extent.value) for i in ids], dtype=to_torch(v.dtype), device="meta"))
     return out

@@ -48,9 +48,11 @@ class _Pending:
 
 class HostIrEvaluator:
     def __init__(self, container: hir.HostIrContainer, backend: str = "reference", *,
-                 record_timeline: bool = True) -> None:
+                 record_timeline: bool = True, device: Any = None) -> None:
         self.container = container
         self.backend = backend
+        self.device = device  # asked for by the caller (engine.runtime.placement), None: the inputs'
+
         self.record_timeline = record_timeline
         self._events: list[Any] = []
         self._origin: Any = None
@@ -58,11 +60,12 @@ class HostIrEvaluator:
     # ---- public ----------------------------------------------------------------------
     def run(self, inputs: Sequence[Any]) -> list[Any]:
         from engine.reference import Context, bind_input
+        from engine.runtime.placement import run_device
 
         c = self.container
         if len(inputs) != len(c.inputs):
             raise ExecutionError(f"the host program takes {len(c.inputs)} inputs, got {len(inputs)}")
-        device = next((x.device for x in inputs if isinstance(x, torch.Tensor)), torch.device("cpu"))
+        device = run_device(self.backend, inputs, self.device)
         self.on_gpu = device.type == "cuda"
         self.ctx = Context(device)
         self.values: dict[int, Any] = {}
@@ -165,11 +168,15 @@ class HostIrEvaluator:
             raise ExecutionError(f"the host evaluator has no torch rule for {type(e).__name__}")
         try:
             results = handler(e, args, self.ctx)
-        except ExecutionError:
-            raise
+        except ExecutionError as err:  # name the segment the op stands for
+            where = self.container.where(e)
+            if not where:
+                raise
+            raise ExecutionError(f"{where}{err}") from err
         except Exception as err:  # name the op at fault, keep the cause
             names = ", ".join(getattr(v, "short_name", "?") for v in e.outputs)
-            raise ExecutionError(f"host op {type(e).__name__} producing {names} failed: {err}") from err
+            raise ExecutionError(f"{self.container.where(e)}host op {type(e).__name__} producing {names} "
+                                 f"failed: {err}") from err
         for v, pre, t in zip(e.outputs, outs_pre, results):
             if isinstance(pre, torch.Tensor):
                 # The output is an allocated buffer or a slice of one: write into it.
@@ -181,7 +188,7 @@ class HostIrEvaluator:
 
     def _run_segment(self, seg: Any, inputs: list[Val], outputs: list[Val]) -> None:
         args = [self._value(v) for v in inputs]
-        for v, t in zip(outputs, seg.run(args, self.backend)):
+        for v, t in zip(outputs, seg.run(args, self.backend, self.ctx.device)):
             self.values[id(v)] = t
 
     # ---- helpers -----------------------------------------------------------------------

@@ -169,6 +169,15 @@ class HostIrContainer:
         self.stream_index = NamedScalar("StreamIdx")
         self.number_of_streams = NamedScalar("numberOfStreams")
         self._streams = 0
+        # The segment each host op stands for ("segment 1 (expr_eval)"), by id of the op: a
+        # failing op is reported naming it.
+        self.segment_of: dict[int, str] = {}
+
+    def where(self, e: Expr) -> str:
+        """The prefix naming the segment a host op stands for (`segment N (scheduler): `), or
+        the empty string."""
+        label = self.segment_of.get(id(e))
+        return f"{label}: " if label else ""
 
     def new_stream(self, index: Scalar | None = None) -> Stream:
         """Streams are numbered in creation order, as nvFuser names its Stream vals."""

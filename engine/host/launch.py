@@ -18,6 +18,7 @@ import torch
 from engine.errors import CompileError, ExecutionError
 from engine.ir.tensorview import TensorView
 from engine.runtime.abi import TensorArg
+from engine.runtime.placement import run_device
 
 if TYPE_CHECKING:
     from engine.compile import CompiledSegment
@@ -161,5 +162,5 @@ def first_launch(seg: CompiledSegment, args: list[Any], backend: str) -> tuple[S
 
     prep = prepare_launch(seg, args, backend)
     outputs = _launch_prepared(seg, prep, backend)
-    device = torch.device("cuda") if backend == "cuda" else torch.device("cpu")
+    device = run_device(backend, args)
     return SegmentLaunch(seg, backend, device, args, prep), outputs

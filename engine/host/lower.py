@@ -147,6 +147,7 @@ def lower_to_host(cf: CompiledFusion, trace: Trace | None = None) -> HostIrConta
                 for v in [*e.inputs, *e.outputs]:
                     if isinstance(v, TensorView):
                         v.memory_type = MemoryType.Global
+                container.segment_of[id(e)] = f"segment {seg.id} ({seg.scheduler})"
             top.extend(exprs)
         else:
             top.append(PostOnStream(HostUnit(seg), ins, outs))

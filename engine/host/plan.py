@@ -11,6 +11,7 @@ runs that record a timeline go through HostIrEvaluator instead.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,7 @@ import torch
 
 from engine.errors import ExecutionError
 from engine.host import hir
+from engine.host.alias_replay import AliasReplay
 from engine.ir.base import Expr, Val
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
@@ -104,6 +106,14 @@ class RunPlan:
                 self.cf._inputs_for(inputs, self.backend)
                 raise ExecutionError("the inputs differ from those this fusion was compiled for; "
                                      "compile again with compile_fusion")
+        return self._steps(xs)
+
+    def try_run(self, xs: list[Any]) -> list[Any] | None:
+        """The outputs for `xs` when they fit the compiled signature as they are; else None
+        (nothing moved, nothing raised): FusionDefinition.execute's path for repeated calls."""
+        return self._steps(xs) if self.check(xs) else None
+
+    def _steps(self, xs: list[Any]) -> list[Any]:
         slots: list[Any] = [None] * self.n_slots
         slots[: len(xs)] = xs
         env = self._env(xs) if self.needs_env else None
@@ -113,9 +123,9 @@ class RunPlan:
 
     def _env(self, xs: list[Any]) -> Any:
         from engine.reference import Context
+        from engine.runtime.placement import run_device
 
-        device = next((x.device for x in xs if isinstance(x, torch.Tensor)), torch.device("cpu"))
-        ctx = Context(device)
+        ctx = Context(run_device(self.backend, xs))
         ctx.env.update(self.static_env)
         for k, v in self.scalar_inputs:
             x = xs[k]
@@ -153,7 +163,7 @@ class RunPlan:
             return _Unit(s.unit.segment, refs, [self._slot(v) for v in s.outputs], self.backend)
         refs = [self._ref(v) for v in s.inputs]
         self.needs_env = True
-        return _HostExpr(s, refs, [self._slot(v) for v in s.outputs])
+        return _HostExpr(s, refs, [self._slot(v) for v in s.outputs], self.cf.host_ir.where(s))
 
 
 def _static_env(c: hir.HostIrContainer, signature: tuple) -> dict:
@@ -213,36 +223,63 @@ class _Launch:
             slots[k] = t
 
 
-class _Unit:
-    def __init__(self, seg: Any, refs: list[tuple[int, Any]], outs: list[int], backend: str) -> None:
-        self.seg, self.refs, self.outs, self.backend = seg, refs, outs, backend
+class _Replayable(ABC):
+    """A step run through torch whose outputs, when they are views of its inputs, are rebuilt
+    from the geometry of its first run (engine.host.alias_replay). Steps reading a scalar
+    that changes from run to run (DYN) always run: a runtime index moves a view."""
+
+    def __init__(self, refs: list[tuple[int, Any]], outs: list[int]) -> None:
+        self.refs, self.outs = refs, outs
+        self.replay: AliasReplay | None = None
+        self.learn = all(kind != DYN for kind, _ in refs)
+
+    @abstractmethod
+    def compute(self, args: list[Any], env: Any) -> list[Any]:
+        """The step's outputs for `args`, computed."""
 
     def __call__(self, slots: list[Any], env: Any) -> None:
-        outputs = self.seg.run([_read(r, slots, env) for r in self.refs], self.backend)
+        args = [_read(r, slots, env) for r in self.refs]
+        outputs = self.replay(args) if self.replay is not None else None
+        if outputs is None:
+            outputs = self.compute(args, env)
+            if self.learn:
+                self.replay, self.learn = AliasReplay.learn(args, outputs), False
         for k, t in zip(self.outs, outputs):
             slots[k] = t
 
 
-class _HostExpr:
+class _Unit(_Replayable):
+    def __init__(self, seg: Any, refs: list[tuple[int, Any]], outs: list[int], backend: str) -> None:
+        super().__init__(refs, outs)
+        self.seg, self.backend = seg, backend
+
+    def compute(self, args: list[Any], env: Any) -> list[Any]:
+        return self.seg.run(args, self.backend)
+
+
+class _HostExpr(_Replayable):
     """A fusion-level expr run through the reference evaluator's torch rule."""
 
-    def __init__(self, e: Expr, refs: list[tuple[int, Any]], outs: list[int]) -> None:
+    def __init__(self, e: Expr, refs: list[tuple[int, Any]], outs: list[int], where: str = "") -> None:
         from engine.reference import HANDLERS
 
-        self.e, self.refs, self.outs = e, refs, outs
+        super().__init__(refs, outs)
+        self.e, self.where = e, where
         self.handler = HANDLERS.get(type(e))
         if self.handler is None:
             raise ExecutionError(f"the host program has no torch rule for {type(e).__name__}")
 
-    def __call__(self, slots: list[Any], env: Any) -> None:
+    def compute(self, args: list[Any], env: Any) -> list[Any]:
         from engine.reference import finish_output
 
         try:
-            results = self.handler(self.e, [_read(r, slots, env) for r in self.refs], env)
-        except ExecutionError:
-            raise
+            results = self.handler(self.e, args, env)
+        except ExecutionError as err:  # name the segment the op stands for
+            if not self.where:
+                raise
+            raise ExecutionError(f"{self.where}{err}") from err
         except Exception as err:  # name the op at fault, keep the cause
             names = ", ".join(getattr(v, "short_name", "?") for v in self.e.outputs)
-            raise ExecutionError(f"host op {type(self.e).__name__} producing {names} failed: {err}") from err
-        for k, v, t in zip(self.outs, self.e.outputs, results):
-            slots[k] = finish_output(v, t)
+            raise ExecutionError(f"{self.where}host op {type(self.e).__name__} producing {names} "
+                                 f"failed: {err}") from err
+        return [finish_output(v, t) for v, t in zip(self.e.outputs, results)]

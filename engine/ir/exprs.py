@@ -244,12 +244,15 @@ class SqueezeOp(Expr):
 
 
 class ExpandOp(Expr):
-    """Expands broadcast axes to `shape`; extents are scalars."""
+    """Expands broadcast axes to `shape`; extents are scalars. `concretized`: positions of
+    iteration axes whose expansion the bound sizes decide (an input extent of 1 expands,
+    one equal to the size asked for is kept; engine.concretize)."""
 
     op_name = "expand"
 
-    def __init__(self, fusion, out: Val, inp: Val, shape: Sequence[Scalar]) -> None:
-        super().__init__(fusion, [inp], [out], shape=list(shape))
+    def __init__(self, fusion, out: Val, inp: Val, shape: Sequence[Scalar],
+                 concretized: Sequence[int] = ()) -> None:
+        super().__init__(fusion, [inp], [out], shape=list(shape), concretized=tuple(concretized))
 
     def to_string(self, indent: int = 0) -> str:
         return f"{ind(indent)}{self.output} = expand( {self.input}, {list_str(self.shape)} )\n"

@@ -37,8 +37,8 @@ class Fusion:
         # running stats); the FusionDefinition takes them as aliased outputs.
         self.queued_aliases: list[tuple[Val, Val]] = []
         # (extent, requested size, where) of iteration axes an op was asked to give a size it
-        # may not have: broadcast_in_dim of a symbolic axis to a given size. Checked once
-        # sizes are bound (reference.check_extents); nvFuser expands only broadcast axes.
+        # may not have: broadcast_in_dim of an input-sized axis to a given size. Checked once
+        # sizes are bound (reference.check_extents): nvFuser's expand keeps such an axis.
         self.extent_checks: list[tuple[Scalar, Scalar, str]] = []
 
     def __getstate__(self) -> dict:

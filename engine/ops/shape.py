@@ -51,7 +51,8 @@ def broadcast(arg: TensorView, is_broadcast_dim: Sequence[bool]) -> TensorView:
 def broadcast_in_dim(arg: TensorView, shape: Sequence[object], broadcast_dims: Sequence[int]) -> TensorView:
     """Place the input's axes at `broadcast_dims` of an output of rank len(shape).
 
-    Axes of size 1 that map to a larger output extent are expanded afterwards.
+    Axes of size 1 that map to a larger output extent are expanded afterwards (nvFuser's
+    broadcast, then expand: see expand for which axes those are).
     """
     tv = check_tensor("broadcast_in_dim", arg)
     rank = len(shape)
@@ -69,9 +70,10 @@ def broadcast_in_dim(arg: TensorView, shape: Sequence[object], broadcast_dims: S
 
 
 def _check_extent(op: str, tv: TensorView, i: IterDomain, s: object, k: int) -> None:
-    """An iteration axis keeps its extent under expand and broadcast_in_dim: a different
-    constant size is refused now, a size that may differ is checked once sizes are known
-    (Fusion.extent_checks)."""
+    """An iteration axis of a size the fusion's inputs give keeps its extent under expand and
+    broadcast_in_dim: a different constant size is refused now, a size that may differ is
+    checked once sizes are known (Fusion.extent_checks). (An axis of a size only the run
+    settles is concretized instead: see _settled_at_run_time.)"""
     if isinstance(s, int) and not isinstance(s, bool) and s == -1:
         return
     target = _shape_scalar(op, tv, s, k)
@@ -84,18 +86,43 @@ def _check_extent(op: str, tv: TensorView, i: IterDomain, s: object, k: int) -> 
     tv.fusion.extent_checks.append((i.extent, target, f"{op}: axis {k} of {tv.short_name}"))
 
 
+def _settled_at_run_time(tv: TensorView, i: IterDomain, s: object) -> bool:
+    """Whether expanding iteration axis `i` to `s` is decided when the sizes are known, as
+    nvFuser decides for a Symbolic IterDomain (the output of a slice, pad, cat or reshape, or
+    a factory's axis, whose extent is not a constant): expanded where the extent is 1, kept
+    where it is the size asked for, refused otherwise. `i`'s extent is then an expression or
+    a scalar input, not the size of an input tensor's axis: those are Iteration in nvFuser,
+    whose expand keeps them, their extent the size asked for."""
+    if i.is_broadcast or i.extent.is_const or (isinstance(s, int) and s == -1):
+        return False
+    if not isinstance(s, (int, Scalar)) or isinstance(s, bool) or same_scalar(_shape_scalar("expand", tv, s, 0),
+                                                                              i.extent):
+        return False
+    sizes = {id(j.extent) for x in tv.fusion.inputs if isinstance(x, TensorView) for j in x.domain.logical}
+    return id(i.extent) not in sizes
+
+
 def _maybe_expand(tv: TensorView, shape: Sequence[object]) -> TensorView:
     needs = False
     for k, (i, s) in enumerate(zip(no_reductions(tv), shape)):
-        if not i.is_broadcast:
-            _check_extent("broadcast_in_dim", tv, i, s, k)
-        elif not (isinstance(s, int) and s in (1, -1)):
-            if isinstance(s, Scalar) and s.is_const and s.value == 1:
-                continue
+        if _expands(i, s) or _settled_at_run_time(tv, i, s):
             needs = True
+        elif not i.is_broadcast:
+            _check_extent("broadcast_in_dim", tv, i, s, k)
     if not needs:
         return tv
     return expand(tv, list(shape))
+
+
+def _expands(i: IterDomain, s: object) -> bool:
+    """Whether expand makes axis `i` an expanded broadcast for shape entry `s`: nvFuser expands
+    an axis whose extent is 1, a broadcast's or a constant 1 of any iter type (a slice or a
+    reshape to size 1), to any size but -1 (kept) and 1."""
+    if isinstance(s, bool) or not (i.is_broadcast or _is_one(i.extent)):
+        return False
+    if isinstance(s, int):
+        return s not in (1, -1)
+    return isinstance(s, Scalar) and not _is_one(s)
 
 
 def squeeze(arg: TensorView, dims: Sequence[int], squeeze_expanded: bool = False) -> TensorView:
@@ -175,7 +202,13 @@ def expand(arg: TensorView, shape: Sequence[ShapeEntry]) -> TensorView:
     """Expand broadcast axes to `shape` without copying (-1 keeps an axis as it is).
 
     An expanded axis stays a broadcast of extent 1 that carries its expanded extent,
-    printed `bS39{1 ex 32}`, as nvFuser's expand does.
+    printed `bS39{1 ex 32}`, as nvFuser's expand does. As there, an axis whose extent is the
+    constant 1 expands whatever its iter type (`iS5{1}` from a slice or a reshape becomes
+    `bS{1 ex 2}`). An axis whose extent only the run settles (_settled_at_run_time) takes the
+    size asked for and is listed in the op's `concretized` axes: at the bound sizes it is
+    expanded where its input's extent is 1 (nvFuser's concretization of a Symbolic expand).
+    Any other iteration axis keeps its extent, which must be the size asked for (checked at
+    once when both are constants, else when the sizes are bound).
     """
     tv = check_tensor("expand", arg)
     src = no_reductions(tv)
@@ -187,6 +220,7 @@ def expand(arg: TensorView, shape: Sequence[ShapeEntry]) -> TensorView:
     fusion = tv.fusion
     ids: list[IterDomain] = []
     extents: list[Scalar] = []
+    concretized: list[int] = []
     for k, (i, s) in enumerate(zip(src, shape)):
         if isinstance(s, int) and not isinstance(s, bool) and s == -1:
             ids.append(copy_id(fusion, i))
@@ -202,11 +236,20 @@ def expand(arg: TensorView, shape: Sequence[ShapeEntry]) -> TensorView:
                 ids.append(IterDomain(fusion, 1, IterType.Broadcast, expanded_extent=target))
             extents.append(target)
             continue
+        if _expands(i, target):
+            ids.append(IterDomain(fusion, 1, IterType.Broadcast, expanded_extent=target))
+            extents.append(target)
+            continue
+        if _settled_at_run_time(tv, i, target):
+            ids.append(IterDomain(fusion, target, IterType.Iteration))
+            extents.append(target)
+            concretized.append(k)
+            continue
         _check_extent("expand", tv, i, target, k)
         ids.append(copy_id(fusion, i))
         extents.append(i.extent)
     out = new_tv(fusion, ids, tv.dtype)
-    ExpandOp(fusion, out, tv, extents)
+    ExpandOp(fusion, out, tv, extents, concretized)
     return out
 
 

@@ -37,6 +37,7 @@ computed and printed).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from engine.analysis.logical_map import consumers_of, pairwise_logical_map, producers_of
@@ -46,13 +47,26 @@ from engine.ir import exprs as ex
 from engine.ir.base import Val
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain, ParallelType, Resize
-from engine.ir.scalar import same_scalar
-from engine.ir.tensorview import TensorDomain, TensorView
+from engine.ir.tensorview import TensorView
 from engine.ir.verify import verify
 from engine.schedule import tools
 from engine.schedule.base import Scheduler, SchedulerType
 from engine.schedule.params import HeuristicParams, LaunchParams
 from engine.schedule.registry import register
+from engine.schedule.resize_axes import (
+    Entry,
+    LoopBuilder,
+    ReshapeAxisError,
+    derives_from_inner,
+    down_through_view,
+    has_resize,
+    map_leaves,
+    merged_broadcast,
+    same_chain,
+    same_entry,
+    up_through_view,
+)
+from engine.schedule.resize_recompute import privatize_producers, recompute_for
 from engine.schedule.runtime_info import SchedulerRuntimeInfo
 from engine.schedule.transpose import (
     _UnionFind,
@@ -159,8 +173,8 @@ def _resize_of(tv: TensorView, exprs: set[int]) -> Resize | None:
 
 # ---- alignment of every tensor with the reference ------------------------------------------
 
-# Per reference axis: the tensor's logical id for it and the Resizes between them.
-Entry = tuple[IterDomain, tuple[Resize, ...]]
+# Per reference axis: the tensor's node for it (a logical id, or across a reshape a split
+# part or merge of them) and the Resizes between them (see engine.schedule.resize_axes).
 Alignment = dict[int, Entry]
 
 
@@ -177,7 +191,7 @@ class _ConflictError(ScheduleError):
 
 
 _NOT_RECOMPUTED = ("; recomputing a resize input is supported for pointwise, cast, broadcast, "
-                   "expand, squeeze, set and factory ops only")
+                   "expand, squeeze, set, permute, reshape, slice, pad and factory ops only")
 
 
 def _logical_to_root(tv: TensorView, i: IterDomain) -> tuple[IterDomain, Resize | None]:
@@ -198,14 +212,6 @@ def _root_to_logical(tv: TensorView, r: IterDomain) -> tuple[IterDomain, Resize 
         if isinstance(u, Resize) and u.out in logical:
             return u.out, u
     raise _ConflictError(f"{tv.short_name}: {r} goes through a reshape")
-
-
-def _same_chain(a: tuple[Resize, ...], b: tuple[Resize, ...]) -> bool:
-    if not a and not b:  # most axes carry no resize
-        return True
-    return len(a) == len(b) and all(
-        same_scalar(x.left, y.left) and same_scalar(x.right, y.right) for x, y in zip(a, b)
-    )
 
 
 class _Maps:
@@ -239,45 +245,64 @@ class _Maps:
         return m
 
 
+def _map_alignment(al: Alignment, leaf: Callable[[IterDomain, tuple[Resize, ...]], Entry | None]) -> Alignment:
+    out: Alignment = {}
+    try:
+        for k, e in al.items():
+            got = map_leaves(e, leaf)
+            if got is not None:
+                out[k] = got
+    except ReshapeAxisError as err:
+        raise _ConflictError(str(err)) from None
+    return out
+
+
 def _c2p(consumer: TensorView, producer: TensorView, al: Alignment, maps: _Maps) -> Alignment:
     inv = maps.inverse(producer, consumer)
-    out: Alignment = {}
-    for k, (i, chain) in al.items():
+    view = isinstance(consumer.definition, ex.ViewOp)
+
+    def leaf(i: IterDomain, chain: tuple[Resize, ...]) -> Entry | None:
+        if view:
+            # Across a reshape: the reshape's splits and merges of the producer's ids.
+            return map_leaves((up_through_view(consumer, i), chain),
+                              lambda r, c: None if inv.get(r) is None else (inv[r], c))
         r, rz = _logical_to_root(consumer, i)
         p = inv.get(r)
         if p is None:
-            continue
-        out[k] = (p, ((rz,) if rz is not None else ()) + chain)
-    return out
+            return None
+        return p, ((rz,) if rz is not None else ()) + chain
+
+    return _map_alignment(al, leaf)
 
 
 def _p2c(producer: TensorView, consumer: TensorView, al: Alignment, maps: _Maps) -> Alignment:
     fwd = maps.forward(producer, consumer)
-    out: Alignment = {}
-    for k, (i, chain) in al.items():
+    view = isinstance(consumer.definition, ex.ViewOp)
+
+    def leaf(i: IterDomain, chain: tuple[Resize, ...]) -> Entry | None:
         r = fwd.get(i)
         if r is None:
-            continue
+            return None
+        if view:
+            # Across a reshape: the consumer's loop undoes the reshape's splits and merges.
+            return down_through_view(consumer, r), chain
         c, rz = _root_to_logical(consumer, r)
         if rz is not None:
-            if not chain or not _same_chain(chain[:1], (rz,)):
+            if not chain or not same_chain(chain[:1], (rz,)):
                 raise _ConflictError(
                     f"{producer.short_name} is needed under different resizes (its use by "
                     f"{consumer.short_name} is not on the reference's path)" + _NOT_RECOMPUTED,
                     producer, consumer)
             chain = chain[1:]
-        out[k] = (c, chain)
-    return out
+        return c, chain
+
+    return _map_alignment(al, leaf)
 
 
 def _same_alignment(a: Alignment, b: Alignment) -> bool:
     """Agreement on the axes both know. One side may lack axes: a producer of a
     broadcast does not have the new broadcast axis its consumer aligns."""
-    for k in a.keys() & b.keys():
-        (i, chain), (j, other) = a[k], b[k]
-        if i is not j or not _same_chain(chain, other):
-            return False
-    return True
+    return all(same_entry(a[k], b[k]) for k in a.keys() & b.keys())
 
 
 def align(fusion: Fusion, ref: TensorView,
@@ -381,7 +406,15 @@ class _AlignWalk:
         # resize (nvFuser refuses a resize between the reference and an output). Needed
         # resized by a consumer: that consumer gets a copy; given a resize by its
         # producers: it gets private copies of them (make_resizes_exclusive).
-        if id(tv) in self.outputs and any(chain for _, chain in al.values()):
+        for e in al.values():
+            b = merged_broadcast(e)
+            if b is not None:
+                # Its producers would iterate the other part alone, which the lowering
+                # cannot index from the merged loop.
+                raise _ConflictError(f"{tv.short_name}: a reshape merges its broadcast {b} with "
+                                     "another axis; not scheduled by this engine's resize "
+                                     "scheduler yet")
+        if id(tv) in self.outputs and any(has_resize(e) for e in al.values()):
             raise _ConflictError(
                 f"output {tv.short_name} would be written under a resize of the reference "
                 f"{self.ref.short_name}" + _NOT_RECOMPUTED, tv if user else None, user,
@@ -450,7 +483,7 @@ class _AlignWalk:
             if id(src) in inputs:
                 # Read from global memory, an input offers its other consumers its
                 # plain index space, not the resized loop of the consumer that reached it.
-                src_al = {k: (i, ()) for k, (i, _) in src_al.items()}
+                src_al = {k: _without_resizes(e) for k, e in src_al.items()}
             al = _p2c(src, nb, src_al, self.maps) if is_consumer else _c2p(src, nb, src_al, self.maps)
             self._check_output(nb, al, None if is_consumer else src)
             if nb in result:
@@ -511,71 +544,6 @@ def _touched(before: dict[int, tuple[ex.Expr, list[Val]]],
     return producers, consumers
 
 
-_RECOMPUTABLE = (ex.UnaryOp, ex.BinaryOp, ex.TernaryOp, ex.BroadcastOp, ex.ExpandOp, ex.SqueezeOp,
-                 ex.LoadStoreOp, ex.FullOp, ex.IotaOp, ex.RNGOp)
-
-
-def _recomputable(fusion: Fusion, tv: TensorView) -> bool:
-    # Only ops whose output has no root domain (no transforms to replay) and that
-    # produce one tensor.
-    e = tv.definition
-    return (e is not None and isinstance(e, _RECOMPUTABLE) and len(e.outputs) == 1
-            and tv.domain.root is None and tv not in fusion.inputs)
-
-
-def _copy_of(fusion: Fusion, tv: TensorView, swap: dict[TensorView, TensorView]) -> TensorView:
-    """A new tensor computed by a copy of tv's definition, reading `swap`'s copies."""
-    e = tv.definition
-    assert e is not None
-    ids = [IterDomain(fusion, i.extent, i.iter_type, expanded_extent=i.expanded_extent)
-           for i in tv.domain.logical]
-    copy = TensorView(fusion, TensorDomain(ids), tv.dtype)
-    clone = object.__new__(type(e))
-    ex.Expr.__init__(clone, fusion, [swap.get(v, v) for v in e.inputs], [copy], **e.attributes)
-    return copy
-
-
-def _recompute_for(fusion: Fusion, tv: TensorView, consumer: TensorView) -> TensorView | None:
-    """nvFuser's RecomputeTv: a copy of tv's definition, read by `consumer` instead of tv;
-    None when tv cannot be recomputed."""
-    if not _recomputable(fusion, tv):
-        return None
-    copy = _copy_of(fusion, tv, {})
-    for use in fusion.uses_of(tv):
-        if consumer in use.outputs:
-            fusion.replace_input_of(use, tv, copy)
-    return copy
-
-
-def _privatize_producers(fusion: Fusion, tv: TensorView) -> bool:
-    """Give `tv` its own copies of every producer back to the fusion inputs; False (the
-    fusion unchanged) when one of them cannot be recomputed."""
-    cone: set[TensorView] = set()
-    stack = [p for p in producers_of(tv) if p not in fusion.inputs]
-    while stack:
-        p = stack.pop()
-        if p in cone:
-            continue
-        if not _recomputable(fusion, p):
-            return False
-        cone.add(p)
-        stack.extend(q for q in producers_of(p) if q not in fusion.inputs)
-    if not cone:
-        return False
-    copies: dict[TensorView, TensorView] = {}
-    for e in fusion.exprs():  # topological: producers' copies exist before their readers'
-        out = e.outputs[0] if e.outputs else None
-        if out in cone:
-            assert isinstance(out, TensorView)
-            copies[out] = _copy_of(fusion, out, copies)
-    d = tv.definition
-    assert d is not None
-    for src, dst in copies.items():
-        if src in d.inputs:
-            fusion.replace_input_of(d, src, dst)
-    return True
-
-
 def make_resizes_exclusive(fusion: Fusion, ref: TensorView, trace: Trace | None = None,
                            shared_inputs: set[TensorView] | None = None,
                            first: tuple[_ConflictError, _AlignWalk] | None = None) -> None:
@@ -608,7 +576,7 @@ def make_resizes_exclusive(fusion: Fusion, ref: TensorView, trace: Trace | None 
         except _ConflictError as c:
             before = _graph_state(fusion)
             if c.output is not None:
-                if c.output in privatized or not _privatize_producers(fusion, c.output):
+                if c.output in privatized or not privatize_producers(fusion, c.output):
                     raise
                 privatized.add(c.output)
                 _note(trace, c.output.short_name, "its producers are recomputed for it: the "
@@ -617,7 +585,7 @@ def make_resizes_exclusive(fusion: Fusion, ref: TensorView, trace: Trace | None 
                 continue
             if c.tensor is None or c.consumer is None or made_for.get(c.tensor) is c.consumer:
                 raise  # a copy made for this consumer conflicts again: no copy can help
-            copy = _recompute_for(fusion, c.tensor, c.consumer)
+            copy = recompute_for(fusion, c.tensor, c.consumer)
             if copy is None:
                 raise
             made_for[copy] = c.consumer
@@ -627,21 +595,21 @@ def make_resizes_exclusive(fusion: Fusion, ref: TensorView, trace: Trace | None 
     raise _ConflictError("resize inputs could not be made exclusive")
 
 
+def _without_resizes(e: Entry) -> Entry:
+    """An input's entry as its other consumers see it: its plain index space."""
+    got = map_leaves((e[0], ()), lambda i, _: (i, ()))
+    assert got is not None
+    return got
+
+
 def _apply_alignment(tv: TensorView, al: Alignment, n_ref: int) -> list[int]:
-    """Resize and reorder tv's loop domain into the reference's axis order.
+    """Resize, split, merge and reorder tv's loop domain into the reference's axis order.
 
     Returns the reference axes tv has, in order; tv's own unmapped axes go last.
     """
+    builder = LoopBuilder(tv)
     for k in sorted(al):
-        i, chain = al[k]
-        cur = i
-        for rz in chain:
-            pos = tv.domain.loop.index(cur)
-            # A loop-only Resize with the downstream op's offsets (not an rfactor id).
-            new = Resize(cur, rz.left, rz.right, is_rfactor=False).out
-            tv.domain.loop[pos] = new
-            cur = new
-        al[k] = (cur, ())
+        al[k] = (builder.build(al[k]), ())
     verify(tv)
     present = [k for k in range(n_ref) if k in al]
     mapped = [al[k][0] for k in present]
@@ -690,9 +658,6 @@ class ResizeScheduler(Scheduler):
             return "No reference found"
         if len(group_inputs_outputs_by_inner_dim(fusion)) >= 2:
             return "Transpose-like patterns not supported."
-        # This engine's own limits (see the module docstring).
-        if any(isinstance(e, ex.ViewOp) for e in fusion.exprs()):
-            return "reshape in a resize fusion is not supported by this engine yet"
         walk = _AlignWalk(fusion, ref, _Maps(), track_shared=False)
         try:
             walk.run()
@@ -804,7 +769,7 @@ def _private_caches(fusion: Fusion, tv: TensorView, trace: Trace | None) -> None
         return
     readers = [c for u in uses for c in u.outputs if isinstance(c, TensorView)]
     for reader in readers[1:]:
-        _recompute_for(fusion, cache, reader)
+        recompute_for(fusion, cache, reader)
     _note(trace, tv.short_name, f"input cached once per reader ({len(readers)}): they need it "
           "under different resizes")
 
@@ -868,19 +833,11 @@ def _schedule_resize(fusion: Fusion, p: ResizeParams, trace: Trace | None) -> No
                 continue
             k = n_ref - 1
             logical = [i for i in tv.domain.logical if not i.is_reduction]
-            if k in al and logical and _derives_from(al[k][0], logical[-1]):
+            node = al[k][0] if k in al else None
+            if isinstance(node, IterDomain) and logical and derives_from_inner(node, logical[-1]):
                 tv.axis(_vec_axis(tv)).parallelize(ParallelType.vectorize)
                 _note(trace, tv.short_name, f"vectorized by {vec}")
     tools.inline_most(fusion)
-
-
-def _derives_from(i: IterDomain, src: IterDomain) -> bool:
-    while i is not src:
-        d = i.definition
-        if not isinstance(d, Resize):
-            return False
-        i = d.in_id
-    return True
 
 
 def _vec_axis(tv: TensorView) -> int:

@@ -588,8 +588,9 @@ class SegmentedFusion:
         groups produced. Tests compare this with evaluating the complete fusion."""
         from engine.ir.quant_exprs import PreprocessGroupedMatmulInputSf
         from engine.reference import Context, bind_input, finish_output
+        from engine.runtime.placement import run_device
 
-        ctx = Context(_device_of(inputs))
+        ctx = Context(run_device("reference", inputs))
         values: dict[Val, Any] = {}
         for k, (val, x) in enumerate(zip(self.fusion.inputs, inputs, strict=True)):
             values[val] = bind_input(k, val, x, ctx)
@@ -642,13 +643,6 @@ def _evaluate_segment(sub: Fusion, args: Sequence[Any], device: torch.device, ra
             raise ExecutionError(f"{type(expr).__name__} producing {names} failed: {e}") from e
         values.update(zip(expr.outputs, outs))
     return [values[v] for v in sub.outputs]
-
-
-def _device_of(inputs: Sequence[Any]) -> torch.device:
-    for x in inputs:
-        if isinstance(x, torch.Tensor):
-            return x.device
-    return torch.device("cpu")
 
 
 def mark_global(tvs: Iterable[TensorView]) -> None:

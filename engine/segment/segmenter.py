@@ -53,6 +53,7 @@ from engine.segment.graph import (
     unshare,
 )
 from engine.segment.refusals import Refusals
+from engine.segment.regions import is_cut_point, regions
 from engine.trace import Trace
 
 
@@ -177,6 +178,12 @@ def _reduction_signature(g: _Group) -> tuple[int, tuple[int, ...]] | None:
     return sig
 
 
+def _key(core: Sequence[Expr]) -> frozenset[tuple[int, ...]]:
+    """A group's identity for its verdicts: its exprs with what each reads, since rewiring
+    an expr (privatized casts folded back) changes the group a verdict was made for."""
+    return frozenset((id(e), *(id(v) for v in e.inputs)) for e in core)
+
+
 class _Finder:
     def __init__(self, fusion: Fusion, sizes: Sizes, options: Options, trace: Trace | None) -> None:
         self.fusion = fusion
@@ -184,7 +191,7 @@ class _Finder:
         self.options = options
         self.trace = trace
         self.boundary, self.forced = boundary_vals(fusion, trace)
-        self.cache: dict[frozenset[int], _Asked] = {}
+        self.cache: dict[frozenset[tuple[int, ...]], _Asked] = {}
         # Non-constant scalars of each tensor's extents and each expr's attributes, for
         # referenced_symbols: segmenting never changes a domain or an attribute (only
         # operands, privatized copies and memory types), and every candidate group asks.
@@ -252,7 +259,7 @@ class _Finder:
         """The schedulers' verdicts on the group of `core` exprs, as its own Fusion, in priority
         order up to the one that takes it (nvFuser's tryMerge stops there too); with `every`,
         all of them, as a final segment shows them."""
-        key = frozenset(id(e) for e in core)
+        key = _key(core)
         asked = self.cache.get(key)
         if asked is None:
             asked = self.cache[key] = self._cut(core)
@@ -320,7 +327,7 @@ class _Finder:
         again would copy the same fusion: made from the fusion as it is now, with the names
         it has now (verdicts never change a cut). Boundary tensors have become global since
         (mark_global), in the cut too. It is no longer a trial to release."""
-        key = frozenset(id(e) for e in core)
+        key = _key(core)
         asked = self.cache.get(key)
         if (asked is None or asked.version != self.fusion.version
                 or asked.sub._counters != self.fusion._counters):
@@ -335,7 +342,7 @@ class _Finder:
         """The compile-time reasons found for the group of `core`, when its cut was made
         from the fusion as it is now (so the segment's own cut, made the same way, is the
         same fusion) and every scheduler was asked without crashing; else None."""
-        asked = self.cache.get(frozenset(id(e) for e in core))
+        asked = self.cache.get(_key(core))
         if asked is None or asked.version != self.fusion.version or len(asked.reasons) != len(PRIORITY):
             return None
         return dict(asked.reasons)
@@ -545,6 +552,7 @@ class _Finder:
         self._merge_cat_with_pads()
         self._merge_up_and_down_casts()
         self._combine_reductions()
+        self._merge_regions()
         self._level_merge()
         self._final_merge()
         self._narrow_boundaries()
@@ -624,6 +632,17 @@ class _Finder:
                         break
                 if changed:
                     break
+
+    def _merge_regions(self) -> None:
+        """Each region between the ops no kernel computes (engine.segment.regions) is tried
+        whole once, before pairwise merging; the complete fusion was tried already."""
+        cut = [g for g in self.groups if len(g.exprs) == 1 and is_cut_point(g.exprs[0], self.fusion.inputs)]
+        if not cut:
+            return
+        edges = [(p, c) for p, c, _ in self._edges() if not p.is_input]
+        for piece in regions(self.groups, edges, lambda g: g in cut):
+            if self._try(piece, "region between ops no kernel computes") is not None:
+                self._merge(piece)
 
     def _combine_reductions(self) -> None:
         """Reductions with the same signature merge vertically (with every group between

@@ -16,15 +16,18 @@ from textual.widgets import Static
 NOT_YET = (
     "Random-number ops draw nvFuser's Philox stream; without rng_seed/rng_offset every run "
     "draws the same numbers. "
-    "Attention (sdpfa_fwd/bwd) runs through torch as an expr_eval segment, without dropout; so "
+    "Attention (sdpfa_fwd/bwd) runs through torch as an expr_eval segment (with dropout it "
+    "compiles and shows, but running it is refused: flash attention's RNG cannot be "
+    "reproduced); so "
     "do scans (cumsum, cumprod, cummax, cummin), topk, argsort, scatter, index_put_accumulate "
     "and grouped_mm (no kernel is generated for them; nvFuser generates some). "
     "Not in this version: the scaled grouped_mm (refused when a file is opened, naming the op "
     "and line); complex dtypes (refused at "
     "compile); TMA loads and warp specialization in the generated kernels (shared-memory "
     "caches are circular-buffered with cp.async instead). Kernels are compiled "
-    "for the file's example input sizes; the emulate back end checks values, its times say "
-    "nothing about a GPU."
+    "for the file's example input sizes (without an inputs list, inputs made from the "
+    "definition: symbolic sizes in the Options tab's Input sizes); the emulate back end checks "
+    "values, its times say nothing about a GPU."
 )
 
 

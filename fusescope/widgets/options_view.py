@@ -1,5 +1,6 @@
 """The Options tab: the compile options a user can change (forwarding, a forced scheduler,
-heuristic overrides, the device model, numberOfStreams, a replacement kernel per segment).
+heuristic overrides, the device model, numberOfStreams, a replacement kernel per segment, and
+the input sizes of a fusion whose file has no inputs list).
 Applying them recompiles in a worker; the tab then shows what changed against the options
 before (segments, parameters, the last run's time under each)."""
 
@@ -42,7 +43,6 @@ class OptionsView(VerticalScroll, can_focus=False):
     }
     OptionsView > Horizontal {
         height: auto;
-        margin-bottom: 1;
     }
     OptionsView Label {
         width: 26;
@@ -87,6 +87,10 @@ class OptionsView(VerticalScroll, can_focus=False):
             yield Input(placeholder="N=PATH.cu, ... (from `fusescope show FILE --cuda --segment N`)",
                         id="opt-kernels")
         with Horizontal():
+            yield Label("Input sizes")
+            yield Input(placeholder="no inputs list: T0=4096,8192 i0=64 1024 ... (as --size, space-separated)",
+                        id="opt-sizes")
+        with Horizontal():
             yield Button("Apply", id="opt-apply", variant="primary")
             yield Button("Reset to defaults", id="opt-reset")
         yield self._diff
@@ -102,11 +106,13 @@ class OptionsView(VerticalScroll, can_focus=False):
                 select.value = value
         self.query_one("#opt-streams", Input).value = str(options.num_streams)
         self.query_one("#opt-heuristics", Input).value = ", ".join(f"{k}={v}" for k, v in options.heuristic_overrides)
+        self.query_one("#opt-sizes", Input).value = " ".join(
+            ",".join(map(str, v)) if k == "*" else f"{k}={','.join(map(str, v))}" for k, v in options.input_sizes)
 
     def read_options(self, current: CompileOptions) -> CompileOptions:
         """The fields as options; OptionError (one line) names a malformed field. Kernel
         sources keep `current`'s when the field is empty (the files were read already)."""
-        from fusescope.model import OptionError, parse_heuristic, read_kernel_source
+        from fusescope.model import OptionError, parse_heuristic, parse_size, read_kernel_source
 
         streams = self.query_one("#opt-streams", Input).value.strip()
         if not streams.isdigit() or not 1 <= int(streams) <= 64:
@@ -116,6 +122,7 @@ class OptionsView(VerticalScroll, can_focus=False):
         heuristics = [t for t in self.query_one("#opt-heuristics", Input).value.split(",") if t.strip()]
         kernels = [t for t in self.query_one("#opt-kernels", Input).value.split(",") if t.strip()]
         sources = dict(read_kernel_source(t) for t in kernels) if kernels else dict(current.kernel_sources)
+        sizes = dict(parse_size(t) for t in self.query_one("#opt-sizes", Input).value.split())
         return current.with_(
             forwarding=self.query_one("#opt-forwarding", Switch).value,
             force_scheduler=scheduler if isinstance(scheduler, str) else None,
@@ -123,6 +130,7 @@ class OptionsView(VerticalScroll, can_focus=False):
             num_streams=int(streams),
             heuristic_overrides=dict(parse_heuristic(t) for t in heuristics),
             kernel_sources=sources,
+            input_sizes=sizes,
         )
 
     def clear_comparison(self) -> None:
@@ -133,6 +141,10 @@ class OptionsView(VerticalScroll, can_focus=False):
     def drop_kernels(self) -> None:
         """Empty the replacement-kernels field (its files were for the fusion open before)."""
         self.query_one("#opt-kernels", Input).value = ""
+
+    def drop_sizes(self) -> None:
+        """Empty the input-sizes field (its names were the fusion's open before)."""
+        self.query_one("#opt-sizes", Input).value = ""
 
     def show_comparison(self, text: str) -> None:
         self.text = text

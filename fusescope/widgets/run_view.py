@@ -1,8 +1,9 @@
 """The Run tab: run the whole fusion on the emulator, the reference or the GPU (in the worker
 process), and a sortable row per segment: time, change against the previous run, a bar of its
 share of the time, bytes, GB/s, % of peak bandwidth, max error against the reference,
-registers and occupancy; totals, the bytes crossing segment boundaries, every output's error,
-and the history of runs (a change of options is compared with the run before it)."""
+registers, local memory per thread and occupancy; totals, the bytes crossing segment
+boundaries, every output's error, and the history of runs (a change of options is compared
+with the run before it)."""
 
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ COLUMNS: tuple[tuple[str, str, Callable[[SegmentRun], float | int | str | None]]
     ("peak", "% peak", _value("peak_fraction")),
     ("error", "max error", _value("max_error")),
     ("regs", "regs", _value("registers")),
+    ("local", "local B", _value("local_bytes")),
     ("occupancy", "occupancy", _value("occupancy")),
 )
 COLUMN_KEYS = tuple(key for key, _, _ in COLUMNS)
@@ -178,6 +180,7 @@ class RunView(Vertical, can_focus=True):
                 _num(s.peak_fraction, "{:.1%}"),
                 _error(s.max_error),
                 _num(s.registers, "{}"),
+                _num(s.local_bytes, "{}"),
                 _num(s.occupancy, "{:.0%}"),
                 key=str(s.segment),
             )

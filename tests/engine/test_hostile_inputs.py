@@ -33,14 +33,7 @@ RUN = W + T + "    fd.add_output(t)\ninputs = [torch.randn(2)]\nfd.execute(input
 # name -> (body after HEAD, the line the error must name, whether running it writes the marker)
 HOSTILE: dict[str, tuple[str, int, bool]] = {
     # imports and calls outside the frontend
-    "import_subprocess": ("import subprocess as sp\nsp.run(['touch', '{marker}'])\n", 3, True),
-    "import_os_path": ("import os.path\nos.system('touch {marker}')\n", 3, True),
-    "from_builtins": ("from builtins import open as o\no('{marker}', 'w')\n", 3, True),
-    "import_importlib": ("import importlib\nimportlib.import_module('os').system('touch {marker}')\n", 3, True),
-    "relative_import": ("from . import evil\n", 3, False),
-    "torch_submodule": ("import torch.utils\n", 3, False),
     "torch_load": ("inputs = [torch.load('{marker}')]\n", 3, False),
-    "exec_top": (f"exec(\"{MK}\")\n", 3, True),
     "eval_in_shape": (W + f"    t = fd.define_tensor(shape=eval(\"[{MK}]\"))\n", 4, True),
     "compile_call": (W + f"    t = fd.define_tensor(shape=[exec(compile(\"{MK}\", 'x', 'exec'))])\n", 4, True),
     "breakpoint": (W + "    breakpoint()\n", 4, False),
@@ -54,8 +47,6 @@ HOSTILE: dict[str, tuple[str, int, bool]] = {
     "sched_private": (W + T + "    u = fd.sched._fd\n", 5, False),
     "execute_payload": (W + T + f"fd.execute([{MK}])\n", 5, True),
     # the 2022 frontend's `FusionDefinition(fs)`, timing loops and trailing prints (read, never run)
-    "print_payload": (W + T + f"print({MK})\n", 5, True),
-    "print_fstring_payload": (W + T + "print(f\"{" + MK + "}\")\n", 5, True),
     "loop_body_payload": (W + T + f"for _ in range(2):\n    fd.execute([])\n    {MK}\n", 7, True),
     "loop_iter_payload": (W + T + f"for _ in [{MK}]:\n    fd.execute([])\n", 5, True),
     "fusion_arg_payload": (f"with FusionDefinition({MK}) as fd:\n    pass\n", 3, True),
@@ -68,22 +59,18 @@ HOSTILE: dict[str, tuple[str, int, bool]] = {
     "dunder_dict": (W + T + "    u = fd.__dict__\n", 5, False),
     "enum_class": (W + "    t = fd.define_tensor(shape=[2], dtype=DataType.Float.__class__)\n", 4, False),
     "torch_builtins": (W + "    t = fd.define_tensor(shape=[2], dtype=torch.__builtins__)\n", 4, False),
-    "main_guard": ("if __name__ == '__main__':\n    " + MK + "\n", 3, False),
     "dunder_method": ("class F(FusionDefinition):\n    def __init__(self):\n        " + MK + "\n", 4, False),
     # lambdas, comprehensions, f-strings, decorators, walrus, starred
     "lambda_arg": (W + T + f"    u = fd.ops.add(t, (lambda: {MK})())\n", 5, True),
-    "lambda_top": (f"f = lambda: {MK}\n", 3, False),
     "list_comprehension": (W + f"    t = fd.define_tensor(shape=[{MK} for i in [1]])\n", 4, True),
     "generator": (W + f"    t = fd.define_tensor(shape=list({MK} for i in [1]))\n", 4, True),
     "dict_comprehension": (W + T + f"    fd.sched.reorder(t, {{0: {MK} for i in [1]}})\n", 5, True),
     "fstring_shape": (W + "    t = fd.define_tensor(shape=[f\"{" + MK + "}\"])\n", 4, True),
-    "fstring_top": ("x = f\"{" + MK + "}\"\n", 3, True),
     "decorator_fn": (f"@{MK}.close\ndef f(fd):\n    pass\n", 3, False),
     "decorator_class": (f"@{MK}.close\nclass F(FusionDefinition):\n    pass\n", 3, False),
     "decorator_method": ("class F(FusionDefinition):\n    @staticmethod\n    def definition(fd):\n        pass\n",
                          4, False),
     "walrus_arg": (W + f"    t = fd.define_tensor(shape=[(m := {MK}) and 2])\n", 4, True),
-    "walrus_top": (f"(m := {MK})\n", 3, True),
     "starred_call": (W + T + "    u = fd.ops.add(*[t, t])\n", 5, False),
     "starred_list": (W + "    t = fd.define_tensor(shape=[*[2, 3]])\n", 4, False),
     "double_star": (W + "    t = fd.define_tensor(**{'shape': [2]})\n", 4, False),
@@ -123,8 +110,8 @@ HOSTILE: dict[str, tuple[str, int, bool]] = {
                                 8, True),
     "after_run_import_as_torch": (RUN + "import os as torch\ntorch.system('touch {marker}')\n", 8, True),
     "after_run_dunder": (RUN + "print(inputs.__class__)\n", 8, False),
-    "print_open_payload": ("print(open('{marker}', 'w'))\n", 3, True),
-    "assert_close_payload": ("torch.testing.assert_close(open('{marker}', 'w'), 1)\n", 3, True),
+    # before the inputs list, a statement using torch (which the inputs read) is read, not skipped
+    "assert_close_payload": ("torch.testing.assert_close(open('{marker}', 'w'), 1)\n" + RUN, 3, True),
     "output_dunder": (W + T + "o = fd.execute([torch.randn(2)])\nc = o.__class__\n", 6, False),
     "output_rebinds_torch": (W + T + "torch = fd.execute([torch.randn(2)])[0]\n", 5, False),
     "list_repeat_huge": ("inputs = [torch.tensor([1, 2] * 10 ** 9)]\n", 3, False),
@@ -207,6 +194,31 @@ AFTER_RUN: dict[str, tuple[str, list[tuple[int, int]]]] = {
 }
 
 
+# Payloads before the fusion in statements the fusion does not need (they mention neither the
+# fusion nor a name it reads): skipped unread, so the file loads and the payload never runs;
+# without a fusion after them the file is refused (no fusion). name -> (payload after HEAD,
+# the (first, last) lines recorded as skipped); the fusion (RUN) follows the payload.
+SKIPPED_UNREAD: dict[str, tuple[str, list[tuple[int, int]]]] = {
+    "import_subprocess": ("import subprocess as sp\nsp.run(['touch', '{marker}'])\n", [(3, 3), (4, 4)]),
+    "import_os_path": ("import os.path\nos.system('touch {marker}')\n", [(3, 3), (4, 4)]),
+    "from_builtins": ("from builtins import open as o\no('{marker}', 'w')\n", [(3, 3), (4, 4)]),
+    "import_importlib": ("import importlib\nimportlib.import_module('os').system('touch {marker}')\n",
+                         [(3, 3), (4, 4)]),
+    "relative_import": ("from . import evil\nevil.run('{marker}')\n", [(3, 3), (4, 4)]),
+    "exec_top": (f"exec(\"{MK}\")\n", [(3, 3)]),
+    "print_payload": (f"print({MK})\n", [(3, 3)]),
+    "print_fstring_payload": ("print(f\"{" + MK + "}\")\n", [(3, 3)]),
+    "main_guard": ("if __name__ == '__main__':\n    " + MK + "\n", [(4, 4)]),
+    "main_guard_else": ("if __name__ == '__main__':\n    pass\nelse:\n    " + MK + "\n", [(6, 6)]),
+    "lambda_top": (f"f = lambda: {MK}\nf()\n", [(3, 3), (4, 4)]),
+    "fstring_top": ("x = f\"{" + MK + "}\"\n", [(3, 3)]),
+    "walrus_top": (f"(m := {MK})\n", [(3, 3)]),
+    "helper_function": (f"def clearL2Cache():\n    {MK}\nclearL2Cache()\n", [(3, 4), (5, 5)]),
+    "helper_class": (f"class Timer:\n    x = {MK}\n", [(3, 4)]),
+    "try_import_payload": (f"try:\n    import no_such_module\nexcept ImportError:\n    {MK}\n", [(4, 4), (5, 6)]),
+}
+
+
 @pytest.fixture()
 def marker(tmp_path: Path) -> Path:
     return tmp_path / "marker"
@@ -242,6 +254,19 @@ def test_payload_after_the_run_is_skipped_unread(name: str, tmp_path: Path, mark
     assert len(fd.fusion.outputs) == 1 and len(fd.input_specs) == 1
 
 
+@pytest.mark.parametrize("name", sorted(SKIPPED_UNREAD))
+def test_payload_the_fusion_does_not_need_is_skipped_unread(name: str, tmp_path: Path, marker: Path) -> None:
+    payload, lines = SKIPPED_UNREAD[name]
+    fd = load_fusion(_write(tmp_path, name, payload + RUN, marker))
+    assert not marker.exists()
+    assert [(s.first_line, s.last_line) for s in fd.skipped_statements] == lines
+    assert all(s.reason.startswith("skipped, not ") for s in fd.skipped_statements)
+    assert len(fd.fusion.outputs) == 1 and len(fd.input_specs) == 1
+    with pytest.raises(FusionFileError, match="no fusion defined"):  # alone: nothing to read
+        load_fusion(_write(tmp_path, name, payload, marker))
+    assert not marker.exists()
+
+
 class _Anything:
     """A stand-in for nvfuser's FusionDefinition and DataType: any attribute, any call."""
 
@@ -261,7 +286,8 @@ class _Anything:
         return False
 
 
-LIVE = sorted(name for name, (_, _, live) in HOSTILE.items() if live) + sorted(AFTER_RUN)
+LIVE = (sorted(name for name, (_, _, live) in HOSTILE.items() if live) + sorted(AFTER_RUN)
+        + sorted(f"unread_{name}" for name in SKIPPED_UNREAD))
 
 
 @pytest.mark.parametrize("name", LIVE)
@@ -271,13 +297,24 @@ def test_payloads_are_live(name: str, tmp_path: Path, marker: Path, monkeypatch)
     fake.FusionDefinition = _Anything  # type: ignore[attr-defined]
     fake.DataType = _Anything()  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "nvfuser", fake)
-    path = _write(tmp_path, name, HOSTILE[name][0] if name in HOSTILE else AFTER_RUN[name][0], marker)
+    if name.startswith("unread_"):
+        payload, _ = SKIPPED_UNREAD[name.removeprefix("unread_")]
+        # evil.run for `from . import evil`: a module the payload's import stands for.
+        evil = types.ModuleType("evil")
+        evil.run = lambda p: open(p, "w").close()  # type: ignore[attr-defined]
+        monkeypatch.setitem(sys.modules, "evil", evil)
+        body = payload.replace("from . import evil", "import evil") + RUN
+    else:
+        body = HOSTILE[name][0] if name in HOSTILE else AFTER_RUN[name][0]
+    path = _write(tmp_path, name, body, marker)
     ast.parse(path.read_text())  # valid Python: the reader refused it by rule, not by accident
     # A payload may replace torch's own functions (torch.testing.assert_close = ...): they are
     # put back, or every later test in this process would call the payload.
     saved = {m: dict(vars(m)) for m in (torch, torch.testing)}
     try:
-        exec(compile(path.read_text(), str(path), "exec"), {"__name__": "payload"})  # noqa: S102
+        # As a script (the else of a main guard runs only on import).
+        run_as = "imported" if name == "unread_main_guard_else" else "__main__"
+        exec(compile(path.read_text(), str(path), "exec"), {"__name__": run_as})  # noqa: S102
     except Exception:
         pass  # the payload ran before whatever failed after it
     finally:

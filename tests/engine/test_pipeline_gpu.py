@@ -49,3 +49,15 @@ def test_exactly_48k_of_dynamic_shared_memory_with_static_shared_memory_launches
 def test_deeper_circular_buffers_on_gpu(stages: int) -> None:
     seg = check_on_gpu(4096, 4096, {"circular_buffer_stages": stages})
     assert f"circular buffer of {stages} stages" in seg.stages["circular_buffer"]
+
+
+def test_execute_repeated_calls_follow_their_signature() -> None:
+    # the last call's plan serves inputs of its signature; others compile (or find) their own
+    from engine import load_fusion
+
+    fd = load_fusion("tests/realworld/scripts/var_mean_size1_reshape_eps_input.py")
+    for offset, seed in ((0, 0), (0, 1), (1, 2), (0, 3)):  # offset 1: 4-byte aligned, recompiled
+        flat = torch.randn(5, generator=torch.Generator().manual_seed(seed)).cuda()
+        xs = [flat[offset:offset + 4].view(2, 2), 1e-5]
+        for o, r in zip(fd.execute(xs), evaluate(fd.fusion, xs)):
+            torch.testing.assert_close(o, r)

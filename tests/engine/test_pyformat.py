@@ -468,24 +468,17 @@ def test_input_methods_refused_naming_the_line(entry: str, message: str):
 # ---- reader: refused files -----------------------------------------------------------------
 
 HOSTILE = {
-    "import_os": "import os\nos.system('touch {marker}')\n",
-    "from_os": "from os import system\nsystem('touch {marker}')\n",
     "open_call": "with FusionDefinition() as fd:\n    open('{marker}', 'w')\n",
     "open_in_inputs": "inputs = [open('{marker}', 'w')]\n",
     "dunder_import": "with FusionDefinition() as fd:\n    t = __import__('os').system('touch {marker}')\n",
     "subclasses": "with FusionDefinition() as fd:\n    t = ().__class__.__bases__[0].__subclasses__()\n",
     "lambda": "with FusionDefinition() as fd:\n    t = fd.ops.add((lambda: open('{marker}', 'w'))(), 1)\n",
-    "exec": "exec(\"open('{marker}', 'w')\")\n",
     "eval_in_arg": "with FusionDefinition() as fd:\n    t = fd.define_tensor(shape=eval(\"open('{marker}','w')\"))\n",
     "attribute_trick": "with FusionDefinition() as fd:\n    t = fd.ops.add.__globals__\n",
     "fd_private": "with FusionDefinition() as fd:\n    t = fd._record_call('fd', 'x', open, ('{marker}', 'w'), {{}})\n",
     "getattr_builtin": "with FusionDefinition() as fd:\n    t = getattr(fd, 'ops')\n",
-    "top_level_call": "print(open('{marker}', 'w'))\n",
     "decorator": "@open('{marker}', 'w')\ndef f(fd):\n    pass\n",
-    "class_other_base": "class X(object):\n    def definition(self):\n        open('{marker}', 'w')\n",
     "for_loop": "with FusionDefinition() as fd:\n    for i in range(3):\n        open('{marker}', 'w')\n",
-    "assign_global": "x = open('{marker}', 'w')\n",
-    "with_open": "with open('{marker}', 'w') as fd:\n    pass\n",
     "torch_save": "import torch\ninputs = [torch.save(torch.ones(1), '{marker}')]\n",
     "torch_attr_call": "import torch\nwith FusionDefinition() as fd:\n    t = fd.ops.add(torch.ops.aten.ones(1), 1)\n",
     "fstring": "with FusionDefinition() as fd:\n    t = fd.define_tensor(shape=[f\"{{open('{marker}', 'w')}}\"])\n",
@@ -501,6 +494,35 @@ HOSTILE = {
 }
 
 
+# Payloads in statements the fusion does not need: skipped unread (a file of nothing else has
+# no fusion, and is refused for that).
+UNREAD = {
+    "assign_global": "x = open('{marker}', 'w')\n",
+    "class_other_base": "class X(object):\n    def definition(self):\n        open('{marker}', 'w')\n",
+    "exec": "exec(\"open('{marker}', 'w')\")\n",
+    "from_os": "from os import system\nsystem('touch {marker}')\n",
+    "import_os": "import os\nos.system('touch {marker}')\n",
+    "top_level_call": "print(open('{marker}', 'w'))\n",
+    "with_open": "with open('{marker}', 'w') as fd:\n    pass\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNREAD))
+def test_payloads_the_fusion_does_not_need_are_skipped_unread(name: str, tmp_path: Path):
+    marker = tmp_path / "marker"
+    body = UNREAD[name].format(marker=marker)
+    head = "import torch\nfrom nvfuser import FusionDefinition, DataType\n"
+    with pytest.raises(FusionFileError, match="no fusion defined"):
+        loads_fusion(head + body)
+    fusion = "with FusionDefinition() as fd2:\n    fd2.add_output(fd2.define_tensor(shape=[2]))\n"
+    fd = loads_fusion(head + body + fusion)
+    assert fd.skipped_statements and fd.skipped_statements[-1].last_line == 2 + body.count("\n")
+    assert not marker.exists()
+    if name == "top_level_call":  # the payload is live: run as Python, it makes the marker
+        exec(compile(body, "probe", "exec"), {})  # noqa: S102
+        assert marker.exists()
+
+
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_hostile_files_are_refused_and_do_not_run(name: str, tmp_path: Path):
     marker = tmp_path / "marker"
@@ -514,11 +536,6 @@ def test_hostile_files_are_refused_and_do_not_run(name: str, tmp_path: Path):
     assert isinstance(info.value.line, int) and info.value.line >= 3, str(info.value)
     assert re.match(rf"{re.escape(str(path))}:\d+: ", str(info.value))
     assert not marker.exists()
-    # the same text really would have made the marker if run (the test is not vacuous):
-    # checked for the simplest case only, in a subprocess-free way
-    if name == "top_level_call":
-        exec(compile(body, "probe", "exec"), {})  # noqa: S102 - proves the payload is live
-        assert marker.exists()
 
 
 BAD = {
@@ -542,7 +559,8 @@ BAD = {
     "unpack_count": ("with FusionDefinition() as fd:\n    t0 = fd.define_tensor(shape=[2, 2])\n"
                      "    a, b, c = fd.ops.var_mean(t0, dims=[0])\n", 5),
     "non_call_body": ("with FusionDefinition() as fd:\n    x = lambda: 3\n", 4),
-    "import_numpy": ("import numpy\n", 3),
+    "import_numpy": ("import numpy\nwith FusionDefinition() as fd:\n    t0 = fd.define_tensor(shape=[numpy.int64(2)])\n",
+                     5),
     "two_fusions": ("with FusionDefinition() as fd:\n    pass\nwith FusionDefinition() as fd2:\n    pass\n", 5),
     "empty": ("", None),
     "bad_inputs_entry": ("with FusionDefinition() as fd:\n    pass\ninputs = [torch.eye(3)]\n", 5),
@@ -601,19 +619,22 @@ def test_torch_maker_imports_and_define_vector():
         inputs = [make_tensor((4, 6), dtype=torch.float32, device='cuda:0')]
         other = [tt.make_tensor((4, 6), dtype=torch.float32)]
     """)
+    # a list the fusion does not read is skipped; a second `inputs` list is refused
+    assert [s.first_line for s in loads_fusion(text).skipped_statements] == [16]
     with pytest.raises(FusionFileError, match=":16: a second inputs list"):
-        loads_fusion(text)
+        loads_fusion(text.replace("other = [", "inputs = ["))
     fd = loads_fusion(text.replace("other = [tt.make_tensor((4, 6), dtype=torch.float32)]\n", ""))
     (x,) = fd.example_inputs()
     torch.testing.assert_close(fd.execute([x])[0], x.reshape(6, 4))
     # written back with the list inline, as the current frontend prints it
     assert "fd.ops.reshape(T0, new_shape=[6, 4])" in dumps_fusion(fd)
     # the submodule alias works as well
-    only_tt = text.replace("inputs = [make_tensor((4, 6), dtype=torch.float32, device='cuda:0')]\n", "")
+    only_tt = text.replace("inputs = [make_tensor((4, 6), dtype=torch.float32, device='cuda:0')]\n", "").replace(
+        "other = [", "inputs = [")  # the example inputs: the list named inputs (or given to the run)
     fd = loads_fusion(only_tt)
     assert fd.input_specs == [InputSpec(kind="make_tensor", shape=(4, 6), dtype=torch.float32)]
-    with pytest.raises(FusionFileError, match="import of torch.save"):
-        loads_fusion("from torch import save\n")
+    with pytest.raises(FusionFileError, match=r":2: 'save' is from `from torch import save` at line 1, which is not read"):
+        loads_fusion("from torch import save\ninputs = [save(1)]\n")
 
 
 def test_absurd_nesting_is_refused_not_crashing():
@@ -1040,8 +1061,9 @@ def test_checking_code_after_the_run_is_skipped_and_recorded(trailer: str, lines
                                        "after the run at line 13: it rebinds 'inputs'"),
     ("inputs[0] = torch.randn(4, 8)\n", "repro.py:14: only `inputs = [...]`"),
     ("torch = None\n", "repro.py:14: assignment to 'torch' is not allowed"),
-    ("import numpy as torch\n", "repro.py:14: import of 'numpy' is not allowed (only torch and nvfuser) (not "
-                                "skipped as checking code after the run at line 13: it rebinds 'torch'"),
+    ("import numpy as torch\n", "repro.py:14: import numpy is not allowed: only torch, nvfuser and math are read, "
+                                "and it would rebind 'torch' (not skipped as checking code after the run at line 13: "
+                                "it rebinds 'torch'"),
     ("from numpy import *\n", "a * import may rebind the names the fusion uses"),
     ("for inputs in [[1.0]]:\n    pass\n", "repro.py:14: a top-level for loop may only repeat fd.execute(inputs)"),
     ("DataType = None\n", "it rebinds 'DataType'"),
@@ -1056,10 +1078,10 @@ def test_what_changes_the_fusion_after_the_run_is_still_refused(trailer: str, wh
 
 
 @pytest.mark.parametrize("before", [
-    "torch.cuda.synchronize()\n",
-    "import numpy as np\n",
+    # what uses the inputs the run reads is read before the run, and refused
     "torch.testing.assert_close(inputs[0], inputs[0] * 1)\n",
     "ref = inputs[0] + inputs[1]\n",
+    "inputs[0].unsqueeze_(0)\n",
 ])
 def test_checking_code_before_the_run_is_still_refused(before: str):
     text = TRAILER_HEAD.replace("out = fd.execute(inputs)\n", before + "out = fd.execute(inputs)\n")
@@ -1067,12 +1089,28 @@ def test_checking_code_before_the_run_is_still_refused(before: str):
         loads_fusion(text, "repro.py")
 
 
-def test_nothing_after_the_run_is_skipped_without_a_run():
-    # no run: the file's end is read as before (a fusion is not run by a print)
+@pytest.mark.parametrize("before", [
+    # after the inputs list nothing reads torch again; numpy is never read
+    "torch.cuda.synchronize()\n",
+    "import numpy as np\n",
+    "start = time.perf_counter()\n",
+])
+def test_what_the_run_does_not_read_is_skipped_before_it(before: str):
+    text = TRAILER_HEAD.replace("out = fd.execute(inputs)\n", before + "out = fd.execute(inputs)\n")
+    fd = loads_fusion(text, "repro.py")
+    assert [(s.first_line, s.last_line) for s in fd.skipped_statements] == [(13, 13)]
+    assert fd.skipped_statements[0].reason.startswith("skipped, not ")
+
+
+def test_without_a_run_what_the_fusion_does_not_need_is_skipped():
+    # no run: a print of a report is recognised; what the fusion does not need is skipped
     text = TRAILER_HEAD.replace("out = fd.execute(inputs)\n", "print(fd.last_cuda_code())\n")
     assert loads_fusion(text).skipped_statements == []
+    skipped = loads_fusion(text + "torch.cuda.synchronize()\n").skipped_statements
+    assert [(s.first_line, s.reason) for s in skipped] == [
+        (14, "skipped, not evaluated (not used by the fusion): torch.cuda.synchronize()")]
     with pytest.raises(FusionFileError, match=r":14: statement is not allowed"):
-        loads_fusion(text + "torch.cuda.synchronize()\n")
+        loads_fusion(text + "fd.sched.split(fd.fusion.outputs[0], 0, 2)\n")
 
 
 def test_a_later_run_gives_the_inputs_when_the_first_did_not():

@@ -10,7 +10,7 @@ import torch
 
 from engine import DataType, FusionDefinition, compile_fusion, dumps_fusion, loads_fusion
 from engine.errors import FusionDefinitionError
-from engine.philox import philox
+from engine.philox import draw, philox
 from engine.reference import evaluate
 from tests.emulation import needs_gxx
 
@@ -26,6 +26,29 @@ def test_philox_matches_the_random123_known_answers(counter, key, expected):
     offset = counter[0] | counter[1] << 32
     sub = np.array([counter[2] | counter[3] << 32], dtype=np.uint64)
     assert [int(w[0]) for w in philox(seed, sub, offset)] == expected
+
+
+@pytest.mark.parametrize("double", [False, True])
+def test_element_n_takes_component_n_mod_m_of_block_n_div_m(double):
+    """draw() computes each block once and interleaves its components; element by element
+    that is word n % 4 of philox(seed, n // 4, offset) (double: the word pair n % 2 of block
+    n // 2), across several of draw's chunks and a partial block at the end."""
+    numel = 4 * 65536 * 2 + 7
+    m = 2 if double else 4
+    n = np.arange(numel, dtype=np.uint64)
+    words = np.stack(philox(99, n // np.uint64(m), 5)).astype(np.uint64)  # [4, numel]
+    comp = (n % np.uint64(m)).astype(np.int64)
+    if double:
+        lo = np.take_along_axis(words, (2 * comp)[None], 0)[0]
+        hi = np.take_along_axis(words, (2 * comp + 1)[None], 0)[0]
+        z = (lo ^ (hi << np.uint64(21))).astype(np.float64) * 2.0**-53 + 2.0**-54
+        want = -1.0 + 3.0 * np.where(z == 1.0, 0.0, z)
+    else:
+        word = np.take_along_axis(words, comp[None], 0)[0]
+        u = word.astype(np.float32) * np.float32(2.0**-32) + np.float32(2.0**-33)
+        want = np.float32(-1.0) + np.float32(3.0) * np.where(u == np.float32(1.0), np.float32(0.0), u)
+    got = draw("uniform", numel, 99, 5, double, -1.0, 2.0)
+    assert got.dtype == want.dtype and np.array_equal(got, want)
 
 
 def _fusion(dist: str, dtype: DataType, shape: list[int], seeded: bool = True) -> FusionDefinition:

@@ -163,3 +163,55 @@ def test_arg_buffer_packs_as_pack_args():
     assert buf.packed() == pack_args(specs, values)
     buf.fill([torch.randn(4, 3).t(), 4.0, False, u, 0.5, -1])
     assert buf.packed()[1:3] == pack_args(specs[1:3], [4.0, False])
+
+
+def _view_steps(cf, backend: str) -> list:
+    return [s for s in cf._plans[backend].steps if hasattr(s, "replay")]
+
+
+@pytest.mark.parametrize("name", ["var_mean_size1_reshape_eps_input", "rms_norm_qk_norm_per_head_transpose_qwen3_bf16"])
+def test_view_steps_are_replayed_from_their_first_run(name, monkeypatch):
+    from engine.host import plan as plan_module
+
+    fd = load_fusion(f"tests/realworld/scripts/{name}.py")
+    xs = fd.example_inputs(seed=0)
+    cf = compile_fusion(fd, xs)
+    cf.run(xs, backend="emulate")
+    steps = _view_steps(cf, "emulate")
+    assert steps and all(s.replay is not None for s in steps)
+    # later runs rebuild the views without computing the steps, and stay right
+    monkeypatch.setattr(plan_module._Replayable, "compute", lambda *a: pytest.fail("a view step was computed"))
+    ys = fd.example_inputs(seed=1)
+    for o, r in zip(cf.run(ys, backend="emulate"), evaluate(fd.fusion, ys)):
+        torch.testing.assert_close(o, r, rtol=1e-2, atol=1e-2)
+
+
+def test_alias_replay_learns_views_only_and_checks_geometry():
+    from engine.host.alias_replay import AliasReplay
+
+    x = torch.randn(4, 6)
+    replay = AliasReplay.learn([x, 2.0], [x.t()[1:], x.reshape(24)])
+    y = torch.randn(4, 6)
+    got = replay([y, 3.0])
+    assert torch.equal(got[0], y.t()[1:]) and torch.equal(got[1], y.reshape(24))
+    assert replay([torch.randn(6, 4).t(), 3.0]) is None  # another layout: computed again
+    assert AliasReplay.learn([x], [x + 1]) is None  # a new buffer is no view
+
+
+def test_execute_takes_the_last_plan_for_inputs_of_its_signature(monkeypatch):
+    import engine.reference as reference
+
+    fd = load_fusion("sample_fusions/softmax.py")
+    xs = fd.example_inputs(seed=0)
+    cf = compile_fusion(fd, xs)
+    cf.run(xs, backend="emulate")
+    fd.__dict__["_last_plan"] = cf._plans["emulate"]  # what a GPU call leaves behind
+    calls = []
+    monkeypatch.setattr(reference, "check_input_layouts", lambda *a: calls.append(a))
+    ys = fd.example_inputs(seed=1)
+    for o, r in zip(fd.execute(ys), evaluate(fd.fusion, ys)):
+        torch.testing.assert_close(o, r)
+    assert calls == []  # the plan's signature check stood for the layout check
+    other = [x.t().contiguous().t() if isinstance(x, torch.Tensor) else x for x in ys]
+    fd.execute(other)  # other strides, another signature: the full path (the reference on the CPU)
+    assert len(calls) == 1

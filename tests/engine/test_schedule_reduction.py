@@ -91,6 +91,22 @@ def test_fastest_dim_follows_the_input_allocation_order():
     assert reduction_type([red]) == "outer"
 
 
+def test_a_broadcast_row_stored_transposed_does_not_order_the_reduction():
+    # [1, N] with stride_order [0, 1] holds one real axis: its allocation orders nothing, so
+    # the sum over dim 0 of [M, 1] * [1, N] stays an outer reduction of the row-major product
+    with FusionDefinition() as fd:
+        row = fd.define_tensor(shape=[1, -1], contiguity=[True, None], dtype=DataType.Float,
+                               stride_order=[0, 1])
+        col = fd.define_tensor(shape=[-1, 1], contiguity=[True, None], dtype=DataType.Float)
+        prod = fd.ops.mul(col, row)
+        fd.add_output(prod)
+        fd.add_output(fd.ops.sum(prod, dims=[0]))
+    xs = [torch.randn(64).as_strided((1, 64), (1, 1)), torch.randn(48).as_strided((48, 1), (1, 0))]
+    red = reduction_tvs(fd.fusion)[0]
+    info = SchedulerRuntimeInfo(fd.fusion, xs, H100)
+    assert not reduction_properties(red, info).fastest_dim_reduction
+
+
 def test_no_persistent_buffers_in_plain_reductions():
     fd, _ = inner_sum()
     assert persistent_buffers(fd.fusion).persistent_buffers == []

@@ -210,17 +210,40 @@ def test_an_intermediate_read_by_a_slice_and_a_pointwise_op_is_recomputed():
     assert torch.equal(fd.execute(x)[0], before)
 
 
-def test_what_cannot_be_recomputed_is_refused_with_the_engines_reason():
-    # The shared tensor is a pad (its output has a root domain): not recomputed here.
+def test_a_shared_pad_is_recomputed_and_matches_the_reference():
+    # The shared tensor is a pad (its output has a root domain): its copy replays the
+    # Resize between its root and logical domains.
     with FusionDefinition() as fd:
         a = fd.define_tensor(shape=[64, 64], dtype=DataType.Float)
         y = fd.ops.pad(a, [1, 1])
         s = fd.ops.pad(fd.ops.slice(y, [0, 0], [64, 33]), [0, 33])
         fd.add_output(fd.ops.add(s, y))
+    xs = [torch.randn(64, 64)]
+    assert verdict(fd, xs).accepted
+    _emulates_as_one_resize_kernel(fd, xs)
+
+
+def test_what_cannot_be_recomputed_is_refused_with_the_engines_reason():
+    # The shared tensor is a cat: not recomputed here.
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[64, 64], dtype=DataType.Float)
+        y = fd.ops.cat([a, a], dim=1)
+        s = fd.ops.pad(fd.ops.slice(y, [0, 0], [64, 64]), [0, 64])
+        fd.add_output(fd.ops.add(s, y))
     v = verdict(fd, [torch.randn(64, 64)])
     assert not v.accepted
     assert "needed under different resizes" in v.reason
     assert "recomputing a resize input is supported for pointwise" in v.reason
+
+
+def _emulates_as_one_resize_kernel(fd, xs):
+    from engine.compile import compile_fusion
+    from engine.reference import evaluate
+
+    cf = compile_fusion(fd, xs)
+    assert [s.scheduler for s in cf.segments if s.is_kernel] == [SchedulerType.resize.value]
+    for out, ref in zip(cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs)):
+        torch.testing.assert_close(out, ref)
 
 
 def test_rope_backward_q_segment_goes_to_resize():

@@ -1,13 +1,18 @@
 """sdpfa_fwd / sdpfa_bwd: the reference against torch's own attention and autograd, the
 segments they make (expr_eval, apart from the pointwise ops around them), the IR listing,
-and the refusals (dropout, shapes, dtypes)."""
+the refusals (shapes, dtypes), and attention with dropout: defined and compiled, refused when run."""
+
+from pathlib import Path
 
 import pytest
 import torch
 
-from engine import DataType, FusionDefinition, compile_fusion, dumps_fusion, loads_fusion
-from engine.errors import FusionDefinitionError
+from engine import DataType, FusionDefinition, compile_fusion, dumps_fusion, load_fusion, loads_fusion
+from engine.errors import ExecutionError, FusionDefinitionError
 from engine.reference import evaluate
+from tests.emulation import needs_gxx
+
+ATTENTION_DROPOUT = Path(__file__).parent / "fixtures" / "attention_dropout.py"
 
 
 def _qkv(dtype=torch.float64, n=2, h=3, seq_q=5, seq_k=7, e=8, ev=6):
@@ -101,7 +106,6 @@ def test_sdpa_script_round_trips():
 
 
 @pytest.mark.parametrize("build, why", [
-    (lambda fd, q, k, v: fd.ops.sdpfa_fwd(q, k, v, 0.1, False, None), "dropout inside attention is not supported"),
     (lambda fd, q, k, v: fd.ops.sdpfa_fwd(q, k, fd.ops.sum(v, [3]), None, None, None), "value T.* must be 4-D"),
     (lambda fd, q, k, v: fd.ops.sdpfa_fwd(q, k, fd.ops.cast(v, DataType.Half), None, None, None),
      "must share one floating dtype"),
@@ -110,3 +114,75 @@ def test_sdpa_script_round_trips():
 def test_bad_attention_definitions_name_the_problem(build, why):
     with pytest.raises(FusionDefinitionError, match=why), FusionDefinition() as fd:
         build(fd, *_define(fd, DataType.Float))
+
+
+# ---- dropout inside attention ----------------------------------------------------------------
+
+def test_attention_with_dropout_compiles_and_its_run_is_refused_naming_op_and_segment():
+    """The file opens and compiles: the pointwise segments get kernels, the attention ops are
+    expr_eval segments. Running refuses at the attention segment, on every back end's path
+    (expr_eval segments are evaluated by the reference's rule), and the whole-fusion reference
+    refuses with the same op message."""
+    fd = load_fusion(ATTENTION_DROPOUT)
+    assert "dropout_p = 0.1" in str(fd.fusion)
+    xs = fd.example_inputs(device="cpu", seed=0)
+    cf = compile_fusion(fd, xs)
+    assert [s.scheduler for s in cf.segments] == ["pointwise", "expr_eval", "expr_eval", "pointwise"]
+    assert all(s.cuda_source and s.kernel_ir for s in cf.segments if s.scheduler == "pointwise")
+    assert "sdpa(" in cf.segments[1].scheduled_ir and "sdpa_bwd(" in cf.segments[2].scheduled_ir
+    op = (r"sdpfa_fwd producing T7, T8, T9, T10: dropout_p = 0\.1: attention with dropout is not run: flash "
+          r"attention draws its dropout mask from torch's CUDA generator, which the reference evaluator cannot "
+          r"reproduce")
+    with pytest.raises(ExecutionError, match=r"^segment 1 \(expr_eval\): " + op):
+        cf.run(xs, backend="reference")
+    with pytest.raises(ExecutionError, match="^" + op):
+        evaluate(fd.fusion, xs)
+    with pytest.raises(ExecutionError, match="^" + op):
+        fd.execute(xs)
+
+
+def test_a_runtime_dropout_p_is_refused_only_when_it_is_not_zero():
+    """dropout_p given at run time: 0.0 runs (and matches torch), anything else is refused
+    when the attention runs, by sdpfa_bwd as much as by sdpfa_fwd."""
+    with FusionDefinition() as fd:
+        q, k, v = _define(fd, DataType.Float)
+        p = fd.define_scalar(None, dtype=DataType.Double)
+        out, lse, seed, offset = fd.ops.sdpfa_fwd(q, k, v, p, False, None)
+        fd.add_output(out)
+    xs = _qkv(torch.float32)
+    cf = compile_fusion(fd, [*xs, 0.0])
+    (got,) = cf.run([*xs, 0.0], backend="reference")
+    torch.testing.assert_close(got, torch.nn.functional.scaled_dot_product_attention(*xs))
+    with pytest.raises(ExecutionError, match=r"segment 0 \(expr_eval\): sdpfa_fwd producing T3, T4, T5, T6: "
+                                             r"dropout_p = 0\.25: attention with dropout is not run"):
+        compile_fusion(fd, [*xs, 0.25]).run([*xs, 0.25], backend="reference")
+    with FusionDefinition() as bwd:
+        g, q, k, v, o = (bwd.define_tensor(shape=[-1, -1, -1, -1], contiguity=[True] * 4, dtype=DataType.Float)
+                         for _ in range(5))
+        lse = bwd.define_tensor(shape=[-1, -1, -1], contiguity=[True] * 3, dtype=DataType.Float)
+        seed = bwd.define_tensor(shape=[2], contiguity=[True], dtype=DataType.Int)
+        offset = bwd.define_tensor(shape=[], contiguity=[], dtype=DataType.Int)
+        for t in bwd.ops.sdpfa_bwd(g, q, k, v, o, lse, 0.5, False, seed, offset):
+            bwd.add_output(t)
+    q, k, v = _qkv(torch.float32, seq_k=5, ev=8)
+    args = [torch.randn_like(q), q, k, v, torch.randn_like(q), torch.randn(2, 3, 5),
+            torch.zeros(2, dtype=torch.int64), torch.zeros((), dtype=torch.int64)]
+    cf = compile_fusion(bwd, args)
+    with pytest.raises(ExecutionError, match=r"segment 0 \(expr_eval\): sdpfa_bwd producing T8, T9, T10: "
+                                             r"dropout_p = 0\.5: attention with dropout is not run"):
+        cf.run(args, backend="reference")
+
+
+@needs_gxx
+def test_attention_with_dropout_is_refused_alike_on_the_emulator():
+    """The emulator runs the pointwise kernel before the attention, then refuses with the
+    reference back end's message: both run the attention through the same rule."""
+    fd = load_fusion(ATTENTION_DROPOUT)
+    xs = fd.example_inputs(device="cpu", seed=0)
+    cf = compile_fusion(fd, xs)
+    messages = []
+    for backend in ("reference", "emulate"):
+        with pytest.raises(ExecutionError) as info:
+            cf.run(xs, backend=backend)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1] and messages[0].startswith("segment 1 (expr_eval): sdpfa_fwd producing")

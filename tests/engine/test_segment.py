@@ -601,3 +601,21 @@ def test_an_intermediate_too_large_to_allocate_is_asked_about_by_its_sizes_only(
         fd.add_output(fd.ops.sum(c, dims=[0, 1]))
     cf = compile_fusion(fd, [torch.randn(n, 1), torch.randn(1, n)])
     assert len(cf.segments) == 2
+
+
+def test_a_norm_after_a_view_of_its_input_is_one_persistent_kernel():
+    # RMSNorm over heads of a reshaped input ([B, S, H*D] -> [B, S, H, D]) with a permuted
+    # output: no scheduler takes the view with the norm, and pairwise merging stalls on half a
+    # norm; the region after the view, tried whole, is one inner-persistent kernel
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[1, -1, -1], contiguity=[None, True, True], dtype=DataType.BFloat16)
+        w = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.BFloat16)
+        xf = fd.ops.cast(fd.ops.reshape(x, new_shape=[1, 6, 4, 16]), dtype=DataType.Float)
+        ms = fd.ops.div(fd.ops.sum(fd.ops.mul(xf, xf), dims=[3], keepdim=True), 16.0)
+        y = fd.ops.mul(xf, fd.ops.rsqrt(fd.ops.add(ms, 1e-6)))
+        y = fd.ops.mul(y, fd.ops.cast(fd.ops.broadcast_in_dim(w, shape=[1, 6, 4, 16], broadcast_dims=[3]),
+                                      dtype=DataType.Float))
+        fd.add_output(fd.ops.permute(fd.ops.cast(y, dtype=DataType.BFloat16), dims=[0, 2, 1, 3]))
+    xs = [torch.randn(1, 6, 64).bfloat16(), torch.randn(16).bfloat16()]
+    sf = segment_fusion(fd.fusion, xs)
+    assert [g.scheduler for g in sf.groups] == ["expr_eval", "inner_persistent"]

@@ -1,4 +1,5 @@
-"""Fixtures: the seed-001 fusion as a file, and a file the loader must refuse."""
+"""Fixtures: the seed-001 fusion as a file, a file without inputs or sizes, and a file the loader
+must refuse."""
 
 from __future__ import annotations
 
@@ -6,13 +7,20 @@ from pathlib import Path
 
 import pytest
 
-from tests.fusescope.fusions import SEED001_FILE
+from tests.fusescope.fusions import SEED001_FILE, SYMBOLIC_FILE
 
 
 @pytest.fixture
 def seed001_file(tmp_path: Path) -> Path:
     p = tmp_path / "seed001.py"
     p.write_text(SEED001_FILE)
+    return p
+
+
+@pytest.fixture
+def symbolic_file(tmp_path: Path) -> Path:
+    p = tmp_path / "symbolic.py"
+    p.write_text(SYMBOLIC_FILE)
     return p
 
 

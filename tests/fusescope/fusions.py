@@ -46,6 +46,20 @@ def build_seed001(split_t4: bool = False) -> FusionDefinition:
 
 
 
+# A file without an inputs list whose sizes are symbolic: its example inputs need sizes
+# (`--size`), else it cannot be compiled.
+SYMBOLIC_FILE = '''\
+from nvfuser import FusionDefinition, DataType
+
+with FusionDefinition() as fd:
+    T0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
+    T1 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float, is_cpu=False)
+    T2 = fd.ops.sum(T0, dims=[1], keepdim=False, dtype=DataType.Null)
+    T3 = fd.ops.add(T2, T1)
+    fd.add_output(T3)
+'''
+
+
 # A one-kernel fusion (exp of 1000 floats) whose kernel the crash-isolation tests replace.
 EXP_FILE = '''\
 import torch

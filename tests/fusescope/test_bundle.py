@@ -65,9 +65,11 @@ def _set(path: list[object], value: object):  # noqa: ANN202 (a test helper retu
     return change
 
 
-EVIL_SOURCE = ("import os\nos.system('touch {marker}')\n"
+# The fusion uses a module the loader never imports: refused (a payload the fusion does not
+# use would be skipped unread instead; either way nothing runs).
+EVIL_SOURCE = ("import os\n"
                "def nvfuser_fusion_id0(fd : FusionDefinition) -> None :\n"
-               "    T0 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)\n"
+               "    T0 = fd.define_tensor(shape=[os.system('touch {marker}')], dtype=DataType.Float)\n"
                "    fd.add_output(T0)\n")
 
 

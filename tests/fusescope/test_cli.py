@@ -191,10 +191,10 @@ def test_show_why_gelu_bias_names_the_vectorization(capsys: pytest.CaptureFixtur
     assert any(ln.startswith("[heuristic] g0: ") and "vectoriz" in ln for ln in lines)
 
 
-def test_show_schedule_without_inputs_list_exits_2_with_one_line(seed001_file: Path) -> None:
-    # The test's seed-001 file has no `inputs = [...]`: no sizes, so nothing can be scheduled.
+def test_show_schedule_without_inputs_list_exits_2_with_one_line(symbolic_file: Path) -> None:
+    # No `inputs = [...]` and symbolic sizes: no sizes, so nothing can be scheduled.
     for flag in ("--schedule", "--why"):
-        r = run_cli("show", str(seed001_file), flag)
+        r = run_cli("show", str(symbolic_file), flag)
         assert r.returncode == 2, r.stderr
         assert r.stdout == ""
         assert r.stderr.startswith("fusescope: error: compilation failed: no example inputs: ")

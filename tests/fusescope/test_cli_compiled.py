@@ -44,7 +44,7 @@ def test_show_segments_of_cross_entropy(capsys: pytest.CaptureFixture[str]) -> N
 
 def test_show_segments_json_of_rope_bwd(capsys: pytest.CaptureFixture[str]) -> None:
     data = json.loads(out_of(capsys, "show", str(sample("seed003_rope_bwd_small")), "--segments", "--json"))
-    assert len(data["segments"]) == 7 and data["error"] is None
+    assert len(data["segments"]) == 5 and data["error"] is None
     assert {s["scheduler"] for s in data["segments"]} >= {"pointwise", "resize", "reduction", "expr_eval"}
     assert all(e["bytes"] > 0 and e["tensors"] for e in data["edges"])
     assert any(d["kind"] == "forward" for d in data["decisions"])
@@ -79,8 +79,8 @@ def test_show_kernel_ir_and_its_stages(capsys: pytest.CaptureFixture[str]) -> No
 
 def test_show_cuda_of_a_segment_without_kernel_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     path = str(sample("seed003_rope_bwd_small"))
-    assert main(["show", path, "--cuda", "--segment", "1"]) == 2
-    assert "segment 1 (expr_eval) has no kernel" in capsys.readouterr().err
+    assert main(["show", path, "--cuda", "--segment", "3"]) == 2
+    assert "segment 3 (expr_eval) has no kernel" in capsys.readouterr().err
     assert main(["show", path, "--cuda", "--segment", "12"]) == 2
     assert "no segment 12 (segments: 0, 1, 2," in capsys.readouterr().err
 
@@ -104,11 +104,54 @@ def test_show_flag_combinations_that_make_no_sense_exit_2() -> None:
     assert r.returncode == 2 and "--segment goes with --cuda or --kernel-ir" in r.stderr
 
 
-def test_show_segments_without_example_inputs_exits_2(seed001_file: Path) -> None:
-    r = run_cli("show", str(seed001_file), "--segments")
+def test_show_segments_without_example_inputs_exits_2(symbolic_file: Path) -> None:
+    r = run_cli("show", str(symbolic_file), "--segments")
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.startswith("fusescope: error: compilation failed: no example inputs")
+    # which sizes are missing, and how to give them
+    assert "T0 [i0, i2] (axes 0, 1), T1 [i3] (axis 0)" in r.stderr
+    assert "--size T0=i0,i2 --size T1=i3, or --size N" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_size_gives_the_sizes_of_a_file_without_inputs(symbolic_file: Path) -> None:
+    for sizes in (["--size", "T0=8,16", "--size", "T1=8"], ["--size", "8"], ["--size", "T0=8,16", "--size", "i3=8"],
+                  ["--size", "i0=8", "--size", "16"]):
+        r = run_cli("show", str(symbolic_file), "--segments", "--json", *sizes)
+        assert r.returncode == 0, (sizes, r.stderr)
+        assert json.loads(r.stdout)["segments"], sizes
+    r = run_cli("show", str(symbolic_file), "--segments", "--size", "T0=8,16", "--size", "T1=9")
+    assert r.returncode == 2 and "compilation failed" in r.stderr  # 8 rows, 9 to add: the sizes disagree
+    for bad in ("T0=8,x", "=8", "1.5"):
+        r = run_cli("show", str(symbolic_file), "--segments", "--size", bad)
+        assert r.returncode == 2 and "--size" in r.stderr and "NAME=N" in r.stderr, bad
+    r = run_cli("show", str(symbolic_file), "--segments", "--size", "T7=8")
+    assert r.returncode == 2 and "'T7' names no input or symbolic size" in r.stderr
+
+
+def test_run_and_export_take_sizes(symbolic_file: Path, tmp_path: Path) -> None:
+    r = run_cli("run", str(symbolic_file), "--size", "T0=4,8", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["options"]["input_sizes"] == {"T0": [4, 8]}
+    r = run_cli("run", str(symbolic_file))  # no sizes: the run fails, saying which are missing
+    assert r.returncode == EXIT_RUN_FAILED and "--size T0=i0,i2" in r.stderr
+    out = tmp_path / "graph.json"
+    r = run_cli("export", str(symbolic_file), "--format", "json", "-o", str(out), "--size", "8")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(out.read_text())["nodes"]
+
+
+def test_size_is_refused_for_a_file_with_inputs() -> None:
+    r = run_cli("show", "softmax", "--segments", "--size", "64")
+    assert r.returncode == 2 and "sizes are for a fusion without an inputs list" in r.stderr
+
+
+def test_a_file_without_inputs_but_concrete_sizes_compiles(seed001_file: Path) -> None:
+    # seed 001's shape is static: its example input is made from the definition, laid out
+    # as its stride order says
+    r = run_cli("show", str(seed001_file), "--segments", "--json")
+    assert r.returncode == 0, r.stderr
+    assert [s["scheduler"] for s in json.loads(r.stdout)["segments"]] == ["inner_outer_persistent"]
 
 
 # ---- run -----------------------------------------------------------------------------------------
@@ -125,7 +168,7 @@ def test_run_cross_entropy_on_the_emulator(capsys: pytest.CaptureFixture[str]) -
 def test_run_json_of_rope_bwd(capsys: pytest.CaptureFixture[str]) -> None:
     data = json.loads(out_of(capsys, "run", str(sample("seed003_rope_bwd_small")), "--json"))
     assert data["status"] == "ok" and data["backend"] == "emulate"
-    assert len(data["segments"]) == 7 and all(s["max_error"] is not None for s in data["segments"])
+    assert len(data["segments"]) == 5 and all(s["max_error"] is not None for s in data["segments"])
     assert [o["ok"] for o in data["outputs"]] == [True]
 
 
@@ -199,3 +242,20 @@ def test_export_errors_exit_2(tmp_path: Path) -> None:
     assert r.returncode == 2 and "invalid choice: 'png'" in r.stderr
     r = run_cli("export", "softmax", "--format", "dot", "-o", str(tmp_path / "missing" / "x.dot"))
     assert r.returncode == 2 and r.stderr.startswith("fusescope: error: ") and "Traceback" not in r.stderr
+
+
+def test_attention_with_dropout_shows_and_its_run_fails_naming_op_and_segment(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Every `show` view works on a file with dropout inside attention; `run` exits 4 with the
+    engine's refusal, which names the segment and the op."""
+    path = str(Path(__file__).parents[1] / "engine" / "fixtures" / "attention_dropout.py")
+    assert "dropout_p = 0.1" in out_of(capsys, "show", path, "--ir")
+    segments = out_of(capsys, "show", path, "--segments")
+    assert re.search(r"g1\s+expr_eval", segments) and re.search(r"g3\s+pointwise", segments)
+    assert "expr_eval" in out_of(capsys, "show", path, "--schedule")
+    assert "__global__" in out_of(capsys, "show", path, "--cuda")
+    assert "sdpa(" in out_of(capsys, "show", path, "--host-ir")
+    assert main(["run", path, "--backend", "reference"]) == EXIT_RUN_FAILED
+    err = capsys.readouterr().err
+    assert err.startswith("fusescope: error: ExecutionError: segment 1 (expr_eval): sdpfa_fwd producing T7, T8, "
+                          "T9, T10: dropout_p = 0.1: attention with dropout is not run")

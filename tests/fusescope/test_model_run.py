@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from fusescope import samples
-from fusescope.model import CompileOptions, Session, _check, load_session
+from fusescope.model import CompileOptions, Session, _check, load_session, session_from_source
 from fusescope.worker import Worker
-from tests.fusescope.fusions import build_seed001
+from tests.fusescope.fusions import SYMBOLIC_FILE
 from tests.fusescope.worker_jobs import dispatch
 
 
@@ -83,9 +83,13 @@ def test_compile_cross_entropy_gives_three_segments_and_the_merge_log(cross_entr
         result.segment(7)
 
 
+def load_session_text(text: str) -> Session:
+    return session_from_source(text, "symbolic.py")
+
+
 def test_a_compile_failure_is_one_line() -> None:
-    # Built in Python, without an `inputs = [...]` list: nothing to compile for.
-    session = Session.from_definition(build_seed001(), title="seed001")
+    # Without an `inputs = [...]` list and with symbolic sizes: nothing to compile for.
+    session = load_session_text(SYMBOLIC_FILE)
     result = session.compile()
     assert not result.ok and result.segments == []
     assert result.error is not None and result.error.startswith("no example inputs: ")
@@ -93,6 +97,18 @@ def test_a_compile_failure_is_one_line() -> None:
     assert result.summary() == f"No compilation: {result.error}\n"
     run = session.run("emulate")
     assert run.status == "error" and run.message.startswith("compilation failed: no example inputs")
+
+
+def test_input_sizes_compile_and_run_a_fusion_without_inputs() -> None:
+    # --size's option: the worker makes the same inputs from the definition at those sizes
+    session = load_session_text(SYMBOLIC_FILE)
+    options = CompileOptions().with_(input_sizes={"T0": (6, 10)})  # T1's size is T0's first
+    assert session.compile(options).ok
+    run = session.run("emulate", options)
+    assert run.status == "ok", run.message
+    assert run.options.input_sizes == (("T0", (6, 10)),)
+    assert CompileOptions.from_dict(options.to_dict()) == options  # bundles keep the sizes
+    assert "sizes T0=6,10" in options.describe()
 
 
 def test_options_make_a_separate_compilation(cross_entropy: Session) -> None:
@@ -133,3 +149,25 @@ def test_check_flags_a_mismatch_and_tolerates_rounding() -> None:
     nan = torch.tensor([float("nan"), 1.0])
     assert _check(nan.clone(), nan)[2]  # NaN where the reference has NaN is a match
     assert not _check(torch.tensor([1, 2]), torch.tensor([1, 3]))[2]  # integers are exact
+
+
+def test_a_segments_local_memory_is_kept_in_runs_and_bundles(cross_entropy: Session) -> None:
+    from fusescope.model import SegmentRun, run_from_dict
+
+    result = cross_entropy.run("emulate", profile=True)
+    assert all(s.local_bytes is None for s in result.segments)  # the emulator has no such figure
+    spilled = SegmentRun(0, "reduction", "k0", 0.1, 4096, 40.0, 0.01, 0.0, 40, 0.5, local_bytes=1536)
+    d = dict(result.to_dict(), segments=[spilled.to_dict()])
+    again = run_from_dict(d)
+    assert again.segments[0].local_bytes == 1536
+    assert "local" in again.report().splitlines()[2] and " 1536 " in again.report().splitlines()[3]
+    del d["segments"][0]["local_bytes"]  # a bundle saved before the field existed
+    assert run_from_dict(d).segments[0].local_bytes is None
+
+
+@pytest.mark.gpu
+def test_a_cuda_profile_gives_each_kernel_its_local_memory(cross_entropy: Session) -> None:
+    result = cross_entropy.run("cuda", profile=True)
+    assert result.status == "ok", result.message
+    kernels = [s for s in result.segments if s.kernel]
+    assert kernels and all(s.local_bytes is not None and s.local_bytes >= 0 for s in kernels)

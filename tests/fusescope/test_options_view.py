@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from textual.widgets import Input, Switch, TabbedContent
 
@@ -42,7 +44,7 @@ async def test_toggling_forwarding_recompiles_seed003_and_shows_the_difference()
         assert f"segments: {len(before.segments)} -> {len(after.segments)}" in view.text
         # Without forwarding the forwarded chains stay in their own segments: the segments differ.
         assert [(s.scheduler, s.ops) for s in before.segments] != [(s.scheduler, s.ops) for s in after.segments]
-        assert "expr_eval" in view.text
+        assert "boundary bytes: " in view.text and "differs" in view.text
         segments = app.query_one(SegmentsView)
         assert segments.result is after and "forwarding off" in segments.border_title
 
@@ -114,3 +116,47 @@ async def test_opening_another_fusion_clears_the_comparison_and_its_replacement_
         await pilot.press("r")
         await settle(app, pilot)
         assert app.options.kernel_sources == ((0, "// softmax g0"),)
+
+
+async def test_input_sizes_compile_a_file_without_an_inputs_list(symbolic_file: Path) -> None:
+    # No inputs list and symbolic sizes: the compile says which sizes are missing and where to
+    # give them; the Options tab's Input sizes field takes them as --size does.
+    app = FusescopeApp(load_session(symbolic_file))
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.press("g")
+        await settle(app, pilot)
+        segments = app.query_one(SegmentsView)
+        assert segments.result is not None and "--size T0=i0,i2" in (segments.result.error or "")
+        assert any(n.title == "Sizes needed" and "Options tab" in n.message for n in app._notifications)
+        await pilot.press("t")
+        await settle(app, pilot)
+        field = app.query_one("#opt-sizes", Input)
+        field.value = "T0=4,x"
+        field.focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        errors = [n.message for n in app._notifications if n.severity == "error"]
+        assert any("--size 'T0=4,x'" in m for m in errors) and app.options.input_sizes == ()
+        field.value = "T0=4,8"  # T1's size is T0's first: the fusion adds them
+        await pilot.press("enter")
+        await settle(app, pilot)
+        await settle(app, pilot)
+        assert app.options.input_sizes == (("T0", (4, 8)),)
+        assert segments.result is not None and segments.result.ok and segments.result.segments
+        assert segments.border_title.endswith("sizes T0=4,8")
+        assert app.query_one(OptionsView).text.startswith("options: forwarding on, 4 streams  ->  forwarding on, 4 streams, "
+                                                          "sizes T0=4,8\n")
+
+
+async def test_the_tui_starts_with_the_sizes_given_on_the_command_line(symbolic_file: Path) -> None:
+    from fusescope.model import CompileOptions
+
+    options = CompileOptions().with_(input_sizes={"*": (6,)})
+    app = FusescopeApp(load_session(symbolic_file), options)
+    async with app.run_test(size=(160, 50)) as pilot:
+        assert app.query_one("#opt-sizes", Input).value == "6"
+        await pilot.press("g")
+        await settle(app, pilot)
+        result = app.query_one(SegmentsView).result
+        assert result is not None and result.ok
+

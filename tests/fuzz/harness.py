@@ -22,8 +22,11 @@ from typing import Any
 
 import torch
 
-from engine.dtypes import DataType
 from engine.errors import CompileError, FusionDefinitionError, ScheduleError
+from tests.rounding import SPREAD_MARGIN, Spread, explained_by_rounding, rounding_spread
+
+__all__ = ["REFUSALS", "Outcome", "Spread", "category", "crash", "mismatch_reason", "nvcc_check", "rounding_spread",
+           "run_compiled"]
 
 REFUSALS = (CompileError, ScheduleError, FusionDefinitionError)
 
@@ -59,10 +62,11 @@ _BYTE_EXACT = tuple(getattr(torch, n) for n in ("float4_e2m1fn_x2", "float8_e8m0
 def mismatch_reason(out: Any, ref: Any, spread: Spread | None = None) -> str | None:
     """Why `out` differs from `ref` (None when they match within the dtype's tolerance).
 
-    With `spread` (rounding_spread's, for this output) an element also matches where
-    rounding alone moves it further than the tolerance: `out` may then be as far from
+    With `spread` (tests.rounding.rounding_spread's, for this output) an element also matches
+    where rounding alone moves it further than the tolerance: `out` may then be as far from
     `ref` as `ref` is from the float64 result plus what last-place changes of the
-    intermediate values do to it (integers and booleans: any value those runs gave)."""
+    intermediate values do to it, or no further from the float64 result than `ref` is, by
+    that much (explained_by_rounding) (integers and booleans: any value those runs gave)."""
     if not isinstance(ref, torch.Tensor):
         return None if out == ref else f"{out!r} != {ref!r}"
     if not isinstance(out, torch.Tensor):
@@ -97,73 +101,15 @@ def mismatch_reason(out: Any, ref: Any, spread: Spread | None = None) -> str | N
     same = torch.isclose(o, r, rtol=tol, atol=tol * scale, equal_nan=True)
     if spread is not None and not bool(same.all()):
         w = spread.wide.double()
-        moved = torch.stack([(t.double() - w).abs() for t in spread.samples]).amax(0)
-        slack = (r - w).abs() + SPREAD_MARGIN * moved + tol * (r.abs() + scale)
+        slack = (r - w).abs() + SPREAD_MARGIN * spread.moved() + tol * (r.abs() + scale)
         # Finite values only: an overflow of the narrow type is no rounding question.
         same |= torch.isfinite(o) & torch.isfinite(r) & torch.isfinite(slack) & ((o - r).abs() <= slack)
+        same |= explained_by_rounding(out, ref, spread)
     if bool(same.all()):
         return None
     k = int((~same).flatten().nonzero()[0])
     return (f"{int((~same).sum())} of {out.numel()} differ beyond rtol={tol}, "
             f"e.g. flat {k}: {o.flatten()[k].item()} != {r.flatten()[k].item()}")
-
-
-@dataclass
-class Spread:
-    """One output computed in float64 (`wide`), and again with rounding-sized changes of every
-    intermediate value (`samples`)."""
-
-    wide: Any
-    samples: list[Any]
-
-
-# Unit roundoff (half an ulp, relative) of the types whose values rounding_spread moves.
-UNIT_ROUNDOFF = {DataType.Float: 2.0**-24, DataType.BFloat16: 2.0**-8, DataType.Half: 2.0**-11}
-SPREAD_SAMPLES = 4
-# The engine's own rounding (its libm and the reference's differ by an ulp or two, and by
-# more where torch's vectorized CPU kernels approximate, e.g. gelu's erf) may exceed one
-# sample's: a few times the largest move seen still bounds it.
-SPREAD_MARGIN = 4.0
-
-
-def rounding_spread(fusion: Any, xs: list[Any]) -> list[Spread] | None:
-    """How far rounding alone moves each output of `fusion`: its outputs computed with every
-    float, bf16 and half value kept in float64 (a widened copy; its casts between those types
-    round nothing), and SPREAD_SAMPLES more runs of that copy where every value an op makes
-    is moved by its original type's unit roundoff, up or down at random (seeded). Where the
-    outputs are well conditioned all of these agree to a few ulps; where they are not
-    (fmod by a tiny computed divisor, whose quotient multiplies the divisor's last-bit
-    error; a comparison of nearly equal computed values) they spread, and no fixed
-    tolerance can decide between the engine and the reference. None where the widened copy
-    cannot be evaluated."""
-    from engine.reference import evaluate
-
-    wide, val_map = fusion.clone()
-    unit: dict[Any, float] = {}
-    for v, w in val_map.items():
-        if getattr(v, "dtype", None) in UNIT_ROUNDOFF:
-            unit[w] = UNIT_ROUNDOFF[v.dtype]
-            w.dtype = DataType.Double
-    narrow = (torch.float32, torch.bfloat16, torch.float16)
-    wide_xs = [x.double() if isinstance(x, torch.Tensor) and x.dtype in narrow else x for x in xs]
-    gen = torch.Generator().manual_seed(0)
-
-    def nudge(expr: Any, outs: list[Any]) -> list[Any]:
-        moved = []
-        for v, t in zip(expr.outputs, outs):
-            u = unit.get(v)
-            if u is not None and isinstance(t, torch.Tensor) and t.dtype == torch.float64 and t.numel():
-                sign = torch.randint(0, 2, t.shape, generator=gen).to(t.device, torch.float64) * 2 - 1
-                t = t * (1 + sign * u)
-            moved.append(t)
-        return moved
-
-    try:
-        wide_outs = evaluate(wide, wide_xs)
-        samples = [evaluate(wide, wide_xs, after=nudge) for _ in range(SPREAD_SAMPLES)]
-    except Exception:  # noqa: BLE001 - only a second opinion: without it the comparison stands
-        return None
-    return [Spread(w, [s[k] for s in samples]) for k, w in enumerate(wide_outs)]
 
 
 def nvcc_check(cf: Any) -> None:

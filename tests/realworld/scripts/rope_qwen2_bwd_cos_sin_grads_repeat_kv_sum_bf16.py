@@ -1,0 +1,137 @@
+# ruff: noqa  (a repro script in nvFuser's format, kept as such scripts are written)
+# Modelled on hf_qwen2_rope_bwd in NVIDIA/Fuser benchmarks/python/test_rope.py (Thunder's
+# backward of HF Qwen2's apply_rotary_pos_emb + repeat_kv with cos/sin requiring grad): the
+# repeated key and value grads [1, Hq, S, D] reshaped to [1, Hkv, R, S, D] and summed over
+# dims [0, 2]; q and k recomputed from the saved projections (reshape, transpose);
+# rotate-half's backward as slices of g*sin padded into swapped halves plus g*cos; the cos
+# and sin grads as sums over batch and heads of g*x and g*rotate_half(x) from both q and k,
+# broadcast to [1, S, D]; the input grads transposed back and flattened.
+# real-sizes: 16=128 13=4096 8=64 21=28 3=4
+import torch
+from nvfuser import FusionDefinition, DataType
+
+
+def nvfuser_fusion_id0(fd : FusionDefinition) -> None :
+    T0 = fd.define_tensor(shape=[1, 21, 13, 16], contiguity=[None, True, True, True], dtype=DataType.BFloat16, is_cpu=False, stride_order=[3, 2, 1, 0])
+    T1 = fd.define_tensor(shape=[1, 13, 336], contiguity=[None, True, True], dtype=DataType.BFloat16, is_cpu=False, stride_order=[2, 1, 0])
+    T2 = fd.define_tensor(shape=[1, 13, 48], contiguity=[None, True, True], dtype=DataType.BFloat16, is_cpu=False, stride_order=[2, 1, 0])
+    T3 = fd.define_tensor(shape=[1, 13, 16], contiguity=[None, True, True], dtype=DataType.BFloat16, is_cpu=False, stride_order=[2, 1, 0])
+    T4 = fd.define_tensor(shape=[1, 21, 13, 16], contiguity=[None, True, True, True], dtype=DataType.BFloat16, is_cpu=False, stride_order=[3, 2, 1, 0])
+    T5 = fd.define_tensor(shape=[1, 21, 13, 16], contiguity=[None, True, True, True], dtype=DataType.BFloat16, is_cpu=False, stride_order=[3, 2, 1, 0])
+    T6 = fd.define_tensor(shape=[1, 13, 16], contiguity=[None, True, True], dtype=DataType.BFloat16, is_cpu=False, stride_order=[2, 1, 0])
+    T13 = fd.ops.reshape(T0, new_shape=[1, 3, 7, 13, 16])
+    T14 = fd.ops.cast(T13, dtype=DataType.Float)
+    T15 = fd.ops.sum(T14, dims=[0, 2], keepdim=False, dtype=DataType.Null)
+    T16 = fd.ops.cast(T15, dtype=DataType.BFloat16)
+    T23 = fd.ops.reshape(T4, new_shape=[1, 3, 7, 13, 16])
+    T24 = fd.ops.cast(T23, dtype=DataType.Float)
+    T25 = fd.ops.sum(T24, dims=[0, 2], keepdim=False, dtype=DataType.Null)
+    T26 = fd.ops.cast(T25, dtype=DataType.BFloat16)
+    T32 = fd.ops.reshape(T1, new_shape=[1, 13, 21, 16])
+    T33 = fd.ops.permute(T32, dims=[0, 2, 1, 3])
+    T39 = fd.ops.reshape(T2, new_shape=[1, 13, 3, 16])
+    T40 = fd.ops.permute(T39, dims=[0, 2, 1, 3])
+    T46 = fd.ops.broadcast_in_dim(T3, shape=[1, 1, 13, 16], broadcast_dims=[0, 2, 3])
+    T52 = fd.ops.broadcast_in_dim(T6, shape=[1, 1, 13, 16], broadcast_dims=[0, 2, 3])
+    T58 = fd.ops.broadcast_in_dim(T26, shape=[1, 3, 13, 16], broadcast_dims=[1, 2, 3])
+    T59 = fd.ops.cast(T5, dtype=DataType.Float)
+    T60 = fd.ops.cast(T33, dtype=DataType.Float)
+    T66 = fd.ops.broadcast_in_dim(T46, shape=[1, 21, 13, 16], broadcast_dims=[0, 1, 2, 3])
+    T67 = fd.ops.cast(T66, dtype=DataType.Float)
+    T73 = fd.ops.broadcast_in_dim(T52, shape=[1, 21, 13, 16], broadcast_dims=[0, 1, 2, 3])
+    T74 = fd.ops.cast(T73, dtype=DataType.Float)
+    T75 = fd.ops.mul(T60, T59)
+    T76 = fd.ops.sum(T75, dims=[0, 1], keepdim=False, dtype=DataType.Null)
+    T92 = fd.ops.slice(T33, start_indices=[0, 0, 0, 0], end_indices=[1, 21, 13, 8], strides=[1, 1, 1, 1], manual_normalization=0)
+    T108 = fd.ops.slice(T33, start_indices=[0, 0, 0, 8], end_indices=[1, 21, 13, 16], strides=[1, 1, 1, 1], manual_normalization=0)
+    T109 = fd.ops.cast(T108, dtype=DataType.Float)
+    T110 = fd.ops.neg(T109)
+    T111 = fd.ops.cast(T110, dtype=DataType.BFloat16)
+    T112 = fd.ops.cat([T111, T92], dim=-1, manual_padding=0)
+    T113 = fd.ops.cast(T112, dtype=DataType.Float)
+    T114 = fd.ops.mul(T113, T59)
+    T115 = fd.ops.sum(T114, dims=[0, 1], keepdim=False, dtype=DataType.Null)
+    T116 = fd.ops.mul(T74, T59)
+    T117 = fd.ops.cast(T116, dtype=DataType.BFloat16)
+    T133 = fd.ops.slice(T117, start_indices=[0, 0, 0, 0], end_indices=[1, 21, 13, 8], strides=[1, 1, 1, 1], manual_normalization=0)
+    T149 = fd.ops.slice(T117, start_indices=[0, 0, 0, 8], end_indices=[1, 21, 13, 16], strides=[1, 1, 1, 1], manual_normalization=0)
+    T150 = fd.ops.cast(T133, dtype=DataType.Float)
+    T151 = fd.ops.neg(T150)
+    T152 = fd.ops.cast(T151, dtype=DataType.BFloat16)
+    S153 = fd.define_scalar(0.00000, dtype=DataType.Double)
+    T163 = fd.ops.pad(T149, [0, 8, 0, 0, 0, 0, 0, 0], S153)
+    T164 = fd.ops.cast(T163, dtype=DataType.Float)
+    S165 = fd.define_scalar(0.00000, dtype=DataType.Double)
+    T175 = fd.ops.pad(T152, [8, 0, 0, 0, 0, 0, 0, 0], S165)
+    T176 = fd.ops.cast(T175, dtype=DataType.Float)
+    T177 = fd.ops.add(T176, T164)
+    T178 = fd.ops.mul(T67, T59)
+    T179 = fd.ops.add(T177, T178)
+    T180 = fd.ops.cast(T179, dtype=DataType.BFloat16)
+    T181 = fd.ops.cast(T58, dtype=DataType.Float)
+    T182 = fd.ops.cast(T40, dtype=DataType.Float)
+    T188 = fd.ops.broadcast_in_dim(T46, shape=[1, 3, 13, 16], broadcast_dims=[0, 1, 2, 3])
+    T189 = fd.ops.cast(T188, dtype=DataType.Float)
+    T195 = fd.ops.broadcast_in_dim(T52, shape=[1, 3, 13, 16], broadcast_dims=[0, 1, 2, 3])
+    T196 = fd.ops.cast(T195, dtype=DataType.Float)
+    T197 = fd.ops.mul(T182, T181)
+    T198 = fd.ops.sum(T197, dims=[0, 1], keepdim=False, dtype=DataType.Null)
+    T214 = fd.ops.slice(T40, start_indices=[0, 0, 0, 0], end_indices=[1, 3, 13, 8], strides=[1, 1, 1, 1], manual_normalization=0)
+    T230 = fd.ops.slice(T40, start_indices=[0, 0, 0, 8], end_indices=[1, 3, 13, 16], strides=[1, 1, 1, 1], manual_normalization=0)
+    T231 = fd.ops.cast(T230, dtype=DataType.Float)
+    T232 = fd.ops.neg(T231)
+    T233 = fd.ops.cast(T232, dtype=DataType.BFloat16)
+    T234 = fd.ops.cat([T233, T214], dim=-1, manual_padding=0)
+    T235 = fd.ops.cast(T234, dtype=DataType.Float)
+    T236 = fd.ops.mul(T235, T181)
+    T237 = fd.ops.sum(T236, dims=[0, 1], keepdim=False, dtype=DataType.Null)
+    T238 = fd.ops.mul(T196, T181)
+    T239 = fd.ops.cast(T238, dtype=DataType.BFloat16)
+    T255 = fd.ops.slice(T239, start_indices=[0, 0, 0, 0], end_indices=[1, 3, 13, 8], strides=[1, 1, 1, 1], manual_normalization=0)
+    T271 = fd.ops.slice(T239, start_indices=[0, 0, 0, 8], end_indices=[1, 3, 13, 16], strides=[1, 1, 1, 1], manual_normalization=0)
+    T272 = fd.ops.cast(T255, dtype=DataType.Float)
+    T273 = fd.ops.neg(T272)
+    T274 = fd.ops.cast(T273, dtype=DataType.BFloat16)
+    S275 = fd.define_scalar(0.00000, dtype=DataType.Double)
+    T285 = fd.ops.pad(T271, [0, 8, 0, 0, 0, 0, 0, 0], S275)
+    T286 = fd.ops.cast(T285, dtype=DataType.Float)
+    S287 = fd.define_scalar(0.00000, dtype=DataType.Double)
+    T297 = fd.ops.pad(T274, [8, 0, 0, 0, 0, 0, 0, 0], S287)
+    T298 = fd.ops.cast(T297, dtype=DataType.Float)
+    T299 = fd.ops.add(T298, T286)
+    T300 = fd.ops.mul(T189, T181)
+    T301 = fd.ops.add(T299, T300)
+    T302 = fd.ops.cast(T301, dtype=DataType.BFloat16)
+    T303 = fd.ops.add(T76, T198)
+    T304 = fd.ops.cast(T303, dtype=DataType.BFloat16)
+    T305 = fd.ops.add(T115, T237)
+    T306 = fd.ops.cast(T305, dtype=DataType.BFloat16)
+    T307 = fd.ops.permute(T180, dims=[0, 2, 1, 3])
+    T312 = fd.ops.reshape(T307, new_shape=[1, 13, 336])
+    T313 = fd.ops.permute(T302, dims=[0, 2, 1, 3])
+    T318 = fd.ops.reshape(T313, new_shape=[1, 13, 48])
+    T324 = fd.ops.broadcast_in_dim(T16, shape=[1, 3, 13, 16], broadcast_dims=[1, 2, 3])
+    T325 = fd.ops.permute(T324, dims=[0, 2, 1, 3])
+    T330 = fd.ops.reshape(T325, new_shape=[1, 13, 48])
+    T335 = fd.ops.broadcast_in_dim(T304, shape=[1, 13, 16], broadcast_dims=[1, 2])
+    T340 = fd.ops.broadcast_in_dim(T306, shape=[1, 13, 16], broadcast_dims=[1, 2])
+    fd.add_output(T340)
+    fd.add_output(T335)
+    fd.add_output(T330)
+    fd.add_output(T318)
+    fd.add_output(T312)
+
+
+with FusionDefinition() as fd:
+    nvfuser_fusion_id0(fd)
+
+inputs = [
+    torch.testing.make_tensor((1, 21, 13, 16), dtype=torch.bfloat16, device='cuda:0'),
+    torch.testing.make_tensor((1, 13, 336), dtype=torch.bfloat16, device='cuda:0'),
+    torch.testing.make_tensor((1, 13, 48), dtype=torch.bfloat16, device='cuda:0'),
+    torch.testing.make_tensor((1, 13, 16), dtype=torch.bfloat16, device='cuda:0'),
+    torch.testing.make_tensor((1, 21, 13, 16), dtype=torch.bfloat16, device='cuda:0'),
+    torch.testing.make_tensor((1, 21, 13, 16), dtype=torch.bfloat16, device='cuda:0'),
+    torch.testing.make_tensor((1, 13, 16), dtype=torch.bfloat16, device='cuda:0'),
+]
+fd.execute(inputs)
