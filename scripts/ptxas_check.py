@@ -14,9 +14,10 @@ the threads. The exit status is 1 when a kernel has more local memory per thread
 libdevice's trig range reduction); the report lists those apart, under their reason.
 
 Fusions: the real-world scripts and samples of scripts/size_sweep.py's fusion_files() and the
-regression fusions (tests/regressions/fusions). Scales: size_sweep's rewriting (the script's
-text, ast, never run): "model" makes the largest size 4096, "NxN16" multiplies one size by 16;
-REAL_SIZES gives a few scripts the sizes of the report they were modelled on. Inputs at a new
+regression fusions (tests/regressions/fusions). Scales: scripts/scales.py's rewriting (the
+script's text, ast, never run): "real" the sizes of the model a script comes from (its
+`# real-sizes:` line), "model" makes the largest size 4096, "NxN16" multiplies one size by 16.
+Inputs at a new
 scale are meta tensors (shapes, strides and dtypes are all a compile needs); --cap bounds the
 elements of one input all the same, since the segmenter evaluates some ops (random numbers)
 with data, and --max-memory bounds the address space, so that such a compile fails alone.
@@ -46,24 +47,19 @@ import torch  # noqa: E402
 from engine import compile_fusion, fusion_cache, loads_fusion  # noqa: E402
 from engine.errors import CompileError, ExecutionError, FusionDefinitionError, FusionFileError  # noqa: E402
 from engine.runtime.ptxas import ResourceUsage, ptxas_usage  # noqa: E402
-from scripts.size_sweep import (  # noqa: E402
+from scripts.scales import (  # noqa: E402
     Scale,
     UnscalableError,
     _strides_like,
-    fusion_files,
     input_values,
+    real_scale,
     remake,
     rewrite,
     scales_for,
 )
+from scripts.size_sweep import fusion_files  # noqa: E402
 
 REGRESSIONS = ROOT / "tests" / "regressions" / "fusions"
-
-# Sizes of the reports some scripts were modelled on: input dim size -> real size.
-REAL_SIZES: dict[str, dict[int, int]] = {
-    # the H200 report: [1, 2048, 8192] bf16, a [9216, 8192] concatenated weight gradient
-    "realworld/qwen2_rms_norm_residual_bwd_qkv_grad_cat": {40: 2048, 128: 8192, 8: 512},
-}
 
 # Kernels allowed local memory, by a property of the kernel (its scheduler, its source and
 # what ptxas reports), and why: (test, explanation).
@@ -159,11 +155,14 @@ def meta_inputs(xs: list[Any], specs: list[Any], scale: Scale, cap: int) -> list
     return out
 
 
-def scales_of(name: str, xs: list[Any], wanted: list[str]) -> list[Scale]:
+def scales_of(text: str, xs: list[Any], wanted: list[str]) -> list[Scale]:
+    """The fusion's own size, its real sizes (its `# real-sizes:` line), then size_sweep's
+    scales; those whose labels hold one of `wanted`."""
     values, inner = input_values(xs)
     out = [Scale("own", {})]
-    if name in REAL_SIZES:
-        out.append(Scale("real", REAL_SIZES[name]))
+    real = real_scale(text)
+    if real is not None:
+        out.append(real)
     out += scales_for(values, inner)
     return [s for s in out if any(w in s.label for w in wanted)]
 
@@ -216,7 +215,7 @@ def check_fusion(name: str, path: Path, wanted: list[str], cap: int, pool: Threa
         return []
     specs = fd0.input_specs or [None] * len(xs0)
     jobs: list[tuple[KernelRow, Future[list[ResourceUsage]] | None]] = []
-    for scale in scales_of(name, xs0, wanted):
+    for scale in scales_of(text, xs0, wanted):
         try:
             cf = compile_at(path, text, xs0, specs, scale, cap)
         except UnscalableError:

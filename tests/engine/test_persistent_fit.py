@@ -22,7 +22,7 @@ from engine.runtime import device
 from engine.schedule.register_fit import register_cap, registers_needed
 from engine.segment.refusals import Refusals
 from scripts.ptxas_check import compile_at
-from scripts.size_sweep import Scale
+from scripts.scales import Scale
 from tests.emulation import needs_gxx
 from tests.realworld.test_realworld import _close
 

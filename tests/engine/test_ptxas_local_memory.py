@@ -19,7 +19,7 @@ import pytest
 from engine.runtime.nvcc import nvcc_available
 from engine.runtime.ptxas import ptxas_usage
 from scripts.ptxas_check import compile_at
-from scripts.size_sweep import Scale
+from scripts.scales import Scale
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "tests" / "realworld" / "scripts"

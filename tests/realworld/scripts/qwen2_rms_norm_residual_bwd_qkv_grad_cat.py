@@ -9,6 +9,7 @@
 # first (accumulation steps, hidden size), 18 inputs and 6 outputs, as in the H200 report of
 # a [1, 2048, 8192] bf16 run with a [9216, 8192] concatenated weight gradient (KV = H / 16).
 # Shrunk to [1, 40, 128], KV = 8.
+# real-sizes: 40=2048 128=8192 8=512
 import torch
 from nvfuser import FusionDefinition, DataType
 
