@@ -312,6 +312,13 @@ def _schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace,
         seg.cuda_source = _external_source(seg, options.kernel_sources[seg.id])
         trace.event("codegen", subject, "the generated kernel is replaced by a user-given source")
     seg.launch = lowered.kernel.launch
+    smem_limit = info.device.shared_memory_per_block
+    if seg.launch.shared_mem_bytes > smem_limit and seg.id not in options.kernel_sources:
+        # Refused here rather than at launch, so that the segmenter can refuse the scheduler
+        # for this group and place its ops otherwise.
+        raise SegmentLoweringError(
+            f"segment {seg.id} ({seg.scheduler}): the kernel asks for {seg.launch.shared_mem_bytes} bytes "
+            f"of dynamic shared memory per block; {info.device.name} allows {smem_limit}", frozenset())
     if seg.launch.cooperative:
         per_share = "every block runs the epilogue" in seg.stages.get("grid_epilogue", "")
         trace.event("lowering", subject, f"cooperative launch: the {seg.launch.grid[0] * seg.launch.grid[1] * seg.launch.grid[2]} "

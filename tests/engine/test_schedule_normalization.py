@@ -851,3 +851,26 @@ def test_a_reduced_unit_axis_leaves_the_rms_norm_backward_combined():
     fd = load_fusion(root / "llama2_rms_norm_bwd_scalar_inputs.py")
     cf = compile_fusion(fd, fd.example_inputs(device="cpu", seed=0))
     assert [s.scheduler for s in cf.segments] == ["pointwise", "inner_outer_persistent"]
+
+
+def test_a_kernel_asking_for_more_shared_memory_than_the_device_has_is_refused_at_compile():
+    # BatchNorm backward, fp16 NCHW [256, 256, 14, 14], on the H200 model: the first inner-
+    # persistent kernel asked for 409648 bytes of shared memory (the device allows 232448) and
+    # failed at launch; it is refused when lowered and the ops are segmented again
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from engine import compile_fusion, load_fusion
+    from engine.config import Options
+    from scripts.scales import Scale, scaled_fusion
+
+    path = Path(__file__).resolve().parents[1] / "realworld/scripts/batch_norm_bwd_train_fp16_nchw.py"
+    small = load_fusion(path)
+    xs0 = small.example_inputs(seed=0)
+    fd, xs = scaled_fusion(path, path.read_text(), Scale("real", {5: 256, 12: 256, 7: 14}), xs0,
+                           small.input_specs, 1 << 30, "cpu")
+    cf = compile_fusion(fd, xs, Options(device_model="H200"))
+    limit = 232448
+    assert all(s.launch.shared_mem_bytes <= limit for s in cf.segments if s.is_kernel)
+    assert any("bytes of dynamic shared memory per block" in e.message and "refused" in e.message
+               for e in cf.trace.events)
