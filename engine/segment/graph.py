@@ -17,6 +17,7 @@ import torch
 
 from engine.dtypes import DataType, to_torch
 from engine.errors import ExecutionError
+from engine.ir import exprs as ex
 from engine.ir.base import Expr, Val
 from engine.ir.fusion import Fusion
 from engine.ir.graph_copy import copy_value
@@ -105,12 +106,34 @@ class Sizes:
             base = torch.empty(mem_shape, dtype=torch.uint8, device="meta").view(torch.float4_e2m1fn_x2)
         else:
             base = torch.empty(mem_shape, dtype=to_torch(tv.dtype), device="meta")
+        skew = self._view_misalignment(tv, base.element_size())
+        if skew:  # addresses `skew` elements past a 16-byte boundary, as the viewed input's
+            base = torch.empty(base.numel() + skew, dtype=base.dtype, device="meta").as_strided(
+                base.shape, base.stride(), skew)
         inv = [order.index(d) for d in range(len(order))]
         t = base.permute(inv) if order != list(range(len(order))) else base
         if stored != full:
             t = t.expand(full)
         self._fakes[tv] = t
         return t
+
+    def _view_misalignment(self, tv: TensorView, itemsize: int) -> int:
+        """Elements past a 16-byte boundary at which `tv` starts when the ops making it only
+        view a given input (a reshape, permute, squeeze, broadcast or expand run as expr_eval
+        returns the input's own buffer): the kernels reading it then see the input's address.
+        A slice on the way starts anywhere: one element. 0 for the engine's own allocations."""
+        sliced, x = False, tv
+        while x not in self.given:
+            e = x.definition
+            if not isinstance(e, ex.ViewOp | ex.SqueezeOp | ex.BroadcastOp | ex.ExpandOp | ex.LoadStoreOp
+                              | ex.SliceOp) or not isinstance(e.inputs[0], TensorView):
+                return 0
+            sliced = sliced or isinstance(e, ex.SliceOp)
+            x = e.inputs[0]
+        if sliced:
+            return 1
+        off = self.given[x].data_ptr() % 16 if self.given[x].numel() else 0
+        return (off // itemsize) if off % itemsize == 0 else 1
 
 
 # ---- cutting a group out of the complete fusion -------------------------------------------

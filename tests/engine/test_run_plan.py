@@ -215,3 +215,16 @@ def test_execute_takes_the_last_plan_for_inputs_of_its_signature(monkeypatch):
     other = [x.t().contiguous().t() if isinstance(x, torch.Tensor) else x for x in ys]
     fd.execute(other)  # other strides, another signature: the full path (the reference on the CPU)
     assert len(calls) == 1
+
+
+def test_a_view_of_a_misaligned_input_is_read_at_its_alignment():
+    # the reshape runs as a view (expr_eval) of the input's own buffer, so the kernel reading it
+    # sees the input's address: 4 bytes past a 16-byte boundary, no float pairs
+    fd = load_fusion("tests/realworld/scripts/var_mean_size1_reshape_eps_input.py")
+    for offset, vectorized in ((0, True), (1, False)):
+        xs = [torch.randn(5)[offset:offset + 4].view(2, 2), 1e-5]
+        cf = compile_fusion(fd, xs)
+        (seg,) = [s for s in cf.segments if s.is_kernel]
+        assert seg.params.vectorize_inner_reduction is vectorized
+        for o, r in zip(cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs)):
+            torch.testing.assert_close(o, r)
