@@ -66,7 +66,17 @@ def _realistic(path: Path, device: str = "cuda") -> tuple[object, list[object], 
     return fd0, fd0.example_inputs(device=device, seed=0), f"own ({why})"
 
 
-@pytest.mark.parametrize("path", _files(), ids=lambda p: f"{p.parent.name}/{p.stem}")
+# Scatter with indices drawn again at the new size: repeated indices, whose winner is any write.
+RESCALED_DATA_DEPENDENT = {"scatter"}
+
+
+def _rescalable(path: Path) -> bool:
+    """A hand-written schedule (fd.sched) is written for its own sizes (threads per block,
+    local buffers per thread), so only fusions the schedulers schedule are taken to larger ones."""
+    return ".sched." not in path.read_text() and path.stem not in RESCALED_DATA_DEPENDENT
+
+
+@pytest.mark.parametrize("path", [p for p in _files() if _rescalable(p)], ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_fusion_file_runs_on_the_gpu_at_a_realistic_size(path: Path) -> None:
     fd, xs, label = _realistic(path)
     outcome = run_compiled(fd, xs, backend="cuda")
