@@ -47,6 +47,18 @@ def _nvcc_version(nvcc: str) -> str:
     return _versions[nvcc]
 
 
+def nvcc_and_key(kind: str, arch: str, source: str) -> tuple[str, str]:
+    """nvcc's path and the cache key of `source` compiled by it for `arch` into `kind` of
+    output (the key changes with nvcc's version and flags); CompileError without nvcc."""
+    nvcc = nvcc_path()
+    if nvcc is None:
+        raise CompileError("nvcc is not available (not on PATH, nor under $CUDA_HOME/bin)")
+    key = hashlib.sha256(
+        "\0".join([kind, _nvcc_version(nvcc), arch, " ".join(NVCC_FLAGS), source]).encode()
+    ).hexdigest()[:24]
+    return nvcc, key
+
+
 def ptx_check(source: str, arch: str = "sm_90") -> str:
     """The PTX that `nvcc --ptx -arch=ARCH -std=c++17` makes of `source`.
 
@@ -55,12 +67,7 @@ def ptx_check(source: str, arch: str = "sm_90") -> str:
     """
     if not _ARCH.fullmatch(arch):
         raise ValueError(f"arch {arch!r} is not of the form sm_90 / compute_90")
-    nvcc = nvcc_path()
-    if nvcc is None:
-        raise CompileError("nvcc is not available (not on PATH, nor under $CUDA_HOME/bin)")
-    key = hashlib.sha256(
-        "\0".join(["fs-ptx-1", _nvcc_version(nvcc), arch, " ".join(NVCC_FLAGS), source]).encode()
-    ).hexdigest()[:24]
+    nvcc, key = nvcc_and_key("fs-ptx-1", arch, source)
     out_dir = cache_dir("nvcc")
     ptx_path = out_dir / f"{key}-{arch}.ptx"
     if ptx_path.exists():

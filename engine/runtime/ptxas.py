@@ -11,7 +11,6 @@ parallel checks of the same kernels share them.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -20,9 +19,8 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from engine.errors import CompileError
 from engine.runtime.emu import cache_dir, compile_error
-from engine.runtime.nvcc import _ARCH, NVCC_FLAGS, _nvcc_version, nvcc_path
+from engine.runtime.nvcc import _ARCH, NVCC_FLAGS, nvcc_and_key
 
 _SOURCE_NAME = "kernel.cu"
 _ENTRY = re.compile(r"Function properties for (\S+)")
@@ -89,12 +87,7 @@ def ptxas_usage(source: str, arch: str = "sm_90") -> list[ResourceUsage]:
     """
     if not _ARCH.fullmatch(arch) or not arch.startswith("sm_"):
         raise ValueError(f"arch {arch!r} is not of the form sm_90")
-    nvcc = nvcc_path()
-    if nvcc is None:
-        raise CompileError("nvcc is not available (not on PATH, nor under $CUDA_HOME/bin)")
-    key = hashlib.sha256(
-        "\0".join(["fs-ptxas-1", _nvcc_version(nvcc), arch, " ".join(NVCC_FLAGS), source]).encode()
-    ).hexdigest()[:24]
+    nvcc, key = nvcc_and_key("fs-ptxas-1", arch, source)
     out_dir = cache_dir("ptxas")
     cached = out_dir / f"{key}-{arch}.json"
     if cached.exists():
