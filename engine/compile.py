@@ -25,6 +25,8 @@ from engine.ir.iterdomain import transforms_kept
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
 from engine.runtime.abi import LaunchConfig, TensorArg
+from engine.runtime.placement import run_device
+from engine.shape_rules import check_sizes
 from engine.trace import Trace
 
 BACKENDS = ("reference", "emulate", "cuda")
@@ -86,8 +88,6 @@ class CompiledSegment:
     def run(self, args: list[Any], backend: str, device: Any = None) -> list[Any]:
         """Outputs of this segment for its inputs, on the device a run on `backend` computes on
         (engine.runtime.placement: `device` is the one asked for, None to follow the inputs)."""
-        from engine.runtime.placement import run_device
-
         if backend == "reference" or not self.is_kernel:
             try:
                 return self._evaluate(args, run_device(backend, args, device))
@@ -197,7 +197,6 @@ class PreparedLaunch:
 
 def prepare_launch(seg: CompiledSegment, args: list[Any], backend: str) -> PreparedLaunch:
     """Bind a kernel segment's inputs, allocate its outputs, intermediates and workspaces."""
-    from engine.runtime.placement import run_device
     from engine.runtime.profiler import tensor_bytes
 
     lowered = seg.lowered
@@ -358,8 +357,6 @@ class CompiledFusion:
         program without stream statements runs as a RunPlan: per call, an input check and
         the kernel launches replayed at the compiled sizes."""
         from engine.host.evaluator import HostIrEvaluator
-        from engine.runtime.placement import run_device
-
         if device is not None and backend in BACKENDS:
             run_device(backend, (), device)  # a device the back end cannot run on is refused
         self.load_kernels(backend)
@@ -445,8 +442,6 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
     from engine.reference import check_input_layouts
     from engine.segment.graph import Sizes
     from engine.segment.refusals import Refusals
-    from engine.shape_rules import check_sizes
-
     original: Fusion = fd.fusion if hasattr(fd, "fusion") else fd
     options = options or Options()
     check_input_layouts(original, inputs)

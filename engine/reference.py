@@ -20,6 +20,8 @@ from engine.ir.base import Expr, Val
 from engine.ir.fusion import Fusion
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
+from engine.runtime.placement import run_device
+from engine.shape_rules import expand_mismatch, pointwise_mismatch, reshape_mismatch
 
 Handler = Callable[[Any, list[Any], "Context"], list[Any]]
 HANDLERS: dict[type, Handler] = {}
@@ -57,8 +59,6 @@ def evaluate(fusion: Fusion, inputs: Sequence[Any], device: Any = None,
     (the fuzz harness perturbs them to measure how rounding moves the results)."""
     if len(inputs) != len(fusion.inputs):
         raise ExecutionError(f"fusion takes {len(fusion.inputs)} inputs, got {len(inputs)}")
-    from engine.runtime.placement import run_device
-
     ctx = Context(run_device("reference", inputs, device))
     values: dict[Val, Any] = {}
     for k, (val, x) in enumerate(zip(fusion.inputs, inputs)):
@@ -373,8 +373,6 @@ def _tensorize(x: Any, like: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 def check_pointwise_sizes(expr: Expr, args: Sequence[Any]) -> None:
     """Operands of a pointwise op agree axis by axis wherever neither axis is a broadcast
     (engine.shape_rules.pointwise_mismatch)."""
-    from engine.shape_rules import pointwise_mismatch
-
     why = pointwise_mismatch(expr, [tuple(x.shape) if isinstance(x, torch.Tensor) else None for x in args])
     if why is not None:
         raise ExecutionError(why)
@@ -531,8 +529,6 @@ def logical_sizes(tv: TensorView, ctx: Context) -> list[int]:
 
 @handles(ex.ExpandOp)
 def _expand(expr, args, ctx):
-    from engine.shape_rules import expand_mismatch
-
     (x,) = args
     logical = [i for i in expr.output.domain.logical if not i.is_reduction]
     sizes = [int(ctx.scalar(i.expanded_extent)) if i.expanded_extent is not None else -1 for i in logical]
@@ -548,8 +544,6 @@ def _expand(expr, args, ctx):
 
 @handles(ex.ViewOp)
 def _view(expr, args, ctx):
-    from engine.shape_rules import reshape_mismatch
-
     (x,) = args
     asked = None if expr.new_shape is None else [int(ctx.scalar(s)) for s in expr.new_shape]
     # Symbolic input sizes: only now are the element counts known (nvFuser checks at

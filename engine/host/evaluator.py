@@ -25,6 +25,7 @@ from engine.host import hir
 from engine.ir import exprs as ex
 from engine.ir.base import Expr, Val
 from engine.ir.scalar import Scalar
+from engine.runtime.placement import run_device
 
 # Pool streams per device, reused across runs as c10's stream pool is.
 _POOL: dict[tuple[int, int], Any] = {}
@@ -60,8 +61,6 @@ class HostIrEvaluator:
     # ---- public ----------------------------------------------------------------------
     def run(self, inputs: Sequence[Any]) -> list[Any]:
         from engine.reference import Context, bind_input
-        from engine.runtime.placement import run_device
-
         c = self.container
         if len(inputs) != len(c.inputs):
             raise ExecutionError(f"the host program takes {len(c.inputs)} inputs, got {len(inputs)}")

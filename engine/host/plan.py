@@ -23,6 +23,7 @@ from engine.host.alias_replay import AliasReplay
 from engine.ir.base import Expr, Val
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
+from engine.runtime.placement import run_device
 
 if TYPE_CHECKING:
     from engine.compile import CompiledFusion
@@ -123,8 +124,6 @@ class RunPlan:
 
     def _env(self, xs: list[Any]) -> Any:
         from engine.reference import Context
-        from engine.runtime.placement import run_device
-
         ctx = Context(run_device(self.backend, xs))
         ctx.env.update(self.static_env)
         for k, v in self.scalar_inputs:

@@ -23,6 +23,7 @@ from engine.ir.fusion import Fusion
 from engine.ir.graph_copy import copy_value
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import MemoryType, TensorView
+from engine.runtime.placement import run_device
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -611,8 +612,6 @@ class SegmentedFusion:
         groups produced. Tests compare this with evaluating the complete fusion."""
         from engine.ir.quant_exprs import PreprocessGroupedMatmulInputSf
         from engine.reference import Context, bind_input, finish_output
-        from engine.runtime.placement import run_device
-
         ctx = Context(run_device("reference", inputs))
         values: dict[Val, Any] = {}
         for k, (val, x) in enumerate(zip(self.fusion.inputs, inputs, strict=True)):
