@@ -126,7 +126,10 @@ class RunBar:
         fraction = self.tracker.fraction
         total = p.steps if fraction is not None else None
         completed = round(fraction * p.steps) if fraction is not None else 0
-        self._display.progress.update(self._display.task, total=total, completed=completed)
+        # Drawn at each step once shown: a step shorter than rich's refresh interval (a kernel
+        # loaded from the cache) would otherwise never appear.
+        self._display.progress.update(self._display.task, total=total, completed=completed,
+                                      refresh=self._display.shown)
 
     def __enter__(self) -> RunBar:
         self._display.open()
