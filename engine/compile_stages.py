@@ -14,6 +14,9 @@ from engine.ir.base import Val
 from engine.ir.exprs import LinearOp, MatmulOp, ReductionOp, WelfordOp
 from engine.ir.fusion import Fusion
 from engine.ir.tensorview import TensorView, loop_edits_trusted
+from engine.schedule.persistent_fit import refit
+from engine.schedule.runtime_info import SchedulerRuntimeInfo
+from engine.segment.graph import Sizes
 from engine.trace import Trace
 
 if TYPE_CHECKING:
@@ -116,7 +119,6 @@ def build_segments(fusion: Fusion, inputs: list[Any], options: Options, trace: T
     its (automatic) scheduler accepted but that fails to lower raises SegmentLoweringError
     naming its ops, so that the caller can segment again with them apart."""
     from engine.compile import CompiledSegment
-    from engine.segment.graph import Sizes
 
     groups, segmented = _segment(fusion, inputs, options, trace, refusals)
     sizes = segmented.sizes if segmented is not None else Sizes(fusion, inputs)
@@ -212,7 +214,6 @@ def _schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace,
                       known: Mapping[SchedulerType, str | None] | None) -> set[str]:
     from engine.lower.pipeline import lower_fusion
     from engine.schedule import registry
-    from engine.schedule.runtime_info import SchedulerRuntimeInfo
 
     fusion = seg.fusion
     subject = f"g{seg.id}"
@@ -335,8 +336,6 @@ def _fit_registers(seg: Any, chosen: Any, fusion: Fusion, info: Any, fresh: Fusi
                    trace: Trace) -> tuple[Fusion, Any]:
     """The scheduled segment, or `fresh` (its copy from before scheduling) scheduled again with
     a block shape whose per-thread arrays fit the registers (engine.schedule.persistent_fit)."""
-    from engine.schedule.persistent_fit import refit
-    from engine.schedule.runtime_info import SchedulerRuntimeInfo
 
     fresh_info = SchedulerRuntimeInfo(fresh, args, info.device)
     families, elements, schedule = chosen.fit_shapes(fresh, fresh_info, seg.params)

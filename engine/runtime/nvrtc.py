@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.errors import CompileError
+from engine.runtime.emu.cache import cache_root
 
 # No --use_fast_math: results are compared with torch, which uses IEEE division,
 # square root and denormals. -default-device lets helper functions in the runtime
@@ -62,7 +63,6 @@ class CompiledBinary:
 
 def cache_dir() -> Path:
     """The cubin cache folder; read from the environment on each call so tests can redirect it."""
-    from engine.runtime.emu.cache import cache_root
 
     return cache_root() / "cubin"
 

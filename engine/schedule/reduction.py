@@ -16,6 +16,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from engine.analysis.coverage import uncovered_axis
 from engine.analysis.persistent import (
     ReductionProperties,
     dtype_bytes,
@@ -197,7 +198,6 @@ def uncovered_reason(fusion: Fusion, refs: list[TensorView]) -> str | None:
     """Why a schedule propagated from `refs` would leave an axis of the fusion without
     threads (engine.analysis.coverage): every thread would run it whole, from a local
     buffer as long as the axis."""
-    from engine.analysis.coverage import uncovered_axis
 
     found = uncovered_axis(fusion, refs)
     if found is None:
