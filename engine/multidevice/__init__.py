@@ -1,0 +1,27 @@
+"""Multi-device fusions (nvFuser's multidevice API, nvfuser_direct spelling).
+
+    mesh = engine.multidevice.DeviceMesh(torch.arange(d))
+    with FusionDefinition() as fd:
+        ...
+        tv.set_device_mesh(mesh)
+        tv.outer_split(0, d)
+        tv.axis(0).parallelize(ParallelType.mesh_x)
+    outs = fd.execute(local_shards)        # on each rank: this rank's shards of the outputs
+"""
+
+from engine.multidevice.communicator import Communicator
+from engine.multidevice.mesh import DeviceMesh
+from engine.multidevice.program import MultiDeviceProgram
+from engine.multidevice.sharding import MultiDeviceError, shard_tensor
+
+__all__ = ["Communicator", "DeviceMesh", "MultiDeviceError", "MultiDeviceProgram", "shard_tensor"]
+
+
+def _install() -> None:
+    from engine.frontend import definition
+    from engine.multidevice.execute import execute_on_rank
+
+    definition.MULTIDEVICE_RUN = execute_on_rank
+
+
+_install()

@@ -1,0 +1,164 @@
+"""A multi-device fusion as a host program: compute regions and communications in order.
+
+`MultiDeviceProgram(fusion)` copies the user's fusion, propagates its shardings
+(engine.multidevice.propagate), makes every expr local or a communication
+(engine.multidevice.reshard), then cuts the copy at the communications into regions of
+local exprs. Each region is a standalone fusion in its single-device form
+(engine.multidevice.localize), compiled by the ordinary pipeline for each device's local
+inputs; the communications run over torch.distributed (engine.multidevice.runtime).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.host import hir
+from engine.ir.base import Expr, Val
+from engine.ir.fusion import Fusion
+from engine.ir.tensorview import TensorView
+from engine.multidevice.localize import localize
+from engine.multidevice.mesh import DeviceMesh
+from engine.multidevice.propagate import propagate_shardings
+from engine.multidevice.reshard import Resharding, decompose_reshardings
+from engine.multidevice.sharding import mesh_of
+from engine.segment.graph import cut_fusion
+
+
+@dataclass
+class Region:
+    """Local exprs run as one single-device fusion (`fusion`, already localized)."""
+
+    index: int
+    exprs: list[Expr]
+    inputs: list[Val]
+    outputs: list[Val]
+    mesh: DeviceMesh | None
+    fusion: Fusion
+    compiled: dict[Any, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Communication:
+    """A resharding `set` run between devices; `number` names it in the host IR."""
+
+    number: int
+    resharding: Resharding
+
+    @property
+    def kind(self) -> str:
+        return self.resharding.kind
+
+    @property
+    def input(self) -> TensorView:
+        return self.resharding.input
+
+    @property
+    def output(self) -> TensorView:
+        return self.resharding.output
+
+    def team(self, device: int) -> list[int]:
+        r = self.resharding
+        if r.kind in ("Broadcast", "SendRecv"):
+            return sorted({r.root, *mesh_of(r.output).devices})
+        mesh = mesh_of(r.output)
+        return mesh.team(device, r.pt)
+
+
+Step = Region | Communication
+
+
+def _is_tv(v: Val) -> bool:
+    return isinstance(v, TensorView)
+
+
+class MultiDeviceProgram:
+    def __init__(self, fusion: Fusion) -> None:
+        self.source = fusion
+        prepared, _ = fusion.clone()
+        propagate_shardings(prepared)
+        comms = decompose_reshardings(prepared)
+        self.fusion = prepared
+        self.steps: list[Step] = self._partition(prepared, comms)
+
+    @property
+    def inputs(self) -> list[Val]:
+        return list(self.fusion.inputs)
+
+    @property
+    def outputs(self) -> list[Val]:
+        return list(self.fusion.outputs)
+
+    @property
+    def regions(self) -> list[Region]:
+        return [s for s in self.steps if isinstance(s, Region)]
+
+    @property
+    def communications(self) -> list[Communication]:
+        return [s for s in self.steps if isinstance(s, Communication)]
+
+    def _partition(self, fusion: Fusion, comms: dict[int, Resharding]) -> list[Step]:
+        steps: list[Step] = []
+        run: list[Expr] = []
+        exprs = fusion.exprs()
+        used_later: dict[int, int] = {}
+        for k, e in enumerate(exprs):
+            for v in e.inputs:
+                used_later[id(v)] = k
+        outputs = {id(v) for v in fusion.outputs}
+        order = {id(e): k for k, e in enumerate(exprs)}
+
+        def flush() -> None:
+            if not run:
+                return
+            produced = {id(v) for e in run for v in e.outputs}
+            last = max(order[id(e)] for e in run)
+            ins: list[Val] = []
+            for e in run:
+                for v in e.inputs:
+                    if id(v) not in produced and v not in ins and (_is_tv(v) or v in fusion.inputs):
+                        ins.append(v)
+            outs = [v for e in run for v in e.outputs
+                    if _is_tv(v) and (id(v) in outputs or used_later.get(id(v), -1) > last)]
+            meshes = {mesh_of(v) for e in run for v in e.outputs if _is_tv(v)} - {None}
+            if len(meshes) > 1:
+                names = ", ".join(str(m) for m in meshes)
+                raise ValueError(f"one region of local ops spans several meshes ({names})")
+            sub, _ = cut_fusion(fusion, list(run), ins, outs)
+            localize(sub)
+            steps.append(Region(len(self.regions_of(steps)), list(run), ins, outs,
+                                next(iter(meshes), None), sub))
+            run.clear()
+
+        n = 0
+        for e in exprs:
+            r = comms.get(id(e))
+            if r is None:
+                run.append(e)
+                continue
+            flush()
+            steps.append(Communication(n, r))
+            n += 1
+        flush()
+        return steps
+
+    @staticmethod
+    def regions_of(steps: list[Step]) -> list[Region]:
+        return [s for s in steps if isinstance(s, Region)]
+
+    # ---- host IR ---------------------------------------------------------------------------
+    def host_ir(self, device: int = 0, backend: str = "NCCL") -> hir.HostIrContainer:
+        """The program as nvFuser's host IR, with the teams of `device`."""
+        c = hir.HostIrContainer(self.fusion, self.inputs, self.outputs)
+        for s in self.steps:
+            if isinstance(s, Region):
+                c.top_level.extend(s.exprs)
+                continue
+            if s.kind == "ShardByDevice":
+                c.top_level.append(hir.ShardByDevice(s.input, s.output, s.resharding.pt))
+                continue
+            node = hir.CommunicationNode(s.number, s.kind, s.team(device), s.input, s.output,
+                                         backend, s.resharding.root)
+            c.top_level.append(node)
+            c.top_level.append(hir.Wait(node))
+        return c
