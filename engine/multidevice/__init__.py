@@ -10,11 +10,13 @@
 """
 
 from engine.multidevice.communicator import Communicator
+from engine.multidevice.execute import execute, program_of
 from engine.multidevice.mesh import DeviceMesh
 from engine.multidevice.program import MultiDeviceProgram
 from engine.multidevice.sharding import MultiDeviceError, shard_tensor
 
-__all__ = ["Communicator", "DeviceMesh", "MultiDeviceError", "MultiDeviceProgram", "shard_tensor"]
+__all__ = ["Communicator", "DeviceMesh", "MultiDeviceError", "MultiDeviceProgram", "execute", "program_of",
+           "shard_tensor"]
 
 
 def _install() -> None:

@@ -7,7 +7,8 @@ from typing import Any
 
 from engine.multidevice.program import MultiDeviceProgram
 from engine.multidevice.propagate import has_meshes
-from engine.multidevice.runtime import run_program
+from engine.multidevice.runtime import StepTime, run_program
+from engine.multidevice.sharding import MultiDeviceError
 
 
 def program_of(fd: Any) -> MultiDeviceProgram | None:
@@ -27,3 +28,16 @@ def execute_on_rank(fd: Any, inputs: list[Any]) -> list[Any] | None:
         return None
     cuda = any(getattr(x, "is_cuda", False) for x in inputs)
     return run_program(program, inputs, backend="cuda" if cuda else "reference")
+
+
+def execute(fd: Any, inputs: list[Any], backend: str | None = None,
+            timeline: list[StepTime] | None = None) -> list[Any]:
+    """This rank's outputs of `fd` for its local `inputs`, on `backend` ("reference",
+    "emulate" or "cuda"; by default cuda for CUDA inputs, reference otherwise). `timeline`
+    collects each step's start and end."""
+    program = program_of(fd)
+    if program is None:
+        raise MultiDeviceError("no tensor of this fusion has a device mesh: run it with fd.execute")
+    if backend is None:
+        backend = "cuda" if any(getattr(x, "is_cuda", False) for x in inputs) else "reference"
+    return run_program(program, list(inputs), backend=backend, timeline=timeline)
