@@ -9,7 +9,7 @@ and compares this rank's outputs with the unsharded computation in torch (sharde
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
+import torch.nn.functional as F  # noqa: N812 - torch's usual name
 
 import engine.multidevice as md
 from engine import DataType, FusionDefinition, ParallelType
