@@ -149,10 +149,25 @@ class MultiDeviceProgram:
     # ---- host IR ---------------------------------------------------------------------------
     def host_ir(self, device: int = 0, backend: str = "NCCL") -> hir.HostIrContainer:
         """The program as nvFuser's host IR, with the teams of `device`."""
+        from engine.multidevice.overlap import overlappable, stream_axis
+
         c = hir.HostIrContainer(self.fusion, self.inputs, self.outputs)
-        for s in self.steps:
+        steps = self.steps
+        for k, s in enumerate(steps):
             if isinstance(s, Region):
+                if k and isinstance(steps[k - 1], Communication) and overlappable(steps[k - 1], s):
+                    continue
                 c.top_level.extend(s.exprs)
+                continue
+            nxt = steps[k + 1] if k + 1 < len(steps) else None
+            if isinstance(nxt, Region) and overlappable(s, nxt):
+                node = hir.CommunicationNode(s.number, s.kind, s.team(device), s.input, s.output, backend)
+                caller = c.new_stream()
+                c.top_level.append(hir.GetCurrentStream(caller))
+                loop = hir.ForLoop(c.stream_index, stream_axis(s.input))
+                loop.body = [hir.SetCurrentStream(c.pool_stream()), node, hir.Wait(node), *nxt.exprs,
+                             hir.SetCurrentStream(caller)]
+                c.top_level.append(loop)
                 continue
             if s.kind == "ShardByDevice":
                 c.top_level.append(hir.ShardByDevice(s.input, s.output, s.resharding.pt))

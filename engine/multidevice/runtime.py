@@ -19,6 +19,7 @@ import torch.distributed as dist
 from engine.dtypes import to_torch
 from engine.errors import ExecutionError
 from engine.multidevice.communicator import Communicator
+from engine.multidevice.overlap import overlappable, run_overlapped
 from engine.multidevice.program import Communication, MultiDeviceProgram, Region
 from engine.multidevice.sharding import MultiDeviceError, mesh_of, sharded_dims
 
@@ -140,9 +141,24 @@ def run_program(program: MultiDeviceProgram, inputs: Sequence[Any], backend: str
     env: dict[int, Any] = {id(v): x for v, x in zip(program.inputs, inputs)}
     t0 = time.perf_counter()
     sync = timeline is not None and torch.cuda.is_available()
-    for step in program.steps:
+    steps = program.steps
+    skip = -1
+    for k, step in enumerate(steps):
+        if k == skip:
+            continue
         start = time.perf_counter() - t0
-        if isinstance(step, Region):
+        nxt = steps[k + 1] if k + 1 < len(steps) else None
+        chunks = overlappable(step, nxt) if isinstance(step, Communication) and isinstance(nxt, Region) else 0
+        if chunks and mesh_of(step.output).has(rank):
+            mesh = mesh_of(step.output)
+            groups = {tuple(t): comm.group(t) for t in mesh.teams(step.resharding.pt)}
+            team = step.team(rank)
+            later = any(step.output in s.inputs if isinstance(s, Region) else s.input is step.output
+                        for s in steps[k + 2:]) or step.output in program.outputs
+            run_overlapped(step, nxt, env, chunks, backend, run_region, groups[tuple(team)], team, later)
+            skip = k + 1
+            name, kind = f"Communication {step.number} + region {nxt.index} in {chunks} chunks", "overlap"
+        elif isinstance(step, Region):
             if step.mesh is not None and not step.mesh.has(rank):
                 continue
             args = [env[id(v)] for v in step.inputs]

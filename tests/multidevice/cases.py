@@ -150,7 +150,7 @@ def linear_reduce_scatter(backend: str) -> None:
     _close(out, md.shard_tensor(F.linear(x, wr, br), out_tv))
 
 
-def _mlp(d: int, h: int, dtype: DataType, sequence_parallel: bool) -> tuple[FusionDefinition, list]:
+def _mlp(d: int, h: int, dtype: DataType, sequence_parallel: bool, chunks: int = 1) -> tuple[FusionDefinition, list]:
     mesh = md.DeviceMesh(torch.arange(d))
     with FusionDefinition() as fd:
         x = fd.define_tensor([-1, h], dtype=dtype, contiguity=True)
@@ -174,6 +174,9 @@ def _mlp(d: int, h: int, dtype: DataType, sequence_parallel: bool) -> tuple[Fusi
             for tv in (x, z):
                 tv.outer_split(0, d)
                 tv.axis(0).parallelize(DIDX)
+            if chunks > 1:
+                x.outer_split(1, chunks)
+                x.axis(1).parallelize(ParallelType.stream)
     return fd, tvs + [z]
 
 
@@ -196,6 +199,21 @@ def _mlp_case(backend: str, sequence_parallel: bool) -> None:
     else:
         assert _kinds(fd) == ["Allreduce"]
         _close(out, expect, rtol=1e-4, atol=1e-4)
+
+
+def sp_mlp_overlap(backend: str) -> None:
+    """Sequence parallel with the Allgather split in 2 stream chunks, each overlapping the
+    MLP's compute on the chunk before: the same values, one overlapped step."""
+    comm, d, dev = _setup(backend)
+    h, t = 8, 4 * d
+    fd, tvs = _mlp(d, h, DataType.Float, True, chunks=2)
+    ws = [torch.randn(t, h), torch.randn(4 * h, h) / 3, torch.randn(4 * h), torch.randn(h, 4 * h) / 6, torch.randn(h)]
+    ins = [_shard(a, tv, dev) for a, tv in zip(ws, tvs)]
+    timeline: list = []
+    (out,) = md.execute(fd, ins, backend=backend, timeline=timeline)
+    assert [s.kind for s in timeline] == ["overlap", "ReduceScatter", "compute"], timeline
+    assert "FOR StreamIdx in" in str(md.program_of(fd).host_ir(comm.rank()))
+    _close(out, md.shard_tensor(_mlp_ref(*ws), tvs[-1]), rtol=1e-4, atol=1e-4)
 
 
 def tp_mlp(backend: str) -> None:
