@@ -444,6 +444,11 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
     from engine.segment.refusals import Refusals
     original: Fusion = fd.fusion if hasattr(fd, "fusion") else fd
     options = options or Options()
+    meshed = next((v for v in original.vals() if isinstance(v, TensorView) and v.device_mesh is not None), None)
+    if meshed is not None:
+        raise CompileError(f"{meshed.short_name} has a device mesh: a multi-device fusion runs on every rank "
+                           "through fd.execute (or engine.multidevice.execute), which compiles each device's "
+                           "regions for its local shards")
     check_input_layouts(original, inputs)
     # The definition's listing is both part of the cache key and the first stage's text
     # (a clone keeps names, so it prints the same): printed once.

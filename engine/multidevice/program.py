@@ -21,7 +21,7 @@ from engine.multidevice.localize import localize
 from engine.multidevice.mesh import DeviceMesh
 from engine.multidevice.propagate import propagate_shardings
 from engine.multidevice.reshard import Resharding, decompose_reshardings
-from engine.multidevice.sharding import mesh_of
+from engine.multidevice.sharding import mesh_of, shardings
 from engine.segment.graph import cut_fusion
 
 
@@ -75,6 +75,9 @@ def _is_tv(v: Val) -> bool:
 class MultiDeviceProgram:
     def __init__(self, fusion: Fusion) -> None:
         self.source = fusion
+        for tv in fusion.vals():
+            if isinstance(tv, TensorView):
+                shardings(tv)  # a device axis without a mesh, strided or uneven: named here
         prepared, _ = fusion.clone()
         propagate_shardings(prepared)
         comms = decompose_reshardings(prepared)
