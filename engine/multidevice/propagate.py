@@ -30,7 +30,10 @@ from engine.multidevice.sharding import AxisSharding, mesh_of, shardings
 
 
 def has_meshes(fusion: Fusion) -> bool:
-    return any(isinstance(v, TensorView) and mesh_of(v) is not None for v in fusion.vals())
+    """Whether any tensor has a device mesh or a device-parallel axis."""
+    return any(isinstance(v, TensorView) and (mesh_of(v) is not None or
+                                              any(i.parallel_type in DEVICE_TYPES for i in v.domain.loop))
+               for v in fusion.vals())
 
 
 def _tvs(vals: list) -> list[TensorView]:
