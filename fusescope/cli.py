@@ -10,7 +10,7 @@
     fusescope show FILE --kernel-ir [--segment N]   kernel IR
     fusescope show FILE --host-ir     the host-IR program (once the engine has one)
     fusescope run FILE [--backend emulate|reference|cuda] [--profile] [--json]
-    fusescope export FILE --format dot|json|mermaid|svg -o OUT
+    fusescope export FILE --format dot|json|mermaid|svg|png -o OUT
     (show, run, export: --size T0=4096,8192 --size 1024 for a file without an inputs list)
     fusescope serve [FILE]            the TUI in a web browser (needs textual-serve)
     fusescope list                    list the bundled samples
@@ -298,8 +298,8 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
     session = _load(args.file)
     to_stdout = args.output == "-"
-    if to_stdout and args.format == "svg":
-        raise CliError("svg is written to a file: give -o OUT.svg")
+    if to_stdout and args.format in ("svg", "png"):
+        raise CliError(f"{args.format} is written to a file: give -o OUT.{args.format}")
     try:
         data = session.export(args.format, None if to_stdout else args.output, _options(args))
     except ExportError as e:

@@ -6,13 +6,13 @@ from __future__ import annotations
 import argparse
 
 BACKENDS = ("emulate", "reference", "cuda")  # model.BACKENDS; repeated so --help needs no engine
-EXPORT_FORMATS = ("dot", "json", "mermaid", "svg")
+EXPORT_FORMATS = ("dot", "json", "mermaid", "svg", "png")
 
 TOP_EPILOG = """commands (each has its own --help):
   show FILE --ir | --transforms TV | --schedule | --why | --segments | --cuda | --kernel-ir |
             --host-ir | --runs          print facts about a fusion
   run FILE [--backend B] [--profile]    run it in a worker process and check it against the reference
-  export FILE --format F -o OUT         the segment graph as dot, json, mermaid or svg
+  export FILE --format F -o OUT         the segment graph as dot, json, mermaid, svg or png
   serve [FILE]                          the TUI in a web browser (needs textual-serve)
   list                                  the bundled samples
 show, run, export and the TUI take --size NAME=N,... | N for a file without an inputs list.
@@ -128,7 +128,8 @@ def export_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="fusescope export", description="Export the segment graph.")
     p.add_argument("file", help="fusion file or bundled sample name")
     p.add_argument("--format", choices=EXPORT_FORMATS, required=True,
-                   help="dot (graphviz), json (versioned schema), mermaid, or svg (needs graphviz's dot)")
+                   help="dot (graphviz), json (versioned schema), mermaid, or an svg or png image "
+                        "(drawn by the graphviz-pure package installed with fusescope)")
     p.add_argument("-o", "--output", required=True, metavar="OUT", help="file to write; - for stdout (text formats)")
     _add_compile_options(p)
     p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")

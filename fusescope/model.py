@@ -122,7 +122,7 @@ class Session:
             return self._compiled[options][1]
 
     def export(self, fmt: str, path: str | Path | None = None, options: CompileOptions | None = None) -> str | bytes:
-        """The segment graph as dot, json, mermaid or svg (written to `path` when given).
+        """The segment graph as dot, json, mermaid, svg or png (written to `path` when given).
         Raises ExportError (one line) when there is no graph or the format cannot be made."""
         from engine.errors import EngineError
         from engine.segment.export import export
