@@ -846,6 +846,15 @@ class SegmentRun:
     occupancy: float | None
     note: str = ""
     local_bytes: int | None = None  # per thread: spills and local arrays (GPU profile only)
+    # Element operations the segment's fusion asks for (engine.analysis.flops); None when unknown.
+    flops: int | None = None
+
+    @property
+    def gflops(self) -> float | None:
+        """Achieved GFLOP/s: only from a GPU profile's time, as gbps."""
+        if self.gbps is None or self.flops is None or not self.time_ms:
+            return None
+        return self.flops / (self.time_ms * 1e-3) / 1e9
 
     def to_dict(self) -> dict[str, object]:
         return dict(self.__dict__)
@@ -904,6 +913,11 @@ class RunResult:
     wall_s: float = 0.0
     boundary_bytes: int | None = None  # bytes written by one segment and read by another
     timeline: tuple[TimelineRow, ...] = ()  # the host program's ops (cuda runs only)
+    # The ceilings of the device the kernels were made for (the heuristics' device model, or the
+    # GPU): what a roofline plot puts the segments against. "" / None in older bundles.
+    ceiling_device: str = ""
+    peak_gbps: float | None = None
+    peak_gflops: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -951,6 +965,7 @@ class RunResult:
             "segments": [s.to_dict() for s in self.segments],
             "outputs": [o.to_dict() for o in self.outputs],
             "timeline": [t.to_dict() for t in self.timeline],
+            "ceiling_device": self.ceiling_device, "peak_gbps": self.peak_gbps, "peak_gflops": self.peak_gflops,
         }
 
 
@@ -1005,7 +1020,15 @@ def run_from_dict(d: object, where: str = "run") -> RunResult:
         segments=tuple(_record(x, SegmentRun, f"{where}.segments[{k}]") for k, x in enumerate(lists["segments"])),
         outputs=tuple(_record(x, OutputCheck, f"{where}.outputs[{k}]") for k, x in enumerate(lists["outputs"])),
         timeline=tuple(_record(x, TimelineRow, f"{where}.timeline[{k}]") for k, x in enumerate(lists["timeline"])),
+        ceiling_device=_field(d, "ceiling_device", (str,), where, optional=True) or "",
+        peak_gbps=_optional_float(d, "peak_gbps", where),
+        peak_gflops=_optional_float(d, "peak_gflops", where),
     )
+
+
+def _optional_float(d: dict[str, Any], key: str, where: str) -> float | None:
+    v = _field(d, key, (float, int), where, optional=True)
+    return None if v is None else float(v)
 
 
 def fmt_ms(ms: float | None) -> str:
@@ -1088,9 +1111,11 @@ def _run_compiled(fd: Any, cf: Any, xs: list[Any], job: RunJob, start: float, pr
 
     import torch
 
+    from engine.analysis.flops import fusion_flops
     from engine.compile_stages import bind_env
     from engine.errors import ExecutionError
     from engine.reference import evaluate
+    from engine.runtime.device import current
     from engine.runtime.placement import run_device
     from engine.runtime.profiler import tensor_bytes
 
@@ -1158,7 +1183,8 @@ def _run_compiled(fd: Any, cf: Any, xs: list[Any], job: RunJob, start: float, pr
         ms = (time.perf_counter() - t0) * 1e3
         errs = [_compare(o, r)[0] for o, r in zip(outs, ref_outs) if isinstance(r, torch.Tensor)]
         nbytes = sum(tensor_bytes(t) for t in [*args, *outs] if isinstance(t, torch.Tensor))
-        seg_rows[seg.id] = {"time_ms": ms, "bytes": nbytes, "max_error": max(errs) if errs else None}
+        seg_rows[seg.id] = {"time_ms": ms, "bytes": nbytes, "max_error": max(errs) if errs else None,
+                            "flops": _flops(fusion_flops, seg, ref_args)}
         for v, o, r in zip(seg.output_vals, outs, ref_outs):
             got[id(v)] = o
             want[id(v)] = r
@@ -1212,6 +1238,7 @@ def _run_compiled(fd: Any, cf: Any, xs: list[Any], job: RunJob, start: float, pr
             occupancy=p.occupancy if p is not None else None,
             note=note,
             local_bytes=p.local_bytes if p is not None else None,
+            flops=r["flops"],
         ))
     bad = [c for c in checks if not c.ok]
     if bad:
@@ -1221,8 +1248,21 @@ def _run_compiled(fd: Any, cf: Any, xs: list[Any], job: RunJob, start: float, pr
     else:
         status = "ok"
         message = f"{len(checks)} output(s) match the reference"
+    ceilings = current(job.options.device_model)
     return RunResult(backend, status, message, job.options, bool(profiles), tuple(rows), tuple(checks),
-                     timing, dev_name, time.perf_counter() - start, boundary, timeline)
+                     timing, dev_name, time.perf_counter() - start, boundary, timeline,
+                     ceilings.name, ceilings.memory_bandwidth_gbps, ceilings.peak_fp32_gflops or None)
+
+
+def _flops(count: Callable[[Any, list[Any]], int], seg: Any, args: list[Any]) -> int | None:
+    """The segment's element operations at its inputs' sizes; None where its inputs cannot be
+    bound (a raw buffer input) or an extent has no value."""
+    if seg.raw_inputs:
+        return None
+    try:
+        return count(seg.fusion, args)
+    except (KeyError, TypeError, ValueError, EngineError):
+        return None
 
 
 def _compare(out: Any, ref: Any) -> tuple[float, str]:
