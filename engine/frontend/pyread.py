@@ -2013,6 +2013,8 @@ class _Body:
             if target.id in self.fd_names:
                 raise self.error(stmt, f"cannot rebind {target.id!r}")
             self.env[target.id] = value
+            if hasattr(value, "short_name"):  # a tensor's or scalar's name in the file, and its line
+                self.fd.__dict__.setdefault("source_names", {}).setdefault(value, (target.id, stmt.lineno))
         elif (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
               and target.value.id in self.fd_names and not target.attr.startswith("_")):
             if target.attr in ("ops", "sched", "fusion", "from_pytorch", *_FD_METHODS, *_RUN_METHODS):
