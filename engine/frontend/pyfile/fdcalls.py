@@ -11,6 +11,8 @@ from typing import Any
 
 import torch
 
+import engine.ops as ops
+from engine.codegen import ops_table
 from engine.dtypes import DataType, from_torch
 from engine.errors import FusionDefinitionError, ScheduleError
 from engine.frontend.input_spec import InputSpec
@@ -18,6 +20,7 @@ from engine.frontend.pyfile.plainpy import ITERATORS
 from engine.frontend.pyfile.syntax import excerpt
 from engine.frontend.pyfile.values import ARITH
 from engine.frontend.pyfile.vocab import MAX_ITEMS, copy_containers, is_int, is_number
+from engine.frontend.sched import SchedOperators
 from engine.frontend.spellings import unknown_op_message
 
 # Python operators on tensors and scalars -> the fd.ops they stand for (nvFuser's Tensor and
@@ -50,8 +53,6 @@ def _unpassable(v: Any) -> str | None:
 def _op_names() -> dict[str, tuple[str, ...]]:
     """The op names that fd.ops.unary/binary/ternary/reduce accept: those the code generator
     spells (engine/codegen/ops_table.py)."""
-    from engine.codegen import ops_table
-
     return {
         "unary": (*ops_table.FLOAT_UNARY, *ops_table.SAME_UNARY, *ops_table.BOOL_UNARY),
         "binary": (*ops_table.ARITH_BINARY, *ops_table.COMPARE_BINARY, *ops_table.BITWISE_BINARY),
@@ -65,8 +66,6 @@ _TERNARY_OPS = ("where", "clamp", "lerp")
 
 
 def is_sched_method(name: str) -> bool:
-    from engine.frontend.sched import SchedOperators
-
     attr = getattr(SchedOperators, name, None)
     return not name.startswith("_") and callable(attr) and name != "calls"
 
@@ -103,8 +102,6 @@ class FrontendCalls:
         args = [copy_containers(a) for a in args]
         kwargs = {k: copy_containers(v) for k, v in kwargs.items()}
         if target == "ops":
-            import engine.ops as ops
-
             if name not in ops.__all__:
                 raise self.error(node, unknown_op_message(name))
             self.check_op_name(node, name, args, kwargs)

@@ -10,6 +10,10 @@ import enum
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import engine.frontend.sched as sched_mod
+import engine.ir.exprs as exprs_mod
+import engine.ir.iterdomain as id_mod
+import engine.ir.tensorview as tv_mod
 from engine.dtypes import DataType
 from engine.ir.iterdomain import ParallelType
 from engine.ir.tensorview import MemoryType
@@ -47,11 +51,6 @@ def enum_namespaces() -> dict[str, type[enum.Enum]]:
     module defines (e.g. a cache-op or load/store type) becomes nameable, so new
     schedule arguments need no change here.
     """
-    import engine.frontend.sched as sched_mod
-    import engine.ir.exprs as exprs_mod
-    import engine.ir.iterdomain as id_mod
-    import engine.ir.tensorview as tv_mod
-
     found: dict[str, type[enum.Enum]] = {}
     for mod in (id_mod, tv_mod, exprs_mod, sched_mod):
         for name, obj in vars(mod).items():
