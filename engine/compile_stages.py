@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from engine.analysis.flops import expr_flops
 from engine.analysis.replay import loop_maps_frozen
 from engine.codegen.cuda import render
 from engine.config import Options
@@ -84,6 +85,12 @@ def bind_env(fusion: Fusion, inputs: list[Any]) -> dict:
             x = torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="meta")
         bind_input(k, v, x, ctx)
     return ctx.env
+
+
+def fusion_flops(fusion: Fusion, inputs: Sequence[Any]) -> int:
+    """Element operations of `fusion` at the sizes of `inputs` (tensors of any device, or meta)."""
+    env = bind_env(fusion, list(inputs))
+    return sum(expr_flops(e, env) for e in fusion.exprs())
 
 
 def _const(v: Val, env: dict) -> Any:

@@ -1134,8 +1134,7 @@ def _run_compiled(fd: Any, cf: Any, xs: list[Any], job: RunJob, start: float, pr
 
     import torch
 
-    from engine.analysis.flops import fusion_flops
-    from engine.compile_stages import bind_env
+    from engine.compile_stages import bind_env, fusion_flops
     from engine.errors import ExecutionError
     from engine.reference import evaluate
     from engine.runtime.device import current

@@ -10,7 +10,7 @@ nothing. It is the arithmetic the fusion asks for, not the instructions the kern
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from engine.ir.exprs import (
@@ -22,7 +22,6 @@ from engine.ir.exprs import (
     UnaryOp,
     WelfordOp,
 )
-from engine.ir.fusion import Fusion
 from engine.ir.tensorview import TensorView
 
 # Unary ops that move or reinterpret a value without arithmetic.
@@ -70,11 +69,3 @@ def expr_flops(expr: Any, env: Mapping[Any, Any]) -> int:
         bias = elements(out, env) if isinstance(expr, LinearOp) and expr.has_bias else 0
         return 2 * elements(out, env) * k + bias
     return 0
-
-
-def fusion_flops(fusion: Fusion, inputs: Sequence[Any]) -> int:
-    """Element operations of `fusion` at the sizes of `inputs` (tensors of any device, or meta)."""
-    from engine.compile_stages import bind_env
-
-    env = bind_env(fusion, list(inputs))
-    return sum(expr_flops(e, env) for e in fusion.exprs())
