@@ -16,9 +16,12 @@ from typing import Any
 import torch
 
 from engine import fusion_cache, gc_pause
+from engine.compile_stages import SegmentLoweringError, bind_env, build_segments
+from engine.concretize import concretize
 from engine.config import Options
 from engine.dtypes import DataType, to_torch
 from engine.errors import CompileError, ExecutionError, NoSchedulerError
+from engine.frontend.input_spec import signature_mismatch
 from engine.ir.base import Val
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import transforms_kept
@@ -26,6 +29,8 @@ from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
 from engine.runtime.abi import LaunchConfig, TensorArg
 from engine.runtime.placement import run_device
+from engine.segment.graph import Sizes
+from engine.segment.refusals import Refusals
 from engine.shape_rules import check_sizes
 from engine.trace import Trace
 
@@ -260,8 +265,6 @@ def _launch_prepared(seg: CompiledSegment, prep: PreparedLaunch, backend: str) -
 
 
 def _bind(fusion: Fusion, args: list[Any]) -> dict:
-    from engine.compile_stages import bind_env
-
     return bind_env(fusion, args)
 
 
@@ -321,8 +324,6 @@ class CompiledFusion:
         else:
             xs = list(inputs)
         if _signature(xs) != self.signature:
-            from engine.frontend.input_spec import signature_mismatch
-
             raise ExecutionError(
                 f"{signature_mismatch(self.fusion.inputs, _signature(xs), self.signature)}: not the inputs "
                 "this fusion was compiled for; compile again with compile_fusion"
@@ -381,8 +382,6 @@ class CompiledFusion:
 
 def _execute(cf: CompiledFusion, xs: list[Any], backend: str, before=None) -> list[Any]:
     """Run the segments in order; `before(seg, args)` sees each segment's inputs first."""
-    from engine.compile_stages import bind_env
-
     values: dict[int, Any] = {id(v): x for v, x in zip(cf.fusion.inputs, xs)}
     env = bind_env(cf.fusion, xs)
     for seg in cf.segments:
@@ -423,8 +422,6 @@ def _signature(xs: Sequence[Any]) -> tuple:
 
 def _bound(fusion: Fusion, inputs: Sequence[Any]) -> Any:
     """A scalar of `fusion` evaluated at the sizes and scalar values of `inputs`."""
-    from engine.compile_stages import bind_env
-
     env = bind_env(fusion, list(inputs))
     return lambda s: s.evaluate(env)
 
@@ -437,11 +434,7 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
     """Segment, schedule, lower and render `fd` (a FusionDefinition or Fusion) for `inputs`.
     A definition compiled before for inputs of the same signature, with the same options,
     is not compiled again (engine.fusion_cache)."""
-    from engine.compile_stages import SegmentLoweringError, build_segments
-    from engine.concretize import concretize
     from engine.reference import check_input_layouts
-    from engine.segment.graph import Sizes
-    from engine.segment.refusals import Refusals
     original: Fusion = fd.fusion if hasattr(fd, "fusion") else fd
     options = options or Options()
     meshed = next((v for v in original.vals() if isinstance(v, TensorView) and v.device_mesh is not None), None)

@@ -3,17 +3,28 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from engine.analysis.flops import expr_flops
+from engine.analysis.replay import loop_maps_frozen
+from engine.codegen.cuda import render
 from engine.config import Options
 from engine.dtypes import DataType
 from engine.errors import CompileError, RegisterFitError, ScheduleError
 from engine.ir.base import Val
 from engine.ir.exprs import LinearOp, MatmulOp, ReductionOp, WelfordOp
 from engine.ir.fusion import Fusion
+from engine.ir.iterdomain import ParallelType
+from engine.ir.quant_exprs import PreprocessGroupedMatmulInputSf
+from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView, loop_edits_trusted
+from engine.reference import Context, bind_input
+from engine.runtime.device import current
+from engine.schedule import registry
+from engine.schedule.l2_hints import mark_streamed_inputs
+from engine.schedule.params import apply_overrides
 from engine.schedule.persistent_fit import refit
 from engine.schedule.runtime_info import SchedulerRuntimeInfo
 from engine.segment.graph import Sizes
@@ -67,8 +78,6 @@ def bind_env(fusion: Fusion, inputs: list[Any]) -> dict:
     """Symbolic extents and scalar inputs bound to the values of `inputs`."""
     import torch
 
-    from engine.reference import Context, bind_input
-
     # Only shapes matter: meta tensors bind the extents without copying any data.
     ctx = Context(torch.device("meta"))
     for k, (v, x) in enumerate(zip(fusion.inputs, inputs)):
@@ -78,10 +87,14 @@ def bind_env(fusion: Fusion, inputs: list[Any]) -> dict:
     return ctx.env
 
 
+def fusion_flops(fusion: Fusion, inputs: Sequence[Any]) -> int:
+    """Element operations of `fusion` at the sizes of `inputs` (tensors of any device, or meta)."""
+    env = bind_env(fusion, list(inputs))
+    return sum(expr_flops(e, env) for e in fusion.exprs())
+
+
 def _const(v: Val, env: dict) -> Any:
     """A segment input no segment produces: a constant, or an extent of the fusion's inputs."""
-    from engine.ir.scalar import Scalar
-
     if isinstance(v, Scalar):
         try:
             return v.evaluate(env)
@@ -108,8 +121,6 @@ def _boundary_tensors(groups: list[tuple], sizes: Sizes) -> dict[int, Any]:
 def raw_inputs(g_in: list[Val]) -> set[int]:
     """Positions of inputs that cross segments as the raw buffer their op wrote (seed 000's
     layout op: allocation-sized, padded), which input binding would reject."""
-    from engine.ir.quant_exprs import PreprocessGroupedMatmulInputSf
-
     return {k for k, v in enumerate(g_in) if isinstance(getattr(v, "definition", None), PreprocessGroupedMatmulInputSf)}
 
 
@@ -202,8 +213,6 @@ def schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace,
                      known: Mapping[SchedulerType, str | None] | None = None) -> set[str]:
     """Schedule, lower and render one segment; returns the heuristic overrides it used.
     `known`: compile-time reasons by scheduler already found for this segment's fusion."""
-    from engine.analysis.replay import loop_maps_frozen
-
     # Scheduling verifies inline positions against loop maps after every step, and lowering
     # asks for them again: each is computed once (keyed by what it depends on).
     with loop_maps_frozen():
@@ -213,7 +222,6 @@ def schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace,
 def _schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace,
                       known: Mapping[SchedulerType, str | None] | None) -> set[str]:
     from engine.lower.pipeline import lower_fusion
-    from engine.schedule import registry
 
     fusion = seg.fusion
     subject = f"g{seg.id}"
@@ -224,7 +232,6 @@ def _schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace,
         seg.scheduled_ir = str(fusion)
         trace.event("schedule", subject, "expr_eval, as the segmenter decided (raw buffer input)")
         return used
-    from engine.runtime.device import current
 
     info = SchedulerRuntimeInfo(fusion, args, current(options.device_model))
     if seg.scheduler == "user" and any(isinstance(e, MatmulOp | LinearOp) for e in fusion.exprs()):
@@ -248,8 +255,6 @@ def _schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace,
         seg.scheduler = kind
         seg.params = chosen.compute_heuristics(fusion, info, trace)
         if seg.params is not None and options.heuristic_overrides:
-            from engine.schedule.params import apply_overrides
-
             seg.params, used = apply_overrides(seg.params, options.heuristic_overrides, seg.id)
             if used:
                 trace.event("heuristic", subject, seg.params.derivation[-1])
@@ -266,7 +271,6 @@ def _schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace,
             # scheduler's checks do not replay its caches and output forks): the segment's
             # ops are segmented again, apart, as for a kernel that fails to lower.
             raise SegmentLoweringError(f"segment {seg.id} ({kind}): {e}", frozenset()) from e
-        from engine.schedule.l2_hints import mark_streamed_inputs
 
         mark_streamed_inputs(fusion, info, kind, trace)
         if seg.params is not None:
@@ -275,7 +279,6 @@ def _schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace,
     trace.stage("fusion_ir", seg.scheduled_ir)
     if seg.scheduler in ("expr_eval", "no_op"):
         return used
-    from engine.codegen.cuda import render
 
     seg.kernel_name = f"nvfuser_{seg.scheduler}_f0_c0_r0_g{seg.id}"
     try:
@@ -359,7 +362,5 @@ def _external_source(seg: Any, source: str) -> str:
 
 
 def _has_stream_axis(fusion: Fusion) -> bool:
-    from engine.ir.iterdomain import ParallelType
-
     return any(i.parallel_type == ParallelType.stream
                for tv in fusion.tensors() if isinstance(tv, TensorView) for i in tv.domain.loop)

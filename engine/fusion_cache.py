@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from engine.config import Options
+from engine.frontend.pywrite import dumps_fusion
 
 _SIZE = 64  # compiled fusions kept (least recently used dropped first)
 _cache: OrderedDict[tuple, Any] = OrderedDict()
@@ -29,7 +30,6 @@ def key(fd: Any, inputs: Sequence[Any], options: Options, listing: str | None = 
     `listing`: str(fd.fusion) when the caller has it already."""
     if not hasattr(fd, "recorded_calls"):
         return None
-    from engine.frontend.pywrite import dumps_fusion
 
     try:
         text = dumps_fusion(fd)

@@ -13,11 +13,13 @@ from typing import Any
 
 import torch
 
+from engine.analysis.replay import transforms_between
 from engine.dtypes import DataType, compute_dtype, from_torch, to_torch
 from engine.errors import ExecutionError
 from engine.ir import exprs as ex
 from engine.ir.base import Expr, Val
 from engine.ir.fusion import Fusion
+from engine.ir.iterdomain import Merge, Split
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
 from engine.runtime.placement import run_device
@@ -459,9 +461,6 @@ def _pad_to(x: torch.Tensor, dim: int, size: int, fill: Any) -> torch.Tensor:
 
 def view_as_logical(x: torch.Tensor, tv: TensorView, fill: Any, ctx: Context) -> torch.Tensor:
     """`x`, indexed by `tv`'s root ids, re-laid out by its root->logical splits and merges."""
-    from engine.analysis.replay import transforms_between
-    from engine.ir.iterdomain import Merge, Split
-
     dom = tv.domain
     dims = list(dom.maybe_root)
     for t in transforms_between(dom.maybe_root, dom.logical):

@@ -10,7 +10,8 @@
     fusescope show FILE --kernel-ir [--segment N]   kernel IR
     fusescope show FILE --host-ir     the host-IR program (once the engine has one)
     fusescope run FILE [--backend emulate|reference|cuda] [--profile] [--json]
-    fusescope export FILE --format dot|json|mermaid|svg -o OUT
+    fusescope export FILE --format dot|json|mermaid|svg|png -o OUT
+    fusescope export FILE --chart time|roofline|history -o OUT.svg
     (show, run, export: --size T0=4096,8192 --size 1024 for a file without an inputs list)
     fusescope serve [FILE]            the TUI in a web browser (needs textual-serve)
     fusescope list                    list the bundled samples
@@ -296,16 +297,50 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_export(args: argparse.Namespace) -> int:
     from fusescope.model import ExportError
 
+    if args.chart is not None:
+        return _export_chart(args)
+    if args.format is None:
+        raise CliError("give --format dot|json|mermaid|svg|png (the segment graph) or --chart (a run's chart)")
     session = _load(args.file)
     to_stdout = args.output == "-"
-    if to_stdout and args.format == "svg":
-        raise CliError("svg is written to a file: give -o OUT.svg")
+    if to_stdout and args.format in ("svg", "png"):
+        raise CliError(f"{args.format} is written to a file: give -o OUT.{args.format}")
     try:
         data = session.export(args.format, None if to_stdout else args.output, _options(args))
     except ExportError as e:
         raise CliError(str(e)) from None
     if to_stdout:
         sys.stdout.write(data if isinstance(data, str) else data.decode())
+    return 0
+
+
+def _export_chart(args: argparse.Namespace) -> int:
+    """--chart: a bundle's recorded runs, else a run of the file now (as `run` makes it)."""
+    from fusescope.cli_progress import RunBar
+    from fusescope.model import CompileOptions
+    from fusescope.render.chart_svg import ChartError, chart_svg
+
+    if args.format not in (None, "svg"):
+        raise CliError("a chart is written as svg: leave out --format or give --format svg")
+    session = _load(args.file)
+    runs = list(session.runs)
+    if not runs or _options(args) != CompileOptions():
+        with RunBar(args.backend, args.profile) as bar:
+            result = session.run(args.backend, _options(args), profile=args.profile, on_progress=bar.update)
+        if result.status not in ("ok", "mismatch"):
+            raise CliError(f"the run failed ({result.status}): {result.message}")
+        runs = list(session.runs)
+    try:
+        svg = chart_svg(args.chart, runs)
+    except ChartError as e:
+        raise CliError(str(e)) from None
+    if args.output == "-":
+        sys.stdout.write(svg)
+        return 0
+    try:
+        Path(args.output).write_text(svg, encoding="utf-8")
+    except OSError as e:
+        raise CliError(f"cannot write {args.output}: {e.strerror or e}") from None
     return 0
 
 

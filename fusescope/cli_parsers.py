@@ -6,13 +6,15 @@ from __future__ import annotations
 import argparse
 
 BACKENDS = ("emulate", "reference", "cuda")  # model.BACKENDS; repeated so --help needs no engine
-EXPORT_FORMATS = ("dot", "json", "mermaid", "svg")
+EXPORT_FORMATS = ("dot", "json", "mermaid", "svg", "png")
+CHARTS = ("time", "roofline", "history")  # render.charts.CHARTS, repeated as BACKENDS is
 
 TOP_EPILOG = """commands (each has its own --help):
   show FILE --ir | --transforms TV | --schedule | --why | --segments | --cuda | --kernel-ir |
             --host-ir | --runs          print facts about a fusion
   run FILE [--backend B] [--profile]    run it in a worker process and check it against the reference
-  export FILE --format F -o OUT         the segment graph as dot, json, mermaid or svg
+  export FILE --format F -o OUT         the segment graph as dot, json, mermaid, svg or png
+  export FILE --chart C -o OUT.svg      a chart of a run: time, roofline or history
   serve [FILE]                          the TUI in a web browser (needs textual-serve)
   list                                  the bundled samples
 show, run, export and the TUI take --size NAME=N,... | N for a file without an inputs list.
@@ -125,11 +127,21 @@ def run_parser() -> argparse.ArgumentParser:
 
 
 def export_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="fusescope export", description="Export the segment graph.")
-    p.add_argument("file", help="fusion file or bundled sample name")
-    p.add_argument("--format", choices=EXPORT_FORMATS, required=True,
-                   help="dot (graphviz), json (versioned schema), mermaid, or svg (needs graphviz's dot)")
-    p.add_argument("-o", "--output", required=True, metavar="OUT", help="file to write; - for stdout (text formats)")
+    p = argparse.ArgumentParser(
+        prog="fusescope export", description="Export the segment graph, or a chart of a run as SVG.",
+        epilog="--chart draws the Run tab's chart from the file's run (on --backend, default emulate; "
+        "--profile on a GPU adds bandwidth and achieved FLOP/s), or from a bundle's recorded runs")
+    p.add_argument("file", help="fusion file, bundle or bundled sample name")
+    p.add_argument("--chart", choices=CHARTS, default=None,
+                   help="time: time and bandwidth per segment; roofline: FLOP/byte of each segment against "
+                   "the device's bandwidth and FP32 ceilings; history: a bar per run (a bundle's runs)")
+    p.add_argument("--backend", choices=BACKENDS, default="emulate", help="with --chart: the back end to run on")
+    p.add_argument("--profile", action="store_true", help="with --chart: profile each kernel")
+    p.add_argument("--format", choices=EXPORT_FORMATS, default=None,
+                   help="dot (graphviz), json (versioned schema), mermaid, or an svg or png image "
+                        "(drawn by the graphviz-pure package installed with fusescope)")
+    p.add_argument("-o", "--output", required=True, metavar="OUT",
+                   help="file to write; - for stdout (text formats and charts)")
     _add_compile_options(p)
     p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     return p

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from engine import load_fusion
 from engine.errors import EngineError, FusionDefinitionError
 from engine.ir.printer import transforms_block
+from fusescope.render.decision_log import annotate, collapse, counted, why_lines
 
 if TYPE_CHECKING:
     from engine import FusionDefinition
@@ -122,7 +123,7 @@ class Session:
             return self._compiled[options][1]
 
     def export(self, fmt: str, path: str | Path | None = None, options: CompileOptions | None = None) -> str | bytes:
-        """The segment graph as dot, json, mermaid or svg (written to `path` when given).
+        """The segment graph as dot, json, mermaid, svg or png (written to `path` when given).
         Raises ExportError (one line) when there is no graph or the format cannot be made."""
         from engine.errors import EngineError
         from engine.segment.export import export
@@ -587,9 +588,14 @@ class DecisionInfo:
     message: str
     accepted: bool | None  # merges: whether it merged; None for other kinds
     refusals: tuple[str, ...]  # a refused merge: "scheduler: reason" for every scheduler
+    # A merge's groups (subject "g{33}+g{34}": the segmenter's working groups, numbered by
+    # their expressions) named by the final segment(s) their expressions ended in: ("g3", "g5").
+    finals: tuple[str, ...] = ()
 
     @property
     def text(self) -> str:
+        if self.finals:
+            return f"[{self.kind}] {'+'.join(self.finals)} (groups {self.subject}): {_one_line(self.message)}"
         return f"[{self.kind}] {self.subject}: {_one_line(self.message)}"
 
 
@@ -607,6 +613,8 @@ class CompileResult:
     compile_time_s: float
     error: str | None = None
     note: str = ""  # e.g. why there is no segment graph (a user-scheduled fusion)
+    # Tensor name -> (its name in the fusion file, the line it is assigned on): a loaded file's.
+    origins: dict[str, tuple[str, int]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -642,9 +650,9 @@ class CompileResult:
             out += [f"  g{e.producer} -> g{e.consumer}  {', '.join(e.tensors)}  {human_bytes(e.bytes)}"
                     for e in self.edges]
         if self.decisions:
-            out += ["", "Segmenter decisions:"]
-            for d in self.decisions:
-                out.append(f"  {d.text}")
+            out += ["", "Segmenter decisions (a repeated one once, with its count):"]
+            for d, n in collapse(self.decisions):
+                out.append(f"  {annotate(counted(d.text, n), self.origins)}")
                 out += [f"      {r}" for r in d.refusals]
         if self.segmented_text:
             out += ["", self.segmented_text.rstrip("\n")]
@@ -659,13 +667,14 @@ class CompileResult:
 
     def why(self) -> str:
         """`show --why`: the segmenter's decisions, then each segment's verdicts and heuristic
-        events, one event per line (a multi-line message is joined with " | ")."""
+        events, one event per line (a multi-line message is joined with " | "); a line repeated
+        word for word comes once with its count, tensors are linked to the file's names."""
         lines = [d.text for d in self.decisions]
         for s in self.segments:
             lines += [_one_line(e.text) for e in s.events if e.kind == "can_schedule"]
             lines += [f"[heuristic] g{s.id}: {_one_line(d)}" for d in s.derivation]
             lines += [_one_line(e.text) for e in s.events if e.kind not in ("can_schedule", "heuristic")]
-        return "\n".join(lines) + "\n" if lines else ""
+        return "\n".join(why_lines(lines, self.origins)) + "\n" if lines else ""
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -723,7 +732,14 @@ def _compile(fd: FusionDefinition, options: CompileOptions) -> tuple[object | No
     except Exception as e:  # EngineError or a bug in a stage: either way one line for the user
         return None, failed_compile(options, f"{type(e).__name__}: {_one_line(str(e))}",
                                      time.perf_counter() - start)
-    return cf, _flatten(cf, options, time.perf_counter() - start)
+    result = _flatten(cf, options, time.perf_counter() - start)
+    return cf, replace(result, origins=_origins(fd))
+
+
+def _origins(fd: FusionDefinition) -> dict[str, tuple[str, int]]:
+    """Tensor name -> its name and line in the file it was read from (the reader records them)."""
+    names: dict[Any, tuple[str, int]] = getattr(fd, "source_names", {})
+    return {v.short_name: where for v, where in names.items() if v.short_name.startswith("T")}
 
 
 def failed_compile(options: CompileOptions, error: str, seconds: float = 0.0) -> CompileResult:
@@ -772,7 +788,11 @@ def _flatten(cf: object, options: CompileOptions, seconds: float) -> CompileResu
         # The networkx view joins parallel edges (several tensors between two segments).
         graph = sf.to_networkx()
         edges = [EdgeInfo(a, b, tuple(d["tensors"]), int(d["bytes"])) for a, b, d in graph.edges(data=True)]
-    decisions = [_decision(e) for e in cf.trace if e.kind in SEGMENTER_KINDS]
+    owners: dict[str, set[int]] = {}  # expression name -> the final segments holding it
+    for g in sf.groups if sf is not None else ():
+        for x in g.exprs:
+            owners.setdefault(x.name, set()).add(g.id)
+    decisions = [_decision(e, owners) for e in cf.trace if e.kind in SEGMENTER_KINDS]
     # The host-IR program is being added to the engine; show it once CompiledFusion has it.
     host_ir = getattr(cf, "host_ir", None)
     note = "" if sf is not None else (
@@ -796,7 +816,7 @@ def _last_verdicts(events: list[Any]) -> tuple[VerdictInfo, ...]:
                              e.message) for e in last)
 
 
-def _decision(e: object) -> DecisionInfo:
+def _decision(e: object, owners: dict[str, set[int]]) -> DecisionInfo:
     from engine.trace import Event
 
     assert isinstance(e, Event)
@@ -807,7 +827,10 @@ def _decision(e: object) -> DecisionInfo:
             f"{v['scheduler']}: {v.get('reason') or 'rejected'}"
             for v in e.data.get("verdicts", []) if not v.get("accepted")
         )
-    return DecisionInfo(e.kind, e.subject, e.message, accepted if isinstance(accepted, bool) else None, refusals)
+    finals = tuple("/".join(f"g{i}" for i in sorted({i for x in group for i in owners.get(x, ())})) or "?"
+                   for group in e.data.get("groups", []))
+    return DecisionInfo(e.kind, e.subject, e.message, accepted if isinstance(accepted, bool) else None, refusals,
+                        finals)
 
 
 # ---- execution --------------------------------------------------------------------------------
@@ -846,6 +869,15 @@ class SegmentRun:
     occupancy: float | None
     note: str = ""
     local_bytes: int | None = None  # per thread: spills and local arrays (GPU profile only)
+    # Element operations the segment's fusion asks for (engine.analysis.flops); None when unknown.
+    flops: int | None = None
+
+    @property
+    def gflops(self) -> float | None:
+        """Achieved GFLOP/s: only from a GPU profile's time, as gbps."""
+        if self.gbps is None or self.flops is None or not self.time_ms:
+            return None
+        return self.flops / (self.time_ms * 1e-3) / 1e9
 
     def to_dict(self) -> dict[str, object]:
         return dict(self.__dict__)
@@ -904,6 +936,11 @@ class RunResult:
     wall_s: float = 0.0
     boundary_bytes: int | None = None  # bytes written by one segment and read by another
     timeline: tuple[TimelineRow, ...] = ()  # the host program's ops (cuda runs only)
+    # The ceilings of the device the kernels were made for (the heuristics' device model, or the
+    # GPU): what a roofline plot puts the segments against. "" / None in older bundles.
+    ceiling_device: str = ""
+    peak_gbps: float | None = None
+    peak_gflops: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -951,6 +988,7 @@ class RunResult:
             "segments": [s.to_dict() for s in self.segments],
             "outputs": [o.to_dict() for o in self.outputs],
             "timeline": [t.to_dict() for t in self.timeline],
+            "ceiling_device": self.ceiling_device, "peak_gbps": self.peak_gbps, "peak_gflops": self.peak_gflops,
         }
 
 
@@ -1005,7 +1043,15 @@ def run_from_dict(d: object, where: str = "run") -> RunResult:
         segments=tuple(_record(x, SegmentRun, f"{where}.segments[{k}]") for k, x in enumerate(lists["segments"])),
         outputs=tuple(_record(x, OutputCheck, f"{where}.outputs[{k}]") for k, x in enumerate(lists["outputs"])),
         timeline=tuple(_record(x, TimelineRow, f"{where}.timeline[{k}]") for k, x in enumerate(lists["timeline"])),
+        ceiling_device=_field(d, "ceiling_device", (str,), where, optional=True) or "",
+        peak_gbps=_optional_float(d, "peak_gbps", where),
+        peak_gflops=_optional_float(d, "peak_gflops", where),
     )
+
+
+def _optional_float(d: dict[str, Any], key: str, where: str) -> float | None:
+    v = _field(d, key, (float, int), where, optional=True)
+    return None if v is None else float(v)
 
 
 def fmt_ms(ms: float | None) -> str:
@@ -1088,9 +1134,10 @@ def _run_compiled(fd: Any, cf: Any, xs: list[Any], job: RunJob, start: float, pr
 
     import torch
 
-    from engine.compile_stages import bind_env
+    from engine.compile_stages import bind_env, fusion_flops
     from engine.errors import ExecutionError
     from engine.reference import evaluate
+    from engine.runtime.device import current
     from engine.runtime.placement import run_device
     from engine.runtime.profiler import tensor_bytes
 
@@ -1158,7 +1205,8 @@ def _run_compiled(fd: Any, cf: Any, xs: list[Any], job: RunJob, start: float, pr
         ms = (time.perf_counter() - t0) * 1e3
         errs = [_compare(o, r)[0] for o, r in zip(outs, ref_outs) if isinstance(r, torch.Tensor)]
         nbytes = sum(tensor_bytes(t) for t in [*args, *outs] if isinstance(t, torch.Tensor))
-        seg_rows[seg.id] = {"time_ms": ms, "bytes": nbytes, "max_error": max(errs) if errs else None}
+        seg_rows[seg.id] = {"time_ms": ms, "bytes": nbytes, "max_error": max(errs) if errs else None,
+                            "flops": _flops(fusion_flops, seg, ref_args)}
         for v, o, r in zip(seg.output_vals, outs, ref_outs):
             got[id(v)] = o
             want[id(v)] = r
@@ -1212,6 +1260,7 @@ def _run_compiled(fd: Any, cf: Any, xs: list[Any], job: RunJob, start: float, pr
             occupancy=p.occupancy if p is not None else None,
             note=note,
             local_bytes=p.local_bytes if p is not None else None,
+            flops=r["flops"],
         ))
     bad = [c for c in checks if not c.ok]
     if bad:
@@ -1221,8 +1270,21 @@ def _run_compiled(fd: Any, cf: Any, xs: list[Any], job: RunJob, start: float, pr
     else:
         status = "ok"
         message = f"{len(checks)} output(s) match the reference"
+    ceilings = current(job.options.device_model)
     return RunResult(backend, status, message, job.options, bool(profiles), tuple(rows), tuple(checks),
-                     timing, dev_name, time.perf_counter() - start, boundary, timeline)
+                     timing, dev_name, time.perf_counter() - start, boundary, timeline,
+                     ceilings.name, ceilings.memory_bandwidth_gbps, ceilings.peak_fp32_gflops or None)
+
+
+def _flops(count: Callable[[Any, list[Any]], int], seg: Any, args: list[Any]) -> int | None:
+    """The segment's element operations at its inputs' sizes; None where its inputs cannot be
+    bound (a raw buffer input) or an extent has no value."""
+    if seg.raw_inputs:
+        return None
+    try:
+        return count(seg.fusion, args)
+    except (KeyError, TypeError, ValueError, EngineError):
+        return None
 
 
 def _compare(out: Any, ref: Any) -> tuple[float, str]:

@@ -18,6 +18,7 @@ import contextlib
 from collections.abc import Callable, Iterator, Sequence
 
 from engine.analysis.logical_map import IdMap, pairwise_logical_map
+from engine.ir.exprs import ViewOp
 from engine.ir.iterdomain import IdTransform, IterDomain, Merge, Resize, Split, transforms_between
 from engine.ir.quant_exprs import BlockQuantizationOp
 from engine.ir.scalar import same_scalar
@@ -164,8 +165,6 @@ def linear_id(tv: TensorView) -> IterDomain | None:
 
 
 def is_reshape_edge(producer: TensorView, consumer: TensorView) -> bool:
-    from engine.ir.exprs import ViewOp
-
     e = consumer.definition
     return isinstance(e, ViewOp) and bool(e.inputs) and e.inputs[0] is producer
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from engine.analysis.logical_map import consumers_of, logical_map, producers_of
 from engine.analysis.replay import transforms_between
@@ -45,7 +46,10 @@ from engine.ir import exprs as ex
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain, Resize
 from engine.ir.tensorview import TensorView
-from engine.schedule.runtime_info import SchedulerRuntimeInfo
+
+if TYPE_CHECKING:
+    # Annotations only: the scheduler (a layer above) hands its runtime info in.
+    from engine.schedule.runtime_info import SchedulerRuntimeInfo
 
 VECTOR_BYTES = 16
 

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from engine.dtypes import to_torch
 from engine.errors import ScheduleError
 from engine.ir.iterdomain import ParallelType, SwizzleType
 from engine.ir.printer import transforms_block
@@ -20,9 +21,12 @@ from engine.ir.propagate import inline_all_at as _inline_all_at
 from engine.ir.propagate import inline_most as _inline_most
 from engine.ir.propagate import parallelize_like as _parallelize_like
 from engine.ir.propagate import transform_like as _transform_like
+from engine.ir.scalar import Scalar
 from engine.ir.tensorview import MemoryType, TensorView
+from engine.schedule import registry
 from engine.schedule.base import SchedulerType
 from engine.schedule.params import HeuristicParams
+from engine.schedule.runtime_info import SchedulerRuntimeInfo
 from engine.trace import Trace
 
 if TYPE_CHECKING:
@@ -276,8 +280,6 @@ class SchedOperators:
 
     def _runtime_info(self, name: str, inputs: Sequence[Any] | None, required: bool = True,
                       ) -> SchedulerRuntimeInfo | None:
-        from engine.schedule.runtime_info import SchedulerRuntimeInfo
-
         fusion = self._fd.fusion
         if inputs is None and self._fd.input_specs:
             inputs = self._fd.example_inputs(device="meta")
@@ -312,8 +314,6 @@ class SchedOperators:
     def can_schedule(self, scheduler_type: SchedulerType | str,
                      inputs: Sequence[Any] | None = None) -> tuple[bool, str]:
         """(accepted, reason) as nvFuser's canScheduleDebug; the reason is empty when accepted."""
-        from engine.schedule import registry
-
         kind = self._type("can_schedule", scheduler_type)
         info = self._runtime_info("can_schedule", inputs, required=False)
         v = registry.verdict(kind, self._fd.fusion, info)
@@ -323,15 +323,11 @@ class SchedOperators:
 
     def find_compatible_schedulers(self, inputs: Sequence[Any] | None = None) -> list[SchedulerType]:
         """Every scheduler that accepts the fusion, in nvFuser's priority order."""
-        from engine.schedule import registry
-
         info = self._runtime_info("find_compatible_schedulers", inputs, required=False)
         verdicts, _ = registry.can_schedule(self._fd.fusion, info, self.trace)
         return [v.scheduler for v in verdicts if v.accepted]
 
     def _compute(self, name: str, kind: SchedulerType, inputs: Sequence[Any] | None) -> HeuristicParams:
-        from engine.schedule import registry
-
         try:
             scheduler = registry.get(kind)
         except KeyError:
@@ -384,8 +380,6 @@ class SchedOperators:
             self._schedule_now(heuristic, info)
 
     def _schedule_now(self, heuristic: Any, info: SchedulerRuntimeInfo) -> None:
-        from engine.schedule import registry
-
         fusion = self._fd.fusion
         params: HeuristicParams | None
         if isinstance(heuristic, HeuristicParams):
@@ -418,9 +412,6 @@ class SchedOperators:
 def _static_inputs(fusion: Any) -> list[Any] | None:
     """Contiguous meta tensors (sizes, no data) when every input extent is a constant, else None."""
     import torch
-
-    from engine.dtypes import to_torch
-    from engine.ir.scalar import Scalar
 
     out: list[Any] = []
     for v in fusion.inputs:

@@ -7,10 +7,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from engine.errors import ScheduleError
+from engine.ir import exprs as ex
 from engine.ir.fusion import Fusion
-from engine.ir.iterdomain import IterDomain, ParallelType
+from engine.ir.iterdomain import IterDomain, Merge, ParallelType, transforms_between
 from engine.ir.scalar import Scalar
-from engine.ir.tensorview import TensorView, transaction
+from engine.ir.tensorview import MemoryType, TensorView, transaction, transactions_roll_back
+from engine.ir.verify import _NOT_INLINABLE
 
 
 def replay_edge(src: TensorView, dst: TensorView) -> None:
@@ -49,7 +51,6 @@ def _replay_across_reshape(src: TensorView, dst: TensorView) -> bool:
     merged schedule): the caller then replays what the logical map pairs (backward, the
     reshape output's root->logical transforms are replayed onto the input)."""
     from engine.analysis.replay import linear_id, linear_ids, replay_onto, transforms_between
-    from engine.ir.iterdomain import Merge
 
     x = linear_id(src)
     ids = linear_ids(dst)
@@ -171,8 +172,6 @@ def _inline_aligned(fusion: Fusion, targets: Sequence[TensorView], caps: dict[Te
     the plan does not foresee: a reduction read in its loop) keeps its loop domain: the
     whole step is undone and planned again without it (inside verification_deferred,
     where nothing is undone, the trial fails instead). No plan: nothing done."""
-    from engine.ir.tensorview import transactions_roll_back
-
     excluded: set[TensorView] = set()
     while True:
         plan = _broadcast_plan(fusion, targets, caps, excluded)
@@ -235,8 +234,6 @@ def _may_align(tv: TensorView) -> bool:
     """A local or shared tensor whose loop has not been inlined anywhere yet: a global
     one is written once per element, and inserting into a loop part of which is shared
     already would move the shared positions."""
-    from engine.ir.tensorview import MemoryType
-
     return (tv.memory_type != MemoryType.Global and tv.compute_at_pos == 0
             and tv.max_producer_pos == 0 and tv not in tv.fusion.inputs)
 
@@ -264,7 +261,6 @@ def _skipped(tv: TensorView, consumer: TensorView, c_loop: list[tuple[IterDomain
     own loops before the consumer's gives each thread the elements it reads, as kernels
     did before loop-only broadcasts existed: those stay as they were."""
     from engine.analysis.replay import loop_map
-    from engine.ir.verify import _NOT_INLINABLE
 
     # Only a consumer broadcast (or a planned insert) is ever skipped: a loop without one
     # skips nothing, whatever the map says (most loops: scheduled tensors merge their
@@ -304,8 +300,6 @@ def _promoted_ids(consumer: TensorView, image: set[IterDomain]) -> set[IterDomai
     the broadcast takes there, so it runs more elements than the producer's id that maps
     to it (x * broadcast(w)[N, C, H] merging C with H: the producer's loop runs C, the
     consumer's C * H)."""
-    from engine.ir.iterdomain import Merge, transforms_between
-
     out: set[IterDomain] = set()
     for t in transforms_between(consumer.domain.maybe_root, consumer.domain.loop):
         ins = t.inputs
@@ -359,7 +353,6 @@ def persistent_caps(fusion: Fusion) -> dict[TensorView, int]:
     unmappable dims). Each is capped before its first loop axis derived from such an axis;
     without the cap inline_most makes the loop nests depend on each other in a cycle."""
     from engine.analysis.persistent import persistent_buffers, upstream_tvs
-    from engine.ir import exprs as ex
 
     if not any(isinstance(e, ex.ReductionOp | ex.WelfordOp) for e in fusion.exprs()):
         return {}

@@ -13,7 +13,7 @@ import struct
 from collections.abc import Callable, Mapping
 from typing import Any, TypeAlias
 
-from engine.dtypes import DataType
+from engine.dtypes import DataType, promote, to_torch
 from engine.ir.base import Val
 
 Number: TypeAlias = int | float | bool
@@ -271,8 +271,6 @@ def eval_unary(op: str, value: Number, src: DataType, dst: DataType) -> Number:
     reference evaluator computes the tensor op."""
     import torch
 
-    from engine.dtypes import to_torch
-
     if op == "cast":
         if dst.is_bool:
             return bool(value)
@@ -292,8 +290,6 @@ def binary_compute_dtype(op: str, a: DataType, b: DataType, dst: DataType) -> Da
     """The type a scalar binary op computes in, as the tensor op's lowering picks it:
     comparisons in the promoted operand type, logical ops on bools, the rest in the result
     type (the frontend promoted it already)."""
-    from engine.dtypes import promote
-
     if op in ("logical_and", "logical_or"):
         return DataType.Bool
     if dst.is_bool and op not in ("bitwise_and", "bitwise_or", "bitwise_xor"):
@@ -307,7 +303,6 @@ def eval_binary(op: str, a: Number, b: Number, a_dtype: DataType, b_dtype: DataT
     op's compute type."""
     import torch
 
-    from engine.dtypes import to_torch
     from engine.reference import binary_fn
 
     compute = binary_compute_dtype(op, a_dtype, b_dtype, dst)
@@ -335,8 +330,6 @@ def eval_ternary(op: str, a: Number, b: Number, c: Number, dst: DataType) -> Num
     in the result type, with torch's NaN-propagating clamp and the reference's
     `a + c * (b - a)` lerp."""
     import torch
-
-    from engine.dtypes import to_torch
 
     if op == "where":
         out: Any = b if a else c

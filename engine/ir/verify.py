@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from engine.errors import ScheduleError
 from engine.ir.iterdomain import IterDomain, Merge, ParallelType
+from engine.ir.tensorview import MemoryType, TensorView
 
 if TYPE_CHECKING:
     from engine.ir.fusion import Fusion
@@ -94,8 +95,6 @@ def allocation_error(tv: TensorView, ids: Sequence[IterDomain]) -> str | None:
     shared-memory cache: allocation (iS120, iS116, bS20, iB22) under ca_pos 2, its
     loop ids 0 and 1 complete the coverage).
     """
-    from engine.ir.tensorview import MemoryType
-
     why = coverage_error(tv.domain.logical, ids)
     if why is None or tv.memory_type == MemoryType.Global or tv.compute_at_pos == 0:
         return why
@@ -219,7 +218,6 @@ def reduction_read_in_its_loop(tv: TensorView, level: int) -> str | None:
     """
     from engine.analysis.logical_map import consumers_of, producers_of
     from engine.analysis.persistent import downstream_tvs
-    from engine.ir.tensorview import TensorView
 
     if not _has_reduction(tv.fusion):
         return None

@@ -15,6 +15,7 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from engine.analysis.replay import loop_map
 from engine.errors import CompileError
 from engine.ir.base import Expr
 from engine.ir.iterdomain import IterDomain
@@ -176,8 +177,6 @@ def _check_same_iteration(group: list[Expr], level: int, node: LoopNode) -> None
     consumer may only read the element of its own iteration. One that reads along another
     axis would read elements of later iterations, not yet computed (fuzz schedule 33-42:
     a row sum read along the columns of the rows loop that computes it)."""
-    from engine.analysis.replay import loop_map
-
     made = {id(o): e for e in group for o in e.outputs}
     for e in group:
         c = out_tv(e)

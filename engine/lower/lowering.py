@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from engine.analysis.logical_map import consumers_of
+from engine.analysis.logical_map import consumers_of, logical_map, pairwise_logical_map
 from engine.codegen import ops_table
 from engine.dtypes import DataType
 from engine.errors import CompileError
@@ -28,6 +28,9 @@ from engine.lower.buffers import Buffer, make_buffer
 from engine.lower.grid_epilogue import GridSync
 from engine.lower.index import Extents, Ix, producer_known, propagate, same_split_source
 from engine.lower.loops import LoopNode, in_tvs, out_tv
+from engine.lower.op_values import value_of
+from engine.lower.quantize import lower_block_quantize, lower_layout_op
+from engine.lower.reductions import lower_reduction, lower_welford
 
 _THREAD_VARS = {
     ParallelType.block_x: "threadIdx.x", ParallelType.block_y: "threadIdx.y", ParallelType.block_z: "threadIdx.z",
@@ -111,8 +114,6 @@ class ExprLowering:
         root ids continues. A loop that such a reduction shares with the tensors feeding the
         rfactor (the grid axis of an outer reduction's final grid reduction) then runs the
         same split of the same axis for all of them, as nvFuser's exact map says."""
-        from engine.analysis.logical_map import pairwise_logical_map
-
         for e in exprs:
             if not isinstance(e, ex.ReductionOp | ex.WelfordOp):
                 continue
@@ -230,8 +231,6 @@ class ExprLowering:
         """A tensor no consumer is inlined into, in loops that run another tensor's (larger)
         ids: its logical indices are those of an inlined producer's, whose own indices come
         through that producer's other consumers (as nvFuser's loop promotion gives them)."""
-        from engine.analysis.logical_map import logical_map
-
         d = tv.definition
         for p in (d.inputs if d is not None else []):
             if not isinstance(p, TensorView) or p.compute_at_pos == 0:
@@ -468,20 +467,12 @@ class ExprLowering:
             if isinstance(o, TensorView) and flags:
                 self.flags[o] = flags
         if isinstance(expr, PreprocessGroupedMatmulInputSf):
-            from engine.lower.quantize import lower_layout_op
-
             stmts = lower_layout_op(self, expr, loops, c_index, preds + flags)
         elif isinstance(expr, BlockQuantizationOp):
-            from engine.lower.quantize import lower_block_quantize
-
             stmts = lower_block_quantize(self, expr, loops, c_index, preds + flags)
         elif isinstance(expr, ex.WelfordOp):
-            from engine.lower.reductions import lower_welford
-
             stmts = lower_welford(self, expr, loops, c_index, preds + flags)
         elif isinstance(expr, ex.ReductionOp):
-            from engine.lower.reductions import lower_reduction
-
             stmts = lower_reduction(self, expr, loops, c_index, preds + flags)
         else:
             rhs = self.value(expr, out, c_index)
@@ -524,8 +515,6 @@ class ExprLowering:
 
     def value(self, expr: Expr, out: TensorView, c_index: dict[IterDomain, Ix]) -> str:
         """The C expression of one output element."""
-        from engine.lower.op_values import value_of
-
         return value_of(self, expr, out, c_index)
 
     # ---- dtype helpers ------------------------------------------------------------------

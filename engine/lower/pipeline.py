@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine.analysis.replay import loop_maps_frozen
+from engine.analysis.replay import loop_map, loop_maps_frozen
 from engine.dtypes import DataType
 from engine.errors import CompileError
 from engine.ir import exprs as ex
@@ -29,8 +29,9 @@ from engine.lower import kir
 from engine.lower.circular_buffer import CircularBuffer, circular_buffer
 from engine.lower.grid_epilogue import share_epilogue
 from engine.lower.index import Extents, split_chain
-from engine.lower.loops import LoopNode, Nest, out_tv, walk
+from engine.lower.loops import LoopNode, Nest, _exprs_of, out_tv, walk
 from engine.lower.lowering import ExprLowering, loop_kind
+from engine.lower.reductions import acc_level, check_grid_results
 from engine.lower.unroll import unroll_local_indexing
 from engine.lower.vectorize import hoist_shared_reads, vectorize_loop, widen_bulk_copy
 from engine.runtime.abi import ArgSpec, LaunchConfig, ScalarArg, TensorArg
@@ -107,7 +108,6 @@ def _validate(fusion: Fusion) -> list[Expr]:
             if isinstance(o, TensorView) and o.dtype == DataType.Float4_e2m1fn and \
                     type(e).__name__ != "BlockQuantizationOp":
                 raise CompileError(f"{o.short_name}: fp4 tensors are produced by the quantization runtime only")
-    from engine.lower.reductions import check_grid_results
 
     check_grid_results(exprs)
     return exprs
@@ -201,8 +201,6 @@ def _circular_buffers(low: ExprLowering, fusion: Fusion) -> tuple[dict[str, Circ
 def _stage_axis_refusal(tv: TensorView, depth: int, ext: Extents, fusion: Fusion) -> str | None:
     """Why `tv`'s axis right of its compute-at position is not a stage axis that every consumer
     iterates as its next loop (the stage its loads run ahead of), if it is not."""
-    from engine.analysis.replay import loop_map
-
     p = tv.compute_at_pos
     src = tv.definition.inputs[0] if isinstance(tv.definition, ex.LoadStoreOp) else None
     if not (isinstance(src, TensorView) and src.memory_type == MemoryType.Global):
@@ -242,8 +240,6 @@ def _engine_allocated(low: ExprLowering) -> set[str]:
 def _bulk_copy_only(node: LoopNode) -> bool:
     """Sharing a loop's iterations among threads is right only for plain copies into shared memory
     (a barrier follows them); anything else keeps the serial loop every thread runs."""
-    from engine.lower.loops import _exprs_of
-
     return all(isinstance(e, ex.LoadStoreOp) and out_tv(e).memory_type == MemoryType.Shared
                for e in _exprs_of(node))
 
@@ -294,8 +290,6 @@ def _mark_global_syncs(low: ExprLowering, fusion: Fusion, exprs: list[Expr], loo
                 loops = loops_of[e]
                 level = min(o.compute_at_pos, len(loops))
                 if isinstance(e, ex.ReductionOp | ex.WelfordOp):
-                    from engine.lower.reductions import acc_level
-
                     level = acc_level(out_tv(e))
                 low.pending_sync.append((level, loops, e, f"{o.short_name} in global memory"))
 

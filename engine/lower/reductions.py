@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from engine.analysis.persistent import downstream_tvs
 from engine.codegen import ops_table
 from engine.dtypes import DataType
 from engine.errors import CompileError
@@ -65,8 +66,6 @@ def check_grid_results(exprs: list) -> None:
     over the reduced axis, as a normalization over it would need) would be computed by
     the other blocks without it.
     """
-    from engine.analysis.persistent import downstream_tvs
-
     for e in exprs:
         if not isinstance(e, (ex.ReductionOp, ex.WelfordOp)):
             continue

@@ -5,8 +5,11 @@ from __future__ import annotations
 from engine.dtypes import DataType, category, promote, result_type
 from engine.errors import FusionDefinitionError
 from engine.ir.base import Val
-from engine.ir.exprs import BinaryOp, TernaryOp, UnaryOp
-from engine.ir.scalar import Scalar
+from engine.ir.exprs import BinaryOp, LoadStoreOp, TernaryOp, UnaryOp
+from engine.ir.scalar import SCALAR_DTYPES, Scalar
+from engine.ir.scalar import binary as scalar_binary
+from engine.ir.scalar import ternary as scalar_ternary
+from engine.ir.scalar import unary as scalar_unary
 from engine.ir.tensorview import TensorView
 from engine.ops.common import Operand, fusion_of, new_tv, no_reductions, pointwise_ids, to_val
 from engine.ops.shape import broadcast
@@ -89,7 +92,6 @@ _SCALAR_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "mod":
 
 def _scalar_result(op: str, vals: list[Val], dtype: DataType) -> Scalar:
     # Scalar-only arithmetic: a derived scalar (folded when constant).
-    from engine.ir.scalar import binary as scalar_binary
 
     if len(vals) != 2 or not all(isinstance(v, Scalar) for v in vals):
         raise FusionDefinitionError(f"{op}: scalar-only operands are not supported; pass a tensor")
@@ -107,8 +109,6 @@ def _scalar_result(op: str, vals: list[Val], dtype: DataType) -> Scalar:
 
 
 def _check_scalar_dtype(op: str, dtype: DataType) -> None:
-    from engine.ir.scalar import SCALAR_DTYPES
-
     if dtype not in SCALAR_DTYPES:
         raise FusionDefinitionError(f"{op}: a scalar of type {dtype.cuda_name} is not supported "
                                     "(bool, integer, float or double)")
@@ -117,8 +117,6 @@ def _check_scalar_dtype(op: str, dtype: DataType) -> None:
 def _promote_scalar(v: Scalar, dtype: DataType) -> Scalar:
     """nvFuser's optionalCast: a scalar operand changing category (int to float, any bool)
     gets an explicit cast, one of the same category is used as it is."""
-    from engine.ir.scalar import unary as scalar_unary
-
     if v.dtype == dtype or (category(v.dtype) == category(dtype) and not v.dtype.is_bool):
         return v
     return scalar_unary("cast", v, dtype)
@@ -146,8 +144,6 @@ def unary(op: str, x: Operand) -> Val:
         raise FusionDefinitionError(f"{op}: {getattr(v, 'short_name', v)} is {v.dtype.cuda_name}; "
                                     f"cast it to a {'number' if v.dtype.is_bool else 'float'} type first")
     if isinstance(v, Scalar):
-        from engine.ir.scalar import unary as scalar_unary
-
         if not v.is_const:
             _check_scalar_dtype(op, v.dtype)
         if op not in BOOL_UNARY:
@@ -176,15 +172,12 @@ def cast(arg: Operand, dtype: DataType) -> Val:
             elif dtype.is_float:
                 value = float(value)
             return Scalar(dtype, value)
-        from engine.ir.scalar import unary as scalar_unary
 
         _check_scalar_dtype("cast", v.dtype)
         _check_scalar_dtype("cast", dtype)
         return scalar_unary("cast", v, dtype)
     out = _make_tensor_out("cast", [v], dtype)
     if dtype == v.dtype:
-        from engine.ir.exprs import LoadStoreOp
-
         LoadStoreOp(v.fusion, out, v)
         return out
     UnaryOp(v.fusion, "cast", out, v)
@@ -254,8 +247,6 @@ def ternary(op: str, a: Operand, b: Operand, c: Operand) -> Val:
 def _scalar_ternary(op: str, vals: list[Val]) -> Scalar:
     """where/clamp/lerp of scalars only (nvFuser binds them on Vals too): a derived scalar,
     folded when constant. The value operands are cast to the promoted result type."""
-    from engine.ir.scalar import ternary as scalar_ternary
-
     if op == "where":
         if not vals[0].dtype.is_bool:
             raise FusionDefinitionError(f"where: condition {vals[0]} must be bool, got {vals[0].dtype.cuda_name}")

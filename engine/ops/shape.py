@@ -18,6 +18,7 @@ from engine.ir.exprs import (
 )
 from engine.ir.iterdomain import IterDomain, IterType, Merge, Resize, Split
 from engine.ir.scalar import Scalar, as_scalar, binary, same_scalar, smax, smin
+from engine.ir.scalar import unary as scalar_unary
 from engine.ir.tensorview import TensorView
 from engine.ops.common import check_tensor, copy_id, full_extent, new_tv, no_reductions, norm_dim, norm_dims
 
@@ -327,7 +328,6 @@ def _resolve_new_shape(tv: TensorView, in_ext: list[Scalar], new_shape: Sequence
         if isinstance(s, Scalar) and s.dtype.is_float:
             # nvFuser's reshape casts every new size to Index (a size worked out through
             # reciprocal is a float scalar in Thunder's traces); the cast truncates.
-            from engine.ir.scalar import unary as scalar_unary
 
             s = scalar_unary("cast", s, DataType.Index)
         sc = _shape_scalar("reshape", tv, s, k)

@@ -25,6 +25,9 @@ class DeviceProperties:
     l2_cache_bytes: int
     memory_bandwidth_gbps: float  # peak DRAM bandwidth, GB/s
     measured: bool = False  # True when read from a real device
+    # Peak FP32 throughput without tensor cores (FMA = 2 FLOPs), GFLOP/s: the compute ceiling of a
+    # roofline. A real device takes it from the model of its generation, as the bandwidth.
+    peak_fp32_gflops: float = 0.0
 
     @property
     def arch(self) -> str:
@@ -41,21 +44,21 @@ MODELS: dict[str, DeviceProperties] = {
         warp_size=32, max_threads_per_block=1024, max_threads_per_sm=2048,
         registers_per_sm=65536, max_registers_per_thread=255,
         shared_memory_per_block=227 * _KIB, shared_memory_per_sm=228 * _KIB,
-        l2_cache_bytes=50 * _MIB, memory_bandwidth_gbps=3352.0,
+        l2_cache_bytes=50 * _MIB, memory_bandwidth_gbps=3352.0, peak_fp32_gflops=66900.0,
     ),
     "H200": DeviceProperties(
         name="NVIDIA H200 (model)", compute_capability=(9, 0), sm_count=132,
         warp_size=32, max_threads_per_block=1024, max_threads_per_sm=2048,
         registers_per_sm=65536, max_registers_per_thread=255,
         shared_memory_per_block=227 * _KIB, shared_memory_per_sm=228 * _KIB,
-        l2_cache_bytes=50 * _MIB, memory_bandwidth_gbps=4800.0,
+        l2_cache_bytes=50 * _MIB, memory_bandwidth_gbps=4800.0, peak_fp32_gflops=66900.0,
     ),
     "A100": DeviceProperties(
         name="NVIDIA A100-SXM4-80GB (model)", compute_capability=(8, 0), sm_count=108,
         warp_size=32, max_threads_per_block=1024, max_threads_per_sm=2048,
         registers_per_sm=65536, max_registers_per_thread=255,
         shared_memory_per_block=163 * _KIB, shared_memory_per_sm=164 * _KIB,
-        l2_cache_bytes=40 * _MIB, memory_bandwidth_gbps=2039.0,
+        l2_cache_bytes=40 * _MIB, memory_bandwidth_gbps=2039.0, peak_fp32_gflops=19500.0,
     ),
 }
 

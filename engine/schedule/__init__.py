@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from engine.errors import ScheduleError
 from engine.schedule.base import SchedulerType
 
 if TYPE_CHECKING:
@@ -27,7 +28,6 @@ def schedule_fusion(
     Every verdict, heuristic and transform is recorded in `trace`. A forced scheduler
     that refuses, or a fusion no scheduler takes, raises ScheduleError with the reasons.
     """
-    from engine.errors import ScheduleError
     from engine.schedule import registry
     from engine.schedule.runtime_info import SchedulerRuntimeInfo
 

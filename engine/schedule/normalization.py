@@ -16,9 +16,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from engine.analysis.logical_map import consumers_of, logical_map, producers_of
+from engine.analysis.logical_map import consumers_of, logical_map, pairwise_logical_map, producers_of
 from engine.analysis.persistent import (
     PersistentBufferInfo,
+    downstream_tvs,
     is_fastest_dim_reduction,
     is_reduction_tv,
     persistent_buffer_size,
@@ -26,6 +27,8 @@ from engine.analysis.persistent import (
     reduction_properties,
     reduction_tvs,
     reduction_type,
+    sibling_tvs,
+    upstream_tvs,
 )
 from engine.errors import ScheduleError
 from engine.ir import exprs as ex
@@ -46,6 +49,8 @@ from engine.schedule.persistent_fit import (
 )
 from engine.schedule.reduction import (
     ReductionParams,
+    _transform,
+    canonicalize,
     ceil_div,
     common_reject,
     gather_before_reduction,
@@ -55,6 +60,7 @@ from engine.schedule.reduction import (
     reduces_expansion,
     rfactor_serial,
     schedule_reduction_fusion,
+    schedule_reference,
     uncovered_reason,
     unmapped_reductions,
     vectorize_factor,
@@ -151,8 +157,6 @@ def project_to_inputs(fusion: Fusion, pb: PersistentBufferInfo, trace: Trace | N
     """Make the uses of each projectable buffer after its reduction read a copy
     recomputed from the inputs, so that only the inputs stay persistent (nvFuser's
     projectPersistentBuffers). Returns the recomputed copies."""
-    from engine.analysis.persistent import downstream_tvs, sibling_tvs
-
     made: list[TensorView] = []
     for buf, _ins in pb.projectable.items():
         after: set[TensorView] = set()
@@ -249,8 +253,6 @@ def outer_result_reused(fusion: Fusion, reds: list[TensorView]) -> str | None:
     outputs: a tensor downstream of it with a concrete axis that does not come from the
     result's axes iterates over rows, and one defined by a reduction reduces it again.
     """
-    from engine.analysis.persistent import downstream_tvs
-
     order = {t: k for k, t in enumerate(fusion.tensors())}
     for red in reds:
         if is_fastest_dim_reduction(red):
@@ -404,8 +406,6 @@ def _inner_outer_sizes(fusion: Fusion, info: SchedulerRuntimeInfo) -> tuple[int,
 def _has_row_axis(fusion: Fusion, ref: TensorView, tv: TensorView) -> bool:
     """Whether `tv` has an axis that the logical maps of the fusion's ops pair with an
     iteration (row) axis of the inner reduction `ref` (broadcasts do not pair)."""
-    from engine.analysis.logical_map import pairwise_logical_map
-
     rows = {i for i in ref.domain.logical if not i.is_reduction and not i.is_broadcast}
     pairs = []
     for e in fusion.exprs():
@@ -498,7 +498,6 @@ def schedule_inner_or_outer(fusion: Fusion, p: ReductionParams, trace: Trace | N
             b.set_memory_type(MemoryType.Shared)
             if trace is not None:
                 trace.event("transform", b.short_name, "persistent buffer in shared memory")
-    from engine.schedule.reduction import _transform, schedule_reference
 
     reds = reduction_tvs(fusion)
     ref = reds[0]
@@ -533,8 +532,6 @@ def separate_reduction_phases(fusion: Fusion, reds: list[TensorView], n_iter: in
     shares 1 / rms with grad_input). Such a tensor is what nvFuser calls a persistent
     buffer: it is inlined at the iteration axes only, and kept across the reduction.
     """
-    from engine.analysis.persistent import downstream_tvs, sibling_tvs, upstream_tvs
-
     changed: list[TensorView] = []
     phases = []
     for red in reds:
@@ -638,8 +635,6 @@ def schedule_inner_outer(fusion: Fusion, p: ReductionParams, trace: Trace | None
     which a TMA bulk copy fills a whole row at a time. Each outer reduction is
     rfactored into per-block partial results, then reduced across TIDy and BIDy.
     """
-    from engine.schedule.reduction import _transform, canonicalize
-
     _prepare(fusion, p, trace)
     caches = tools.cache_inputs(fusion, trace=trace)
     tools.cache_and_fork_outputs(fusion, trace=trace)

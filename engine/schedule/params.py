@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from engine.errors import ScheduleError
+
 
 @dataclass(frozen=True)
 class LaunchParams:
@@ -47,8 +49,6 @@ def apply_overrides(params: HeuristicParams, overrides: dict[str, object],
     field of this segment's params may belong to another segment's scheduler, so the
     caller decides whether it was used at all. A value of the wrong type is refused."""
     from dataclasses import fields, replace
-
-    from engine.errors import ScheduleError
 
     changes: dict[str, object] = {}
     launch: dict[str, object] = {}

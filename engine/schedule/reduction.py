@@ -17,8 +17,10 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from engine.analysis.coverage import uncovered_axis
+from engine.analysis.logical_map import consumers_of, logical_map, producers_of
 from engine.analysis.persistent import (
     ReductionProperties,
+    downstream_tvs,
     dtype_bytes,
     memory_order,
     pattern_order,
@@ -30,6 +32,7 @@ from engine.analysis.persistent import (
 )
 from engine.errors import ScheduleError
 from engine.ir import exprs as ex
+from engine.ir import quant_exprs
 from engine.ir.iterdomain import IterDomain, Merge, ParallelType, Split
 from engine.ir.tensorview import TensorView
 from engine.schedule import tools
@@ -160,8 +163,6 @@ def has_sub_byte(fusion: Fusion) -> bool:
 
 def unsupported_ops(fusion: Fusion) -> str | None:
     """Ops no reduction-based scheduler handles (nvFuser routes them elsewhere)."""
-    from engine.ir import quant_exprs
-
     for e in fusion.exprs():
         if isinstance(e, (ex.MatmulOp, ex.LinearOp)):
             return "no support for mma ops."
@@ -174,8 +175,6 @@ def unsupported_ops(fusion: Fusion) -> str | None:
 
 def gather_before_reduction(fusion: Fusion, reds: list[TensorView]) -> bool:
     """A gather-like op (take_along_axis, index_select) whose result a reduction reads."""
-    from engine.analysis.persistent import upstream_tvs
-
     for r in reds:
         for t in upstream_tvs(r) | {r}:
             if isinstance(t.definition, (ex.GatherOp, ex.IndexSelectOp, ex.SelectOp)):
@@ -185,8 +184,6 @@ def gather_before_reduction(fusion: Fusion, reds: list[TensorView]) -> bool:
 
 def post_reduction_broadcast(fusion: Fusion, reds: list[TensorView]) -> bool:
     """A reduction's result broadcast again: a normalization, not a plain reduction."""
-    from engine.analysis.persistent import downstream_tvs
-
     for r in reds:
         for t in downstream_tvs(r):
             if isinstance(t.definition, ex.BroadcastOp):
@@ -501,8 +498,6 @@ def off_reference_inner_dim(ref: TensorView, tvs: list[TensorView]) -> set[Tenso
     maps do not tie to the reference (across a reshape, or in a part of the fusion the
     reference does not reach) is not counted. Asked before rfactor, which gives the
     reference new logical ids."""
-    from engine.analysis.logical_map import consumers_of, logical_map, producers_of
-
     order = pattern_order(ref)
     if not order:
         return set()

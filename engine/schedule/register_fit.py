@@ -19,6 +19,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from engine.ir.tensorview import MemoryType, TensorView
+from engine.lower.buffers import local_layout
+from engine.lower.index import Extents
 
 if TYPE_CHECKING:
     from engine.ir.fusion import Fusion
@@ -51,9 +53,6 @@ def array_bytes(fusion: Fusion, env: dict, share: int) -> tuple[int, int]:
     the lowering allocates each local tensor: (those of at least `share` elements, the
     others). A reduction's accumulator is not counted apart: the accumulator is live while
     the reduction runs, its result after it."""
-    from engine.lower.buffers import local_layout
-    from engine.lower.index import Extents
-
     ext = Extents(env)
     long = short = 0
     for tv in fusion.tensors():

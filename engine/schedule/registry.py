@@ -11,7 +11,7 @@ import importlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from engine.analysis.logical_map import frozen_fact
+from engine.analysis.logical_map import frozen_fact, pairwise_maps_frozen
 from engine.schedule import tools
 from engine.schedule.base import PRIORITY, Scheduler, SchedulerType, Verdict
 
@@ -132,8 +132,6 @@ def can_schedule(
     """Every scheduler's verdict, and the first in priority order that accepts. `known`:
     compile-time reasons already found for this fusion's structure (the segmenter's, for
     the segment it cut the same way); the runtime checks are always made."""
-    from engine.analysis.logical_map import pairwise_maps_frozen
-
     known = known or {}
     with pairwise_maps_frozen(fusion):
         verdicts = [verdict(t, fusion, info, known.get(t, UNKNOWN)) for t in PRIORITY]

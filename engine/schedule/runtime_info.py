@@ -12,6 +12,7 @@ from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
+from engine.reference import Context, bind_input
 from engine.runtime.device import DeviceProperties, current
 
 
@@ -23,8 +24,6 @@ class SchedulerRuntimeInfo:
     """
 
     def __init__(self, fusion: Fusion, inputs: Sequence[Any], device: DeviceProperties | None = None) -> None:
-        from engine.reference import Context, bind_input
-
         self.fusion = fusion
         self.device = device or current()
         # Sizes only: meta tensors bind the extents without copying device data to the host.

@@ -6,11 +6,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
+from engine.analysis.logical_map import (
+    consumers_of,
+    logical_map,
+    pairwise_logical_map,
+    producers_of,
+    tensor_edges,
+)
+from engine.analysis.replay import transforms_between
 from engine.errors import ScheduleError
 from engine.ir import exprs as ex
 from engine.ir.aten_exprs import aten_only, aten_only_name
 from engine.ir.fusion import Fusion
-from engine.ir.iterdomain import IterDomain, ParallelType, Resize
+from engine.ir.iterdomain import IterDomain, Merge, ParallelType, Resize, Split
 from engine.ir.propagate import inline_all_at as _inline_all_at
 from engine.ir.propagate import inline_most as _inline_most
 from engine.ir.propagate import parallelize_like as _parallelize_like
@@ -36,8 +44,6 @@ def dims_present(ref: TensorView, io: Sequence[TensorView], broadcasts: bool = F
     """For each of `io`, the reference logical positions it has a concrete axis for
     (reached through logical maps without broadcast-to-concrete pairs); with `broadcasts`,
     those it has any axis for, a broadcast of its own logical domain included."""
-    from engine.analysis.logical_map import consumers_of, logical_map, producers_of
-
     ref_ids = [i for i in ref.domain.logical if not i.is_reduction]
     maps: dict[TensorView, dict[int, IterDomain]] = {
         ref: {k: i for k, i in enumerate(ref_ids) if broadcasts or not i.is_broadcast}}
@@ -184,10 +190,6 @@ def _is_one(x: object) -> bool:
 
 
 def _exact_classes(fusion: Fusion, tvs: list[TensorView]) -> _Classes:
-    from engine.analysis.logical_map import pairwise_logical_map, tensor_edges
-    from engine.analysis.replay import transforms_between
-    from engine.ir.iterdomain import Merge, Split
-
     uf = _Classes()
     one = _is_one
     for p, c, _e in tensor_edges(fusion):
@@ -238,9 +240,6 @@ def _reshaped_self_mapping(tvs: list[TensorView], uf: object, one: Callable[[obj
     elements (a reshape and its inverse added to their input, whose classes become
     each other's ancestors, are such a walk). A value computed once per loop iteration
     and read by both routes would be read at one element only."""
-    from engine.analysis.replay import transforms_between
-    from engine.ir.iterdomain import Merge, Split
-
     def cls(i: object) -> int:
         return id(uf[i])  # type: ignore[index]
 
@@ -295,8 +294,6 @@ def _reshaped_self_mapping(tvs: list[TensorView], uf: object, one: Callable[[obj
 
 
 def _has_resized_logical(tv: TensorView) -> bool:
-    from engine.analysis.replay import transforms_between
-
     dom = tv.domain
     return dom.root is not None and any(
         isinstance(t, Resize) for t in transforms_between(dom.root, dom.logical))
@@ -392,8 +389,6 @@ def cache_and_fork_outputs(fusion: Fusion, keep: Keep = _never, trace: Trace | N
 def connected_tensors(tv: TensorView) -> set[TensorView]:
     """The tensors joined to `tv` by producer-consumer edges (fusion inputs included): the
     part of the fusion that propagation from `tv` can reach."""
-    from engine.analysis.logical_map import consumers_of, producers_of
-
     seen = {tv}
     stack = [tv]
     while stack:

@@ -33,6 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from engine.analysis.logical_map import consumers_of, frozen_fact, pairwise_logical_map, producers_of
+from engine.analysis.replay import transforms_between
 from engine.ir import exprs as ex
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain, Merge, ParallelType, Resize, Split, SwizzleType
@@ -164,7 +165,6 @@ def inner_dim_map(fusion: Fusion) -> _UnionFind:
                 uf.union(a, b)
         if tv.domain.root is None:
             continue
-        from engine.analysis.replay import transforms_between
 
         for t in transforms_between(tv.domain.root, tv.domain.logical):
             if isinstance(t, Resize):

@@ -19,14 +19,13 @@ from engine.ir.base import Val
 from engine.ir.fusion import Fusion
 from engine.ir.quant_exprs import BlockQuantizationOp, PreprocessGroupedMatmulInputSf
 from engine.ir.tensorview import TensorView
+from engine.ops.quantize import check_layout_op_uses as check_use
 from engine.trace import Trace
 
 
 def check_layout_op_uses(fusion: Fusion) -> None:
     """Refuse any read of the layout op's output other than the grouped matmul's scale1
     (FusionDefinitionError naming the use), as nvFuser's segmenter checks."""
-    from engine.ops.quantize import check_layout_op_uses as check_use
-
     for e in fusion.exprs():
         if isinstance(e, PreprocessGroupedMatmulInputSf):
             for use in fusion.uses_of(e.output):

@@ -1,5 +1,6 @@
 """Exports of a segment graph: DOT (graphviz), JSON (versioned schema), Mermaid, and SVG/PNG
-through the `dot` program when it is installed.
+drawn from the DOT text by `graphviz-pure` (a dependency: a self-contained port of graphviz's
+`dot` that pip installs as a wheel, so no system graphviz is needed), else by a system `dot`.
 
 Each text format has a reader that rebuilds the networkx graph, so that exports can be
 checked (and a saved JSON reopened) without graphviz.
@@ -11,6 +12,8 @@ import json
 import re
 import shutil
 import subprocess
+import sys
+import sysconfig
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +43,7 @@ COLORS: dict[str, str] = {
 
 
 class GraphvizNotFoundError(EngineError):
-    """SVG/PNG export needs graphviz's `dot` program."""
+    """SVG/PNG export needs `graphviz-pure` (installed with the package) or graphviz's `dot`."""
 
 
 def _color(scheduler: str) -> str:
@@ -67,8 +70,8 @@ def to_dot(sf: SegmentedFusion) -> str:
     lines = [
         "digraph segmented_fusion {",
         "  rankdir=TB;",
-        '  node [shape=box, style="rounded,filled", fontname="monospace"];',
-        '  edge [fontname="monospace"];',
+        '  node [shape=box, style="rounded,filled", fontname="Courier"];',
+        '  edge [fontname="Courier"];',
     ]
     for g in sf.groups:
         label = f"{g.name}\n{g.scheduler}\n{len(g.exprs)} ops"
@@ -233,21 +236,44 @@ def parse_mermaid(text: str) -> nx.MultiDiGraph:
 
 # ---- images -----------------------------------------------------------------------------------
 
+# `graphviz-pure` comes first: it is the package's own dependency and writes the same bytes on
+# every platform; a system graphviz is the fallback where no wheel of it exists.
+LAYOUT_PROGRAMS = ("graphviz-pure", "dot")
+
+
+def layout_program(names: tuple[str, ...] = LAYOUT_PROGRAMS) -> str | None:
+    """The path of the first of `names` found: in this Python's scripts folder (a virtual
+    environment's bin, which need not be on PATH), else on PATH."""
+    folders = [sysconfig.get_path("scripts"), str(Path(sys.executable).parent)]
+    for name in names:
+        for folder in folders:
+            exe = shutil.which(name, path=folder)
+            if exe is not None:
+                return exe
+        exe = shutil.which(name)
+        if exe is not None:
+            return exe
+    return None
+
+
 def render(sf: SegmentedFusion, fmt: str = "svg", dot: str | None = None) -> bytes:
-    """SVG or PNG bytes drawn by graphviz's `dot` (GraphvizNotFoundError when it is missing)."""
+    """SVG or PNG bytes of `to_dot`'s graph, laid out by `dot` (a program's name or path) when
+    given, else by `layout_program()`; GraphvizNotFoundError when there is none."""
     if fmt not in ("svg", "png"):
         raise ValueError(f"image format must be svg or png, got {fmt!r}")
-    exe = shutil.which(dot or "dot")
+    exe = shutil.which(dot) if dot else layout_program()
     if exe is None:
         raise GraphvizNotFoundError(
-            f"exporting {fmt.upper()} needs graphviz's `dot` program, which is not installed "
-            "(e.g. `apt-get install graphviz`); the dot, json and mermaid formats need nothing"
+            f"exporting {fmt.upper()} needs the graphviz-pure package (`pip install graphviz-pure`, "
+            "which this package depends on) or graphviz's `dot` program; neither was found "
+            "(the dot, json and mermaid formats need nothing)"
         )
     try:
         done = subprocess.run([exe, f"-T{fmt}"], input=to_dot(sf).encode(), capture_output=True,
                               check=True, timeout=60)
     except subprocess.CalledProcessError as e:
-        raise EngineError(f"`dot -T{fmt}` failed: {e.stderr.decode(errors='replace').strip()}") from None
+        name = Path(exe).name
+        raise EngineError(f"`{name} -T{fmt}` failed: {e.stderr.decode(errors='replace').strip()}") from None
     return done.stdout
 
 

@@ -17,6 +17,7 @@ from engine.ir.base import Expr, FusionGuard
 from engine.ir.fusion import Fusion
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
+from engine.ops.factory import full
 from engine.trace import Trace
 
 _SHAPE_OPS = (ex.ViewOp, ex.BroadcastOp, ex.ExpandOp, ex.SqueezeOp, ex.LoadStoreOp)
@@ -43,8 +44,6 @@ def _foldable(e: Expr) -> bool:
 
 def fold_zero_factories(fusion: Fusion, trace: Trace | None = None) -> int:
     """Replace every foldable op of zero `full`s by a `full` of zeros; returns how many."""
-    from engine.ops.factory import full
-
     folded = 0
     changed = True
     while changed:

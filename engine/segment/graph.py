@@ -21,8 +21,10 @@ from engine.ir import exprs as ex
 from engine.ir.base import Expr, Val
 from engine.ir.fusion import Fusion
 from engine.ir.graph_copy import copy_value
+from engine.ir.quant_exprs import PreprocessGroupedMatmulInputSf
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import MemoryType, TensorView
+from engine.reference import HANDLERS, Context, bind_input, check_extents, finish_output
 from engine.runtime.placement import run_device
 
 if TYPE_CHECKING:
@@ -41,8 +43,6 @@ class Sizes:
     computed without running the fusion."""
 
     def __init__(self, fusion: Fusion, inputs: Sequence[Any]) -> None:
-        from engine.reference import Context, bind_input, check_extents
-
         if len(inputs) != len(fusion.inputs):
             raise ExecutionError(f"fusion takes {len(fusion.inputs)} inputs, got {len(inputs)}")
         ctx = Context(torch.device("meta"))
@@ -610,8 +610,6 @@ class SegmentedFusion:
         """The fusion's outputs computed group by group: each group's own Fusion
         (make_fusion) evaluated by the reference evaluator, fed with the tensors earlier
         groups produced. Tests compare this with evaluating the complete fusion."""
-        from engine.ir.quant_exprs import PreprocessGroupedMatmulInputSf
-        from engine.reference import Context, bind_input, finish_output
         ctx = Context(run_device("reference", inputs))
         values: dict[Val, Any] = {}
         for k, (val, x) in enumerate(zip(self.fusion.inputs, inputs, strict=True)):
@@ -638,8 +636,6 @@ def _evaluate_segment(sub: Fusion, args: Sequence[Any], device: torch.device, ra
     passed between segments stays the raw buffer the op wrote (allocation-sized: padded,
     swizzled rows), which only the grouped matmul reads; binding checks it against its
     logical sizes, so it is passed as is (seed 000: allocated by the allocation domain)."""
-    from engine.reference import HANDLERS, Context, bind_input
-
     ctx = Context(device)
     values: dict[Val, Any] = {}
     for k, (val, x) in enumerate(zip(sub.inputs, args, strict=True)):

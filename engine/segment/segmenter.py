@@ -33,6 +33,8 @@ from engine.ir.base import Expr, FusionGuard, Val
 from engine.ir.fusion import Fusion
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
+from engine.ops.arith import cast
+from engine.ops.shape import squeeze
 from engine.runtime.device import DeviceProperties, current
 from engine.schedule import registry, tools
 from engine.schedule.base import PRIORITY, SchedulerType, Verdict
@@ -564,8 +566,6 @@ class _Finder:
         passes the narrow tensor (nvFuser's privatizeUpcast)."""
         excluded = self.forwarding.excluded
         outs = set(self.fusion.outputs)
-        from engine.ops.arith import cast
-        from engine.ops.shape import squeeze
 
         for e in self.fusion.exprs():
             if e in excluded or not (_is_upcast(e) or isinstance(e, ex.SqueezeOp)):

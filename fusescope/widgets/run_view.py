@@ -3,7 +3,7 @@ process), and a sortable row per segment: time, change against the previous run,
 share of the time, bytes, GB/s, % of peak bandwidth, max error against the reference,
 registers, local memory per thread and occupancy; totals, the bytes crossing segment
 boundaries, every output's error, and the history of runs (a change of options is compared
-with the run before it)."""
+with the run before it). `v` shows charts in the table's place (fusescope.widgets.run_charts)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,11 @@ from textual.widgets import DataTable, Static
 
 from fusescope.messages import RunRequested, SegmentSelected
 from fusescope.progress import RunTracker, fmt_seconds
+from fusescope.render.charts import CHARTS
 from fusescope.render.graph import scheduler_color
+from fusescope.render.run_cells import CSV_HEADER, _bar, _csv, _delta, _error, _num
 from fusescope.widgets.copying import copy_text
+from fusescope.widgets.run_charts import RunCharts
 from fusescope.widgets.run_progress import RunProgressView
 
 if TYPE_CHECKING:
@@ -27,7 +30,6 @@ if TYPE_CHECKING:
 
 PLACEHOLDER = ("No run yet. e runs on the emulator (the generated CUDA, compiled with g++, on the CPU), "
                "f on the reference evaluator, d on the GPU (cuda); p turns profiling on or off.")
-BAR_WIDTH = 12
 HISTORY_SHOWN = 5
 
 
@@ -61,6 +63,7 @@ class RunView(Vertical, can_focus=True):
         Binding("p", "toggle_profile", "Profile on/off"),
         Binding("z", "sort_next", "Sort column"),
         Binding("Z", "sort_reverse", "Reverse sort"),
+        Binding("v", "next_chart", "Charts"),
         Binding("c", "copy", "Copy text"),
     ]
 
@@ -103,6 +106,7 @@ class RunView(Vertical, can_focus=True):
         self._progress = RunProgressView(id="run-progress")
         self._table: DataTable[Text | str] = DataTable(id="run-table", cursor_type="row", zebra_stripes=True)
         self._table.border_title = "Segments (z: sort, click a header)"
+        self.charts = RunCharts(id="run-charts")
         self._outputs = Static("", id="run-outputs")
         self._history = Static("", id="run-history")
 
@@ -110,6 +114,7 @@ class RunView(Vertical, can_focus=True):
         yield self._status
         yield self._progress
         yield self._table
+        yield self.charts
         yield self._outputs
         yield self._history
 
@@ -126,6 +131,7 @@ class RunView(Vertical, can_focus=True):
         self._status.update(Text(PLACEHOLDER, style="dim italic"))
         self._outputs.update("")
         self._history.update("")
+        self.charts.show([])
 
     def action_run(self, backend: str) -> None:
         if self.running is not None:
@@ -192,6 +198,7 @@ class RunView(Vertical, can_focus=True):
         self.result = runs[-1]
         self.previous = runs[-2] if len(runs) > 1 else None
         self._fill()
+        self.charts.show(self.history)
         self._show_status()
         self._show_outputs()
         self._show_history()
@@ -297,6 +304,24 @@ class RunView(Vertical, can_focus=True):
         if self.result is not None:
             self._fill()
 
+    @property
+    def showing(self) -> str:
+        """"table", or the chart shown in its place."""
+        return self.charts.chart if self.charts.display else "table"
+
+    def show_chart(self, chart: str) -> None:
+        """Show `chart` (one of CHARTS) in the table's place, or "table" to go back."""
+        if chart != "table" and chart not in CHARTS:
+            raise KeyError(f"no chart {chart!r} (charts: {', '.join(CHARTS)})")
+        self._table.display = chart == "table"
+        self.charts.display = chart != "table"
+        if chart != "table":
+            self.charts.show(self.history, chart)
+
+    def action_next_chart(self) -> None:
+        order = ("table", *CHARTS)
+        self.show_chart(order[(order.index(self.showing) + 1) % len(order)])
+
     def action_sort_next(self) -> None:
         self.sort_by(COLUMN_KEYS[(COLUMN_KEYS.index(self.sort_column) + 1) % len(COLUMN_KEYS)])
 
@@ -335,6 +360,9 @@ class RunView(Vertical, can_focus=True):
     # ---- text out ----------------------------------------------------------------------
     @property
     def text(self) -> str:
+        """The run's report, or the chart shown in the table's place."""
+        if self.showing != "table":
+            return self.charts.text
         return self.result.report() if self.result is not None else ""
 
     def rows(self) -> list[list[str]]:
@@ -357,42 +385,3 @@ class RunView(Vertical, can_focus=True):
 
     def action_copy(self) -> None:
         copy_text(self, self.text, "the run")
-
-
-# The CSV export's columns: plain numbers, the unit in the header.
-CSV_HEADER = ("segment", "scheduler", "kernel", "time (ms)", "time change vs previous run (%)",
-              "share of time (%)", "bytes (B)", "bandwidth (GB/s)", "of peak bandwidth (%)",
-              "max abs error", "registers", "local memory per thread (B)", "occupancy (%)")
-
-
-def _csv(v: float | int | None) -> str:
-    """A number as a spreadsheet reads it (repr keeps every digit of a float); "" for none."""
-    return "" if v is None else repr(v)
-
-
-def _num(v: float | int | None, spec: str) -> str:
-    return "-" if v is None else spec.format(v)
-
-
-def _error(v: float | None) -> Text:
-    if v is None:
-        return Text("-")
-    return Text(f"{v:.2e}", style="green" if v == 0 else "")
-
-
-def _delta(now: float | None, before: float | None) -> Text:
-    """The change of a time against the previous run: red slower, green faster."""
-    if now is None or before is None or before <= 0:
-        return Text("-", style="dim")
-    change = (now - before) / before
-    style = "red" if change > 0.05 else "green" if change < -0.05 else "dim"
-    return Text(f"{change:+.0%}", style=style)
-
-
-def _bar(ms: float | None, total: float) -> Text:
-    """The segment's share of the run's time as a bar of eighths."""
-    if ms is None or total <= 0:
-        return Text("")
-    eighths = round(ms / total * BAR_WIDTH * 8)
-    full, part = divmod(eighths, 8)
-    return Text("█" * full + (" ▏▎▍▌▋▊▉"[part] if part else ""), style="cyan")

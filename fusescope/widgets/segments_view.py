@@ -15,6 +15,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from fusescope.messages import SegmentSelected
+from fusescope.render.decision_log import collapse, counted, file_names
 from fusescope.render.graph import draw, scheduler_color
 from fusescope.widgets.copying import copy_text
 
@@ -137,9 +138,13 @@ class SegmentsView(VerticalScroll, can_focus=True):
         parts: list[Text] = [Text("\nDecision log (segmenter)", style="bold")]
         if not result.decisions:
             parts.append(Text("No segmenter decisions were recorded for this fusion.", style="dim italic"))
-        for d in result.decisions:
+        for d, n in collapse(result.decisions):  # a decision repeated word for word: once, "(xN)"
             style = {True: "green", False: "yellow"}.get(d.accepted, "cyan") if d.kind != "segment" else "bold"
-            parts.append(Text(d.text, style=style))
+            line = Text(counted(d.text, n), style=style)
+            names = file_names(d.text, result.origins)
+            if names:
+                line.append(f"  [file: {names}]", style="dim")
+            parts.append(line)
             for r in d.refusals:
                 parts.append(Text(f"    {r}", style="dim"))
         return Group(*parts)

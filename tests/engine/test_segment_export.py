@@ -109,14 +109,26 @@ def test_export_writes_files_and_images_need_graphviz(tmp_path, monkeypatch):
         out = tmp_path / f"g.{fmt}"
         text = ex.export(sf, fmt, out)
         assert out.read_text() == text
-    monkeypatch.setattr(ex.shutil, "which", lambda _: None)
-    with pytest.raises(ex.GraphvizNotFoundError, match="needs graphviz's `dot` program"):
+    monkeypatch.setattr(ex.shutil, "which", lambda *a, **k: None)
+    with pytest.raises(ex.GraphvizNotFoundError, match="needs the graphviz-pure package"):
         ex.export(sf, "svg", tmp_path / "g.svg")
     with pytest.raises(ValueError, match="unknown export format"):
         ex.export(sf, "gif")
 
 
-@pytest.mark.skipif(ex.shutil.which("dot") is None, reason="graphviz is not installed")
-def test_svg_through_dot():
+@pytest.mark.skipif(ex.layout_program() is None, reason="neither graphviz-pure nor graphviz is installed")
+def test_images_through_the_layout_program():
     sf = segmented("cross_entropy.py")
-    assert b"<svg" in ex.render(sf, "svg")
+    svg = ex.render(sf, "svg").decode()
+    assert "<svg" in svg and all(f"<title>{g.name}</title>" in svg for g in sf.groups)
+    assert ex.render(sf, "png").startswith(b"\x89PNG")
+
+
+def test_the_layout_program_is_found_beside_python_without_path(monkeypatch):
+    """A virtual environment's scripts folder need not be on PATH (fusescope run by its full path)."""
+    import sysconfig
+
+    if ex.shutil.which("graphviz-pure", path=sysconfig.get_path("scripts")) is None:
+        pytest.skip("graphviz-pure is not installed in this environment")
+    monkeypatch.setenv("PATH", "")
+    assert ex.layout_program() is not None and ex.layout_program().endswith("graphviz-pure")

@@ -5,8 +5,11 @@ and stderr as a user sees them)."""
 from __future__ import annotations
 
 import json
+import os
 import re
-import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -239,19 +242,44 @@ def test_export_to_stdout(capsys: pytest.CaptureFixture[str]) -> None:
     assert out.startswith("flowchart ")
 
 
-def test_export_svg_needs_graphviz(tmp_path: Path) -> None:
-    out = tmp_path / "graph.svg"
-    r = run_cli("export", "cross_entropy", "--format", "svg", "-o", str(out))
-    if shutil.which("dot") is None:
-        assert r.returncode == 2 and "needs graphviz's `dot` program" in r.stderr
-        assert len(r.stderr.strip().splitlines()) == 1 and not out.exists()
-    else:
-        assert r.returncode == 0 and "<svg" in out.read_text()
+def test_export_svg_and_png_without_a_system_graphviz(tmp_path: Path) -> None:
+    """The images come from the pip install alone: with PATH holding no `dot` (nor anything
+    else), the SVG is well-formed XML with a node per segment of the JSON export, edges labelled
+    with their tensors, and the PNG is a PNG."""
+    env = {**os.environ, "PATH": str(tmp_path)}  # an empty folder: no dot, no graphviz-pure
+
+    def export(fmt: str) -> Path:
+        out = tmp_path / f"graph.{fmt}"
+        r = subprocess.run([sys.executable, "-m", "fusescope", "export", "seed003_rope_bwd", "--format", fmt,
+                            "-o", str(out)], capture_output=True, text=True, env=env, timeout=120)
+        assert r.returncode == 0, r.stderr
+        return out
+
+    nodes = json.loads(export("json").read_text())
+    root = ET.parse(export("svg")).getroot()
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    ns = {"s": "http://www.w3.org/2000/svg"}
+    groups = {g.get("class"): [] for g in root.iterfind(".//s:g", ns)}
+    for g in root.iterfind(".//s:g", ns):
+        groups[g.get("class")].append(g)
+    titles = {g.findtext("s:title", namespaces=ns) for g in groups["node"]}
+    assert titles == {n["name"] for n in nodes["nodes"]} and len(titles) == 5
+    texts = [t.text for t in root.iterfind(".//s:text", ns)]
+    for n in nodes["nodes"]:
+        assert n["scheduler"] in texts
+    edges = {g.findtext("s:title", namespaces=ns) for g in groups["edge"]}
+    names = {n["id"]: n["name"] for n in nodes["nodes"]}
+    assert edges == {f"{names[e['from']]}->{names[e['to']]}" for e in nodes["edges"]}
+    for e in nodes["edges"]:
+        assert e["tensor"] in texts
+    assert export("png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
 
 
 def test_export_errors_exit_2(tmp_path: Path) -> None:
-    r = run_cli("export", "softmax", "--format", "png", "-o", str(tmp_path / "x.png"))
-    assert r.returncode == 2 and "invalid choice: 'png'" in r.stderr
+    r = run_cli("export", "softmax", "--format", "gif", "-o", str(tmp_path / "x.gif"))
+    assert r.returncode == 2 and "invalid choice: 'gif'" in r.stderr
+    r = run_cli("export", "softmax", "--format", "png", "-o", "-")
+    assert r.returncode == 2 and "png is written to a file" in r.stderr
     r = run_cli("export", "softmax", "--format", "dot", "-o", str(tmp_path / "missing" / "x.dot"))
     assert r.returncode == 2 and r.stderr.startswith("fusescope: error: ") and "Traceback" not in r.stderr
 

@@ -2,7 +2,9 @@
 
 What names a statement mentions, loads, binds and reads from outside itself; which
 functions take a FusionDefinition; which calls run a fusion. Shared by the module-shape
-normalisation (shape) and the statement plan (needs).
+normalisation (shape) and the statement plan (needs). Also the shape checks on single
+nodes that the loader and the fusion body share: docstrings, literals, what a skipped
+print may show, a fusion function's parameters.
 """
 
 from __future__ import annotations
@@ -215,3 +217,61 @@ def excerpt(node: ast.AST) -> str:
     """The first line of `node` as source, cut to 80 characters (for messages)."""
     text = ast.unparse(node).splitlines()[0] if node is not None else ""
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+def extra_params(fn: ast.FunctionDef) -> list[ast.arg]:
+    """A fusion function's parameters after the FusionDefinition."""
+    return [*fn.args.args[1:], *fn.args.kwonlyargs]
+
+
+def is_docstring(stmt: ast.stmt) -> bool:
+    """A string literal standing alone as a statement."""
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(
+        stmt.value.value, str)
+
+
+def inert(node: ast.expr) -> bool:
+    """Only names and literals: what `fd.execute(...)` may be given (it is not run)."""
+    if isinstance(node, (ast.Name, ast.Constant)):
+        return True
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return all(inert(e) for e in node.elts)
+    return False
+
+
+def inert_literal(node: ast.expr) -> bool:
+    """A literal: a constant (a negative one too) or a list or tuple of them."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return all(inert_literal(e) for e in node.elts)
+    return False
+
+
+def printable(node: ast.expr) -> bool:
+    """What a skipped `print(...)` may hold: names, literals, f-strings, `out[0]`, `out[0].shape`."""
+    if isinstance(node, (ast.Name, ast.Constant)):
+        return True
+    if isinstance(node, ast.JoinedStr):
+        return all(printable(v) for v in node.values)
+    if isinstance(node, ast.FormattedValue):
+        return printable(node.value) and (node.format_spec is None or printable(node.format_spec))
+    if isinstance(node, ast.Subscript):
+        return printable(node.value) and isinstance(node.slice, ast.Constant)
+    if isinstance(node, ast.Attribute):
+        return printable(node.value)
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return all(printable(e) for e in node.elts)
+    return False
+
+
+def with_parents(stmt: ast.stmt) -> Iterator[tuple[ast.AST, ast.AST | None, ast.AST | None]]:
+    """Every node under `stmt` (in the order of the source) with its parent and grandparent."""
+    todo: list[tuple[ast.AST, ast.AST | None, ast.AST | None]] = [(stmt, None, None)]
+    while todo:
+        node, parent, grand = todo.pop()
+        yield node, parent, grand
+        todo.extend((child, node, parent) for child in reversed(list(ast.iter_child_nodes(node))))
+

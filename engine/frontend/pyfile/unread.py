@@ -13,7 +13,7 @@ from engine.frontend.definition import SkippedStatement
 from engine.frontend.pyfile.needs import Plan
 from engine.frontend.pyfile.refs import Ref
 from engine.frontend.pyfile.shape import lines
-from engine.frontend.pyfile.syntax import bound_names, excerpt, loaded, stored
+from engine.frontend.pyfile.syntax import bound_names, excerpt, is_docstring, loaded, stored
 
 # A reference to the inputs or the fusion that a statement stores into (`inputs[0] = x`).
 _HELD_CONTAINERS = ("inputs", "spec", "fd", "fusion")
@@ -49,7 +49,7 @@ def not_needed(reader: Reader, k: int, stmt: ast.stmt, bound: list[tuple[str, bo
     mentions the fusion or a name the fusion (or its inputs) reads later (the plan), rebinds
     a name the loader holds or stores into one (`bound`: its bound_names), or is an import
     (read or skipped by the import readers themselves), a docstring or `pass`."""
-    if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.Pass)) or _is_docstring(stmt):
+    if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.Pass)) or is_docstring(stmt):
         return None
     if reader.plan.needed(k) is not None:
         return None
@@ -102,7 +102,3 @@ def check_opaque(reader: Reader, stmt: ast.stmt, env: dict[str, Any] | None = No
         if ref is not None and ref.kind == "opaque":
             node = next(n for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id == name)
             raise reader.error(node, f"{name!r} is {ref.value}; the fusion cannot use it")
-
-
-def _is_docstring(stmt: ast.stmt) -> bool:
-    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
