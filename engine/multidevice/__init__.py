@@ -9,8 +9,9 @@
     outs = fd.execute(local_shards)        # on each rank: this rank's shards of the outputs
 """
 
+from engine.frontend import definition as _definition
 from engine.multidevice.communicator import Communicator
-from engine.multidevice.execute import execute, program_of
+from engine.multidevice.execute import execute, execute_on_rank, program_of
 from engine.multidevice.mesh import DeviceMesh
 from engine.multidevice.program import MultiDeviceProgram
 from engine.multidevice.sharding import MultiDeviceError, shard_tensor
@@ -18,12 +19,5 @@ from engine.multidevice.sharding import MultiDeviceError, shard_tensor
 __all__ = ["Communicator", "DeviceMesh", "MultiDeviceError", "MultiDeviceProgram", "execute", "program_of",
            "shard_tensor"]
 
-
-def _install() -> None:
-    from engine.frontend import definition
-    from engine.multidevice.execute import execute_on_rank
-
-    definition.MULTIDEVICE_RUN = execute_on_rank
-
-
-_install()
+# fd.execute hands a fusion with device meshes to this package.
+_definition.MULTIDEVICE_RUN = execute_on_rank

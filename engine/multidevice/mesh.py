@@ -15,6 +15,7 @@ import torch
 
 from engine.errors import FusionDefinitionError
 from engine.ir.iterdomain import ParallelType
+from engine.multidevice.communicator import Communicator
 
 DEVICE_TYPES = (ParallelType.mesh_x, ParallelType.mesh_y, ParallelType.mesh_z)
 
@@ -126,8 +127,6 @@ class DeviceMesh:
     def shard_tensor(self, tensor: torch.Tensor, axis: int, device: int | None = None) -> torch.Tensor:
         """This rank's (or `device`'s) part of `tensor` split evenly along `axis` over a 1-D
         mesh, as nvFuser's `DeviceMesh.shard_tensor`."""
-        from engine.multidevice.communicator import Communicator
-
         if self.rank != 1:
             raise ValueError(f"shard_tensor: {self} is not 1-D; shard with multidevice.shard_tensor(t, tv)")
         dev = Communicator.instance().rank() if device is None else device

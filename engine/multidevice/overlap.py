@@ -16,7 +16,7 @@ same rows of its outputs; otherwise the Allgather runs whole.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.distributed as dist
@@ -24,8 +24,10 @@ import torch.distributed as dist
 from engine.analysis.logical_map import logical_map
 from engine.ir.iterdomain import IterDomain, ParallelType, Split
 from engine.ir.tensorview import TensorView
-from engine.multidevice.program import Communication, Region
 from engine.multidevice.sharding import sharded_dims
+
+if TYPE_CHECKING:
+    from engine.multidevice.program import Communication, Region
 
 
 def stream_axis(tv: TensorView) -> IterDomain | None:

@@ -19,6 +19,7 @@ from engine.ir.fusion import Fusion
 from engine.ir.tensorview import TensorView
 from engine.multidevice.localize import localize
 from engine.multidevice.mesh import DeviceMesh
+from engine.multidevice.overlap import overlappable, stream_axis
 from engine.multidevice.propagate import propagate_shardings
 from engine.multidevice.reshard import Resharding, decompose_reshardings
 from engine.multidevice.sharding import mesh_of, shardings
@@ -152,8 +153,6 @@ class MultiDeviceProgram:
     # ---- host IR ---------------------------------------------------------------------------
     def host_ir(self, device: int = 0, backend: str = "NCCL") -> hir.HostIrContainer:
         """The program as nvFuser's host IR, with the teams of `device`."""
-        from engine.multidevice.overlap import overlappable, stream_axis
-
         c = hir.HostIrContainer(self.fusion, self.inputs, self.outputs)
         steps = self.steps
         for k, s in enumerate(steps):

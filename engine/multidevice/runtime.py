@@ -16,12 +16,14 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from engine.compile import _signature, compile_fusion
 from engine.dtypes import to_torch
 from engine.errors import ExecutionError
 from engine.multidevice.communicator import Communicator
 from engine.multidevice.overlap import overlappable, run_overlapped
 from engine.multidevice.program import Communication, MultiDeviceProgram, Region
 from engine.multidevice.sharding import MultiDeviceError, mesh_of, sharded_dims
+from engine.reference import evaluate
 
 _OPS = {"sum": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX, "min": dist.ReduceOp.MIN}
 
@@ -118,12 +120,8 @@ def _broadcast(c: Communication, x: torch.Tensor | None, comm: Communicator) -> 
 
 def run_region(region: Region, args: list[Any], backend: str) -> list[Any]:
     if backend == "reference":
-        from engine.reference import evaluate
-
         dev = next((a.device for a in args if isinstance(a, torch.Tensor)), None)
         return evaluate(region.fusion, args, device=dev)
-    from engine.compile import _signature, compile_fusion
-
     key = (backend, _signature(args))
     cf = region.compiled.get(key)
     if cf is None:

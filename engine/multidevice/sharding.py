@@ -22,6 +22,7 @@ import torch
 from engine.errors import FusionDefinitionError
 from engine.ir.iterdomain import IterDomain, ParallelType, Split
 from engine.ir.tensorview import TensorView
+from engine.multidevice.communicator import Communicator
 from engine.multidevice.mesh import DEVICE_TYPES, DeviceMesh
 
 
@@ -130,8 +131,6 @@ def shard_tensor(t: torch.Tensor, tv: TensorView, device: int | None = None) -> 
     """`device`'s (default: this rank's) part of the unsharded tensor `t` laid out as `tv`
     (nvFuser's multidevice.shard_tensor)."""
     if device is None:
-        from engine.multidevice.communicator import Communicator
-
         device = Communicator.instance().rank()
     mesh = mesh_of(tv)
     if mesh is None:
