@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from engine.dtypes import DataType
 from engine.errors import FusionDefinitionError, ScheduleError
 from engine.ir.base import Expr, Val
+from engine.ir.device_mesh import DeviceMesh
 from engine.ir.graph_copy import copy_node
 from engine.ir.iterdomain import (
     IdTransform,
@@ -141,7 +142,7 @@ class TensorView(Val):
         # (evict_last); set for inputs larger than L2 that a kernel streams through once.
         self.l2_evict_last = False
         # The devices this tensor lives on (engine.multidevice.DeviceMesh); None: one device.
-        self.device_mesh: Any = None
+        self.device_mesh: DeviceMesh | None = None
         fusion.register_val(self)
 
     # ---- shape -------------------------------------------------------------
@@ -215,7 +216,7 @@ class TensorView(Val):
     # ---- devices ---------------------------------------------------------------------------
     def set_device_mesh(self, mesh: Any) -> TensorView:
         """Place the tensor on the devices of `mesh` (an engine.multidevice.DeviceMesh)."""
-        if not (hasattr(mesh, "extent") and hasattr(mesh, "devices")):
+        if not isinstance(mesh, DeviceMesh):
             raise ScheduleError(f"{self.short_name}.set_device_mesh: expected a DeviceMesh, got {mesh!r}")
         self.device_mesh = mesh
         return self
