@@ -1,3 +1,4 @@
+# ruff: noqa
 # A tensor-parallel MLP in nvfuser_direct's multidevice spelling (read by the loader, never run).
 import torch
 import nvfuser_direct as nvfuser
