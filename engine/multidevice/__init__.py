@@ -14,10 +14,12 @@ from engine.multidevice.communicator import Communicator
 from engine.multidevice.execute import execute, execute_on_rank, program_of
 from engine.multidevice.mesh import DeviceMesh
 from engine.multidevice.program import MultiDeviceProgram
+from engine.multidevice.runtime import StepTime
 from engine.multidevice.sharding import MultiDeviceError, shard_tensor
+from engine.multidevice.sharding import describe as describe_sharding
 
-__all__ = ["Communicator", "DeviceMesh", "MultiDeviceError", "MultiDeviceProgram", "execute", "program_of",
-           "shard_tensor"]
+__all__ = ["Communicator", "DeviceMesh", "MultiDeviceError", "MultiDeviceProgram", "StepTime", "describe_sharding",
+           "execute", "program_of", "shard_tensor"]
 
 # fd.execute hands a fusion with device meshes to this package.
 _definition.MULTIDEVICE_RUN = execute_on_rank
