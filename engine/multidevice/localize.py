@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.analysis.logical_map import root_to_logical
+from engine.ir import exprs as ex
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain, ParallelType
 from engine.ir.scalar import Scalar, as_scalar
@@ -46,6 +47,7 @@ def _local_extent(tv: TensorView, i: IterDomain, d: int, split: bool, fresh: dic
 def localize(fusion: Fusion) -> None:
     """Rewrite `fusion` (a region's standalone copy) in place to its single-device form."""
     fresh: dict[tuple[int, bool], Scalar] = {}
+    localized: set[int] = set()
     for tv in [v for v in fusion.vals() if isinstance(v, TensorView)]:
         mesh = mesh_of(tv)
         if mesh is None:
@@ -57,11 +59,18 @@ def localize(fusion: Fusion) -> None:
             d = mesh.extent(s.pt)
             new = _local_extent(tv, s.logical, d, s.split, fresh, fusion)
             s.logical.extent = new
+            localized.add(id(s.logical))
             root = l2r.get(s.logical)
             if root is not None and root is not s.logical:
                 root.extent = new
         _plain_loop(tv)
         tv.device_mesh = None
+    for e in fusion.exprs():
+        if isinstance(e, ex.ViewOp) and e.new_shape is not None:
+            # The sizes asked for, at this device's extents where the axis is sharded.
+            dims = [i for i in e.output.domain.logical if not i.is_reduction]
+            e.attributes["new_shape"] = [i.extent if id(i) in localized else old
+                                         for i, old in zip(dims, e.new_shape)]
     fusion.changed()
 
 

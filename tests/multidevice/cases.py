@@ -325,3 +325,22 @@ def mesh_2d(backend: str) -> None:
     (out,) = _run(fd, [_shard(xr, x, dev)], backend)
     assert _kinds(fd) == ["Allreduce"]
     _close(out, -xr.sum(0), rtol=1e-5, atol=1e-5)
+
+
+def reshape_keeps_sharded_axis(backend: str) -> None:
+    """A reshape that merges the unsharded axes and keeps the sharded one whole: the
+    sharding follows it, no communication."""
+    comm, d, dev = _setup(backend)
+    mesh = md.DeviceMesh(torch.arange(d))
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([2, 3, 4 * d])
+        y = fd.ops.reshape(x, [6, 4 * d])
+        z = fd.ops.mul(y, y)
+        fd.add_output(z)
+        x.set_device_mesh(mesh)
+        x.outer_split(2, d)
+        x.axis(2).parallelize(DIDX)
+    xr = torch.randn(2, 3, 4 * d)
+    (out,) = _run(fd, [_shard(xr, x, dev)], backend)
+    assert _kinds(fd) == []
+    _close(out, mesh.shard_tensor((xr * xr).reshape(6, 4 * d), 1))
