@@ -19,6 +19,8 @@ import torch.distributed as dist
 from engine.compile import _signature, compile_fusion
 from engine.dtypes import to_torch
 from engine.errors import ExecutionError
+from engine.ir.scalar import Scalar
+from engine.ir.tensorview import TensorView
 from engine.multidevice.communicator import Communicator
 from engine.multidevice.overlap import overlappable, run_overlapped
 from engine.multidevice.program import Communication, MultiDeviceProgram, Region
@@ -129,6 +131,38 @@ def run_region(region: Region, args: list[Any], backend: str) -> list[Any]:
     return cf.run(args, backend=backend)
 
 
+def whole_sizes(program: MultiDeviceProgram, inputs: Sequence[Any]) -> dict[Scalar, int]:
+    """The fusion's symbolic extents at their whole (unsharded) sizes, from this device's
+    input shards."""
+    env: dict[Scalar, int] = {}
+    for v, x in zip(program.inputs, inputs):
+        if not isinstance(v, TensorView) or not isinstance(x, torch.Tensor) or x.numel() == 0:
+            continue
+        dims = [i for i in v.domain.logical if not i.is_reduction]
+        sizes = list(x.shape)
+        mesh = mesh_of(v)
+        for dim, s in sharded_dims(v):
+            d = mesh.extent(s.pt)
+            sizes[dim] = sizes[dim] * d if s.split else d
+        for i, n in zip(dims, sizes):
+            if i.extent.is_symbol:
+                env.setdefault(i.extent, n)
+    return env
+
+
+def region_scalars(region: Region, program: MultiDeviceProgram, inputs: Sequence[Any]) -> list[int]:
+    if not region.symbols:
+        return []
+    env = whole_sizes(program, inputs)
+    out = []
+    for sym, parts in region.symbols:
+        try:
+            out.append(int(sym.evaluate(env)) // parts)
+        except KeyError as e:
+            raise ExecutionError(f"region {region.index}: {sym.inline()} is not bound by the fusion's inputs") from e
+    return out
+
+
 def run_program(program: MultiDeviceProgram, inputs: Sequence[Any], backend: str = "reference",
                 timeline: list[StepTime] | None = None) -> list[Any]:
     """This rank's outputs of `program` for this rank's `inputs` (local shards)."""
@@ -162,6 +196,7 @@ def run_program(program: MultiDeviceProgram, inputs: Sequence[Any], backend: str
             args = [env[id(v)] for v in step.inputs]
             if any(a is None for a in args):
                 raise ExecutionError(f"region {step.index}: an input is not on device {rank}")
+            args += region_scalars(step, program, inputs)
             outs = run_region(step, args, backend)
             env.update({id(v): o for v, o in zip(step.outputs, outs)})
             name, kind = f"region {step.index}", "compute"

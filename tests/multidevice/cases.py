@@ -344,3 +344,20 @@ def reshape_keeps_sharded_axis(backend: str) -> None:
     (out,) = _run(fd, [_shard(xr, x, dev)], backend)
     assert _kinds(fd) == []
     _close(out, mesh.shard_tensor((xr * xr).reshape(6, 4 * d), 1))
+
+
+def mean_over_devices(backend: str) -> None:
+    """A mean over the sharded axis of symbolic extent: the divisor is the whole axis'
+    extent, which the region after the Allreduce holds no tensor of."""
+    comm, d, dev = _setup(backend)
+    mesh = md.DeviceMesh(torch.arange(d))
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([-1, -1])
+        m = fd.ops.mean(x, dims=[1])
+        fd.add_output(fd.ops.add(m, m))
+        x.set_device_mesh(mesh)
+        x.outer_split(1, d)
+        x.axis(1).parallelize(DIDX)
+    xr = torch.randn(5, 3 * d)
+    (out,) = _run(fd, [_shard(xr, x, dev)], backend)
+    _close(out, xr.mean(1) * 2, rtol=1e-5, atol=1e-5)
