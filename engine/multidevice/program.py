@@ -105,6 +105,16 @@ class MultiDeviceProgram:
     def communications(self) -> list[Communication]:
         return [s for s in self.steps if isinstance(s, Communication)]
 
+    def only_reader(self, c: Communication) -> bool:
+        """Whether `c` is the one step that reads its input (so it may reduce it in place):
+        the input is no fusion input or output and no other step reads it."""
+        v = c.input
+        if any(v is x for x in [*self.fusion.inputs, *self.fusion.outputs]):
+            return False
+        readers = sum(1 for s in self.steps
+                      if (s.input is v if isinstance(s, Communication) else any(v is x for x in s.inputs)))
+        return readers == 1
+
     def _partition(self, fusion: Fusion, comms: dict[int, Resharding]) -> list[Step]:
         steps: list[Step] = []
         run: list[Expr] = []

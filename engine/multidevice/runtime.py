@@ -54,7 +54,10 @@ def _ordered(parts: list[torch.Tensor], team: list[int]) -> list[torch.Tensor]:
     return [parts[by_rank.index(d)] for d in team]
 
 
-def run_communication(c: Communication, x: torch.Tensor | None, comm: Communicator) -> torch.Tensor | None:
+def run_communication(c: Communication, x: torch.Tensor | None, comm: Communicator,
+                      in_place: bool = False) -> torch.Tensor | None:
+    """This rank's result of `c` on its `x`; `in_place`: `x` is read by nothing else, so an
+    Allreduce may reduce into it."""
     rank = comm.rank()
     r = c.resharding
     if r.kind == "ShardByDevice":
@@ -84,7 +87,7 @@ def run_communication(c: Communication, x: torch.Tensor | None, comm: Communicat
         dist.all_gather(parts, x, group=group)
         return torch.cat(_ordered(parts, team), dim=dim)
     if r.kind == "Allreduce":
-        y = x.contiguous().clone()
+        y = x if in_place and x.is_contiguous() else x.contiguous().clone()
         dist.all_reduce(y, op=_OPS[r.reduce_op], group=group)
         return y
     if r.kind == "ReduceScatter":
@@ -174,6 +177,9 @@ def run_program(program: MultiDeviceProgram, inputs: Sequence[Any], backend: str
     t0 = time.perf_counter()
     sync = timeline is not None and torch.cuda.is_available()
     steps = program.steps
+    in_place = program.__dict__.get("_in_place")
+    if in_place is None:
+        in_place = program.__dict__["_in_place"] = {c.number for c in program.communications if program.only_reader(c)}
     skip = -1
     for k, step in enumerate(steps):
         if k == skip:
@@ -201,7 +207,7 @@ def run_program(program: MultiDeviceProgram, inputs: Sequence[Any], backend: str
             env.update({id(v): o for v, o in zip(step.outputs, outs)})
             name, kind = f"region {step.index}", "compute"
         else:
-            out = run_communication(step, env.get(id(step.input)), comm)
+            out = run_communication(step, env.get(id(step.input)), comm, in_place=step.number in in_place)
             env[id(step.output)] = out
             name, kind = f"Communication {step.number}", step.kind
         if timeline is not None:
