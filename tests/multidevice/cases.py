@@ -20,7 +20,8 @@ DIDX = ParallelType.mesh_x
 def _setup(backend: str) -> tuple[md.Communicator, int, torch.device]:
     comm = md.Communicator.instance()
     torch.manual_seed(0)
-    dev = torch.device("cuda", comm.local_rank()) if backend == "cuda" else torch.device("cpu")
+    dev = (torch.device("cuda", comm.local_rank() % torch.cuda.device_count()) if backend == "cuda"
+           else torch.device("cpu"))
     return comm, comm.size(), dev
 
 
