@@ -60,6 +60,10 @@ def run_communication(c: Communication, x: torch.Tensor | None, comm: Communicat
     Allreduce may reduce into it."""
     rank = comm.rank()
     r = c.resharding
+    if comm.backend() == "gloo" and x is not None and x.is_cuda and r.kind != "ShardByDevice":
+        # gloo communicates host memory: a CUDA tensor goes through the host and back.
+        out = run_communication(c, x.cpu(), comm)
+        return None if out is None else out.to(x.device)
     if r.kind == "ShardByDevice":
         dim, split = _dim_of(c.output, r.pt)
         mesh = mesh_of(c.output)
@@ -193,7 +197,8 @@ def run_program(program: MultiDeviceProgram, inputs: Sequence[Any], backend: str
             team = step.team(rank)
             later = any(step.output in s.inputs if isinstance(s, Region) else s.input is step.output
                         for s in steps[k + 2:]) or step.output in program.outputs
-            run_overlapped(step, nxt, env, chunks, backend, run_region, groups[tuple(team)], team, later)
+            run_overlapped(step, nxt, env, chunks, backend, run_region, groups[tuple(team)], team, later,
+                           comm.backend() == "nccl")
             skip = k + 1
             name, kind = f"Communication {step.number} + region {nxt.index} in {chunks} chunks", "overlap"
         elif isinstance(step, Region):
@@ -208,6 +213,8 @@ def run_program(program: MultiDeviceProgram, inputs: Sequence[Any], backend: str
             name, kind = f"region {step.index}", "compute"
         else:
             out = run_communication(step, env.get(id(step.input)), comm, in_place=step.number in in_place)
+            if out is not None and backend == "cuda" and not out.is_cuda:
+                out = out.cuda()  # received through the host (gloo)
             env[id(step.output)] = out
             name, kind = f"Communication {step.number}", step.kind
         if timeline is not None:
