@@ -362,3 +362,22 @@ def mean_over_devices(backend: str) -> None:
     xr = torch.randn(5, 3 * d)
     (out,) = _run(fd, [_shard(xr, x, dev)], backend)
     _close(out, xr.mean(1) * 2, rtol=1e-5, atol=1e-5)
+
+
+def compiled_program(backend: str) -> None:
+    """compile_fusion on each rank: its host IR names its team, its run gives fd.execute's
+    values, the overlapped SP form included."""
+    from engine import compile_fusion
+
+    comm, d, dev = _setup(backend)
+    h, t = 8, 4 * d
+    fd, tvs = _mlp(d, h, DataType.Float, True, chunks=2)
+    ws = [torch.randn(t, h), torch.randn(4 * h, h) / 3, torch.randn(4 * h), torch.randn(h, 4 * h) / 6, torch.randn(h)]
+    ins = [_shard(a, tv, dev) for a, tv in zip(ws, tvs)]
+    cf = compile_fusion(fd, ins)
+    assert cf.rank == comm.rank()
+    text = str(cf.host_ir)
+    assert "FOR StreamIdx in" in text and "Communication 1 (type=ReduceScatter, team=(0 1)" in text
+    (out,) = cf.run(ins, backend=backend, timeline=True)
+    assert [s.kind for s in cf.last_timeline] == ["overlap", "ReduceScatter", "compute"]
+    _close(out, md.shard_tensor(_mlp_ref(*ws), tvs[-1]), rtol=1e-4, atol=1e-4)
