@@ -59,12 +59,15 @@ class SharedMemoryUse:
         """Whether any shared buffer is loaded by cp.async."""
         return any(b.stages for b in self.buffers)
 
-    def lines(self) -> list[str]:
-        """The breakdown, one part a line, each with its bytes; empty when nothing is shared."""
-        out = [f"{b.bytes:>8} B  {b.describe()}" for b in self.buffers]
+    def parts(self) -> list[tuple[int, str]]:
+        """(bytes, what) for each part, in offset order; empty when nothing is shared."""
+        out = [(b.bytes, b.describe()) for b in self.buffers]
         if self.reduction_bytes:
-            out.append(f"{self.reduction_bytes:>8} B  block-reduction workspace (red_smem, at offset "
-                       f"{self.reduction_offset})")
+            out.append((self.reduction_bytes, f"block-reduction workspace (red_smem, at offset {self.reduction_offset})"))
         if self.padding:
-            out.append(f"{self.padding:>8} B  alignment padding (buffers start at 16-byte offsets)")
+            out.append((self.padding, "alignment padding (buffers start at 16-byte offsets)"))
         return out
+
+    def lines(self) -> list[str]:
+        """The breakdown, one part a line, each with its bytes."""
+        return [f"{n:>8} B  {what}" for n, what in self.parts()]
