@@ -62,6 +62,8 @@ class CompiledSegment:
     launch: LaunchConfig | None = None
     # What the launch's dynamic shared memory holds (engine.lower.smem), set with `launch`.
     shared_memory: SharedMemoryUse | None = None
+    # The widths (elements) of the kernel's vector copies, smallest first, set with `launch`.
+    vector_widths: tuple[int, ...] = ()
     kernel_name: str | None = None
     stages: dict[str, str] = field(default_factory=dict)
     lowered: Any = None

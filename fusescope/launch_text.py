@@ -32,6 +32,9 @@ class LaunchInfo:
     # The heuristic's planned launch: (bdimx, bdimy, bdimz, gdimx, gdimy, gdimz, smem); None
     # when the scheduler plans none (user schedules, expr_eval).
     plan: tuple[int, int, int, int, int, int, int] | None = None
+    vector_widths: tuple[int, ...] = ()  # the kernel's vector copies, in elements
+    # The vector widths the heuristic chose (its vectorization factors above 1).
+    planned_vectors: tuple[int, ...] = ()
 
     @property
     def threads(self) -> int:
@@ -56,6 +59,9 @@ def launch_lines(info: LaunchInfo, circular_buffer_notes: str = "") -> list[str]
         out += [f"    {n:>8} B  {what}" for n, what in info.shared_parts]
     else:
         out.append("  dynamic shared memory: none")
+    widths = " and ".join(str(w) for w in info.vector_widths)
+    out.append(f"  vector copies: {widths} elements wide" if widths
+               else "  vector copies: none (every copy moves one element)")
     out += [f"  {line}" for line in circular_buffer_notes.splitlines() if line.strip()]
     return out + [f"  {line}" for line in plan_differences(info)]
 
@@ -74,6 +80,10 @@ def plan_differences(info: LaunchInfo) -> list[str]:
         if planned != -1 and planned != got:
             out.append(f"{name} is {got}, not the planned {planned}: the kernel's loops bound to {index} "
                        f"run at most {got} iterations")
+    for v in info.planned_vectors:
+        if v not in info.vector_widths:
+            out.append(f"the heuristic's vectorization factor {v} is not in the kernel: no copy is {v} elements "
+                       "wide (its loops over those elements copy one at a time)")
     smem = info.plan[6]
     if smem != info.shared_mem_bytes:
         out.append(f"Smem Size is {info.shared_mem_bytes} B, not the planned {smem} B: the plan counts only the "

@@ -837,7 +837,21 @@ def _launch_info(seg: Any) -> LaunchInfo | None:
     lp = getattr(seg.params, "lparams", None)
     plan = (lp.bdimx, lp.bdimy, lp.bdimz, lp.gdimx, lp.gdimy, lp.gdimz, lp.smem) if lp is not None else None
     return LaunchInfo(tuple(launch.grid), tuple(launch.block), launch.shared_mem_bytes, launch.cooperative,
-                      parts, bool(use is not None and use.cp_async), plan)
+                      parts, bool(use is not None and use.cp_async), plan, tuple(seg.vector_widths),
+                      _planned_vectors(seg.params))
+
+
+def _planned_vectors(params: Any) -> tuple[int, ...]:
+    """The vector widths a scheduler's parameters ask for (above 1), by its parameter names."""
+    if params is None:
+        return ()
+    factors = [getattr(params, "vectorization_factor", 1), getattr(params, "vectorize_factor1", 1),
+               getattr(params, "vectorize_factor2", 1)]
+    if getattr(params, "vectorize_inner_reduction", False):
+        factors.append(params.unroll_factor_inner_reduction)
+    if getattr(params, "vectorize_iter_dom", False):
+        factors.append(params.unroll_factor_iter_dom)
+    return tuple(sorted({v for v in factors if isinstance(v, int) and v > 1}))
 
 
 def _last_verdicts(events: list[Any]) -> tuple[VerdictInfo, ...]:

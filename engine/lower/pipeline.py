@@ -33,7 +33,7 @@ from engine.lower.loops import LoopNode, Nest, out_tv, walk
 from engine.lower.lowering import ExprLowering, loop_kind
 from engine.lower.smem import SharedBuffer, SharedMemoryUse
 from engine.lower.unroll import unroll_local_indexing
-from engine.lower.vectorize import hoist_shared_reads, vectorize_loop, widen_bulk_copy
+from engine.lower.vectorize import hoist_shared_reads, vector_widths, vectorize_loop, widen_bulk_copy
 from engine.runtime.abi import ArgSpec, LaunchConfig, ScalarArg, TensorArg
 
 _DIMS = [ParallelType.grid_x, ParallelType.grid_y, ParallelType.grid_z,
@@ -49,6 +49,8 @@ class Lowered:
     tensors: dict[str, TensorView] = field(default_factory=dict)
     # The dynamic shared memory the launch asks for, part by part.
     shared_memory: SharedMemoryUse = field(default_factory=lambda: SharedMemoryUse((), 0, 0))
+    # The widths (elements) of the kernel's vector copies, smallest first.
+    vector_widths: tuple[int, ...] = ()
 
 
 def tensor_arg(tv: TensorView) -> TensorArg:
@@ -378,7 +380,7 @@ def _lower_fusion(fusion: Fusion, env: dict, name: str, layouts: dict[str, tuple
         stages["shared_memory"] = f"{smem} bytes of dynamic shared memory:\n" + "".join(
             f"{line}\n" for line in shared.lines())
     stages["kernel_ir"] = kernel.listing()
-    return Lowered(kernel, stages, tensors, shared)
+    return Lowered(kernel, stages, tensors, shared, vector_widths(stages["kernel_ir"]))
 
 
 def shared_memory_use(low: ExprLowering, stages: dict[str, int]) -> SharedMemoryUse:

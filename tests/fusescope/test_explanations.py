@@ -2,7 +2,8 @@
 agrees with the kernel itself, on every bundled sample: the launch's grid, block and shared
 memory (with its parts) are the compiled segment's, the load mechanism named is the one the
 CUDA source uses (cp.async iff it uses it, never TMA), the circular-buffer stages named are the
-source's, and a heuristic figure that the launch does not keep is called the plan and explained."""
+source's, so are its vector widths, and a heuristic figure that the kernel does not keep is
+called the plan and explained."""
 
 from __future__ import annotations
 
@@ -55,6 +56,17 @@ def check_segment(text: str, seg: Any) -> None:
         {(x.name, str(x.offset)) for x in use.buffers}
     if use.reduction_bytes:
         assert f"char* red_smem = smem + {use.reduction_offset};" in body
+    # The vector copies named are the source's, and a planned width the kernel lacks is said so.
+    widths = sorted({int(n) for n in re.findall(r"\b(?:loadGeneric|loadGlobal\w*|fsCpAsync)<[^<>,]+, (\d+)[,>]", body)}
+                    - {1})
+    said = next(ln for ln in section if ln.startswith("  vector copies: "))
+    assert said == (f"  vector copies: {' and '.join(map(str, widths))} elements wide" if widths
+                    else "  vector copies: none (every copy moves one element)")
+    planned = re.findall(r"vectorize / factor (\d+)|vectorization_factor: (\d+)|Vectorize group \d, Factor: (\d+)",
+                         text)
+    for v in {int(n) for groups in planned for n in groups if n} - {1}:
+        assert v in widths or any(ln.startswith(f"  the heuristic's vectorization factor {v} is not in the kernel")
+                                  for ln in section), v
     # The load mechanism named is the source's.
     assert ("cp.async" in text) == ("fsCpAsync" in body)
     assert "TMA" not in text or "cp.async.bulk.tensor" in body
