@@ -27,6 +27,7 @@ from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import transforms_kept
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
+from engine.lower.smem import SharedMemoryUse
 from engine.runtime.abi import LaunchConfig, TensorArg
 from engine.runtime.placement import run_device
 from engine.segment.graph import Sizes
@@ -64,6 +65,10 @@ class CompiledSegment:
     kernel_ir: str | None = None
     cuda_source: str | None = None
     launch: LaunchConfig | None = None
+    # What the launch's dynamic shared memory holds (engine.lower.smem), set with `launch`.
+    shared_memory: SharedMemoryUse | None = None
+    # The widths (elements) of the kernel's vector copies, smallest first, set with `launch`.
+    vector_widths: tuple[int, ...] = ()
     kernel_name: str | None = None
     stages: dict[str, str] = field(default_factory=dict)
     lowered: Any = None

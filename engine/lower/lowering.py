@@ -42,7 +42,7 @@ _LOGICAL = {"logical_and", "logical_or"}
 
 def loop_kind(pt: ParallelType) -> str:
     if pt == ParallelType.bulk:
-        # A bulk (TMA-style) copy: the block's threads share its iterations.
+        # A bulk copy into shared memory: the block's threads share its iterations.
         return "block_strided"
     if pt == ParallelType.vectorize:
         return "vectorize"
