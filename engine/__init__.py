@@ -1,5 +1,6 @@
 """engine: an nvFuser-style fusion compiler. The public API (DESIGN.md section 5)."""
 
+from engine import multidevice
 from engine.compile import CompiledFusion, compile_fusion
 from engine.dtypes import DataType
 from engine.errors import (
@@ -18,5 +19,5 @@ from engine.ir.tensorview import MemoryType
 __all__ = [
     "CompileError", "CompiledFusion", "DataType", "EngineError", "ExecutionError", "FusionDefinition",
     "FusionDefinitionError", "FusionFileError", "MemoryType", "ParallelType", "ScheduleError",
-    "compile_fusion", "dumps_fusion", "load_fusion", "loads_fusion", "save_fusion",
+    "compile_fusion", "dumps_fusion", "load_fusion", "loads_fusion", "multidevice", "save_fusion",
 ]

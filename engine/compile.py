@@ -435,6 +435,11 @@ def _bound(fusion: Fusion, inputs: Sequence[Any]) -> Any:
 _SCHEDULER_REFUSALS = 4
 
 
+# Compiles a fusion whose tensors carry device meshes for this rank's shards (installed by
+# engine.multidevice, which `import engine` imports): this rank's program, its regions compiled.
+MULTIDEVICE_COMPILE: Any = None
+
+
 def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = None) -> CompiledFusion:
     """Segment, schedule, lower and render `fd` (a FusionDefinition or Fusion) for `inputs`.
     A definition compiled before for inputs of the same signature, with the same options,
@@ -442,6 +447,11 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
     from engine.reference import check_input_layouts
     original: Fusion = fd.fusion if hasattr(fd, "fusion") else fd
     options = options or Options()
+    meshed = next((v for v in original.vals() if isinstance(v, TensorView) and v.device_mesh is not None), None)
+    if meshed is not None:
+        if MULTIDEVICE_COMPILE is None:
+            raise CompileError(f"{meshed.short_name} has a device mesh: import engine.multidevice to compile it")
+        return MULTIDEVICE_COMPILE(fd, inputs, options)
     check_input_layouts(original, inputs)
     # The definition's listing is both part of the cache key and the first stage's text
     # (a clone keeps names, so it prints the same): printed once.

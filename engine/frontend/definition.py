@@ -18,6 +18,10 @@ from engine.ir.iterdomain import IterDomain, IterType
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import MemoryType, TensorDomain, TensorView
 
+# Runs a fusion whose tensors carry device meshes on this rank (engine.multidevice installs
+# it when imported, as `import engine` does); returns None for a single-device fusion.
+MULTIDEVICE_RUN: Callable[[Any, list[Any]], list[Any] | None] | None = None
+
 
 @dataclass
 class FrontendCall:
@@ -417,6 +421,10 @@ class FusionDefinition:
             outs = plan.try_run(xs)
             if outs is not None:
                 return self.apply_output_aliases(inputs, outs)
+        if MULTIDEVICE_RUN is not None:
+            outs = MULTIDEVICE_RUN(self, xs)
+            if outs is not None:
+                return outs
         check_input_layouts(self.fusion, xs)
         on_gpu = any(getattr(x, "is_cuda", False) for x in xs) or str(device or "").startswith("cuda")
         if not on_gpu:

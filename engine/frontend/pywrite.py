@@ -14,11 +14,13 @@ from typing import Any
 
 import torch
 
+from engine.analysis.replay import transforms_between
 from engine.dtypes import from_torch
 from engine.errors import FusionFileError
 from engine.frontend.definition import FrontendCall, FusionDefinition
 from engine.frontend.input_spec import COMPARISONS, SPEC_KINDS, TORCH_DTYPE_NAMES, InputSpec
 from engine.frontend.pyread import enum_namespaces
+from engine.ir.iterdomain import ParallelType, Split
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
 
@@ -50,9 +52,15 @@ class _Writer:
         assert self.fd is not None
         for call in self.fd.recorded_calls:
             self.call(call)
+        meshed = self.device_lines()
         specs = [InputSpec.from_tensor(t) for t in inputs] if inputs is not None else self.fd.input_specs
         nvf_names = ["FusionDefinition", "DataType"] + sorted(self.enums - {"DataType"})
-        out = ["import torch", f"from nvfuser import {', '.join(nvf_names)}", "", ""]
+        if meshed:
+            # The multidevice API is nvfuser_direct's (nvFuser's direct bindings).
+            out = ["import torch", "import nvfuser_direct as nvfuser",
+                   f"from nvfuser_direct import {', '.join(nvf_names)}", "", ""]
+        else:
+            out = ["import torch", f"from nvfuser import {', '.join(nvf_names)}", "", ""]
         out.append("def nvfuser_fusion_id0(fd : FusionDefinition) -> None :")
         out.extend("    " + line for line in self.lines or ["pass"])
         out += ["", "", "with FusionDefinition() as fd:", "    nvfuser_fusion_id0(fd)", ""]
@@ -76,6 +84,28 @@ class _Writer:
             self.lines.append(f"{', '.join(names)} = {text}")
         else:
             self.lines.append(text)
+
+    def device_lines(self) -> bool:
+        """Each tensor's device mesh, loop splits and parallel types as the calls that make
+        them (`T0.set_device_mesh(mesh0)`, `T0.outer_split(0, 2)`,
+        `T0.axis(0).parallelize(ParallelType.mesh_x)`); whether there were any."""
+        meshes: dict[Any, str] = {}
+        lines: list[str] = []
+        for tv in self.fd.fusion.vals():
+            mesh = tv.__dict__.get("device_mesh") if isinstance(tv, TensorView) else None
+            name = self.names.get(id(tv))
+            if mesh is None or name is None:
+                continue
+            if mesh not in meshes:
+                meshes[mesh] = f"mesh{len(meshes)}"
+                lines.append(f"{meshes[mesh]} = nvfuser.multidevice.DeviceMesh({mesh.python()})")
+            lines.append(f"{name}.set_device_mesh({meshes[mesh]})")
+            lines.extend(f"{name}.{call}" for call in loop_calls(tv))
+            for k, i in enumerate(tv.domain.loop):
+                if i.parallel_type in _WRITTEN_PARALLEL:
+                    lines.append(f"{name}.axis({k}).parallelize({self.arg(i.parallel_type)})")
+        self.lines.extend(lines)
+        return bool(lines)
 
     def name_for(self, v: TensorView | Scalar) -> str:
         # nvFuser numbers the frontend's values with one counter: T0, T1, S2, T3, ...
@@ -129,6 +159,27 @@ class _Writer:
         if isinstance(v, dict):
             return "{" + ", ".join(f"{self.arg(k)}: {self.arg(x)}" for k, x in v.items()) + "}"
         raise FusionFileError(f"cannot write argument {v!r} of type {type(v).__name__}")
+
+
+_WRITTEN_PARALLEL = (ParallelType.mesh_x, ParallelType.mesh_y, ParallelType.mesh_z, ParallelType.stream)
+
+
+def loop_calls(tv: TensorView) -> list[str]:
+    """The splits (and a final reorder) that make `tv`'s loop domain from its logical one."""
+    cur = list(tv.domain.logical)
+    calls: list[str] = []
+    for t in transforms_between(tv.domain.logical, tv.domain.loop):
+        if not isinstance(t, Split):
+            raise FusionFileError(f"cannot write {tv.short_name}'s loop domain: only splits of a tensor with a "
+                                  f"device mesh are written, not {t.kind}")
+        pos = cur.index(t.in_id)
+        f = t.factor.inline()
+        calls.append(f"{'inner' if t.inner_split else 'outer'}_split({pos}, {f})")
+        cur[pos:pos + 1] = [t.outer, t.inner]
+    loop = tv.domain.loop
+    if cur != loop:
+        calls.append(f"reorder({ {k: loop.index(i) for k, i in enumerate(cur) if loop.index(i) != k} })")
+    return calls
 
 
 def _tuple_src(t: Sequence[int]) -> str:

@@ -156,6 +156,39 @@ class PostOnStream(HostNode):
         self.outputs = outputs
 
 
+class CommunicationNode(HostNode):
+    """A collective between the devices of `team` (nvFuser's Communication): `type` is
+    Allgather, ReduceScatter, Allreduce, Broadcast or SendRecv; posted asynchronously, its
+    output is ready after the matching Wait."""
+
+    def __init__(self, number: int, type_: str, team: list[int], inp: Val, out: Val, backend: str = "NCCL",
+                 root: int | None = None) -> None:
+        self.number = number
+        self.type = type_
+        self.team = list(team)
+        self.inp = inp
+        self.out = out
+        self.backend = backend
+        self.root = root
+
+
+class Wait(HostNode):
+    """Wait until `communication` completes."""
+
+    def __init__(self, communication: CommunicationNode) -> None:
+        self.communication = communication
+
+
+class ShardByDevice(HostNode):
+    """`out` = this device's part of `inp` along the axis `parallel_type` shards: a local
+    narrow (no communication), where a replicated tensor feeds a sharded op."""
+
+    def __init__(self, inp: Val, out: Val, parallel_type: Any) -> None:
+        self.inp = inp
+        self.out = out
+        self.parallel_type = parallel_type
+
+
 class HostIrContainer:
     """A host program: `str()` prints nvFuser's `%HostIrContainer { ... } // %HostIrContainer`."""
 

@@ -57,6 +57,16 @@ def node_string(node: Any, indent: int = 0) -> str:
         seg = node.unit.segment
         return (f"{pad}PostOnStream (HostUnit{seg.id} ({seg.scheduler}), Inputs: {{{_vals(node.inputs)}}}, "
                 f"Outputs: {{{_vals(node.outputs)}}})\n")
+    if isinstance(node, hir.CommunicationNode):
+        root = f", root={node.root}" if node.root is not None else ""
+        team = " ".join(str(d) for d in node.team)
+        return (f"{pad}Communication {node.number} (type={node.type}, team=({team}){root}, input={node.inp}, "
+                f"output={node.out}, backend={node.backend})\n")
+    if isinstance(node, hir.Wait):
+        return f"{pad}Wait(Communication {node.communication.number})\n"
+    if isinstance(node, hir.ShardByDevice):
+        return (f"{pad}{node.out}\n{ind(indent + 1)} = ShardByDevice( {node.inp}, "
+                f"parallel_type = {node.parallel_type} )\n")
     raise TypeError(f"no host-IR format for {type(node).__name__}")
 
 

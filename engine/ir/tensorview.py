@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from engine.dtypes import DataType
 from engine.errors import FusionDefinitionError, ScheduleError
 from engine.ir.base import Expr, Val
+from engine.ir.device_mesh import DeviceMesh
 from engine.ir.graph_copy import copy_node
 from engine.ir.iterdomain import (
     IdTransform,
@@ -140,6 +141,8 @@ class TensorView(Val):
         # Whether this global input's vector loads keep their L2 lines ahead of others
         # (evict_last); set for inputs larger than L2 that a kernel streams through once.
         self.l2_evict_last = False
+        # The devices this tensor lives on (engine.multidevice.DeviceMesh); None: one device.
+        self.device_mesh: DeviceMesh | None = None
         fusion.register_val(self)
 
     # ---- shape -------------------------------------------------------------
@@ -201,6 +204,25 @@ class TensorView(Val):
             self.domain.loop[pos : pos + 1] = [s.outer, s.inner]
             self._follow_allocation(s)
         return self
+
+    def outer_split(self, axis: int, factor: ScalarLike) -> TensorView:
+        """Split so that the outer axis has `factor` elements (nvFuser's outer_split)."""
+        return self.split(axis, factor, inner_split=False)
+
+    def inner_split(self, axis: int, factor: ScalarLike) -> TensorView:
+        """Split so that the inner axis has `factor` elements (nvFuser's inner_split)."""
+        return self.split(axis, factor, inner_split=True)
+
+    # ---- devices ---------------------------------------------------------------------------
+    def set_device_mesh(self, mesh: Any) -> TensorView:
+        """Place the tensor on the devices of `mesh` (an engine.multidevice.DeviceMesh)."""
+        if not isinstance(mesh, DeviceMesh):
+            raise ScheduleError(f"{self.short_name}.set_device_mesh: expected a DeviceMesh, got {mesh!r}")
+        self.device_mesh = mesh
+        return self
+
+    def has_device_mesh(self) -> bool:
+        return self.device_mesh is not None
 
     def merge(self, axis_o: int, axis_i: int | None = None) -> TensorView:
         po = self._pos(axis_o)
@@ -628,6 +650,9 @@ class TensorView(Val):
             s += f" ca_pos( {self.compute_at_pos} )"
         if self.max_producer_pos > 0:
             s += f" produce_pos( {self.max_producer_pos} )"
+        mesh = self.__dict__.get("device_mesh")
+        if mesh is not None:
+            s += f" ({mesh})"
         return s
 
     def __repr__(self) -> str:

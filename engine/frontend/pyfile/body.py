@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from engine.errors import FusionFileError
 from engine.frontend.definition import FusionDefinition
 from engine.frontend.pyfile import unread
+from engine.frontend.pyfile.devices import DEVICE_TENSOR_METHODS, DeviceCalls, held_axis_call
 from engine.frontend.pyfile.fdcalls import FrontendCalls, is_sched_method, to_datatype
 from engine.frontend.pyfile.plainpy import (
     BUILTINS,
@@ -25,6 +26,7 @@ from engine.frontend.pyfile.plainpy import (
 )
 from engine.frontend.pyfile.syntax import excerpt, is_docstring
 from engine.frontend.pyfile.vocab import FD_METHODS, RUN_METHODS, TENSOR_METHODS
+from engine.ir.iterdomain import IterDomain
 from engine.ir.tensorview import TensorView
 
 if TYPE_CHECKING:
@@ -36,7 +38,7 @@ if TYPE_CHECKING:
 _MAX_LOOP_STEPS = 10_000
 
 
-class Body(FrontendCalls, PlainPython):
+class Body(FrontendCalls, PlainPython, DeviceCalls):
     """Interprets the statements of one fusion body against `fd`."""
 
     def __init__(self, loader: Loader, fd: FusionDefinition, fd_name: str, attrs: dict[str, Any],
@@ -156,6 +158,12 @@ class Body(FrontendCalls, PlainPython):
             return self.builtin(node, name)
         if target == "from_pytorch":
             return self.from_pytorch(node)
+        if target == "mesh":
+            return self.device_mesh(node)
+        if target == "device_tensor":
+            return self.device_tensor_method(node, name)
+        if target == "parallelize":
+            return self.parallelize(node)
         if target is None:
             fd = self.fd_name
             raise self.error(node, f"call not allowed: {excerpt(node)} (only {fd}.ops.*, {fd}.sched.*, "
@@ -190,6 +198,10 @@ class Body(FrontendCalls, PlainPython):
             return ("builtin", func.id) if self.is_builtin(func.id) else (None, "")
         if not isinstance(func, ast.Attribute) or func.attr.startswith("_"):
             return None, ""
+        if held_axis_call(func):
+            return "parallelize", func.attr
+        if func.attr == "DeviceMesh" and self.is_mesh_class(func):
+            return "mesh", func.attr
         base = func.value
         if self.is_fd(base):
             if func.attr in ("define_vector", "from_pytorch"):
@@ -202,6 +214,10 @@ class Body(FrontendCalls, PlainPython):
         held = self.loader.bound(base, self.env, self.fd_names, self.attrs)
         if isinstance(held, TensorView) and func.attr in TENSOR_METHODS:
             return "tensor", func.attr
+        if isinstance(held, TensorView) and func.attr in DEVICE_TENSOR_METHODS:
+            return "device_tensor", func.attr
+        if isinstance(held, IterDomain) and func.attr == "parallelize":
+            return "parallelize", func.attr
         if func.attr in (LIST_METHODS if isinstance(held, list) else
                          TUPLE_METHODS if isinstance(held, tuple) else ()):
             return "list", func.attr

@@ -58,6 +58,10 @@ class TopLevel:
             return Ref("fusion_class")  # the 2022 frontend: `fs = Fusion(); FusionDefinition(fs)`
         if name in self.enums:
             return Ref("enum", self.enums[name])
+        if name == "multidevice":
+            return Ref("module", "nvfuser")  # nvfuser_direct.multidevice: DeviceMesh's namespace
+        if name == "DeviceMesh":
+            return Ref("mesh_class")
         return None  # other nvfuser names bind nothing usable here
 
     def function_def(self, fn: ast.FunctionDef, method: bool = False) -> None:

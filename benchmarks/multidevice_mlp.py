@@ -1,0 +1,192 @@
+"""GPT-3-style MLP block (linear 4h -> gelu -> linear h, bf16) on several GPUs: the engine's
+tensor-parallel (TP) and sequence-parallel (SP) fusions, SP with its Allgather overlapped in
+stream chunks, against PyTorch DTensor tensor parallelism (torch.distributed.tensor.parallel)
+and hand-written torch.distributed code, all in the same run.
+
+    torchrun --nproc-per-node 2 benchmarks/multidevice_mlp.py [--out results.json]
+
+Times are per forward (CUDA events over `--iters` calls after warm-up, the slowest rank's);
+the SP timeline (each step synchronized) gives the Allgather time the unoverlapped form
+exposes and what the overlapped form still exposes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F  # noqa: N812 - torch's usual name
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import engine.multidevice as md  # noqa: E402
+from engine import DataType, FusionDefinition, ParallelType  # noqa: E402
+
+
+def mlp_fusion(d: int, h: int, sp: bool, chunks: int = 1) -> tuple[FusionDefinition, list]:
+    mesh = md.DeviceMesh(torch.arange(d))
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([-1, h], dtype=DataType.BFloat16, contiguity=True)
+        w1 = fd.define_tensor([4 * h, h], dtype=DataType.BFloat16, contiguity=True)
+        b1 = fd.define_tensor([4 * h], dtype=DataType.BFloat16, contiguity=True)
+        w2 = fd.define_tensor([h, 4 * h], dtype=DataType.BFloat16, contiguity=True)
+        b2 = fd.define_tensor([h], dtype=DataType.BFloat16, contiguity=True)
+        y = fd.ops.linear(x, w1, b1)
+        y = fd.ops.cast(fd.ops.gelu(fd.ops.cast(y, DataType.Float)), DataType.BFloat16)
+        z = fd.ops.linear(y, w2, b2)
+        fd.add_output(z)
+        for tv in (x, w1, b1, w2, b2):
+            tv.set_device_mesh(mesh)
+        for tv, axis in ((w1, 0), (b1, 0), (w2, 1)):
+            tv.outer_split(axis, d)
+            tv.axis(axis).parallelize(ParallelType.mesh_x)
+        if sp:
+            z.set_device_mesh(mesh)
+            for tv in (x, z):
+                tv.outer_split(0, d)
+                tv.axis(0).parallelize(ParallelType.mesh_x)
+            if chunks > 1:
+                x.outer_split(1, chunks)
+                x.axis(1).parallelize(ParallelType.stream)
+    return fd, [x, w1, b1, w2, b2, z]
+
+
+def timed(fn, iters: int, warmup: int = 3) -> float:
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    dist.barrier()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(iters):
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    ms = torch.tensor([start.elapsed_time(end) / iters], device="cuda")
+    dist.all_reduce(ms, op=dist.ReduceOp.MAX)
+    return float(ms)
+
+
+def case(h: int, t: int, iters: int, chunks: int) -> dict:
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Shard
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+    d, rank = dist.get_world_size(), dist.get_rank()
+    torch.manual_seed(0)
+    dev = torch.device("cuda", torch.cuda.current_device())
+    bf = torch.bfloat16
+    x = torch.randn(t, h, device=dev, dtype=bf)
+    w1, b1 = torch.randn(4 * h, h, device=dev, dtype=bf) / h ** 0.5, torch.randn(4 * h, device=dev, dtype=bf)
+    w2, b2 = torch.randn(h, 4 * h, device=dev, dtype=bf) / (4 * h) ** 0.5, torch.randn(h, device=dev, dtype=bf)
+    full = [x, w1, b1, w2, b2]
+    out: dict = {"h": h, "tokens": t, "ranks": d, "dtype": "bf16"}
+    with torch.no_grad():
+        expect = F.linear(F.gelu(F.linear(x, w1, b1).float()).to(bf), w2, b2)
+
+        # The engine: TP, SP, SP overlapped.
+        results = {}
+        for name, sp, ch in (("engine_tp", False, 1), ("engine_sp", True, 1), ("engine_sp_overlap", True, chunks)):
+            fd, tvs = mlp_fusion(d, h, sp, ch)
+            ins = [md.shard_tensor(a, tv) for a, tv in zip(full, tvs)]
+            (res,) = fd.execute(ins)
+            want = md.shard_tensor(expect, md.program_of(fd).outputs[0]) if sp else expect
+            results[name] = float((res.float() - want.float()).abs().max())
+            out[name + "_ms"] = timed(lambda f=fd, i=ins: f.execute(i), iters)
+            if sp:
+                tl: list = []
+                for _ in range(3):
+                    tl.clear()
+                    md.execute(fd, ins, timeline=tl)
+                out[name + "_timeline"] = [(s.step, s.kind, round((s.end - s.start) * 1e3, 3)) for s in tl]
+        out["max_abs_err"] = results
+
+        # Hand-written torch.distributed.
+        k = rank
+        w1l, b1l = w1.chunk(d, 0)[k].contiguous(), b1.chunk(d, 0)[k].contiguous()
+        w2l = w2.chunk(d, 1)[k].contiguous()
+        xl = x.chunk(d, 0)[k].contiguous()
+
+        def torch_tp() -> torch.Tensor:
+            y = F.gelu(F.linear(x, w1l, b1l).float()).to(bf)
+            z = F.linear(y, w2l)
+            dist.all_reduce(z)
+            return z + b2
+
+        def torch_sp() -> torch.Tensor:
+            xf = xl.new_empty(t, h)
+            dist.all_gather_into_tensor(xf, xl)
+            y = F.gelu(F.linear(xf, w1l, b1l).float()).to(bf)
+            z = F.linear(y, w2l)
+            zl = z.new_empty(t // d, h)
+            dist.reduce_scatter_tensor(zl, z)
+            return zl + b2
+
+        out["torch_tp_ms"] = timed(torch_tp, iters)
+        out["torch_sp_ms"] = timed(torch_sp, iters)
+
+        # DTensor tensor parallelism.
+        mesh = init_device_mesh("cuda", (d,))
+        for name, plan, inp in (
+            ("dtensor_tp", {"0": ColwiseParallel(), "2": RowwiseParallel()}, x),
+            ("dtensor_sp", {"0": ColwiseParallel(input_layouts=Shard(0)),
+                            "2": RowwiseParallel(output_layouts=Shard(0))}, xl),
+        ):
+            model = torch.nn.Sequential(torch.nn.Linear(h, 4 * h), torch.nn.GELU(), torch.nn.Linear(4 * h, h))
+            model = model.to(device=dev, dtype=bf)
+            with torch.no_grad():
+                model[0].weight.copy_(w1)
+                model[0].bias.copy_(b1)
+                model[2].weight.copy_(w2)
+                model[2].bias.copy_(b2)
+            model = parallelize_module(model, mesh, plan)
+            out[name + "_ms"] = timed(lambda m=model, i=inp: m(i), iters)
+    for a, b in (("engine_tp", "dtensor_tp"), ("engine_sp", "dtensor_sp"), ("engine_sp_overlap", "dtensor_sp"),
+                 ("engine_tp", "torch_tp"), ("engine_sp", "torch_sp")):
+        out[f"{a}/{b}"] = round(out[a + "_ms"] / out[b + "_ms"], 3)
+    return out
+
+
+def hidden_fraction(r: dict) -> float | None:
+    """Share of the unoverlapped SP form's Allgather time that the overlapped form hides:
+    1 - (overlapped step - the compute it overlaps) / Allgather."""
+    plain, over = r.get("engine_sp_timeline"), r.get("engine_sp_overlap_timeline")
+    if not plain or not over:
+        return None
+    gather = next(ms for _, kind, ms in plain if kind == "Allgather")
+    compute = next(ms for _, kind, ms in plain if kind == "compute")
+    step = next((ms for _, kind, ms in over if kind == "overlap"), None)
+    if step is None or gather <= 0:
+        return None
+    return round(1 - max(step - compute, 0.0) / gather, 3)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--chunks", type=int, default=4)
+    ap.add_argument("--sizes", default="4096x8192,8192x16384,12288x8192")
+    args = ap.parse_args()
+    comm = md.Communicator.instance()
+    rows = []
+    for spec in args.sizes.split(","):
+        h, t = (int(v) for v in spec.split("x"))
+        r = case(h, t, args.iters, args.chunks)
+        r["sp_allgather_hidden"] = hidden_fraction(r)
+        rows.append(r)
+        if comm.rank() == 0:
+            print(json.dumps(r), flush=True)
+    if comm.rank() == 0 and args.out:
+        with open(args.out, "w") as f:
+            json.dump({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "cases": rows}, f, indent=1)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

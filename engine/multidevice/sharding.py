@@ -1,0 +1,162 @@
+"""How a TensorView is laid out over its device mesh (nvFuser's sharding of a loop domain).
+
+A tensor is sharded along a device parallel type (mesh_x/y/z, DIDx/y/z) when one of its loop
+IterDomains carries it. Two forms are understood, as nvFuser's:
+
+- a logical axis parallelized directly (`tv.axis(0).parallelize(mesh_x)` on a `[d, ...]`
+  tensor): each device holds one index of it, a local extent of 1;
+- an outer split of a logical axis by the mesh's extent along that type
+  (`tv.outer_split(0, d); tv.axis(0).parallelize(mesh_x)`): each device holds a contiguous
+  block of `extent / d`.
+
+A reduction axis that carries a device type marks a partial result: each device holds the
+reduction of its part only (before an Allreduce or ReduceScatter completes it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from engine.errors import FusionDefinitionError
+from engine.ir.iterdomain import IterDomain, ParallelType, Split
+from engine.ir.tensorview import TensorView
+from engine.multidevice.communicator import Communicator
+from engine.multidevice.mesh import DEVICE_TYPES, DeviceMesh
+
+
+class MultiDeviceError(FusionDefinitionError):
+    """A sharding the engine cannot lay out or communicate; names the tensor at fault."""
+
+
+@dataclass(frozen=True)
+class AxisSharding:
+    """`pt` lays out the logical IterDomain `logical` (a reduction one for a partial)."""
+
+    pt: ParallelType
+    logical: IterDomain
+    split: bool  # True: outer split by the mesh extent; False: the logical axis itself
+
+    @property
+    def reduction(self) -> bool:
+        return self.logical.is_reduction
+
+
+def mesh_of(tv: TensorView) -> DeviceMesh | None:
+    return tv.__dict__.get("device_mesh")
+
+
+def shardings(tv: TensorView) -> list[AxisSharding]:
+    """The tensor's device shardings, one per device parallel type it carries."""
+    mesh = mesh_of(tv)
+    logical = tv.domain.logical
+    out: list[AxisSharding] = []
+    for i in tv.domain.loop:
+        pt = i.parallel_type
+        if pt not in DEVICE_TYPES:
+            continue
+        if mesh is None:
+            raise MultiDeviceError(f"{tv.short_name}: axis {i} is parallelized on {pt} but the tensor has no "
+                                   "device mesh (call set_device_mesh first)")
+        d = mesh.extent(pt)
+        if mesh.axis_of(pt) < 0:
+            raise MultiDeviceError(f"{tv.short_name}: {pt} is not an axis of {mesh} (rank {mesh.rank})")
+        if any(s.pt == pt and s.reduction == i.is_reduction for s in out):
+            raise MultiDeviceError(f"{tv.short_name}: two loop axes are parallelized on {pt}")
+        if i in logical:
+            out.append(AxisSharding(pt, i, False))
+            continue
+        t = i.definition
+        if isinstance(t, Split) and t.in_id in logical and t.outer is i and not t.inner_split:
+            f = t.factor.inline()
+            if str(f) != str(d):
+                raise MultiDeviceError(f"{tv.short_name}: {i} is an outer split by {f} parallelized on {pt}, "
+                                       f"but {mesh} has {d} devices along it")
+            out.append(AxisSharding(pt, t.in_id, True))
+            continue
+        if isinstance(t, Split) and t.inner is i:
+            raise MultiDeviceError(f"{tv.short_name}: {i} is the inner part of a split parallelized on {pt} "
+                                   "(strided sharding) — only outer splits of a logical axis are supported")
+        raise MultiDeviceError(f"{tv.short_name}: {i} parallelized on {pt} is neither a logical axis nor an "
+                               "outer split of one")
+    return out
+
+
+def sharding_of(tv: TensorView, pt: ParallelType, *, reduction: bool = False) -> AxisSharding | None:
+    for s in shardings(tv):
+        if s.pt == pt and s.reduction == reduction:
+            return s
+    return None
+
+
+def is_sharded(tv: TensorView) -> bool:
+    return any(not s.reduction for s in shardings(tv))
+
+
+def _dims(tv: TensorView) -> list[IterDomain]:
+    return [i for i in tv.domain.logical if not i.is_reduction]
+
+
+def sharded_dims(tv: TensorView) -> list[tuple[int, AxisSharding]]:
+    """(torch dimension, sharding) of each non-reduction sharding."""
+    dims = _dims(tv)
+    return [(dims.index(s.logical), s) for s in shardings(tv) if not s.reduction]
+
+
+def local_shape(tv: TensorView, global_shape: list[int], device: int) -> list[int]:
+    """The shape `device` holds of a tensor of `global_shape` (an empty tensor off the mesh)."""
+    mesh = mesh_of(tv)
+    shape = list(global_shape)
+    if mesh is None:
+        return shape
+    if not mesh.has(device):
+        return [0] * len(shape)
+    for dim, s in sharded_dims(tv):
+        d = mesh.extent(s.pt)
+        if s.split:
+            if shape[dim] % d:
+                raise MultiDeviceError(f"{tv.short_name}: axis {dim} of size {shape[dim]} does not split evenly "
+                                       f"over {d} devices")
+            shape[dim] //= d
+        else:
+            if shape[dim] != d:
+                raise MultiDeviceError(f"{tv.short_name}: axis {dim} is parallelized on {s.pt} without a split, "
+                                       f"so its size must be {d} (the devices along it), got {shape[dim]}")
+            shape[dim] = 1
+    return shape
+
+
+def shard_tensor(t: torch.Tensor, tv: TensorView, device: int | None = None) -> torch.Tensor:
+    """`device`'s (default: this rank's) part of the unsharded tensor `t` laid out as `tv`
+    (nvFuser's multidevice.shard_tensor)."""
+    if device is None:
+        device = Communicator.instance().rank()
+    mesh = mesh_of(tv)
+    if mesh is None:
+        return t
+    if t.dim() != len(_dims(tv)):
+        raise MultiDeviceError(f"shard_tensor: {tv.short_name} has {len(_dims(tv))} dimensions, the tensor {t.dim()}")
+    if not mesh.has(device):
+        return t.new_empty([0] * t.dim())
+    local_shape(tv, list(t.shape), device)  # checks divisibility
+    for dim, s in sharded_dims(tv):
+        d, k = mesh.extent(s.pt), mesh.index(device, s.pt)
+        n = t.shape[dim] // d if s.split else 1
+        t = t.narrow(dim, k * n, n)
+    return t.contiguous()
+
+
+def describe(tv: TensorView) -> str:
+    """`mesh_x on axis 2 (split by 2) of DeviceMesh{0 1}`, `replicated on DeviceMesh{0 1}`, ''."""
+    mesh = mesh_of(tv)
+    if mesh is None:
+        return ""
+    dims = [i for i in tv.domain.logical]
+    parts = []
+    for s in shardings(tv):
+        pos = dims.index(s.logical)
+        what = "partial over" if s.reduction else "on"
+        how = f" (split by {mesh.extent(s.pt)})" if s.split else ""
+        parts.append(f"{s.pt.name} {what} axis {pos}{how}")
+    return (", ".join(parts) or "replicated") + f" of {mesh}"

@@ -1,0 +1,383 @@
+"""Multi-device cases, each run on every rank by tests.multidevice.harness.spawn.
+
+Each builds a fusion with the multidevice API inside the `with FusionDefinition()` block,
+gives every rank its shards of the same unsharded tensors (seeded alike), runs the fusion
+and compares this rank's outputs with the unsharded computation in torch (sharded alike).
+`backend`: reference or emulate (CPU tensors, gloo) or cuda (CUDA tensors, NCCL).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F  # noqa: N812 - torch's usual name
+
+import engine.multidevice as md
+from engine import DataType, FusionDefinition, ParallelType
+
+DIDX = ParallelType.mesh_x
+
+
+def _setup(backend: str) -> tuple[md.Communicator, int, torch.device]:
+    comm = md.Communicator.instance()
+    torch.manual_seed(0)
+    dev = (torch.device("cuda", comm.local_rank() % torch.cuda.device_count()) if backend == "cuda"
+           else torch.device("cpu"))
+    return comm, comm.size(), dev
+
+
+def _run(fd: FusionDefinition, ins: list[torch.Tensor], backend: str) -> list[torch.Tensor]:
+    if backend == "reference":
+        return fd.execute(ins)
+    return md.execute(fd, ins, backend=backend)
+
+
+def _kinds(fd: FusionDefinition) -> list[str]:
+    return [c.kind for c in md.program_of(fd).communications]
+
+
+def _shard(t: torch.Tensor, tv: object, dev: torch.device) -> torch.Tensor:
+    return md.shard_tensor(t, tv).to(dev)
+
+
+def _close(out: torch.Tensor, expect: torch.Tensor, **tol: float) -> None:
+    torch.testing.assert_close(out.cpu(), expect.cpu(), **tol)
+
+
+def pointwise_logical_gather(backend: str) -> None:
+    """nvFuser's test_pointwise: a [d, 4] input with its device axis on mesh_x; the ops'
+    outputs are on the mesh but not parallelized, so the input is gathered first."""
+    comm, d, dev = _setup(backend)
+    mesh = md.DeviceMesh(torch.arange(d))
+    with FusionDefinition() as fd:
+        inp = fd.define_tensor((-1, -1), contiguity=False, dtype=DataType.Float)
+        t1 = fd.ops.relu(inp)
+        t2 = fd.ops.add(t1, t1)
+        fd.add_output(t2)
+        for tv in (inp, t1, t2):
+            tv.set_device_mesh(mesh)
+        inp.axis(0).parallelize(DIDX)
+    ref = torch.randn(d, 4)
+    (out,) = _run(fd, [_shard(ref, inp, dev)], backend)
+    assert _kinds(fd) == ["Allgather"]
+    _close(out, ref.relu() * 2)
+
+
+def pointwise_sharded(backend: str) -> None:
+    """Outputs left alone take the input's sharding: no communication, local shards out."""
+    comm, d, dev = _setup(backend)
+    mesh = md.DeviceMesh(torch.arange(d))
+    with FusionDefinition() as fd:
+        inp = fd.define_tensor((-1, -1), dtype=DataType.Float)
+        out_tv = fd.ops.mul(fd.ops.exp(inp), inp)
+        fd.add_output(out_tv)
+        inp.set_device_mesh(mesh)
+        inp.outer_split(1, d)
+        inp.axis(1).parallelize(DIDX)
+    ref = torch.randn(3, 4 * d)
+    (out,) = _run(fd, [_shard(ref, inp, dev)], backend)
+    assert _kinds(fd) == []
+    prog = md.program_of(fd)
+    _close(out, md.shard_tensor(ref.exp() * ref, prog.outputs[0]))
+    assert out.shape == (3, 4)
+
+
+def column_parallel_linear(backend: str) -> None:
+    comm, d, dev = _setup(backend)
+    mesh = md.DeviceMesh(torch.arange(d))
+    e = 6
+    with FusionDefinition() as fd:
+        inp = fd.define_tensor([-1, -1, e])
+        w = fd.define_tensor([d * e, e])
+        b = fd.define_tensor([d * e])
+        out_tv = fd.ops.linear(inp, w, b)
+        fd.add_output(out_tv)
+        for t in (inp, w, b):
+            t.set_device_mesh(mesh)
+        for t in (w, b):
+            t.outer_split(0, d)
+            t.axis(0).parallelize(DIDX)
+    x, wr, br = torch.randn(2, 5, e), torch.randn(d * e, e), torch.randn(d * e)
+    (out,) = _run(fd, [_shard(x, inp, dev), _shard(wr, w, dev), _shard(br, b, dev)], backend)
+    assert _kinds(fd) == []
+    _close(out, mesh.shard_tensor(F.linear(x, wr, br), 2), rtol=1.3e-6, atol=1e-4)
+
+
+def row_parallel_linear_with_bias(backend: str) -> None:
+    """K sharded: partial products, one Allreduce, the bias added once after it."""
+    comm, d, dev = _setup(backend)
+    mesh = md.DeviceMesh(torch.arange(d))
+    e = 5
+    with FusionDefinition() as fd:
+        inp = fd.define_tensor([-1, -1, d * e])
+        w = fd.define_tensor([e, d * e])
+        b = fd.define_tensor([e])
+        out_tv = fd.ops.linear(inp, w, b)
+        fd.add_output(out_tv)
+        for t in (inp, w):
+            t.set_device_mesh(mesh)
+            t.outer_split(-1, d)
+            t.axis(-2).parallelize(DIDX)
+        b.set_device_mesh(mesh)
+    x, wr, br = torch.randn(2, 3, d * e), torch.randn(e, d * e), torch.randn(e)
+    (out,) = _run(fd, [_shard(x, inp, dev), _shard(wr, w, dev), _shard(br, b, dev)], backend)
+    assert _kinds(fd) == ["Allreduce"]
+    _close(out, F.linear(x, wr, br), rtol=1.3e-6, atol=1e-4)
+
+
+def linear_reduce_scatter(backend: str) -> None:
+    """nvFuser's test_linear_reduce_scatter: K sharded on the inputs, the output sharded on
+    tokens: one ReduceScatter."""
+    comm, d, dev = _setup(backend)
+    b_, s, e = 3, 5, 7
+    mesh = md.DeviceMesh(torch.arange(d))
+    with FusionDefinition() as fd:
+        inp = fd.define_tensor([-1, d * s, d * e], dtype=DataType.BFloat16)
+        w = fd.define_tensor([-1, d * e], dtype=DataType.BFloat16)
+        bias = fd.define_tensor([e], dtype=DataType.BFloat16)
+        out_tv = fd.ops.linear(inp, w, bias)
+        fd.add_output(out_tv)
+        bias.set_device_mesh(mesh)
+        for tv in (inp, w, out_tv):
+            tv.set_device_mesh(mesh)
+            tv.split(-1, d, inner_split=False)
+            tv.axis(-2).parallelize(DIDX)
+        out_tv.outer_split(1, d)
+        out_tv.axis(1).parallelize(DIDX)
+    x = torch.randint(-2, 3, (b_, d * s, d * e)).to(torch.bfloat16)
+    wr = torch.randint(-2, 3, (e, d * e)).to(torch.bfloat16)
+    br = torch.randint(-2, 3, (e,)).to(torch.bfloat16)
+    (out,) = _run(fd, [_shard(x, inp, dev), _shard(wr, w, dev), _shard(br, bias, dev)], backend)
+    assert _kinds(fd) == ["ReduceScatter"]
+    _close(out, md.shard_tensor(F.linear(x, wr, br), out_tv))
+
+
+def _mlp(d: int, h: int, dtype: DataType, sequence_parallel: bool, chunks: int = 1) -> tuple[FusionDefinition, list]:
+    mesh = md.DeviceMesh(torch.arange(d))
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([-1, h], dtype=dtype, contiguity=True)
+        w1 = fd.define_tensor([4 * h, h], dtype=dtype, contiguity=True)
+        b1 = fd.define_tensor([4 * h], dtype=dtype, contiguity=True)
+        w2 = fd.define_tensor([h, 4 * h], dtype=dtype, contiguity=True)
+        b2 = fd.define_tensor([h], dtype=dtype, contiguity=True)
+        y = fd.ops.linear(x, w1, b1)
+        y = fd.ops.gelu(fd.ops.cast(y, DataType.Float))
+        y = fd.ops.cast(y, dtype)
+        z = fd.ops.linear(y, w2, b2)
+        fd.add_output(z)
+        tvs = [x, w1, b1, w2, b2]
+        for tv in tvs:
+            tv.set_device_mesh(mesh)
+        for tv, axis in ((w1, 0), (b1, 0), (w2, 1)):
+            tv.outer_split(axis, d)
+            tv.axis(axis).parallelize(DIDX)
+        if sequence_parallel:
+            z.set_device_mesh(mesh)
+            for tv in (x, z):
+                tv.outer_split(0, d)
+                tv.axis(0).parallelize(DIDX)
+            if chunks > 1:
+                x.outer_split(1, chunks)
+                x.axis(1).parallelize(ParallelType.stream)
+    return fd, tvs + [z]
+
+
+def _mlp_ref(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor, w2: torch.Tensor, b2: torch.Tensor) -> torch.Tensor:
+    y = F.gelu(F.linear(x, w1, b1).float()).to(x.dtype)
+    return F.linear(y, w2, b2)
+
+
+def _mlp_case(backend: str, sequence_parallel: bool) -> None:
+    comm, d, dev = _setup(backend)
+    h, t = 8, 4 * d
+    fd, tvs = _mlp(d, h, DataType.Float, sequence_parallel)
+    ws = [torch.randn(t, h), torch.randn(4 * h, h) / 3, torch.randn(4 * h), torch.randn(h, 4 * h) / 6, torch.randn(h)]
+    ins = [_shard(a, tv, dev) for a, tv in zip(ws, tvs)]
+    (out,) = _run(fd, ins, backend)
+    expect = _mlp_ref(*ws)
+    if sequence_parallel:
+        assert _kinds(fd) == ["Allgather", "ReduceScatter"]
+        _close(out, md.shard_tensor(expect, tvs[-1]), rtol=1e-4, atol=1e-4)
+    else:
+        assert _kinds(fd) == ["Allreduce"]
+        _close(out, expect, rtol=1e-4, atol=1e-4)
+
+
+def sp_mlp_overlap(backend: str) -> None:
+    """Sequence parallel with the Allgather split in 2 stream chunks, each overlapping the
+    MLP's compute on the chunk before: the same values, one overlapped step."""
+    comm, d, dev = _setup(backend)
+    h, t = 8, 4 * d
+    fd, tvs = _mlp(d, h, DataType.Float, True, chunks=2)
+    ws = [torch.randn(t, h), torch.randn(4 * h, h) / 3, torch.randn(4 * h), torch.randn(h, 4 * h) / 6, torch.randn(h)]
+    ins = [_shard(a, tv, dev) for a, tv in zip(ws, tvs)]
+    timeline: list = []
+    (out,) = md.execute(fd, ins, backend=backend, timeline=timeline)
+    assert [s.kind for s in timeline] == ["overlap", "ReduceScatter", "compute"], timeline
+    assert "FOR StreamIdx in" in str(md.program_of(fd).host_ir(comm.rank()))
+    _close(out, md.shard_tensor(_mlp_ref(*ws), tvs[-1]), rtol=1e-4, atol=1e-4)
+
+
+def tp_mlp(backend: str) -> None:
+    """Tensor parallel: weights sharded column then row, one Allreduce."""
+    _mlp_case(backend, sequence_parallel=False)
+
+
+def sp_mlp(backend: str) -> None:
+    """Sequence parallel: tokens sharded in and out: Allgather, then ReduceScatter."""
+    _mlp_case(backend, sequence_parallel=True)
+
+
+def ddp_batch(backend: str) -> None:
+    """Data parallel: the batch sharded, weights replicated: no communication forward."""
+    comm, d, dev = _setup(backend)
+    mesh = md.DeviceMesh(torch.arange(d))
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([-1, -1, 8])
+        w = fd.define_tensor([6, 8])
+        y = fd.ops.linear(x, w)
+        z = fd.ops.sum(fd.ops.mul(y, y), dims=[2])
+        fd.add_output(z)
+        for tv in (x, w):
+            tv.set_device_mesh(mesh)
+        x.outer_split(0, d)
+        x.axis(0).parallelize(DIDX)
+    xr, wr = torch.randn(2 * d, 3, 8), torch.randn(6, 8)
+    (out,) = _run(fd, [_shard(xr, x, dev), _shard(wr, w, dev)], backend)
+    assert _kinds(fd) == []
+    _close(out, mesh.shard_tensor(F.linear(xr, wr).square().sum(2), 0), rtol=1e-5, atol=1e-4)
+
+
+def sum_over_devices(backend: str) -> None:
+    """A sum and a max over the sharded axis: local partials, then Allreduce (sum, max)."""
+    comm, d, dev = _setup(backend)
+    mesh = md.DeviceMesh(torch.arange(d))
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([-1, -1])
+        s = fd.ops.sum(x, dims=[1])
+        m = fd.ops.max(x, dims=[1])
+        fd.add_output(s)
+        fd.add_output(m)
+        x.set_device_mesh(mesh)
+        x.outer_split(1, d)
+        x.axis(1).parallelize(DIDX)
+    xr = torch.randn(5, 3 * d)
+    s_out, m_out = _run(fd, [_shard(xr, x, dev)], backend)
+    assert _kinds(fd) == ["Allreduce", "Allreduce"]
+    _close(s_out, xr.sum(1), rtol=1e-5, atol=1e-5)
+    _close(m_out, xr.amax(1))
+
+
+def row_parallel_matmul(backend: str) -> None:
+    comm, d, dev = _setup(backend)
+    mesh = md.DeviceMesh(torch.arange(d))
+    e = 8
+    with FusionDefinition() as fd:
+        a = fd.define_tensor([-1, d * e], contiguity=True)
+        b = fd.define_tensor([d * e, e], contiguity=True)
+        out_tv = fd.ops.matmul(a, b)
+        fd.add_output(out_tv)
+        for t in (a, b):
+            t.set_device_mesh(mesh)
+        a.outer_split(-1, d)
+        a.axis(-2).parallelize(DIDX)
+        b.outer_split(0, d)
+        b.axis(0).parallelize(DIDX)
+    ar, br = torch.randn(4, d * e), torch.randn(d * e, e)
+    (out,) = _run(fd, [_shard(ar, a, dev), _shard(br, b, dev)], backend)
+    assert _kinds(fd) == ["Allreduce"]
+    _close(out, ar @ br, rtol=1e-5, atol=1e-4)
+
+
+def pipeline_send_recv(backend: str) -> None:
+    """Stage 0 on device 0, stage 1 on the last device: a SendRecv between them; then a
+    Broadcast of stage 1's result to every device."""
+    comm, d, dev = _setup(backend)
+    m0, m1, everyone = md.DeviceMesh([0]), md.DeviceMesh([d - 1]), md.DeviceMesh(torch.arange(d))
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([-1, -1])
+        y = fd.ops.exp(x)
+        z = fd.ops.mul(y, y)
+        w = fd.ops.add(z, z)
+        fd.add_output(w)
+        for tv in (x, y):
+            tv.set_device_mesh(m0)
+        z.set_device_mesh(m1)
+        w.set_device_mesh(everyone)
+    xr = torch.randn(3, 5)
+    x_local = xr.to(dev) if comm.rank() == 0 else xr.new_empty(0, 0).to(dev)
+    (out,) = _run(fd, [x_local], backend)
+    assert _kinds(fd) == ["SendRecv", "Broadcast"]
+    _close(out, xr.exp().square() * 2)
+
+
+def mesh_2d(backend: str) -> None:
+    """A (d, 1) mesh: mesh_y runs along its first dimension (d devices), mesh_x along the
+    second (one device)."""
+    comm, d, dev = _setup(backend)
+    mesh = md.DeviceMesh(torch.arange(d).reshape(d, 1))
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([-1, -1])
+        y = fd.ops.sum(fd.ops.neg(x), dims=[0])
+        fd.add_output(y)
+        x.set_device_mesh(mesh)
+        x.outer_split(0, d)
+        x.axis(0).parallelize(ParallelType.mesh_y)
+    xr = torch.randn(2 * d, 3)
+    (out,) = _run(fd, [_shard(xr, x, dev)], backend)
+    assert _kinds(fd) == ["Allreduce"]
+    _close(out, -xr.sum(0), rtol=1e-5, atol=1e-5)
+
+
+def reshape_keeps_sharded_axis(backend: str) -> None:
+    """A reshape that merges the unsharded axes and keeps the sharded one whole: the
+    sharding follows it, no communication."""
+    comm, d, dev = _setup(backend)
+    mesh = md.DeviceMesh(torch.arange(d))
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([2, 3, 4 * d])
+        y = fd.ops.reshape(x, [6, 4 * d])
+        z = fd.ops.mul(y, y)
+        fd.add_output(z)
+        x.set_device_mesh(mesh)
+        x.outer_split(2, d)
+        x.axis(2).parallelize(DIDX)
+    xr = torch.randn(2, 3, 4 * d)
+    (out,) = _run(fd, [_shard(xr, x, dev)], backend)
+    assert _kinds(fd) == []
+    _close(out, mesh.shard_tensor((xr * xr).reshape(6, 4 * d), 1))
+
+
+def mean_over_devices(backend: str) -> None:
+    """A mean over the sharded axis of symbolic extent: the divisor is the whole axis'
+    extent, which the region after the Allreduce holds no tensor of."""
+    comm, d, dev = _setup(backend)
+    mesh = md.DeviceMesh(torch.arange(d))
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([-1, -1])
+        m = fd.ops.mean(x, dims=[1])
+        fd.add_output(fd.ops.add(m, m))
+        x.set_device_mesh(mesh)
+        x.outer_split(1, d)
+        x.axis(1).parallelize(DIDX)
+    xr = torch.randn(5, 3 * d)
+    (out,) = _run(fd, [_shard(xr, x, dev)], backend)
+    _close(out, xr.mean(1) * 2, rtol=1e-5, atol=1e-5)
+
+
+def compiled_program(backend: str) -> None:
+    """compile_fusion on each rank: its host IR names its team, its run gives fd.execute's
+    values, the overlapped SP form included."""
+    from engine import compile_fusion
+
+    comm, d, dev = _setup(backend)
+    h, t = 8, 4 * d
+    fd, tvs = _mlp(d, h, DataType.Float, True, chunks=2)
+    ws = [torch.randn(t, h), torch.randn(4 * h, h) / 3, torch.randn(4 * h), torch.randn(h, 4 * h) / 6, torch.randn(h)]
+    ins = [_shard(a, tv, dev) for a, tv in zip(ws, tvs)]
+    cf = compile_fusion(fd, ins)
+    assert cf.rank == comm.rank()
+    text = str(cf.host_ir)
+    assert "FOR StreamIdx in" in text and "Communication 1 (type=ReduceScatter, team=(0 1)" in text
+    (out,) = cf.run(ins, backend=backend, timeline=True)
+    assert [s.kind for s in cf.last_timeline] == ["overlap", "ReduceScatter", "compute"]
+    _close(out, md.shard_tensor(_mlp_ref(*ws), tvs[-1]), rtol=1e-4, atol=1e-4)

@@ -1,0 +1,22 @@
+"""Multi-device fusions on 2 CPU processes over gloo (the torchrun environment), values
+against the unsharded computation in torch: tests.multidevice.cases."""
+
+import pytest
+
+from tests.multidevice.harness import spawn
+
+REFERENCE = ["pointwise_logical_gather", "pointwise_sharded", "column_parallel_linear",
+             "row_parallel_linear_with_bias", "linear_reduce_scatter", "tp_mlp", "sp_mlp", "sp_mlp_overlap", "ddp_batch",
+             "sum_over_devices", "row_parallel_matmul", "pipeline_send_recv", "mesh_2d", "reshape_keeps_sharded_axis",
+             "mean_over_devices", "compiled_program"]
+
+
+@pytest.mark.parametrize("case", REFERENCE)
+def test_two_ranks_reference(case: str) -> None:
+    spawn(case, world=2, backend="reference")
+
+
+@pytest.mark.parametrize("case", ["tp_mlp", "sp_mlp"])
+def test_two_ranks_emulated_kernels(case: str) -> None:
+    """The regions compiled to CUDA and run by the emulator on each rank."""
+    spawn(case, world=2, backend="emulate")

@@ -1,0 +1,33 @@
+"""The multi-device cases on GPUs (pytest -m gpu): two ranks sharing one GPU over gloo, and one
+rank per GPU over NCCL on machines with 2 or 4 GPUs (each process takes the GPU of its
+LOCAL_RANK, as under torchrun)."""
+
+import pytest
+
+from tests.multidevice.harness import spawn
+from tests.multidevice.test_multidevice_cpu import REFERENCE
+
+
+def _gpus() -> int:
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", REFERENCE)
+def test_two_ranks_share_a_gpu_over_gloo(case: str) -> None:
+    """The regions compiled for the GPU (NVRTC kernels, ATen GEMMs) on two ranks that share
+    one GPU; gloo carries the communications (NCCL refuses two ranks on one device)."""
+    spawn(case, world=2, backend="cuda", dist_backend="gloo")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("world", [2, 4])
+@pytest.mark.parametrize("case", REFERENCE)
+def test_ranks_on_gpus(case: str, world: int) -> None:
+    if _gpus() < world:
+        pytest.skip(f"needs {world} GPUs, this machine has {_gpus()}")
+    if case == "mesh_2d" and world != 2:
+        pytest.skip("the 2-D case is written for 2 ranks")
+    spawn(case, world=world, backend="cuda")

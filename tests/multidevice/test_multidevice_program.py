@@ -1,0 +1,126 @@
+"""The multi-device compiler in one process: propagation, the communications chosen, the
+host-IR text, the local form of a region, the fusion file written back, and errors."""
+
+import pytest
+import torch
+
+import engine.multidevice as md
+from engine import DataType, FusionDefinition, ParallelType, dumps_fusion
+from engine.multidevice.sharding import describe, local_shape
+
+DIDX = ParallelType.mesh_x
+
+
+def _tp_mlp(d: int = 2) -> FusionDefinition:
+    mesh = md.DeviceMesh(torch.arange(d))
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([-1, 8], dtype=DataType.Float)
+        w1 = fd.define_tensor([32, 8], dtype=DataType.Float)
+        w2 = fd.define_tensor([8, 32], dtype=DataType.Float)
+        y = fd.ops.relu(fd.ops.linear(x, w1))
+        fd.add_output(fd.ops.linear(y, w2))
+        for tv in (x, w1, w2):
+            tv.set_device_mesh(mesh)
+        w1.outer_split(0, d)
+        w1.axis(0).parallelize(DIDX)
+        w2.outer_split(1, d)
+        w2.axis(1).parallelize(DIDX)
+    return fd
+
+
+def test_device_mesh_layout_and_text() -> None:
+    mesh = md.DeviceMesh(torch.arange(6).reshape(2, 3))
+    assert str(mesh) == "DeviceMesh{{0 1 2}{3 4 5}}"
+    assert mesh.size == 6 and mesh.shape == (2, 3)
+    # mesh_x runs along the last dimension, mesh_y along the first.
+    assert mesh.extent(ParallelType.mesh_x) == 3 and mesh.extent(ParallelType.mesh_y) == 2
+    assert mesh.team(4, ParallelType.mesh_x) == [3, 4, 5]
+    assert mesh.team(4, ParallelType.mesh_y) == [1, 4]
+    assert mesh.index(5, ParallelType.mesh_y) == 1
+    with pytest.raises(Exception, match="repeat"):
+        md.DeviceMesh([0, 0])
+
+
+def test_tp_mlp_propagation_and_host_ir() -> None:
+    fd = _tp_mlp()
+    prog = md.program_of(fd)
+    assert [c.kind for c in prog.communications] == ["Allreduce"]
+    assert len(prog.regions) == 1
+    text = str(prog.host_ir(0))
+    lines = [ln.strip() for ln in text.splitlines()]
+    comm = next(ln for ln in lines if ln.startswith("Communication 0"))
+    assert comm.startswith("Communication 0 (type=Allreduce, team=(0 1), input=T")
+    assert "rdeviceIdx.x" in comm and comm.endswith("(DeviceMesh{0 1}), backend=NCCL)")
+    assert lines[lines.index(comm) + 1] == "Wait(Communication 0)"
+    # The first linear's output took the weight's sharding (N on mesh_x).
+    first = prog.fusion.exprs()[0].output
+    assert describe(first) == "mesh_x on axis 1 (split by 2) of DeviceMesh{0 1}"
+
+
+def test_region_is_localized() -> None:
+    fd = _tp_mlp()
+    region = md.program_of(fd).regions[0]
+    listing = str(region.fusion)
+    assert "deviceIdx" not in listing and "DeviceMesh" not in listing
+    # w1 [32, 8] split over 2 devices: 16 rows each.
+    assert "iS" in listing and "{16}" in listing
+
+
+def test_local_shape_and_shard_tensor() -> None:
+    fd = _tp_mlp()
+    w1 = fd.fusion.inputs[1]
+    assert local_shape(w1, [32, 8], device=1) == [16, 8]
+    t = torch.arange(32 * 8).reshape(32, 8)
+    assert torch.equal(md.shard_tensor(t, w1, device=1), t[16:])
+
+
+def test_saved_file_spells_the_multidevice_api() -> None:
+    text = dumps_fusion(_tp_mlp())
+    assert "import nvfuser_direct as nvfuser" in text
+    assert "mesh0 = nvfuser.multidevice.DeviceMesh(torch.arange(2))" in text
+    assert "T1.set_device_mesh(mesh0)\n    T1.outer_split(0, 2)\n    T1.axis(0).parallelize(ParallelType.mesh_x)" in text
+    assert "T2.outer_split(1, 2)\n    T2.axis(1).parallelize(ParallelType.mesh_x)" in text
+
+
+def test_strided_sharding_is_refused_naming_the_tensor() -> None:
+    mesh = md.DeviceMesh(torch.arange(2))
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([-1])
+        fd.add_output(fd.ops.neg(x))
+        x.set_device_mesh(mesh)
+        x.inner_split(0, 2)
+        x.axis(1).parallelize(DIDX)
+    with pytest.raises(md.MultiDeviceError, match=r"T0: .*strided sharding"):
+        md.program_of(fd)
+
+
+def test_uneven_split_is_refused() -> None:
+    fd = _tp_mlp(d=3)
+    with pytest.raises(md.MultiDeviceError, match="does not split evenly over 3 devices"):
+        md.program_of(fd)
+
+
+def test_parallelized_without_mesh_is_refused() -> None:
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([2, 4])
+        fd.add_output(fd.ops.neg(x))
+        y = fd.ops.neg(x)
+        y.set_device_mesh(md.DeviceMesh([0, 1]))
+        x.axis(0).parallelize(DIDX)
+    with pytest.raises(md.MultiDeviceError, match="T0: .*no device mesh"):
+        md.program_of(fd)
+
+
+def test_compile_fusion_of_a_multidevice_fusion() -> None:
+    """compile_fusion of a meshed fusion (a lone process: rank 0) compiles this rank's regions
+    for its shards' sizes and shows the communications in its host IR and segment listing."""
+    from engine import compile_fusion
+
+    fd = _tp_mlp()
+    cf = compile_fusion(fd, [torch.randn(4, 8), torch.randn(16, 8), torch.randn(8, 16)])
+    assert isinstance(cf, md.MultiDeviceCompiledFusion) and cf.rank == 0
+    text = str(cf.host_ir)
+    assert "Communication 0 (type=Allreduce, team=(0 1)" in text and "Wait(Communication 0)" in text
+    assert [s.scheduler for s in cf.segments] == ["expr_eval", "pointwise", "expr_eval"]
+    assert "Communication 0 (Allreduce, team=(0 1))" in cf.segmented
+    assert sorted(cf.graph.nodes) == ["Communication 0", "region 0"]
