@@ -24,12 +24,15 @@ def define(fd: FusionDefinition) -> None:
     mesh = nvfuser.multidevice.DeviceMesh(torch.arange(d))
     for tv in [x, w1, b1, w2, b2, z]:
         tv.set_device_mesh(mesh)
-    for tv, axis in [(w1, 0), (b1, 0), (w2, 1), (x, 0), (z, 0)]:
-        tv.outer_split(axis, d)
-        tv.axis(axis).parallelize(nvfuser.ParallelType.mesh_x)
+    # Tokens: x's and z's axis 0; x is gathered in `chunks` pieces, each on a stream.
+    x.outer_split(0, d)
+    x.axis(0).parallelize(nvfuser.ParallelType.mesh_x)
     x.outer_split(1, chunks)
     x.axis(1).parallelize(nvfuser.ParallelType.stream)
-
+    # Features: w1's and b1's axis 0 (columns), w2's axis 1 (rows).
+    for tv, axis in [(w1, 0), (b1, 0), (w2, 1), (z, 0)]:
+        tv.outer_split(axis, d)
+        tv.axis(axis).parallelize(nvfuser.ParallelType.mesh_x)
 
 with FusionDefinition() as fd:
     define(fd)
