@@ -48,7 +48,7 @@ def show(session: Session, info: MultiDeviceInfo, args: argparse.Namespace,
         emit_json(info.to_dict()) if args.json else emit(info.segments_text())
     elif args.host_ir:
         if info.error:
-            raise MultiDeviceCliError(f"no host IR: MultiDeviceError: {info.error}")
+            raise MultiDeviceCliError(f"no host IR: {info.error}")
         rank = 0 if args.rank is None else args.rank
         try:
             text = info.host_ir_of(rank)
@@ -80,7 +80,7 @@ def run(session: Session, info: MultiDeviceInfo, args: argparse.Namespace, timeo
     from fusescope.md_run import run_ranks
 
     if info.error:
-        raise MultiDeviceCliError(f"cannot run: MultiDeviceError: {info.error}")
+        raise MultiDeviceCliError(f"cannot run: {info.error}")
     if args.profile or args.save_bundle:
         raise MultiDeviceCliError(f"--{'profile' if args.profile else 'save-bundle'} is for single-device "
                                   "fusions; a multi-device run prints each rank's timeline")

@@ -65,7 +65,7 @@ class MultiDeviceInfo:
     sharding: tuple[ShardingRow, ...]
     steps: tuple[StepInfo, ...] = ()
     host_ir: tuple[str, ...] = ()  # per rank, 0 .. world-1
-    error: str | None = None
+    error: str | None = None  # "MultiDeviceError: ..." (or another engine error's name and message)
 
     def host_ir_of(self, rank: int) -> str:
         if self.error:
@@ -82,13 +82,13 @@ class MultiDeviceInfo:
         for r in self.sharding:
             out.append(f"  {r.name:<{width}}  {r.mesh or '-':<16} {r.sharding or '-':<{swidth}}  {r.origin}".rstrip())
         if self.error:
-            out.append(f"  MultiDeviceError: {self.error}")
+            out.append(f"  {self.error}")
         return "\n".join(out) + "\n"
 
     def segments_text(self) -> str:
         """`show --segments`: the regions and communications in run order."""
         if self.error:
-            return f"No multi-device program: MultiDeviceError: {self.error}\n"
+            return f"No multi-device program: {self.error}\n"
         regions = sum(s.kind == "region" for s in self.steps)
         out = [f"multi-device program on {self.world} ranks ({', '.join(self.meshes)}): {regions} region(s), "
                f"{len(self.steps) - regions} communication(s)", "", "Steps (run order):"]
@@ -165,12 +165,12 @@ def multidevice_info(fd: Any) -> MultiDeviceInfo | None:
     world, meshes = _world(fd)
     try:
         program = program_of(fd)
-    except MultiDeviceError as e:
+        assert program is not None
+        host_ir = tuple(str(program.host_ir(r)) for r in range(world))
+    except Exception as e:  # MultiDeviceError, or an engine bug: the session shows it and goes on
         rows = tuple(ShardingRow(tv.short_name, *_split(_describe(tv)), "file" if tv.device_mesh else "")
                      for tv in fd.fusion.tensors())
-        return MultiDeviceInfo(world, meshes, rows, error=" ".join(str(e).split()))
-    assert program is not None
-    host_ir = tuple(str(program.host_ir(r)) for r in range(world))
+        return MultiDeviceInfo(world, meshes, rows, error=" ".join(f"{type(e).__name__}: {e}".split()))
     return MultiDeviceInfo(world, meshes, _rows(fd, program), _steps(program, world, _overlapped(host_ir[0])),
                            host_ir)
 
@@ -308,7 +308,7 @@ def to_svg(info: MultiDeviceInfo) -> bytes:
 def export(info: MultiDeviceInfo, fmt: str, path: str | Path | None = None) -> str | bytes:
     """The step graph in `fmt`, written to `path` when given; ValueError (one line) otherwise."""
     if info.error:
-        raise ValueError(f"no multi-device program: MultiDeviceError: {info.error}")
+        raise ValueError(f"no multi-device program: {info.error}")
     writers = {"dot": to_dot, "json": to_json, "mermaid": to_mermaid, "svg": to_svg}
     if fmt not in writers:
         raise ValueError(f"a multi-device fusion exports as {', '.join(EXPORT_FORMATS)}, not {fmt}")
