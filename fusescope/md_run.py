@@ -182,7 +182,7 @@ def run_ranks(source: str, title: str, ranks: int, backend: str = "reference", t
                         env=_rank_env(k, ranks, port), stdout=log, stderr=subprocess.STDOUT,
                         stdin=subprocess.DEVNULL, start_new_session=True))
             deadline = start + timeout
-            why = f"no result after {timeout:.0f} s (timeout): stopped"
+            why = f"no result after {timeout:g} s (timeout): stopped"
             late: RankStatus = "timeout"
             while any(p.poll() is None for p in procs):
                 if cancel is not None and cancel.is_set():
