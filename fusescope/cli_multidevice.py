@@ -38,12 +38,9 @@ def show(session: Session, info: MultiDeviceInfo, args: argparse.Namespace,
         name = args.transforms if args.transforms.upper().startswith("T") else f"T{args.transforms}"
         name = "T" + name[1:]
         try:
-            block = session.transforms(name)
+            emit(session.transforms(name))  # with the tensor's sharding line
         except KeyError as e:
             raise MultiDeviceCliError(e.args[0]) from None
-        row = next(r for r in info.sharding if r.name == name)
-        where = f"{row.sharding} of {row.mesh} ({row.origin})" if row.mesh else "no device mesh"
-        emit(block.rstrip("\n") + f"\nsharding: {where}\n")
     elif args.segments:
         emit_json(info.to_dict()) if args.json else emit(info.segments_text())
     elif args.host_ir:

@@ -74,6 +74,13 @@ class MultiDeviceInfo:
             raise ValueError(f"rank {rank} is not on the mesh: ranks 0 to {self.world - 1}")
         return self.host_ir[rank]
 
+    def sharding_line(self, name: str) -> str:
+        """`sharding: mesh_x on axis 0 (split by 2) of DeviceMesh{0 1} (file)`: under a transform block."""
+        row = next((r for r in self.sharding if r.name == name), None)
+        if row is None or not row.mesh:
+            return "sharding: no device mesh"
+        return f"sharding: {row.sharding} of {row.mesh} ({row.origin})"
+
     def sharding_table(self) -> str:
         """The sharding column: a row per tensor (mesh, device axes, where it was set)."""
         width = max((len(r.name) for r in self.sharding), default=2)

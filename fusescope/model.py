@@ -112,12 +112,15 @@ class Session:
         return self._multidevice[0]
 
     def transforms(self, name: str) -> str:
-        """The transform block of tensor `name` (e.g. "T7"); KeyError names the tensor."""
+        """The transform block of tensor `name` (e.g. "T7"), with its sharding line for a
+        multi-device fusion; KeyError names the tensor."""
         try:
-            return self.tensors[name].transforms
+            block = self.tensors[name].transforms
         except KeyError:
             known = ", ".join(self.tensors) or "none"
             raise KeyError(f"no tensor {name} in {self.title} (tensors: {known})") from None
+        info = self.multidevice()
+        return block if info is None else block.rstrip("\n") + "\n" + info.sharding_line(name) + "\n"
 
     # ---- compilation, exports and runs ------------------------------------------------
     def compiled(self, options: CompileOptions | None = None) -> CompileResult | None:
