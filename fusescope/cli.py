@@ -8,8 +8,9 @@
     fusescope show FILE --segments    segments, edges with bytes, the segmenter's decisions
     fusescope show FILE --cuda [--segment N] [--with-runtime]   generated CUDA kernels
     fusescope show FILE --kernel-ir [--segment N]   kernel IR
-    fusescope show FILE --host-ir     the host-IR program (once the engine has one)
+    fusescope show FILE --host-ir     the host-IR program (--rank R: a multi-device fusion's rank R)
     fusescope run FILE [--backend emulate|reference|cuda] [--profile] [--json]
+    fusescope run FILE --ranks N [--backend B]   a multi-device fusion on N rank processes
     fusescope export FILE --format dot|json|mermaid|svg|png -o OUT
     fusescope export FILE --chart time|roofline|history -o OUT.svg
     (show, run, export: --size T0=4096,8192 --size 1024 for a file without an inputs list)

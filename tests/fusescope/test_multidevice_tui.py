@@ -138,3 +138,17 @@ async def test_bad_sharding_shows_its_error_and_the_session_goes_on() -> None:
         await pilot.pause()
         assert app.query_one(RunView).display and not app.query_one(MultiRunView).display
         assert app.query_one(TabbedContent).active == "tab-run"
+
+
+async def test_esc_stops_the_ranks_of_a_run() -> None:
+    app = FusescopeApp(_session())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("x", "f")
+        await pilot.pause(0.3)  # the ranks are still importing torch
+        assert app._md_cancel is not None and app.busy
+        await pilot.press("escape")
+        await _wait_for_md_run(app, pilot)
+        result = app.query_one(MultiRunView).result
+        assert result is not None and result.status == "cancelled"
+        assert [(r.rank, r.status) for r in result.results] == [(0, "cancelled"), (1, "cancelled")]
+        assert not app.busy
