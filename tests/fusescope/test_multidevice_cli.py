@@ -122,6 +122,9 @@ def test_show_ir_has_the_sharding_column(capsys: pytest.CaptureFixture[str]) -> 
         "  T6  DeviceMesh{0 1}  mesh_x on axis 1 (split by 2)  propagated",
         "  T7  DeviceMesh{0 1}  replicated                     propagated (as T11 after the decomposition)",
     ]
+    block = _out(capsys, "show", TP, "--transforms", "T3")
+    assert block.splitlines()[-1] == "sharding: mesh_x on axis 1 (split by 2) of DeviceMesh{0 1} (file)"
+    assert block.splitlines()[-2] == " loop domain : (iS5{8}, ideviceIdx.x20{2}, iS21{16})"
 
 
 def test_show_segments_lists_regions_and_communications(capsys: pytest.CaptureFixture[str]) -> None:
@@ -153,5 +156,14 @@ def test_export_json_and_dot_draw_communications_apart(capsys: pytest.CaptureFix
     assert ('c0 [shape=hexagon, style="filled,dashed", fillcolor="#f6d5a8", color="#c05000", '
             'label="Communication 0\\nAllreduce\\nteam=(0 1)"];') in text
     assert 'r0 [shape=box' in text and 'r0 -> c0 [label="T8"];' in text and 'c0 -> r1 [label="T9"];' in text
+    mermaid = _out(capsys, "export", TP, "--format", "mermaid", "-o", "-").splitlines()
+    assert mermaid[:4] == ["flowchart TD", '  r0["region 0 (3 exprs)"]',
+                           '  c0{{"Communication 0: Allreduce team=(0 1)"}}', '  r1["region 1 (2 exprs)"]']
+    assert mermaid[-1] == "  class c0 comm"
+    svg = tmp_path / "g.svg"
+    assert main(["export", TP, "--format", "svg", "-o", str(svg)]) == 0
+    drawn = svg.read_text()
+    assert drawn.lstrip().startswith(("<?xml", "<svg", "<!DOCTYPE")) and "<svg" in drawn
+    assert ">Allreduce</text>" in drawn and ">team=(0 1)</text>" in drawn and "<polygon" in drawn
     assert main(["export", TP, "--format", "png", "-o", str(tmp_path / "g.png")]) == 2
     assert "exports its step graph as dot, json, mermaid, svg, not png" in capsys.readouterr().err
