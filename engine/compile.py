@@ -27,6 +27,7 @@ from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import transforms_kept
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
+from engine.lower.smem import SharedMemoryUse
 from engine.runtime.abi import LaunchConfig, TensorArg
 from engine.runtime.placement import run_device
 from engine.segment.graph import Sizes
@@ -64,6 +65,10 @@ class CompiledSegment:
     kernel_ir: str | None = None
     cuda_source: str | None = None
     launch: LaunchConfig | None = None
+    # What the launch's dynamic shared memory holds (engine.lower.smem), set with `launch`.
+    shared_memory: SharedMemoryUse | None = None
+    # The widths (elements) of the kernel's vector copies, smallest first, set with `launch`.
+    vector_widths: tuple[int, ...] = ()
     kernel_name: str | None = None
     stages: dict[str, str] = field(default_factory=dict)
     lowered: Any = None
@@ -430,6 +435,11 @@ def _bound(fusion: Fusion, inputs: Sequence[Any]) -> Any:
 _SCHEDULER_REFUSALS = 4
 
 
+# Compiles a fusion whose tensors carry device meshes for this rank's shards (installed by
+# engine.multidevice, which `import engine` imports): this rank's program, its regions compiled.
+MULTIDEVICE_COMPILE: Any = None
+
+
 def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = None) -> CompiledFusion:
     """Segment, schedule, lower and render `fd` (a FusionDefinition or Fusion) for `inputs`.
     A definition compiled before for inputs of the same signature, with the same options,
@@ -439,9 +449,9 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
     options = options or Options()
     meshed = next((v for v in original.vals() if isinstance(v, TensorView) and v.device_mesh is not None), None)
     if meshed is not None:
-        raise CompileError(f"{meshed.short_name} has a device mesh: a multi-device fusion runs on every rank "
-                           "through fd.execute (or engine.multidevice.execute), which compiles each device's "
-                           "regions for its local shards")
+        if MULTIDEVICE_COMPILE is None:
+            raise CompileError(f"{meshed.short_name} has a device mesh: import engine.multidevice to compile it")
+        return MULTIDEVICE_COMPILE(fd, inputs, options)
     check_input_layouts(original, inputs)
     # The definition's listing is both part of the cache key and the first stage's text
     # (a clone keeps names, so it prints the same): printed once.

@@ -316,6 +316,8 @@ def _schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace,
         seg.cuda_source = _external_source(seg, options.kernel_sources[seg.id])
         trace.event("codegen", subject, "the generated kernel is replaced by a user-given source")
     seg.launch = lowered.kernel.launch
+    seg.shared_memory = lowered.shared_memory
+    seg.vector_widths = lowered.vector_widths
     smem_limit = info.device.shared_memory_per_block
     if seg.launch.shared_mem_bytes > smem_limit and seg.id not in options.kernel_sources:
         # Refused here rather than at launch, so that the segmenter can refuse the scheduler

@@ -1,5 +1,5 @@
 """The command line for multi-device fusions (tensors with device meshes): fusescope/cli.py hands
-`show`, `run` and `export` of such a fusion here, since compile_fusion does not take it.
+`show`, `run` and `export` of such a fusion here: it runs on several ranks, not as one compilation.
 
     fusescope show FILE --ir                    the listing and a sharding row per tensor
     fusescope show FILE --segments [--json]     regions and communications in run order

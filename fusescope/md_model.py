@@ -1,9 +1,9 @@
 """Multi-device fusions for the debugger: the engine adapter for fusions whose tensors carry
 device meshes (with fusescope/model.py, the only fusescope modules that import `engine`).
 
-A multi-device fusion is not compiled with compile_fusion (the engine refuses it): its
-program (engine.multidevice.program_of) is regions of local exprs and communications in run
-order. This module turns that program into plain data: the sharding of every tensor, the
+A multi-device fusion runs on every rank: compile_fusion gives one rank's program with its
+regions compiled for that rank's shards; the program (engine.multidevice.program_of) is
+regions of local exprs and communications in run order, the same on every rank. This module turns that program into plain data: the sharding of every tensor, the
 steps, the host IR of each rank, and the step graph in dot, json, mermaid and svg.
 """
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from engine import load_fusion
 from engine.errors import EngineError, FusionDefinitionError
 from engine.ir.printer import transforms_block
+from fusescope.launch_text import LaunchInfo, launch_lines, plan_text, why_line
 from fusescope.render.decision_log import annotate, collapse, counted, why_lines
 
 if TYPE_CHECKING:
@@ -533,6 +534,21 @@ class SegmentInfo:
     derivation: tuple[str, ...] = ()
     events: tuple[EventInfo, ...] = ()
     tensors: tuple[tuple[str, str], ...] = ()  # tensor name -> its scheduled transform block
+    # The compiled kernel's launch and its shared memory part by part; None without a kernel.
+    launch_info: LaunchInfo | None = None
+
+    @property
+    def params_text(self) -> str:
+        """The heuristic parameter block, its launch line labelled as the heuristic's plan."""
+        return plan_text(self.params.strip("\n"))
+
+    def launch_report(self) -> list[str]:
+        """The Launch section: every figure from the compiled kernel (empty without one)."""
+        if self.launch_info is None:
+            return []
+        notes = dict(self.stages).get("circular_buffer", "")
+        return ["Launch (the compiled kernel's, as the CUDA tab launches it):",
+                *launch_lines(self.launch_info, notes)]
 
     @property
     def name(self) -> str:
@@ -567,10 +583,12 @@ class SegmentInfo:
         else:
             out += [f"No scheduler was asked: the segmenter's choice ({self.scheduler}) stands.", ""]
         out.append(f"Accepted by: {self.scheduler}")
-        out.append(self.params.strip("\n") if self.params.strip()
+        out.append(self.params_text if self.params.strip()
                    else f"The {self.scheduler} scheduler takes no heuristic parameters.")
         if self.derivation:
             out += ["", "Derivation:", *(f"  {d}" for d in self.derivation)]
+        if self.launch_info is not None:
+            out += ["", *self.launch_report()]
         out += ["", "Scheduled IR:", self.scheduled_ir.rstrip("\n"), ""]
         return "\n".join(out)
 
@@ -581,6 +599,8 @@ class SegmentInfo:
             "kernel_name": self.kernel_name, "launch": self.launch,
             "grid": list(self.grid) if self.grid else None, "block": list(self.block) if self.block else None,
             "shared_mem_bytes": self.shared_mem_bytes,
+            "shared_memory": [{"bytes": n, "what": what} for n, what in self.launch_info.shared_parts]
+            if self.launch_info is not None else None,
         }
 
 
@@ -681,13 +701,14 @@ class CompileResult:
         return head + "\n".join(s.schedule_report() for s in self.segments)
 
     def why(self) -> str:
-        """`show --why`: the segmenter's decisions, then each segment's verdicts and heuristic
-        events, one event per line (a multi-line message is joined with " | "); a line repeated
+        """`show --why`: the segmenter's decisions, then each segment's verdicts, heuristic
+        events and the compiled kernel's launch ("[launch]"), one event per line (a multi-line message is joined with " | "); a line repeated
         word for word comes once with its count, tensors are linked to the file's names."""
         lines = [d.text for d in self.decisions]
         for s in self.segments:
             lines += [_one_line(e.text) for e in s.events if e.kind == "can_schedule"]
             lines += [f"[heuristic] g{s.id}: {_one_line(d)}" for d in s.derivation]
+            lines += [why_line(s.id, s.launch_info)] if s.launch_info is not None else []
             lines += [_one_line(e.text) for e in s.events if e.kind not in ("can_schedule", "heuristic")]
         return "\n".join(why_lines(lines, self.origins)) + "\n" if lines else ""
 
@@ -797,6 +818,7 @@ def _flatten(cf: object, options: CompileOptions, seconds: float) -> CompileResu
             derivation=tuple(getattr(seg.params, "derivation", ()) or ()),
             events=tuple(EventInfo(e.kind, e.subject, e.message, str(e)) for e in events),
             tensors=tuple((tv.short_name, transforms_block(tv)) for tv in seg.fusion.tensors()),
+            launch_info=_launch_info(seg),
         ))
     edges: list[EdgeInfo] = []
     if sf is not None:
@@ -818,6 +840,33 @@ def _flatten(cf: object, options: CompileOptions, seconds: float) -> CompileResu
         host_ir=str(host_ir) if host_ir is not None else None,
         compile_time_s=seconds, note=note,
     )
+
+
+def _launch_info(seg: Any) -> LaunchInfo | None:
+    """`seg` (an engine CompiledSegment) as LaunchInfo; None when it has no kernel."""
+    launch = seg.launch
+    if launch is None or seg.cuda_source is None:
+        return None
+    use = seg.shared_memory
+    parts = tuple(use.parts()) if use is not None else ()
+    lp = getattr(seg.params, "lparams", None)
+    plan = (lp.bdimx, lp.bdimy, lp.bdimz, lp.gdimx, lp.gdimy, lp.gdimz, lp.smem) if lp is not None else None
+    return LaunchInfo(tuple(launch.grid), tuple(launch.block), launch.shared_mem_bytes, launch.cooperative,
+                      parts, bool(use is not None and use.cp_async), plan, tuple(seg.vector_widths),
+                      _planned_vectors(seg.params))
+
+
+def _planned_vectors(params: Any) -> tuple[int, ...]:
+    """The vector widths a scheduler's parameters ask for (above 1), by its parameter names."""
+    if params is None:
+        return ()
+    factors = [getattr(params, "vectorization_factor", 1), getattr(params, "vectorize_factor1", 1),
+               getattr(params, "vectorize_factor2", 1)]
+    if getattr(params, "vectorize_inner_reduction", False):
+        factors.append(params.unroll_factor_inner_reduction)
+    if getattr(params, "vectorize_iter_dom", False):
+        factors.append(params.unroll_factor_iter_dom)
+    return tuple(sorted({v for v in factors if isinstance(v, int) and v > 1}))
 
 
 def _last_verdicts(events: list[Any]) -> tuple[VerdictInfo, ...]:

@@ -261,11 +261,19 @@ def loop_maps_frozen() -> Iterator[None]:
         _frozen = outer
 
 
-def _fresh_loop_map(producer: TensorView, consumer: TensorView) -> IdMap:
-    m = _loop_map(producer, consumer, {})
+def loop_map_across_resize(producer: TensorView, consumer: TensorView) -> IdMap:
+    """loop_map, where a consumer's Resize that the producer's loop lacks (a slice or pad
+    the producer was not scheduled through) maps the producer's id to the resized one, as
+    nvFuser's PERMISSIVE_RESIZE map does: the two loops then share their splits and
+    merges, though not their extents. For copying parallel types, never for inlining."""
+    return _fresh_loop_map(producer, consumer, across_resize=True)
+
+
+def _fresh_loop_map(producer: TensorView, consumer: TensorView, across_resize: bool = False) -> IdMap:
+    m = _loop_map(producer, consumer, {}, across_resize)
     linear = _reshape_linear_map(producer, consumer)
     if linear:
-        alt = _loop_map(producer, consumer, linear)
+        alt = _loop_map(producer, consumer, linear, across_resize)
         c_loop = set(consumer.domain.loop)
 
         def reach(mm: IdMap) -> int:
@@ -295,7 +303,7 @@ def _map_loop_only(producer: TensorView, consumer: TensorView, m: IdMap) -> None
                 image.add(c)
 
 
-def _loop_map(producer: TensorView, consumer: TensorView, linear: IdMap) -> IdMap:
+def _loop_map(producer: TensorView, consumer: TensorView, linear: IdMap, across_resize: bool = False) -> IdMap:
     m: IdMap = pairwise_logical_map(producer, consumer)
     p_ts = loop_transforms(producer)
     m.update(_block_scale_map(producer, consumer, p_ts))
@@ -329,6 +337,8 @@ def _loop_map(producer: TensorView, consumer: TensorView, linear: IdMap) -> IdMa
         # Consumer-side forwarding: the consumer merged one of our ids with a broadcast
         # axis that the producer does not have.
         image = {v: k for k, v in m.items()}
+        if across_resize and _forward_resizes(m, image, c_ts, done):
+            changed = True
         for u in c_ts:
             if id(u) in done or not isinstance(u, Merge):
                 continue
@@ -346,6 +356,25 @@ def _loop_map(producer: TensorView, consumer: TensorView, linear: IdMap) -> IdMa
                         changed = True
                     done.add(id(u))
     return m
+
+
+def _forward_resizes(m: IdMap, image: dict[IterDomain, IterDomain], c_ts: list[IdTransform],
+                     done: set[int]) -> bool:
+    """loop_map_across_resize's forwarding: a consumer Resize of an id that a producer id maps
+    to, whose output nothing maps to yet (the producer has no matching Resize), takes that
+    producer id along; whether any did. Updates `m` and `image` (m inverted)."""
+    found = False
+    for u in c_ts:
+        if id(u) in done or not isinstance(u, Resize):
+            continue
+        p = image.get(u.in_id)
+        if p is not None and u.out not in image:
+            m[p] = u.out
+            del image[u.in_id]
+            image[u.out] = p
+            done.add(id(u))
+            found = True
+    return found
 
 
 def _undo_reshape(m: IdMap, c_ts: list[IdTransform], done: set[int]) -> bool:

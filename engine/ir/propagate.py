@@ -89,12 +89,22 @@ def parallelize_like(
     pos: int = -1,
     selected: Sequence[TensorView] | None = None,
     parallel_types: Iterable[ParallelType] | None = None,
+    across_resize: bool = False,
 ) -> None:
     """Copy the parallel types of `reference`'s first `pos` loop ids (all when -1) to the
     loop ids that map to them, composed edge by edge over the whole fusion, in the
-    `selected` tensors (all others when None). Serial is copied only when asked for."""
+    `selected` tensors (all others when None). Serial is copied only when asked for.
+
+    `across_resize`: edges also map through a slice or pad that one side's loop lacks
+    (loop_map_across_resize), as nvFuser's parallelizeAllLike maps by PERMISSIVE_RESIZE.
+    With the plain loop map, a sliced output made the reference leaves the full-size
+    output beside it without a single parallel type, and every thread of the grid runs
+    its whole loop nest (where_bool_expanded_mask_slice at 4x3072x4096: 3.1M threads
+    writing 50M elements each)."""
     from engine.analysis.logical_map import consumers_of
-    from engine.analysis.replay import loop_map
+    from engine.analysis.replay import loop_map, loop_map_across_resize
+
+    edge_map = loop_map_across_resize if across_resize else loop_map
 
     n = reference.nloop
     p = n if pos == -1 else (pos + n + 1 if pos < 0 else pos)
@@ -112,9 +122,9 @@ def parallelize_like(
             if nb in maps:
                 continue
             if nb in consumers_of(src):
-                lm = loop_map(src, nb)
+                lm = edge_map(src, nb)
             else:
-                lm = {c: q for q, c in loop_map(nb, src).items()}
+                lm = {c: q for q, c in edge_map(nb, src).items()}
             maps[nb] = {r: lm[x] for r, x in maps[src].items() if x in lm}
             queue.append(nb)
     targets = [t for t in (selected if selected is not None else fusion.tensors()) if t is not reference]

@@ -44,24 +44,33 @@ _INDEX_DEF = re.compile(r"const nvfuser_index_t \w+ = ")
 _ACCESS = re.compile(r"^\w+\[.*\]$")
 
 
-def circular_buffer(body: list[kir.Stmt], bufs: dict[str, CircularBuffer], notes: list[str]) -> list[kir.Stmt]:
+def circular_buffer(body: list[kir.Stmt], bufs: dict[str, CircularBuffer], notes: list[str],
+                    pipelined: set[str] | None = None) -> list[kir.Stmt]:
     """The kernel `body` with every buffer of `bufs` pipelined where its loops allow; `notes`
-    gets one line per buffer: how it was pipelined, or why not."""
-    body = _walk(body, bufs, notes)
+    gets one line per buffer: how it was pipelined, or why not; `pipelined` gets the names of
+    the buffers now loaded by cp.async."""
+    done_names = pipelined if pipelined is not None else set()
+    body = _walk(body, bufs, notes, done_names)
     cb = _buffer_of(body, bufs)
     if cb is None:  # a cache allocated in the kernel's top block: its loop runs once
         return body
     done = _pipeline(body, cb, None, notes)
-    return done if done is not None else body
+    if done is None:
+        return body
+    done_names.add(cb.name)
+    return done
 
 
-def _walk(body: list[kir.Stmt], bufs: dict[str, CircularBuffer], notes: list[str]) -> list[kir.Stmt]:
+def _walk(body: list[kir.Stmt], bufs: dict[str, CircularBuffer], notes: list[str],
+          pipelined: set[str]) -> list[kir.Stmt]:
     out: list[kir.Stmt] = []
     for st in body:
         for child in _children(st):
-            child[:] = _walk(child, bufs, notes)
+            child[:] = _walk(child, bufs, notes, pipelined)
         cb = _buffer_of(st.body, bufs) if isinstance(st, kir.ForLoop) else None
         done = _pipeline(st.body, cb, st, notes) if cb is not None else None
+        if done is not None and cb is not None:
+            pipelined.add(cb.name)
         out.extend(done if done is not None else [st])
     return out
 

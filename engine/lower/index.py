@@ -15,7 +15,7 @@ extent.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from engine.analysis.logical_map import consumers_of, pairwise_logical_map
@@ -47,12 +47,25 @@ class Ix:
     `parts` remembers that the index is `outer * factor + inner` with inner in [0, factor)
     (a split's input): dividing or taking the remainder by a multiple of `factor` then
     leaves `inner` alone, so a vectorized or unrolled position stays a trailing `+ v`.
+
+    `dividend` is set on a quotient or remainder (a merge's inputs, a split's outputs) of an
+    index that can be negative (a pad's `x - left`): the range [lo, hi) is that of floor
+    division, but C's `/` and `%` truncate toward zero, so `(x - 6144) / 96` is 0 for x - 6144
+    in [-95, -1] and a test `q >= 0` would let those through. A negative dividend lies before
+    its axis, so the lower bound is tested on the dividend itself (lower_bound_test).
     """
 
     term: cexpr.Term
     lo: int
     hi: int
     parts: tuple[cexpr.Term, cexpr.Term, int] | None = None
+    dividend: cexpr.Term | None = None
+
+
+def lower_bound_test(ix: Ix, wrap: Callable[[cexpr.Term], str]) -> str:
+    """The C test that `ix` is not below its axis (ix >= 0), exact under C's truncating
+    division: on the undivided index where `ix` was divided from one that can be negative."""
+    return f"{wrap(ix.term if ix.dividend is None else ix.dividend)} >= 0"
 
 
 def _div_mod(x: Ix, n: int) -> tuple[Ix, Ix]:
@@ -65,7 +78,15 @@ def _div_mod(x: Ix, n: int) -> tuple[Ix, Ix]:
         return Ix(0, 0, 1), Ix(x.term, x.lo, x.hi)
     outer_hi = _floordiv(x.hi - 1, n) + 1
     inner_hi = min(n, x.hi) if x.lo >= 0 else n
-    if x.parts is not None and x.lo >= 0:
+    if x.lo < 0:
+        # Truncated in C: see Ix.dividend. A divided index keeps the first dividend (floor
+        # division composes: floor(floor(x / a) / b) >= 0 exactly where x >= 0). C's
+        # remainder of a negative dividend is negative (down to -(n - 1)), so its range
+        # starts there and a checked remainder is tested too.
+        d = x.term if x.dividend is None else x.dividend
+        return (Ix(cexpr.div(x.term, n), _floordiv(x.lo, n), outer_hi, dividend=d),
+                Ix(cexpr.mod(x.term, n), max(x.lo, 1 - n), inner_hi, dividend=d))
+    if x.parts is not None:
         o, i, f = x.parts
         if n % f == 0:
             q = n // f

@@ -26,7 +26,7 @@ from engine.ir.tensorview import TensorView
 from engine.lower import cexpr, kir
 from engine.lower.buffers import Buffer, make_buffer
 from engine.lower.grid_epilogue import GridSync
-from engine.lower.index import Extents, Ix, producer_known, propagate, same_split_source
+from engine.lower.index import Extents, Ix, lower_bound_test, producer_known, propagate, same_split_source
 from engine.lower.loops import LoopNode, in_tvs, out_tv
 from engine.lower.op_values import value_of
 from engine.lower.quantize import lower_block_quantize, lower_layout_op
@@ -42,7 +42,7 @@ _LOGICAL = {"logical_and", "logical_or"}
 
 def loop_kind(pt: ParallelType) -> str:
     if pt == ParallelType.bulk:
-        # A bulk (TMA-style) copy: the block's threads share its iterations.
+        # A bulk copy into shared memory: the block's threads share its iterations.
         return "block_strided"
     if pt == ParallelType.vectorize:
         return "vectorize"
@@ -343,8 +343,9 @@ class ExprLowering:
                 if not 0 <= ix.term < n:
                     out.append("false")
                 continue
-            if ix.lo < 0:
-                out.append(f"{_wrap(ix.term)} >= 0")
+            # A quotient and a remainder of one dividend share their lower bound test.
+            if ix.lo < 0 and (low_test := lower_bound_test(ix, _wrap)) not in out:
+                out.append(low_test)
             if ix.hi > n:
                 out.append(f"{_wrap(ix.term)} < {n}")
         return out

@@ -13,7 +13,7 @@ from engine.ir.iterdomain import IterDomain, Resize
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
 from engine.lower import cexpr, kir
-from engine.lower.index import Ix
+from engine.lower.index import Ix, lower_bound_test
 
 if TYPE_CHECKING:
     from engine.lower.lowering import ExprLowering
@@ -117,8 +117,8 @@ def _pad(low: ExprLowering, expr: ex.PadOp, out: TensorView, c_index) -> str:
         if ix is None:
             continue
         n = low.ext.of(pid)
-        if ix.lo < 0:
-            conds.append(f"{_w(ix.term)} >= 0")
+        if ix.lo < 0 and (low_test := lower_bound_test(ix, _w)) not in conds:
+            conds.append(low_test)
         if ix.hi > n:
             conds.append(f"{_w(ix.term)} < {n}")
     val = _operand(low, expr.value, out, c_index, out.dtype)

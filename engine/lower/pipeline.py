@@ -32,8 +32,9 @@ from engine.lower.index import Extents, split_chain
 from engine.lower.loops import LoopNode, Nest, _exprs_of, out_tv, walk
 from engine.lower.lowering import ExprLowering, loop_kind
 from engine.lower.reductions import acc_level, check_grid_results
+from engine.lower.smem import SharedBuffer, SharedMemoryUse
 from engine.lower.unroll import unroll_local_indexing
-from engine.lower.vectorize import hoist_shared_reads, vectorize_loop, widen_bulk_copy
+from engine.lower.vectorize import hoist_shared_reads, vector_widths, vectorize_loop, widen_bulk_copy
 from engine.runtime.abi import ArgSpec, LaunchConfig, ScalarArg, TensorArg
 
 _DIMS = [ParallelType.grid_x, ParallelType.grid_y, ParallelType.grid_z,
@@ -47,6 +48,10 @@ class Lowered:
     stages: dict[str, str] = field(default_factory=dict)
     # How the host binds each tensor argument: TensorView by kernel parameter name.
     tensors: dict[str, TensorView] = field(default_factory=dict)
+    # The dynamic shared memory the launch asks for, part by part.
+    shared_memory: SharedMemoryUse = field(default_factory=lambda: SharedMemoryUse((), 0, 0))
+    # The widths (elements) of the kernel's vector copies, smallest first.
+    vector_widths: tuple[int, ...] = ()
 
 
 def tensor_arg(tv: TensorView) -> TensorArg:
@@ -343,8 +348,9 @@ def _lower_fusion(fusion: Fusion, env: dict, name: str, layouts: dict[str, tuple
     stages["sync"] = "\n".join(_syncs(low)) + "\n"
     body = _assemble(nest.items, low, 0)
     bufs, notes = _circular_buffers(low, fusion)
+    pipelined: set[str] = set()
     if bufs:
-        body = circular_buffer(body, bufs, notes)
+        body = circular_buffer(body, bufs, notes, pipelined)
         notes += [f"{n}: not circular-buffered: it is not allocated at the top of a loop or of the kernel" for n in bufs
                   if not any(line.startswith(f"{n}:") for line in notes)]
     if notes:
@@ -355,13 +361,31 @@ def _lower_fusion(fusion: Fusion, env: dict, name: str, layouts: dict[str, tuple
     unrolled = unroll_local_indexing(body)
     if unrolled:
         stages["unroll"] = "serial loops indexing local arrays, unrolled: " + ", ".join(unrolled) + "\n"
-    red_off = (low.smem_bytes + 15) // 16 * 16
-    smem = red_off + low.reduce_smem_bytes
+    shared = shared_memory_use(low, {n: bufs[n].depth for n in pipelined})
+    smem = shared.total
+    red_off = shared.reduction_offset
     for wname, (ctype, _n, _z) in low.workspaces.items():
         params.append(TensorArg(wname, ctype, 1, 1))
     kernel = kir.Kernel(name, params, body,
                         LaunchConfig(launch.grid, launch.block, smem, low.cooperative), smem,
                         dict(low.workspaces))
     kernel.reduction_smem_offset = red_off  # type: ignore[attr-defined]
+    if smem:
+        stages["shared_memory"] = f"{smem} bytes of dynamic shared memory:\n" + "".join(
+            f"{line}\n" for line in shared.lines())
     stages["kernel_ir"] = kernel.listing()
-    return Lowered(kernel, stages, tensors)
+    return Lowered(kernel, stages, tensors, shared, vector_widths(stages["kernel_ir"]))
+
+
+def shared_memory_use(low: ExprLowering, stages: dict[str, int]) -> SharedMemoryUse:
+    """The kernel's dynamic shared memory as laid out: its shared buffers in offset order (those
+    in `stages`, name -> depth, pipelined by cp.async), then the block reductions' workspace
+    at the next 16-byte boundary."""
+    parts = []
+    for b in sorted((b for b in low.buffers.values() if b.memory == "shared"), key=lambda b: b.offset):
+        d = b.tv.definition
+        src = d.inputs[0] if isinstance(d, ex.LoadStoreOp) else None
+        source = src.short_name if isinstance(src, TensorView) and src.memory_type == MemoryType.Global else None
+        parts.append(SharedBuffer(b.name, b.offset, b.size * max(b.tv.dtype.bits // 8, 1), source,
+                                  stages.get(b.name, 0)))
+    return SharedMemoryUse(tuple(parts), (low.smem_bytes + 15) // 16 * 16, low.reduce_smem_bytes)

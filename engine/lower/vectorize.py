@@ -16,6 +16,14 @@ from engine.lower import kir
 from engine.lower.index import Extents
 
 _ACCESS = re.compile(r"^(\w+)\[(.*)\]$")
+# The copy calls this module and the circular-buffer pass emit, with their element count.
+_VECTOR_CALL = re.compile(r"\b(?:loadGeneric|loadGlobalPrefetchL2|loadGlobalEvictLast|fsCpAsync)<[^<>,]+, (\d+)[,>]")
+
+
+def vector_widths(listing: str) -> tuple[int, ...]:
+    """The widths (in elements) of the vector copies in a kernel's listing, smallest first;
+    a copy of one element is not a vector."""
+    return tuple(sorted({int(n) for n in _VECTOR_CALL.findall(listing)} - {1}))
 
 
 def _base(access: str, var: str, width: int = 0) -> str | None:

@@ -2,8 +2,9 @@
 
 `Communicator.instance()` joins the default process group: the caller's when one is set up
 already, otherwise one made from the torchrun environment (RANK, WORLD_SIZE, LOCAL_RANK,
-MASTER_ADDR, MASTER_PORT), NCCL when CUDA is available and gloo otherwise. Teams (the
-devices of a communication) get their own groups, made once each.
+MASTER_ADDR, MASTER_PORT), NCCL when CUDA is available and gloo otherwise
+(FUSESCOPE_DIST_BACKEND=gloo|nccl chooses: gloo lets several ranks share one GPU, which NCCL
+refuses). Teams (the devices of a communication) get their own groups, made once each.
 """
 
 from __future__ import annotations
@@ -38,10 +39,11 @@ class Communicator:
             os.environ.setdefault("MASTER_ADDR", "localhost")
             os.environ.setdefault("MASTER_PORT", "29500")
             cuda = torch.cuda.is_available() and torch.cuda.device_count() > 0
-            backend = "nccl" if cuda else "gloo"
+            backend = os.environ.get("FUSESCOPE_DIST_BACKEND") or ("nccl" if cuda else "gloo")
             kwargs: dict[str, Any] = {}
             if cuda:
                 torch.cuda.set_device(local % torch.cuda.device_count())
+            if cuda and backend == "nccl":
                 kwargs["device_id"] = torch.device("cuda", local % torch.cuda.device_count())
             dist.init_process_group(backend=backend, world_size=world, rank=rank, **kwargs)
         self._groups: dict[tuple[int, ...], Any] = {}

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.analysis.logical_map import root_to_logical
+from engine.ir import exprs as ex
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain, ParallelType
 from engine.ir.scalar import Scalar, as_scalar
@@ -22,7 +23,7 @@ from engine.multidevice.sharding import MultiDeviceError, mesh_of, shardings
 
 
 def _local_extent(tv: TensorView, i: IterDomain, d: int, split: bool, fresh: dict[tuple[int, bool], Scalar],
-                  fusion: Fusion) -> Scalar:
+                  fusion: Fusion, parts: dict[Scalar, tuple[Scalar, int]]) -> Scalar:
     e = i.extent
     c = e.value if e.is_const else None
     if c is not None:
@@ -40,12 +41,16 @@ def _local_extent(tv: TensorView, i: IterDomain, d: int, split: bool, fresh: dic
     key = (id(e), split)
     if key not in fresh:
         fresh[key] = fusion.new_symbol(e.dtype)
+        parts[fresh[key]] = (e, d)
     return fresh[key]
 
 
-def localize(fusion: Fusion) -> None:
-    """Rewrite `fusion` (a region's standalone copy) in place to its single-device form."""
+def localize(fusion: Fusion) -> dict[Scalar, tuple[Scalar, int]]:
+    """Rewrite `fusion` (a region's standalone copy) in place to its single-device form.
+    Returns each new symbol with the whole extent it is a part of and the number of parts."""
     fresh: dict[tuple[int, bool], Scalar] = {}
+    parts: dict[Scalar, tuple[Scalar, int]] = {}
+    localized: set[int] = set()
     for tv in [v for v in fusion.vals() if isinstance(v, TensorView)]:
         mesh = mesh_of(tv)
         if mesh is None:
@@ -55,14 +60,22 @@ def localize(fusion: Fusion) -> None:
         l2r = {lo: ro for ro, lo in r2l.items()}
         for s in shardings(tv):
             d = mesh.extent(s.pt)
-            new = _local_extent(tv, s.logical, d, s.split, fresh, fusion)
+            new = _local_extent(tv, s.logical, d, s.split, fresh, fusion, parts)
             s.logical.extent = new
+            localized.add(id(s.logical))
             root = l2r.get(s.logical)
             if root is not None and root is not s.logical:
                 root.extent = new
         _plain_loop(tv)
         tv.device_mesh = None
+    for e in fusion.exprs():
+        if isinstance(e, ex.ViewOp) and e.new_shape is not None:
+            # The sizes asked for, at this device's extents where the axis is sharded.
+            dims = [i for i in e.output.domain.logical if not i.is_reduction]
+            e.attributes["new_shape"] = [i.extent if id(i) in localized else old
+                                         for i, old in zip(dims, e.new_shape)]
     fusion.changed()
+    return parts
 
 
 def _logical_of(i: IterDomain, logical: list[IterDomain]) -> IterDomain | None:

@@ -84,7 +84,7 @@ def overlappable(gather: Communication, region: Region) -> int:
 
 
 def run_overlapped(gather: Communication, region: Region, env: dict[int, Any], chunks: int, backend: str,
-                   run_region: Any, group: Any, team: list[int], keep_gathered: bool) -> None:
+                   run_region: Any, group: Any, team: list[int], keep_gathered: bool, nccl: bool) -> None:
     """Gather in `chunks` pieces, running `region` on each as it arrives; fills `env` with
     the region's outputs (whole) and the gathered tensor."""
     x = env[id(gather.input)].contiguous()
@@ -92,7 +92,6 @@ def run_overlapped(gather: Communication, region: Region, env: dict[int, Any], c
     if rows % chunks:
         raise ValueError(f"{gather.input.short_name}: {rows} rows do not split into {chunks} stream chunks")
     c, d = rows // chunks, len(team)
-    nccl = x.is_cuda
     posted = []
     for j in range(chunks):
         part = x[j * c:(j + 1) * c]
@@ -101,6 +100,8 @@ def run_overlapped(gather: Communication, region: Region, env: dict[int, Any], c
             work = dist.all_gather_into_tensor(buf, part, group=group, async_op=True)
             posted.append((work, buf))
         else:
+            # gloo gathers host memory: a CUDA part goes through the host.
+            part = part.cpu() if part.is_cuda else part
             bufs = [torch.empty_like(part) for _ in team]
             work = dist.all_gather(bufs, part, group=group, async_op=True)
             posted.append((work, bufs))
@@ -110,7 +111,7 @@ def run_overlapped(gather: Communication, region: Region, env: dict[int, Any], c
         work.wait()
         if not nccl:
             order = sorted(team)
-            buf = torch.cat([buf[order.index(r)] for r in team])
+            buf = torch.cat([buf[order.index(r)] for r in team]).to(x.device)
         if keep_gathered:
             gathered[:, j] = buf.view(d, c, *x.shape[1:])
         args = [buf if v is gather.output else env[id(v)] for v in region.inputs]

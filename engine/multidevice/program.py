@@ -16,14 +16,15 @@ from typing import Any
 from engine.host import hir
 from engine.ir.base import Expr, Val
 from engine.ir.fusion import Fusion
+from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
 from engine.multidevice.localize import localize
 from engine.multidevice.mesh import DeviceMesh
 from engine.multidevice.overlap import overlappable, stream_axis
 from engine.multidevice.propagate import propagate_shardings
 from engine.multidevice.reshard import Resharding, decompose_reshardings
-from engine.multidevice.sharding import mesh_of, shardings
-from engine.segment.graph import cut_fusion
+from engine.multidevice.sharding import MultiDeviceError, mesh_of, shardings
+from engine.segment.graph import cut_fusion, referenced_symbols
 
 
 @dataclass
@@ -36,6 +37,9 @@ class Region:
     outputs: list[Val]
     mesh: DeviceMesh | None
     fusion: Fusion
+    # Scalar inputs of `fusion` after the tensors: each a symbol of the whole fusion (its
+    # value from the fusion's inputs' whole sizes) and the number of parts it is cut in.
+    symbols: list[tuple[Scalar, int]] = field(default_factory=list)
     compiled: dict[Any, Any] = field(default_factory=dict)
 
 
@@ -101,6 +105,16 @@ class MultiDeviceProgram:
     def communications(self) -> list[Communication]:
         return [s for s in self.steps if isinstance(s, Communication)]
 
+    def only_reader(self, c: Communication) -> bool:
+        """Whether `c` is the one step that reads its input (so it may reduce it in place):
+        the input is no fusion input or output and no other step reads it."""
+        v = c.input
+        if any(v is x for x in [*self.fusion.inputs, *self.fusion.outputs]):
+            return False
+        readers = sum(1 for s in self.steps
+                      if (s.input is v if isinstance(s, Communication) else any(v is x for x in s.inputs)))
+        return readers == 1
+
     def _partition(self, fusion: Fusion, comms: dict[int, Resharding]) -> list[Step]:
         steps: list[Step] = []
         run: list[Expr] = []
@@ -128,10 +142,19 @@ class MultiDeviceProgram:
             if len(meshes) > 1:
                 names = ", ".join(str(m) for m in meshes)
                 raise ValueError(f"one region of local ops spans several meshes ({names})")
-            sub, _ = cut_fusion(fusion, list(run), ins, outs)
-            localize(sub)
+            sub, vmap = cut_fusion(fusion, list(run), ins, outs)
+            parts = localize(sub)
+            back = {id(c): v for v, c in vmap.items()}
+            symbols: list[tuple[Scalar, int]] = []
+            for sym in referenced_symbols(sub.exprs(), [v for v in sub.inputs if _is_tv(v)]):
+                whole, d = parts.get(sym, (sym, 1))
+                orig = back.get(id(whole))
+                if orig is None:
+                    raise MultiDeviceError(f"region of {run[0].output}: {sym.inline()} has no value on this device")
+                sub.add_input(sym)
+                symbols.append((orig, d))
             steps.append(Region(len(self.regions_of(steps)), list(run), ins, outs,
-                                next(iter(meshes), None), sub))
+                                next(iter(meshes), None), sub, symbols))
             run.clear()
 
         n = 0

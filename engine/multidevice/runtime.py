@@ -19,6 +19,8 @@ import torch.distributed as dist
 from engine.compile import _signature, compile_fusion
 from engine.dtypes import to_torch
 from engine.errors import ExecutionError
+from engine.ir.scalar import Scalar
+from engine.ir.tensorview import TensorView
 from engine.multidevice.communicator import Communicator
 from engine.multidevice.overlap import overlappable, run_overlapped
 from engine.multidevice.program import Communication, MultiDeviceProgram, Region
@@ -52,9 +54,16 @@ def _ordered(parts: list[torch.Tensor], team: list[int]) -> list[torch.Tensor]:
     return [parts[by_rank.index(d)] for d in team]
 
 
-def run_communication(c: Communication, x: torch.Tensor | None, comm: Communicator) -> torch.Tensor | None:
+def run_communication(c: Communication, x: torch.Tensor | None, comm: Communicator,
+                      in_place: bool = False) -> torch.Tensor | None:
+    """This rank's result of `c` on its `x`; `in_place`: `x` is read by nothing else, so an
+    Allreduce may reduce into it."""
     rank = comm.rank()
     r = c.resharding
+    if comm.backend() == "gloo" and x is not None and x.is_cuda and r.kind != "ShardByDevice":
+        # gloo communicates host memory: a CUDA tensor goes through the host and back.
+        out = run_communication(c, x.cpu(), comm)
+        return None if out is None else out.to(x.device)
     if r.kind == "ShardByDevice":
         dim, split = _dim_of(c.output, r.pt)
         mesh = mesh_of(c.output)
@@ -82,7 +91,7 @@ def run_communication(c: Communication, x: torch.Tensor | None, comm: Communicat
         dist.all_gather(parts, x, group=group)
         return torch.cat(_ordered(parts, team), dim=dim)
     if r.kind == "Allreduce":
-        y = x.contiguous().clone()
+        y = x if in_place and x.is_contiguous() else x.contiguous().clone()
         dist.all_reduce(y, op=_OPS[r.reduce_op], group=group)
         return y
     if r.kind == "ReduceScatter":
@@ -129,6 +138,38 @@ def run_region(region: Region, args: list[Any], backend: str) -> list[Any]:
     return cf.run(args, backend=backend)
 
 
+def whole_sizes(program: MultiDeviceProgram, inputs: Sequence[Any]) -> dict[Scalar, int]:
+    """The fusion's symbolic extents at their whole (unsharded) sizes, from this device's
+    input shards."""
+    env: dict[Scalar, int] = {}
+    for v, x in zip(program.inputs, inputs):
+        if not isinstance(v, TensorView) or not isinstance(x, torch.Tensor) or x.numel() == 0:
+            continue
+        dims = [i for i in v.domain.logical if not i.is_reduction]
+        sizes = list(x.shape)
+        mesh = mesh_of(v)
+        for dim, s in sharded_dims(v):
+            d = mesh.extent(s.pt)
+            sizes[dim] = sizes[dim] * d if s.split else d
+        for i, n in zip(dims, sizes):
+            if i.extent.is_symbol:
+                env.setdefault(i.extent, n)
+    return env
+
+
+def region_scalars(region: Region, program: MultiDeviceProgram, inputs: Sequence[Any]) -> list[int]:
+    if not region.symbols:
+        return []
+    env = whole_sizes(program, inputs)
+    out = []
+    for sym, parts in region.symbols:
+        try:
+            out.append(int(sym.evaluate(env)) // parts)
+        except KeyError as e:
+            raise ExecutionError(f"region {region.index}: {sym.inline()} is not bound by the fusion's inputs") from e
+    return out
+
+
 def run_program(program: MultiDeviceProgram, inputs: Sequence[Any], backend: str = "reference",
                 timeline: list[StepTime] | None = None) -> list[Any]:
     """This rank's outputs of `program` for this rank's `inputs` (local shards)."""
@@ -140,6 +181,9 @@ def run_program(program: MultiDeviceProgram, inputs: Sequence[Any], backend: str
     t0 = time.perf_counter()
     sync = timeline is not None and torch.cuda.is_available()
     steps = program.steps
+    in_place = program.__dict__.get("_in_place")
+    if in_place is None:
+        in_place = program.__dict__["_in_place"] = {c.number for c in program.communications if program.only_reader(c)}
     skip = -1
     for k, step in enumerate(steps):
         if k == skip:
@@ -153,7 +197,8 @@ def run_program(program: MultiDeviceProgram, inputs: Sequence[Any], backend: str
             team = step.team(rank)
             later = any(step.output in s.inputs if isinstance(s, Region) else s.input is step.output
                         for s in steps[k + 2:]) or step.output in program.outputs
-            run_overlapped(step, nxt, env, chunks, backend, run_region, groups[tuple(team)], team, later)
+            run_overlapped(step, nxt, env, chunks, backend, run_region, groups[tuple(team)], team, later,
+                           comm.backend() == "nccl")
             skip = k + 1
             name, kind = f"Communication {step.number} + region {nxt.index} in {chunks} chunks", "overlap"
         elif isinstance(step, Region):
@@ -162,11 +207,14 @@ def run_program(program: MultiDeviceProgram, inputs: Sequence[Any], backend: str
             args = [env[id(v)] for v in step.inputs]
             if any(a is None for a in args):
                 raise ExecutionError(f"region {step.index}: an input is not on device {rank}")
+            args += region_scalars(step, program, inputs)
             outs = run_region(step, args, backend)
             env.update({id(v): o for v, o in zip(step.outputs, outs)})
             name, kind = f"region {step.index}", "compute"
         else:
-            out = run_communication(step, env.get(id(step.input)), comm)
+            out = run_communication(step, env.get(id(step.input)), comm, in_place=step.number in in_place)
+            if out is not None and backend == "cuda" and not out.is_cuda:
+                out = out.cuda()  # received through the host (gloo)
             env[id(step.output)] = out
             name, kind = f"Communication {step.number}", step.kind
         if timeline is not None:

@@ -3,8 +3,8 @@
 A normalization reads a row, reduces it, and uses the row again with the result
 (softmax, layer and RMS norm, layer-norm backward). The row is a persistent buffer:
 these schedulers keep it on chip across the reduction, in registers or, when it is
-too large for them (or when a Hopper TMA load fills it, the inner-outer case), in
-shared memory, and refuse when it fits neither. A buffer that can be recomputed
+too large for them (or on sm_90 and later, the inner-outer case, whose inputs are staged
+in circular-buffered shared memory), in shared memory, and refuse when it fits neither. A buffer that can be recomputed
 from inputs through pointwise ops is projected when that is smaller (a bf16 input
 instead of its float cast): its uses after the reduction recompute it from the
 inputs, and the cached inputs become the buffers.
@@ -80,8 +80,9 @@ _EXPECTED = {
     SchedulerType.inner_outer_persistent: "inner_outer",
 }
 
-# Rows of the iteration domain each block handles per step, and circular-buffer stages,
-# of the TMA inner-outer schedule (seed 001's T7: iS116{2} rows, iS120{2} stages).
+# Rows of the iteration domain each block handles per step, and circular-buffer stages, of the
+# inner-outer schedule whose inputs are staged in shared memory (seed 001's T7: iS116{2} rows,
+# iS120{2} stages).
 _ROWS_PER_STEP = 2
 _STAGES = 2
 
@@ -102,7 +103,11 @@ def smem_budget(dev: DeviceProperties, dtype_bytes: int = 4) -> int:
     return dev.shared_memory_per_block - dev.max_threads_per_block * dtype_bytes
 
 
-def has_tma(dev: DeviceProperties) -> bool:
+def stages_inputs(dev: DeviceProperties) -> bool:
+    """Whether the inner-outer schedule stages its row inputs in circular-buffered shared
+    memory: on sm_90 and later, as nvFuser does there (with TMA loads). This engine does not
+    generate TMA: the circular-buffer pass loads the stages with cp.async
+    (engine/lower/circular_buffer.py)."""
     return dev.compute_capability >= (9, 0)
 
 
@@ -441,21 +446,20 @@ def inner_outer_heuristics(fusion: Fusion, info: SchedulerRuntimeInfo, trace: Tr
     # One block per SM that loops over its rows (a persistent grid); the outer
     # reductions end with a grid reduction over those blocks.
     gdimy = min(dev.sm_count, ceil_div(it_n, rows))
-    tma = has_tma(dev)
-    stages = _STAGES if tma else 1
+    staged = stages_inputs(dev)
+    stages = _STAGES if staged else 1
     # Only inputs with a row (an axis of the iteration domain) are copied a row at a time
     # into the circular buffer; a persistent input without one (a norm's [H] weight, about
     # nothing per row in `size`) is the same for every row: each thread keeps its part in
     # registers across the row loop.
     row_inputs = [t for t in kept if t in fusion.inputs and _has_row_axis(fusion, ref, t)]
     input_bytes = size * rows * stages
-    in_smem = tma or input_bytes + partial * rows > register_budget(dev)
+    in_smem = staged or input_bytes + partial * rows > register_budget(dev)
     why = [f"inner persistent buffer {size} bytes per row, outer partial results {partial} "
            "bytes per row" + (" (projected)" if project else ""), *why,
            f"TIDx {bdimx} x batches {batches} x vector {v} covers {red_n}; {rows} rows per step "
            f"(TIDy); BIDy {gdimy} blocks loop over {it_n} rows",
-           ("Hopper TMA: inputs loaded to shared memory in " if tma else "inputs in ")
-           + (f"{stages} circular-buffer stages, {input_bytes} bytes" if in_smem else "registers")]
+           _inputs_line(dev, staged, in_smem, stages, rows, input_bytes)]
     smem = tuple(t.short_name for t in row_inputs) if in_smem else ()
     p = ReductionParams(
         tag="InnerOuter Persistent Heuristic", fastest_dim=True, persistent_kernel=True,
@@ -474,6 +478,21 @@ def inner_outer_heuristics(fusion: Fusion, info: SchedulerRuntimeInfo, trace: Tr
                              smem=input_bytes if smem else 0),
     )
     return record(p, why, info, trace)
+
+
+def _inputs_line(dev: DeviceProperties, staged: bool, in_smem: bool, stages: int, rows: int,
+                 input_bytes: int) -> str:
+    """The derivation's line on where the row inputs live. How the stages are loaded is the
+    lowering's decision (cp.async where the circular-buffer pass pipelines them), which the
+    compiled launch's shared-memory breakdown reports."""
+    if not in_smem:
+        return "inputs in registers"
+    cc = ".".join(str(x) for x in dev.compute_capability)
+    why = f"compute capability {cc} >= 9.0: " if staged else "too large for registers: "
+    if stages > 1:
+        return (f"{why}inputs staged in shared memory, {stages} circular-buffer stages of {rows} rows, "
+                f"{input_bytes} bytes")
+    return f"{why}inputs in shared memory, one stage of {rows} rows (not circular-buffered), {input_bytes} bytes"
 
 
 # ---- schedules -----------------------------------------------------------------------------------------------
@@ -632,7 +651,7 @@ def schedule_inner_outer(fusion: Fusion, p: ReductionParams, trace: Trace | None
     (TIDy), a persistent grid (BIDy, one block per SM) and circular-buffer stages;
     every tensor gets these splits. Then the inner dimension is split by the vector,
     the persistent batches and TIDx on every tensor but the shared-memory caches,
-    which a TMA bulk copy fills a whole row at a time. Each outer reduction is
+    which a block-wide bulk copy fills a whole row at a time. Each outer reduction is
     rfactored into per-block partial results, then reduced across TIDy and BIDy.
     """
     _prepare(fusion, p, trace)
@@ -645,7 +664,8 @@ def schedule_inner_outer(fusion: Fusion, p: ReductionParams, trace: Trace | None
                                     for i in c.definition.inputs if isinstance(i, TensorView))]
     for c in smem:
         c.set_memory_type(MemoryType.Shared)
-        _transform(trace, c, "persistent input cache in shared memory, filled by a bulk (TMA) copy")
+        _transform(trace, c, "persistent input cache in shared memory, filled a whole row at a time "
+                   "by the block's threads")
     reds = reduction_tvs(fusion)
     # Which reductions are inner ones is read before rfactor_serial: a vectorized inner
     # reduction leaves its innermost (vector) axis to the per-thread partial, and the
@@ -661,7 +681,7 @@ def schedule_inner_outer(fusion: Fusion, p: ReductionParams, trace: Trace | None
     # [I/rows/grid/stages, stages, grid, rows, R] -> [grid, n, stages, rows, R]
     ref.reorder([2, 0, 1, 3, 4])
     tools.propagate_max_info(ref)
-    # The bulk-loaded caches keep these iteration splits only: a TMA copy fills
+    # The bulk-loaded caches keep these iteration splits only: their copy fills
     # whole rows. Phase 2 propagates through them (they are the only path that
     # carries both axes of T0 to T4 in seed 001), so they are put back after it.
     kept = {c: (list(c.domain.loop), c.domain.allocation and list(c.domain.allocation),

@@ -83,7 +83,7 @@ class ReductionParams(HeuristicParams):
     grid_dim_outer_reduction: ParallelType = ParallelType.serial
     # names of the persistent buffers kept in shared memory ("T7"); registers otherwise
     smem_persistent_buffers: tuple[str, ...] = ()
-    # warp-specialized, TMA-loaded inner-outer schedule: circular-buffer stages
+    # inner-outer schedule with its inputs staged in shared memory: circular-buffer stages
     circular_buffer_stages: int = 0
     # rows of the iteration domain a block handles per step (inner-outer)
     rows_per_step: int = 1

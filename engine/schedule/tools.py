@@ -417,8 +417,9 @@ def parallelize_all_like(
     pos: int = -1,
     selected: Sequence[TensorView] | None = None,
     parallel_types: Iterable[ParallelType] | None = None,
+    across_resize: bool = False,
 ) -> None:
-    _parallelize_like(reference, pos, selected, parallel_types)
+    _parallelize_like(reference, pos, selected, parallel_types, across_resize)
 
 
 def inline_most(fusion: Fusion, selected: Sequence[TensorView] | None = None) -> None:

@@ -41,6 +41,7 @@ from engine.ir.tensorview import MemoryType, TensorView
 from engine.schedule import tools
 from engine.schedule.base import Scheduler, SchedulerType
 from engine.schedule.params import HeuristicParams, LaunchParams
+from engine.schedule.pointwise import covers_inputs
 from engine.schedule.registry import register
 from engine.schedule.runtime_info import SchedulerRuntimeInfo
 from engine.trace import Trace
@@ -241,9 +242,19 @@ def _group_inputs_outputs_by_inner_dim(fusion: Fusion) -> list[list[TensorView]]
     return sorted(groups.values(), key=len, reverse=True)
 
 
-def find_reference_for(group: list[TensorView]) -> TensorView:
-    """The tensor of the group with the most logical dims (first on ties)."""
-    return max(group, key=lambda t: (t.ndim, -group.index(t)))
+def find_reference_for(fusion: Fusion, group: list[TensorView]) -> TensorView | None:
+    """The tensor of the group with the most logical dims (first on ties) among those whose
+    axes cover every input's concrete axes (nvFuser's TransposeDomainMap::findReferenceFor
+    takes valid references only); None when no tensor of the group does.
+
+    A tensor with a broadcast where the fusion has a concrete axis cannot lead: a bool mask
+    [B, S, 1 ex H] (stride 0 on H) has S innermost, but its H is no axis to tile. Such a
+    group leaves no second valid group, so the fusion is no transpose (where_bool_expanded_
+    mask_slice: one pointwise kernel, as nvFuser's)."""
+    valid = [t for t in group if covers_inputs(fusion, t)]
+    if not valid:
+        return None
+    return max(valid, key=lambda t: (t.ndim, -valid.index(t)))
 
 
 def _position_in(tv: TensorView, target: IterDomain, uf: _UnionFind) -> int:
@@ -354,7 +365,9 @@ class TransposeScheduler(Scheduler):
         groups = group_inputs_outputs_by_inner_dim(fusion)
         if len(groups) < 2:
             return "cannot find two mismatching inner most dimensions"
-        ref1, ref2 = find_reference_for(groups[0]), find_reference_for(groups[1])
+        ref1, ref2 = find_reference_for(fusion, groups[0]), find_reference_for(fusion, groups[1])
+        if ref1 is None or ref2 is None:
+            return "cannot find two mismatching inner most dimensions"
         inner2 = innermost_alloc_id(ref2)
         if inner2 is None or _position_in(ref1, inner2, inner_dim_map(fusion)) < 0:
             return "cannot find two mismatching inner most dimensions"
@@ -363,7 +376,8 @@ class TransposeScheduler(Scheduler):
     def _layout(self, fusion: Fusion) -> tuple[list[list[TensorView]], TensorView, TensorView, int, int]:
         groups = group_inputs_outputs_by_inner_dim(fusion)
         uf = inner_dim_map(fusion)
-        ref1, ref2 = find_reference_for(groups[0]), find_reference_for(groups[1])
+        ref1, ref2 = find_reference_for(fusion, groups[0]), find_reference_for(fusion, groups[1])
+        assert ref1 is not None and ref2 is not None  # reject_compile_time found both
         i1, i2 = innermost_alloc_id(ref1), innermost_alloc_id(ref2)
         assert i1 is not None and i2 is not None
         return groups, ref1, ref2, _position_in(ref1, i1, uf), _position_in(ref1, i2, uf)
@@ -587,7 +601,8 @@ def _inputs_missing_reference_axes(fusion: Fusion, ref: TensorView) -> list[Tens
 def _schedule_transpose(fusion: Fusion, p: TransposeParams, trace: Trace | None) -> None:
     groups = group_inputs_outputs_by_inner_dim(fusion)
     group1, group2 = groups[0], groups[1]
-    ref1, ref2 = find_reference_for(group1), find_reference_for(group2)
+    ref1, ref2 = find_reference_for(fusion, group1), find_reference_for(fusion, group2)
+    assert ref1 is not None and ref2 is not None  # reject_compile_time found both
     uf = inner_dim_map(fusion)
     i1, i2 = innermost_alloc_id(ref1), innermost_alloc_id(ref2)
     assert i1 is not None and i2 is not None
@@ -638,7 +653,9 @@ def _schedule_transpose(fusion: Fusion, p: TransposeParams, trace: Trace | None)
     # Step 1-2: tiles on reference1, propagated everywhere.
     _tile_and_flatten(ref1, pos1, pos2, p)
     tools.propagate(ref1)
-    tools.parallelize_all_like(ref1)
+    # Parallel types cross slices and pads (as in every step below): an output on the other
+    # side of one from the reference would keep none, its loop nest run whole by every thread.
+    tools.parallelize_all_like(ref1, across_resize=True)
     _note(trace, ref1.short_name, f"tiled {p.tile_size1}x{p.tile_size2} at dims {pos1} and {pos2}, "
           "outer dims merged into BIDx with an unswitch axis")
 
@@ -653,7 +670,8 @@ def _schedule_transpose(fusion: Fusion, p: TransposeParams, trace: Trace | None)
     group2_like = [t for t in group2_and_smem if t not in swizzled]
     tools.parallelize_all_like(ref2, selected=group2_like,
                                parallel_types=[ParallelType.block_x, ParallelType.grid_x,
-                                               ParallelType.unswitch, ParallelType.unroll])
+                                               ParallelType.unswitch, ParallelType.unroll],
+                               across_resize=True)
     if p.vectorize_factor2 > 1:
         tools.parallelize_all_like(ref2, selected=group2_like,
                                    parallel_types=[ParallelType.vectorize])
@@ -666,7 +684,7 @@ def _schedule_transpose(fusion: Fusion, p: TransposeParams, trace: Trace | None)
     tools.propagate(ref1, except2)
     tools.parallelize_all_like(ref1, selected=except2,
                                parallel_types=[ParallelType.block_x, ParallelType.grid_x,
-                                               ParallelType.unswitch])
+                                               ParallelType.unswitch], across_resize=True)
     # Unroll and vectorize only at global memory: group 1 and its inputs' caches.
     g1_caches = [c for t in group1 if t in fusion.inputs for c in (cached_inputs.get(t) or [])[:1]]
     g1_io = [*group1, *g1_caches]

@@ -1,6 +1,7 @@
 """The Schedule tab: for the selected segment, the scheduler that accepted it, its heuristic
-parameters and how they were derived (the trace's heuristic events), every other scheduler's
-verdict and reason, and the segment's scheduled IR. The segment list on the left is one more
+parameters and how they were derived (the trace's heuristic events), the compiled kernel's
+launch (grid, block, shared memory part by part: fusescope.launch_text), every other
+scheduler's verdict and reason, and the segment's scheduled IR. The segment list on the left is one more
 place to select a segment: every view follows."""
 
 from __future__ import annotations
@@ -134,11 +135,15 @@ def _parts(s: SegmentInfo) -> list[Text]:
     head.append(s.scheduler, style=f"bold {scheduler_color(s.scheduler)}")
     head.append(f"  {s.ops} ops  in: {', '.join(s.inputs) or '-'}  out: {', '.join(s.outputs) or '-'}")
     parts = [head, Text(f"\nAccepted by: {s.scheduler}", style="bold green")]
-    parts.append(Text(s.params.strip("\n")) if s.params.strip()
+    parts.append(Text(s.params_text) if s.params.strip()
                  else Text(f"The {s.scheduler} scheduler takes no heuristic parameters.", style="italic"))
     if s.derivation:
-        parts.append(Text("\nHow the parameters were derived", style="bold"))
+        parts.append(Text("\nHow the heuristic derived them", style="bold"))
         parts += [Text(f"  {d}") for d in s.derivation]
+    launch = s.launch_report()
+    if launch:
+        parts.append(Text("\n" + launch[0], style="bold"))
+        parts += [Text(line) for line in launch[1:]]
     if s.verdicts:
         parts.append(Text("\nEvery scheduler's verdict (priority order)", style="bold"))
         for v in s.verdicts:

@@ -106,8 +106,8 @@ class SegmentsView(VerticalScroll, can_focus=True):
         self._log.update(log)
 
     def show_multidevice(self, info: MultiDeviceInfo) -> None:
-        """A multi-device program: its regions and communications in run order (no segment
-        graph: compile_fusion does not take it)."""
+        """A multi-device program: its regions and communications in run order, the steps
+        every rank runs (each rank's regions compile to segments of their own)."""
         from fusescope.render.md_steps import draw_steps
 
         self.result = None

@@ -112,3 +112,34 @@ def test_deeper_circular_buffers_load_further_ahead(stages: int):
     assert f"circular buffer of {stages} stages" in seg.stages["circular_buffer"]
     assert f"fsCpAsyncWait<{stages - 2}>();" in seg.cuda_source
     assert max(max_errors(cf, xs, fd)) < 1e-2
+
+
+def kernel_body(seg) -> str:
+    return seg.cuda_source[seg.cuda_source.index('extern "C" __global__'):]
+
+
+def test_the_launch_shared_memory_is_the_cached_stages_and_the_reduction_workspace(compiled):
+    _fd, _xs, cf = compiled
+    seg = cf.segments[0]
+    use = seg.shared_memory
+    assert use.total == seg.launch.shared_mem_bytes
+    [t7] = use.buffers
+    # 2 stages of 2 rows of 512 floats, loaded by cp.async, then one float per thread and more
+    assert (t7.name, t7.source, t7.stages, t7.offset, t7.bytes) == ("T7", "T0", 2, 0, 2 * 2 * 512 * 4)
+    assert use.cp_async and use.staged_bytes == t7.bytes and use.other_bytes == 0 and use.padding == 0
+    assert use.reduction_offset == t7.bytes and use.reduction_bytes >= 4 * seg.launch.threads
+    body = kernel_body(seg)
+    assert "float* T7 = reinterpret_cast<float*>(smem + 0);" in body
+    assert f"char* red_smem = smem + {use.reduction_offset};" in body
+    assert seg.stages["shared_memory"].splitlines()[0] == f"{use.total} bytes of dynamic shared memory:"
+
+
+def test_a_cache_in_one_stage_is_shared_memory_without_cp_async():
+    fd, xs = seed001_like(1000, 512)
+    cf = compile_fusion(fd, xs, Options(device_model="h100", heuristic_overrides={"circular_buffer_stages": 1}))
+    seg = cf.segments[0]
+    use = seg.shared_memory
+    [t7] = use.buffers
+    assert (t7.source, t7.stages) == ("T0", 0) and not use.cp_async
+    assert use.total == seg.launch.shared_mem_bytes == use.reduction_offset + use.reduction_bytes
+    assert "fsCpAsync" not in kernel_body(seg) and "circular_buffer" not in seg.stages

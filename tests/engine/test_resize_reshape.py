@@ -2,6 +2,7 @@
 recomputation of permutes, reshapes, slices and pads (engine.schedule.resize_recompute):
 RoPE fusions in few kernels, values on the emulator."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,44 @@ def test_a_reshape_is_copied_with_its_splits():
     assert [str(i.extent) for i in copy.domain.logical] == [str(i.extent) for i in tv.domain.logical]
     assert not set(copy.domain.logical) & set(tv.domain.logical)
     assert len(copy.domain.root) == len(tv.domain.root)
+
+
+# A bounds test on a quotient of an index that can be negative: C's `/` truncates toward
+# zero, so `(x - 32) / 8 >= 0` holds for x - 32 in [-7, -1] and lets a load read up to 7
+# elements before the row (rope_phi3_bwd_stride0_cos_sin_pad_qkv_grad_bf16 at its real
+# size: `(x - 6144) / 96 >= 0`, an illegal address on the H200).
+TRUNCATED_GUARD = re.compile(r"- \d+\) / \d+\) >= 0")
+
+
+def padded_merged_heads(fd: FusionDefinition) -> None:
+    """Two [B, H, S, D] grads transposed to [B, S, H, D], flattened to [B, S, H*D] and padded
+    into the halves of a [B, S, 2*H*D] output: the pads' offsets fall on the merged axis."""
+    q = fd.define_tensor(shape=[B, H, S, D // 2], contiguity=[True] * 4, dtype=DataType.BFloat16)
+    v = fd.define_tensor(shape=[B, H, S, D // 2], contiguity=[True] * 4, dtype=DataType.BFloat16)
+    a, b = (fd.ops.reshape(fd.ops.permute(t, [0, 2, 1, 3]), [B, S, H * D // 2]) for t in (q, v))
+    pa = fd.ops.cast(fd.ops.pad(a, [0, H * D // 2, 0, 0, 0, 0]), DataType.Float)
+    pb = fd.ops.cast(fd.ops.pad(b, [H * D // 2, 0, 0, 0, 0, 0]), DataType.Float)
+    fd.add_output(fd.ops.cast(fd.ops.add(pa, pb), DataType.BFloat16))
+
+
+@needs_gxx
+def test_a_pad_of_a_merged_axis_guards_the_undivided_offset():
+    with FusionDefinition() as fd:
+        padded_merged_heads(fd)
+    g = torch.Generator().manual_seed(0)
+    xs = [torch.randn(B, H, S, D // 2, generator=g).bfloat16() for _ in range(2)]
+    cf = compile_fusion(fd, xs)
+    src = "\n".join(s.cuda_source for s in cf.segments if s.is_kernel)
+    assert [s.scheduler for s in cf.segments if s.is_kernel] == [SchedulerType.resize.value]
+    assert "- 32) >= 0" in src  # the load of the right half tests its offset itself
+    assert not TRUNCATED_GUARD.findall(src)
+    (out,), (ref,) = cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs)
+    assert torch.equal(out, ref)
+
+
+def test_the_phi3_rope_backward_pads_guard_their_undivided_offsets():
+    fd = load_fusion(SCRIPTS / "rope_phi3_bwd_stride0_cos_sin_pad_qkv_grad_bf16.py")
+    cf = compile_fusion(fd, fd.example_inputs(seed=0))
+    src = "\n".join(s.cuda_source for s in cf.segments if s.is_kernel)
+    assert "- 120) >= 0" in src and "- 60) >= 0" in src
+    assert not TRUNCATED_GUARD.findall(src)

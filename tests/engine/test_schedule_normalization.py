@@ -620,7 +620,7 @@ def test_outer_reduction_of_the_inner_result_emulated(shape: tuple[int, int]):
     lowering now follows across the rfactor instead of taking it for another axis."""
     fd, xs = mean_sub_col_sum(*shape)
     assert verdicts(fd, xs)[1] == SchedulerType.inner_outer_persistent
-    for dev in ("H100", "A100"):  # shared-memory (TMA) and register inputs
+    for dev in ("H100", "A100"):  # inputs staged in shared memory (cp.async) and in registers
         assert _emulate(fd, xs, dev) == ["inner_outer_persistent"]
 
 

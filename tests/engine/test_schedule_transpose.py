@@ -1,6 +1,7 @@
 """The transpose scheduler: grouping by innermost dim, nvFuser's refusals, TransposeParams,
 the tiled schedule through shared memory, results, determinism and trace events."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -395,12 +396,13 @@ def test_inputs_read_in_short_tile_rows_prefetch_into_l2():
         assert torch.equal(o, r)
 
 
-def test_an_expanded_input_tile_is_not_swizzled():
+def test_an_expanded_input_is_no_transpose():
     """An input expanded along the other group's inner dim ([M, K, 1 ex N] against
-    [M, K, N], as a LayerNorm backward reads its statistics) used to land in shared memory
-    with a broadcast tile axis and fail its Xor swizzle ('only iteration axes swizzle').
-    It lacks a concrete axis of the reference, so it is now read from global memory, and
-    the kernel matches."""
+    [M, K, N], as a LayerNorm backward reads its statistics) has K innermost, but it cannot
+    lead a group: its N is a broadcast where the output has a concrete axis (nvFuser's
+    findReferenceFor takes valid references only). With no second group the fusion is one
+    pointwise kernel, as nvFuser's (it used to be a transpose staging the statistic through
+    a shared tile with a broadcast side)."""
 
 
     from engine import compile_fusion
@@ -413,9 +415,10 @@ def test_an_expanded_input_tile_is_not_swizzled():
         fd.add_output(fd.ops.mul(b, a))
     g = torch.Generator().manual_seed(0)
     xs = [torch.randn(288, 8, 128, generator=g), torch.randn(288, 8, 1, generator=g).expand(288, 8, 128)]
-    assert transpose_verdict(fd, xs).accepted
+    v = transpose_verdict(fd, xs)
+    assert not v.accepted and v.reason == "cannot find two mismatching inner most dimensions"
     cf = compile_fusion(fd, xs)
-    assert [s.scheduler for s in cf.segments] == ["transpose"]
+    assert [s.scheduler for s in cf.segments] == ["pointwise"]
     for o, r in zip(cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs)):
         assert torch.equal(o, r)
 
@@ -493,3 +496,50 @@ def test_an_output_side_tile_is_written_in_group_1_order():
     assert not any("refused" in e.message for e in cf.trace.events)
     require_gxx()
     assert torch.equal(cf.run(xs, backend="emulate")[0], evaluate(fd.fusion, xs)[0])
+
+
+def test_the_expanded_mask_of_where_bool_expanded_mask_slice_is_no_transpose():
+    """At the model scale (4x3072x4096) the bool mask's stride-0 last axis made its innermost
+    non-broadcast axis differ from the values', and the transpose scheduler took the fusion
+    (H200: one transpose kernel, second output's loops serial). The mask cannot lead a group:
+    one pointwise kernel, as nvFuser's."""
+    from scripts import scales as S  # noqa: N812 - as tests/realworld spell it
+
+    p = Path(__file__).resolve().parents[1] / "realworld" / "scripts" / "where_bool_expanded_mask_slice.py"
+    fd0 = load_fusion(p)
+    xs0 = fd0.example_inputs(seed=0)
+    scale = S.model_scale(S.input_values(xs0)[0])
+    fd, xs = S.scaled_fusion(p, p.read_text(), scale, xs0, fd0.input_specs, cap=1 << 27)
+    assert xs[0].shape == (4, 3072, 4096) and xs[0].stride()[-1] == 0
+    v = transpose_verdict(fd, xs)
+    assert not v.accepted and v.reason == "cannot find two mismatching inner most dimensions"
+
+
+def test_every_output_of_a_transpose_with_a_sliced_output_is_parallelized():
+    """v[B, M, N] sliced along N and v + w.permute as two outputs: the sliced output leads
+    group 1 (the first of equal rank), and parallel types did not cross its slice, so the
+    full-size output kept serial loops over the whole grid and block (`i < 256` blocks,
+    `i < 128` threads) run by every thread. They cross it now (as nvFuser's PERMISSIVE_RESIZE
+    map), and no loop over a launched dimension stays serial."""
+    from engine import compile_fusion
+    from engine.reference import evaluate
+
+    m, n = 256, 512
+    for lo, hi in ((4, n), (100, n), (0, n - 1)):
+        with FusionDefinition() as fd:
+            v = fd.define_tensor(shape=[2, m, n], contiguity=[True] * 3, dtype=DataType.Float)
+            w = fd.define_tensor(shape=[2, n, m], contiguity=[True] * 3, dtype=DataType.Float)
+            fd.add_output(fd.ops.slice(v, [0, 0, lo], [2, m, hi]))
+            fd.add_output(fd.ops.add(v, fd.ops.permute(w, [0, 2, 1])))
+        g = torch.Generator().manual_seed(0)
+        xs = [torch.randn(2, m, n, generator=g), torch.randn(2, n, m, generator=g)]
+        cf = compile_fusion(fd, xs)
+        (seg,) = cf.segments
+        assert seg.scheduler == "transpose" and seg.params.reference1 == fd.fusion.outputs[0].short_name
+        grid, block = seg.launch.grid[0], seg.launch.block[0]
+        body = seg.cuda_source.split('extern "C"')[-1]
+        trips = [int(t) for t in re.findall(r"for \(nvfuser_index_t \w+ = 0; \w+ < (\d+);", body)]
+        assert grid not in trips and block not in trips, (lo, hi, trips)
+        require_gxx()
+        for o, r in zip(cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs)):
+            assert torch.equal(o, r)

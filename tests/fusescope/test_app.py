@@ -373,6 +373,12 @@ async def test_schedule_tab_shows_the_selected_segments_scheduler_and_scheduled_
         assert "Scheduler _pointwise_ ***rejected*** because : " in view.text
         assert "===== Reduction Parameters ========" in view.text and "Scheduled IR:" in view.text
         assert "Derivation:" in view.text and seg0.derivation
+        # The launch shown is the compiled kernel's, as the CUDA tab launches it.
+        assert seg0.block is not None and seg0.grid is not None
+        assert (f"  grid {seg0.grid}, block {seg0.block}: " in view.text
+                and f"  dynamic shared memory: {seg0.shared_mem_bytes} B" in view.text)
+        drawn = view.code.lines.text
+        assert "Launch (the compiled kernel's" in drawn and f"  grid {seg0.grid}, block {seg0.block}: " in drawn
         # On the Schedule tab the transform pane shows the tensor as the segment scheduled it.
         assert transforms.tensor == "T0" and transforms.scheduled
         assert transforms.text == dict(seg0.tensors)["T0"] != session.transforms("T0")

@@ -184,8 +184,11 @@ def test_show_why_lists_decisions_one_per_line(capsys: pytest.CaptureFixture[str
     assert any(ln.startswith("[heuristic] g0: ") and "persistent buffer" in ln for ln in lines)
     assert lines[0].startswith("[segment] fusion: ")
     # Every line is one event; transforms are the scheduled IR's business, not the decisions'.
-    assert all(ln.startswith(("[segment] ", "[merge] ", "[forward] ", "[can_schedule] ", "[heuristic] "))
-               for ln in lines)
+    assert all(ln.startswith(("[segment] ", "[merge] ", "[forward] ", "[can_schedule] ", "[heuristic] ",
+                              "[launch] ")) for ln in lines)
+    # The heuristic plans 64 threads in x; the kernel launches what its loops need, as compiled.
+    assert "[launch] g0: grid (8, 1, 1), block (63, 2, 1), 1008 B dynamic shared memory = " \
+           "1008 B block-reduction workspace" in lines
 
 
 def test_show_why_gelu_bias_names_the_vectorization(capsys: pytest.CaptureFixture[str]) -> None:

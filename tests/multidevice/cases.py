@@ -20,7 +20,8 @@ DIDX = ParallelType.mesh_x
 def _setup(backend: str) -> tuple[md.Communicator, int, torch.device]:
     comm = md.Communicator.instance()
     torch.manual_seed(0)
-    dev = torch.device("cuda", comm.local_rank()) if backend == "cuda" else torch.device("cpu")
+    dev = (torch.device("cuda", comm.local_rank() % torch.cuda.device_count()) if backend == "cuda"
+           else torch.device("cpu"))
     return comm, comm.size(), dev
 
 
@@ -352,3 +353,58 @@ def sample_tp_mlp(backend: str) -> None:
 
 def sample_sp_mlp(backend: str) -> None:
     _sample("multidevice_sp_mlp", backend)
+
+
+def reshape_keeps_sharded_axis(backend: str) -> None:
+    """A reshape that merges the unsharded axes and keeps the sharded one whole: the
+    sharding follows it, no communication."""
+    comm, d, dev = _setup(backend)
+    mesh = md.DeviceMesh(torch.arange(d))
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([2, 3, 4 * d])
+        y = fd.ops.reshape(x, [6, 4 * d])
+        z = fd.ops.mul(y, y)
+        fd.add_output(z)
+        x.set_device_mesh(mesh)
+        x.outer_split(2, d)
+        x.axis(2).parallelize(DIDX)
+    xr = torch.randn(2, 3, 4 * d)
+    (out,) = _run(fd, [_shard(xr, x, dev)], backend)
+    assert _kinds(fd) == []
+    _close(out, mesh.shard_tensor((xr * xr).reshape(6, 4 * d), 1))
+
+
+def mean_over_devices(backend: str) -> None:
+    """A mean over the sharded axis of symbolic extent: the divisor is the whole axis'
+    extent, which the region after the Allreduce holds no tensor of."""
+    comm, d, dev = _setup(backend)
+    mesh = md.DeviceMesh(torch.arange(d))
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([-1, -1])
+        m = fd.ops.mean(x, dims=[1])
+        fd.add_output(fd.ops.add(m, m))
+        x.set_device_mesh(mesh)
+        x.outer_split(1, d)
+        x.axis(1).parallelize(DIDX)
+    xr = torch.randn(5, 3 * d)
+    (out,) = _run(fd, [_shard(xr, x, dev)], backend)
+    _close(out, xr.mean(1) * 2, rtol=1e-5, atol=1e-5)
+
+
+def compiled_program(backend: str) -> None:
+    """compile_fusion on each rank: its host IR names its team, its run gives fd.execute's
+    values, the overlapped SP form included."""
+    from engine import compile_fusion
+
+    comm, d, dev = _setup(backend)
+    h, t = 8, 4 * d
+    fd, tvs = _mlp(d, h, DataType.Float, True, chunks=2)
+    ws = [torch.randn(t, h), torch.randn(4 * h, h) / 3, torch.randn(4 * h), torch.randn(h, 4 * h) / 6, torch.randn(h)]
+    ins = [_shard(a, tv, dev) for a, tv in zip(ws, tvs)]
+    cf = compile_fusion(fd, ins)
+    assert cf.rank == comm.rank()
+    text = str(cf.host_ir)
+    assert "FOR StreamIdx in" in text and "Communication 1 (type=ReduceScatter, team=(0 1)" in text
+    (out,) = cf.run(ins, backend=backend, timeline=True)
+    assert [s.kind for s in cf.last_timeline] == ["overlap", "ReduceScatter", "compute"]
+    _close(out, md.shard_tensor(_mlp_ref(*ws), tvs[-1]), rtol=1e-4, atol=1e-4)

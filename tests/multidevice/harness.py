@@ -16,7 +16,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _worker(rank: int, world: int, port: int, name: str, backend: str) -> None:
+def _worker(rank: int, world: int, port: int, name: str, backend: str, dist_backend: str | None) -> None:
+    if dist_backend:
+        os.environ["FUSESCOPE_DIST_BACKEND"] = dist_backend
     os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world),
                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     import torch.distributed as dist
@@ -30,5 +32,6 @@ def _worker(rank: int, world: int, port: int, name: str, backend: str) -> None:
             dist.destroy_process_group()
 
 
-def spawn(name: str, world: int = 2, backend: str = "reference") -> None:
-    mp.spawn(_worker, args=(world, _free_port(), name, backend), nprocs=world, join=True)
+def spawn(name: str, world: int = 2, backend: str = "reference", dist_backend: str | None = None) -> None:
+    """`dist_backend`: gloo or nccl for the process group (default: the Communicator's choice)."""
+    mp.spawn(_worker, args=(world, _free_port(), name, backend, dist_backend), nprocs=world, join=True)

@@ -1,5 +1,6 @@
-"""The multi-device cases on the GPUs of one host over NCCL (pytest -m gpu on a machine with
-2 or more GPUs; each process takes one GPU, as torchrun's LOCAL_RANK)."""
+"""The multi-device cases on GPUs (pytest -m gpu): two ranks sharing one GPU over gloo, and one
+rank per GPU over NCCL on machines with 2 or 4 GPUs (each process takes the GPU of its
+LOCAL_RANK, as under torchrun)."""
 
 import pytest
 
@@ -11,6 +12,14 @@ def _gpus() -> int:
     import torch
 
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", REFERENCE)
+def test_two_ranks_share_a_gpu_over_gloo(case: str) -> None:
+    """The regions compiled for the GPU (NVRTC kernels, ATen GEMMs) on two ranks that share
+    one GPU; gloo carries the communications (NCCL refuses two ranks on one device)."""
+    spawn(case, world=2, backend="cuda", dist_backend="gloo")
 
 
 @pytest.mark.gpu

@@ -111,9 +111,16 @@ def test_parallelized_without_mesh_is_refused() -> None:
         md.program_of(fd)
 
 
-def test_compile_fusion_names_the_multidevice_path() -> None:
-    from engine import CompileError, compile_fusion
+def test_compile_fusion_of_a_multidevice_fusion() -> None:
+    """compile_fusion of a meshed fusion (a lone process: rank 0) compiles this rank's regions
+    for its shards' sizes and shows the communications in its host IR and segment listing."""
+    from engine import compile_fusion
 
     fd = _tp_mlp()
-    with pytest.raises(CompileError, match="device mesh.*fd.execute"):
-        compile_fusion(fd, [torch.randn(4, 8), torch.randn(16, 8), torch.randn(8, 16)])
+    cf = compile_fusion(fd, [torch.randn(4, 8), torch.randn(16, 8), torch.randn(8, 16)])
+    assert isinstance(cf, md.MultiDeviceCompiledFusion) and cf.rank == 0
+    text = str(cf.host_ir)
+    assert "Communication 0 (type=Allreduce, team=(0 1)" in text and "Wait(Communication 0)" in text
+    assert [s.scheduler for s in cf.segments] == ["expr_eval", "pointwise", "expr_eval"]
+    assert "Communication 0 (Allreduce, team=(0 1))" in cf.segmented
+    assert sorted(cf.graph.nodes) == ["Communication 0", "region 0"]

@@ -1,13 +1,13 @@
-"""The bundled multi-device samples: their programs, compile_fusion's refusal of them (they
-run through engine.multidevice), their round trip through the writer, and their values on 2
-CPU ranks against the unsharded reference."""
+"""The bundled multi-device samples: their programs, compile_fusion for rank 0's shards (the
+rank's program, its regions compiled), their round trip through the writer, and their values
+on 2 CPU ranks against the unsharded reference."""
 
 from __future__ import annotations
 
 import pytest
 
 import engine.multidevice as md
-from engine import CompileError, dumps_fusion, load_fusion, loads_fusion
+from engine import dumps_fusion, load_fusion, loads_fusion
 from engine.compile import compile_fusion
 from tests.multidevice.harness import spawn
 from tests.multidevice.samples import MULTIDEVICE, SAMPLES
@@ -20,11 +20,14 @@ def test_the_list_holds_every_sample_with_a_mesh() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(MULTIDEVICE))
-def test_sample_program_and_compile_refusal(name: str) -> None:
+def test_sample_program_and_rank_compile(name: str) -> None:
     fd = load_fusion(SAMPLES / f"{name}.py")
     assert [c.kind for c in md.program_of(fd).communications] == MULTIDEVICE[name]
-    with pytest.raises(CompileError, match="has a device mesh"):
-        compile_fusion(fd, fd.example_inputs(seed=0))
+    shards = [md.shard_tensor(x, tv, device=0) for x, tv in zip(fd.example_inputs(seed=0), fd.fusion.inputs)]
+    cf = compile_fusion(fd, shards)
+    assert isinstance(cf, md.MultiDeviceCompiledFusion) and cf.rank == 0 and cf.segments
+    text = str(cf.host_ir)
+    assert [k for k in MULTIDEVICE[name] if f"type={k}, team=(0 1)" not in text] == []
     text = dumps_fusion(fd)
     assert dumps_fusion(loads_fusion(text)) == text
 

@@ -1,9 +1,10 @@
 # ruff: noqa  (a repro script in nvFuser's format, kept as such scripts are written)
 # Modelled on NVIDIA/Fuser test_repro.py test_ws_tma_normalization2 (LayerNorm backward
-# from several models) at [2304, 128] = [288 * 8, 128]: large enough that the product of
-# the grad with the expanded rstd [B, S, 1 ex H] goes to the transpose scheduler (the
-# rstd's innermost non-broadcast axis is S, the grad's is H), which stages the expanded
-# rstd through a shared-memory tile with a broadcast tile axis; and the weight [H]
+# from several models) at [2304, 128] = [288 * 8, 128]: the product of the grad with the
+# expanded rstd [B, S, 1 ex H] (the rstd's innermost non-broadcast axis is S, the grad's is
+# H) once went to the transpose scheduler, staging the rstd through a shared-memory tile with
+# a broadcast tile axis; the rstd cannot lead a transpose group (its H is a broadcast), so it
+# is a pointwise kernel now, as nvFuser's; and the weight [H]
 # broadcast to [B, S, H] next to a reshape (a 1-D pointwise schedule). Shrunk from
 # [147456, 128] = [288 * 512, 128].
 import torch
