@@ -66,7 +66,10 @@ def corpus() -> list[tuple[str, Path]]:
     out = [(f"realworld/{n}", SCRIPTS / f"{n}.py") for n in WORKS]
     out += [(f"regression/{p.stem}", p) for p in sorted((ROOT / "tests" / "regressions" / "fusions").glob("*.py"))
             if "# expect refused:" not in p.read_text()]
-    out += [(f"sample/{p.stem}", p) for p in sorted((ROOT / "sample_fusions").glob("*.py"))]
+    from tests.multidevice.samples import single_device
+
+    # The multi-device samples run on several ranks (tests/multidevice), not in this sweep.
+    out += [(f"sample/{p.stem}", p) for p in single_device(sorted((ROOT / "sample_fusions").glob("*.py")))]
     return out
 
 

@@ -12,10 +12,10 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, TabbedContent, TabPane, Tabs
 
 from fusescope import samples
-from fusescope.background import BackgroundWork
 from fusescope.commands import FusionCommands
 from fusescope.files import FileActions
 from fusescope.layout import SIDE_MAX, SIDE_MIN, SIDE_STEP, TABS, TRANSFORM_TABS, tab_label, use_short_labels
+from fusescope.md_app import MultiDeviceWork
 from fusescope.messages import (
     CompileFinished,
     RunFinished,
@@ -38,6 +38,7 @@ from fusescope.screens.main_screen import MainScreen
 from fusescope.widgets.cuda_view import CudaView
 from fusescope.widgets.host_ir_view import HostIrView
 from fusescope.widgets.listing_view import ListingView
+from fusescope.widgets.md_run_view import MultiRunView
 from fusescope.widgets.options_view import OptionsApplied, OptionsView
 from fusescope.widgets.run_view import RunView
 from fusescope.widgets.schedule_view import ScheduleView
@@ -50,7 +51,7 @@ from fusescope.widgets.transform_view import TransformView
 COMPILE_TABS = frozenset({"tab-schedule", "tab-segments", "tab-cuda", "tab-host-ir"})
 
 
-class FusescopeApp(FileActions, BackgroundWork):
+class FusescopeApp(FileActions, MultiDeviceWork):
     CSS_PATH = "app.tcss"
     TITLE = "fusescope"
     COMMANDS = App.COMMANDS | {FusionCommands}
@@ -103,6 +104,7 @@ class FusescopeApp(FileActions, BackgroundWork):
                         yield CudaView(id="cuda")
                     with TabPane(tab_label("tab-run", False), id="tab-run"):
                         yield RunView(id="run")
+                        yield MultiRunView(id="md-run")  # in RunView's place for a multi-device fusion
                     with TabPane(tab_label("tab-host-ir", False), id="tab-host-ir"):
                         yield HostIrView(id="host-ir")
                     with TabPane(tab_label("tab-options", False), id="tab-options"):
@@ -157,6 +159,7 @@ class FusescopeApp(FileActions, BackgroundWork):
         if session.runs:  # a bundle's recorded runs
             self.query_one(RunView).show_runs(session.runs)
         self.query_one(HostIrView).show_timeline(session.runs)
+        self._show_multidevice(session)  # a fusion with device meshes: its program, not a compile
         # A user who pasted a whole repro learns which lines the fusion was not read from.
         skipped = skipped_summary(session.fd)
         if skipped is not None:
@@ -374,7 +377,7 @@ class FusescopeApp(FileActions, BackgroundWork):
 
     def action_show_run(self) -> None:
         self.query_one(TabbedContent).active = "tab-run"
-        self.query_one("#run-table").focus()
+        self.query_one("#md-run" if self.is_multidevice else "#run-table").focus()
 
     def action_show_host_ir(self) -> None:
         self._show_compiled_tab("tab-host-ir", "#host-ir")

@@ -8,8 +8,9 @@
     fusescope show FILE --segments    segments, edges with bytes, the segmenter's decisions
     fusescope show FILE --cuda [--segment N] [--with-runtime]   generated CUDA kernels
     fusescope show FILE --kernel-ir [--segment N]   kernel IR
-    fusescope show FILE --host-ir     the host-IR program (once the engine has one)
+    fusescope show FILE --host-ir     the host-IR program (--rank R: a multi-device fusion's rank R)
     fusescope run FILE [--backend emulate|reference|cuda] [--profile] [--json]
+    fusescope run FILE --ranks N [--backend B]   a multi-device fusion on N rank processes
     fusescope export FILE --format dot|json|mermaid|svg|png -o OUT
     fusescope export FILE --chart time|roofline|history -o OUT.svg
     (show, run, export: --size T0=4096,8192 --size 1024 for a file without an inputs list)
@@ -38,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fusescope import samples
+from fusescope.cli_multidevice import MultiDeviceCliError
 from fusescope.cli_parsers import (
     export_parser,
     list_parser,
@@ -90,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # either, which is why stdout is pointed at devnull (the recipe of Python's docs).
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_INTERNAL
-    except CliError as e:
+    except (CliError, MultiDeviceCliError) as e:
         print(f"fusescope: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
@@ -186,6 +188,13 @@ def _cmd_show(args: argparse.Namespace) -> int:
     with Activity() as activity:
         activity.say("loading the engine (torch)")
         session = _load(args.file, activity)
+        info = session.multidevice()
+        if info is not None:  # no single compilation: its program's steps (fusescope/cli_multidevice.py)
+            from fusescope import cli_multidevice
+
+            return cli_multidevice.show(session, info, args, _emit, _emit_json)
+        if args.rank is not None:
+            raise CliError(f"--rank goes with --host-ir of a multi-device fusion; {session.title} has no device mesh")
         compiled = None
         if compiled_view or args.schedule or args.why:
             activity.say(f"compiling {session.title} at its example inputs")
@@ -270,6 +279,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
     timeout = args.timeout if args.timeout is not None else DEFAULT_RUN_TIMEOUT_S
     if timeout <= 0:
         raise CliError("--timeout must be positive")
+    info = session.multidevice()
+    if info is not None:  # N worker processes, a row and a timeline per rank
+        from fusescope import cli_multidevice
+
+        status = cli_multidevice.run_command(session, info, args, timeout, _emit_json)
+        return {"ok": 0, "mismatch": EXIT_MISMATCH}.get(status, EXIT_RUN_FAILED)
+    if args.ranks is not None:
+        raise CliError(f"{session.title} is not a multi-device fusion (no tensor has a device mesh): run it "
+                       "without --ranks")
     options = _options(args)
     if session.runs and options == CompileOptions():
         options = session.runs[-1].options  # a bundle replays with the options it recorded
@@ -303,6 +321,14 @@ def _cmd_export(args: argparse.Namespace) -> int:
         raise CliError("give --format dot|json|mermaid|svg|png (the segment graph) or --chart (a run's chart)")
     session = _load(args.file)
     to_stdout = args.output == "-"
+    info = session.multidevice()
+    if info is not None:  # the step graph: regions and communications
+        from fusescope import cli_multidevice
+
+        data = cli_multidevice.export(session, info, args.format, args.output)
+        if to_stdout:
+            sys.stdout.write(data if isinstance(data, str) else data.decode())
+        return 0
     if to_stdout and args.format in ("svg", "png"):
         raise CliError(f"{args.format} is written to a file: give -o OUT.{args.format}")
     try:
@@ -323,6 +349,9 @@ def _export_chart(args: argparse.Namespace) -> int:
     if args.format not in (None, "svg"):
         raise CliError("a chart is written as svg: leave out --format or give --format svg")
     session = _load(args.file)
+    if session.multidevice() is not None:
+        raise CliError("charts are of single-device runs; `fusescope run FILE --ranks N` prints a multi-device "
+                       "run's per-rank timeline")
     runs = list(session.runs)
     if not runs or _options(args) != CompileOptions():
         with RunBar(args.backend, args.profile) as bar:

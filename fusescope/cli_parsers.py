@@ -13,6 +13,7 @@ TOP_EPILOG = """commands (each has its own --help):
   show FILE --ir | --transforms TV | --schedule | --why | --segments | --cuda | --kernel-ir |
             --host-ir | --runs          print facts about a fusion
   run FILE [--backend B] [--profile]    run it in a worker process and check it against the reference
+  run FILE --ranks N [--backend B]      a multi-device fusion on N ranks, each checked against its shard
   export FILE --format F -o OUT         the segment graph as dot, json, mermaid, svg or png
   export FILE --chart C -o OUT.svg      a chart of a run: time, roofline or history
   serve [FILE]                          the TUI in a web browser (needs textual-serve)
@@ -74,6 +75,8 @@ def show_parser() -> argparse.ArgumentParser:
     what.add_argument("--host-ir", action="store_true", help="the host-IR program (when the engine has one)")
     what.add_argument("--runs", action="store_true", help="a bundle's recorded runs (no GPU needed)")
     p.add_argument("--segment", type=int, metavar="N", help="with --cuda or --kernel-ir: only segment N")
+    p.add_argument("--rank", type=int, metavar="R",
+                   help="with --host-ir of a multi-device fusion: the host IR rank R runs (default 0)")
     p.add_argument("--with-runtime", action="store_true",
                    help="with --cuda: each kernel as the standalone file that is compiled, runtime headers "
                    "included (what --kernel-source N=PATH.cu takes)")
@@ -119,6 +122,9 @@ def run_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="the result as JSON")
     p.add_argument("--timeout", type=float, default=None, metavar="S",
                    help="stop the worker process after S seconds (default 300)")
+    p.add_argument("--ranks", type=int, metavar="N",
+                   help="a multi-device fusion: run it on N worker processes with the torchrun environment "
+                   "(gloo on the CPU back ends, NCCL and a GPU per rank on cuda); default: its mesh's size")
     p.add_argument("--save-bundle", metavar="OUT.json",
                    help="save the session (fusion, options, this run's results, device, versions) as a bundle")
     _add_compile_options(p)

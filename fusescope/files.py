@@ -87,7 +87,8 @@ class FileActions(App[None]):
 
     def current_view_text(self) -> str:
         """The text of what the current tab shows (what an export to a text file writes)."""
-        view = self.query_one(f"#{self.query_one(TabbedContent).active} > *")
+        # The first view of the tab on show (the Run tab has one for multi-device fusions too).
+        view = next(w for w in self.query(f"#{self.query_one(TabbedContent).active} > *") if w.display)
         return str(getattr(view, "export_text", None) or getattr(view, "text", ""))
 
     def action_reload(self) -> None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 from textual.message import Message
 
 if TYPE_CHECKING:
+    from fusescope.md_run import MultiRunResult
     from fusescope.model import CompileResult, RunResult, Session
     from fusescope.progress import RunProgress
 
@@ -85,3 +86,19 @@ class RunFinished(Message):
 
     session: Session
     result: RunResult
+
+
+@dataclass
+class MultiRunRequested(Message):
+    """The Run tab of a multi-device fusion asks for a run on `ranks` ranks on `backend`."""
+
+    backend: str
+    ranks: int
+
+
+@dataclass
+class MultiRunFinished(Message):
+    """A multi-device run of `session` ended (see result.status: ok, mismatch, error, cancelled)."""
+
+    session: Session
+    result: MultiRunResult

@@ -19,6 +19,7 @@ from fusescope.render.decision_log import annotate, collapse, counted, why_lines
 
 if TYPE_CHECKING:
     from engine import FusionDefinition
+    from fusescope.md_model import MultiDeviceInfo
     from fusescope.progress import Reporter, RunProgress
 
 Role = Literal["input", "output", "intermediate"]
@@ -72,6 +73,8 @@ class Session:
     # Every run of this session, oldest first (the Run view compares the last two; a bundle
     # keeps them). A bundle's recorded runs are here too.
     runs: list[RunResult] = field(default_factory=list)
+    # The multi-device view, once made (a one-item list: None is a single-device fusion).
+    _multidevice: list[MultiDeviceInfo | None] = field(default_factory=list, repr=False)
 
     @classmethod
     def from_definition(
@@ -100,13 +103,25 @@ class Session:
             tensors=tensors,
         )
 
+    def multidevice(self) -> MultiDeviceInfo | None:
+        """The fusion's shardings, program steps and per-rank host IR when its tensors carry
+        device meshes (fusescope.md_model); None for a single-device fusion."""
+        if not self._multidevice:
+            from fusescope.md_model import multidevice_info
+
+            self._multidevice.append(multidevice_info(self.fd))
+        return self._multidevice[0]
+
     def transforms(self, name: str) -> str:
-        """The transform block of tensor `name` (e.g. "T7"); KeyError names the tensor."""
+        """The transform block of tensor `name` (e.g. "T7"), with its sharding line for a
+        multi-device fusion; KeyError names the tensor."""
         try:
-            return self.tensors[name].transforms
+            block = self.tensors[name].transforms
         except KeyError:
             known = ", ".join(self.tensors) or "none"
             raise KeyError(f"no tensor {name} in {self.title} (tensors: {known})") from None
+        info = self.multidevice()
+        return block if info is None else block.rstrip("\n") + "\n" + info.sharding_line(name) + "\n"
 
     # ---- compilation, exports and runs ------------------------------------------------
     def compiled(self, options: CompileOptions | None = None) -> CompileResult | None:

@@ -8,6 +8,7 @@ copies of a fusion.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,10 +24,11 @@ DEVICE_TYPES = (ParallelType.mesh_x, ParallelType.mesh_y, ParallelType.mesh_z)
 def this_rank() -> int:
     """This process's rank in the default process group (engine.multidevice.Communicator
     sets it up)."""
-    if not dist.is_available() or not dist.is_initialized():
-        raise ValueError("no process group: call engine.multidevice.Communicator.instance() first, "
-                         "or pass device=")
-    return dist.get_rank()
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank()
+    if "RANK" in os.environ:  # under torchrun, before the process group is set up
+        return int(os.environ["RANK"])
+    raise ValueError("no process group and no RANK in the environment: pass device=")
 
 
 class DeviceMesh:

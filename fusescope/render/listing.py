@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 
 _TENSOR_AT_START = re.compile(r"^\s*(T\d+)_[gls]_")
+# A multi-device fusion's listing ends with its sharding column (fusescope.md_model): a row per tensor.
+_SHARDING_ROW = re.compile(r"^  (T\d+)  ")
 
 
 @dataclass(frozen=True)
@@ -24,9 +26,13 @@ def split_listing(listing: str) -> list[Entry]:
     if lines and lines[-1] == "":
         lines.pop()  # the listing's final newline; joining the entries drops it too
     entries: list[Entry] = []
-    in_math = False
+    in_math = in_sharding = False
     for line in lines:
         m = _TENSOR_AT_START.match(line)
+        if line.startswith("Sharding ("):
+            in_sharding = True
+        elif in_sharding:
+            m = _SHARDING_ROW.match(line)
         if line.startswith("%kernel_math"):
             in_math = True
         elif line.startswith("}"):

@@ -86,7 +86,9 @@ def key_rows(app: App[None]) -> list[KeyRow]:
     """Every key the main screen answers to, from the bindings themselves where they exist."""
     from fusescope.widgets.code_view import CodeView
     from fusescope.widgets.cuda_view import CudaView
+    from fusescope.widgets.host_ir_view import HostIrView
     from fusescope.widgets.listing_view import ListingView
+    from fusescope.widgets.md_run_view import MultiRunView
     from fusescope.widgets.run_view import RunView
 
     def rows_of(bindings: list[object], where: str, skip: tuple[str, ...] = ()) -> list[KeyRow]:
@@ -116,4 +118,7 @@ def key_rows(app: App[None]) -> list[KeyRow]:
     rows += rows_of(CodeView.BINDINGS, "Schedule, CUDA, Host IR, Transforms")
     rows += rows_of(CudaView.BINDINGS, "CUDA", skip=("copy",))
     rows += rows_of(RunView.BINDINGS, "Run", skip=("copy",))
+    # A multi-device fusion's keys: a rank's host IR, and runs on N ranks.
+    rows += rows_of(HostIrView.BINDINGS, "Host IR (multi-device)", skip=("copy",))
+    rows += rows_of(MultiRunView.BINDINGS, "Run (multi-device)", skip=("copy",))
     return rows

@@ -14,6 +14,8 @@ from fusescope.widgets.code_view import CodeView
 from fusescope.widgets.copying import copy_text
 
 if TYPE_CHECKING:
+    from fusescope.md_model import MultiDeviceInfo
+    from fusescope.md_run import MultiRunResult
     from fusescope.model import CompileResult, RunResult
 
 PLACEHOLDER = "The fusion is compiled when this tab opens (key h)."
@@ -30,7 +32,11 @@ NOTE_WIDTH = 50  # the no-timeline note's lines
 class HostIrView(CodeView):
     """The host program and the stream timeline under it, in one pane."""
 
-    BINDINGS = [Binding("c", "copy", "Copy text")]
+    BINDINGS = [
+        Binding("c", "copy", "Copy text"),
+        Binding("left_square_bracket", "rank(-1)", "Previous rank"),
+        Binding("right_square_bracket", "rank(1)", "Next rank"),
+    ]
 
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 (Textual's name)
         super().__init__("Host IR", id=id)
@@ -40,6 +46,9 @@ class HostIrView(CodeView):
         self._program = Text(PLACEHOLDER, style="dim italic")
         self.timeline_text = NO_TIMELINE
         self._timeline = Text(textwrap.fill(NO_TIMELINE, NOTE_WIDTH), style="dim italic")
+        self.multidevice: MultiDeviceInfo | None = None  # a multi-device fusion: a host IR per rank
+        self.rank = 0
+        self.md_run: MultiRunResult | None = None
 
     def on_mount(self) -> None:
         self._show_both()
@@ -49,6 +58,9 @@ class HostIrView(CodeView):
         self.show(Text.assemble(self._program, "\n", self._timeline), prose=not self.text)
 
     def clear(self) -> None:
+        self.multidevice = self.md_run = None
+        self.rank = 0
+        self.border_title = "Host IR"
         self.result = None
         self.text = ""
         self.shown = PLACEHOLDER
@@ -97,6 +109,59 @@ class HostIrView(CodeView):
         self.timeline_text = lines.plain
         self._timeline = lines
         self._show_both()
+
+    # ---- a multi-device fusion: the host IR of a chosen rank ---------------------------
+    def show_multidevice(self, info: MultiDeviceInfo, rank: int = 0) -> None:
+        self.multidevice = info
+        self.rank = max(0, min(rank, info.world - 1))
+        if info.error:
+            self.text = ""
+            self.shown = f"No host IR: {info.error}"
+            self._program = Text(self.shown, style="bold red")
+            self.timeline_text = ""
+            self._timeline = Text("")
+            self._show_both()
+            return
+        self.text = info.host_ir_of(self.rank)
+        self.shown = self.text
+        ranks = Text("Rank: ", style="bold")
+        for r in range(info.world):
+            ranks.append(f" {r} ", style="reverse bold" if r == self.rank else "dim")
+        ranks.append(f"   ([ / ] change the rank; {info.world} ranks)\n", style="dim")
+        self.border_title = f"Host IR · rank {self.rank} of {info.world}"
+        self._program = Text.assemble(ranks, highlight(self.text))
+        self._md_timeline()
+
+    def show_md_run(self, run: MultiRunResult) -> None:
+        """The per-rank timeline of a multi-device run, under the selected rank's host IR."""
+        self.md_run = run
+        if self.multidevice is not None:
+            self.show_multidevice(self.multidevice, self.rank)
+
+    def _md_timeline(self) -> None:
+        run = self.md_run
+        mine = next((r for r in run.results if r.rank == self.rank), None) if run is not None else None
+        if mine is None or not mine.timeline:
+            self.timeline_text = f"Timeline of rank {self.rank}: none yet (run it on the Run tab, key x)."
+            self._timeline = Text("\n" + self.timeline_text, style="dim italic")
+        else:
+            lines = Text(f"\nTimeline of rank {self.rank} ({run.backend}, ms since its run started)\n", style="bold")
+            end = max(s.end_ms for s in mine.timeline) or 1.0
+            for s in mine.timeline:
+                a = round(s.start_ms / end * TIMELINE_BAR)
+                b = max(a + 1, round(s.end_ms / end * TIMELINE_BAR))
+                lines.append(f"{s.step[:40]:<40} {s.kind:<13} {s.start_ms:9.3f} {s.end_ms:9.3f}  ")
+                lines.append(" " * a + "█" * (b - a) + "\n", style="cyan" if s.kind == "compute" else "magenta")
+            self.timeline_text = lines.plain
+            self._timeline = lines
+        self._show_both()
+
+    def action_rank(self, step: int) -> None:
+        info = self.multidevice
+        if info is None or info.error:
+            self.notify("One host IR only: a rank is chosen for a multi-device fusion", timeout=3)
+            return
+        self.show_multidevice(info, (self.rank + step) % info.world)
 
     def action_copy(self) -> None:
         copy_text(self, self.text, "the host IR")

@@ -20,6 +20,7 @@ from fusescope.render.graph import draw, scheduler_color
 from fusescope.widgets.copying import copy_text
 
 if TYPE_CHECKING:
+    from fusescope.md_model import MultiDeviceInfo
     from fusescope.model import CompileResult
 
 PLACEHOLDER = "The fusion is compiled when this tab opens (key g)."
@@ -103,6 +104,30 @@ class SegmentsView(VerticalScroll, can_focus=True):
         log = self._decision_log(result)
         self.log_text = "\n".join(t.plain for t in log.renderables if isinstance(t, Text))
         self._log.update(log)
+
+    def show_multidevice(self, info: MultiDeviceInfo) -> None:
+        """A multi-device program: its regions and communications in run order, the steps
+        every rank runs (each rank's regions compile to segments of their own)."""
+        from fusescope.render.md_steps import draw_steps
+
+        self.result = None
+        self.selected = None
+        self.text = self.log_text = info.segments_text()
+        if info.error:
+            self.border_title = "Segments · multi-device · MultiDeviceError"
+            self._show_head(Text())
+            self._graph.update(Text(f"{info.error}", style="bold red"))
+            self.graph_text = ""
+            self._log.update("")
+            return
+        comms = sum(s.kind == "communication" for s in info.steps)
+        self.border_title = f"Segments · multi-device · {len(info.steps) - comms} regions, {comms} communications"
+        self._show_head(Text(f"multi-device program on {info.world} ranks ({', '.join(info.meshes)}), run order",
+                             style="bold"))
+        drawing = draw_steps(info, max(40, (self.size.width or 100) - 4))
+        self.graph_text = drawing.plain
+        self._graph.update(drawing)
+        self._log.update(Text("\n" + info.segments_text(), style="dim"))
 
     def _draw(self) -> None:
         assert self.result is not None

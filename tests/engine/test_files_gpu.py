@@ -17,6 +17,7 @@ from engine.errors import ExecutionError, FusionDefinitionError
 from engine.reference import evaluate
 from scripts.scales import Scale, UnscalableError, real_scale, reduced_real_scale, scaled_fusion
 from tests.fuzz.harness import run_compiled
+from tests.multidevice.samples import single_device
 from tests.realworld.test_realworld import SCRIPTS, WORKS
 
 pytestmark = pytest.mark.gpu
@@ -29,7 +30,8 @@ LOCAL_LIMIT = 1024  # bytes of local memory (spills, local arrays) a kernel's th
 def _files() -> list[Path]:
     regressions = [p for p in sorted((ROOT / "tests" / "regressions" / "fusions").glob("*.py"))
                    if "# expect refused:" not in p.read_text()]
-    samples = sorted((ROOT / "sample_fusions").glob("*.py"))
+    # The multi-device samples run on 2 GPUs in tests/multidevice/test_multidevice_gpu.py.
+    samples = single_device(sorted((ROOT / "sample_fusions").glob("*.py")))
     return [*(SCRIPTS / f"{name}.py" for name in WORKS), *regressions, *samples]
 
 

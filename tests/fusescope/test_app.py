@@ -315,12 +315,19 @@ async def test_every_bundled_sample_opens_and_shows_each_tensor(sample: samples.
     app = FusescopeApp(session)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        assert app.query_one(ListingView).text == str(load_fusion(str(sample.path)).fusion)
+        md = session.multidevice()
+        # A multi-device sample's listing has its sharding column under it, and each
+        # transform block the tensor's sharding line (tests/fusescope/test_multidevice_tui.py).
+        listing = str(load_fusion(str(sample.path)).fusion)
+        if md is not None:
+            listing = listing.rstrip("\n") + "\n\n" + md.sharding_table()
+        assert app.query_one(ListingView).text == listing
         view = app.query_one(TransformView)
         for name, info in session.tensors.items():
             app.show_tensor(name)
             await pilot.pause()
-            assert view.tensor == name and view.text == info.transforms
+            tail = "" if md is None else md.sharding_line(name) + "\n"
+            assert view.tensor == name and view.text == info.transforms + tail
             assert view.text.startswith(info.text + "\n") and "\n logical domain : (" in view.text
 
 

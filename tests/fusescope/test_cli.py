@@ -126,6 +126,8 @@ def test_show_every_bundled_sample() -> None:
         r = run_cli("show", s.name, "--ir")
         assert r.returncode == 0, f"{s.name}: {r.stderr}"
         assert "%kernel_math {" in r.stdout
+        # A multi-device sample's listing has the sharding column under it.
+        assert ("\nSharding (" in r.stdout) == s.name.startswith("multidevice_"), s.name
 
 
 # ---- --schedule / --why: real scheduler output on bundled samples -------------------------

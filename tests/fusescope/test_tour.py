@@ -36,6 +36,17 @@ async def test_every_view_renders_every_sample(name: str) -> None:
             await app.workers.wait_for_complete()
             await pilot.pause()
             assert app.query_one(TabbedContent).active == tab
+        if app.session.multidevice() is not None:
+            # A multi-device sample has no single compilation: the views show its program
+            # (tests/fusescope/test_multidevice_tui.py checks them in detail).
+            assert app.session.compiled(app.options) is None
+            assert [n.message for n in app._notifications if n.severity == "error"] == []
+            for key, start in (("i", "Inputs:"), ("g", "multi-device program on 2 ranks"),
+                               ("h", "%HostIrContainer {"), ("x", "A multi-device fusion")):
+                await pilot.press(key)
+                await pilot.pause()
+                assert app.current_view_text().startswith(start), f"{name}: view {key}"
+            return
         compiled = app.session.compiled(app.options)
         assert compiled is not None and compiled.ok, compiled and compiled.error
         errors = [n.message for n in app._notifications if n.severity == "error"]

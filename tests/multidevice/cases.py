@@ -328,6 +328,33 @@ def mesh_2d(backend: str) -> None:
     _close(out, -xr.sum(0), rtol=1e-5, atol=1e-5)
 
 
+def _sample(name: str, backend: str) -> None:
+    """A bundled multi-device sample as `fusescope run --ranks` runs it: the file's global
+    inputs (one seed on every rank), this rank's shards, values against this rank's shard of
+    the unsharded reference."""
+    from engine import load_fusion
+    from engine.reference import evaluate
+    from tests.multidevice.samples import MULTIDEVICE, SAMPLES
+
+    comm, d, dev = _setup(backend)
+    fd = load_fusion(SAMPLES / f"{name}.py")
+    xs = fd.example_inputs(device="cpu", seed=0)
+    ins = [_shard(x, tv, dev) for x, tv in zip(xs, fd.fusion.inputs)]
+    outs = md.execute(fd, ins, backend=backend)
+    prog = md.program_of(fd)
+    assert _kinds(fd) == MULTIDEVICE[name]
+    for k, (out, ref) in enumerate(zip(outs, evaluate(fd.fusion, xs))):
+        _close(out, md.shard_tensor(ref, prog.outputs[k]), rtol=1e-4, atol=1e-4)
+
+
+def sample_tp_mlp(backend: str) -> None:
+    _sample("multidevice_tp_mlp", backend)
+
+
+def sample_sp_mlp(backend: str) -> None:
+    _sample("multidevice_sp_mlp", backend)
+
+
 def reshape_keeps_sharded_axis(backend: str) -> None:
     """A reshape that merges the unsharded axes and keeps the sharded one whole: the
     sharding follows it, no communication."""

@@ -24,10 +24,11 @@ def test_two_ranks_share_a_gpu_over_gloo(case: str) -> None:
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("world", [2, 4])
-@pytest.mark.parametrize("case", REFERENCE)
+# The bundled multi-device samples too (tests/engine/test_files_gpu.py runs the others).
+@pytest.mark.parametrize("case", [*REFERENCE, "sample_tp_mlp", "sample_sp_mlp"])
 def test_ranks_on_gpus(case: str, world: int) -> None:
     if _gpus() < world:
         pytest.skip(f"needs {world} GPUs, this machine has {_gpus()}")
-    if case == "mesh_2d" and world != 2:
-        pytest.skip("the 2-D case is written for 2 ranks")
+    if case in ("mesh_2d", "sample_tp_mlp", "sample_sp_mlp") and world != 2:
+        pytest.skip("written for 2 ranks")
     spawn(case, world=world, backend="cuda")

@@ -1,0 +1,154 @@
+"""The TUI on multi-device fusions, driven headless through Textual's Pilot: the sharding column
+in the listing, the regions and communications in the Segments tab, the host IR of a chosen
+rank, a run on 2 ranks (worker processes over gloo) in the Run tab, and a fusion whose
+shardings cannot be laid out, shown without taking the session down."""
+
+from __future__ import annotations
+
+import pytest
+from textual.widgets import TabbedContent
+
+import engine.multidevice as md
+from engine import load_fusion
+from fusescope import samples
+from fusescope.app import FusescopeApp
+from fusescope.model import Session, load_session, session_from_source
+from fusescope.widgets.host_ir_view import HostIrView
+from fusescope.widgets.listing_view import ListingView
+from fusescope.widgets.md_run_view import MultiRunView
+from fusescope.widgets.run_view import RunView
+from fusescope.widgets.schedule_view import ScheduleView
+from fusescope.widgets.segments_view import SegmentsView
+from fusescope.widgets.transform_view import TransformView
+
+pytestmark = pytest.mark.asyncio
+SIZE = (140, 40)
+TP = "multidevice_tp_mlp"
+
+
+def _session(name: str = TP) -> Session:
+    return load_session(samples.resolve(name))
+
+
+async def _wait_for_md_run(app: FusescopeApp, pilot: object) -> None:
+    for _ in range(600):  # 60 s at most: a run on 2 ranks takes a few seconds
+        await pilot.pause(0.1)  # type: ignore[attr-defined]
+        if app._md_cancel is None:
+            return
+    raise AssertionError("the multi-device run did not finish")
+
+
+async def test_listing_has_the_sharding_column_and_its_rows_select_tensors() -> None:
+    app = FusescopeApp(_session())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        listing = app.query_one(ListingView)
+        assert listing.text.startswith(str(load_fusion(samples.resolve(TP)).fusion).rstrip("\n"))
+        rows = [e for e in listing.entries if e.text.startswith("  T") and "DeviceMesh{0 1}  " in e.text]
+        assert [e.tensor for e in rows] == [f"T{k}" for k in range(8)]
+        assert rows[1].text == "  T1  DeviceMesh{0 1}  mesh_x on axis 0 (split by 2)  file"
+        listing.focus()
+        listing.highlighted = listing.entries.index(rows[5])
+        await pilot.pause()
+        assert app.query_one(TransformView).tensor == "T5"
+        # Nothing is compiled (compile_fusion refuses meshes): the Schedule tab says why.
+        await pilot.press("s")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.session.compiled(app.options) is None
+        schedule = app.query_one(ScheduleView)
+        assert schedule.result is not None and "multi-device fusion has no single compilation" in schedule.result.error
+        assert [n.severity for n in app._notifications if n.severity == "error"] == []
+
+
+async def test_segments_show_regions_and_communications_and_host_ir_has_a_rank_selector() -> None:
+    app = FusescopeApp(_session())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("g")
+        await pilot.pause()
+        segments = app.query_one(SegmentsView)
+        assert segments.border_title == "Segments · multi-device · 2 regions, 1 communications"
+        graph = segments.graph_text.splitlines()
+        assert "│ region 0 on DeviceMesh{0 1}" in graph[1] and "│   T6 = gelu(T5)" in graph[3]
+        comm = next(k for k, line in enumerate(graph) if "Communication 0" in line)
+        assert graph[comm].startswith("║ Communication 0: Allreduce") and graph[comm - 1].startswith("╔═")
+        assert graph[comm + 1].startswith("║   team=(0 1)")
+        assert "   │ T8" in graph  # the tensor the region hands to the Allreduce
+        program = md.program_of(load_fusion(samples.resolve(TP)))
+        await pilot.press("h")
+        await pilot.pause()
+        view = app.query_one(HostIrView)
+        assert view.text == str(program.host_ir(0)) and view.border_title == "Host IR · rank 0 of 2"
+        await pilot.press("right_square_bracket")
+        await pilot.pause()
+        assert view.rank == 1 and view.text == str(program.host_ir(1))
+        assert view.border_title == "Host IR · rank 1 of 2"
+        assert "  Wait(Communication 0)" in view.text.splitlines()
+        await pilot.press("right_square_bracket")  # wraps around
+        await pilot.pause()
+        assert view.rank == 0
+
+
+async def test_run_tab_runs_two_ranks_and_shows_each_ranks_results_and_timeline() -> None:
+    app = FusescopeApp(_session())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("x")
+        await pilot.pause()
+        view = app.query_one(MultiRunView)
+        assert view.display and not app.query_one(RunView).display and app.focused is view
+        assert view.ranks == 2  # the mesh's size
+        await pilot.press("f")
+        await _wait_for_md_run(app, pilot)
+        result = view.result
+        assert result is not None and result.status == "ok", result and result.message
+        assert [(r.rank, r.status, r.outputs[0].shape) for r in result.results] == [(0, "ok", (8, 8)), (1, "ok", (8, 8))]
+        assert all(o.max_error <= o.tolerance for r in result.results for o in r.outputs)
+        assert view.text == result.report() and "rank 1\n  region 0" in view.text
+        assert [s.kind for s in result.results[1].timeline] == ["compute", "Allreduce", "compute"]
+        await pilot.press("h")
+        await pilot.pause()
+        host = app.query_one(HostIrView)
+        assert host.timeline_text.startswith("\nTimeline of rank 0 (reference")
+        assert "Communication 0" in host.timeline_text
+        assert ("Run on 2 ranks (reference)", "all 2 ranks match their shards of the reference") in [
+            (n.title, n.message) for n in app._notifications]
+
+
+async def test_bad_sharding_shows_its_error_and_the_session_goes_on() -> None:
+    source = samples.resolve(TP).read_text().replace("tv.outer_split(axis, d)", "tv.outer_split(axis, 3)")
+    app = FusescopeApp(session_from_source(source, "bad_tp.py"))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        errors = [(n.title, n.message) for n in app._notifications if n.severity == "error"]
+        assert errors == [("The shardings cannot be laid out", "MultiDeviceError: T1: ideviceIdx.x16{3} is an outer "
+                           "split by 3 parallelized on deviceIdx.x, but DeviceMesh{0 1} has 2 devices along it")]
+        assert "  T1  DeviceMesh{0 1}  invalid sharding (the MultiDeviceError below)  file" in \
+            app.query_one(ListingView).text
+        for key in "gshx":
+            await pilot.press(key)
+            await pilot.pause()
+        assert app.query_one(SegmentsView).text.startswith("No multi-device program: MultiDeviceError: T1:")
+        assert app.query_one(HostIrView).shown.startswith("No host IR: MultiDeviceError: T1:")
+        await pilot.press("f")  # nothing to run: said, not crashed
+        await pilot.pause()
+        assert app._md_cancel is None
+        assert "Nothing to run: the fusion's shardings are invalid" in [n.message for n in app._notifications]
+        # The session goes on: another fusion opens in its place, with the usual Run view.
+        app._show_session(_session("softmax"))
+        await pilot.pause()
+        assert app.query_one(RunView).display and not app.query_one(MultiRunView).display
+        assert app.query_one(TabbedContent).active == "tab-run"
+
+
+async def test_esc_stops_the_ranks_of_a_run() -> None:
+    app = FusescopeApp(_session())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("x", "f")
+        await pilot.pause(0.3)  # the ranks are still importing torch
+        assert app._md_cancel is not None and app.busy
+        await pilot.press("escape")
+        await _wait_for_md_run(app, pilot)
+        result = app.query_one(MultiRunView).result
+        assert result is not None and result.status == "cancelled"
+        assert [(r.rank, r.status) for r in result.results] == [(0, "cancelled"), (1, "cancelled")]
+        assert not app.busy
