@@ -194,6 +194,21 @@ def test_outputs_are_judged_with_the_corpus_tolerances():
     assert max_abs_error(torch.arange(5), torch.arange(5) + 3) == 3.0  # integers, exactly
 
 
+def test_a_reference_on_another_device_is_moved_to_the_outputs(monkeypatch):
+    """A fusion without tensor inputs (full_slice_cast_no_inputs) has its reference evaluated
+    on the CPU and its outputs made on the GPU: the judgment raised "Expected all tensors to
+    be on the same device" (the H200 sweep's run-error). The reference is moved to the
+    output's device first. Here the output lies on the meta device, the only other device a
+    CPU has, and the judging function records the devices it is handed."""
+    import tests.realworld.test_realworld as TR  # noqa: N812
+
+    seen: list[tuple[torch.device, torch.device]] = []
+    monkeypatch.setattr(TR, "_close", lambda o, r: seen.append((o.device, r.device)))
+    out, ref = torch.ones(3, device="meta"), torch.ones(3)
+    got = check_outputs([out, ref], [ref, ref])
+    assert got["matched"] and seen == [(out.device, out.device), (ref.device, ref.device)]
+
+
 def test_a_slow_call_is_timed_once():
     env = Env(device="cpu", backend="emulate", timing=True, nvf=None, l2_bytes=0, time_s=0.3, cap=1,
               reduced_elems=1, stage=lambda _: None)
