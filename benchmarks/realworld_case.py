@@ -44,6 +44,7 @@ from scripts.scales import (
     model_scale,
     real_scale,
     reduced_real_scale,
+    rescalable,
     scaled_fusion,
     scaled_inputs,
 )
@@ -72,10 +73,14 @@ class Env:
 
 
 def plan_sizes(text: str, xs0: list[Any], wanted: Sequence[str], own_always: bool,
-               reduced_elems: int) -> list[tuple[str, Scale | None]]:
+               reduced_elems: int, stem: str = "") -> list[tuple[str, Scale | None]]:
     """The (size, scale) pairs a file runs at: the real size where its `# real-sizes:` line
     is (and its own only with own_always), else its own and the model scale; "reduced" where
-    asked for. ValueError for a malformed line."""
+    asked for. A file that is not rescaled (scripts/scales.py's rescalable, by its text and
+    `stem`: a hand-written schedule, scatter), as in the GPU tests, runs at its own size
+    only. ValueError for a malformed line."""
+    if not rescalable(text, stem):
+        return [("own", None)] if "own" in wanted else []
     real = real_scale(text)
     out: list[tuple[str, Scale | None]] = []
     if "own" in wanted and (real is None or own_always):

@@ -15,7 +15,7 @@ import torch
 from engine import compile_fusion, load_fusion
 from engine.errors import ExecutionError, FusionDefinitionError
 from engine.reference import evaluate
-from scripts.scales import Scale, UnscalableError, real_scale, reduced_real_scale, scaled_fusion
+from scripts.scales import Scale, UnscalableError, real_scale, reduced_real_scale, rescalable, scaled_fusion
 from tests.fuzz.harness import run_compiled
 from tests.realworld.test_realworld import SCRIPTS, WORKS
 
@@ -108,14 +108,8 @@ def attention_state_from_the_forward(fd: object, xs: list[object]) -> list[objec
     return xs
 
 
-# Scatter with indices drawn again at the new size: repeated indices, whose winner is any write.
-RESCALED_DATA_DEPENDENT = {"scatter"}
-
-
 def _rescalable(path: Path) -> bool:
-    """A hand-written schedule (fd.sched) is written for its own sizes (threads per block,
-    local buffers per thread), so only fusions the schedulers schedule are taken to larger ones."""
-    return ".sched." not in path.read_text() and path.stem not in RESCALED_DATA_DEPENDENT
+    return rescalable(path.read_text(), path.stem)
 
 
 @pytest.mark.parametrize("path", [p for p in _files() if _rescalable(p)], ids=lambda p: f"{p.parent.name}/{p.stem}")

@@ -178,6 +178,32 @@ def test_sizes_follow_the_real_sizes_line():
         plan_sizes("# real-sizes: 64\n", xs, ["real"], False, 1 << 20)
 
 
+def test_files_with_hand_written_schedules_run_at_their_own_size_only():
+    """The sweep rescaled fusions with hand-written schedules, written for their own sizes:
+    at the model scale sched_max_sub_rfactor asked for 6144 threads a block and
+    vector_store_past_an_overhanging_split for a local buffer of 7.8M elements (the H200 run's
+    compile-errors). It follows the GPU tests' rule now (scripts/scales.py's rescalable): those
+    files, and scatter, run at their own size only, and every other file as before."""
+    from engine import load_fusion
+    from tests.engine.test_files_gpu import _rescalable
+
+    sizes = ["own", "real", "model", "reduced"]
+    planned = {}
+    for name, path in RW.corpus():
+        text = path.read_text()
+        fd = load_fusion(path)
+        xs = fd.example_inputs(seed=0)
+        plan = plan_sizes(text, xs, sizes, False, 1 << 24, path.stem)
+        planned[path.stem] = [s for s, _ in plan]
+        if not _rescalable(path):
+            assert plan == [("own", None)], name
+        else:
+            assert plan == plan_sizes(text, xs, sizes, False, 1 << 24), name
+    for stem in ("sched_max_sub_rfactor", "vector_store_past_an_overhanging_split", "scatter"):
+        assert planned[stem] == ["own"], stem
+    assert sum(p != ["own"] for p in planned.values()) > 200
+
+
 def test_outputs_are_judged_with_the_corpus_tolerances():
     ref = torch.linspace(-2, 2, 100)
     good = check_outputs([ref + 1e-7], [ref])
