@@ -229,10 +229,42 @@ def test_a_reference_on_another_device_is_moved_to_the_outputs(monkeypatch):
     import tests.realworld.test_realworld as TR  # noqa: N812
 
     seen: list[tuple[torch.device, torch.device]] = []
-    monkeypatch.setattr(TR, "_close", lambda o, r: seen.append((o.device, r.device)))
+    monkeypatch.setattr(TR, "_close", lambda o, r, spread=None: seen.append((o.device, r.device)))
     out, ref = torch.ones(3, device="meta"), torch.ones(3)
     got = check_outputs([out, ref], [ref, ref])
     assert got["matched"] and seen == [(out.device, out.device), (ref.device, ref.device)]
+
+
+def test_a_mean_over_bf16_rounded_values_is_judged_against_float64():
+    """The float mean of a bf16-rounded residual (dropout_uniform_seed_offset_residual_layer_
+    norm_fwd_bf16 at [8192, 2048] on the H200): where one element of a row rounds one ulp the
+    other way (0.03125 at magnitude 4-8) the mean moves by 1.5e-5, beyond float32's 1e-5, and
+    the sweep called 332 rows a mismatch that nvFuser's numbers shared. It judged with the
+    dtype's tolerance alone; it now judges such elements against the fusion in float64 under
+    rounding-sized changes (tests/rounding.py), as the tests do. A move rounding cannot
+    explain (a hundred ulps) is still a mismatch."""
+    from benchmarks.realworld_case import rounding_spreads
+    from engine import DataType, FusionDefinition
+    from engine.reference import evaluate
+
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+        y = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+        res = fd.ops.cast(fd.ops.add(x, y), DataType.BFloat16)
+        fd.add_output(res)
+        fd.add_output(fd.ops.mean(fd.ops.cast(res, DataType.Float), dims=[1]))
+    g = torch.Generator().manual_seed(0)
+    xs = [(torch.randn(8, 2048, generator=g) * 3).bfloat16(), torch.randn(8, 2048, generator=g).bfloat16()]
+    refs = evaluate(fd.fusion, xs)
+    mean = refs[1].clone()
+    mean[3] += 0.03125 / 2048  # one element of row 3 rounded one ulp up
+    spreads = rounding_spreads(fd.fusion, lambda: xs)
+    assert not check_outputs([refs[0], mean], refs)["matched"]
+    got = check_outputs([refs[0], mean], refs, spreads)
+    assert got["matched"] and got["max_abs_err"] == pytest.approx(0.03125 / 2048, rel=0.05)
+    far = refs[1].clone()
+    far[3] += 100 * 0.03125
+    assert not check_outputs([refs[0], far], refs, spreads)["matched"]
 
 
 def test_a_slow_call_is_timed_once():
