@@ -3,7 +3,9 @@ regression fusions and the bundled samples, at the sizes of the models they come
 the engine and by nvFuser on the same CUDA inputs in one process.
 
 A script whose header has a `# real-sizes: 64=8192 24=16384` line runs at those sizes; one
-without runs at its own size and at size_sweep's model scale (largest dim 4096). Per case
+without runs at its own size and at size_sweep's model scale (largest dim 4096); one with a
+hand-written schedule (or scatter) at its own size only, as in the GPU tests
+(scripts/scales.py's rescalable). Per case
 (benchmarks/realworld_case.py): compile seconds, outputs against the reference, cf.run and
 fd.execute per call, kernels per call, per kernel its time, registers, local memory and
 occupancy, and nvFuser's time and kernel count. Records go to OUT/realworld[-shardIofN].jsonl
@@ -216,7 +218,7 @@ class Sweep:
             try:
                 fd0 = loads_fusion(text, filename=str(path))
                 xs0 = fd0.example_inputs(device="cpu", seed=0)
-                plan = plan_sizes(text, xs0, sizes, a.own_size, a.reduced_elems)
+                plan = plan_sizes(text, xs0, sizes, a.own_size, a.reduced_elems, path.stem)
             except Exception as e:  # noqa: BLE001 - a file that does not open is a finding
                 if f"{name}@load" not in self.done:
                     self.write({"key": f"{name}@load", "script": name, "file": str(path), "size": "load",

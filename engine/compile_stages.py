@@ -12,7 +12,7 @@ from engine.analysis.replay import loop_maps_frozen
 from engine.codegen.cuda import render
 from engine.config import Options
 from engine.dtypes import DataType
-from engine.errors import CompileError, RegisterFitError, ScheduleError
+from engine.errors import CompileError, RegisterFitError, ScheduleError, UnpartitionedWriteError
 from engine.ir.base import Val
 from engine.ir.exprs import LinearOp, MatmulOp, ReductionOp, WelfordOp
 from engine.ir.fusion import Fusion
@@ -307,6 +307,10 @@ def _schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace,
             seg.kernel_name = None
             trace.event("lowering", subject, f"no kernel for the stream-parallel segment: {e}")
             return used
+        if isinstance(e, UnpartitionedWriteError):
+            # A scheduler's bug, not a limit of this group: segmenting the ops otherwise would
+            # hide it.
+            raise UnpartitionedWriteError(f"segment {seg.id} ({seg.scheduler}): {e}") from e
         raise SegmentLoweringError(f"segment {seg.id} ({seg.scheduler}): {e}", frozenset()) from e
     seg.lowered = lowered
     seg.stages = dict(lowered.stages)

@@ -41,5 +41,12 @@ class CompileError(EngineError):
     """Generated code failed to compile."""
 
 
+class UnpartitionedWriteError(CompileError):
+    """In a kernel launched with more than one thread, a tensor written to global memory whose
+    loop nest binds no thread or block index: every thread would write all of it. A
+    scheduler's bug (its parallel types did not reach the tensor), so the fusion is not
+    segmented around it (compile_stages re-raises it)."""
+
+
 class ExecutionError(EngineError):
     """A kernel or evaluator failed while running."""

@@ -300,6 +300,18 @@ def rewrite(text: str, scale: Scale) -> str:
 
 
 # ---- inputs -------------------------------------------------------------------------------
+# Scatter with indices drawn again at a new size: repeated indices, whose winner is any write.
+RESCALED_DATA_DEPENDENT = frozenset({"scatter"})
+
+
+def rescalable(text: str, stem: str) -> bool:
+    """Whether a fusion file is re-made at other sizes (the GPU tests' realistic size, the
+    real-size sweep): not one with a hand-written schedule (fd.sched), which is written for
+    its own sizes (threads per block, local buffers per thread), nor one whose results
+    depend on data a rescale draws again (RESCALED_DATA_DEPENDENT)."""
+    return ".sched." not in text and stem not in RESCALED_DATA_DEPENDENT
+
+
 class UnscalableError(Exception):
     """The scale does not keep this fusion consistent (not an engine failure)."""
 

@@ -7,7 +7,8 @@ Passes, in order (names as nvFuser's lower_verbose stages where one exists):
   4. allocation        buffers: memory type, scope, size (buffers.py)
   5. index_and_predicate   indexed, predicated statements; reductions (lowering.py)
   6. sync              __syncthreads after shared/global writes read by other threads
-  7. assemble          the kernel IR
+  7. assemble          the kernel IR; then no global tensor may be written whole by every
+                       thread of the launch (check_partitioned_writes)
 Each pass's result is kept as text in `Lowered.stages`.
 """
 
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 
 from engine.analysis.replay import loop_map, loop_maps_frozen
 from engine.dtypes import DataType
-from engine.errors import CompileError
+from engine.errors import CompileError, UnpartitionedWriteError
 from engine.ir import exprs as ex
 from engine.ir.aten_exprs import ATEN_ONLY
 from engine.ir.base import Expr
@@ -165,6 +166,38 @@ def _parallel_dims(nest: Nest, ext: Extents) -> dict[ParallelType, int]:
                 f"{_DIM_LIMITS[pt]}"
             )
     return dims
+
+
+def check_partitioned_writes(nest: Nest, ext: Extents, dims: dict[ParallelType, int]) -> None:
+    """UnpartitionedWriteError when the launch has more than one thread (all blocks counted)
+    and a tensor written to global memory binds no thread or block index in its loop domain
+    while its nest has a serial loop of more than one iteration: the top-level loop is then
+    serial over the tensor's whole extent, and every thread of the grid writes the whole
+    tensor (the same values, so results stay right while the time grows with the size times
+    the threads: where_bool_expanded_mask_slice's second output at 4x3072x4096, 3.1M threads
+    writing 50M elements each, never finished on the H200)."""
+    threads = 1
+    for n in dims.values():
+        threads *= n
+    if threads <= 1:
+        return
+    for e, loops in walk(nest):
+        o = out_tv(e)
+        if o.memory_type != MemoryType.Global:
+            continue
+        if any(i.parallel_type in _DIMS for i in o.domain.loop):
+            continue  # parallelized (at small sizes a bound axis may have one iteration)
+        serial = [n for n in loops if not n.virtual and ext.of(n.concrete) > 1
+                  and loop_kind(n.concrete.parallel_type) in ("serial", "unroll")]
+        if not serial:
+            continue
+        grid = [dims.get(p, 1) for p in _DIMS[:3]]
+        block = [dims.get(p, 1) for p in _DIMS[3:]]
+        raise UnpartitionedWriteError(
+            f"{o.short_name}: its loop nest binds no thread or block index (serial loops "
+            f"{', '.join(f'{n.concrete}' for n in serial)}), so every thread of the launch (grid "
+            f"{'x'.join(map(str, grid))}, block {'x'.join(map(str, block))}) would write the whole "
+            "tensor; the schedule did not parallelize it")
 
 
 def _params(fusion: Fusion) -> tuple[list[ArgSpec], dict[str, TensorView], dict[Scalar, str]]:
@@ -374,6 +407,9 @@ def _lower_fusion(fusion: Fusion, env: dict, name: str, layouts: dict[str, tuple
         stages["shared_memory"] = f"{smem} bytes of dynamic shared memory:\n" + "".join(
             f"{line}\n" for line in shared.lines())
     stages["kernel_ir"] = kernel.listing()
+    # Last: a kernel that another check refuses (and the segmenter places otherwise) is not
+    # this check's to judge.
+    check_partitioned_writes(nest, ext, dims)
     return Lowered(kernel, stages, tensors, shared, vector_widths(stages["kernel_ir"]))
 
 

@@ -731,6 +731,16 @@ def schedule_pointwise(fusion: Fusion, params: PointwiseParams, trace: Trace | N
     others = [t for t in fusion.tensors() if isinstance(t, TensorView) and t is not ref]
     non_vector = [p for p in ParallelType if p not in (pt.serial, pt.vectorize)]
     tools.parallelize_all_like(ref, -1, others, non_vector)
+    serial = serial_nests(fusion)
+    if serial:
+        # Edge-by-edge maps stop at a slice or pad: an output on the far side of one from the
+        # reference (and what only it reads) has no thread or block binding yet, and every
+        # thread would run its whole loop nest. Those tensors alone take the reference's
+        # parallel types through the resize (PERMISSIVE_RESIZE, as nvFuser's
+        # parallelizeAllLike); tensors that bound consumers read keep their serial loops.
+        tools.parallelize_all_like(ref, -1, serial, non_vector, across_resize=True)
+        _event(trace, "pointwise", "parallel types mapped across slices and pads to "
+               + ", ".join(t.short_name for t in serial))
     if v > 1:
         ref.axis(-1).parallelize(pt.vectorize)
         # Vectorize only global reads and writes: the input caches and the outputs
@@ -751,6 +761,31 @@ def schedule_pointwise(fusion: Fusion, params: PointwiseParams, trace: Trace | N
     if trace is not None:
         _event(trace, "pointwise", "inlined most", ca_pos={
             t.short_name: t.compute_at_pos for t in fusion.tensors() if isinstance(t, TensorView)})
+
+
+def _is_bound(tv: TensorView) -> bool:
+    return any(i.parallel_type.is_thread_dim or i.parallel_type.is_block_dim for i in tv.domain.loop)
+
+
+def serial_nests(fusion: Fusion) -> list[TensorView]:
+    """The outputs without a thread or block binding, and the tensors (no fusion inputs)
+    without one that only such tensors read: the loop nests every thread would run whole.
+    A tensor that a bound consumer reads is not among them: it is not inlined into that
+    consumer, and with parallel types of its own its threads would compute elements other
+    than those the consumer's threads read (a `full` padded into a cat)."""
+    outs = [o for o in fusion.outputs if isinstance(o, TensorView) and o not in fusion.inputs
+            and o.nloop > 0 and not _is_bound(o)]
+    found: set[TensorView] = set(outs)
+    queue = deque(outs)
+    while queue:
+        for p in producers_of(queue.popleft()):
+            if p in found or p in fusion.inputs or _is_bound(p):
+                continue
+            readers = consumers_of(p)
+            if readers and all(c in found for c in readers):
+                found.add(p)
+                queue.append(p)
+    return [t for t in fusion.tensors() if t in found]
 
 
 def _schedule_blocks(fusion: Fusion, ref: TensorView, params: PointwiseParams,

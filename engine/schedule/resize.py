@@ -792,14 +792,27 @@ def _schedule_resize(fusion: Fusion, p: ResizeParams, trace: Trace | None) -> No
     alignment = align(fusion, ref)
     vec = p.vectorization_factor
     inputs = [v for v in fusion.inputs if isinstance(v, TensorView)]
+    # Private copies of a producer without inputs (a `full` sliced twice, made exclusive
+    # above) can leave an output in a component of its own, which the reference's walk
+    # never reaches: it is aligned with itself, else every thread would write it whole.
+    components = [(ref, alignment)]
+    reached = set(alignment)
+    for out in fusion.outputs:
+        if isinstance(out, TensorView) and out not in reached and out not in inputs:
+            own = align(fusion, out)
+            components.append((out, own))
+            reached |= own.keys()
+            _note(trace, out.short_name, f"shares no tensor with the reference {ref.short_name}: "
+                  "its tensors are aligned with it")
     scheduled: list[TensorView] = []
-    for tv, al in alignment.items():
+    for lead, tv, al in [(lead, tv, al) for lead, found in components for tv, al in found.items()]:
         if tv in inputs:
             continue
-        present = _apply_alignment(tv, al, n_ref)
+        present = _apply_alignment(tv, al, lead.ndim)
         n = len(present)
-        # [ref axes..., own axes...]: vectorize split of the innermost reference axis.
-        vectorized = vec > 1 and bool(present) and present[-1] == n_ref - 1
+        # [ref axes..., own axes...]: vectorize split of the innermost reference axis (only
+        # in the reference's component, whose tensors the heuristic's factor was found for).
+        vectorized = vec > 1 and lead is ref and bool(present) and present[-1] == n_ref - 1
         if vectorized:
             tv.split(n - 1, vec)
         # Flatten the reference axes (all but the vector) into one.
@@ -815,7 +828,7 @@ def _schedule_resize(fusion: Fusion, p: ResizeParams, trace: Trace | None) -> No
                 tv.axis(0).parallelize(ParallelType.grid_x)
         scheduled.append(tv)
         _note(trace, tv.short_name, "aligned with the reference "
-              f"{ref.short_name} (resizes moved onto its loop domain) and scheduled "
+              f"{lead.short_name} (resizes moved onto its loop domain) and scheduled "
               f"[BIDx, TIDx({BDIMX})" + (f", V({vec})]" if vectorized else "]"))
     if vec > 1:
         # Vectorize where global memory is touched: input caches (or the slice/pad

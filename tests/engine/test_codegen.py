@@ -604,3 +604,61 @@ def test_a_squeezed_unit_axis_past_the_compute_at_position_is_indexed_zero():
     sliced = next(a for a, b in zip(lines, lines[1:]) if b.lstrip().startswith("= slice("))
     assert "iV" in sliced  # the slice is vectorized, its one-row axis after the vector
     assert torch.equal(cf.run(xs, backend="emulate")[0], evaluate(fd.fusion, xs)[0])
+
+
+def _two_outputs(parallel_b: bool) -> FusionDefinition:
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        a = fd.ops.add(x, x)
+        b = fd.ops.mul(x, x)
+        fd.add_output(a)
+        fd.add_output(b)
+        fd.sched.parallelize(a, 0, ParallelType.grid_x)
+        fd.sched.parallelize(a, 1, ParallelType.block_x)
+        if parallel_b:
+            fd.sched.parallelize(b, 0, ParallelType.grid_x)
+    return fd
+
+
+def test_an_output_every_thread_would_write_whole_fails_to_compile():
+    """A kernel launched with 6 blocks of 32 threads whose second output's loop nest binds
+    no thread or block index: every thread would write all of it (the shape of the bug that
+    where_bool_expanded_mask_slice's pointwise kernel had at 4x3072x4096, 3.1M threads
+    writing 50M elements each). It compiled and ran, the values right; now the lowering
+    refuses it naming the tensor, and the segmenter does not place the ops otherwise. An
+    output bound to blocks only, its inner loop serial, is partitioned and compiles."""
+    from engine.errors import UnpartitionedWriteError
+
+    xs = [torch.randn(6, 32)]
+    fd = _two_outputs(parallel_b=False)
+    b = fd.fusion.outputs[1].short_name
+    with pytest.raises(UnpartitionedWriteError, match=rf"{b}: its loop nest binds no thread or block "
+                       r"index \(serial loops .*\), so every thread of the launch \(grid 6x1x1, "
+                       r"block 32x1x1\) would write the whole tensor"):
+        compile_fusion(fd, xs)
+    (seg,) = compile_fusion(_two_outputs(parallel_b=True), xs).segments
+    assert (seg.launch.grid, seg.launch.block) == ((6, 1, 1), (32, 1, 1))
+
+
+def test_a_scheduler_that_leaves_an_output_serial_fails_to_compile(monkeypatch):
+    """The check holds for the automatic schedulers too: with the pointwise scheduler's
+    mapping across slices switched off (as it was), the output beside a sliced reference
+    keeps its serial loop nest, and compiling fails naming it instead of shipping a kernel
+    whose every thread writes the whole tensor."""
+    from engine import fusion_cache
+    from engine.errors import UnpartitionedWriteError
+    from engine.schedule import pointwise
+
+    with FusionDefinition() as fd:
+        mask = fd.define_tensor(shape=[2, 24], contiguity=[True, True], dtype=DataType.Bool)
+        v = fd.define_tensor(shape=[2, 24, 64], contiguity=[True] * 3, dtype=DataType.Float)
+        fd.add_output(fd.ops.slice(v, [0, 0, 4], [2, 24, 8]))
+        b = fd.ops.broadcast_in_dim(mask, shape=[2, 24, 64], broadcast_dims=[0, 1])
+        fd.add_output(fd.ops.where(b, fd.define_scalar(0.0, dtype=DataType.Double), v))
+    xs = [torch.rand(2, 24) < 0.5, torch.randn(2, 24, 64)]
+    assert [s.scheduler for s in compile_fusion(fd, xs).segments] == ["pointwise"]
+    monkeypatch.setattr(pointwise, "serial_nests", lambda fusion: [])
+    fusion_cache.clear()
+    out = fd.fusion.outputs[1].short_name
+    with pytest.raises(UnpartitionedWriteError, match=rf"segment 0 \(pointwise\): {out}: its loop nest"):
+        compile_fusion(fd, xs)

@@ -811,3 +811,39 @@ def test_a_bias_whose_broadcast_loop_is_not_promoted_gets_no_loop_only_broadcast
     xs = fd.example_inputs(seed=0)
     schedule_and_check(fd, xs)
     assert not [t.short_name for t in fd.fusion.tensors() if t.domain.loop_only]
+
+
+def test_an_output_beside_a_sliced_reference_is_parallelized():
+    """v[B, M, N] sliced along N and where(mask, 0, v) as two outputs, the sliced one first
+    (the reference): parallel types were copied edge by edge and stopped at the slice, so
+    the full-size output and what only it reads kept serial loops over the whole tensor
+    (where_bool_expanded_mask_slice at 4x3072x4096: `i < 12288`, `i < 8`, `i < 128`), run
+    by every thread of the grid. Such loop nests take the reference's parallel types
+    across the slice now (PERMISSIVE_RESIZE), whether the slice is narrower than the block
+    or takes all but one column, and no loop of the kernel runs a launched dimension."""
+    import re
+
+    from engine import compile_fusion
+    from engine.reference import evaluate
+
+    m, n = 24, 512
+    for lo, hi in ((4, 8), (0, n - 1), (100, n)):
+        with FusionDefinition() as fd:
+            mask = fd.define_tensor(shape=[2, m], contiguity=[True, True], dtype=DataType.Bool)
+            v = fd.define_tensor(shape=[2, m, n], contiguity=[True] * 3, dtype=DataType.Float)
+            zero = fd.define_scalar(0.0, dtype=DataType.Double)
+            fd.add_output(fd.ops.slice(v, [0, 0, lo], [2, m, hi]))
+            b = fd.ops.broadcast_in_dim(mask, shape=[2, m, n], broadcast_dims=[0, 1])
+            fd.add_output(fd.ops.where(b, zero, v))
+        g = torch.Generator().manual_seed(0)
+        xs = [torch.rand(2, m, generator=g) < 0.5, torch.randn(2, m, n, generator=g)]
+        cf = compile_fusion(fd, xs)
+        (seg,) = cf.segments
+        assert seg.scheduler == "pointwise"
+        body = seg.cuda_source.split('extern "C"')[-1]
+        trips = {int(t) for t in re.findall(r"for \(nvfuser_index_t \w+ = 0; \w+ < (\d+);", body)}
+        assert not trips & {*seg.launch.grid, *seg.launch.block} - {1}, (lo, hi, trips, seg.launch)
+        assert not trips & {2 * m, 2 * m * n}, (lo, hi, trips)
+        require_gxx()
+        for o, r in zip(cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs)):
+            assert torch.equal(o, r)

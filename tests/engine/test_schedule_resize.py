@@ -362,3 +362,29 @@ def test_a_cat_of_three_or_more_symbolic_extents_is_one_resize_kernel(widths):
     cf = compile_fusion(fd, xs)
     assert [s.scheduler for s in cf.segments] == ["resize"]
     assert torch.equal(cf.run(xs, backend="emulate")[0], evaluate(fd.fusion, xs)[0])
+
+
+@needs_gxx
+def test_an_output_apart_from_the_reference_is_scheduled_too():
+    """full([5]) sliced twice into two outputs, no inputs (full_slice_cast_no_inputs): the
+    `full` is made private to each slice, which leaves the second output in a component of
+    its own that the reference's alignment never reaches. It kept an unscheduled loop over
+    its 3 elements run by each of the block's 128 threads; it is aligned with itself now
+    and bound to [BIDx, TIDx] like the reference."""
+    import re
+
+    from engine import compile_fusion
+    from engine.reference import evaluate
+
+    with FusionDefinition() as fd:
+        one = fd.define_scalar(1.0, dtype=DataType.Double)
+        t = fd.ops.full(shape=[5], fill_value=one, dtype=DataType.Float)
+        fd.add_output(fd.ops.cast(fd.ops.slice(t, [0], [2], [1]), DataType.Half))
+        fd.add_output(fd.ops.cast(fd.ops.slice(t, [2], [5], [1]), DataType.Half))
+    cf = compile_fusion(fd, [])
+    (seg,) = cf.segments
+    assert seg.scheduler == "resize"
+    body = seg.cuda_source.split('extern "C"')[-1]
+    assert not re.findall(r"for \(nvfuser_index_t \w+ = 0; \w+ < \d+;", body), body
+    for o, r in zip(cf.run([], backend="emulate"), evaluate(fd.fusion, [])):
+        assert torch.equal(o, r)

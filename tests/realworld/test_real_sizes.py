@@ -12,7 +12,7 @@ import torch
 from engine import load_fusion, loads_fusion
 from engine.reference import evaluate
 from scripts import scales as S  # noqa: N812 - the module under test
-from tests.realworld.test_realworld import WORKS
+from tests.realworld.test_realworld import SCRIPTS, WORKS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -185,3 +185,21 @@ def test_the_gpu_tests_realistic_size_of_a_file(tmp_path):
     # real sizes that do not fit the script (24 is no longer 3 x 8) fail the test
     with pytest.raises(pytest.fail.Exception, match="do not fit the script"):
         _realistic(_script(tmp_path, "10=20 3=4 8=16 24=100"), device="cpu")
+
+
+def test_the_gpu_tests_attention_backward_gets_the_forwards_state():
+    """sdpa_bwd_gqa_repeat_sum_permute_cat_qkv_grad_bf16 at its real size [1, 32, 2048, 128]:
+    its saved output and log-sum-exp were drawn at random, so scale * q.k - lse reached 131,
+    exp() overflowed in the backward and the reference's grads held 2.3M NaN and 4M
+    infinities (the H200 run compared NaN with -inf). The GPU test's inputs take them from
+    the forward now: the log-sum-exp is that of the causal scores, and every grad is finite."""
+    from tests.engine.test_files_gpu import _realistic
+
+    fd, xs, label = _realistic(SCRIPTS / "sdpa_bwd_gqa_repeat_sum_permute_cat_qkv_grad_bf16.py", device="cpu")
+    assert label == "real"
+    q, k, lse = xs[1], xs[2], xs[5]
+    s = (q[0, 0].float() @ k[0, 0].float().T) * 0.25
+    s = s.masked_fill(~torch.ones_like(s, dtype=torch.bool).tril(), float("-inf"))
+    torch.testing.assert_close(lse[0, 0], torch.logsumexp(s, dim=-1), rtol=1e-5, atol=1e-4)
+    (out,) = evaluate(fd.fusion, xs)
+    assert out.shape == (1, 2048, (32 + 2 * 8) * 128) and bool(out.float().isfinite().all())
