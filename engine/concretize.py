@@ -7,6 +7,10 @@ element, so that schedulers and kernels see a broadcast, as after nvFuser's conc
 where it has the size asked for, it stays an iteration axis. compile_fusion concretizes the
 clone it segments; the definition stays as written (the reference evaluator decides the
 same per run).
+
+Two more rewrites of that clone before it is segmented: remove_empty drops the work on
+tensors with no elements at the bound sizes (nvFuser's RemoveEmptyPass), and
+index_before_cast makes indexing ops look up the fusion input their table is a cast of.
 """
 
 from __future__ import annotations
@@ -130,3 +134,36 @@ def _full_like(fusion: Fusion, tv: TensorView, fill: Scalar, value_of: Callable[
     out = TensorView(fusion, TensorDomain(ids), tv.dtype)
     ex.FullOp(fusion, out, [i.extent for i in ids], fill)
     return out
+
+
+def index_before_cast(fusion: Fusion, trace: Trace | None = None) -> None:
+    """Read the lookup table of select, index_select and take_along_axis/gather from the
+    fusion input it is a cast of: index(cast(x)) is cast(index(x)), element by element. A
+    kernel reads a lookup table from global memory at data-dependent positions, so a table
+    computed in the kernel (the cast of the input) had to be written out in full first: a
+    float copy of the logits for a cross entropy's take_along_axis of the label's logit.
+    Now the few looked-up elements are cast, and the table is the input itself."""
+    inputs = {id(v) for v in fusion.inputs}
+    for e in fusion.exprs():
+        if not isinstance(e, (ex.GatherOp, ex.SelectOp, ex.IndexSelectOp)):
+            continue
+        table = e.inputs[0]
+        cast = table.definition if isinstance(table, TensorView) else None
+        if not (isinstance(cast, ex.UnaryOp) and cast.op == "cast" and id(cast.input) in inputs
+                and isinstance(cast.input, TensorView)):
+            continue
+        src, out = cast.input, e.output
+        picked = TensorView(fusion, TensorDomain([
+            IterDomain(fusion, i.extent, i.iter_type, expanded_extent=i.expanded_extent)
+            for i in out.domain.logical if not i.is_reduction]), src.dtype)
+        fusion.remove_expr(e)
+        clone = object.__new__(type(e))
+        clone.fusion, clone.inputs, clone.outputs = fusion, [src, *e.inputs[1:]], [picked]
+        clone.attributes = dict(e.attributes)
+        clone.name = fusion.register_expr(clone)
+        ex.UnaryOp(fusion, "cast", out, picked)
+        if trace is not None:
+            trace.event("concretize", out.short_name,
+                        f"{e.op_name} reads {src.short_name}, the input {table.short_name} is a cast of: "
+                        f"{out.short_name} = cast({picked.short_name}), {picked.short_name} = "
+                        f"{e.op_name}({src.short_name}, ...)", rule="index_before_cast")
