@@ -196,6 +196,11 @@ async def test_n_sent_together_with_enter_moves_to_the_next_match() -> None:
         assert app._driver is not None
         for key, char in (("slash", "/"), ("b", "b"), ("l", "l"), ("enter", "\r"), ("n", "n"), ("n", "n")):
             app._driver.send_message(events.Key(key, char))
-        await pilot.pause(0.5)
+        # The keys go through the driver's queue: wait (up to 10 s on a loaded machine) for
+        # the last one to be handled.
+        for _ in range(100):
+            await pilot.pause(0.1)
+            if view.code.search_text == "bl" and app.focused is lines and lines.current == 2:
+                break
         assert view.code.search_text == "bl" and app.focused is lines
         assert lines.current == 2  # the first match, then two steps on
