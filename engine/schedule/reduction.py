@@ -13,7 +13,7 @@ reduction itself. The helpers here are shared with the persistent schedulers.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from engine.analysis.coverage import uncovered_axis
@@ -344,15 +344,6 @@ def record(p: ReductionParams, why: list[str], info: SchedulerRuntimeInfo, trace
 
 
 # ---- scheduling ------------------------------------------------------------------------------------------
-
-@dataclass
-class ReductionLayout:
-    """Where things ended up on the reference after its splits."""
-
-    iter_axes: int = 0  # leading loop axes that come from iteration ids
-    vect_axis_extent: int = 1
-    notes: list[str] = field(default_factory=list)
-
 
 def canonicalize(red: TensorView, fastest: bool) -> tuple[bool, bool]:
     """Reorder `red`'s loop in memory order, iteration ids together and reduction ids
