@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.dtypes import DataType
 from engine.errors import FusionDefinitionError
 from engine.ir.base import Expr, Val
 from engine.ir.graph_copy import copy_value
 from engine.ir.scalar import Scalar
+
+if TYPE_CHECKING:
+    from engine.ir.tensorview import TensorView
 
 # Checks every expr passes as it registers, before it is linked into the graph; a
 # check refuses an expr by raising FusionDefinitionError. They enforce rules about
@@ -197,7 +200,7 @@ class Fusion:
                     out.append(v)
         return out
 
-    def tensors(self) -> list[Val]:
+    def tensors(self) -> list[TensorView]:
         # Kept per graph version as vals() is: asked hundreds of times per compile, the
         # filter then runs once per version and each call only copies the list.
         cache = self.__dict__.get("_tensors_cache")
