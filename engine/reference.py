@@ -269,7 +269,7 @@ def out_dtype(expr: Expr, k: int = 0) -> DataType:
 
 def _gelu(x):
     # nvFuser's formula, which the kernels compute: at +inf it is inf, where torch's gelu
-    # gives NaN (found by the fuzzer: gelu of pow(0, negative)).
+    # gives NaN (gelu of pow(0, negative), for one).
     return x * 0.5 * (1 + torch.erf(x * math.sqrt(0.5)))
 
 

@@ -32,8 +32,8 @@ _WORK_DTYPES = {"nvfuser_index_t": torch.int64, "int64_t": torch.int64, "double"
 
 def work_dtype(ctype: str) -> torch.dtype:
     """The torch dtype of a kernel workspace declared with C type `ctype`: every element type
-    the kernel may use for a grid reduction's partials (a max over bool keeps bool partials;
-    fuzz fusion 1-4000 got float32 memory for a bool workspace)."""
+    the kernel may use for a grid reduction's partials (a max over bool keeps bool partials,
+    which need bool memory, not float32)."""
     if ctype in _WORK_DTYPES:
         return _WORK_DTYPES[ctype]
     from engine.dtypes import DataType

@@ -337,10 +337,9 @@ def inner_persistent_heuristics(fusion: Fusion, info: SchedulerRuntimeInfo, trac
     if any(isinstance(e, ex.WelfordOp) for e in fusion.exprs()):
         # A Welford aims at two where the row divides evenly among the threads: then its
         # thread part is two passes over registers and its block combine pairs equal counts
-        # without dividing (engine/lower/reductions.py), so more threads cost it little (a
-        # layer norm fp32 [8192, 4096]: 93.7 us with 512 threads x 2, 94.5 with 256 x 4 on
-        # an H100). Where values are predicated off, the general combine at 512 threads took
-        # 122 us: the four stay.
+        # without dividing (engine/lower/reductions.py), so more threads cost it little.
+        # Where values are predicated off, the general combine is slower at that many
+        # threads: the four stay.
         wide = _persistent_threads(after_v, 2, dev)
         if red_n % v == 0 and after_v % wide == 0:
             bdimx = wide

@@ -191,7 +191,7 @@ def self_mapping_reason(fusion: Fusion) -> str | None:
     """nvFuser's hasSelfMapping ("Fusion has self mapping"): two concrete logical axes of
     one tensor in the same exact class, as `x + x[:, None]` (both axes of the sum are x's
     axis). No loop nest can index one buffer of x at both positions: a value inlined into
-    both consumers would be computed at one of them only (fuzz fusion 1-7240). Exact classes:
+    both consumers would be computed at one of them only. Exact classes:
     producer-consumer maps without broadcast pairs, and root ids that stay one logical id
     (a permute, a split or merge with a size-1 part; a resize changes the extent).
     A reason naming the tensor and its axes, or None."""
@@ -263,7 +263,7 @@ def _same_class_axes(tvs: list[TensorView], uf: _Classes) -> str | None:
 def _reshaped_self_mapping(tvs: list[TensorView], uf: object, one: Callable[[object], bool]) -> str | None:
     """Self mapping through a reshape: two axes of one tensor that come from one axis of
     a tensor it is computed from, one of them through a reshape's merges and splits,
-    as in x.reshape(2, 3)[:, :, None] + x (fuzz fusions 2-3079, 1-7785). Exact classes
+    as in x.reshape(2, 3)[:, :, None] + x. Exact classes
     (`uf`, as self_mapping_reason builds them) do not see through a reshape, so
     each reshape output class records the classes its merges and splits read; two axes
     conflict when those ancestries share a concrete class, unless the input or the

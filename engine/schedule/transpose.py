@@ -424,9 +424,8 @@ class TransposeScheduler(Scheduler):
         derivation += [f"vectorize_factor1 {v1}: {why1}", f"vectorize_factor2 {v2}: {why2}"]
         prefetch = _l2_prefetch(groups, t1, t2, fusion)
         if prefetch:
-            # Measured on an H100 (bf16 8192^2, hand-edited kernels in one sweep): 141.7 -> 139.7 us;
-            # a 64-wide bf16 tile row is 128 bytes, and the neighbouring tile's half of each
-            # 256-byte DRAM burst is read by a later block while it is still in L2.
+            # A 64-wide bf16 tile row is 128 bytes: the prefetch brings in the neighbouring
+            # tile's half of each 256-byte DRAM burst, which a later block then reads from L2.
             derivation.append(f"inputs {', '.join(prefetch)} read tile rows shorter than {L2_PREFETCH_BYTES} bytes: "
                               f"their loads prefetch {L2_PREFETCH_BYTES} bytes into L2")
         if shape[pos1] < t1 or shape[pos2] < t2:
@@ -465,10 +464,10 @@ def _tile_size(n1: int, n2: int, n_elems: int, sms: int, max_dtype: int, n_smem:
     for side, measured in ((HUGE_TILE_SIZE, max_dtype <= 2 and n_smem * HUGE_TILE_SIZE ** 2 * max_dtype
                             <= HUGE_TILE_SMEM), (LARGE_TILE_SIZE, True)):
         if measured and n1 >= side and n2 >= side and n_elems >= LARGE_TILE_WAVES * sms * side * side:
-            # Measured on an H100 (bf16 8192^2, benchmarks/sweep.py, NOTES run 20): 64x64
-            # tiles on 256 threads 141.6 us against 149.2 for nvFuser's 32x32 on 128 (twice
-            # the bytes in flight per thread, a quarter of the blocks); swizzled 128x128 on
-            # 1024 threads 137.6 against 139.6 for 64x64. Unswizzled, 128x128 took 183 us.
+            # A larger tile keeps more bytes in flight per thread with fewer blocks: 64x64
+            # tiles on 256 threads, against nvFuser's 32x32 on 128, and 128x128 on 1024
+            # threads, which needs the swizzled shared-memory tile (unswizzled, its bank
+            # conflicts make it slower than 64x64).
             derivation.append(f"both transposed dims >= {side} and at least {LARGE_TILE_WAVES} waves of "
                               f"{side}x{side} tiles: tiles {side}x{side} "
                               f"(nvFuser: {DEFAULT_TILE_SIZE}x{DEFAULT_TILE_SIZE})")
