@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from engine import philox
 from engine.analysis.replay import transforms_between
 from engine.dtypes import DataType, compute_dtype, from_torch, to_torch
 from engine.errors import ExecutionError
@@ -610,15 +611,13 @@ def _iota(expr, args, ctx):
 
 @handles(ex.RNGOp)
 def _rng(expr, args, ctx):
-    from engine.philox import draw
-
     dtype = out_dtype(expr)
     sizes = [int(ctx.scalar(s)) for s in expr.shape]
     a, b = (float(_number(x)) for x in args[:2])
     seed, offset = (int(_number(x)) for x in args[2:4]) if len(args) > 2 else (0, expr.rng_id)
     narrow = dtype in (DataType.Half, DataType.BFloat16)
     raw = narrow and expr.dist == "uniform"
-    values = draw(expr.dist, math.prod(sizes), seed, offset, dtype == DataType.Double, a, b, raw)
+    values = philox.draw(expr.dist, math.prod(sizes), seed, offset, dtype == DataType.Double, a, b, raw)
     out = torch.from_numpy(values).reshape(sizes).to(ctx.device)
     if not narrow:
         return [out]
