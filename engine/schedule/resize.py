@@ -37,7 +37,7 @@ computed and printed).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 from engine.analysis.logical_map import consumers_of, pairwise_logical_map, producers_of
@@ -123,9 +123,9 @@ def _broadcast_groups(fusion: Fusion) -> _UnionFind:
     return uf
 
 
-def _upstream_resizes(tv: TensorView) -> set[int]:
-    """ids of the slice/pad exprs that `tv` depends on."""
-    out: set[int] = set()
+def _defined_upstream(tv: TensorView) -> Iterator[tuple[TensorView, ex.Expr]]:
+    """`tv` and every tensor it is computed from that has a definition, each once with its
+    definition, depth first."""
     seen: set[int] = set()
     stack = [tv]
     while stack:
@@ -136,29 +136,22 @@ def _upstream_resizes(tv: TensorView) -> set[int]:
         e = t.definition
         if e is None:
             continue
-        if isinstance(e, (ex.SliceOp, ex.PadOp)):
-            out.add(id(e))
+        yield t, e
         stack.extend(producers_of(t))
-    return out
+
+
+def _upstream_resizes(tv: TensorView) -> set[int]:
+    """ids of the slice/pad exprs that `tv` depends on."""
+    return {id(e) for _, e in _defined_upstream(tv) if isinstance(e, (ex.SliceOp, ex.PadOp))}
 
 
 def _resize_of(tv: TensorView, exprs: set[int]) -> Resize | None:
     """A Resize in the root->logical domain of a slice/pad among `exprs` upstream of tv."""
-    stack = [tv]
-    seen: set[int] = set()
-    while stack:
-        t = stack.pop()
-        if id(t) in seen:
-            continue
-        seen.add(id(t))
-        e = t.definition
-        if e is None:
-            continue
+    for t, e in _defined_upstream(tv):
         if id(e) in exprs:
             for i in t.domain.logical:
                 if isinstance(i.definition, Resize):
                     return i.definition
-        stack.extend(producers_of(t))
     return None
 
 
