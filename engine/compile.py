@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from engine import fusion_cache, gc_pause
+from engine import fusion_cache, gc_pause, reference
 from engine.compile_stages import SegmentLoweringError, bind_env, build_segments
 from engine.concretize import concretize, index_before_cast, remove_empty
 from engine.config import Options
@@ -28,8 +28,11 @@ from engine.ir.iterdomain import transforms_kept
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
 from engine.lower.smem import SharedMemoryUse
+from engine.runtime import executor
 from engine.runtime.abi import LaunchConfig, TensorArg
 from engine.runtime.placement import run_device
+from engine.runtime.profiler import profile_emulated, profile_kernel, tensor_bytes
+from engine.segment import graph as segment_graph
 from engine.segment.graph import Sizes
 from engine.segment.refusals import Refusals
 from engine.shape_rules import check_sizes
@@ -89,9 +92,7 @@ class CompiledSegment:
     def kernel(self, backend: str) -> Any:
         k = self._kernels.get(backend)
         if k is None:
-            from engine.runtime.executor import load_kernel
-
-            k = load_kernel(self.cuda_source, self.kernel_name, self.lowered.kernel.params, backend)
+            k = executor.load_kernel(self.cuda_source, self.kernel_name, self.lowered.kernel.params, backend)
             self._kernels[backend] = k
         return k
 
@@ -107,14 +108,10 @@ class CompiledSegment:
 
     def _evaluate(self, args: list[Any], device: torch.device) -> list[Any]:
         """The segment's fusion through the reference evaluator's torch rules, on `device`."""
-        from engine.reference import evaluate
-
         if self.raw_inputs:
-            from engine.segment.graph import _evaluate_segment
-
             raw = {self.fusion.inputs[k] for k in self.raw_inputs}
-            return _evaluate_segment(self.fusion, args, device, raw)
-        return evaluate(self.fusion, args, device)
+            return segment_graph._evaluate_segment(self.fusion, args, device, raw)
+        return reference.evaluate(self.fusion, args, device)
 
 
 def _logical_sizes(tv: TensorView, env: dict) -> list[int]:
@@ -207,8 +204,6 @@ class PreparedLaunch:
 
 def prepare_launch(seg: CompiledSegment, args: list[Any], backend: str) -> PreparedLaunch:
     """Bind a kernel segment's inputs, allocate its outputs, intermediates and workspaces."""
-    from engine.runtime.profiler import tensor_bytes
-
     lowered = seg.lowered
     fusion = seg.fusion
     device = run_device(backend, args)
@@ -296,8 +291,6 @@ class CompiledFusion:
                 repeat: int = 20) -> list[Any]:
         """A KernelProfile per kernel segment (time, bytes, GB/s, % of peak, resources);
         on the emulator, counts and wall time only."""
-        from engine.runtime.profiler import profile_emulated, profile_kernel
-
         xs = self._inputs_for(inputs, backend)
         self.load_kernels(backend)
         out: list[Any] = []
@@ -339,15 +332,13 @@ class CompiledFusion:
         """Compile (or load from the disk cache) every kernel segment's kernel for `backend`
         now, several at once on the emulator. A kernel that fails to compile is left to its
         segment, which raises the error when it runs (after the segments before it)."""
-        from engine.runtime.executor import load_kernels
-
         if backend != "emulate":
             return
         todo = [s for s in self.segments if s.is_kernel and backend not in s._kernels]
         if len(todo) < 2:
             return
         jobs = [(s.cuda_source, s.kernel_name, s.lowered.kernel.params) for s in todo]
-        for seg, kernel in zip(todo, load_kernels(jobs, backend)):
+        for seg, kernel in zip(todo, executor.load_kernels(jobs, backend)):
             if not isinstance(kernel, Exception):
                 seg._kernels[backend] = kernel
 
@@ -444,7 +435,6 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
     """Segment, schedule, lower and render `fd` (a FusionDefinition or Fusion) for `inputs`.
     A definition compiled before for inputs of the same signature, with the same options,
     is not compiled again (engine.fusion_cache)."""
-    from engine.reference import check_input_layouts
     original: Fusion = fd.fusion if hasattr(fd, "fusion") else fd
     options = options or Options()
     meshed = next((v for v in original.vals() if isinstance(v, TensorView) and v.device_mesh is not None), None)
@@ -452,7 +442,7 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
         if MULTIDEVICE_COMPILE is None:
             raise CompileError(f"{meshed.short_name} has a device mesh: import engine.multidevice to compile it")
         return MULTIDEVICE_COMPILE(fd, inputs, options)
-    check_input_layouts(original, inputs)
+    reference.check_input_layouts(original, inputs)
     # The definition's listing is both part of the cache key and the first stage's text
     # (a clone keeps names, so it prints the same): printed once.
     listing = str(original)

@@ -20,6 +20,7 @@ from engine.ir.iterdomain import ParallelType
 from engine.ir.quant_exprs import PreprocessGroupedMatmulInputSf
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView, loop_edits_trusted
+from engine.lower.pipeline import lower_fusion
 from engine.reference import Context, bind_input
 from engine.runtime.device import current
 from engine.schedule import registry
@@ -27,6 +28,7 @@ from engine.schedule.l2_hints import mark_streamed_inputs
 from engine.schedule.params import apply_overrides
 from engine.schedule.persistent_fit import refit
 from engine.schedule.runtime_info import SchedulerRuntimeInfo
+from engine.segment import segment_fusion
 from engine.segment.graph import Sizes
 from engine.trace import Trace
 
@@ -59,13 +61,6 @@ def _segment(fusion: Fusion, inputs: list[Any], options: Options, trace: Trace,
         clone, vmap = fusion.clone()
         trace.event("segment", "fusion", "user-scheduled fusion: one segment, the schedule as written")
         return [(clone, vmap, list(fusion.inputs), list(fusion.outputs), 0, "user")], None
-    try:
-        from engine.segment import segment_fusion
-    except ImportError:
-        segment_fusion = None
-    if segment_fusion is None:
-        clone, vmap = fusion.clone()
-        return [(clone, vmap, list(fusion.inputs), list(fusion.outputs), 0, None)], None
     segmented = segment_fusion(fusion, inputs, options, trace, refusals)
     groups = []
     for g in segmented.run_order():
@@ -221,8 +216,6 @@ def schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace,
 
 def _schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace,
                       known: Mapping[SchedulerType, str | None] | None) -> set[str]:
-    from engine.lower.pipeline import lower_fusion
-
     fusion = seg.fusion
     subject = f"g{seg.id}"
     used: set[str] = set()
@@ -295,8 +288,9 @@ def _schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace,
         # co-resident, so its grid reductions may wait at a grid barrier.
         coresident = info.device.sm_count if getattr(seg.params, "persistent_kernel", False) else 0
         # Pointwise kernels address global tensors with the strides they were compiled for:
-        # the compiler then folds each row offset (gelu 100.0 -> 98.7 us on an H100); in the
-        # 127-register inner-outer kernel the same cost 1.6 us, so the others read the Tensor's.
+        # the compiler then folds each row offset into constants. Other kernels read the
+        # Tensor's strides at run time: in a kernel that already holds many registers (the
+        # inner-outer persistent one) the constants cost more registers than they save.
         strides = _known_strides(seg, args, info.env) if seg.scheduler == "pointwise" else {}
         lowered = lower_fusion(fusion, info.env, seg.kernel_name, layouts, coresident, strides)
     except CompileError as e:

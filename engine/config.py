@@ -12,7 +12,6 @@ class Options:
     device_model: str | None = None  # None: the real GPU when present, else the H200 model
     num_streams: int = 4  # host IR: numberOfStreams of the stream-parallel pass
     force_scheduler: str | None = None  # use this scheduler for every segment (if it accepts)
-    verify: bool = False  # check IR invariants between stages
     sync_launches: bool = False  # wait after every kernel so a fault names it (slower: no queueing)
     heuristic_overrides: dict[str, Any] = field(default_factory=dict)
     # Segment id -> CUDA source that replaces the generated kernel (nvFuser's

@@ -3,7 +3,7 @@
 Defining and compiling a fusion makes a few hundred thousand short-lived objects (the
 segmenter's trial copies among them), and their allocations start the collector's full passes
 over the whole process heap (torch's and inductor's objects included) in the middle of a
-definition or compile: 100-300 ms pauses in a 110 ms RoPE-backward compile. The IR's cycles
+definition or compile, pauses that can outlast the compile itself. The IR's cycles
 (definition <-> uses) are freed by the first collection after the outermost definition or
 compile, so memory stays bounded by one compile's garbage.
 """

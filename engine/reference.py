@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from engine import philox
 from engine.analysis.replay import transforms_between
 from engine.dtypes import DataType, compute_dtype, from_torch, to_torch
 from engine.errors import ExecutionError
@@ -269,7 +270,7 @@ def out_dtype(expr: Expr, k: int = 0) -> DataType:
 
 def _gelu(x):
     # nvFuser's formula, which the kernels compute: at +inf it is inf, where torch's gelu
-    # gives NaN (found by the fuzzer: gelu of pow(0, negative)).
+    # gives NaN (gelu of pow(0, negative), for one).
     return x * 0.5 * (1 + torch.erf(x * math.sqrt(0.5)))
 
 
@@ -610,15 +611,13 @@ def _iota(expr, args, ctx):
 
 @handles(ex.RNGOp)
 def _rng(expr, args, ctx):
-    from engine.philox import draw
-
     dtype = out_dtype(expr)
     sizes = [int(ctx.scalar(s)) for s in expr.shape]
     a, b = (float(_number(x)) for x in args[:2])
     seed, offset = (int(_number(x)) for x in args[2:4]) if len(args) > 2 else (0, expr.rng_id)
     narrow = dtype in (DataType.Half, DataType.BFloat16)
     raw = narrow and expr.dist == "uniform"
-    values = draw(expr.dist, math.prod(sizes), seed, offset, dtype == DataType.Double, a, b, raw)
+    values = philox.draw(expr.dist, math.prod(sizes), seed, offset, dtype == DataType.Double, a, b, raw)
     out = torch.from_numpy(values).reshape(sizes).to(ctx.device)
     if not narrow:
         return [out]

@@ -34,10 +34,6 @@ class BundleError(Exception):
     """A bundle cannot be written or read; the message is one line for the user."""
 
 
-def is_bundle(path: str | Path) -> bool:
-    return Path(path).suffix.lower() == ".json"
-
-
 def to_dict(session: Session) -> dict[str, Any]:
     """The bundle of `session`: each distinct option set once, runs referring to it."""
     option_ids: dict[CompileOptions, str] = {}

@@ -830,7 +830,7 @@ def _flatten(cf: object, options: CompileOptions, seconds: float) -> CompileResu
         for x in g.exprs:
             owners.setdefault(x.name, set()).add(g.id)
     decisions = [_decision(e, owners) for e in cf.trace if e.kind in SEGMENTER_KINDS]
-    # The host-IR program is being added to the engine; show it once CompiledFusion has it.
+    # The host-IR program (CompiledFusion.host_ir), where the compile made one.
     host_ir = getattr(cf, "host_ir", None)
     note = "" if sf is not None else (
         "No segment graph: the segmenter did not run (a user-scheduled fusion runs as written, one segment).")

@@ -8,15 +8,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from engine import gc_pause
+from engine import gc_pause, ops, reference
 from engine.dtypes import DataType
 from engine.errors import FusionDefinitionError
+from engine.frontend.example_inputs import synthesize
+from engine.frontend.sched import SchedOperators
 from engine.frontend.spellings import normalize, unknown_op_message
 from engine.ir.base import _current
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain, IterType
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import MemoryType, TensorDomain, TensorView
+from engine.ops.compat import stride_order as stride_order_op
 
 # Runs a fusion whose tensors carry device meshes on this rank (engine.multidevice installs
 # it when imported, as `import engine` does); returns None for a single-device fusion.
@@ -97,8 +100,6 @@ class _Ops:
         self._fd = fd
 
     def __getattr__(self, name: str) -> Any:
-        import engine.ops as ops
-
         if name.startswith("_") or name not in ops.__all__:
             raise AttributeError(unknown_op_message(name))
         builder = getattr(ops, name)
@@ -113,8 +114,6 @@ class _Ops:
         return op
 
     def __dir__(self) -> list[str]:
-        import engine.ops as ops
-
         return sorted(ops.__all__)
 
 
@@ -162,8 +161,6 @@ class FusionDefinition:
     """
 
     def __init__(self) -> None:
-        from engine.frontend.sched import SchedOperators
-
         self.fusion = Fusion()
         # Frontend calls in order, for writing the fusion back out (engine.frontend.pyformat).
         self.recorded_calls: list[FrontendCall] = []
@@ -375,13 +372,11 @@ class FusionDefinition:
     def _with_stride_order(self, output: TensorView, stride_order: Sequence[int]) -> TensorView:
         """nvFuser lays the output out in place (its allocation domain); an input, a reduction
         or a tensor already laid out gets a copy with that layout, as fd.ops.stride_order."""
-        from engine.ops.compat import stride_order as with_order
-
         rank = len([i for i in output.domain.logical if not i.is_reduction])
         order = _allocation_order([0] * rank, _check_stride_order("add_output", stride_order, rank))
         if (any(output is x for x in self.fusion.inputs) or output.domain.allocation is not None
                 or any(i.is_reduction for i in output.domain.logical)):
-            return with_order(output, list(stride_order))
+            return stride_order_op(output, list(stride_order))
         if order != list(range(rank)):
             logical = [i for i in output.domain.logical if not i.is_reduction]
             output.set_allocation_domain([logical[d] for d in order], True)
@@ -410,8 +405,6 @@ class FusionDefinition:
     def execute(self, inputs: Sequence[Any], device: Any = None, **_: Any) -> list[Any]:
         """Run the fusion: compiled kernels on the GPU when the inputs are CUDA tensors
         (compiled once per input signature), the reference evaluator (torch ops) otherwise."""
-        from engine.reference import check_input_layouts, evaluate
-
         xs = list(inputs)
         # Repeated calls with the inputs of the last GPU call's signature (shapes, strides,
         # dtypes, alignment: what the layout check and the compile depend on) go straight
@@ -425,10 +418,10 @@ class FusionDefinition:
             outs = MULTIDEVICE_RUN(self, xs)
             if outs is not None:
                 return outs
-        check_input_layouts(self.fusion, xs)
+        reference.check_input_layouts(self.fusion, xs)
         on_gpu = any(getattr(x, "is_cuda", False) for x in xs) or str(device or "").startswith("cuda")
         if not on_gpu:
-            return self.apply_output_aliases(inputs, evaluate(self.fusion, xs, device=device))
+            return self.apply_output_aliases(inputs, reference.evaluate(self.fusion, xs, device=device))
         import torch
 
         from engine.compile import _signature, compile_fusion
@@ -455,8 +448,6 @@ class FusionDefinition:
             raise FusionDefinitionError("sizes are for a fusion without an inputs list; this one's example inputs "
                                         "are its file's `inputs = [...]`")
         if self.input_specs is None:
-            from engine.frontend.example_inputs import synthesize
-
             specs = synthesize(self.fusion, sizes)
         else:
             specs = self.input_specs

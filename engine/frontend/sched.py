@@ -328,10 +328,7 @@ class SchedOperators:
         return [v.scheduler for v in verdicts if v.accepted]
 
     def _compute(self, name: str, kind: SchedulerType, inputs: Sequence[Any] | None) -> HeuristicParams:
-        try:
-            scheduler = registry.get(kind)
-        except KeyError:
-            raise ScheduleError(f"sched.{name}: the {kind} scheduler is not available in this engine") from None
+        scheduler = registry.get(kind)
         info = self._runtime_info(name, inputs)
         assert info is not None
         v = registry.verdict(kind, self._fd.fusion, info)

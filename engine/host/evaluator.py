@@ -20,11 +20,13 @@ from typing import Any
 
 import torch
 
+from engine.compile import allocate
 from engine.errors import ExecutionError
 from engine.host import hir
 from engine.ir import exprs as ex
 from engine.ir.base import Expr, Val
 from engine.ir.scalar import Scalar
+from engine.reference import HANDLERS, Context, bind_input, finish_output
 from engine.runtime.placement import run_device
 
 # Pool streams per device, reused across runs as c10's stream pool is.
@@ -60,7 +62,6 @@ class HostIrEvaluator:
 
     # ---- public ----------------------------------------------------------------------
     def run(self, inputs: Sequence[Any]) -> list[Any]:
-        from engine.reference import Context, bind_input
         c = self.container
         if len(inputs) != len(c.inputs):
             raise ExecutionError(f"the host program takes {len(c.inputs)} inputs, got {len(inputs)}")
@@ -126,8 +127,6 @@ class HostIrEvaluator:
             self.ctx.env.pop(s.index, None)
             self._iteration = None
         elif isinstance(s, hir.Allocate):
-            from engine.compile import allocate
-
             t = allocate(s.tv, self.ctx.env, self.ctx.device)
             self.values[id(s.tv)] = t.zero_() if s.zero_init else t
         elif isinstance(s, hir.Deallocate):
@@ -155,8 +154,6 @@ class HostIrEvaluator:
             raise ExecutionError(f"the host evaluator cannot run {type(s).__name__}")
 
     def _run_expr(self, e: Expr) -> None:
-        from engine.reference import HANDLERS, finish_output
-
         args = [self._value(v) for v in e.inputs]
         outs_pre = [self.values.get(id(v)) for v in e.outputs]
         if isinstance(e, ex.LoadStoreOp) and isinstance(outs_pre[0], torch.Tensor) and not e.is_permute:

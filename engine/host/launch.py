@@ -15,9 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from engine.compile import _launch_prepared, allocate, is_padded, prepare_launch
+from engine.dtypes import DataType
 from engine.errors import CompileError, ExecutionError
 from engine.ir.tensorview import TensorView
+from engine.reference import to_torch
 from engine.runtime.abi import TensorArg
+from engine.runtime.executor import make_launcher
 from engine.runtime.placement import run_device
 
 if TYPE_CHECKING:
@@ -32,13 +36,10 @@ _WORK_DTYPES = {"nvfuser_index_t": torch.int64, "int64_t": torch.int64, "double"
 
 def work_dtype(ctype: str) -> torch.dtype:
     """The torch dtype of a kernel workspace declared with C type `ctype`: every element type
-    the kernel may use for a grid reduction's partials (a max over bool keeps bool partials;
-    fuzz fusion 1-4000 got float32 memory for a bool workspace)."""
+    the kernel may use for a grid reduction's partials (a max over bool keeps bool partials,
+    which need bool memory, not float32)."""
     if ctype in _WORK_DTYPES:
         return _WORK_DTYPES[ctype]
-    from engine.dtypes import DataType
-    from engine.reference import to_torch
-
     for d in DataType:
         if d not in (DataType.Null, DataType.Float4_e2m1fn) and d.cuda_name == ctype:
             return to_torch(d)
@@ -61,8 +62,6 @@ class AllocSpec:
 
 def alloc_spec(tv: TensorView, env: dict) -> AllocSpec:
     """What `compile.allocate` makes for `tv`, read off a meta tensor (no memory)."""
-    from engine.compile import allocate, is_padded
-
     t = allocate(tv, env, torch.device("meta"))
     return AllocSpec(tuple(t.shape), tuple(t.stride()), t.dtype, is_padded(tv, env))
 
@@ -71,8 +70,6 @@ class SegmentLaunch:
     """Replays one kernel segment's launch; built by `first_launch`."""
 
     def __init__(self, seg: CompiledSegment, backend: str, device: torch.device, args: list[Any], prep: Any) -> None:
-        from engine.runtime.executor import make_launcher
-
         self.seg = seg
         self.device = device
         inputs = {v.short_name if isinstance(v, TensorView) else v.inline(): k
@@ -158,8 +155,6 @@ def _stream_key(device: torch.device) -> Any:
 
 def first_launch(seg: CompiledSegment, args: list[Any], backend: str) -> tuple[SegmentLaunch, list[Any]]:
     """Launch through the general path (every argument validated) and settle the replay."""
-    from engine.compile import _launch_prepared, prepare_launch
-
     prep = prepare_launch(seg, args, backend)
     outputs = _launch_prepared(seg, prep, backend)
     device = run_device(backend, args)

@@ -17,12 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from engine.compile import _launch
 from engine.errors import ExecutionError
 from engine.host import hir
 from engine.host.alias_replay import AliasReplay
 from engine.ir.base import Expr, Val
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
+from engine.reference import HANDLERS, Context, bind_input, finish_output
 from engine.runtime.placement import run_device
 
 if TYPE_CHECKING:
@@ -123,7 +125,6 @@ class RunPlan:
         return [_read(r, slots, env) for r in self.outputs]
 
     def _env(self, xs: list[Any]) -> Any:
-        from engine.reference import Context
         ctx = Context(run_device(self.backend, xs))
         ctx.env.update(self.static_env)
         for k, v in self.scalar_inputs:
@@ -167,8 +168,6 @@ class RunPlan:
 
 def _static_env(c: hir.HostIrContainer, signature: tuple) -> dict:
     """Extents bound from the tensor inputs' compiled sizes (meta tensors: no data)."""
-    from engine.reference import Context, bind_input
-
     ctx = Context(torch.device("meta"))
     for k, (v, s) in enumerate(zip(c.inputs, signature)):
         if isinstance(v, TensorView) and isinstance(s, tuple):
@@ -215,8 +214,6 @@ class _Launch:
             self._fitted = replay
             outputs = replay(args)
         else:
-            from engine.compile import _launch
-
             outputs = _launch(self.seg, args, self.backend)
         for k, t in zip(self.outs, outputs):
             slots[k] = t
@@ -260,8 +257,6 @@ class _HostExpr(_Replayable):
     """A fusion-level expr run through the reference evaluator's torch rule."""
 
     def __init__(self, e: Expr, refs: list[tuple[int, Any]], outs: list[int], where: str = "") -> None:
-        from engine.reference import HANDLERS
-
         super().__init__(refs, outs)
         self.e, self.where = e, where
         self.handler = HANDLERS.get(type(e))
@@ -269,8 +264,6 @@ class _HostExpr(_Replayable):
             raise ExecutionError(f"the host program has no torch rule for {type(e).__name__}")
 
     def compute(self, args: list[Any], env: Any) -> list[Any]:
-        from engine.reference import finish_output
-
         try:
             results = self.handler(self.e, args, env)
         except ExecutionError as err:  # name the segment the op stands for

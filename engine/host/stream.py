@@ -27,6 +27,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from engine.analysis.logical_map import logical_map, tensor_edges
 from engine.errors import CompileError
 from engine.host.hir import (
     Allocate,
@@ -77,8 +78,6 @@ class IdGroups:
     selected at every StreamIdx."""
 
     def __init__(self, fusion: Fusion) -> None:
-        from engine.analysis.logical_map import logical_map, tensor_edges
-
         self._parent: dict[int, IterDomain] = {}
         for p, c, _ in tensor_edges(fusion):
             for a, b in logical_map(p, c, map_broadcast=False).items():

@@ -10,7 +10,9 @@ from engine.dtypes import DataType
 from engine.errors import FusionDefinitionError
 from engine.ir.base import Expr, Val
 from engine.ir.graph_copy import copy_value
+from engine.ir.printer import fusion_listing, kernel_math
 from engine.ir.scalar import Scalar
+from engine.ir.tensorview import MemoryType, TensorView
 
 # Checks every expr passes as it registers, before it is linked into the graph; a
 # check refuses an expr by raising FusionDefinitionError. They enforce rules about
@@ -197,13 +199,11 @@ class Fusion:
                     out.append(v)
         return out
 
-    def tensors(self) -> list[Val]:
+    def tensors(self) -> list[TensorView]:
         # Kept per graph version as vals() is: asked hundreds of times per compile, the
         # filter then runs once per version and each call only copies the list.
         cache = self.__dict__.get("_tensors_cache")
         if cache is None or cache[0] != self._version:
-            from engine.ir.tensorview import TensorView
-
             cache = self._tensors_cache = (self._version, [v for v in self.vals() if isinstance(v, TensorView)])
         return list(cache[1])
 
@@ -251,8 +251,6 @@ class Fusion:
         unusable after. compile_fusion pauses the collector, whose first pass afterwards
         would otherwise walk every such graph the compile made. `shared`: what a clone
         shares with its original (see clone), left intact."""
-        from engine.ir.tensorview import TensorView
-
         # Everything is collected before anything is cleared: tensors may share a domain
         # (a multi-output op's) and domains their ids.
         keep = {id(x) for x in shared}
@@ -280,13 +278,9 @@ class Fusion:
 
     # ---- printing ----------------------------------------------------------------
     def __str__(self) -> str:
-        from engine.ir.printer import fusion_listing
-
         return fusion_listing(self)
 
     def print_math(self) -> str:
-        from engine.ir.printer import kernel_math
-
         return kernel_math(self)
 
 
@@ -295,7 +289,5 @@ def _short(val: Val) -> str:
 
 
 def _set_global(val: Val) -> None:
-    from engine.ir.tensorview import MemoryType, TensorView
-
     if isinstance(val, TensorView):
         val.memory_type = MemoryType.Global

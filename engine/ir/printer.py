@@ -27,11 +27,6 @@ def fusion_listing(fusion: Fusion) -> str:
     return "\n".join(lines) + "\n\n" + kernel_math(fusion)
 
 
-def with_dtype(tv: TensorView) -> str:
-    """A tensor followed by its dtype, as in segment group input lists."""
-    return f"{tv} {tv.dtype.cuda_name}"
-
-
 def domain_str(ids: Iterable[IterDomain]) -> str:
     return "(" + ", ".join(str(i) for i in ids) + ")"
 

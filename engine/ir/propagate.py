@@ -463,8 +463,8 @@ def propagate_max_info(reference: TensorView, selected: list[TensorView] | None 
     info: dict[TensorView, set] = {reference: set(reference.domain.logical)}
     # The edges out of each tree tensor with the ids each would carry, found once when the
     # tensor joins the tree: replaying an edge changes loop domains only, never the graph,
-    # a logical or root domain, or a tree tensor's info (each round used to map every edge
-    # of the tree again: quadratic in the tensors).
+    # a logical or root domain, or a tree tensor's info (mapping every edge of the tree
+    # again each round would be quadratic in the tensors).
     edges: dict[TensorView, list[tuple[TensorView, bool, set]]] = {}
 
     def out_edges(src: TensorView) -> list[tuple[TensorView, bool, set]]:

@@ -17,6 +17,7 @@ from engine.dtypes import DataType
 from engine.errors import FusionDefinitionError, ScheduleError
 from engine.ir.base import Expr, Val
 from engine.ir.device_mesh import DeviceMesh
+from engine.ir.exprs import CatOp, LoadStoreOp
 from engine.ir.graph_copy import copy_node
 from engine.ir.iterdomain import (
     IdTransform,
@@ -494,8 +495,6 @@ class TensorView(Val):
     def _refuse_cat_use(self, what: str, uses: Sequence[Expr]) -> None:
         # A cat reads where each input's data lies from the pad (Resize) that made the
         # input: a copy between the pad and the cat would lose it.
-        from engine.ir.exprs import CatOp
-
         if any(isinstance(e, CatOp) for e in uses):
             raise ScheduleError(
                 f"{self.short_name}: {what} between a pad and the cat that reads it is not allowed"
@@ -528,8 +527,6 @@ class TensorView(Val):
         transformed (non-permutation) allocation domain is omitted: the cache's layout
         then follows its loop domain.
         """
-        from engine.ir.exprs import LoadStoreOp
-
         self._require_not_inlined("cache_after")
         uses = self.fusion.uses_of(self)
         self._refuse_cat_use("cache_after", uses)
@@ -553,8 +550,6 @@ class TensorView(Val):
         allocation domain stays with `self`, mapped onto its new ids: it is the layout
         requested for `self`, not for the cache.
         """
-        from engine.ir.exprs import LoadStoreOp
-
         expr = self.definition
         if expr is None:
             raise ScheduleError(f"{self.short_name}: cache_before needs a tensor produced by an op")
@@ -597,8 +592,6 @@ class TensorView(Val):
         `self` stays as the value its uses read (now local); the new tensor takes its
         place among the outputs, with `self`'s allocation domain mapped onto it.
         """
-        from engine.ir.exprs import LoadStoreOp
-
         if self not in self.fusion.outputs:
             raise ScheduleError(f"{self.short_name}: cache_fork needs a fusion output")
         if self in self.fusion.inputs:

@@ -65,10 +65,10 @@ def coverage_error(logical: Sequence[IterDomain], target: Sequence[IterDomain],
             b = o if o.is_broadcast else n if n.is_broadcast else None
             if b is not None and (o.is_reduction or n.is_reduction):
                 # The merged reduction would also run over the broadcast's iterations: an
-                # expansion's elements are separate outputs, not values to reduce (fuzz
-                # schedule-1-502: 512 != 64), and the overhang of a split broadcast (bS{2}
-                # from bS{1} split by 2) repeats every element (schedule-3-5028: 2x the
-                # sum). nvFuser refuses any merge of a reduction with a non-reduction axis.
+                # expansion's elements are separate outputs, not values to reduce (the sum
+                # would count each of them), and the overhang of a split broadcast (bS{2}
+                # from bS{1} split by 2) repeats every element (twice the sum). nvFuser
+                # refuses any merge of a reduction with a non-reduction axis.
                 times = b.expanded_extent if b.expanded_extent is not None else b.extent
                 if not (times.is_const and times.evaluate({}) == 1):
                     kind = "an expanded broadcast axis" if b.expanded_extent is not None else (
@@ -211,9 +211,8 @@ def reduction_read_in_its_loop(tv: TensorView, level: int) -> str | None:
 
     Every tensor joined to `tv` by inlining past `level` shares that loop. A reduction
     there accumulates over it, and its result exists only once the loop has closed; a
-    tensor after the reduction in the same loop reads it unfinished (fuzz
-    schedule-3-5447: a cached input inlined both into a min and into an add of the
-    broadcast min). nvFuser refuses the same mappings (ComputeAtRootDomainMap's
+    tensor after the reduction in the same loop reads it unfinished (a cached input
+    inlined both into a min and into an add of the broadcast min). nvFuser refuses the same mappings (ComputeAtRootDomainMap's
     unmappable reduction domains), so its inline_most stops before them too.
     """
     from engine.analysis.logical_map import consumers_of, producers_of

@@ -158,9 +158,8 @@ class Extents:
 
         Promotions chain along inlining, so every consumer is promoted before its
         producers: tensors are visited in reverse order of definition (fusion inputs
-        last). Visiting the readers of each expression instead promoted a tensor read
-        late (fuzz fusion 1-874: T3 read by the last lerp) from a consumer not yet
-        promoted, and a merged broadcast kept the expanded extent alone (3 of 192),
+        last). Visiting the readers of each expression instead would promote a tensor
+        read late (by the last of several ops) from a consumer not yet promoted, and a merged broadcast kept the expanded extent alone (3 of 192),
         which then bounded the predicate of every producer inlined with it. A broadcast
         inlined into consumers of different extents (one that stays a broadcast, one
         that concretizes it) runs the largest one's loop.

@@ -175,8 +175,8 @@ def _check_same_iteration(group: list[Expr], level: int, node: LoopNode) -> None
     """A producer that shares this loop with a consumer without being inlined into it (the
     two joined through a tensor inlined into both) is computed one iteration at a time: the
     consumer may only read the element of its own iteration. One that reads along another
-    axis would read elements of later iterations, not yet computed (fuzz schedule 33-42:
-    a row sum read along the columns of the rows loop that computes it)."""
+    axis would read elements of later iterations, not yet computed (a row sum read along
+    the columns of the rows loop that computes it)."""
     made = {id(o): e for e in group for o in e.outputs}
     for e in group:
         c = out_tv(e)

@@ -263,7 +263,7 @@ class ExprLowering:
         (_seed_from_producer), so its own bounds only say that those indices are in range:
         the iterations past the end of a non-divisible split of the promoted loop (threads
         112..127 of a 112-element loop) still map to valid elements and would write what
-        the producer, predicated off there, never computed (fuzz fusion 2-7366). Every
+        the producer, predicated off there, never computed. Every
         split among the loop ids' definitions whose outer and inner parts the nest runs
         bounds its input."""
         if out.compute_at_pos > 0 and consumers_of(out):
@@ -296,7 +296,7 @@ class ExprLowering:
         kernel's blockIdx.y). Only for outputs the kernel does not read back, which other
         blocks would then read before the one writer has written. Along `one_block` (block
         dimensions a grid reduction feeding `out` reduced) the writer is already one block,
-        the last to arrive, which need not be block 0 (fuzz schedule 32-31 wrote nothing)."""
+        the last to arrive, which need not be block 0."""
         if self.buffer(out).memory != "global" or out.uses:
             return []
         preds: list[str] = []

@@ -56,7 +56,7 @@ def _divisible(domain: IterDomain, ext: Extents, width: int) -> bool:
     """`domain` is the inner split of a `width` multiple, and no split before it overhangs:
     only then does the vector's first element's predicate hold for all of it. (fp16 [17]
     split by 32, then the 32 by 8: each 8 divides its split's input, yet the third vector
-    starts at element 16 of 17; fuzz schedule 54-1462 wrote 7 halves beyond its output.)"""
+    starts at element 16 of 17, and would write 7 halves beyond the output.)"""
     t = domain.definition
     return isinstance(t, Split) and t.inner is domain and ext.of(t.in_id) % width == 0 \
         and not _overhangs(t.in_id, ext)

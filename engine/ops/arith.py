@@ -12,7 +12,7 @@ from engine.ir.scalar import ternary as scalar_ternary
 from engine.ir.scalar import unary as scalar_unary
 from engine.ir.tensorview import TensorView
 from engine.ops.common import Operand, fusion_of, new_tv, no_reductions, pointwise_ids, to_val
-from engine.ops.shape import broadcast
+from engine.ops.shape import broadcast, set_
 
 # Unary ops that produce floating values from integer or bool input (promote to float).
 FLOAT_UNARY = [
@@ -285,8 +285,6 @@ def real(arg: Operand) -> Val:
     if not isinstance(v, TensorView):
         raise FusionDefinitionError(f"real: operand must be a tensor, got {v!r}")
     if not v.dtype.is_complex:
-        from engine.ops.shape import set_
-
         return set_(v)
     out = _make_tensor_out("real", [v], _REAL_OF[v.dtype])
     UnaryOp(v.fusion, "real", out, v)

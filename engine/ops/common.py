@@ -9,7 +9,7 @@ from engine.errors import FusionDefinitionError
 from engine.ir.base import Val, current_fusion
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain, IterType
-from engine.ir.scalar import Scalar, as_scalar, same_scalar
+from engine.ir.scalar import Scalar, as_scalar
 from engine.ir.tensorview import TensorDomain, TensorView
 
 Operand = TensorView | Scalar | int | float | bool
@@ -115,10 +115,6 @@ def _pick_extent(ids: Sequence[IterDomain]) -> Scalar:
         if i.extent.is_const:
             return i.extent
     return ids[0].extent
-
-
-def extents_equal(a: IterDomain, b: IterDomain) -> bool:
-    return same_scalar(a.extent, b.extent)
 
 
 def real_scalar(op: str, what: str, v: object) -> Scalar:

@@ -19,10 +19,12 @@ from engine.dtypes import DataType
 from engine.errors import FusionDefinitionError
 from engine.ir.scalar import Scalar, as_scalar, binary, ceil_div, smax
 from engine.ir.tensorview import TensorView
+from engine.ops.arith import add, ge, le, mul, sub, where
 from engine.ops.common import check_tensor, no_reductions, norm_dim
 from engine.ops.factory import iota
 from engine.ops.indexing import index_select
-from engine.ops.shape import ShapeEntry, reshape
+from engine.ops.matmul import matmul
+from engine.ops.shape import ShapeEntry, broadcast, reshape, set_
 
 __all__ = ["add_alpha", "addcmul", "arange", "at", "bmm", "embedding_fwd", "shape", "size", "stride_order",
            "sub_alpha", "tensor_sizes", "threshold", "triu", "view"]
@@ -109,15 +111,11 @@ def _product(xs: list[Scalar]) -> Scalar:
 
 def addcmul(arg: object, tensor1: object, tensor2: object, value: object = 1.0) -> object:
     """arg + value * tensor1 * tensor2 (nvFuser's addcmul)."""
-    from engine.ops.arith import add, mul
-
     return add(arg, mul(value, mul(tensor1, tensor2)))
 
 
 def threshold(arg: object, threshold: object, value: object) -> object:  # noqa: A002
     """value where arg <= threshold, else arg (torch.nn.functional.threshold)."""
-    from engine.ops.arith import le, where
-
     return where(le(arg, threshold), value, arg)
 
 
@@ -125,8 +123,6 @@ def stride_order(arg: TensorView, stride_order: Sequence[int]) -> TensorView:
     """A copy of `arg` laid out so that `stride_order[i]` is the rank of dim i's stride (0:
     innermost), as define_tensor's stride_order: its allocation domain is the permuted
     logical domain."""
-    from engine.ops.shape import set_
-
     tv = check_tensor("stride_order", arg)
     ids = no_reductions(tv)
     rank = len(ids)
@@ -145,24 +141,17 @@ def stride_order(arg: TensorView, stride_order: Sequence[int]) -> TensorView:
 
 def add_alpha(arg1: object, arg2: object, alpha: object) -> object:
     """arg1 + alpha * arg2 (torch.add's alpha)."""
-    from engine.ops.arith import add, mul
-
     return add(arg1, mul(arg2, alpha))
 
 
 def sub_alpha(arg1: object, arg2: object, alpha: object) -> object:
     """arg1 - alpha * arg2 (torch.sub's alpha)."""
-    from engine.ops.arith import mul, sub
-
     return sub(arg1, mul(arg2, alpha))
 
 
 def triu(input: TensorView, diagonal: int | Scalar = 0) -> TensorView:  # noqa: A002
     """torch.triu over the last two axes: elements with col - row < diagonal become 0. As
     nvFuser builds it: a mask from a row and a column iota, then a where."""
-    from engine.ops.arith import ge, sub, where
-    from engine.ops.shape import broadcast
-
     tv = check_tensor("triu", input)
     rank = len(no_reductions(tv))
     if rank < 2:
@@ -179,8 +168,6 @@ def triu(input: TensorView, diagonal: int | Scalar = 0) -> TensorView:  # noqa: 
 
 def bmm(mat1: TensorView, mat2: TensorView) -> TensorView:
     """torch.bmm: batched matmul of [b, m, k] and [b, k, n]."""
-    from engine.ops.matmul import matmul
-
     for name, t in (("mat1", mat1), ("mat2", mat2)):
         tv = check_tensor("bmm", t, name)
         if len(no_reductions(tv)) != 3:

@@ -14,7 +14,7 @@ from engine.ir.tensorview import TensorView
 from engine.ops import arith
 from engine.ops.arith import cast
 from engine.ops.common import check_tensor, copy_id, new_tv, no_reductions, norm_dims
-from engine.ops.shape import broadcast
+from engine.ops.shape import broadcast, set_
 
 __all__ = ["max", "mean", "min", "prod", "reduce", "sum", "var", "var_mean", "welford"]
 
@@ -71,8 +71,6 @@ def reduce(
         src = no_reductions(tv)
     if not src:
         # A 0-dim tensor reduces to its one value: a copy, as nvFuser's reductionOpZeroDimTensor.
-        from engine.ops.shape import set_
-
         return set_(tv)
     fusion = tv.fusion
     out = new_tv(fusion, reduced_ids(fusion, src, ds), tv.dtype)

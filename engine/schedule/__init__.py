@@ -6,7 +6,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import ScheduleError
+from engine.schedule import registry
 from engine.schedule.base import SchedulerType
+from engine.schedule.runtime_info import SchedulerRuntimeInfo
 
 if TYPE_CHECKING:
     from engine.ir.fusion import Fusion
@@ -28,9 +30,6 @@ def schedule_fusion(
     Every verdict, heuristic and transform is recorded in `trace`. A forced scheduler
     that refuses, or a fusion no scheduler takes, raises ScheduleError with the reasons.
     """
-    from engine.schedule import registry
-    from engine.schedule.runtime_info import SchedulerRuntimeInfo
-
     info = SchedulerRuntimeInfo(fusion, list(inputs))
     verdicts, first = registry.can_schedule(fusion, info, trace)
     if force is not None:

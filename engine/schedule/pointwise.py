@@ -45,6 +45,7 @@ from engine.schedule import tools
 from engine.schedule.base import Scheduler, SchedulerType
 from engine.schedule.params import HeuristicParams, LaunchParams
 from engine.schedule.registry import register
+from engine.schedule.tools import ceil_div, note_transform, prev_pow2
 
 if TYPE_CHECKING:
     from engine.ir.fusion import Fusion
@@ -378,14 +379,6 @@ def _bytes(tv: TensorView) -> int:
     return max(1, tv.dtype.bits // 8)
 
 
-def _last_pow2(n: int) -> int:
-    return 1 << (n.bit_length() - 1) if n > 0 else 0
-
-
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 def uncacheable_inputs(fusion: Fusion, ref: TensorView, bp: int, vectorized: Collection[str]) -> list[TensorView]:
     """Inputs whose cache a schedule broken at `bp` (0: 1-D) could not index; their
     consumers read them from global memory instead, indexed from their own loops.
@@ -499,12 +492,12 @@ class PointwiseScheduler(Scheduler):
         # The widest vectorizable tensor bounds the vector (nvFuser's
         # max_dtype_size_bit_for_vectorization): a 0-d scale input does not.
         max_bits = max([t.dtype.bits for t in vec0.vectorizable], default=8)
-        max_vu = _ceil_div(VECTOR_BYTES * 8 // max_bits, max(_last_pow2(n_vec_io) >> 2, 1))
+        max_vu = ceil_div(VECTOR_BYTES * 8 // max_bits, max(prev_pow2(n_vec_io) >> 2, 1))
         lines.append(f"vector/unroll budget: 16 bytes / {max_bits} bits (widest vectorizable "
                      f"tensor) over {n_vec_io} vectorizable tensors -> {max_vu}")
         wave = dev.sm_count * THREADS_X
         if n_elems < wave and max_vu > 1:
-            max_vu = min(max_vu, _ceil_div(n_elems, wave))
+            max_vu = min(max_vu, ceil_div(n_elems, wave))
             lines.append(f"fewer elements than a wave ({wave}): budget -> {max_vu}")
 
         block = block_quantization_size(fusion)
@@ -517,7 +510,7 @@ class PointwiseScheduler(Scheduler):
         vec = vec0 if bp == 0 else vectorization_factor(fusion, ref, info, bp, keep)
         lines.extend(f"  {x}" for x in vec.derivation)
         # A vector must stay a power of two that divides the extent, whatever the budget.
-        v = min(vec.factor, _last_pow2(max_vu))
+        v = min(vec.factor, prev_pow2(max_vu))
         if v < vec.factor:
             lines.append(f"vectorization factor limited by the budget -> {v}")
         unroll_inner = 1
@@ -529,7 +522,7 @@ class PointwiseScheduler(Scheduler):
         if split_grid_y:
             lines.append(f"grid y extent above {GRID_Y_LIMIT}: split grid y")
         if bp == 0:
-            gdimx = _ceil_div(n_elems, v * unroll_inner * THREADS_X)
+            gdimx = ceil_div(n_elems, v * unroll_inner * THREADS_X)
             lines.append(f"1-D schedule: {gdimx} blocks of {THREADS_X} threads x {v * unroll_inner}")
         lp = LaunchParams(bdimx=bdimx, bdimy=bdimy if split_block else -1)
         params = PointwiseParams(
@@ -558,8 +551,8 @@ class PointwiseScheduler(Scheduler):
         lines.extend(f"  {x}" for x in vec.derivation)
         max_bits = max([t.dtype.bits for t in vec.vectorizable if t.dtype.bits >= 8], default=8)
         v = min(vec.factor, VECTOR_BYTES * 8 // max_bits, block)
-        v = math.gcd(_last_pow2(max(v, 1)), block)
-        gdimx = _ceil_div(n_blocks, THREADS_X)
+        v = math.gcd(prev_pow2(max(v, 1)), block)
+        gdimx = ceil_div(n_blocks, THREADS_X)
         lines.append(f"block quantization: {n_blocks} blocks of {block} elements, one per "
                      f"thread; 1-D schedule of {gdimx} blocks of {THREADS_X} threads; each "
                      f"block read in vectors of {v} (16 bytes of {max_bits} bits, the "
@@ -610,13 +603,13 @@ class PointwiseScheduler(Scheduler):
             cost *= right_bytes
             if (best_cost is not None and cost >= best_cost) or cost * 10 >= transfer_1d * 9:
                 continue
-            if _ceil_div(right, max_vu) <= dev.warp_size:
+            if ceil_div(right, max_vu) <= dev.warp_size:
                 continue
             flip = lhs <= rhs and dev.l2_cache_bytes < right_bytes * 2
-            bdimx = min(_ceil_div(right, max_vu), THREADS_X)
+            bdimx = min(ceil_div(right, max_vu), THREADS_X)
             bdimy = THREADS_X // bdimx if left > dev.sm_count else 1
-            best = (bp, flip, bdimy > 1, bdimx, bdimy, _ceil_div(left, bdimy),
-                    _ceil_div(right, bdimx * max_vu))
+            best = (bp, flip, bdimy > 1, bdimx, bdimy, ceil_div(left, bdimy),
+                    ceil_div(right, bdimx * max_vu))
             best_cost = cost
             lines.append(f"break point {bp}: left {left} x {lhs} B, right {right} x {rhs} B, "
                          f"cost {cost} < 90% of 1-D {transfer_1d}")
@@ -645,11 +638,6 @@ class PointwiseScheduler(Scheduler):
         schedule_pointwise(fusion, params, trace)
 
 
-def _event(trace: Trace | None, subject: str, message: str, **data: object) -> None:
-    if trace is not None:
-        trace.event("transform", subject, message, **data)
-
-
 def schedule_pointwise(fusion: Fusion, params: PointwiseParams, trace: Trace | None = None) -> None:
     keep = global_only(fusion)
     ref0 = find_reference(fusion)
@@ -672,12 +660,12 @@ def schedule_pointwise(fusion: Fusion, params: PointwiseParams, trace: Trace | N
                     for c in tools.cache_inputs(fusion, kept, trace, dict.fromkeys(uncached, why))
                     if c.definition is not None}
     tools.cache_and_fork_outputs(fusion, kept, trace)
-    _event(trace, "pointwise", "cached inputs " + ", ".join(
+    note_transform(trace, "pointwise", "cached inputs " + ", ".join(
         f"{t.short_name}->{c.short_name}" for t, c in input_caches.items()))
     ref = find_reference(fusion)
     assert ref is not None
     if ref.nloop == 0 or all(i.is_broadcast for i in ref.domain.loop):
-        _event(trace, ref.short_name, "zero-dimensional reference: no loop transforms")
+        note_transform(trace, ref.short_name, "zero-dimensional reference: no loop transforms")
         tools.inline_most(fusion)
         return
 
@@ -725,7 +713,7 @@ def schedule_pointwise(fusion: Fusion, params: PointwiseParams, trace: Trace | N
         else:
             ref.axis(y_axis).parallelize(pt.grid_y)
     if trace is not None:  # trials pass no trace: skip printing the domain
-        _event(trace, ref.short_name, f"reference scheduled: {ref}", loop=str(ref.domain))
+        note_transform(trace, ref.short_name, f"reference scheduled: {ref}", loop=str(ref.domain))
 
     tools.propagate(ref)
     others = [t for t in fusion.tensors() if isinstance(t, TensorView) and t is not ref]
@@ -739,7 +727,7 @@ def schedule_pointwise(fusion: Fusion, params: PointwiseParams, trace: Trace | N
         # parallel types through the resize (PERMISSIVE_RESIZE, as nvFuser's
         # parallelizeAllLike); tensors that bound consumers read keep their serial loops.
         tools.parallelize_all_like(ref, -1, serial, non_vector, across_resize=True)
-        _event(trace, "pointwise", "parallel types mapped across slices and pads to "
+        note_transform(trace, "pointwise", "parallel types mapped across slices and pads to "
                + ", ".join(t.short_name for t in serial))
     if v > 1:
         ref.axis(-1).parallelize(pt.vectorize)
@@ -755,11 +743,11 @@ def schedule_pointwise(fusion: Fusion, params: PointwiseParams, trace: Trace | N
             if o.short_name in names or forked:
                 targets.append(o)
         tools.parallelize_all_like(ref, -1, targets, [pt.vectorize])
-        _event(trace, "pointwise", f"vectorized by {v}: {ref.short_name}"
+        note_transform(trace, "pointwise", f"vectorized by {v}: {ref.short_name}"
                + "".join(f", {t.short_name}" for t in targets))
     tools.inline_most(fusion)
     if trace is not None:
-        _event(trace, "pointwise", "inlined most", ca_pos={
+        note_transform(trace, "pointwise", "inlined most", ca_pos={
             t.short_name: t.compute_at_pos for t in fusion.tensors() if isinstance(t, TensorView)})
 
 
@@ -826,7 +814,7 @@ def _schedule_blocks(fusion: Fusion, ref: TensorView, params: PointwiseParams,
     ref.split(0, THREADS_X)  # [BIDx, TIDx, B]
     ref.axis(0).parallelize(pt.grid_x)
     ref.axis(1).parallelize(pt.block_x)
-    _event(trace, ref.short_name, f"reference scheduled in blocks of {block}: {ref}",
+    note_transform(trace, ref.short_name, f"reference scheduled in blocks of {block}: {ref}",
            loop=str(ref.domain))
     # What reads the scales (seed 000's layout op output) iterates the scales' loops:
     # the thread that quantized block (i, j) also moves scale (i, j).
@@ -868,9 +856,9 @@ def _schedule_blocks(fusion: Fusion, ref: TensorView, params: PointwiseParams,
                     and o not in keep and o.short_name in names]
         for tv in targets:
             tv.axis(-1).parallelize(pt.vectorize)
-        _event(trace, "pointwise", f"blocks read in vectors of {v}: "
+        note_transform(trace, "pointwise", f"blocks read in vectors of {v}: "
                + ", ".join(t.short_name for t in targets))
     tools.inline_most(fusion)
     if trace is not None:
-        _event(trace, "pointwise", "inlined most", ca_pos={
+        note_transform(trace, "pointwise", "inlined most", ca_pos={
             t.short_name: t.compute_at_pos for t in fusion.tensors() if isinstance(t, TensorView)})

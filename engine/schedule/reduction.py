@@ -13,7 +13,7 @@ reduction itself. The helpers here are shared with the persistent schedulers.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from engine.analysis.coverage import uncovered_axis
@@ -39,6 +39,7 @@ from engine.schedule import tools
 from engine.schedule.base import Scheduler, SchedulerType
 from engine.schedule.params import HeuristicParams, LaunchParams
 from engine.schedule.registry import register
+from engine.schedule.tools import ceil_div, next_pow2, note_transform, prev_pow2
 
 if TYPE_CHECKING:
     from engine.ir.fusion import Fusion
@@ -142,18 +143,6 @@ class ReductionParams(HeuristicParams):
 
 
 # ---- small integer helpers ---------------------------------------------------------------------
-
-def next_pow2(n: int) -> int:
-    return 1 if n <= 1 else 1 << (n - 1).bit_length()
-
-
-def prev_pow2(n: int) -> int:
-    return 1 if n <= 1 else 1 << (n.bit_length() - 1)
-
-
-def ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
-
 
 # ---- checks shared with the persistent schedulers ---------------------------------------------------
 
@@ -310,8 +299,8 @@ def reduction_heuristics(
         while gdimx < dev.sm_count and bdimx > 32 and serial < 32:
             # A short reduction over few column blocks: narrower blocks (down to a warp, whose
             # row segment is still one coalesced access) spread the columns over more SMs,
-            # more threads of each block split the rows. An H100 took 19.7 us for fp32
-            # [32, 4096] summed over its 32 rows in 8 blocks of 128 x 2.
+            # more threads of each block split the rows (fp32 [32, 4096] summed over its 32
+            # rows would otherwise run in 8 blocks of 128 x 2).
             bdimx //= 2
             bdimy = min(max(1, 256 // bdimx), next_pow2(red_n))
             gdimx = ceil_div(after_v, bdimx)
@@ -344,15 +333,6 @@ def record(p: ReductionParams, why: list[str], info: SchedulerRuntimeInfo, trace
 
 
 # ---- scheduling ------------------------------------------------------------------------------------------
-
-@dataclass
-class ReductionLayout:
-    """Where things ended up on the reference after its splits."""
-
-    iter_axes: int = 0  # leading loop axes that come from iteration ids
-    vect_axis_extent: int = 1
-    notes: list[str] = field(default_factory=list)
-
 
 def canonicalize(red: TensorView, fastest: bool) -> tuple[bool, bool]:
     """Reorder `red`'s loop in memory order, iteration ids together and reduction ids
@@ -453,7 +433,7 @@ def rfactor_serial(red: TensorView, trace: Trace | None = None) -> TensorView | 
     try:
         return red.rfactor(serial)
     except ScheduleError as e:
-        _transform(trace, red, f"not rfactored, reduced in one op: {e}")
+        note_transform(trace, red.short_name, f"not rfactored, reduced in one op: {e}")
         return None
 
 
@@ -570,7 +550,7 @@ def _reduced_through_expansion(fusion: Fusion) -> Callable[[TensorView], bool]:
     """Inputs upstream of a reduction over an expanded broadcast axis. The reference merges
     that axis with the input's own ones, which the input's cache cannot replay (it has no
     such axis), so the cache would stay un-inlined in registers while each thread reads
-    elements another computed (device fuzz fusion-13-1903): such inputs are read from
+    elements another computed: such inputs are read from
     global memory where needed."""
     upstream: set[TensorView] = set()
     for e in fusion.exprs():
@@ -597,17 +577,17 @@ def schedule_reduction_fusion(
     ref = reds[0]
     off_inner = off_reference_inner_dim(ref, io_tensors(fusion, caches))
     n_iter = schedule_reference(ref, p)
-    _transform(trace, ref, "reference scheduled")
+    note_transform(trace, ref.short_name, "reference scheduled")
     tools.propagate_max_info(ref)
     tools.parallelize_all_like(ref)
     _schedule_other_components(fusion, reds, p, trace)
     for r in reds:
         rf = rfactor_serial(r, trace)
         if rf is not None:
-            _transform(trace, r, f"rfactor: serial partial reduction in {rf.short_name}")
+            note_transform(trace, r.short_name, f"rfactor: serial partial reduction in {rf.short_name}")
     v = p.unroll_factor_inner_reduction if p.fastest_dim else p.unroll_factor_iter_dom
     for tv in vectorize_io(fusion, io_tensors(fusion, caches), v, off_inner):
-        _transform(trace, tv, f"vectorized by {v}")
+        note_transform(trace, tv.short_name, f"vectorized by {v}")
     inline(fusion, persistent or [], n_iter, trace)
     return ref
 
@@ -629,7 +609,7 @@ def _schedule_other_components(fusion: Fusion, reds: list[TensorView], p: Reduct
         part = tools.connected_tensors(r)
         done |= part
         schedule_reference(r, p)
-        _transform(trace, r, "scheduled like the reference (it shares no tensor with it)")
+        note_transform(trace, r.short_name, "scheduled like the reference (it shares no tensor with it)")
         tools.propagate_max_info(r, sorted(part, key=lambda t: t.name))
         tools.parallelize_all_like(r, selected=[t for t in part if t is not r])
 
@@ -640,12 +620,7 @@ def inline(fusion: Fusion, persistent: list[TensorView], n_iter: int, trace: Tra
     tools.inline_most(fusion, others)  # type: ignore[arg-type]
     for t in keep:
         t.inline_at(min(n_iter, t.nloop), best_effort=True)
-        _transform(trace, t, f"persistent buffer inlined at {t.compute_at_pos} (iteration axes only)")
-
-
-def _transform(trace: Trace | None, tv: TensorView, message: str) -> None:
-    if trace is not None:
-        trace.event("transform", tv.short_name, message)
+        note_transform(trace, t.short_name, f"persistent buffer inlined at {t.compute_at_pos} (iteration axes only)")
 
 
 # ---- the scheduler ------------------------------------------------------------------------------------

@@ -66,12 +66,7 @@ def _load() -> None:
         return
     _loaded = True
     for name in _MODULES:
-        full = f"engine.schedule.{name}"
-        try:
-            importlib.import_module(full)
-        except ModuleNotFoundError as e:
-            if e.name != full:  # a real import error inside the module
-                raise
+        importlib.import_module(f"engine.schedule.{name}")
 
 
 def register(cls: type[Scheduler]) -> type[Scheduler]:
@@ -81,27 +76,13 @@ def register(cls: type[Scheduler]) -> type[Scheduler]:
 
 def get(kind: SchedulerType | str) -> Scheduler:
     _load()
-    kind = SchedulerType(kind) if isinstance(kind, str) else kind
-    try:
-        return _SCHEDULERS[kind]
-    except KeyError:
-        raise KeyError(f"scheduler {kind} is not available") from None
-
-
-def available() -> list[SchedulerType]:
-    _load()
-    return [t for t in PRIORITY if t in _SCHEDULERS]
-
-
-_NOT_IMPLEMENTED = "not implemented in this engine yet"
+    return _SCHEDULERS[SchedulerType(kind) if isinstance(kind, str) else kind]
 
 
 def compile_time_reason(kind: SchedulerType, fusion: Fusion) -> str | None:
     """Why `kind` refuses `fusion` whatever the sizes (the part of its verdict that depends
     on the fusion alone), or None."""
     _load()
-    if kind not in _SCHEDULERS:
-        return _NOT_IMPLEMENTED
     # Rules that hold for every scheduler come first, as in nvFuser's checkCanSchedule:
     # the layout op's runtime function needs its offsets and output in global memory,
     # which no scheduler (not even expr_eval, which cannot run it) can change.

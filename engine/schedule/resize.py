@@ -37,7 +37,7 @@ computed and printed).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 from engine.analysis.logical_map import consumers_of, pairwise_logical_map, producers_of
@@ -68,6 +68,7 @@ from engine.schedule.resize_axes import (
 )
 from engine.schedule.resize_recompute import privatize_producers, recompute_for
 from engine.schedule.runtime_info import SchedulerRuntimeInfo
+from engine.schedule.tools import has_reduction, note_transform
 from engine.schedule.transpose import (
     _UnionFind,
     group_inputs_outputs_by_inner_dim,
@@ -98,18 +99,8 @@ class ResizeParams(HeuristicParams):
         ]) + "\n"
 
 
-def _tensors(fusion: Fusion) -> list[TensorView]:
-    return [t for t in fusion.tensors() if isinstance(t, TensorView)]
-
-
 def _resize_ops(fusion: Fusion) -> list[ex.Expr]:
     return [e for e in fusion.exprs() if isinstance(e, (ex.SliceOp, ex.PadOp))]
-
-
-def _has_reduction(fusion: Fusion) -> bool:
-    return any(isinstance(e, (ex.ReductionOp, ex.WelfordOp)) for e in fusion.exprs()) or any(
-        i.is_reduction for t in _tensors(fusion) if t not in fusion.inputs for i in t.domain.logical
-    )
 
 
 def reference_tensor(fusion: Fusion) -> TensorView | None:
@@ -125,16 +116,16 @@ def reference_tensor(fusion: Fusion) -> TensorView | None:
 def _broadcast_groups(fusion: Fusion) -> _UnionFind:
     """nvFuser's broadcast graph, reduced: ids mapped across ops, broadcast with concrete."""
     uf = _UnionFind()
-    for tv in _tensors(fusion):
+    for tv in fusion.tensors():
         for p in producers_of(tv):
             for a, b in pairwise_logical_map(p, tv, map_broadcast=True).items():
                 uf.union(a, b)
     return uf
 
 
-def _upstream_resizes(tv: TensorView) -> set[int]:
-    """ids of the slice/pad exprs that `tv` depends on."""
-    out: set[int] = set()
+def _defined_upstream(tv: TensorView) -> Iterator[tuple[TensorView, ex.Expr]]:
+    """`tv` and every tensor it is computed from that has a definition, each once with its
+    definition, depth first."""
     seen: set[int] = set()
     stack = [tv]
     while stack:
@@ -145,29 +136,22 @@ def _upstream_resizes(tv: TensorView) -> set[int]:
         e = t.definition
         if e is None:
             continue
-        if isinstance(e, (ex.SliceOp, ex.PadOp)):
-            out.add(id(e))
+        yield t, e
         stack.extend(producers_of(t))
-    return out
+
+
+def _upstream_resizes(tv: TensorView) -> set[int]:
+    """ids of the slice/pad exprs that `tv` depends on."""
+    return {id(e) for _, e in _defined_upstream(tv) if isinstance(e, (ex.SliceOp, ex.PadOp))}
 
 
 def _resize_of(tv: TensorView, exprs: set[int]) -> Resize | None:
     """A Resize in the root->logical domain of a slice/pad among `exprs` upstream of tv."""
-    stack = [tv]
-    seen: set[int] = set()
-    while stack:
-        t = stack.pop()
-        if id(t) in seen:
-            continue
-        seen.add(id(t))
-        e = t.definition
-        if e is None:
-            continue
+    for t, e in _defined_upstream(tv):
         if id(e) in exprs:
             for i in t.domain.logical:
                 if isinstance(i.definition, Resize):
                     return i.definition
-        stack.extend(producers_of(t))
     return None
 
 
@@ -579,7 +563,7 @@ def make_resizes_exclusive(fusion: Fusion, ref: TensorView, trace: Trace | None 
                 if c.output in privatized or not privatize_producers(fusion, c.output):
                     raise
                 privatized.add(c.output)
-                _note(trace, c.output.short_name, "its producers are recomputed for it: the "
+                note_transform(trace, c.output.short_name, "its producers are recomputed for it: the "
                       "reference needs them under a resize")
                 walk.rewind(_touched(before, fusion))
                 continue
@@ -589,7 +573,7 @@ def make_resizes_exclusive(fusion: Fusion, ref: TensorView, trace: Trace | None 
             if copy is None:
                 raise
             made_for[copy] = c.consumer
-            _note(trace, copy.short_name, f"recomputes {c.tensor.short_name} for "
+            note_transform(trace, copy.short_name, f"recomputes {c.tensor.short_name} for "
                   f"{c.consumer.short_name}: the two need it under different resizes")
             walk.rewind(_touched(before, fusion))
     raise _ConflictError("resize inputs could not be made exclusive")
@@ -628,7 +612,7 @@ class ResizeScheduler(Scheduler):
         ops = _resize_ops(fusion)
         if not ops:
             return "No resize op to schedule"
-        if _has_reduction(fusion):
+        if has_reduction(fusion):
             return "No support for reduction ops"
         if has_non_unique_broadcast(fusion):
             return "Broadcasting dimension might be broadcasting to multiple sizes."
@@ -750,11 +734,6 @@ def _resize_between_outputs(fusion: Fusion, ref: TensorView) -> str | None:
     return None
 
 
-def _note(trace: Trace | None, subject: str, message: str) -> None:
-    if trace is not None:
-        trace.event("transform", subject, message)
-
-
 def _private_caches(fusion: Fusion, tv: TensorView, trace: Trace | None) -> None:
     """One cache of input `tv` per op that reads it: its readers need it under different
     resizes (shifted by a slice or pad), which one cache could not serve, and each cache
@@ -765,12 +744,12 @@ def _private_caches(fusion: Fusion, tv: TensorView, trace: Trace | None) -> None
     try:
         cache = tv.cache_after()
     except ScheduleError as e:
-        _note(trace, tv.short_name, f"input not cached: {e}")
+        note_transform(trace, tv.short_name, f"input not cached: {e}")
         return
     readers = [c for u in uses for c in u.outputs if isinstance(c, TensorView)]
     for reader in readers[1:]:
         recompute_for(fusion, cache, reader)
-    _note(trace, tv.short_name, f"input cached once per reader ({len(readers)}): they need it "
+    note_transform(trace, tv.short_name, f"input cached once per reader ({len(readers)}): they need it "
           "under different resizes")
 
 
@@ -802,7 +781,7 @@ def _schedule_resize(fusion: Fusion, p: ResizeParams, trace: Trace | None) -> No
             own = align(fusion, out)
             components.append((out, own))
             reached |= own.keys()
-            _note(trace, out.short_name, f"shares no tensor with the reference {ref.short_name}: "
+            note_transform(trace, out.short_name, f"shares no tensor with the reference {ref.short_name}: "
                   "its tensors are aligned with it")
     scheduled: list[TensorView] = []
     for lead, tv, al in [(lead, tv, al) for lead, found in components for tv, al in found.items()]:
@@ -827,7 +806,7 @@ def _schedule_resize(fusion: Fusion, p: ResizeParams, trace: Trace | None) -> No
             else:
                 tv.axis(0).parallelize(ParallelType.grid_x)
         scheduled.append(tv)
-        _note(trace, tv.short_name, "aligned with the reference "
+        note_transform(trace, tv.short_name, "aligned with the reference "
               f"{lead.short_name} (resizes moved onto its loop domain) and scheduled "
               f"[BIDx, TIDx({BDIMX})" + (f", V({vec})]" if vectorized else "]"))
     if vec > 1:
@@ -849,7 +828,7 @@ def _schedule_resize(fusion: Fusion, p: ResizeParams, trace: Trace | None) -> No
             node = al[k][0] if k in al else None
             if isinstance(node, IterDomain) and logical and derives_from_inner(node, logical[-1]):
                 tv.axis(_vec_axis(tv)).parallelize(ParallelType.vectorize)
-                _note(trace, tv.short_name, f"vectorized by {vec}")
+                note_transform(trace, tv.short_name, f"vectorized by {vec}")
     tools.inline_most(fusion)
 
 

@@ -38,6 +38,37 @@ def _never(_: TensorView) -> bool:
     return False
 
 
+# ---- small helpers every scheduler uses ------------------------------------------------------
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def next_pow2(n: int) -> int:
+    """The smallest power of two >= n (1 for n <= 1)."""
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def prev_pow2(n: int) -> int:
+    """The largest power of two <= n (1 for n <= 1)."""
+    return 1 if n <= 1 else 1 << (n.bit_length() - 1)
+
+
+def has_reduction(fusion: Fusion) -> bool:
+    """Whether `fusion` reduces: a reduction or Welford op, or a tensor made in it whose
+    logical domain has a reduction axis."""
+    return any(isinstance(e, (ex.ReductionOp, ex.WelfordOp)) for e in fusion.exprs()) or any(
+        i.is_reduction for t in fusion.tensors() if t not in fusion.inputs for i in t.domain.logical
+    )
+
+
+def note_transform(trace: Trace | None, subject: str, message: str, **data: object) -> None:
+    """A "transform" event on `subject` (a tensor's short name, or the scheduler's), when
+    there is a trace."""
+    if trace is not None:
+        trace.event("transform", subject, message, **data)
+
+
 # ---- which reference axes a tensor has -----------------------------------------------------
 
 def dims_present(ref: TensorView, io: Sequence[TensorView], broadcasts: bool = False) -> dict[TensorView, set[int]]:
@@ -160,7 +191,7 @@ def self_mapping_reason(fusion: Fusion) -> str | None:
     """nvFuser's hasSelfMapping ("Fusion has self mapping"): two concrete logical axes of
     one tensor in the same exact class, as `x + x[:, None]` (both axes of the sum are x's
     axis). No loop nest can index one buffer of x at both positions: a value inlined into
-    both consumers would be computed at one of them only (fuzz fusion 1-7240). Exact classes:
+    both consumers would be computed at one of them only. Exact classes:
     producer-consumer maps without broadcast pairs, and root ids that stay one logical id
     (a permute, a split or merge with a size-1 part; a resize changes the extent).
     A reason naming the tensor and its axes, or None."""
@@ -232,7 +263,7 @@ def _same_class_axes(tvs: list[TensorView], uf: _Classes) -> str | None:
 def _reshaped_self_mapping(tvs: list[TensorView], uf: object, one: Callable[[object], bool]) -> str | None:
     """Self mapping through a reshape: two axes of one tensor that come from one axis of
     a tensor it is computed from, one of them through a reshape's merges and splits,
-    as in x.reshape(2, 3)[:, :, None] + x (fuzz fusions 2-3079, 1-7785). Exact classes
+    as in x.reshape(2, 3)[:, :, None] + x. Exact classes
     (`uf`, as self_mapping_reason builds them) do not see through a reshape, so
     each reshape output class records the classes its merges and splits read; two axes
     conflict when those ancestries share a concrete class, unless the input or the
@@ -348,18 +379,18 @@ def cache_inputs(fusion: Fusion, keep: Keep = _never, trace: Trace | None = None
         if not fusion.uses_of(tv):
             continue
         if keep(tv):
-            _note(trace, tv, "input not cached: it must stay in global memory")
+            note_transform(trace, tv.short_name, "input not cached: it must stay in global memory")
             continue
         if read_by_resize(fusion, tv):
-            _note(trace, tv, "input not cached: a slice or pad reads it from global memory")
+            note_transform(trace, tv.short_name, "input not cached: a slice or pad reads it from global memory")
             continue
         if unindexable and tv in unindexable:
-            _note(trace, tv, f"input not cached: {unindexable[tv]}")
+            note_transform(trace, tv.short_name, f"input not cached: {unindexable[tv]}")
             continue
         try:
             caches.append(tv.cache_after())
         except ScheduleError as e:
-            _note(trace, tv, f"input not cached: {e}")
+            note_transform(trace, tv.short_name, f"input not cached: {e}")
     return caches
 
 
@@ -373,7 +404,7 @@ def cache_and_fork_outputs(fusion: Fusion, keep: Keep = _never, trace: Trace | N
         if tv.definition is None or tv in fusion.inputs:
             continue
         if keep(tv):
-            _note(trace, tv, "output not cached: written directly")
+            note_transform(trace, tv.short_name, "output not cached: written directly")
             continue
         try:
             if fusion.uses_of(tv):
@@ -382,7 +413,7 @@ def cache_and_fork_outputs(fusion: Fusion, keep: Keep = _never, trace: Trace | N
             else:
                 caches.append(tv.cache_before())
         except ScheduleError as e:
-            _note(trace, tv, f"output not cached: {e}")
+            note_transform(trace, tv.short_name, f"output not cached: {e}")
     return caches
 
 
@@ -429,8 +460,3 @@ def inline_most(fusion: Fusion, selected: Sequence[TensorView] | None = None) ->
 def inline_at(reference: TensorView, pos: int = -1, best_effort: bool = True,
               selected: Sequence[TensorView] | None = None) -> None:
     _inline_all_at(reference, pos, best_effort, selected)
-
-
-def _note(trace: Trace | None, tv: TensorView, message: str) -> None:
-    if trace is not None:
-        trace.event("transform", tv.short_name, message)

@@ -44,6 +44,7 @@ from engine.schedule.params import HeuristicParams, LaunchParams
 from engine.schedule.pointwise import covers_inputs
 from engine.schedule.registry import register
 from engine.schedule.runtime_info import SchedulerRuntimeInfo
+from engine.schedule.tools import has_reduction, note_transform, prev_pow2
 from engine.trace import Trace
 
 MAX_THREADS_PER_BLOCK = 128  # nvFuser's TransposeParams::getMaxThreadsPerBlock
@@ -148,10 +149,6 @@ class _UnionFind:
             parent[rb] = ra
 
 
-def _tensors(fusion: Fusion) -> list[TensorView]:
-    return [t for t in fusion.tensors() if isinstance(t, TensorView)]
-
-
 def inner_dim_map(fusion: Fusion) -> _UnionFind:
     """IterDomains that are the same innermost dim wherever they appear.
 
@@ -160,7 +157,7 @@ def inner_dim_map(fusion: Fusion) -> _UnionFind:
     inner output of a split and the output of a merge with its inner input.
     """
     uf = _UnionFind()
-    for tv in _tensors(fusion):
+    for tv in fusion.tensors():
         for p in producers_of(tv):
             for a, b in pairwise_logical_map(p, tv, map_broadcast=False).items():
                 uf.union(a, b)
@@ -189,7 +186,7 @@ def has_non_unique_broadcast(fusion: Fusion) -> bool:
 def _has_non_unique_broadcast(fusion: Fusion) -> bool:
     exact = _UnionFind()
     pairs: list[tuple[IterDomain, IterDomain]] = []
-    for tv in _tensors(fusion):
+    for tv in fusion.tensors():
         for p in producers_of(tv):
             for a, b in pairwise_logical_map(p, tv, map_broadcast=True).items():
                 if a.is_broadcast == b.is_broadcast:
@@ -269,12 +266,6 @@ def _position_in(tv: TensorView, target: IterDomain, uf: _UnionFind) -> int:
 
 # ---- the scheduler ----------------------------------------------------------------------------
 
-def _has_reduction(fusion: Fusion) -> bool:
-    return any(isinstance(e, (ex.ReductionOp, ex.WelfordOp)) for e in fusion.exprs()) or any(
-        i.is_reduction for t in _tensors(fusion) if t not in fusion.inputs for i in t.domain.logical
-    )
-
-
 def _crosses_view_p2c(reference: TensorView) -> bool:
     """Whether propagating from `reference` goes producer-to-consumer into a reshape.
 
@@ -300,10 +291,6 @@ def _crosses_view_p2c(reference: TensorView) -> bool:
     return False
 
 
-def _last_pow2(n: int) -> int:
-    return 1 << (n.bit_length() - 1) if n > 0 else 0
-
-
 def _group_vectorize_factor(
     group: list[TensorView], info: SchedulerRuntimeInfo, inner_extent: int, max_factor: int
 ) -> tuple[int, str]:
@@ -314,7 +301,7 @@ def _group_vectorize_factor(
     contiguous on its innermost dim (stride 1) and aligned to the vector's bytes.
     """
     # Vector widths are powers of two.
-    factor = _last_pow2(max(max_factor, 1))
+    factor = prev_pow2(max(max_factor, 1))
     why = [f"max {max_factor} -> {factor}"]
     while factor > 1 and inner_extent % factor:
         factor //= 2
@@ -341,7 +328,7 @@ class TransposeScheduler(Scheduler):
     type = SchedulerType.transpose
 
     def reject_compile_time(self, fusion: Fusion) -> str | None:
-        for tv in _tensors(fusion):
+        for tv in fusion.tensors():
             if tv.dtype.bits % 8:
                 return "Does not support sub-byte data types."
         for e in fusion.exprs():
@@ -355,7 +342,7 @@ class TransposeScheduler(Scheduler):
                     return (f"{name} on inner dim is not supported by transpose scheduler yet."
                             "In transpose scheduler, we want to leave the select dim alone, "
                             "instead of creating a tile for it.")
-        if _has_reduction(fusion):
+        if has_reduction(fusion):
             return "no support for reduction ops"
         why = tools.memory_promotion_reason(fusion)
         if why is not None:
@@ -427,7 +414,7 @@ class TransposeScheduler(Scheduler):
         n_io = len(groups[0]) + len(groups[1])
         # nvFuser: 16 bytes per access, less when many tensors are unrolled (registers),
         # never below a full wave of tiles, never more than a warp per tile.
-        max_unroll = -(-(16 // max_dtype) // max(_last_pow2(n_io) >> 2, 1))
+        max_unroll = -(-(16 // max_dtype) // max(prev_pow2(n_io) >> 2, 1))
         max_unroll = min(max_unroll, -(-n_elems // (info.device.sm_count * t1 * t2)))
         max_unroll = min(max_unroll, -(-(t1 * t2) // 32))
         derivation.append(f"max unroll/vectorize {max_unroll} (16 bytes / {max_dtype}-byte dtype, "
@@ -437,9 +424,8 @@ class TransposeScheduler(Scheduler):
         derivation += [f"vectorize_factor1 {v1}: {why1}", f"vectorize_factor2 {v2}: {why2}"]
         prefetch = _l2_prefetch(groups, t1, t2, fusion)
         if prefetch:
-            # Measured on an H100 (bf16 8192^2, hand-edited kernels in one sweep): 141.7 -> 139.7 us;
-            # a 64-wide bf16 tile row is 128 bytes, and the neighbouring tile's half of each
-            # 256-byte DRAM burst is read by a later block while it is still in L2.
+            # A 64-wide bf16 tile row is 128 bytes: the prefetch brings in the neighbouring
+            # tile's half of each 256-byte DRAM burst, which a later block then reads from L2.
             derivation.append(f"inputs {', '.join(prefetch)} read tile rows shorter than {L2_PREFETCH_BYTES} bytes: "
                               f"their loads prefetch {L2_PREFETCH_BYTES} bytes into L2")
         if shape[pos1] < t1 or shape[pos2] < t2:
@@ -478,20 +464,15 @@ def _tile_size(n1: int, n2: int, n_elems: int, sms: int, max_dtype: int, n_smem:
     for side, measured in ((HUGE_TILE_SIZE, max_dtype <= 2 and n_smem * HUGE_TILE_SIZE ** 2 * max_dtype
                             <= HUGE_TILE_SMEM), (LARGE_TILE_SIZE, True)):
         if measured and n1 >= side and n2 >= side and n_elems >= LARGE_TILE_WAVES * sms * side * side:
-            # Measured on an H100 (bf16 8192^2, benchmarks/sweep.py, NOTES run 20): 64x64
-            # tiles on 256 threads 141.6 us against 149.2 for nvFuser's 32x32 on 128 (twice
-            # the bytes in flight per thread, a quarter of the blocks); swizzled 128x128 on
-            # 1024 threads 137.6 against 139.6 for 64x64. Unswizzled, 128x128 took 183 us.
+            # A larger tile keeps more bytes in flight per thread with fewer blocks: 64x64
+            # tiles on 256 threads, against nvFuser's 32x32 on 128, and 128x128 on 1024
+            # threads, which needs the swizzled shared-memory tile (unswizzled, its bank
+            # conflicts make it slower than 64x64).
             derivation.append(f"both transposed dims >= {side} and at least {LARGE_TILE_WAVES} waves of "
                               f"{side}x{side} tiles: tiles {side}x{side} "
                               f"(nvFuser: {DEFAULT_TILE_SIZE}x{DEFAULT_TILE_SIZE})")
             return side
     return DEFAULT_TILE_SIZE
-
-
-def _note(trace: Trace | None, subject: str, message: str) -> None:
-    if trace is not None:
-        trace.event("transform", subject, message)
 
 
 def _tile_and_flatten(ref1: TensorView, pos1: int, pos2: int, p: TransposeParams) -> None:
@@ -545,7 +526,7 @@ def _swizzle_tile(s: TensorView, p: TransposeParams, threads: int, trace: Trace 
         s.axis(-1).parallelize(ParallelType.vectorize)
     s.axis(-2).parallelize(ParallelType.block_x)
     s.axis(-3).parallelize(ParallelType.unroll)
-    _note(trace, s.short_name, f"row groups of {v1} Xor-swizzle the {p.tile_size2 // v2} vectors of "
+    note_transform(trace, s.short_name, f"row groups of {v1} Xor-swizzle the {p.tile_size2 // v2} vectors of "
           f"{v2} in each tile row: group 1's column reads spread over the banks")
 
 
@@ -647,7 +628,7 @@ def _schedule_transpose(fusion: Fusion, p: TransposeParams, trace: Trace | None)
     smem = [*in_smem, *out_smem]
     for s in smem:
         s.set_memory_type(MemoryType.Shared)
-        _note(trace, s.short_name, "shared memory: group 2's side of the transpose tile")
+        note_transform(trace, s.short_name, "shared memory: group 2's side of the transpose tile")
     group2_and_smem = [*group2, *in_smem]
 
     # Step 1-2: tiles on reference1, propagated everywhere.
@@ -656,11 +637,11 @@ def _schedule_transpose(fusion: Fusion, p: TransposeParams, trace: Trace | None)
     # Parallel types cross slices and pads (as in every step below): an output on the other
     # side of one from the reference would keep none, its loop nest run whole by every thread.
     tools.parallelize_all_like(ref1, across_resize=True)
-    _note(trace, ref1.short_name, f"tiled {p.tile_size1}x{p.tile_size2} at dims {pos1} and {pos2}, "
+    note_transform(trace, ref1.short_name, f"tiled {p.tile_size1}x{p.tile_size2} at dims {pos1} and {pos2}, "
           "outer dims merged into BIDx with an unswitch axis")
 
     threads = p.lparams.bdimx
-    everything = _tensors(fusion)
+    everything = fusion.tensors()
     # Step 3: group 2 merges the tile as (t1, t2): its innermost dim t2 is fastest.
     # A swizzled tile takes its own schedule (a swizzle is not propagated).
     swizzled = [s for s in in_smem if _swizzled(s, p)]
@@ -691,15 +672,15 @@ def _schedule_transpose(fusion: Fusion, p: TransposeParams, trace: Trace | None)
     tools.parallelize_all_like(ref1, selected=g1_io, parallel_types=[ParallelType.unroll])
     if p.vectorize_factor1 > 1:
         tools.parallelize_all_like(ref1, selected=g1_io, parallel_types=[ParallelType.vectorize])
-    _note(trace, ref1.short_name, f"group 1 tile (t2, t1) -> [Unroll, TIDx {threads}, "
+    note_transform(trace, ref1.short_name, f"group 1 tile (t2, t1) -> [Unroll, TIDx {threads}, "
           f"Vectorize {p.vectorize_factor1}]")
-    _note(trace, ref2.short_name, f"group 2 tile (t1, t2) -> [Unroll, TIDx {threads}, "
+    note_transform(trace, ref2.short_name, f"group 2 tile (t1, t2) -> [Unroll, TIDx {threads}, "
           f"Vectorize {p.vectorize_factor2}]")
 
     for tv in fusion.inputs:
         if isinstance(tv, TensorView) and tv.short_name in p.l2_prefetch:
             tv.l2_prefetch = L2_PREFETCH_BYTES
-            _note(trace, tv.short_name, f"vector loads prefetch {L2_PREFETCH_BYTES} bytes into L2")
+            note_transform(trace, tv.short_name, f"vector loads prefetch {L2_PREFETCH_BYTES} bytes into L2")
 
     # Step 5: fusion inputs are read where their consumers say; they carry no schedule.
     for tv in (ref1, ref2):
@@ -710,7 +691,7 @@ def _schedule_transpose(fusion: Fusion, p: TransposeParams, trace: Trace | None)
     tools.inline_most(fusion)
     for s in smem:
         s.set_allocation_as_loop()
-        _note(trace, s.short_name, f"allocation domain from the loop domain (ca_pos {s.compute_at_pos}): "
+        note_transform(trace, s.short_name, f"allocation domain from the loop domain (ca_pos {s.compute_at_pos}): "
               "a block allocates the ids right of ca_pos, one tile")
 
 

@@ -560,18 +560,18 @@ def test_a_scheduler_refused_for_a_group_is_not_chosen_again_when_the_group_is_s
     """The transpose scheduler's kernel fails to lower (patched to): refused for the group, the
     segmenter gives the same group to pointwise, and scheduling keeps that choice rather than
     asking the schedulers again (which would pick transpose, and fail again)."""
-    import engine.lower.pipeline as pipeline
+    import engine.compile_stages as compile_stages
     from engine.compile import compile_fusion
     from engine.errors import CompileError
 
-    real = pipeline.lower_fusion
+    real = compile_stages.lower_fusion
 
     def failing(fusion, env, name, *args, **kwargs):
         if "transpose" in name:
             raise CompileError("patched: the transpose kernel fails to lower")
         return real(fusion, env, name, *args, **kwargs)
 
-    monkeypatch.setattr(pipeline, "lower_fusion", failing)
+    monkeypatch.setattr(compile_stages, "lower_fusion", failing)
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
         y = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
