@@ -17,7 +17,7 @@ import torch
 
 from engine import fusion_cache, gc_pause
 from engine.compile_stages import SegmentLoweringError, bind_env, build_segments
-from engine.concretize import concretize
+from engine.concretize import concretize, index_before_cast, remove_empty
 from engine.config import Options
 from engine.dtypes import DataType, to_torch
 from engine.errors import CompileError, ExecutionError, NoSchedulerError
@@ -473,7 +473,10 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
             fusion, _ = original.clone()
             trace = Trace()
             trace.stage("fusion_ir_original", listing)
-            concretize(fusion, _bound(fusion, inputs), trace)
+            value_of = _bound(fusion, inputs)
+            concretize(fusion, value_of, trace)
+            remove_empty(fusion, value_of, trace)
+            index_before_cast(fusion, trace)
             for note, rule in notes:
                 trace.event("segment", "fusion", note, rule=rule)
             try:

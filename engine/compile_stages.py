@@ -12,7 +12,7 @@ from engine.analysis.replay import loop_maps_frozen
 from engine.codegen.cuda import render
 from engine.config import Options
 from engine.dtypes import DataType
-from engine.errors import CompileError, RegisterFitError, ScheduleError, UnpartitionedWriteError
+from engine.errors import CompileError, RegisterFitError, ScheduleError
 from engine.ir.base import Val
 from engine.ir.exprs import LinearOp, MatmulOp, ReductionOp, WelfordOp
 from engine.ir.fusion import Fusion
@@ -307,11 +307,18 @@ def _schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace,
             seg.kernel_name = None
             trace.event("lowering", subject, f"no kernel for the stream-parallel segment: {e}")
             return used
-        if isinstance(e, UnpartitionedWriteError):
-            # A scheduler's bug, not a limit of this group: segmenting the ops otherwise would
-            # hide it.
-            raise UnpartitionedWriteError(f"segment {seg.id} ({seg.scheduler}): {e}") from e
         raise SegmentLoweringError(f"segment {seg.id} ({seg.scheduler}): {e}", frozenset()) from e
+    if lowered.unpartitioned is not None:
+        why = f"segment {seg.id} ({seg.scheduler}): {lowered.unpartitioned}"
+        if seg.scheduler == "user":
+            # The user's schedule stands (threads writing the same values is legal, as in
+            # nvFuser); the log says what it costs.
+            trace.event("lowering", subject, f"{why} (kept: the user's schedule)", rule="unpartitioned_write")
+        else:
+            # A scheduler left an output unparallelized: the kernel is refused for this group
+            # and the ops are segmented again, the log naming the tensor.
+            trace.event("lowering", subject, why, rule="unpartitioned_write")
+            raise SegmentLoweringError(why, frozenset())
     seg.lowered = lowered
     seg.stages = dict(lowered.stages)
     seg.kernel_ir = lowered.kernel.listing()

@@ -9,7 +9,7 @@ from typing import Any
 @dataclass(frozen=True)
 class Options:
     forwarding: bool = True  # segmenter: replicate cheap input/factory chains into consumers
-    device_model: str | None = None  # None: the real GPU when present, else the H100 model
+    device_model: str | None = None  # None: the real GPU when present, else the H200 model
     num_streams: int = 4  # host IR: numberOfStreams of the stream-parallel pass
     force_scheduler: str | None = None  # use this scheduler for every segment (if it accepts)
     verify: bool = False  # check IR invariants between stages

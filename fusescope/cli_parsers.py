@@ -92,7 +92,7 @@ def _add_compile_options(p: argparse.ArgumentParser) -> None:
                    help="compile with the segmenter's input forwarding off")
     p.add_argument("--force-scheduler", metavar="NAME", help="use this scheduler for every segment (if it accepts)")
     p.add_argument("--device-model", choices=("H100", "H200", "A100"),
-                   help="schedule for this GPU model (default: the real GPU, else H100)")
+                   help="schedule for this GPU model (default: the real GPU, else H200)")
     p.add_argument("--streams", type=int, metavar="N", help="numberOfStreams of stream-parallel host loops (default 4)")
     p.add_argument("--heuristic", action="append", default=[], metavar="KEY=VALUE",
                    help="override a heuristic parameter, e.g. vectorization_factor=2 or g1.lparams.bdimx=128 "

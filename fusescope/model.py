@@ -340,7 +340,7 @@ class CompileOptions:
     forwarding: bool = True
     force_scheduler: str | None = None
     num_streams: int = 4
-    device_model: str | None = None  # None: the real GPU when present, else the H100 model
+    device_model: str | None = None  # None: the real GPU when present, else the H200 model
     # Sorted (key, value) pairs: "vectorization_factor", "lparams.bdimx", "g1.unroll_factor"...
     heuristic_overrides: tuple[tuple[str, int | float | bool], ...] = ()
     # Sorted (segment id, CUDA source) pairs that replace generated kernels.

@@ -6,6 +6,8 @@ geometry over its inputs' buffers at every run. The first run of such a step is 
 output's source input, sizes, strides and storage offset. Later runs rebuild the outputs with
 one `as_strided` each, as nvFuser's runtime computes aliased outputs from sizes and strides
 instead of running their ops, while an input of another geometry runs the step again.
+An output with no elements holds no data: it is rebuilt as a fresh empty tensor of its
+geometry, whatever computed it (a no-op segment's outputs).
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ from typing import Any
 
 import torch
 
-# (input position, sizes, strides, storage offset from the input's)
-_View = tuple[int, tuple[int, ...], tuple[int, ...], int]
+# (input position, sizes, strides, storage offset from the input's); position EMPTY: a fresh
+# tensor with no elements, its dtype and device in the offset's place.
+_View = tuple[int, tuple[int, ...], tuple[int, ...], Any]
+EMPTY = -1
 
 
 class AliasReplay:
@@ -27,20 +31,23 @@ class AliasReplay:
     @classmethod
     def learn(cls, args: Sequence[Any], outs: Sequence[Any]) -> AliasReplay | None:
         """The replay of a step that read `args` and gave `outs`; None unless every output is
-        a view of a tensor input (same buffer, dtype and device)."""
+        a view of a tensor input (same buffer, dtype and device) or has no elements."""
         sources = {}
         for k, x in enumerate(args):
             if isinstance(x, torch.Tensor) and x.numel():
                 sources.setdefault((x.untyped_storage().data_ptr(), x.dtype, x.device), k)
         views: list[_View] = []
         for o in outs:
-            if not isinstance(o, torch.Tensor) or not o.numel():
+            if not isinstance(o, torch.Tensor):
                 return None
+            if not o.numel():
+                views.append((EMPTY, tuple(o.shape), o.stride(), (o.dtype, o.device)))
+                continue
             k = sources.get((o.untyped_storage().data_ptr(), o.dtype, o.device))
             if k is None:
                 return None
             views.append((k, tuple(o.shape), o.stride(), o.storage_offset() - args[k].storage_offset()))
-        used = sorted({k for k, *_ in views})
+        used = sorted({k for k, *_ in views if k != EMPTY})
         return cls([(k, args[k].shape, args[k].stride(), args[k].storage_offset()) for k in used], views)
 
     def __call__(self, args: Sequence[Any]) -> list[torch.Tensor] | None:
@@ -49,5 +56,6 @@ class AliasReplay:
             x = args[k]
             if x.shape != shape or x.stride() != stride:
                 return None
-        return [args[k].as_strided(size, stride, args[k].storage_offset() + offset)
+        return [torch.empty_strided(size, stride, dtype=offset[0], device=offset[1]) if k == EMPTY
+                else args[k].as_strided(size, stride, args[k].storage_offset() + offset)
                 for k, size, stride, offset in self.views]

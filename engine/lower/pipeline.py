@@ -53,6 +53,9 @@ class Lowered:
     shared_memory: SharedMemoryUse = field(default_factory=lambda: SharedMemoryUse((), 0, 0))
     # The widths (elements) of the kernel's vector copies, smallest first.
     vector_widths: tuple[int, ...] = ()
+    # Why every thread of the launch would write some global tensor whole (check_partitioned_
+    # writes), or None: the caller decides (a user's schedule keeps it, a scheduler's is refused).
+    unpartitioned: str | None = None
 
 
 def tensor_arg(tv: TensorView) -> TensorArg:
@@ -409,8 +412,12 @@ def _lower_fusion(fusion: Fusion, env: dict, name: str, layouts: dict[str, tuple
     stages["kernel_ir"] = kernel.listing()
     # Last: a kernel that another check refuses (and the segmenter places otherwise) is not
     # this check's to judge.
-    check_partitioned_writes(nest, ext, dims)
-    return Lowered(kernel, stages, tensors, shared, vector_widths(stages["kernel_ir"]))
+    try:
+        check_partitioned_writes(nest, ext, dims)
+        unpartitioned = None
+    except UnpartitionedWriteError as e:
+        unpartitioned = str(e)
+    return Lowered(kernel, stages, tensors, shared, vector_widths(stages["kernel_ir"]), unpartitioned)
 
 
 def shared_memory_use(low: ExprLowering, stages: dict[str, int]) -> SharedMemoryUse:

@@ -227,20 +227,39 @@ def inner_outer_shape_reason(reds: list[TensorView]) -> str | None:
     """nvFuser's checkIfReductionsAreInnerOuter: the combined schedule reads an inner
     reduction as [I, .., I, R, .., R] and an outer one as [R, .., R, I, .., I] (at least one
     of each kind, nothing else in between, a broadcast axis included): a reduction of a
-    middle axis, or of an outer and the inner axis at once, is neither. Unlike nvFuser,
-    an axis of extent 1 is left out (it iterates once whatever its kind): the RMSNorm
-    backward of a [1, S, H] input, reducing its unit axis with the others, keeps its one
-    combined kernel instead of five."""
+    middle axis, or of an outer and the inner axis at once, is neither. Then, as its
+    reduction root size and isReductionIterationAxisMatched checks: every reduction has as
+    many axes, the inner ones reduce the same axes and the outer ones reduce exactly the
+    inner ones' iteration axes (the rows the blocks share). An outer sum over part of the
+    rows of an inner reduction's result (InstanceNorm's weight grads: sum over N of an
+    [N, C] result of sums over H, W) is no such reduction: the combined kernel would need
+    the rows of other blocks. Unlike nvFuser, an axis of extent 1 is left out (it iterates
+    once whatever its kind): the RMSNorm backward of a [1, S, H] input, reducing its unit
+    axis with the others, keeps its one combined kernel instead of five."""
+    patterns: list[tuple[bool, list[str]]] = []
     for red in reds:
         kinds = ["R" if i.is_reduction else "I" if i.is_iteration else "-"
                  for i in red.domain.loop if not (i.extent.is_const and i.extent.value == 1)]
-        first, second = ("I", "R") if is_fastest_dim_reduction(red) else ("R", "I")
+        inner = is_fastest_dim_reduction(red)
+        first, second = ("I", "R") if inner else ("R", "I")
         k = 0
         while k < len(kinds) and kinds[k] == first:
             k += 1
         if k == 0 or k == len(kinds) or any(x != second for x in kinds[k:]):
             return ("to use combined reduction, inner reduction tensor should be [I,I,...,R,R] "
                     "and outer reduction tensor should be [R,R,...,I,I]")
+        patterns.append((inner, kinds))
+    ref = next((kinds for inner, kinds in patterns if inner), None)
+    if ref is None:
+        return None
+    flipped = ["I" if x == "R" else "R" for x in ref]
+    for inner, kinds in patterns:
+        if len(kinds) != len(ref):
+            return (f"inconsistent reduction root size: {len(kinds)} axes where the first inner "
+                    f"reduction has {len(ref)}")
+        if kinds != (ref if inner else flipped):
+            return ("to use combined reduction, every iteration axis in inner reduction tv should "
+                    "match to a reduction domain in outer reduction tv")
     return None
 
 

@@ -74,7 +74,7 @@ class OptionsView(VerticalScroll, can_focus=False):
                          id="opt-scheduler")
         with Horizontal():
             yield Label("Device model")
-            yield Select([(n, n) for n in DEVICE_MODELS], prompt="the GPU present, else H100", id="opt-device")
+            yield Select([(n, n) for n in DEVICE_MODELS], prompt="the GPU present, else H200", id="opt-device")
         with Horizontal():
             yield Label("numberOfStreams")
             yield Input("4", id="opt-streams", type="integer")

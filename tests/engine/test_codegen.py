@@ -7,6 +7,7 @@ manual schedules exercise the lowering on loop structures no scheduler makes
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
@@ -620,33 +621,33 @@ def _two_outputs(parallel_b: bool) -> FusionDefinition:
     return fd
 
 
-def test_an_output_every_thread_would_write_whole_fails_to_compile():
+def test_a_user_schedule_whose_threads_all_write_an_output_is_kept_and_logged():
     """A kernel launched with 6 blocks of 32 threads whose second output's loop nest binds
-    no thread or block index: every thread would write all of it (the shape of the bug that
+    no thread or block index: every thread writes all of it (the shape of the bug that
     where_bool_expanded_mask_slice's pointwise kernel had at 4x3072x4096, 3.1M threads
-    writing 50M elements each). It compiled and ran, the values right; now the lowering
-    refuses it naming the tensor, and the segmenter does not place the ops otherwise. An
-    output bound to blocks only, its inner loop serial, is partitioned and compiles."""
-    from engine.errors import UnpartitionedWriteError
-
+    writing 50M elements each). A user's schedule stands (the values are right, as nvFuser
+    allows), and the decision log says what it costs, naming the tensor. An output bound to
+    blocks only, its inner loop serial, is partitioned and logs nothing."""
     xs = [torch.randn(6, 32)]
     fd = _two_outputs(parallel_b=False)
     b = fd.fusion.outputs[1].short_name
-    with pytest.raises(UnpartitionedWriteError, match=rf"{b}: its loop nest binds no thread or block "
-                       r"index \(serial loops .*\), so every thread of the launch \(grid 6x1x1, "
-                       r"block 32x1x1\) would write the whole tensor"):
-        compile_fusion(fd, xs)
-    (seg,) = compile_fusion(_two_outputs(parallel_b=True), xs).segments
-    assert (seg.launch.grid, seg.launch.block) == ((6, 1, 1), (32, 1, 1))
+    cf = compile_fusion(fd, xs)
+    (seg,) = cf.segments
+    assert seg.scheduler == "user" and (seg.launch.grid, seg.launch.block) == ((6, 1, 1), (32, 1, 1))
+    (event,) = [e for e in cf.trace.events if e.data.get("rule") == "unpartitioned_write"]
+    assert re.search(rf"{b}: its loop nest binds no thread or block index \(serial loops .*\), so every "
+                     r"thread of the launch \(grid 6x1x1, block 32x1x1\) would write the whole tensor.*"
+                     r"kept: the user's schedule", str(event))
+    ok = compile_fusion(_two_outputs(parallel_b=True), xs)
+    assert not [e for e in ok.trace.events if e.data.get("rule") == "unpartitioned_write"]
 
 
-def test_a_scheduler_that_leaves_an_output_serial_fails_to_compile(monkeypatch):
+def test_a_scheduler_that_leaves_an_output_serial_is_segmented_again(monkeypatch):
     """The check holds for the automatic schedulers too: with the pointwise scheduler's
     mapping across slices switched off (as it was), the output beside a sliced reference
-    keeps its serial loop nest, and compiling fails naming it instead of shipping a kernel
-    whose every thread writes the whole tensor."""
+    keeps its serial loop nest; that kernel is refused, logged naming the tensor, and the
+    ops are segmented again into kernels that partition every output (values right)."""
     from engine import fusion_cache
-    from engine.errors import UnpartitionedWriteError
     from engine.schedule import pointwise
 
     with FusionDefinition() as fd:
@@ -660,5 +661,11 @@ def test_a_scheduler_that_leaves_an_output_serial_fails_to_compile(monkeypatch):
     monkeypatch.setattr(pointwise, "serial_nests", lambda fusion: [])
     fusion_cache.clear()
     out = fd.fusion.outputs[1].short_name
-    with pytest.raises(UnpartitionedWriteError, match=rf"segment 0 \(pointwise\): {out}: its loop nest"):
-        compile_fusion(fd, xs)
+    cf = compile_fusion(fd, xs)
+    assert len(cf.segments) > 1
+    # The refusal is in the final compile's log (the note compile_fusion carries over).
+    assert any(f"segment 0 (pointwise): {out}: its loop nest binds no thread or block index" in e.message
+               and "pointwise is refused for these" in e.message for e in cf.trace.events)
+    got = cf.run(xs, backend="reference")
+    want = fd.execute(xs)
+    assert all(torch.equal(g, w) for g, w in zip(got, want))

@@ -874,3 +874,57 @@ def test_a_kernel_asking_for_more_shared_memory_than_the_device_has_is_refused_a
     assert all(s.launch.shared_mem_bytes <= limit for s in cf.segments if s.is_kernel)
     assert any("bytes of dynamic shared memory per block" in e.message and "refused" in e.message
                for e in cf.trace.events)
+
+
+def test_instance_norm_weight_grads_are_no_outer_reduction_of_the_combined_kernel():
+    # InstanceNorm2d backward (realworld instance_norm2d_bwd_fp16_per_sample_stats): the sums
+    # over H, W are inner reductions of [N, C, H, W]; the weight grads then sum their [N, C]
+    # results over N. inner_outer_persistent took both as one combined kernel, which cannot
+    # give an outer sum over part of another block's rows: every try failed to lower, the ops
+    # were isolated and ran as 17 kernels at the real size [8, 128, 64, 64]. As nvFuser
+    # (reduction root size, isReductionIterationAxisMatched), the outer reductions must reduce
+    # exactly the inner ones' iteration axes: one inner-persistent kernel and two reductions.
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from engine import compile_fusion
+    from engine.config import Options
+    from engine.reference import evaluate
+    from scripts.scales import real_scale, scaled_fusion
+
+    path = Path(__file__).resolve().parents[1] / "realworld/scripts/instance_norm2d_bwd_fp16_per_sample_stats.py"
+    small = load_fusion(path)
+    xs0 = small.example_inputs(seed=0)
+    fd, xs = scaled_fusion(path, path.read_text(), real_scale(path.read_text()), xs0, small.input_specs,
+                           1 << 30, "cpu")
+    cf = compile_fusion(fd, xs, Options(device_model="H200"))
+    assert [s.scheduler for s in cf.segments] == ["inner_persistent", "reduction", "reduction"]
+    assert not any("failed to lower" in e.message for e in cf.trace.events)
+    # the same segmentation at the script's own size, and its values
+    own = compile_fusion(small, xs0)
+    assert [s.scheduler for s in own.segments] == ["inner_persistent", "reduction", "reduction"]
+    for o, r in zip(own.run(xs0, backend="emulate"), evaluate(small.fusion, xs0)):
+        torch.testing.assert_close(o, r, rtol=1e-2, atol=1e-2)
+
+
+def test_inner_outer_needs_the_outer_reductions_to_reduce_the_inner_rows():
+    from engine.schedule.normalization import inner_outer_shape_reason
+
+    with FusionDefinition() as fd:  # LayerNorm-backward-like: [N, H] rows and columns
+        t0 = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        fd.add_output(fd.ops.sum(t0, [1]))
+        fd.add_output(fd.ops.sum(t0, [0]))
+    reds = [t for t in fd.fusion.tensors() if any(i.is_reduction for i in t.domain.logical)]
+    assert inner_outer_shape_reason(reds) is None
+    with FusionDefinition() as fd:  # an outer sum over N of [N, C] sums over H, W
+        t0 = fd.define_tensor(shape=[-1, -1, -1, -1], dtype=DataType.Float)
+        t1 = fd.ops.sum(t0, [2, 3])
+        fd.add_output(fd.ops.sum(t1, [0]))
+    reds = [t for t in fd.fusion.tensors() if any(i.is_reduction for i in t.domain.logical)]
+    assert "reduction root size" in inner_outer_shape_reason(reds)
+    with FusionDefinition() as fd:  # same rank, but the outer sum leaves a row axis
+        t0 = fd.define_tensor(shape=[-1, -1, -1], dtype=DataType.Float)
+        fd.add_output(fd.ops.sum(t0, [2]))
+        fd.add_output(fd.ops.sum(t0, [0]))
+    reds = [t for t in fd.fusion.tensors() if any(i.is_reduction for i in t.domain.logical)]
+    assert "iteration axis" in inner_outer_shape_reason(reds)

@@ -16,12 +16,13 @@ def test_trace_keeps_stages_and_events():
 
 
 def test_device_models_and_default():
-    h100 = device.model()
-    assert h100.sm_count == 132 and h100.arch == "sm_90" and not h100.measured
+    default = device.model()
+    assert default.name == "NVIDIA H200 (model)"  # the reference chip
+    assert default.sm_count == 132 and default.arch == "sm_90" and not default.measured
     assert device.model("a100").sm_count == 108
     with pytest.raises(ValueError, match="unknown device model"):
         device.model("V100")
-    assert device.current("H200").memory_bandwidth_gbps > h100.memory_bandwidth_gbps
+    assert device.current("H200").memory_bandwidth_gbps > device.model("H100").memory_bandwidth_gbps
 
 
 def test_options_are_validated_and_immutable():

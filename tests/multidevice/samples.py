@@ -1,7 +1,7 @@
 """The bundled multi-device samples (sample_fusions/multidevice_*.py) and the communications
 their programs make. Tests that iterate the bundled samples take these out of their
-single-device checks (compile_fusion refuses a fusion with device meshes) and check them the
-multi-device way: tests/multidevice/test_multidevice_samples.py runs them on 2 ranks,
+single-device checks (a fusion with device meshes runs on several ranks; compile_fusion gives
+one rank's program) and check them the multi-device way: tests/multidevice/test_multidevice_samples.py runs them on 2 ranks,
 tests/fusescope/test_multidevice_cli.py through the debugger."""
 
 from __future__ import annotations
