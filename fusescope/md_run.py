@@ -27,7 +27,8 @@ RankStatus = Literal["ok", "mismatch", "error", "crashed", "timeout", "stopped",
 # After one rank fails, how long the others get to finish before they are stopped.
 GRACE_S = 5.0
 POLL_S = 0.05
-TIMELINE_BAR = 30
+TIMELINE_BAR = 30  # the bar's cells in the CLI's report
+TIMELINE_BAR_MIN, TIMELINE_BAR_WIDE = 10, 60  # a pane's bar: no narrower, no wider
 
 
 @dataclass(frozen=True)
@@ -89,20 +90,31 @@ class MultiRunResult:
                 lines.append(f"rank {r.rank} {r.status}: {r.message}")
         return "\n".join(lines) + "\n"
 
-    def timeline_text(self) -> str:
-        """Each rank's steps with start and end (ms since that rank's run began) and a bar."""
+    def timeline_text(self, width: int | None = None) -> str:
+        """Each rank's steps with start and end (ms since that rank's run began) and a bar.
+        `width` (cells) fits the lines to a pane: the bar takes the room left on the row, and
+        where a row cannot hold a bar of TIMELINE_BAR_MIN, each step's name gets a line of its
+        own above its kind, times and bar."""
         end = max((s.end_ms for r in self.results for s in r.timeline), default=0.0) or 1.0
         out = ["Timeline (ms since each rank's run started):"]
-        if not any(r.timeline for r in self.results):
+        steps = [s for r in self.results for s in r.timeline]
+        if not steps:
             return out[0] + " none recorded (no rank finished its run)\n"
-        width = max(len(s.step) for r in self.results for s in r.timeline)
+        name_w = max(len(s.step) for s in steps)
+        kind_w = max(len(s.kind) for s in steps)
+        figures = kind_w + 2 + 9 + 1 + 9 + 2  # kind, start, end and the gaps before the bar
+        bar, split = TIMELINE_BAR, False
+        if width is not None:
+            room = width - (2 + name_w + 2 + figures)
+            split = room < TIMELINE_BAR_MIN
+            bar = max(TIMELINE_BAR_MIN, width - 4 - figures) if split else min(TIMELINE_BAR_WIDE, room)
         for r in self.results:
             out.append(f"rank {r.rank}" + ("" if r.timeline else f": none ({r.status})"))
             for s in r.timeline:
-                a = round(s.start_ms / end * TIMELINE_BAR)
-                b = max(a + 1, round(s.end_ms / end * TIMELINE_BAR))
-                out.append(f"  {s.step:<{width}}  {s.kind:<13} {s.start_ms:9.3f} {s.end_ms:9.3f}  "
-                           + " " * a + "#" * (b - a))
+                a = min(bar - 1, round(s.start_ms / end * bar))
+                b = max(a + 1, round(s.end_ms / end * bar))
+                row = f"{s.kind:<{kind_w}}  {s.start_ms:9.3f} {s.end_ms:9.3f}  " + " " * a + "#" * (b - a)
+                out += [f"  {s.step}", f"    {row}"] if split else [f"  {s.step:<{name_w}}  {row}"]
         return "\n".join(out) + "\n"
 
     def report(self) -> str:

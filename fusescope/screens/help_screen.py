@@ -89,7 +89,9 @@ def key_rows(app: App[None]) -> list[KeyRow]:
     from fusescope.widgets.host_ir_view import HostIrView
     from fusescope.widgets.listing_view import ListingView
     from fusescope.widgets.md_run_view import MultiRunView
+    from fusescope.widgets.options_view import OptionsView
     from fusescope.widgets.run_view import RunView
+    from fusescope.widgets.segments_view import SegmentsView
 
     def rows_of(bindings: list[object], where: str, skip: tuple[str, ...] = ()) -> list[KeyRow]:
         out = []
@@ -107,10 +109,10 @@ def key_rows(app: App[None]) -> list[KeyRow]:
         KeyRow("enter / space", "Fold or unfold a section", "Tensors"),
         KeyRow("↑ ↓", "Move between inputs, outputs and expressions", "Fusion IR"),
     ]
-    rows += rows_of(ListingView.BINDINGS, "Fusion IR, Schedule, Transforms, CUDA, Host IR")
+    rows += rows_of(ListingView.BINDINGS, "every view (the focused pane's text)")
+    rows += [KeyRow("↑ ↓", "Select a segment (every view follows); tab to its schedule or kernel", "Schedule, CUDA")]
+    rows += rows_of(SegmentsView.BINDINGS, "Segments (every view follows)", skip=("copy",))
     rows += [
-        KeyRow("↑ ↓", "Select a segment (every view follows); tab to its schedule or kernel", "Schedule, CUDA"),
-        KeyRow("↑ ↓  j k", "Select the next / previous segment (every view follows)", "Segments"),
         KeyRow("↑ ↓", "Select a segment (every view follows)", "Run"),
         KeyRow("← → ↑ ↓ pgup pgdn", "Scroll the text; long lines scroll sideways (shift+wheel too)",
                "Schedule, CUDA, Host IR, Transforms"),
@@ -118,6 +120,7 @@ def key_rows(app: App[None]) -> list[KeyRow]:
     rows += rows_of(CodeView.BINDINGS, "Schedule, CUDA, Host IR, Transforms")
     rows += rows_of(CudaView.BINDINGS, "CUDA", skip=("copy",))
     rows += rows_of(RunView.BINDINGS, "Run", skip=("copy",))
+    rows += rows_of(OptionsView.BINDINGS, "Options (enter in a field too)", skip=("copy",))
     # A multi-device fusion's keys: a rank's host IR, and runs on N ranks.
     rows += rows_of(HostIrView.BINDINGS, "Host IR (multi-device)", skip=("copy",))
     rows += rows_of(MultiRunView.BINDINGS, "Run (multi-device)", skip=("copy",))

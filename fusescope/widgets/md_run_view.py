@@ -1,6 +1,7 @@
 """The Run tab of a multi-device fusion: run it on N ranks (N worker processes, N = the mesh's
 size at first; + and - change it), then a row per rank (its outputs' shapes, max error against
-its shard of the reference, pass or fail, time) and each rank's timeline of steps."""
+its shard of the reference, pass or fail, time) and each rank's timeline of steps, fitted to
+the pane's width."""
 
 from __future__ import annotations
 
@@ -39,12 +40,16 @@ class MultiRunView(VerticalScroll, can_focus=True):
         border-title-color: $text-muted;
         padding: 0 1;
         overflow-x: auto;
+        scrollbar-gutter: stable;  /* the timeline is fitted to a width that a scrollbar keeps */
     }
     MultiRunView:focus {
         border: round $accent;
     }
     MultiRunView > Static {
-        width: auto;
+        width: auto;  /* the table: as wide as its rows (the pane scrolls sideways) */
+    }
+    MultiRunView > #md-run-status {
+        width: 1fr;  /* sentences wrap at the pane's width */
     }
     """
 
@@ -119,8 +124,17 @@ class MultiRunView(VerticalScroll, can_focus=True):
         style = {"ok": "bold green", "mismatch": "bold red", "cancelled": "bold yellow"}.get(result.status, "bold red")
         self._say(f"{result.status}: {result.message} ({result.ranks} ranks, {result.backend}, "
                   f"{result.wall_s:.1f} s)", style)
-        self._table.update(Text(result.table()))
-        self._timeline.update(Text("\n" + result.timeline_text()))
+        self._table.update(Text(result.table().rstrip("\n")))
+        self._fit_timeline()
+
+    def on_resize(self) -> None:
+        self._fit_timeline()
+
+    def _fit_timeline(self) -> None:
+        """The timeline fitted to the pane's width (its bar narrows, its rows split)."""
+        if self.result is not None:
+            width = self.scrollable_content_region.width
+            self._timeline.update(Text("\n" + self.result.timeline_text(width or None)))
 
     def action_copy(self) -> None:
         copy_text(self, self.text, "the run")

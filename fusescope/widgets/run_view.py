@@ -119,6 +119,9 @@ class RunView(Vertical, can_focus=True):
         yield self._history
 
     def on_mount(self) -> None:
+        self._add_columns()
+
+    def _add_columns(self) -> None:
         for key, header, _ in COLUMNS:
             self._table.add_column(header, key=key)
 
@@ -207,7 +210,9 @@ class RunView(Vertical, can_focus=True):
         from fusescope.model import fmt_ms, human_bytes
 
         assert self.result is not None
-        self._table.clear()
+        # The columns too: each is as wide as its widest cell, of this run (not of any before).
+        self._table.clear(columns=True)
+        self._add_columns()
         total = self.result.total_ms or 0.0
         for s in self._sorted(self.result.segments):
             self._table.add_row(

@@ -86,8 +86,51 @@ async def test_the_code_panes_get_the_height_of_the_screen(size: tuple[int, int]
             assert lines.scrollable_content_region.height >= height - 9, (selector, lines.region)
         assert not app.query_one(TransformView).display  # not on the CUDA and Host IR tabs
         await pilot.press("i")
+        app.show_tensor("T3")
         await pilot.pause()
         assert app.query_one(TransformView).display and app.query_one(TransformView).region.height >= 5
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_the_transforms_pane_takes_the_rows_it_needs(size: tuple[int, int]) -> None:
+    # The report: at 200x50 the Schedule tab gave an empty transforms pane half the column
+    # ("Select a TensorView ...") while the schedule above it was cut.
+    app = FusescopeApp(session_of("seed001_inner_outer_alloc"))
+    async with app.run_test(size=size) as pilot:
+        await pilot.press("s")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        main, views = app.query_one("#main"), app.query_one("#views")
+        transforms = app.query_one(TransformView)
+        # Nothing selected: the placeholder's lines and the border, the rest for the schedule.
+        placeholder = len(transforms.lines._display)  # noqa: SLF001 (the wrapped lines)
+        assert placeholder == (1 if size[0] == 200 else 2)
+        assert transforms.region.height == placeholder + 2 and transforms.lines.max_scroll_y == 0
+        assert views.region.height == main.region.height - transforms.region.height
+        schedule = app.query_one("#schedule-code-lines")
+        assert schedule.region.height == views.region.height - 4  # the tab strip and the borders
+        app.show_tensor("T0")
+        await pilot.pause()
+        block = transforms.lines.source
+        assert transforms.scheduled and len(block) == len(transforms.text.rstrip("\n").splitlines()) > 5
+        # Its lines, the border and a sideways scrollbar where the lines are wider than the pane,
+        # at most half the column; here the whole block fits.
+        sideways = 1 if transforms.lines.max_scroll_x > 0 else 0
+        assert sideways == (0 if size == (200, 50) else 1)
+        assert transforms.region.height == min(len(block) + 2 + sideways, main.region.height // 2)
+        assert transforms.lines.max_scroll_y == 0
+        if size == (200, 50):
+            assert schedule.region.height > 3 * transforms.region.height
+        # A block longer than half the column: capped there, the rest scrolls.
+        transforms.show_block("T0", "\n".join(f"line {k}" for k in range(60)))
+        await pilot.pause()
+        assert transforms.region.height == main.region.height // 2
+        assert transforms.lines.max_scroll_y == 60 - transforms.lines.scrollable_content_region.height > 0
+        assert views.region.height == main.region.height - transforms.region.height
+        # A tab without the pane gives the view the whole column.
+        await pilot.press("g")
+        await pilot.pause()
+        assert not transforms.display and views.region.height == main.region.height
 
 
 async def test_ctrl_t_hides_the_tensors_pane_and_angle_brackets_size_it() -> None:

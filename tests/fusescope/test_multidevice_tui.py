@@ -6,7 +6,8 @@ shardings cannot be laid out, shown without taking the session down."""
 from __future__ import annotations
 
 import pytest
-from textual.widgets import TabbedContent
+from textual.geometry import Region
+from textual.widgets import Static, TabbedContent
 
 import engine.multidevice as md
 from engine import load_fusion
@@ -152,3 +153,59 @@ async def test_esc_stops_the_ranks_of_a_run() -> None:
         assert result is not None and result.status == "cancelled"
         assert [(r.rank, r.status) for r in result.results] == [(0, "cancelled"), (1, "cancelled")]
         assert not app.busy
+
+
+def _rows(app: FusescopeApp, region: Region) -> list[str]:
+    """The screen's text in `region`, row by row, as drawn."""
+    strips = app.screen._compositor.render_strips()  # noqa: SLF001 (what the terminal gets)
+    return ["".join(seg.text for seg in strips[y])[region.x:region.right] for y in range(region.y, region.bottom)]
+
+
+async def test_run_tab_at_80x24_wraps_its_sentences_and_fits_the_timeline() -> None:
+    # The report: at 80x24 the intro line was cut ("... f runs it o") and the timeline's kind
+    # column too ("ReduceScat"), even with the tensors pane hidden.
+    app = FusescopeApp(_session("multidevice_sp_mlp"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("x")
+        await pilot.pause()
+        view = app.query_one(MultiRunView)
+        drawn = " ".join(_rows(app, view.content_region))
+        for word in view.status_text.split():  # every word of the intro is on screen
+            assert word in drawn, (word, drawn)
+        await pilot.press("f")
+        await _wait_for_md_run(app, pilot)
+        result = view.result
+        assert result is not None and result.status == "ok", result and result.message
+        for hidden in (False, True):  # beside the tensors pane, then with the pane hidden
+            await pilot.pause()
+            width = view.scrollable_content_region.width
+            timeline = result.timeline_text(width).splitlines()
+            assert max(len(line) for line in timeline) <= width and view.max_scroll_x == 0
+            assert view.query_one("#md-run-timeline", Static).render().plain.strip("\n").splitlines() == timeline
+            # Each step's name, and its kind in full, as drawn on the screen.
+            view.scroll_to(y=view.query_one("#md-run-timeline").virtual_region.y, animate=False)
+            await pilot.pause()
+            drawn = "\n".join(_rows(app, view.content_region))
+            assert "  Communication 0 + region 0 in 2 chunks" in drawn and "    ReduceScatter " in drawn, drawn
+            bars = [line.count("#") for line in timeline]
+            if not hidden:
+                narrow = max(bars)
+                await pilot.press("ctrl+t")
+        assert max(bars) > narrow  # the bar took the room the pane gave back
+
+
+async def test_timeline_rows_split_only_when_a_bar_would_not_fit() -> None:
+    from fusescope.md_run import TIMELINE_BAR_MIN, MultiRunResult, RankResult, RankStep
+
+    steps = (RankStep("Communication 0 + region 0 in 2 chunks", "overlap", 0.0, 5.0),
+             RankStep("Communication 1", "ReduceScatter", 5.0, 10.0))
+    result = MultiRunResult("reference", 1, "ok", "", (RankResult(0, "ok", "", timeline=steps),))
+    wide = result.timeline_text(200).splitlines()
+    assert wide[2].startswith("  Communication 0 + region 0 in 2 chunks  overlap        ")
+    assert wide[3].startswith("  Communication 1                         ReduceScatter  ")
+    assert max(len(line) for line in wide) <= 200 and wide[3].endswith("#" * 30)  # half the 60-cell bar
+    narrow = result.timeline_text(52).splitlines()
+    assert narrow[2:] == ["  Communication 0 + region 0 in 2 chunks", f"    overlap            0.000     5.000  {'#' * 6}",
+                          "  Communication 1", f"    ReduceScatter      5.000    10.000  {' ' * 6}{'#' * 6}"]
+    assert max(len(line) for line in narrow) == 52  # a 12-cell bar: the row's room
+    assert TIMELINE_BAR_MIN <= 12 and result.timeline_text(20).splitlines()[3].endswith("#" * (TIMELINE_BAR_MIN // 2))

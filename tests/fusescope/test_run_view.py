@@ -64,3 +64,18 @@ async def test_sorting_deltas_totals_and_history() -> None:
         assert "History (2 run(s)" in history and "#2 emulate" in history
         with pytest.raises(KeyError, match="no column 'nope'"):
             view.sort_by("nope")
+
+
+async def test_columns_fit_the_run_shown_not_the_widest_before() -> None:
+    # A slow run's "12345.000 ms" left the time column that wide for every run after it.
+    app = Host()
+    async with app.run_test(size=(160, 40)) as pilot:
+        view = app.query_one(RunView)
+        table = view.query_one(DataTable)
+        view.show_runs([run([12345.0, 2.0])])
+        await pilot.pause()
+        assert table.columns["time"].content_width == len("12345.000 ms")
+        view.show_runs([run([1.0, 2.0])])
+        await pilot.pause()
+        assert table.columns["time"].content_width == max(len("time"), len("1.000 ms"))
+        assert [str(table.get_row_at(k)[2]) for k in range(2)] == ["1.000 ms", "2.000 ms"]
