@@ -481,3 +481,33 @@ def communication_ops(backend: str) -> None:
     _close(g, ar)
     _close(s, mesh.shard_tensor(br.sum(0), 0), rtol=1e-5, atol=1e-5)
     _close(r, br.sum(0), rtol=1e-5, atol=1e-5)
+
+
+def head_parallel_attention(backend: str) -> None:
+    """Attention with its heads sharded (q, k, v outer-split on the head axis): each device
+    attends over its own heads, forward and backward, with no communication; the output and
+    the grads come out head-sharded."""
+    comm, d, dev = _setup(backend)
+    b, h, s, e = 2, 2 * d, 16, 8
+    mesh = md.DeviceMesh(torch.arange(d))
+    with FusionDefinition() as fd:
+        q, k, v, go = (fd.define_tensor([b, h, s, e]) for _ in range(4))
+        p = fd.define_scalar(0.0, dtype=DataType.Double)
+        causal = fd.define_scalar(True, dtype=DataType.Bool)
+        out, lse, seed, offset = fd.ops.sdpfa_fwd(q, k, v, dropout_p=p, is_causal=causal)
+        gq, gk, gv = fd.ops.sdpfa_bwd(go, q, k, v, out, lse, p, causal, seed, offset)
+        for t in (out, gq, gk, gv):
+            fd.add_output(t)
+        for t in (q, k, v, go):
+            t.set_device_mesh(mesh)
+            t.outer_split(1, d)
+            t.axis(1).parallelize(DIDX)
+    qr, kr, vr = (torch.randn(b, h, s, e, requires_grad=True) for _ in range(3))
+    gr = torch.randn(b, h, s, e)
+    ref = F.scaled_dot_product_attention(qr, kr, vr, is_causal=True)
+    ref.backward(gr)
+    ins = [_shard(t.detach(), tv, dev) for t, tv in zip((qr, kr, vr, gr), (q, k, v, go))]
+    outs = _run(fd, ins, backend)
+    assert _kinds(fd) == []
+    for got, want in zip(outs, (ref, qr.grad, kr.grad, vr.grad)):
+        _close(got, mesh.shard_tensor(want.detach(), 1), rtol=1e-4, atol=1e-4)
