@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.distributed as dist
 
-from engine.analysis.logical_map import logical_map
 from engine.ir.iterdomain import IterDomain, ParallelType, Split
 from engine.ir.tensorview import TensorView
+from engine.multidevice.axis_map import device_map
 from engine.multidevice.sharding import sharded_dims
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ def row_wise(region: Region, gathered: TensorView) -> bool:
     for e in region.exprs:
         ins = [v for v in e.inputs if isinstance(v, TensorView)]
         for o in [v for v in e.outputs if isinstance(v, TensorView)]:
-            maps = [(p, logical_map(p, o, map_broadcast=False)) for p in ins]
+            maps = [(p, device_map(p, o)) for p in ins]
             for _, m in maps:
                 for pi, oi in m.items():
                     if pi in tracked:

@@ -19,12 +19,12 @@ broadcasts, reductions, permutes, reshapes that keep the axis whole, linear and 
 
 from __future__ import annotations
 
-from engine.analysis.logical_map import logical_map
 from engine.ir import exprs as ex
 from engine.ir.base import Expr
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain, ParallelType
 from engine.ir.tensorview import TensorView
+from engine.multidevice.axis_map import device_map
 from engine.multidevice.mesh import DEVICE_TYPES
 from engine.multidevice.sharding import AxisSharding, mesh_of, shardings
 
@@ -108,11 +108,11 @@ def propagate_shardings(fusion: Fusion) -> None:
         outs = [o for o in _tvs(expr.outputs) if id(o) not in user]
         for ref in reference_inputs(expr):
             for out in outs:
-                shard_like(ref, out, logical_map(ref, out, map_broadcast=False))
+                shard_like(ref, out, device_map(ref, out))
         # A sharded axis reduced by the expr: mark the output's reduction axis.
         for out in _tvs(expr.outputs):
             for ref in _tvs(expr.inputs):
-                mark_partial(ref, out, logical_map(ref, out, map_broadcast=False))
+                mark_partial(ref, out, device_map(ref, out))
     for expr in reversed(exprs):
         outs = _by_parallel_dims(_tvs(expr.outputs))
         if not outs:
@@ -121,7 +121,7 @@ def propagate_shardings(fusion: Fusion) -> None:
         for inp in _tvs(expr.inputs):
             if id(inp) in user or id(inp) in inputs:
                 continue
-            back = {c: p for p, c in logical_map(inp, ref, map_broadcast=False).items()}
+            back = {c: p for p, c in device_map(inp, ref).items()}
             shard_like(ref, inp, back)
 
 

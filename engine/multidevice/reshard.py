@@ -21,12 +21,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.analysis.logical_map import logical_map
 from engine.ir import exprs as ex
 from engine.ir.base import Expr
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import ParallelType
 from engine.ir.tensorview import TensorView
+from engine.multidevice.axis_map import device_map
 from engine.multidevice.mesh import DeviceMesh
 from engine.multidevice.propagate import mark_partial, reference_inputs, shard_like
 from engine.multidevice.sharding import AxisSharding, MultiDeviceError, mesh_of, sharding_of, shardings
@@ -74,7 +74,7 @@ class _Decomposer:
         """A `set` of `tv` on `mesh` holding `keep` of tv's shardings (mapped positionally)."""
         out = _set(tv)
         out.device_mesh = mesh
-        m = logical_map(tv, out, map_broadcast=False)
+        m = device_map(tv, out)
         for s in keep:
             _shard_axis(out, s, m[s.logical])
         return out
@@ -110,7 +110,7 @@ class _Decomposer:
     def _slice(self, expr: Expr, p: TensorView, o_s: AxisSharding, axis: object) -> TensorView:
         keep = [x for x in shardings(p) if not x.reduction]
         new = self._copy(p, mesh_of(p), keep)
-        m = logical_map(p, new, map_broadcast=False)
+        m = device_map(p, new)
         _shard_axis(new, AxisSharding(o_s.pt, axis, o_s.split), m[axis])
         self.comms[id(new.definition)] = Resharding("ShardByDevice", new.definition, o_s.pt)
         self._reroute(expr, p, new)
@@ -132,7 +132,7 @@ class _Decomposer:
             for s in shardings(p):
                 if s.reduction:
                     continue
-                to = logical_map(p, out, map_broadcast=False).get(s.logical)
+                to = device_map(p, out).get(s.logical)
                 if to is not None and to.is_reduction:
                     partial.setdefault(s.pt, AxisSharding(s.pt, to, s.split))
                     continue
@@ -144,7 +144,7 @@ class _Decomposer:
         # sharded: cut to this device's part.
         wanted = [s for s in shardings(out) if not s.reduction] + list(partial.values())
         for p in list(dict.fromkeys(_tvs(expr.inputs))):
-            back = {c: q for q, c in logical_map(p, out, map_broadcast=False).items()}
+            back = {c: q for q, c in device_map(p, out).items()}
             for o_s in wanted:
                 if sharding_of(p, o_s.pt) is not None or (o_s.pt in partial and not o_s.reduction):
                     continue
@@ -181,8 +181,8 @@ class _Decomposer:
         part.device_mesh = mesh
         src = expr.inputs[1] if isinstance(expr, (ex.LinearOp, ex.MatmulOp)) else expr.input
         for inp in reference_inputs(part.definition):
-            shard_like(inp, part, logical_map(inp, part, map_broadcast=False))
-        mark_partial(src, part, logical_map(src, part, map_broadcast=False))
+            shard_like(inp, part, device_map(inp, part))
+        mark_partial(src, part, device_map(src, part))
         scatter = sharding_of(out, pt)
         # The partial result is whole on the axis a ReduceScatter will cut.
         if scatter is not None:
@@ -206,7 +206,7 @@ class _Decomposer:
             for e in later:
                 t = e.output
                 t.device_mesh = mesh
-                shard_like(prev, t, logical_map(prev, t, map_broadcast=False))
+                shard_like(prev, t, device_map(prev, t))
                 prev = t
         for use in list(self.fusion.uses_of(out)):
             self._reroute(use, out, final)

@@ -408,3 +408,106 @@ def compiled_program(backend: str) -> None:
     (out,) = cf.run(ins, backend=backend, timeline=True)
     assert [s.kind for s in cf.last_timeline] == ["overlap", "ReduceScatter", "compute"]
     _close(out, md.shard_tensor(_mlp_ref(*ws), tvs[-1]), rtol=1e-4, atol=1e-4)
+
+
+def column_parallel_matmul(backend: str) -> None:
+    """nvFuser's test_column_parallel_matmul: the weight's N and the output's N sharded by the
+    user (the output's loop split at its N axis, before the reduction axis)."""
+    comm, d, dev = _setup(backend)
+    e = 8
+    mesh = md.DeviceMesh(torch.arange(d))
+    with FusionDefinition() as fd:
+        inp = fd.define_tensor([-1, -1, e])
+        w = fd.define_tensor([e, d * e])
+        out_tv = fd.ops.matmul(inp, w)
+        fd.add_output(out_tv)
+        for t in (inp, w, out_tv):
+            t.set_device_mesh(mesh)
+        w.outer_split(-1, d)
+        w.axis(-2).parallelize(DIDX)
+        out_tv.outer_split(-2, d)
+        out_tv.axis(-3).parallelize(DIDX)
+    x, wr = torch.randn(2, 5, e), torch.randn(e, d * e)
+    (out,) = _run(fd, [_shard(x, inp, dev), _shard(wr, w, dev)], backend)
+    assert _kinds(fd) == []
+    _close(out, mesh.shard_tensor(x @ wr, 2), rtol=1e-5, atol=1e-4)
+
+
+def sharded_then_replicated_output(backend: str) -> None:
+    """A user-annotated replicated output of an op on a sharded input: the input is gathered
+    (nvFuser inserts the Allgather), the output whole on every rank."""
+    comm, d, dev = _setup(backend)
+    mesh = md.DeviceMesh(torch.arange(d))
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([-1, -1])
+        y = fd.ops.mul(x, x)
+        z = fd.ops.sum(y, dims=[0])
+        fd.add_output(y)
+        fd.add_output(z)
+        for t in (x, y):
+            t.set_device_mesh(mesh)
+        x.outer_split(0, d)
+        x.axis(0).parallelize(DIDX)
+    xr = torch.randn(2 * d, 3)
+    y_out, z_out = _run(fd, [_shard(xr, x, dev)], backend)
+    _close(y_out, xr * xr)
+    _close(z_out, (xr * xr).sum(0), rtol=1e-5, atol=1e-5)
+
+
+def communication_ops(backend: str) -> None:
+    """nvFuser's communication tests in one: a `set` from sharded to replicated is an
+    Allgather; a sum over a logical device axis into an output sharded on another axis is a
+    ReduceScatter, into a replicated one an Allreduce."""
+    comm, d, dev = _setup(backend)
+    mesh = md.DeviceMesh(torch.arange(d))
+    with FusionDefinition() as fd:
+        a = fd.define_tensor([d * 4])
+        b = fd.define_tensor([d, d * 3])
+        gathered = fd.ops.set(a)
+        scattered = fd.ops.sum(b, [0])
+        reduced = fd.ops.sum(b, [0])
+        for t in (gathered, scattered, reduced):
+            fd.add_output(t)
+        for t in (a, b, gathered, scattered, reduced):
+            t.set_device_mesh(mesh)
+        a.outer_split(0, d)
+        a.axis(0).parallelize(DIDX)
+        b.axis(0).parallelize(DIDX)
+        scattered.outer_split(-1, d)
+        scattered.axis(-2).parallelize(DIDX)
+    ar, br = torch.randn(d * 4), torch.randn(d, d * 3)
+    g, s, r = _run(fd, [_shard(ar, a, dev), _shard(br, b, dev)], backend)
+    assert sorted(_kinds(fd)) == ["Allgather", "Allreduce", "ReduceScatter"]
+    _close(g, ar)
+    _close(s, mesh.shard_tensor(br.sum(0), 0), rtol=1e-5, atol=1e-5)
+    _close(r, br.sum(0), rtol=1e-5, atol=1e-5)
+
+
+def head_parallel_attention(backend: str) -> None:
+    """Attention with its heads sharded (q, k, v outer-split on the head axis): each device
+    attends over its own heads, forward and backward, with no communication; the output and
+    the grads come out head-sharded."""
+    comm, d, dev = _setup(backend)
+    b, h, s, e = 2, 2 * d, 16, 8
+    mesh = md.DeviceMesh(torch.arange(d))
+    with FusionDefinition() as fd:
+        q, k, v, go = (fd.define_tensor([b, h, s, e]) for _ in range(4))
+        p = fd.define_scalar(0.0, dtype=DataType.Double)
+        causal = fd.define_scalar(True, dtype=DataType.Bool)
+        out, lse, seed, offset = fd.ops.sdpfa_fwd(q, k, v, dropout_p=p, is_causal=causal)
+        gq, gk, gv = fd.ops.sdpfa_bwd(go, q, k, v, out, lse, p, causal, seed, offset)
+        for t in (out, gq, gk, gv):
+            fd.add_output(t)
+        for t in (q, k, v, go):
+            t.set_device_mesh(mesh)
+            t.outer_split(1, d)
+            t.axis(1).parallelize(DIDX)
+    qr, kr, vr = (torch.randn(b, h, s, e, requires_grad=True) for _ in range(3))
+    gr = torch.randn(b, h, s, e)
+    ref = F.scaled_dot_product_attention(qr, kr, vr, is_causal=True)
+    ref.backward(gr)
+    ins = [_shard(t.detach(), tv, dev) for t, tv in zip((qr, kr, vr, gr), (q, k, v, go))]
+    outs = _run(fd, ins, backend)
+    assert _kinds(fd) == []
+    for got, want in zip(outs, (ref, qr.grad, kr.grad, vr.grad)):
+        _close(got, mesh.shard_tensor(want.detach(), 1), rtol=1e-4, atol=1e-4)
