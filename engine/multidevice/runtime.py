@@ -138,6 +138,26 @@ def run_region(region: Region, args: list[Any], backend: str) -> list[Any]:
     return cf.run(args, backend=backend)
 
 
+def check_shards(program: MultiDeviceProgram, inputs: Sequence[Any], rank: int) -> None:
+    """ExecutionError naming the input and axis when a tensor is not this rank's shard of a
+    fixed-size axis (the commonest mistake: the whole tensor passed where a shard is due)."""
+    for v, x in zip(program.inputs, inputs):
+        mesh = mesh_of(v) if isinstance(v, TensorView) else None
+        if mesh is None or not isinstance(x, torch.Tensor) or not mesh.has(rank):
+            continue
+        dims = [i for i in v.domain.logical if not i.is_reduction]
+        if x.dim() != len(dims):
+            raise ExecutionError(f"{v.short_name} has {len(dims)} dimensions, its input {x.dim()}")
+        for dim, s in sharded_dims(v):
+            e, d = dims[dim].extent, mesh.extent(s.pt)
+            want = (int(e.value) // d if s.split else 1) if e.is_const else None
+            if want is not None and x.shape[dim] != want:
+                raise ExecutionError(
+                    f"{v.short_name}: axis {dim} of its input has {x.shape[dim]} elements on rank {rank}; "
+                    f"sharded on {s.pt.name} over {d} devices it holds {want} of {int(e.value)} "
+                    "(pass this rank's shard: engine.multidevice.shard_tensor)")
+
+
 def whole_sizes(program: MultiDeviceProgram, inputs: Sequence[Any]) -> dict[Scalar, int]:
     """The fusion's symbolic extents at their whole (unsharded) sizes, from this device's
     input shards."""
@@ -177,6 +197,7 @@ def run_program(program: MultiDeviceProgram, inputs: Sequence[Any], backend: str
     rank = comm.rank()
     if len(inputs) != len(program.inputs):
         raise ExecutionError(f"the fusion takes {len(program.inputs)} inputs, got {len(inputs)}")
+    check_shards(program, inputs, rank)
     env: dict[int, Any] = {id(v): x for v, x in zip(program.inputs, inputs)}
     t0 = time.perf_counter()
     sync = timeline is not None and torch.cuda.is_available()

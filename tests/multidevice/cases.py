@@ -511,3 +511,20 @@ def head_parallel_attention(backend: str) -> None:
     assert _kinds(fd) == []
     for got, want in zip(outs, (ref, qr.grad, kr.grad, vr.grad)):
         _close(got, mesh.shard_tensor(want.detach(), 1), rtol=1e-4, atol=1e-4)
+
+
+def whole_tensor_for_a_shard(backend: str) -> None:
+    """The whole tensor passed where this rank's shard is due: an error naming the input, its
+    axis and the sizes, on every rank, before anything runs."""
+    import pytest
+
+    from engine import ExecutionError
+
+    comm, d, dev = _setup(backend)
+    fd, tvs = _mlp(d, 8, DataType.Float, False)
+    ws = [torch.randn(4, 8), torch.randn(32, 8), torch.randn(32), torch.randn(8, 32), torch.randn(8)]
+    ins = [_shard(a, tv, dev) for a, tv in zip(ws, tvs)]
+    ins[1] = ws[1].to(dev)
+    with pytest.raises(ExecutionError, match=rf"T1: axis 0 of its input has 32 elements on rank {comm.rank()}; "
+                       rf"sharded on mesh_x over {d} devices it holds {32 // d} of 32"):
+        _run(fd, ins, backend)

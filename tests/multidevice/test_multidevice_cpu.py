@@ -9,7 +9,7 @@ REFERENCE = ["pointwise_logical_gather", "pointwise_sharded", "column_parallel_l
              "row_parallel_linear_with_bias", "linear_reduce_scatter", "tp_mlp", "sp_mlp", "sp_mlp_overlap", "ddp_batch",
              "sum_over_devices", "row_parallel_matmul", "pipeline_send_recv", "mesh_2d", "reshape_keeps_sharded_axis",
              "mean_over_devices", "compiled_program", "column_parallel_matmul", "sharded_then_replicated_output",
-             "communication_ops", "head_parallel_attention"]
+             "communication_ops", "head_parallel_attention", "whole_tensor_for_a_shard"]
 
 
 @pytest.mark.parametrize("case", REFERENCE)
