@@ -99,8 +99,7 @@ def parallelize_like(
     (loop_map_across_resize), as nvFuser's parallelizeAllLike maps by PERMISSIVE_RESIZE.
     With the plain loop map, a sliced output made the reference leaves the full-size
     output beside it without a single parallel type, and every thread of the grid runs
-    its whole loop nest (where_bool_expanded_mask_slice at 4x3072x4096: 3.1M threads
-    writing 50M elements each)."""
+    its whole loop nest."""
     from engine.analysis.logical_map import consumers_of
     from engine.analysis.replay import loop_map, loop_map_across_resize
 

@@ -177,8 +177,7 @@ def check_partitioned_writes(nest: Nest, ext: Extents, dims: dict[ParallelType, 
     while its nest has a serial loop of more than one iteration: the top-level loop is then
     serial over the tensor's whole extent, and every thread of the grid writes the whole
     tensor (the same values, so results stay right while the time grows with the size times
-    the threads: where_bool_expanded_mask_slice's second output at 4x3072x4096, 3.1M threads
-    writing 50M elements each, never finished on the H200)."""
+    the threads)."""
     threads = 1
     for n in dims.values():
         threads *= n
