@@ -14,20 +14,54 @@ from engine.errors import ExecutionError
 from engine.ir import aten_exprs as ax
 from engine.reference import _number, as_dtype, handles, out_dtype, up
 
+# ATen scans an axis other than the innermost with one thread per scan, each walking the
+# axis alone: with fewer scans than this the GPU idles, and the axis is moved innermost
+# (scanned by whole blocks) and back.
+_FEW_SCANS = 16384
+
+
+def _scan_kernel(kind: str, x: torch.Tensor, d: int) -> torch.Tensor:
+    if kind == "cumsum":
+        return torch.cumsum(x, d, dtype=x.dtype)
+    if kind == "cumprod":
+        return torch.cumprod(x, d, dtype=x.dtype)
+    return (torch.cummax if kind == "cummax" else torch.cummin)(x, d).values
+
+
+def scan(kind: str, x: torch.Tensor, d: int) -> torch.Tensor:
+    """`kind` (cumsum, cumprod, cummax, cummin) of `x` along axis `d`."""
+    d %= max(1, x.dim())
+    n = x.shape[d] if x.dim() else 1
+    if x.is_cuda and d != x.dim() - 1 and n > 32 and x.numel() // max(1, n) < _FEW_SCANS:
+        inner = _scan_kernel(kind, x.movedim(d, -1).contiguous(), -1)
+        return inner.movedim(-1, d).contiguous()
+    return _scan_kernel(kind, x, d)
+
 
 @handles(ax.ScanOp)
 def _scan(expr, args, ctx):
     x, init = up(args[0]), _number(args[1])
-    d = expr.dim
-    if expr.kind == "cumsum":
-        r = torch.cumsum(x, d, dtype=x.dtype) + init
-    elif expr.kind == "cumprod":
-        r = torch.cumprod(x, d, dtype=x.dtype) * init
-    elif expr.kind == "cummax":
-        r = torch.clamp(torch.cummax(x, d).values, min=init)
-    else:
-        r = torch.clamp(torch.cummin(x, d).values, max=init)
+    r = scan(expr.kind, x, expr.dim)
+    # The identity start (0 for a sum, 1 for a product) changes nothing: no kernel for it.
+    if expr.kind == "cumsum" and init != 0:
+        r = r + init
+    elif expr.kind == "cumprod" and init != 1:
+        r = r * init
+    elif expr.kind == "cummax" and not _beyond(r, init, low=True):
+        r = torch.clamp(r, min=init)
+    elif expr.kind == "cummin" and not _beyond(r, init, low=False):
+        r = torch.clamp(r, max=init)
     return [as_dtype(r, out_dtype(expr))]
+
+
+def _beyond(r: torch.Tensor, v: float, low: bool) -> bool:
+    """Whether `v` is at or past the end of `r`'s dtype (below every value when `low`):
+    a clamp to it changes nothing."""
+    if r.dtype == torch.bool:
+        return v <= 0 if low else v >= 1
+    info = torch.finfo(r.dtype) if r.dtype.is_floating_point else torch.iinfo(r.dtype)
+    edge = (-float("inf") if low else float("inf")) if r.dtype.is_floating_point else (info.min if low else info.max)
+    return v <= edge if low else v >= edge
 
 
 @handles(ax.TopKOp)
