@@ -1,0 +1,66 @@
+"""Rewrites before segmentation that build new ops (nvFuser's pre-segmentation passes that
+need its op builders; those that only rewire or refill tensors are in engine.concretize).
+
+`matmul_without_reduction`: a matmul whose contracted axis is a broadcast (K = 1) is an
+outer product: nvFuser's TranslateNoReductionMatmulToMulSqueeze writes it as a multiply of
+the operands broadcast against each other, then a squeeze of the K axis. The segmenter can
+then fuse it with the pointwise ops around it instead of running a GEMM for it (a rotary
+embedding's inverse frequencies times positions is one).
+"""
+
+from __future__ import annotations
+
+from engine.errors import FusionDefinitionError
+from engine.ir import exprs as ex
+from engine.ir.fusion import Fusion
+from engine.ir.tensorview import TensorView
+from engine.ops.arith import binary
+from engine.ops.common import no_reductions
+from engine.ops.shape import broadcast, squeeze
+from engine.trace import Trace
+
+
+def _outer_product_operands(e: ex.MatmulOp) -> tuple[TensorView, TensorView] | None:
+    """A and B of a matmul whose K axis is a broadcast in both (at least 2-D each), else None."""
+    a, b = e.inputs
+    if not (isinstance(a, TensorView) and isinstance(b, TensorView)):
+        return None
+    da, db = no_reductions(a), no_reductions(b)
+    if len(da) < 2 or len(db) < 2:
+        return None
+    ka, kb = da[-1], db[-2]
+    if not (ka.is_broadcast and kb.is_broadcast) or ka.expanded_extent is not None or kb.expanded_extent is not None:
+        return None
+    return a, b
+
+
+def matmul_without_reduction(fusion: Fusion, trace: Trace | None = None) -> None:
+    """Each matmul [..., M, 1] x [..., 1, N] becomes squeeze(mul(A[..., M, 1, b], B[..., b, 1, N]))."""
+    for e in fusion.exprs():
+        if not isinstance(e, ex.MatmulOp):
+            continue
+        operands = _outer_product_operands(e)
+        out = e.outputs[0]
+        if operands is None or not isinstance(out, TensorView) or out.domain.allocation is not None:
+            continue
+        a, b = operands
+        na, nb = len(no_reductions(a)), len(no_reductions(b))
+        batch = max(na, nb) - 2
+        try:
+            # Batch axes right-aligned as torch.matmul aligns them; A gains an N axis, B an M axis.
+            wide_a = broadcast(a, [True] * (batch + 2 - na) + [False] * na + [True])
+            wide_b = broadcast(b, [True] * (batch + 2 - nb) + [False] * (nb - 2) + [True, False, False])
+            product = squeeze(binary("mul", wide_a, wide_b), [batch + 1])
+        except FusionDefinitionError:
+            continue  # batch axes that torch would broadcast but the IR cannot (a concrete 1)
+        if product.dtype != out.dtype:
+            continue
+        for use in fusion.uses_of(out):
+            fusion.replace_input_of(use, out, product)
+        if out in fusion.outputs:
+            fusion.replace_output(out, product)
+        if trace is not None:
+            trace.event("concretize", out.short_name,
+                        f"matmul of {a.short_name} and {b.short_name} contracts a broadcast axis (K = 1): "
+                        f"{out.short_name} is {product.short_name}, their product with K squeezed",
+                        rule="matmul_without_reduction")
