@@ -35,8 +35,8 @@ ATEN_EXPRS: tuple[type[Expr], ...] = (ex.MatmulOp, ex.LinearOp, CutlassNvfp4Grou
 def _alias_source(val: Val, fusion: Fusion) -> Val | None:
     """The fusion input whose storage `val` is a view of, or None when `val` computes.
 
-    View-like ops (set, permute, squeeze, broadcast, expand) only change sizes and
-    strides, so their output aliases their input. A reshape aliases only a
+    View-like ops (set, permute, squeeze, broadcast, expand, a slice with positive steps)
+    only change sizes, strides and the offset, so their output aliases their input. A reshape aliases only a
     contiguous input: merging non-contiguous axes needs a copy (torch's view rule).
     A segment_set is a segmentation boundary, not an alias.
     """
@@ -53,6 +53,11 @@ def _alias_source(val: Val, fusion: Fusion) -> Val | None:
             if not isinstance(src, TensorView) or src.domain.has_allocation or not all(
                 c is not False for c in src.domain.contiguity
             ):
+                return None
+        elif isinstance(e, ex.SliceOp):
+            # A slice with positive constant steps is a window of its input (torch's basic
+            # slicing): sizes, strides and an offset.
+            if not all(step.is_const and int(step.value) >= 1 for _, _, step in e.ranges):
                 return None
         elif not isinstance(e, (ex.SqueezeOp, ex.BroadcastOp, ex.ExpandOp)):
             return None
