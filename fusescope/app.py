@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual import events, on
+from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -14,7 +14,8 @@ from textual.widgets import Footer, Header, TabbedContent, TabPane, Tabs
 from fusescope import samples
 from fusescope.commands import FusionCommands
 from fusescope.files import FileActions
-from fusescope.layout import SIDE_MAX, SIDE_MIN, SIDE_STEP, TABS, TRANSFORM_TABS, tab_label, use_short_labels
+from fusescope.layout import TRANSFORM_TABS, tab_label
+from fusescope.layout_actions import LayoutActions
 from fusescope.md_app import MultiDeviceWork
 from fusescope.messages import (
     CompileFinished,
@@ -51,7 +52,7 @@ from fusescope.widgets.transform_view import TransformView
 COMPILE_TABS = frozenset({"tab-schedule", "tab-segments", "tab-cuda", "tab-host-ir"})
 
 
-class FusescopeApp(FileActions, MultiDeviceWork):
+class FusescopeApp(FileActions, LayoutActions, MultiDeviceWork):
     CSS_PATH = "app.tcss"
     TITLE = "fusescope"
     COMMANDS = App.COMMANDS | {FusionCommands}
@@ -214,35 +215,6 @@ class FusescopeApp(FileActions, MultiDeviceWork):
         if event.pane.id in COMPILE_TABS or event.pane.id == "tab-options":
             self._start_compile()
         self._refresh_transforms()
-
-    # ---- layout ---------------------------------------------------------------------
-    def on_resize(self, event: events.Resize) -> None:
-        self.call_after_refresh(self._fit_tabs)
-
-    def _fit_tabs(self) -> None:
-        """Long tab labels when they fit the tab strip, else short ones: every tab stays on
-        screen, with its key."""
-        views = self.query_one(TabbedContent)
-        short = use_short_labels(self.query_one("#main").size.width)
-        for tab in TABS:
-            views.get_tab(tab).label = tab_label(tab, short)
-
-    def action_toggle_tensors(self) -> None:
-        """Hide or show the tensors pane (the views take its room)."""
-        tree = self.query_one(TensorTree)
-        tree.display = not tree.display
-        if not tree.display and tree.has_focus:
-            self.screen.set_focus(None)
-            self.screen.focus_next()  # the first pane of the view: the hidden tree is skipped
-        self.call_after_refresh(self._fit_tabs)
-
-    def action_side_width(self, step: int) -> None:
-        """Make the tensors pane SIDE_STEP columns wider (1) or narrower (-1)."""
-        tree = self.query_one(TensorTree)
-        tree.display = True
-        width = tree.outer_size.width + step * SIDE_STEP
-        tree.styles.width = max(SIDE_MIN, min(SIDE_MAX, width, self.size.width - 40))
-        self.call_after_refresh(self._fit_tabs)
 
     def _refresh_transforms(self) -> None:
         tensor = self.query_one(TransformView).tensor

@@ -31,7 +31,6 @@ on stderr once they have worked for a second (fusescope/cli_progress.py); piped 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Sequence
@@ -40,6 +39,7 @@ from typing import TYPE_CHECKING
 
 from fusescope import samples
 from fusescope.cli_multidevice import MultiDeviceCliError
+from fusescope.cli_output import emit, emit_json, emit_kernels
 from fusescope.cli_parsers import (
     export_parser,
     list_parser,
@@ -124,34 +124,6 @@ def _load(spec: str, activity: Activity | None = None):  # -> model.Session; mod
     return session
 
 
-def _emit(text: str) -> None:
-    """Plain text when piped (exactly what the engine printed); coloured on a terminal."""
-    if sys.stdout.isatty():
-        from rich.console import Console
-
-        from fusescope.render.highlight import highlight
-
-        # soft_wrap: long IR lines stay single lines, so what is copied from the terminal is exact.
-        Console(highlight=False, soft_wrap=True).print(highlight(text), end="")
-    else:
-        sys.stdout.write(text)
-
-
-def _emit_json(data: object) -> None:
-    sys.stdout.write(json.dumps(data, indent=2) + "\n")
-
-
-def _emit_cuda(text: str) -> None:
-    """CUDA source: exactly the generated text when piped, highlighted on a terminal."""
-    if sys.stdout.isatty():
-        from rich.console import Console
-        from rich.syntax import Syntax
-
-        Console(highlight=False, soft_wrap=True).print(Syntax(text, "cuda", theme="ansi_dark"), end="")
-    else:
-        sys.stdout.write(text)
-
-
 def _options(args: argparse.Namespace):  # -> model.CompileOptions
     from fusescope.model import CompileOptions, OptionError, parse_heuristic, parse_size, read_kernel_source
 
@@ -192,7 +164,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
         if info is not None:  # no single compilation: its program's steps (fusescope/cli_multidevice.py)
             from fusescope import cli_multidevice
 
-            return cli_multidevice.show(session, info, args, _emit, _emit_json)
+            return cli_multidevice.show(session, info, args, emit, emit_json)
         if args.rank is not None:
             raise CliError(f"--rank goes with --host-ir of a multi-device fusion; {session.title} has no device mesh")
         compiled = None
@@ -200,30 +172,30 @@ def _cmd_show(args: argparse.Namespace) -> int:
             activity.say(f"compiling {session.title} at its example inputs")
             compiled = _compiled(session, args)
     if args.ir:
-        _emit(session.listing)
+        emit(session.listing)
     elif args.schedule or args.why:
         assert compiled is not None
-        _emit(compiled.schedule_report() if args.schedule else compiled.why())
+        emit(compiled.schedule_report() if args.schedule else compiled.why())
     elif args.segments:
         assert compiled is not None
-        _emit_json(compiled.to_dict()) if args.json else _emit(compiled.summary())
+        emit_json(compiled.to_dict()) if args.json else emit(compiled.summary())
     elif args.cuda or args.kernel_ir:
         _show_kernels(compiled, args)
     elif args.runs:
         if not session.runs:
             raise CliError(f"{args.file} has no recorded runs (only a bundle saved after a run has some)")
         for k, run in enumerate(session.runs, start=1):
-            _emit(f"== run {k} of {len(session.runs)}\n" + run.report())
+            emit(f"== run {k} of {len(session.runs)}\n" + run.report())
     elif args.host_ir:
         assert compiled is not None
         if compiled.host_ir is None:
             raise CliError("host IR is not available yet: this engine's compilation has no host-IR program")
-        _emit_json({"host_ir": compiled.host_ir}) if args.json else _emit(compiled.host_ir)
+        emit_json({"host_ir": compiled.host_ir}) if args.json else emit(compiled.host_ir)
     else:
         name = args.transforms if args.transforms.upper().startswith("T") else f"T{args.transforms}"
         name = "T" + name[1:]
         try:
-            _emit(session.transforms(name))
+            emit(session.transforms(name))
         except KeyError as e:
             raise CliError(e.args[0]) from None
     return 0
@@ -241,31 +213,7 @@ def _show_kernels(compiled, args: argparse.Namespace) -> None:  # compiled: mode
             raise CliError(f"segment {s.id} ({s.scheduler}) has no kernel: it runs through the reference evaluator")
     else:
         segments = compiled.segments
-    what = ("cuda_source" if args.with_runtime else "kernel_source") if args.cuda else "kernel_ir"
-    if args.json:
-        _emit_json([
-            {"segment": s.id, "scheduler": s.scheduler, "kernel_name": s.kernel_name, "launch": s.launch,
-             what: getattr(s, what),
-             **({"stages": dict(s.stages)} if args.kernel_ir else {})}
-            for s in segments
-        ])
-        return
-    parts = []
-    for s in segments:
-        # A C++ comment per segment keeps the whole output valid CUDA. --segment N gives the
-        # kernel alone (as NVFUSER_DUMP=cuda_kernel prints it), with --with-runtime the file
-        # exactly as it is compiled (what --kernel-source takes).
-        head = f"// segment {s.id} ({s.scheduler})"
-        if not s.is_kernel:
-            parts.append(f"{head}: no kernel, runs through the reference evaluator\n")
-            continue
-        text = getattr(s, what) or ""
-        if args.segment is not None:
-            parts.append(text)
-        else:
-            parts.append(f"{head}: {s.kernel_name}\n// {s.launch}\n{text}")
-    out = "\n".join(parts)
-    _emit_cuda(out) if args.cuda else _emit(out)
+    emit_kernels(segments, args)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -283,7 +231,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if info is not None:  # N worker processes, a row and a timeline per rank
         from fusescope import cli_multidevice
 
-        status = cli_multidevice.run_command(session, info, args, timeout, _emit_json)
+        status = cli_multidevice.run_command(session, info, args, timeout, emit_json)
         return {"ok": 0, "mismatch": EXIT_MISMATCH}.get(status, EXIT_RUN_FAILED)
     if args.ranks is not None:
         raise CliError(f"{session.title} is not a multi-device fusion (no tensor has a device mesh): run it "
@@ -301,7 +249,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         except BundleError as e:
             raise CliError(str(e)) from None
     if args.json:
-        _emit_json(result.to_dict())
+        emit_json(result.to_dict())
     elif result.segments or result.outputs:
         sys.stdout.write(result.report())
     sys.stdout.flush()

@@ -1,6 +1,6 @@
 """A segment's launch as the kernel was compiled, in words: the part of the Schedule view (and of
 `show --schedule` and `show --why`) whose every figure comes from the compiled segment (its
-LaunchConfig and the lowering's shared-memory breakdown, which fusescope.model flattens into
+LaunchConfig and the lowering's shared-memory breakdown, which fusescope.compiler flattens into
 LaunchInfo), not from the heuristic's plan.
 
 The heuristic plans a launch before the kernel exists (`lparams`: -1 where the launch decides,

@@ -1,5 +1,6 @@
 """Multi-device fusions for the debugger: the engine adapter for fusions whose tensors carry
-device meshes (with fusescope/model.py, the only fusescope modules that import `engine`).
+device meshes (with fusescope/session.py, compiler.py and run_job.py, the only fusescope modules
+that import `engine`).
 
 A multi-device fusion runs on every rank: compile_fusion gives one rank's program with its
 regions compiled for that rank's shards; the program (engine.multidevice.program_of) is

@@ -11,7 +11,7 @@ at once, so a long job says where it is. A caller cancels a job by setting the `
 passed: the worker's process group (the worker and the compilers it started) is killed within
 POLL_S, and the next call starts a fresh worker.
 
-This module knows nothing of the engine: the job function is passed in (model.py's) and
+This module knows nothing of the engine: the job function is passed in (run_job.py's) and
 pickled by reference, so the child imports it itself. The child is a fresh interpreter
 (`python -c ...`), not a fork: a forked child of a process that has touched CUDA (or holds a
 Textual thread's lock) cannot be trusted; and not multiprocessing's "spawn" either, which

@@ -3,7 +3,7 @@
 segment id, scheduler and op count, coloured by scheduler, and under each box its outgoing
 edges labelled with the tensors and their bytes.
 
-Plain data in (segments and edges as model.py flattens them), rich Text out, so the TUI and
+Plain data in (segments and edges as fusescope/compiler.py flattens them), rich Text out, so the TUI and
 tests draw the same picture.
 """
 

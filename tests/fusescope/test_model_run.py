@@ -1,4 +1,4 @@
-"""The session's compilations and runs (model.py), and the worker process that runs them."""
+"""The session's compilations and runs (fusescope.model), and the worker process that runs them."""
 
 from __future__ import annotations
 
