@@ -31,6 +31,7 @@ from engine.lower.smem import SharedMemoryUse
 from engine.preseg import matmul_without_reduction
 from engine.runtime import executor
 from engine.runtime.abi import LaunchConfig, TensorArg
+from engine.runtime.graphs import GraphReplay
 from engine.runtime.placement import run_device
 from engine.runtime.profiler import profile_emulated, profile_kernel, tensor_bytes
 from engine.segment import graph as segment_graph
@@ -281,6 +282,7 @@ class CompiledFusion:
     host_ir: Any = None  # engine.host.HostIrContainer: the program `run` executes
     # backend -> engine.host.plan.RunPlan, or False where the program needs the evaluator
     _plans: dict[str, Any] = field(default_factory=dict, repr=False)
+    _graphs: GraphReplay | None = field(default=None, repr=False)
 
     @property
     def graph(self) -> Any:
@@ -368,6 +370,22 @@ class CompiledFusion:
         evaluator = HostIrEvaluator(self.host_ir, backend, record_timeline=timeline, device=device)
         self.last_run = evaluator
         return evaluator.run(self._inputs_for(inputs, backend))
+
+    def graphs(self) -> GraphReplay:
+        """CUDA-graph replays of this fusion's runs on the GPU (engine.runtime.graphs): a call
+        on input buffers seen before replays their graph; the outputs are the graph's own,
+        written again by its next replay."""
+        if self._graphs is None:
+            self.load_kernels("cuda")
+            plan = self._plans.get("cuda")
+            if plan is None:
+                plan = self._plans["cuda"] = self._plan("cuda")
+            if plan:
+                self._graphs = GraphReplay(plan.check, plan.try_run)
+            else:
+                self._graphs = GraphReplay(lambda xs: _signature(xs) == self.signature,
+                                           lambda xs: self.run(xs, backend="cuda"))
+        return self._graphs
 
     def _plan(self, backend: str) -> Any:
         from engine.host.plan import RunPlan
