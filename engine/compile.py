@@ -33,8 +33,8 @@ from engine.runtime.abi import LaunchConfig, TensorArg
 from engine.runtime.placement import run_device
 from engine.runtime.profiler import profile_emulated, profile_kernel, tensor_bytes
 from engine.segment import graph as segment_graph
-from engine.segment.graph import Sizes
 from engine.segment.refusals import Refusals
+from engine.segment.sizes import Sizes
 from engine.shape_rules import check_sizes
 from engine.trace import Trace
 
