@@ -137,7 +137,7 @@ def shareable_domains(exprs: Sequence[Expr], inputs: Sequence[Val],
     and extents. A domain that holds an id of an input's domain is left out: cut_fusion
     edits the inputs' copies. Inputs' domains that cut_fusion leaves as they are (no root,
     no reduction axis: _plain_input changes nothing) and that share no id with a computed
-    tensor are shared too. Only for a fusion without free symbols (see _Finder._static):
+    tensor are shared too. Only for a fusion without free symbols (see acceptance.Acceptance._static):
     the inputs' extents are then constants, as copies of them would be.
 
     `memo` keeps each tensor's domain and ids, for a caller that asks about many groups of
