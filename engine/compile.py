@@ -35,8 +35,8 @@ from engine.runtime.graphs import GraphReplay
 from engine.runtime.placement import run_device
 from engine.runtime.profiler import profile_emulated, profile_kernel, tensor_bytes
 from engine.segment import graph as segment_graph
-from engine.segment.graph import Sizes
 from engine.segment.refusals import Refusals
+from engine.segment.sizes import Sizes
 from engine.shape_rules import check_sizes
 from engine.trace import Trace
 

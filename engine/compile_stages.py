@@ -29,13 +29,13 @@ from engine.schedule.params import apply_overrides
 from engine.schedule.persistent_fit import refit
 from engine.schedule.runtime_info import SchedulerRuntimeInfo
 from engine.segment import segment_fusion
-from engine.segment.graph import Sizes
+from engine.segment.sizes import Sizes
 from engine.trace import Trace
 
 if TYPE_CHECKING:
     from engine.schedule.base import SchedulerType
-    from engine.segment.graph import Sizes
     from engine.segment.refusals import Refusals
+    from engine.segment.sizes import Sizes
 
 
 class SegmentLoweringError(CompileError):

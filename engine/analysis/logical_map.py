@@ -216,7 +216,7 @@ def pairwise_maps_frozen(fusion: Fusion, domain_maps: DomainMaps | None = None) 
     `domain_maps`: maps kept across fusions that share their domains, keyed by the two
     domains, the producer's operand and the consumer's output position and the kind of map. The segmenter's cuts
     of one fusion without free symbols share the complete fusion's domains
-    (segment.graph.shareable_domains) and copy its ops: an edge between two tensors whose
+    (segment.cut.shareable_domains) and copy its ops: an edge between two tensors whose
     domains are those of a complete fusion's edge is a copy of that edge, whose map
     (ids of those very domains) the other cuts then reuse. The caller keeps the dict no
     longer than those domains and ops stay as they are."""

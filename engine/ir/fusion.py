@@ -60,7 +60,7 @@ class Fusion:
         memo[id(self)] = new
         owner = self.__dict__.get("ids_of")
         if owner is not None:
-            # A segmenter cut that shares the complete fusion's domains (segment.graph.
+            # A segmenter cut that shares the complete fusion's domains (segment.cut.
             # shareable_domains): their ids name that fusion as theirs. The copy's ids are
             # its own, as a copy of an unshared cut's would be.
             memo.setdefault(id(owner), new)

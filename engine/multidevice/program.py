@@ -24,7 +24,7 @@ from engine.multidevice.overlap import overlappable, stream_axis
 from engine.multidevice.propagate import propagate_shardings
 from engine.multidevice.reshard import Resharding, decompose_reshardings
 from engine.multidevice.sharding import MultiDeviceError, mesh_of, shardings
-from engine.segment.graph import cut_fusion, referenced_symbols
+from engine.segment.cut import cut_fusion, referenced_symbols
 
 
 @dataclass

@@ -712,8 +712,8 @@ def _domains(fusion: Fusion) -> list[object]:
 
 
 def _constant_attributes(fusion: Fusion) -> list[object]:
-    """The exprs' attribute dicts that hold only constants (see segment.graph.constant)."""
-    from engine.segment.graph import constant
+    """The exprs' attribute dicts that hold only constants (see segment.cut.constant)."""
+    from engine.segment.cut import constant
 
     return [e.attributes for e in fusion.all_exprs if e.attributes and constant(e.attributes)]
 

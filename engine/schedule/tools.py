@@ -202,7 +202,7 @@ def self_mapping_reason(fusion: Fusion) -> str | None:
 
 def exact_self_mapping_reason(fusion: Fusion) -> str | None:
     """self_mapping_reason without its reshape part. When a fusion has no such self
-    mapping, no fusion cut out of it has (see segment.graph.cut_fusion): a part's exact
+    mapping, no fusion cut out of it has (see segment.cut.cut_fusion): a part's exact
     classes join fewer axes, and its tensors have the same or fewer logical axes."""
     tvs = [t for t in fusion.tensors() if isinstance(t, TensorView)]
     return _same_class_axes(tvs, _exact_classes(fusion, tvs))

@@ -1,0 +1,139 @@
+"""Pairwise merging of neighbouring groups: level-based rounds (Herrmann et al., as nvFuser
+does; select-like ops merge with their lookup's producer first), then the final merge of
+producers with consumers, which may fuse through fusion outputs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.ir import exprs as ex
+from engine.ir.base import Val
+from engine.segment.group_graph import Group
+
+
+class LevelMerge:
+    """The segmenter's pairwise merging (a part of the finder, engine.segment.segmenter,
+    whose state it reads)."""
+
+    def _levels(self, producers: dict[Group, list[tuple[Group, Val]]]) -> None:
+        for g in self.input_groups.values():
+            g.level = 0
+        for g in self._topo(producers):
+            g.level = max((p.level + 1 for p, _ in producers[g]), default=0)
+
+    def _neighbors(self, g: Group, producers: Any, consumers: Any) -> list[Group]:
+        outs = set(self.fusion.outputs)
+        n: list[Group] = []
+        for p, v in producers.get(g, []):
+            # Don't fuse across fusion outputs here (the final merge may) nor into inputs.
+            if v in outs or p.is_input:
+                continue
+            if p not in n:
+                n.append(p)
+        for c, v in consumers.get(g, []):
+            if v in outs:
+                continue
+            if c not in n:
+                n.append(c)
+        return n
+
+    def _merge_candidates(self, g: Group, producers: Any, consumers: Any) -> list[Group]:
+        if g.merged or g.is_input:
+            return []
+        neighbors = self._neighbors(g, producers, consumers)
+        for n in neighbors:
+            if n.merged and (abs(n.level - g.level) <= 1 or abs(n.merge_with.level - g.level) <= 1):
+                return []
+        out = []
+        for n in neighbors:
+            if abs(n.level - g.level) > 1 or n.merged:
+                continue
+            ok = True
+            for nn in self._neighbors(n, producers, consumers):
+                if nn is n or not nn.merged:
+                    continue
+                if (abs(nn.level - g.level) <= 1 or abs(nn.level - n.level) <= 1
+                        or abs(nn.merge_with.level - g.level) <= 1
+                        or abs(nn.merge_with.level - n.level) <= 1):
+                    ok = False
+            if ok:
+                out.append(n)
+        return out
+
+    def _preferred(self, producers: Any) -> list[tuple[Group, Group]]:
+        """Select-like ops (select, index_select, gather of one element) merge with the
+        producer of the looked-up tensor first (nvFuser's PreferredMergeCandidatePicker)."""
+        out = []
+        for g in self.groups:
+            if len(g.exprs) != 1:
+                continue
+            e = g.exprs[0]
+            if not isinstance(e, (ex.SelectOp, ex.IndexSelectOp, ex.GatherOp)):
+                continue
+            lookup = e.inputs[0]
+            if lookup in self.fusion.inputs:
+                continue
+            if not isinstance(e, ex.SelectOp):
+                axes = [i for i in e.output.domain.logical if not i.is_reduction]
+                if not axes[e.dim].is_broadcast:
+                    continue
+            for p, v in producers[g]:
+                if v is lookup and not p.is_input:
+                    out.append((g, p))
+                    break
+        return out
+
+    def _level_merge(self) -> None:
+        while True:
+            producers, consumers = self._adjacency()
+            self._levels(producers)
+            for g in self.groups:
+                g.merged, g.merge_with = False, None
+            pairs: list[tuple[Group, Group]] = []
+
+            def setup(g: Group, candidates: list[Group], phase: str,
+                      pairs: list[tuple[Group, Group]] = pairs) -> None:
+                if g.merged or g.is_input:
+                    return
+                for c in candidates:
+                    if c.merged:
+                        continue
+                    if self._try([g, c], phase) is not None:
+                        g.merged = c.merged = True
+                        g.merge_with, c.merge_with = c, g
+                        pairs.append((g, c))
+                        return
+
+            for g, p in self._preferred(producers):
+                setup(g, [p], "preferred merge of a select-like op with its producer")
+            if not pairs:
+                for g in list(self.groups):
+                    setup(g, self._merge_candidates(g, producers, consumers), f"level merge (level {g.level})")
+            if not pairs:
+                return
+            for a, b in pairs:
+                self._merge([a, b])
+
+    def _final_merge(self) -> None:
+        while True:
+            producers, consumers = self._adjacency()
+            up = self._upstream(producers)
+            done = False
+            for p in list(self.groups):
+                cons: list[Group] = []
+                for c, _ in consumers[p]:
+                    if c not in cons:
+                        cons.append(c)
+                for c in cons:
+                    # A consumer that also reads another consumer would close a cycle.
+                    if any(o in up[c] for o in cons if o is not c):
+                        continue
+                    if self._try([p, c], "final merge") is not None:
+                        self._merge([p, c])
+                        done = True
+                        break
+                if done:
+                    break
+            if not done:
+                return
