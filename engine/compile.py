@@ -513,11 +513,16 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
                 # Forwarding replicates an input's cheap ops into its readers' segments; a
                 # segment can become unschedulable by it (a pad whose input is no longer a
                 # segment input). Without forwarding those ops run as segments of their own.
-                if not options.forwarding:
-                    raise
-                options = replace(options, forwarding=False)
+                # A group left unschedulable otherwise (its scheduler refused after its kernel
+                # failed to lower) is split: its ops are segmented again, each apart.
                 first = str(e).splitlines()[0].rstrip(":")
-                notes.append((f"{first} with input forwarding: segmented again without it", "no_forwarding"))
+                if options.forwarding:
+                    options = replace(options, forwarding=False)
+                    notes.append((f"{first} with input forwarding: segmented again without it", "no_forwarding"))
+                    continue
+                if len(e.exprs) < 2 or not refusals.isolate(e.exprs, f"kept apart: {first}"):
+                    raise
+                notes.append((f"{first}: its {len(e.exprs)} ops are segmented again, each apart", "isolate"))
         cf = CompiledFusion(fusion, segments, trace, options, _signature(list(inputs)), segmented)
         from engine.host.lower import lower_to_host
 

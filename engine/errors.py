@@ -34,7 +34,12 @@ class RegisterFitError(ScheduleError):
 
 
 class NoSchedulerError(ScheduleError):
-    """The segmenter left a segment that no scheduler accepts."""
+    """The segmenter left a segment that no scheduler accepts; `exprs` names its ops (empty
+    when unknown)."""
+
+    def __init__(self, message: str, exprs: frozenset[int] = frozenset()) -> None:
+        super().__init__(message)
+        self.exprs = exprs
 
 
 class CompileError(EngineError):

@@ -48,7 +48,8 @@ class Assembly:
             if first is None:
                 reasons = "\n".join(str(v) for v in verdicts)
                 names = ", ".join(f"{type(e).__name__} producing {e.outputs[0].short_name}" for e in core)
-                raise NoSchedulerError(f"no scheduler accepts the segment of {names}:\n{reasons}")
+                raise NoSchedulerError(f"no scheduler accepts the segment of {names}:\n{reasons}",
+                                       frozenset(e.name for e in core))
             fwd = [e for e in eff if e not in set(core)]
             sg = SegmentedGroup(
                 id=k, scheduler=str(first), exprs=eff, inputs=ins, outputs=list(outs), complete=fusion,
