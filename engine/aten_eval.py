@@ -12,7 +12,7 @@ import torch
 
 from engine.errors import ExecutionError
 from engine.ir import aten_exprs as ax
-from engine.reference import _number, as_dtype, handles, out_dtype, up
+from engine.reference.rules import as_dtype, handles, number, out_dtype, up
 
 # ATen scans an axis other than the innermost with one thread per scan, each walking the
 # axis alone: with fewer scans than this the GPU idles, and the axis is moved innermost
@@ -40,7 +40,7 @@ def scan(kind: str, x: torch.Tensor, d: int) -> torch.Tensor:
 
 @handles(ax.ScanOp)
 def _scan(expr, args, ctx):
-    x, init = up(args[0]), _number(args[1])
+    x, init = up(args[0]), number(args[1])
     r = scan(expr.kind, x, expr.dim)
     # The identity start (0 for a sum, 1 for a product) changes nothing: no kernel for it.
     if expr.kind == "cumsum" and init != 0:
@@ -66,7 +66,7 @@ def _beyond(r: torch.Tensor, v: float, low: bool) -> bool:
 
 @handles(ax.TopKOp)
 def _topk(expr, args, ctx):
-    x, k = args[0], int(_number(args[1]))
+    x, k = args[0], int(number(args[1]))
     if not 0 <= k <= x.shape[expr.dim]:
         raise ExecutionError(f"topk: k = {k} is out of range for axis {expr.dim} ({x.shape[expr.dim]} elements)")
     values, indices = torch.topk(x, k, dim=expr.dim, largest=expr.largest, sorted=True)
@@ -93,7 +93,7 @@ def _scatter(expr, args, ctx):
     index = _indices("scatter", index, x.shape[expr.dim])
     if isinstance(src, torch.Tensor) and src.dim() == x.dim():
         return [torch.scatter(x, expr.dim, index, src.to(x.dtype))]
-    return [torch.scatter(x, expr.dim, index, _number(src))]
+    return [torch.scatter(x, expr.dim, index, number(src))]
 
 
 @handles(ax.IndexPutAccumulateOp)

@@ -25,7 +25,7 @@ import torch
 from engine.dtypes import DataType, to_torch
 from engine.errors import ExecutionError
 from engine.ir import quant_exprs as qx
-from engine.reference import CASTS, handles
+from engine.reference.rules import CASTS, handles
 
 FP4_MAX = 6.0
 E4M3_MAX = 448.0

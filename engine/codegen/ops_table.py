@@ -7,7 +7,7 @@ Every function returns a C expression string over the runtime headers
   the operands' type and the expression is `bool`. Operand strings are C expressions
   already of that type. Low-precision floats (bf16, fp16, fp8, fp4) never compute: the
   generator casts them to float first (see `compute_dtype`).
-- Semantics are engine/reference.py's (torch on the CPU): NaN-propagating maximum and
+- Semantics are engine/reference/pointwise.py's (torch on the CPU): NaN-propagating maximum and
   minimum, truncating integer division, Python-style remainder, torch's shifts and
   integer pow, the reference's `a + c * (b - a)` lerp.
 - An op or dtype this table cannot spell raises CompileError naming it.

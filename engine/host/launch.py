@@ -16,10 +16,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from engine.compile import _launch_prepared, allocate, is_padded, prepare_launch
-from engine.dtypes import DataType
+from engine.dtypes import DataType, to_torch
 from engine.errors import CompileError, ExecutionError
 from engine.ir.tensorview import TensorView
-from engine.reference import to_torch
 from engine.runtime.abi import TensorArg
 from engine.runtime.executor import make_launcher
 from engine.runtime.placement import run_device

@@ -1,6 +1,7 @@
 """Op builders with shape and dtype inference; `fd.ops` exposes them by nvFuser's names.
 
-Each module lists its public builders in `__all__`; this package gathers them. A name
+Each module below lists its public builders in `__all__` (`shape` lists those that
+`axes`, `reshaping` and `resize` build); this package gathers them. A name
 that shadows a Python builtin (`set`) is defined with a trailing underscore (`set_`).
 """
 

@@ -1,4 +1,4 @@
-"""Shared pieces of op builders: operand checks, output domains, broadcasting."""
+"""Shared pieces of op builders: operand checks, output domains, broadcasting, shape entries."""
 
 from __future__ import annotations
 
@@ -86,6 +86,14 @@ def materialized_id(fusion: Fusion, i: IterDomain) -> IterDomain:
     return copy_id(fusion, i)
 
 
+def root_copy(fusion: Fusion, i: IterDomain, rfactor: bool = False) -> IterDomain:
+    """The root IterDomain of a resized or reshaped axis: an expanded broadcast becomes a
+    plain iteration over its expanded extent, since the transform reads every element."""
+    if i.expanded_extent is not None:
+        return IterDomain(fusion, i.expanded_extent, IterType.Iteration, is_rfactor=rfactor)
+    return IterDomain(fusion, i.extent, i.iter_type, is_rfactor=rfactor)
+
+
 def pointwise_ids(op: str, fusion: Fusion, tvs: Sequence[TensorView]) -> list[IterDomain]:
     """Output axes of a pointwise op over same-rank tensors, broadcasting size-1 axes."""
     doms = [no_reductions(t) for t in tvs]
@@ -136,3 +144,29 @@ def integer_scalar(op: str, what: str, v: object) -> Scalar:
     if isinstance(v, bool) or not isinstance(v, int):
         raise FusionDefinitionError(f"{op}: {what} must be an int or an integer Scalar, got {v!r}")
     return as_scalar(v, DataType.Int)
+
+
+# A size in a shape argument (expand, reshape, pad widths, slice indices).
+ShapeEntry = int | Scalar
+
+
+def shape_scalar(op: str, tv: TensorView | None, s: object, k: int) -> Scalar:
+    """A shape entry (int or Scalar) as an Index scalar; rejects anything else."""
+    if isinstance(s, Scalar):
+        if not (s.dtype.is_integer or s.dtype == DataType.Index):
+            raise FusionDefinitionError(
+                f"{op}: shape entry {k} is a {s.dtype.cuda_name} scalar, not an integer"
+            )
+        return s
+    if isinstance(s, bool) or not isinstance(s, int):
+        who = f" of {tv.short_name}" if tv is not None else ""
+        raise FusionDefinitionError(f"{op}: shape entry {k}{who} must be an int or a Scalar, got {s!r}")
+    return as_scalar(s)
+
+
+def is_one(s: Scalar) -> bool:
+    return s.is_const and s.value == 1
+
+
+def shape_str(xs: Sequence[object]) -> str:
+    return "[" + ", ".join(x.inline() if isinstance(x, Scalar) else str(x) for x in xs) + "]"
