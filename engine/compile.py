@@ -28,7 +28,7 @@ from engine.ir.iterdomain import transforms_kept
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
 from engine.lower.smem import SharedMemoryUse
-from engine.preseg import matmul_without_reduction
+from engine.preseg import expanded_outputs_apart, matmul_without_reduction
 from engine.runtime import executor
 from engine.runtime.abi import LaunchConfig, TensorArg
 from engine.runtime.graphs import GraphReplay
@@ -487,6 +487,7 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
             remove_empty(fusion, value_of, trace)
             index_before_cast(fusion, trace)
             matmul_without_reduction(fusion, trace)
+            expanded_outputs_apart(fusion, trace)
             for note, rule in notes:
                 trace.event("segment", "fusion", note, rule=rule)
             try:

@@ -6,6 +6,13 @@ outer product: nvFuser's TranslateNoReductionMatmulToMulSqueeze writes it as a m
 the operands broadcast against each other, then a squeeze of the K axis. The segmenter can
 then fuse it with the pointwise ops around it instead of running a GEMM for it (a rotary
 embedding's inverse frequencies times positions is one).
+
+`expanded_outputs_apart`: an output that is a computed tensor broadcast and expanded (a
+RoPE's cos and sin handed back as [B, H, S, D] views of [S, D]) is a view of that tensor.
+As nvFuser's MarkAliasesPrepare does, a segment_set cuts the chain of view ops from the
+tensor they start at, so they form a segment of their own that runs no kernel (an alias:
+engine.schedule.expr_eval), and no kernel iterates the expanded axes to write the same
+values again and again.
 """
 
 from __future__ import annotations
@@ -13,8 +20,10 @@ from __future__ import annotations
 from engine.errors import FusionDefinitionError
 from engine.ir import exprs as ex
 from engine.ir.fusion import Fusion
-from engine.ir.tensorview import TensorView
+from engine.ir.iterdomain import IterDomain
+from engine.ir.tensorview import TensorDomain, TensorView
 from engine.ops.arith import binary
+from engine.ops.axes import segment_set
 from engine.ops.common import no_reductions
 from engine.ops.shape import broadcast, squeeze
 from engine.trace import Trace
@@ -60,7 +69,63 @@ def matmul_without_reduction(fusion: Fusion, trace: Trace | None = None) -> None
         if out in fusion.outputs:
             fusion.replace_output(out, product)
         if trace is not None:
-            trace.event("concretize", out.short_name,
+            trace.event("preseg", out.short_name,
                         f"matmul of {a.short_name} and {b.short_name} contracts a broadcast axis (K = 1): "
                         f"{out.short_name} is {product.short_name}, their product with K squeezed",
                         rule="matmul_without_reduction")
+
+
+_VIEWS = (ex.BroadcastOp, ex.ExpandOp, ex.SqueezeOp)
+
+
+def _view_chain(out: TensorView) -> tuple[TensorView, list[ex.Expr]]:
+    """The tensor `out` is a view of through broadcast, expand, squeeze and plain sets, and
+    the ops from it to `out` (nearest `out` first)."""
+    chain: list[ex.Expr] = []
+    t = out
+    while True:
+        e = t.definition
+        plain_set = isinstance(e, ex.LoadStoreOp) and e.kind == "Set"
+        if not (isinstance(e, _VIEWS) or plain_set) or not isinstance(e.inputs[0], TensorView):
+            return t, chain
+        chain.append(e)
+        t = e.inputs[0]
+
+
+def _clone_chain(fusion: Fusion, chain: list[ex.Expr], start: TensorView) -> TensorView:
+    """The ops of `chain` (nearest the output first) again, from `start`."""
+    cur = start
+    for e in reversed(chain):
+        out = e.outputs[0]
+        made = TensorView(fusion, TensorDomain([
+            IterDomain(fusion, i.extent, i.iter_type, expanded_extent=i.expanded_extent)
+            for i in out.domain.logical if not i.is_reduction]), out.dtype)
+        clone = object.__new__(type(e))
+        clone.fusion, clone.inputs, clone.outputs = fusion, [cur, *e.inputs[1:]], [made]
+        clone.attributes = dict(e.attributes)
+        clone.name = fusion.register_expr(clone)
+        cur = made
+    return cur
+
+
+def expanded_outputs_apart(fusion: Fusion, trace: Trace | None = None) -> None:
+    """Each expanded output becomes its view ops again from a segment_set of the computed
+    tensor they start at; the fusion's own reads of the output read the original ops, from
+    the same segment_set (in their own segment, where the views are only indexing)."""
+    inputs = set(fusion.inputs)
+    for out in list(fusion.outputs):
+        if not isinstance(out, TensorView) or out.domain.allocation is not None:
+            continue
+        src, chain = _view_chain(out)
+        if (not chain or src in inputs or src.definition is None
+                or not any(isinstance(e, ex.ExpandOp) for e in chain)):
+            continue
+        cut = segment_set(src)
+        fusion.replace_input_of(chain[-1], src, cut)
+        view = _clone_chain(fusion, chain, cut)
+        fusion.replace_output(out, view)
+        if trace is not None:
+            trace.event("preseg", out.short_name,
+                        f"{out.short_name} is an expanded view of {src.short_name}: the output is "
+                        f"{view.short_name}, the same view ops from segment_set {cut.short_name}, a "
+                        "segment with no kernel", rule="expanded_outputs_apart")

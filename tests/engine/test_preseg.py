@@ -36,7 +36,7 @@ def test_matmul_over_a_broadcast_k_is_one_pointwise_kernel(dtype: DataType, a_sh
           torch.randn([b_shape[0], *b_shape[2:]] if len(b_shape) == 3 else b_shape[1:], generator=g).to(tdt)]
     cf = compile_fusion(fd, xs)
     assert [s.scheduler for s in cf.segments] == ["pointwise"]
-    rules = [e.data.get("rule") for e in cf.trace.events if e.kind == "concretize"]
+    rules = [e.data.get("rule") for e in cf.trace.events if e.kind == "preseg"]
     assert "matmul_without_reduction" in rules
     got = cf.run(xs, backend="emulate")
     want = evaluate(fd.fusion, xs)
@@ -54,3 +54,48 @@ def test_matmul_with_a_real_k_is_left_to_aten() -> None:
     cf = compile_fusion(fd, xs)
     assert "expr_eval" in [s.scheduler for s in cf.segments]
     torch.testing.assert_close(cf.run(xs, backend="emulate")[0], evaluate(fd.fusion, xs)[0])
+
+
+def _cos_sin_rope(fd: FusionDefinition, b: int, h: int) -> None:
+    """A RoPE's cos of [S, D/2] positions (cat to [S, D]) handed back expanded to [B, H, S, D],
+    and applied to q [B, H, S, D]."""
+    ang = fd.define_tensor(shape=[1, -1, -1], contiguity=[None, True, True], dtype=DataType.Float)
+    q = fd.define_tensor(shape=[b, h, -1, -1], contiguity=True, dtype=DataType.BFloat16)
+    cos = fd.ops.cast(fd.ops.cos(fd.ops.cat([ang, ang], dim=-1)), DataType.BFloat16)
+    s, d = q.shape()[2], q.shape()[3]
+    wide = fd.ops.broadcast_in_dim(fd.ops.broadcast_in_dim(cos, shape=[1, 1, s, d], broadcast_dims=[0, 2, 3]),
+                                   shape=[b, h, s, d], broadcast_dims=[0, 1, 2, 3])
+    fd.add_output(wide)
+    fd.add_output(fd.ops.cast(fd.ops.mul(fd.ops.cast(q, DataType.Float), fd.ops.cast(wide, DataType.Float)),
+                              DataType.BFloat16))
+
+
+def test_an_expanded_output_is_a_view_and_cos_is_computed_once_per_position() -> None:
+    b, h, s, d = 2, 8, 256, 256  # the rope kernel iterates 1M elements, cos 64K of them
+    with FusionDefinition() as fd:
+        _cos_sin_rope(fd, b, h)
+    g = torch.Generator().manual_seed(0)
+    xs = [torch.rand(1, s, d // 2, generator=g) * 100, torch.randn(b, h, s, d, generator=g).bfloat16()]
+    cf = compile_fusion(fd, xs)
+    rules = {e.data.get("rule") for e in cf.trace.events if e.kind == "preseg"}
+    assert "expanded_outputs_apart" in rules
+    trig = [sg for sg in cf.segments if "= cosf(" in (sg.cuda_source or "")]
+    assert len(trig) == 1
+    grid, block = trig[0].launch.grid, trig[0].launch.block
+    assert grid[0] * grid[1] * grid[2] * block[0] * 4 <= 2 * s * d  # its own elements, not B*H copies
+    assert any("broadcast copies" in str(e) for e in cf.trace.events if e.kind == "merge")
+    outs, want = cf.run(xs, backend="reference"), evaluate(fd.fusion, xs)
+    assert outs[0].stride()[:2] == (0, 0) and torch.equal(outs[0], want[0])
+    torch.testing.assert_close(outs[1].float(), want[1].float())
+
+
+def test_a_small_rope_keeps_cos_in_its_kernel() -> None:
+    """Below a million elements one kernel is cheaper than a second launch: no cut for cos."""
+    with FusionDefinition() as fd:
+        _cos_sin_rope(fd, 2, 2)
+    xs = [torch.rand(1, 16, 8), torch.randn(2, 2, 16, 16).bfloat16()]
+    cf = compile_fusion(fd, xs)
+    assert not any("broadcast copies" in str(e) for e in cf.trace.events if e.kind == "merge")
+    got, want = cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs)
+    torch.testing.assert_close(got[1].float(), want[1].float())
+    assert torch.equal(got[0], want[0])
