@@ -11,6 +11,7 @@ from typing import Any
 
 from engine.ir import exprs as ex
 from engine.ir.base import Expr
+from engine.ir.tensorview import TensorView
 from engine.schedule.base import SchedulerType
 from engine.segment.group_graph import Group
 from engine.segment.narrowing import is_cast, is_downcast, is_upcast
@@ -33,12 +34,48 @@ def reduction_signature(g: Group) -> tuple[int, tuple[int, ...]] | None:
     return sig
 
 
+# Ops whose every element costs a range reduction (libdevice's sinf/cosf/tanf: tens of
+# instructions, a local-memory slow path for large arguments).
+_TRIG = frozenset({"sin", "cos", "tan"})
+# A trig op is kept out of a group whose tensors are this many times larger (its values
+# broadcast to them: recomputed per copy) once that group has this many elements.
+_RECOMPUTE_RATIO = 8
+_RECOMPUTE_ELEMENTS = 1 << 20
+
+
 class Merging:
     """The segmenter's merge attempts and pre-merges (a part of the finder,
     engine.segment.segmenter, whose state it reads)."""
 
+    def _largest(self, exprs: Sequence[Expr]) -> int:
+        return max((self.sizes.stored_numel(o) for e in exprs for o in e.outputs if isinstance(o, TensorView)),
+                   default=0)
+
+    def _recompute_reason(self, groups: Sequence[Group]) -> str | None:
+        """Why a merge would compute a trig op once per broadcast copy of its values: its
+        group's tensors are small, the merged group's many times larger (a RoPE's cos and
+        sin of [S, D] inside the kernel over [B, H, S, D]). Apart, the small group writes
+        its values once and the large one reads them."""
+        if len(groups) < 2:
+            return None
+        whole = self._largest([e for g in groups for e in g.exprs])
+        if whole < _RECOMPUTE_ELEMENTS:
+            return None
+        for g in groups:
+            trig = next((e for e in g.exprs if isinstance(e, ex.UnaryOp) and e.op in _TRIG), None)
+            if trig is None:
+                continue
+            own = self._largest(g.exprs)
+            if whole >= _RECOMPUTE_RATIO * max(1, own):
+                return (f"{trig.op} producing {trig.output.short_name} would be computed for each of "
+                        f"{whole // max(1, own)} broadcast copies of its group's {own} elements")
+        return None
+
     def _structural_reason(self, groups: Sequence[Group]) -> str | None:
         exprs = [e for g in groups for e in g.exprs]
+        why = self._recompute_reason(groups)
+        if why is not None:
+            return why
         if len(exprs) > 1:
             isolated = self.refusals.isolated
             why = next((isolated[e.name] for e in exprs if e.name in isolated), None)
