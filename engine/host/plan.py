@@ -163,7 +163,20 @@ class RunPlan:
             return _Unit(s.unit.segment, refs, [self._slot(v) for v in s.outputs], self.backend)
         refs = [self._ref(v) for v in s.inputs]
         self.needs_env = True
-        return _HostExpr(s, refs, [self._slot(v) for v in s.outputs], self.cf.host_ir.where(s))
+        return _HostExpr(s, refs, [self._slot(v) for v in s.outputs], self.cf.host_ir.where(s),
+                         [self._laid_out(v) for v in s.outputs])
+
+    def _laid_out(self, v: Val) -> bool:
+        """Whether a host op's output is given its allocation layout: a kernel reads it (at
+        the strides it was compiled for), or its allocation domain is set. Otherwise a view
+        stays a view (an output that is a window of an input is returned as nvFuser returns
+        an alias), and a chain of view ops copies nothing."""
+        if not isinstance(v, TensorView):
+            return False
+        if v.domain.allocation is not None:
+            return True
+        return any(isinstance(s, (hir.LaunchKernel, hir.PostOnStream)) and any(x is v for x in s.inputs)
+                   for s in self.cf.host_ir.top_level)
 
 
 def _static_env(c: hir.HostIrContainer, signature: tuple) -> dict:
@@ -256,9 +269,11 @@ class _Unit(_Replayable):
 class _HostExpr(_Replayable):
     """A fusion-level expr run through the reference evaluator's torch rule."""
 
-    def __init__(self, e: Expr, refs: list[tuple[int, Any]], outs: list[int], where: str = "") -> None:
+    def __init__(self, e: Expr, refs: list[tuple[int, Any]], outs: list[int], where: str = "",
+                 laid_out: list[bool] | None = None) -> None:
         super().__init__(refs, outs)
         self.e, self.where = e, where
+        self.laid_out = laid_out if laid_out is not None else [True] * len(e.outputs)
         self.handler = HANDLERS.get(type(e))
         if self.handler is None:
             raise ExecutionError(f"the host program has no torch rule for {type(e).__name__}")
@@ -274,4 +289,4 @@ class _HostExpr(_Replayable):
             names = ", ".join(getattr(v, "short_name", "?") for v in self.e.outputs)
             raise ExecutionError(f"{self.where}host op {type(self.e).__name__} producing {names} "
                                  f"failed: {err}") from err
-        return [finish_output(v, t) for v, t in zip(self.e.outputs, results)]
+        return [finish_output(v, t) if lay else t for v, t, lay in zip(self.e.outputs, results, self.laid_out)]
