@@ -47,20 +47,21 @@ from engine.schedule.persistent_fit import (
     row_elements,
     storage_families,
 )
-from engine.schedule.reduction import (
-    ReductionParams,
-    canonicalize,
+from engine.schedule.reduction_checks import (
     common_reject,
     gather_before_reduction,
-    inline,
-    record,
     reduces_expansion,
+    uncovered_reason,
+    unmapped_reductions,
+)
+from engine.schedule.reduction_heuristics import record, vectorize_factor
+from engine.schedule.reduction_params import ReductionParams
+from engine.schedule.reduction_schedule import (
+    canonicalize,
+    inline,
     rfactor_serial,
     schedule_reduction_fusion,
     schedule_reference,
-    uncovered_reason,
-    unmapped_reductions,
-    vectorize_factor,
     vectorize_io,
 )
 from engine.schedule.registry import register
