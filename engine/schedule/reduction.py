@@ -43,8 +43,6 @@ if TYPE_CHECKING:
     from engine.trace import Trace
 
 
-# ---- the scheduler ------------------------------------------------------------------------------------
-
 @register
 class ReductionScheduler(Scheduler):
     type = SchedulerType.reduction

@@ -1,9 +1,9 @@
-"""The compile-time checks that the reduction scheduler and the persistent schedulers
-share, in the pieces each asks in nvFuser's order: the first checks of every
-reduction-based scheduler (`common_reject`), reductions of different patterns, gather-like
-ops a reduction reads, a reduction's result broadcast again, a reduction over an expanded
-broadcast axis, and axes that a schedule propagated from the reductions would leave
-without threads."""
+"""Compile-time checks shared by the reduction scheduler and the persistent schedulers,
+each of which asks them in nvFuser's order: the first checks of every reduction-based
+scheduler (`common_reject`), reductions of different patterns (`unmapped_reductions`),
+gather-like ops that a reduction reads, a reduction's result broadcast again, a reduction
+over an expanded broadcast axis, and axes that a schedule propagated from the reductions
+would leave without threads (`uncovered_reason`)."""
 
 from __future__ import annotations
 

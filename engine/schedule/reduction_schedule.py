@@ -3,7 +3,8 @@ reference reduction is put in canonical form and split and parallelized as the p
 say (`schedule_reference`), its transforms are propagated to every tensor, each reduction
 is rfactored so that the serial and vectorized part is a per-thread partial reduction and
 only the block/grid part is left to the reduction itself (`rfactor_serial`), global-memory
-accesses are vectorized (`vectorize_io`) and tensors are inlined (`inline`)."""
+accesses are vectorized (`vectorize_io`) and tensors are inlined (`inline`).
+`schedule_reduction_fusion` runs these steps, after caching the inputs and outputs."""
 
 from __future__ import annotations
 
