@@ -92,7 +92,7 @@ _CONSTANT_READERS = (ex.UnaryOp, ex.BinaryOp, ex.TernaryOp, ex.PadOp, ex.SliceOp
 def constant_fulls(fusion: Fusion, exprs: list[Expr]) -> dict[TensorView, Scalar]:
     """Local tensors made by `full` that only pointwise, pad, slice and cat ops read: every
     element is the fill value, so the readers use it directly and nothing is stored (a pad
-    of a `full` then needs no loop of its own: see tools.memory_promotion_reason)."""
+    of a `full` then needs no loop of its own: see schedule.global_memory.memory_promotion_reason)."""
     out: dict[TensorView, Scalar] = {}
     for e in exprs:
         if not isinstance(e, ex.FullOp):

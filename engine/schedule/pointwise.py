@@ -5,7 +5,7 @@ tensor, inputs of select/gather and resize ops are fusion inputs, no reductions,
 block scales are fusion outputs) and the ops this engine evaluates with torch (matmul,
 linear, the grouped matmul) which no generated kernel takes. The seed-000 rule for the
 layout op (its offsets are fusion inputs and its output a fusion output without uses)
-is checked by the registry before every scheduler's own checks (tools.py). With a
+is checked by the registry before every scheduler's own checks (global_memory.py). With a
 reshape, the flattened schedule is tried on a copy and refused, naming the tensor, when
 some tensor could not be inlined into its consumers (reshape_schedule_reason).
 

@@ -1,0 +1,172 @@
+"""Heuristic of the combined inner-outer persistent scheduler (layer-norm backward): rows
+per step, a persistent grid of one block per SM that loops over its rows, and where the row
+inputs live (circular-buffered shared memory on sm_90 and later, shared memory when too
+large for registers, registers otherwise). The runtime checks that depend on it are here
+too: the bytes of the input buffers and of the outer reductions' partial results
+(`inner_outer_sizes`), and an inner Welford read inside the loop over rows
+(`welford_in_row_loop`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from engine.analysis.logical_map import consumers_of, pairwise_logical_map
+from engine.analysis.persistent import is_fastest_dim_reduction, reduction_properties, reduction_tvs
+from engine.ir import exprs as ex
+from engine.ir.iterdomain import ParallelType
+from engine.ir.tensorview import TensorView
+from engine.schedule.params import LaunchParams
+from engine.schedule.persistent_budget import buffer_bytes, kept_buffers, register_budget
+from engine.schedule.reduction_heuristics import record, vectorize_factor
+from engine.schedule.reduction_params import ReductionParams
+from engine.schedule.tools import ceil_div, next_pow2
+
+if TYPE_CHECKING:
+    from engine.ir.fusion import Fusion
+    from engine.runtime.device import DeviceProperties
+    from engine.schedule.runtime_info import SchedulerRuntimeInfo
+    from engine.trace import Trace
+
+
+# Rows of the iteration domain each block handles per step, and circular-buffer stages, of the
+# inner-outer schedule whose inputs are staged in shared memory (seed 001's T7: iS116{2} rows,
+# iS120{2} stages).
+ROWS_PER_STEP = 2
+
+
+STAGES = 2
+
+
+def stages_inputs(dev: DeviceProperties) -> bool:
+    """Whether the inner-outer schedule stages its row inputs in circular-buffered shared
+    memory: on sm_90 and later, as nvFuser does there (with TMA loads). This engine does not
+    generate TMA: the circular-buffer pass loads the stages with cp.async
+    (engine/lower/circular_buffer.py)."""
+    return dev.compute_capability >= (9, 0)
+
+
+def inner_outer_sizes(fusion: Fusion, info: SchedulerRuntimeInfo) -> tuple[int, int, bool, list[TensorView]]:
+    """(input buffers bytes per row, partial outer-reduction bytes per row, project, buffers)."""
+    size, project, pb = buffer_bytes(fusion, info)
+    reds = reduction_tvs(fusion)
+    ref = next(r for r in reds if is_fastest_dim_reduction(r))
+    props = reduction_properties(ref, info)
+    # Each block accumulates the outer reductions' partial results over its rows: one
+    # float row (the inner dimension) per outer reduction.
+    n_outer = sum(1 for r in reds if not is_fastest_dim_reduction(r))
+    partial = n_outer * props.inner_most_dimension_numel * 4
+    return size, partial, project, kept_buffers(pb, project)
+
+
+def _has_row_axis(fusion: Fusion, ref: TensorView, tv: TensorView) -> bool:
+    """Whether `tv` has an axis that the logical maps of the fusion's ops pair with an
+    iteration (row) axis of the inner reduction `ref` (broadcasts do not pair)."""
+    rows = {i for i in ref.domain.logical if not i.is_reduction and not i.is_broadcast}
+    pairs = []
+    for e in fusion.exprs():
+        for c in e.outputs:
+            if not isinstance(c, TensorView):
+                continue
+            for p in {v for v in e.inputs if isinstance(v, TensorView)}:
+                pairs += [(a, b) for a, b in pairwise_logical_map(p, c).items()
+                          if not a.is_broadcast and not b.is_broadcast]
+    changed = True
+    while changed:
+        changed = False
+        for a, b in pairs:
+            if (a in rows) != (b in rows):
+                rows |= {a, b}
+                changed = True
+    return any(i in rows for i in tv.domain.logical)
+
+
+def inner_outer_heuristics(fusion: Fusion, info: SchedulerRuntimeInfo, trace: Trace | None) -> ReductionParams:
+    dev = info.device
+    reds = reduction_tvs(fusion)
+    ref = next(r for r in reds if is_fastest_dim_reduction(r))
+    props = reduction_properties(ref, info)
+    size, partial, project, kept = inner_outer_sizes(fusion, info)
+    v, why = vectorize_factor(fusion, info, props.inner_most_dimension_numel)
+    red_n, it_n = props.total_reduction_numel, max(1, props.total_iteration_numel)
+    after_v = ceil_div(red_n, v)
+    bdimx = min(max(next_pow2(ceil_div(after_v, 4)), min(dev.warp_size, next_pow2(after_v))),
+                dev.max_threads_per_block // ROWS_PER_STEP)
+    batches = ceil_div(after_v, bdimx)
+    rows = ROWS_PER_STEP
+    # One block per SM that loops over its rows (a persistent grid); the outer
+    # reductions end with a grid reduction over those blocks.
+    gdimy = min(dev.sm_count, ceil_div(it_n, rows))
+    staged = stages_inputs(dev)
+    stages = STAGES if staged else 1
+    # Only inputs with a row (an axis of the iteration domain) are copied a row at a time
+    # into the circular buffer; a persistent input without one (a norm's [H] weight, about
+    # nothing per row in `size`) is the same for every row: each thread keeps its part in
+    # registers across the row loop.
+    row_inputs = [t for t in kept if t in fusion.inputs and _has_row_axis(fusion, ref, t)]
+    input_bytes = size * rows * stages
+    in_smem = staged or input_bytes + partial * rows > register_budget(dev)
+    why = [f"inner persistent buffer {size} bytes per row, outer partial results {partial} "
+           "bytes per row" + (" (projected)" if project else ""), *why,
+           f"TIDx {bdimx} x batches {batches} x vector {v} covers {red_n}; {rows} rows per step "
+           f"(TIDy); BIDy {gdimy} blocks loop over {it_n} rows",
+           _inputs_line(dev, staged, in_smem, stages, rows, input_bytes)]
+    smem = tuple(t.short_name for t in row_inputs) if in_smem else ()
+    p = ReductionParams(
+        tag="InnerOuter Persistent Heuristic", fastest_dim=True, persistent_kernel=True,
+        project_persistent_buffers=project, combined_inner_outer=True,
+        cross_block_inner_reduction=True, unroll_factor_inner_reduction=v,
+        vectorize_inner_reduction=v > 1, batches_per_block_inner_reduction=batches,
+        batches_per_block_outer_reduction=batches,
+        cross_block_outer_reduction=True, cross_grid_outer_reduction=gdimy > 1,
+        block_dim_outer_reduction=ParallelType.block_y,
+        grid_dim_outer_reduction=ParallelType.grid_y if gdimy > 1 else ParallelType.serial,
+        multiple_reds_per_blk=True, block_dim_inner_reduction=ParallelType.block_x,
+        block_dim_iter_dom=ParallelType.block_y, grid_dim_iter_dom=ParallelType.grid_y,
+        smem_persistent_buffers=smem, circular_buffer_stages=stages if smem else 0,
+        rows_per_step=rows,
+        lparams=LaunchParams(gdimx=1, gdimy=gdimy, bdimx=bdimx, bdimy=rows,
+                             smem=input_bytes if smem else 0),
+    )
+    return record(p, why, info, trace)
+
+
+def _inputs_line(dev: DeviceProperties, staged: bool, in_smem: bool, stages: int, rows: int,
+                 input_bytes: int) -> str:
+    """The derivation's line on where the row inputs live. How the stages are loaded is the
+    lowering's decision (cp.async where the circular-buffer pass pipelines them), which the
+    compiled launch's shared-memory breakdown reports."""
+    if not in_smem:
+        return "inputs in registers"
+    cc = ".".join(str(x) for x in dev.compute_capability)
+    why = f"compute capability {cc} >= 9.0: " if staged else "too large for registers: "
+    if stages > 1:
+        return (f"{why}inputs staged in shared memory, {stages} circular-buffer stages of {rows} rows, "
+                f"{input_bytes} bytes")
+    return f"{why}inputs in shared memory, one stage of {rows} rows (not circular-buffered), {input_bytes} bytes"
+
+
+def _row_steps(p: ReductionParams, it_n: int) -> int:
+    """Iterations of the serial loop over each block's rows in the inner-outer schedule:
+    the iteration domain split by rows per step, the grid and the stages, as
+    schedule_inner_outer splits it."""
+    rows = ceil_div(max(1, it_n), p.rows_per_step)
+    return ceil_div(ceil_div(rows, p.lparams.gdimy), max(1, p.circular_buffer_stages))
+
+
+def welford_in_row_loop(fusion: Fusion, info: SchedulerRuntimeInfo) -> str | None:
+    """An inner Welford whose result is read per row needs that read inside the serial
+    loop over each block's rows, but a Welford's sibling outputs are never inlined: with
+    more than one step the loop would have to close before the Welford and reopen after."""
+    reds = reduction_tvs(fusion)
+    for red in reds:
+        e = red.definition
+        if not (is_fastest_dim_reduction(red) and isinstance(e, ex.WelfordOp)):
+            continue
+        if not any(consumers_of(o) for o in e.outputs if isinstance(o, TensorView)):
+            continue
+        p = inner_outer_heuristics(fusion, info, None)
+        steps = _row_steps(p, reduction_properties(red, info).total_iteration_numel)
+        if steps > 1:
+            return (f"inner Welford {red.short_name} is read in the loop over each block's rows "
+                    f"({steps} steps), but its outputs cannot be inlined into it")
+    return None

@@ -1,0 +1,144 @@
+"""Heuristics of the reduction scheduler, after nvFuser's reduction_heuristic: threads
+along the dimension that is contiguous in memory (TIDx), vectorized loads of up to 16 bytes
+on it, several reductions per block (TIDy) when a row is short, and a grid reduction
+(blockIdx.y) when there are too few rows to fill the device. The vector width
+(`vectorize_factor`) and the recording of a derivation (`record`) serve the persistent
+schedulers' heuristics too."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from engine.analysis.persistent import dtype_bytes, reduction_properties, reduction_tvs
+from engine.ir.iterdomain import ParallelType
+from engine.ir.tensorview import TensorView
+from engine.schedule.params import LaunchParams
+from engine.schedule.reduction_params import ReductionParams
+from engine.schedule.tools import ceil_div, next_pow2, prev_pow2
+
+if TYPE_CHECKING:
+    from engine.ir.fusion import Fusion
+    from engine.schedule.runtime_info import SchedulerRuntimeInfo
+    from engine.trace import Trace
+
+
+def innermost_memory_dim(sizes: list[int], strides: list[int]) -> int | None:
+    """Index of the dimension with stride 1 (the innermost in memory), ignoring size-1 dims."""
+    cand = [k for k, (n, s) in enumerate(zip(sizes, strides)) if n != 1]
+    if not cand:
+        return None
+    return min(cand, key=lambda k: (strides[k], -k))
+
+
+def vectorize_factor(fusion: Fusion, info: SchedulerRuntimeInfo, inner_numel: int) -> tuple[int, list[str]]:
+    """Elements per vectorized access on the innermost dimension, with why.
+
+    Up to 16 bytes of the widest input, a power of two dividing the innermost extent
+    and every input's innermost extent, on inputs whose innermost dimension has
+    stride 1 and whose address is aligned to the vector (as nvFuser's
+    vectorize_helper on the reduced tensor's producer, simplified to inputs).
+    """
+    why: list[str] = []
+    tv_inputs = [v for v in fusion.inputs if isinstance(v, TensorView) and info.numel(v) > 0]
+    widest = max((dtype_bytes(t) for t in tv_inputs), default=4)
+    v = max(1, 16 // widest)
+    why.append(f"16 bytes / {widest}-byte elements -> {v}")
+    while v > 1 and inner_numel % v:
+        v //= 2
+    why.append(f"divides the innermost extent {inner_numel} -> {v}")
+    for t in tv_inputs:
+        sizes, strides = info.sizes(t), info.strides(t) or []
+        k = innermost_memory_dim(sizes, strides)
+        if k is None:
+            continue
+        if strides[k] != 1:
+            why.append(f"{t.short_name}: innermost stride {strides[k]} != 1 -> 1")
+            return 1, why
+        while v > 1 and (sizes[k] % v or info.alignment(t) < v * dtype_bytes(t)):
+            v //= 2
+        # Every row must start aligned too: an outer stride that is not a multiple of the
+        # vector (a padded or sliced input) puts later rows' vectors off alignment.
+        for d, (n, st) in enumerate(zip(sizes, strides)):
+            while d != k and n > 1 and v > 1 and st % v:
+                v //= 2
+    why.append(f"every input's innermost extent, outer strides and alignment allow {v}")
+    return v, why
+
+
+def reduction_heuristics(
+    fusion: Fusion, info: SchedulerRuntimeInfo, trace: Trace | None = None, tag: str = "Reduction heuristics"
+) -> ReductionParams:
+    """Block and grid shape of a non-persistent inner or outer reduction."""
+    reds = reduction_tvs(fusion)
+    props = reduction_properties(reds[0], info)
+    dev = info.device
+    v, why = vectorize_factor(fusion, info, props.inner_most_dimension_numel)
+    red_n, it_n = props.total_reduction_numel, max(1, props.total_iteration_numel)
+    why = [f"reduction numel {red_n}, iteration numel {it_n}, inner-most numel "
+           f"{props.inner_most_dimension_numel}", *why]
+    if props.fastest_dim_reduction:
+        after_v = ceil_div(red_n, v)
+        bdimx = min(next_pow2(after_v), 512)
+        bdimy = 1
+        if bdimx < 128 and it_n > 1:
+            bdimy = min(128 // bdimx, next_pow2(it_n))
+        gdimx = ceil_div(it_n, bdimy)
+        serial = ceil_div(after_v, bdimx)
+        gdimy = 1
+        if gdimx < dev.sm_count and serial >= 8:
+            # Too few rows to fill the SMs and long rows: split each row over blocks.
+            gdimy = min(prev_pow2(serial // 4), max(1, prev_pow2(dev.sm_count * 4 // gdimx)))
+        why.append(f"TIDx {bdimx} over {after_v} vectors; TIDy {bdimy} rows per block; "
+                   f"BIDx {gdimx}; BIDy {gdimy} (grid reduction when rows < {dev.sm_count} SMs)")
+        p = ReductionParams(
+            tag=tag, fastest_dim=True,
+            cross_block_inner_reduction=True, cross_grid_inner_reduction=gdimy > 1,
+            unroll_factor_inner_reduction=v, vectorize_inner_reduction=v > 1,
+            multiple_reds_per_blk=bdimy > 1,
+            block_dim_inner_reduction=ParallelType.block_x,
+            grid_dim_inner_reduction=ParallelType.grid_y if gdimy > 1 else ParallelType.serial,
+            block_dim_iter_dom=ParallelType.block_y if bdimy > 1 else ParallelType.serial,
+            grid_dim_iter_dom=ParallelType.grid_x if props.total_iteration_numel > 0 else ParallelType.serial,
+            lparams=LaunchParams(gdimx=gdimx, gdimy=gdimy, bdimx=bdimx, bdimy=bdimy),
+        )
+    else:
+        after_v = ceil_div(it_n, v)
+        bdimx = min(next_pow2(after_v), 128)
+        bdimy = min(max(1, 256 // bdimx), next_pow2(red_n))
+        gdimx = ceil_div(after_v, bdimx)
+        serial = ceil_div(red_n, bdimy)
+        while gdimx < dev.sm_count and bdimx > 32 and serial < 32:
+            # A short reduction over few column blocks: narrower blocks (down to a warp, whose
+            # row segment is still one coalesced access) spread the columns over more SMs,
+            # more threads of each block split the rows (fp32 [32, 4096] summed over its 32
+            # rows would otherwise run in 8 blocks of 128 x 2).
+            bdimx //= 2
+            bdimy = min(max(1, 256 // bdimx), next_pow2(red_n))
+            gdimx = ceil_div(after_v, bdimx)
+            serial = ceil_div(red_n, bdimy)
+        gdimy = 1
+        if gdimx < dev.sm_count and serial >= 32:
+            # Two blocks per SM: one block of 256 threads keeps too few loads in flight.
+            gdimy = min(prev_pow2(serial // 8), max(1, prev_pow2(dev.sm_count * 2 // gdimx)))
+        why.append(f"TIDx {bdimx} over {after_v} iteration vectors; TIDy {bdimy} over the "
+                   f"reduction; BIDx {gdimx}; BIDy {gdimy} (grid reduction when columns < SMs)")
+        p = ReductionParams(
+            tag=tag, fastest_dim=False,
+            cross_block_inner_reduction=bdimy > 1, cross_grid_inner_reduction=gdimy > 1,
+            unroll_factor_iter_dom=v, vectorize_iter_dom=v > 1,
+            block_dim_inner_reduction=ParallelType.block_y if bdimy > 1 else ParallelType.serial,
+            grid_dim_inner_reduction=ParallelType.grid_y if gdimy > 1 else ParallelType.serial,
+            block_dim_iter_dom=ParallelType.block_x, grid_dim_iter_dom=ParallelType.grid_x,
+            lparams=LaunchParams(gdimx=gdimx, gdimy=gdimy, bdimx=bdimx, bdimy=bdimy),
+        )
+    return record(p, why, info, trace)
+
+
+def record(p: ReductionParams, why: list[str], info: SchedulerRuntimeInfo, trace: Trace | None) -> ReductionParams:
+    idx = "int" if info.index_type().name == "Int32" else "int64_t"
+    p = replace(p, derivation=tuple(why), index_type=idx)
+    if trace is not None:
+        for line in why:
+            trace.event("heuristic", p.tag, line)
+    return p
