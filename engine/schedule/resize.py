@@ -51,6 +51,7 @@ from engine.ir.tensorview import TensorView
 from engine.ir.verify import verify
 from engine.schedule import tools
 from engine.schedule.base import Scheduler, SchedulerType
+from engine.schedule.id_classes import UnionFind, has_non_unique_broadcast
 from engine.schedule.params import HeuristicParams, LaunchParams
 from engine.schedule.registry import register
 from engine.schedule.resize_axes import (
@@ -69,11 +70,7 @@ from engine.schedule.resize_axes import (
 from engine.schedule.resize_recompute import privatize_producers, recompute_for
 from engine.schedule.runtime_info import SchedulerRuntimeInfo
 from engine.schedule.tools import has_reduction, note_transform
-from engine.schedule.transpose import (
-    _UnionFind,
-    group_inputs_outputs_by_inner_dim,
-    has_non_unique_broadcast,
-)
+from engine.schedule.transpose_groups import group_inputs_outputs_by_inner_dim
 from engine.trace import Trace
 
 BDIMX = 128  # nvFuser's resize scheduler uses 128 threads per block
@@ -113,9 +110,9 @@ def reference_tensor(fusion: Fusion) -> TensorView | None:
     return max(outs, key=lambda v: (v.ndim, len(_upstream_resizes(v)), -outs.index(v)))
 
 
-def _broadcast_groups(fusion: Fusion) -> _UnionFind:
+def _broadcast_groups(fusion: Fusion) -> UnionFind:
     """nvFuser's broadcast graph, reduced: ids mapped across ops, broadcast with concrete."""
-    uf = _UnionFind()
+    uf = UnionFind()
     for tv in fusion.tensors():
         for p in producers_of(tv):
             for a, b in pairwise_logical_map(p, tv, map_broadcast=True).items():
