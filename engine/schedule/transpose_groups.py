@@ -16,7 +16,7 @@ from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain, Merge, Resize, Split
 from engine.ir.tensorview import TensorView
 from engine.schedule.id_classes import UnionFind
-from engine.schedule.pointwise import covers_inputs
+from engine.schedule.pointwise_reference import covers_inputs
 
 
 def inner_dim_map(fusion: Fusion) -> UnionFind:
