@@ -63,3 +63,13 @@ def _has_non_unique_broadcast(fusion: Fusion) -> bool:
         bc, conc = (a, b) if a.is_broadcast else (b, a)
         targets.setdefault(exact.find(bc), set()).add(exact.find(conc))
     return any(len(t) > 1 for t in targets.values())
+
+
+def broadcast_groups(fusion: Fusion) -> UnionFind:
+    """nvFuser's broadcast graph, reduced: ids mapped across ops, broadcast with concrete."""
+    uf = UnionFind()
+    for tv in fusion.tensors():
+        for p in producers_of(tv):
+            for a, b in pairwise_logical_map(p, tv, map_broadcast=True).items():
+                uf.union(a, b)
+    return uf
