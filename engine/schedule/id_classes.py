@@ -1,5 +1,7 @@
-"""Classes of IterDomains across a fusion that the resize and transpose schedulers both
-ask about: a union-find over IterDomains, and nvFuser's hasNonUniqueBcast."""
+"""Classes of IterDomains across a fusion, as the resize and transpose schedulers ask
+about them: a union-find over IterDomains (transpose_groups builds its inner dims on
+it), nvFuser's hasNonUniqueBcast (both schedulers refuse such a broadcast) and the
+broadcast graph (the resize scheduler refuses a resize of a broadcast)."""
 
 from __future__ import annotations
 
