@@ -1,7 +1,7 @@
 """The resize scheduler's axes: what plays each reference axis in a tensor, across reshapes.
 
 The resize scheduler aligns every tensor with its reference axis by axis (see
-engine.schedule.resize): per reference axis, an Entry names the tensor's id for it and
+engine.schedule.resize_walk): per reference axis, an Entry names the tensor's id for it and
 the chain of Resizes (the slices and pads between the tensor and the reference) that
 its loop applies to that id. Without reshapes that id is one of the tensor's logical ids.
 

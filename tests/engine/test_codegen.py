@@ -648,7 +648,7 @@ def test_a_scheduler_that_leaves_an_output_serial_is_segmented_again(monkeypatch
     keeps its serial loop nest; that kernel is refused, logged naming the tensor, and the
     ops are segmented again into kernels that partition every output (values right)."""
     from engine import fusion_cache
-    from engine.schedule import pointwise
+    from engine.schedule import pointwise_schedule
 
     with FusionDefinition() as fd:
         mask = fd.define_tensor(shape=[2, 24], contiguity=[True, True], dtype=DataType.Bool)
@@ -658,7 +658,7 @@ def test_a_scheduler_that_leaves_an_output_serial_is_segmented_again(monkeypatch
         fd.add_output(fd.ops.where(b, fd.define_scalar(0.0, dtype=DataType.Double), v))
     xs = [torch.rand(2, 24) < 0.5, torch.randn(2, 24, 64)]
     assert [s.scheduler for s in compile_fusion(fd, xs).segments] == ["pointwise"]
-    monkeypatch.setattr(pointwise, "serial_nests", lambda fusion: [])
+    monkeypatch.setattr(pointwise_schedule, "serial_nests", lambda fusion: [])
     fusion_cache.clear()
     out = fd.fusion.outputs[1].short_name
     cf = compile_fusion(fd, xs)
