@@ -15,8 +15,8 @@ from engine.reference import HANDLERS, evaluate
 
 def test_every_expr_class_has_a_rule():
     classes = [
-        c for _, c in inspect.getmembers(ex, inspect.isclass)
-        if issubclass(c, Expr) and c is not Expr and c.__module__ == ex.__name__
+        c for c in (getattr(ex, name) for name in ex.__all__)
+        if inspect.isclass(c) and issubclass(c, Expr) and c is not Expr
     ]
     assert len(classes) >= 20
     missing = [c.__name__ for c in classes if c not in HANDLERS]
