@@ -34,7 +34,7 @@ from engine.lower.op_values import value_of
 from engine.lower.operands import Operands
 from engine.lower.predicates import Predicates
 from engine.lower.quantize import lower_block_quantize, lower_layout_op
-from engine.lower.reductions import lower_reduction, lower_welford
+from engine.lower.reduction_ops import lower_reduction, lower_welford
 
 
 def loop_kind(pt: ParallelType) -> str:
@@ -82,7 +82,7 @@ class ExprLowering(LoopIndexing, Predicates, Operands):
         self.smem_bytes = 0
         self.reduce_smem_bytes = 0
         # Count outputs of thread-local Welfords lowered as two passes: every thread folds
-        # exactly this many values (reductions.py uses it for an equal-count block combine).
+        # exactly this many values (welford_two_pass.py uses it for an equal-count block combine).
         self.fixed_counts: dict[TensorView, int] = {}
         self.workspaces: dict[str, tuple[str, int, bool]] = {}
         # Grids of at most this many blocks are co-resident (one per SM) and may wait at a grid
