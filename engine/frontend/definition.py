@@ -1,19 +1,30 @@
-"""FusionDefinition: nvFuser's python-frontend names over the engine's Fusion."""
+"""FusionDefinition: nvFuser's python-frontend names over the engine's Fusion.
+
+The calls it records and the `fd.ops` and `fd.sched` namespaces that record theirs are in
+recording.py; define_tensor's argument forms and their checks in tensor_args.py.
+"""
 
 from __future__ import annotations
 
 import contextvars
-import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any
 
-from engine import gc_pause, ops, reference
+from engine import gc_pause, reference
 from engine.dtypes import DataType
 from engine.errors import FusionDefinitionError
 from engine.frontend.example_inputs import synthesize
+from engine.frontend.recording import FrontendCall, Ops, RecordingSched, recorded, snapshot
 from engine.frontend.sched import SchedOperators
-from engine.frontend.spellings import normalize, unknown_op_message
+from engine.frontend.tensor_args import (
+    INDEX_MAX,
+    allocation_contiguity,
+    allocation_order,
+    check_stride_order,
+    from_sizes_strides,
+    short_repr,
+)
 from engine.ir.base import _current
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain, IterType
@@ -24,22 +35,6 @@ from engine.ops.compat import stride_order as stride_order_op
 # Runs a fusion whose tensors carry device meshes on this rank (engine.multidevice installs
 # it when imported, as `import engine` does); returns None for a single-device fusion.
 MULTIDEVICE_RUN: Callable[[Any, list[Any]], list[Any] | None] | None = None
-
-
-@dataclass
-class FrontendCall:
-    """One call made through the frontend (`fd.define_*`, `fd.ops.*`, `fd.sched.*`,
-    `fd.add_output`), with its arguments as given and what it returned.
-
-    The fusion file writer turns these back into lines, so a saved fusion replays
-    the same calls in the same order and gets the same IR (names included).
-    """
-
-    target: str  # "fd", "ops" or "sched"
-    name: str
-    args: tuple[Any, ...]
-    kwargs: dict[str, Any] = field(default_factory=dict)
-    result: Any = None
 
 
 @dataclass(frozen=True)
@@ -60,97 +55,12 @@ class SkippedStatement:
         return f"{lines}: {self.reason}"
 
 
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def _snapshot(value: Any) -> Any:
-    """Copy argument containers so that a caller reusing a list later does not
-    change what was recorded; IR values and enums are kept as they are."""
-    if isinstance(value, list):
-        return [_snapshot(v) for v in value]
-    if isinstance(value, tuple) and type(value) is tuple:
-        return tuple(_snapshot(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _snapshot(v) for k, v in value.items()}
-    return value
-
-
-def _recorded(method: _F) -> _F:
-    """Record a FusionDefinition method call (only the outermost one)."""
-
-    @functools.wraps(method)
-    def wrapper(self: FusionDefinition, *args: Any, **kwargs: Any) -> Any:
-        return self._record_call("fd", method.__name__, method, (self, *args), kwargs)
-
-    return wrapper  # type: ignore[return-value]
-
-
 # The FusionDefinition whose `with` block is open (TensorView.size / shape record through it).
 _open: contextvars.ContextVar[FusionDefinition | None] = contextvars.ContextVar("definition", default=None)
 
 
 def open_definition() -> FusionDefinition | None:
     return _open.get()
-
-
-class _Ops:
-    """`fd.ops`: every builder in engine.ops, by nvFuser's python names."""
-
-    def __init__(self, fd: FusionDefinition) -> None:
-        self._fd = fd
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_") or name not in ops.__all__:
-            raise AttributeError(unknown_op_message(name))
-        builder = getattr(ops, name)
-        fd = self._fd
-
-        @functools.wraps(builder)
-        def op(*args: Any, **kwargs: Any) -> Any:
-            # Older frontends' argument names and overloads, in the current spelling.
-            args, kwargs = normalize(name, args, kwargs)
-            return fd._record_call("ops", name, builder, args, kwargs)
-
-        return op
-
-    def __dir__(self) -> list[str]:
-        return sorted(ops.__all__)
-
-
-class _RecordingSched:
-    """`fd.sched`: forwards to SchedOperators and records the calls that change the
-    schedule (those SchedOperators itself logs in `.calls`), with their results, in
-    the order they interleave with `fd.ops` calls."""
-
-    def __init__(self, fd: FusionDefinition, target: Any) -> None:
-        self._fd = fd
-        self._target = target
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._target, name)
-        if name.startswith("_") or not callable(attr):
-            return attr
-        fd, target = self._fd, self._target
-
-        @functools.wraps(attr)
-        def call(*args: Any, **kwargs: Any) -> Any:
-            before = len(target.calls)
-            fd._depth += 1
-            try:
-                result = attr(*args, **kwargs)
-            finally:
-                fd._depth -= 1
-            # Inspection calls (to_string, tensors, ...) leave `.calls` alone: not recorded.
-            if fd._depth == 0 and len(target.calls) > before:
-                fd.recorded_calls.append(
-                    FrontendCall("sched", name, _snapshot(args), _snapshot(dict(kwargs)), result)
-                )
-            return result
-
-        return call
-
-    def __dir__(self) -> list[str]:
-        return dir(self._target)
 
 
 class FusionDefinition:
@@ -165,8 +75,8 @@ class FusionDefinition:
         # Frontend calls in order, for writing the fusion back out (engine.frontend.pyformat).
         self.recorded_calls: list[FrontendCall] = []
         self._depth = 0
-        self.ops = _Ops(self)
-        self.sched = _RecordingSched(self, SchedOperators(self))
+        self.ops = Ops(self)
+        self.sched = RecordingSched(self, SchedOperators(self))
         # Specs of example inputs, as read from a fusion file's `inputs = [...]` list.
         self.input_specs: list[Any] | None = None
         # add_output(T, alias_input): fusion output index -> fusion input index. The fusion
@@ -224,7 +134,7 @@ class FusionDefinition:
         if self._depth == 0:
             shown = args[1:] if target == "fd" else args  # drop `self`
             self.recorded_calls.append(
-                FrontendCall(target, name, _snapshot(tuple(shown)), _snapshot(dict(kwargs)), result)
+                FrontendCall(target, name, snapshot(tuple(shown)), snapshot(dict(kwargs)), result)
             )
             self._take_queued_aliases()
         return result
@@ -240,7 +150,7 @@ class FusionDefinition:
             self.output_aliases[len(self.fusion.outputs) - 1] = self.fusion.inputs.index(inp)
 
     # ---- definition ------------------------------------------------------------
-    @_recorded
+    @recorded
     def define_tensor(
         self,
         shape: Sequence[int] | None = None,
@@ -269,21 +179,21 @@ class FusionDefinition:
         if sizes is not None or strides is not None:
             if shape is not None or symbolic_sizes is not None or contiguity is not None or stride_order:
                 raise FusionDefinitionError("define_tensor: give sizes/strides or shape/contiguity, not both")
-            shape, contiguity, stride_order = _from_sizes_strides(sizes, strides, static_sizes)
+            shape, contiguity, stride_order = from_sizes_strides(sizes, strides, static_sizes)
         shape = list(shape if shape is not None else symbolic_sizes or [])
         if contiguity is None:
             contiguity = contiguous
         if not isinstance(dtype, DataType) or dtype == DataType.Null:
             raise FusionDefinitionError(f"define_tensor: dtype must be a DataType, got {dtype!r}")
         for s in shape:
-            if not isinstance(s, int) or isinstance(s, bool) or not -1 <= s <= _INDEX_MAX:
+            if not isinstance(s, int) or isinstance(s, bool) or not -1 <= s <= INDEX_MAX:
                 raise FusionDefinitionError(
-                    f"define_tensor: shape {_short(shape)} must hold -1 (symbolic) or sizes >= 0 "
+                    f"define_tensor: shape {short_repr(shape)} must hold -1 (symbolic) or sizes >= 0 "
                     "that fit in 64 bits"
                 )
         rank = len(shape)
-        order = _allocation_order(shape, stride_order)
-        contig = _contiguity(shape, contiguity, order)
+        order = allocation_order(shape, stride_order)
+        contig = allocation_contiguity(shape, contiguity, order)
         ids = self._input_ids(shape, contig, order)
         alloc = [ids[d] for d in order]
         domain = TensorDomain(
@@ -316,7 +226,7 @@ class FusionDefinition:
             ids.append(i)
         return ids
 
-    @_recorded
+    @recorded
     def define_scalar(self, value: Any = None, dtype: DataType | None = None) -> Scalar:
         """A constant when `value` is given, else a scalar input of the fusion."""
         if isinstance(value, DataType) and dtype is None:
@@ -340,16 +250,16 @@ class FusionDefinition:
             try:
                 value = float(value)
             except OverflowError:
-                raise FusionDefinitionError(f"define_scalar: {_short(value)} is too large for a float") from None
+                raise FusionDefinitionError(f"define_scalar: {short_repr(value)} is too large for a float") from None
         elif dtype.is_integer:
             value = int(value)
-            if not -_INDEX_MAX - 1 <= value <= _INDEX_MAX:
-                raise FusionDefinitionError(f"define_scalar: {_short(value)} does not fit in 64 bits")
+            if not -INDEX_MAX - 1 <= value <= INDEX_MAX:
+                raise FusionDefinitionError(f"define_scalar: {short_repr(value)} does not fit in 64 bits")
         return Scalar(dtype, value)
 
     define_constant = define_scalar
 
-    @_recorded
+    @recorded
     def add_output(self, output: Any, alias_input: Any = None, stride_order: Sequence[int] | None = None) -> None:
         """Mark `output` as a fusion output. alias_input: write it into that input instead of
         returning it. stride_order (nvFuser's other overload): the output's memory layout,
@@ -373,7 +283,7 @@ class FusionDefinition:
         """nvFuser lays the output out in place (its allocation domain); an input, a reduction
         or a tensor already laid out gets a copy with that layout, as fd.ops.stride_order."""
         rank = len([i for i in output.domain.logical if not i.is_reduction])
-        order = _allocation_order([0] * rank, _check_stride_order("add_output", stride_order, rank))
+        order = allocation_order([0] * rank, check_stride_order("add_output", stride_order, rank))
         if (any(output is x for x in self.fusion.inputs) or output.domain.allocation is not None
                 or any(i.is_reduction for i in output.domain.logical)):
             return stride_order_op(output, list(stride_order))
@@ -387,7 +297,7 @@ class FusionDefinition:
         if not isinstance(output, TensorView) or not isinstance(target, TensorView) or not any(
                 target is x for x in self.fusion.inputs):
             raise FusionDefinitionError(f"add_output: alias_input must be a tensor input of the fusion, "
-                                        f"got {_short(target)}")
+                                        f"got {short_repr(target)}")
         if output.dtype != target.dtype:
             raise FusionDefinitionError(f"add_output: {output.short_name} ({output.dtype.cuda_name}) cannot "
                                         f"alias {target.short_name} ({target.dtype.cuda_name})")
@@ -478,80 +388,3 @@ class FusionDefinition:
 
     def __repr__(self) -> str:
         return f"<FusionDefinition {len(self.fusion.inputs)} inputs, {len(self.fusion.outputs)} outputs>"
-
-
-# Sizes and integer scalars are int64 in generated code (nvfuser_index_t).
-_INDEX_MAX = (1 << 63) - 1
-
-
-def _short(value: Any) -> str:
-    """repr(value), cut to a readable length (a hostile file may hold huge literals)."""
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _from_sizes_strides(
-    sizes: Sequence[int] | None, strides: Sequence[int] | None, static_sizes: bool
-) -> tuple[list[int], list[bool | None], list[int] | None]:
-    """shape, contiguity (per allocation axis) and stride_order for the 2022 frontend's
-    define_tensor(sizes=t.size(), strides=t.stride()): size-1 and stride-0 axes are
-    broadcasts, other sizes symbolic unless static_sizes."""
-    sizes, strides = list(sizes or []), list(strides or [])
-    if len(sizes) != len(strides) or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0
-                                             for x in (*sizes, *strides)):
-        raise FusionDefinitionError(f"define_tensor: sizes {_short(sizes)} and strides {_short(strides)} must "
-                                    "be equally long lists of integers >= 0")
-    rank = len(sizes)
-    shape = [s if static_sizes or s == 1 else -1 for s in sizes]
-    # Outermost first: larger strides outside; ties keep the logical order.
-    order = sorted(range(rank), key=lambda d: -strides[d])
-    contiguity: list[bool | None] = [None] * rank
-    inner = 1  # stride an axis must have to be contiguous with the non-broadcast axis inside it
-    for pos in reversed(range(rank)):
-        d = order[pos]
-        if sizes[d] == 1 or strides[d] == 0:
-            continue
-        contiguity[pos] = strides[d] == inner
-        inner = strides[d] * sizes[d]
-    stride_order = None if order == list(range(rank)) else [rank - 1 - order.index(d) for d in range(rank)]
-    return shape, contiguity, stride_order
-
-
-def _check_stride_order(op: str, stride_order: Any, rank: int) -> list[int]:
-    so = list(stride_order) if isinstance(stride_order, (list, tuple)) else None
-    if so is None or any(isinstance(x, bool) or not isinstance(x, int) for x in so) or sorted(so) != list(range(rank)):
-        raise FusionDefinitionError(f"{op}: stride_order {_short(stride_order)} must be a permutation of "
-                                    f"0..{rank - 1}")
-    return so
-
-
-def _allocation_order(shape: list[int], stride_order: Sequence[int] | None) -> list[int]:
-    """Logical dims from outermost to innermost in memory."""
-    rank = len(shape)
-    if not stride_order:
-        return list(range(rank))
-    so = list(stride_order)
-    if len(so) != rank or sorted(so) != list(range(rank)):
-        raise FusionDefinitionError(
-            f"define_tensor: stride_order {so} must be a permutation of 0..{rank - 1}"
-        )
-    order = [0] * rank
-    for d, rank_of_stride in enumerate(so):
-        order[rank - 1 - rank_of_stride] = d
-    return order
-
-
-def _contiguity(shape: list[int], contiguity: Any, order: list[int]) -> list[bool | None]:
-    rank = len(shape)
-    if contiguity is None or isinstance(contiguity, bool):
-        fill = True if contiguity is None else contiguity
-        return [None if shape[d] == 1 else fill for d in order]
-    c = list(contiguity)
-    if len(c) != rank:
-        raise FusionDefinitionError(
-            f"define_tensor: contiguity {c} has {len(c)} entries for rank {rank}"
-        )
-    for x in c:
-        if x is not None and not isinstance(x, bool):
-            raise FusionDefinitionError(f"define_tensor: contiguity entries must be bool or None, got {x!r}")
-    return c

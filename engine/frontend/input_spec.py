@@ -215,9 +215,9 @@ def check_spec(spec: InputSpec) -> None:
 
 
 def signature_mismatch(inputs: Sequence[Any], got: Sequence[Any], want: Sequence[Any]) -> str:
-    """Which input differs between two input signatures (engine.compile._signature: per input
-    (shape, strides, dtype, alignment) or a type name), as a sentence naming it; `inputs` are
-    the fusion's input values (TensorView or Scalar)."""
+    """Which input differs between two input signatures (engine.compiled_fusion._signature:
+    per input (shape, strides, dtype, alignment) or a type name), as a sentence naming it;
+    `inputs` are the fusion's input values (TensorView or Scalar)."""
     if len(got) != len(want):
         return f"the fusion was compiled for {len(want)} inputs, got {len(got)}"
     for k, (g, w) in enumerate(zip(got, want)):

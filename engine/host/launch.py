@@ -60,7 +60,7 @@ class AllocSpec:
 
 
 def alloc_spec(tv: TensorView, env: dict) -> AllocSpec:
-    """What `compile.allocate` makes for `tv`, read off a meta tensor (no memory)."""
+    """What `allocation.allocate` makes for `tv`, read off a meta tensor (no memory)."""
     t = allocate(tv, env, torch.device("meta"))
     return AllocSpec(tuple(t.shape), tuple(t.stride()), t.dtype, is_padded(tv, env))
 

@@ -43,7 +43,7 @@ _OUTSIDE = "it does work outside its grid reduction's flag"
 
 @dataclass(frozen=True)
 class GridSync:
-    """A gridReduceGroupSync call as lowering emitted it (reductions._grid)."""
+    """A gridReduceGroupSync call as lowering emitted it (grid_reduce.grid_reduction)."""
 
     flag: str  # "T9_last"
     acc: str  # the accumulator array, "T9_acc"

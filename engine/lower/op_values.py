@@ -1,4 +1,4 @@
-"""The C value of one output element, per fusion op (reductions live in reductions.py)."""
+"""The C value of one output element, per fusion op (reductions live in reduction_ops.py)."""
 
 from __future__ import annotations
 

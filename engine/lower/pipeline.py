@@ -5,7 +5,8 @@ Passes, in order (names as nvFuser's lower_verbose stages where one exists):
   2. loop_nests        loops from loop domains and compute-at positions (loops.py)
   3. parallel_dims     launch configuration from parallelized IterDomains
   4. allocation        buffers: memory type, scope, size (buffers.py)
-  5. index_and_predicate   indexed, predicated statements; reductions (lowering.py)
+  5. index_and_predicate   indexed, predicated statements; reductions (lowering.py and
+                           its parts)
   6. sync              __syncthreads after shared/global writes read by other threads
   7. assemble          the kernel IR; then no global tensor may be written whole by every
                        thread of the launch (check_partitioned_writes)

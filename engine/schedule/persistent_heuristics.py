@@ -49,7 +49,7 @@ def inner_persistent_heuristics(fusion: Fusion, info: SchedulerRuntimeInfo, trac
     if any(isinstance(e, ex.WelfordOp) for e in fusion.exprs()):
         # A Welford aims at two where the row divides evenly among the threads: then its
         # thread part is two passes over registers and its block combine pairs equal counts
-        # without dividing (engine/lower/reductions.py), so more threads cost it little.
+        # without dividing (engine/lower/welford_two_pass.py), so more threads cost it little.
         # Where values are predicated off, the general combine is slower at that many
         # threads: the four stay.
         wide = _persistent_threads(after_v, 2, dev)

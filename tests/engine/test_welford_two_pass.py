@@ -1,7 +1,7 @@
 """A thread's register-resident Welford is lowered as two passes (sum, then squared
 deviations) and its block combine pairs equal counts without dividing where the threads
-are a power of two (engine/lower/reductions.py); a predicated one keeps the serial update and
-the general combine. Both compute the reference's values on the emulator."""
+are a power of two (engine/lower/welford_two_pass.py); a predicated one keeps the serial
+update and the general combine. Both compute the reference's values on the emulator."""
 
 import re
 

@@ -3,7 +3,7 @@
 # by 128) were indexed by the loop variables: both splits start from 62 elements, which the
 # lowering took for the same axis, and the consumer's merge with the broadcast gave no index for
 # them; threads past the 31st, their loads predicated off, wrote the expanded output with
-# unset values (engine/lower/index.py: split_chain, producer_known; lowering.py: forwarded).
+# unset values (engine/lower/index.py: split_chain, producer_known; loop_index.py: forwarded).
 import torch
 from nvfuser import FusionDefinition, DataType
 

@@ -2,7 +2,7 @@
 # expanded output, took their indices from the producer's logical ids, where a merge's inner
 # index had wrapped modulo its extent (size-1 i5 merged with i6), so their stores had no bounds
 # predicate and threads past the 6th wrote unset values over element (idx / 2) % 3; the loop
-# nest's own bounds now guard them (engine/lower/lowering.py, promoted_loop_predicates).
+# nest's own bounds now guard them (engine/lower/predicates.py, promoted_loop_predicates).
 import torch
 from nvfuser import FusionDefinition, DataType
 

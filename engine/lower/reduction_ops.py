@@ -1,0 +1,112 @@
+"""The statements of a ReductionOp and a WelfordOp: an accumulator per output, the step that
+folds one input element into it, then (after the accumulating loops) the block or grid
+combine and the write-back (reductions.py).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from engine.codegen import ops_table
+from engine.dtypes import DataType
+from engine.ir import exprs as ex
+from engine.ir.iterdomain import IterDomain
+from engine.lower import kir
+from engine.lower.grid_reduce import grid_reduction, grid_welford
+from engine.lower.index import Ix
+from engine.lower.loops import LoopNode
+from engine.lower.reductions import (
+    Accumulator,
+    acc_level,
+    bools,
+    check_no_broadcast_loop,
+    check_reduction_loops,
+    compute_dtype,
+    each_element,
+    parallel_reduction,
+    sibling_index,
+    write_back,
+)
+from engine.lower.welford_two_pass import equal_counts, second_pass, two_pass_steps
+
+if TYPE_CHECKING:
+    from engine.lower.lowering import ExprLowering
+
+
+def lower_reduction(low: ExprLowering, expr: ex.ReductionOp, loops: list[LoopNode],
+                    c_index: dict[IterDomain, Ix], preds: list[str]) -> list[kir.Stmt]:
+    out, inp = expr.output, expr.input
+    check_no_broadcast_loop(low, out, loops)
+    check_reduction_loops(low, out, loops)
+    dt = compute_dtype(out.dtype)
+    acc = Accumulator(low, out, f"{out.short_name}_acc", dt, loops, c_index)
+    init = ops_table.literal(expr.init, dt)
+    low.alloc_at(acc.level, loops, kir.Allocate(acc.name, dt.cuda_name, acc.size, "local", init=init))
+    x = low.converted(low.read(inp, out, c_index).text, inp.dtype, dt)
+    step = kir.Assign(acc.element, ops_table.reduction_combine(expr.op, acc.element, x, dt),
+                      f"{out.short_name} = reduction({inp.short_name})")
+    post: list[kir.Stmt] = []
+    threads, blocks = parallel_reduction(out)
+    combine = f"[]({dt.cuda_name} a, {dt.cuda_name} b) {{ return {ops_table.reduction_combine(expr.op, 'a', 'b', dt)}; }}"
+    if any(blocks):
+        post += grid_reduction(low, out, acc, threads, blocks, combine, init, loops)
+    elif any(threads):
+        low.reserve_reduction_smem(8)
+        post.append(each_element(acc, lambda e: kir.Assign(
+            e, f"blockAllReduce<{bools(threads)}>({e}, {combine}, reinterpret_cast<{dt.cuda_name}*>(red_smem))")))
+    post += write_back(low, out, [(out, acc)], loops)
+    low.work.post[low.item_at(acc.level, loops, expr)].extend(post)
+    return kir.guard(preds, [step])
+
+
+def lower_welford(low: ExprLowering, expr: ex.WelfordOp, loops: list[LoopNode],
+                  c_index: dict[IterDomain, Ix], preds: list[str]) -> list[kir.Stmt]:
+    avg, var, n = expr.outputs
+    check_no_broadcast_loop(low, avg, loops)
+    check_reduction_loops(low, avg, loops)
+    dt = compute_dtype(avg.dtype)
+    # One level for the three accumulators: they are combined and written back together
+    # (siblings are never inlined, so their buffers are all at the top level).
+    level = min(acc_level(t) for t in (avg, var, n))
+    accs = [Accumulator(low, t, f"{t.short_name}_acc", d, loops, sibling_index(t, avg, c_index), level)
+            for t, d in ((avg, dt), (var, dt), (n, DataType.Int))]
+    for a in accs:
+        low.alloc_at(a.level, loops, kir.Allocate(a.name, a.dtype.cuda_name, a.size, "local", init="0"))
+    a_e, m_e, n_e = (a.element for a in accs)
+    post: list[kir.Stmt] = []
+    if len(expr.inputs) == 1:
+        x = low.converted(low.read(expr.inputs[0], avg, c_index).text, expr.inputs[0].dtype, dt)
+        two_pass = two_pass_steps(low, expr, accs, loops, level, preds)
+        if two_pass is not None:
+            step = kir.Raw(f"{a_e} += {x};")
+            post = second_pass(low, loops, level, two_pass, x, a_e, m_e, n_e, dt.cuda_name)
+            low.fixed_counts[n] = two_pass
+        else:
+            step = kir.Raw(f"fs_welford_update({a_e}, {m_e}, {n_e}, {x});")
+    else:
+        ia, im, inn = expr.inputs
+        xa = low.converted(low.read(ia, avg, c_index).text, ia.dtype, dt)
+        xm = low.converted(low.read(im, avg, c_index).text, im.dtype, dt)
+        xn = low.converted(low.read(inn, avg, c_index).text, inn.dtype, DataType.Int)
+        step = kir.Raw(f"fs_welford_combine({a_e}, {m_e}, {n_e}, {xa}, {xm}, {xn});")
+    threads, blocks = parallel_reduction(avg)
+    a0 = accs[0]
+    ct = dt.cuda_name
+    nthreads = low.block_threads()
+    smem = (f"reinterpret_cast<{ct}*>(red_smem), reinterpret_cast<{ct}*>(red_smem) + {nthreads}, "
+            f"reinterpret_cast<nvfuser_index_t*>(red_smem + {2 * nthreads * max(dt.bits // 8, 1)})")
+    if any(blocks):
+        post += grid_welford(low, expr, accs, threads, blocks, loops, smem)
+    elif any(threads):
+        low.reserve_reduction_smem(24)
+
+        fn = "blockWelfordEqualCounts" if equal_counts(low, expr, avg, preds) else "blockWelford"
+
+        def call(e: str) -> kir.Stmt:
+            k = e[len(a0.name):]
+            return kir.Raw(f"{fn}<{bools(threads)}>({a0.name}{k}, {accs[1].name}{k}, {accs[2].name}{k}, {smem});")
+
+        post.append(each_element(a0, call))
+    post += write_back(low, avg, list(zip((avg, var, n), accs)), loops)
+    low.work.post[low.item_at(accs[0].level, loops, expr)].extend(post)
+    return kir.guard(preds, [step])

@@ -1,0 +1,71 @@
+"""Profiling a compiled fusion: its segments run in order on their own (no host program),
+each kernel segment measured at its inputs (engine.runtime.profiler). A part of
+CompiledFusion (engine.compiled_fusion), whose state it reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from engine.compile_stages import bind_env
+from engine.compiled_segment import CompiledSegment, prepare_launch
+from engine.errors import ExecutionError
+from engine.ir.base import Val
+from engine.ir.scalar import Scalar
+from engine.runtime.profiler import profile_emulated, profile_kernel
+
+if TYPE_CHECKING:
+    from engine.compiled_fusion import CompiledFusion
+
+
+class Profiling:
+    """CompiledFusion.profile (its `_inputs_for`, `load_kernels` and segments)."""
+
+    def profile(self, inputs: Sequence[Any], backend: str = "cuda", *, warmup: int = 3,
+                repeat: int = 20) -> list[Any]:
+        """A KernelProfile per kernel segment (time, bytes, GB/s, % of peak, resources);
+        on the emulator, counts and wall time only."""
+        xs = self._inputs_for(inputs, backend)
+        self.load_kernels(backend)
+        out: list[Any] = []
+
+        def measure(seg: CompiledSegment, args: list[Any]) -> None:
+            if not seg.is_kernel:
+                return
+            prep = prepare_launch(seg, args, backend)
+            kernel = seg.kernel(backend)
+            if backend == "cuda":
+                out.append(profile_kernel(kernel, prep.args, seg.launch, warmup=warmup, repeat=repeat,
+                                          bytes_read=prep.bytes_read, bytes_written=prep.bytes_written,
+                                          alloc_strides=prep.alloc_strides))
+            else:
+                out.append(profile_emulated(kernel, prep.args, seg.launch, alloc_strides=prep.alloc_strides))
+
+        _execute(self, xs, backend, measure)
+        return out
+
+
+def _execute(cf: CompiledFusion, xs: list[Any], backend: str, before=None) -> list[Any]:
+    """Run the segments in order; `before(seg, args)` sees each segment's inputs first."""
+    values: dict[int, Any] = {id(v): x for v, x in zip(cf.fusion.inputs, xs)}
+    env = bind_env(cf.fusion, xs)
+    for seg in cf.segments:
+        args = [_lookup(values, v, seg, env) for v in seg.input_vals]
+        if before is not None:
+            before(seg, args)
+        for v, t in zip(seg.output_vals, seg.run(args, backend)):
+            values[id(v)] = t
+    return [_lookup(values, v, None, env) for v in cf.fusion.outputs]
+
+
+def _lookup(values: dict[int, Any], v: Val, seg: CompiledSegment | None, env: dict) -> Any:
+    if id(v) in values:
+        return values[id(v)]
+    if isinstance(v, Scalar):
+        try:
+            return v.evaluate(env)
+        except KeyError:
+            pass
+    where = f"segment {seg.id}" if seg is not None else "the fusion's outputs"
+    raise ExecutionError(f"{getattr(v, 'short_name', v)} is needed by {where} but no segment produced it")
