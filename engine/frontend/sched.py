@@ -17,15 +17,15 @@ from engine.dtypes import to_torch
 from engine.errors import ScheduleError
 from engine.ir.iterdomain import ParallelType, SwizzleType
 from engine.ir.printer import transforms_block
-from engine.ir.propagate import inline_all_at as _inline_all_at
-from engine.ir.propagate import inline_most as _inline_most
-from engine.ir.propagate import parallelize_like as _parallelize_like
-from engine.ir.propagate import transform_like as _transform_like
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import MemoryType, TensorView
 from engine.schedule import registry
 from engine.schedule.base import SchedulerType
 from engine.schedule.params import HeuristicParams
+from engine.schedule.propagate import inline_all_at as _inline_all_at
+from engine.schedule.propagate import inline_most as _inline_most
+from engine.schedule.propagate import parallelize_like as _parallelize_like
+from engine.schedule.propagate import transform_like as _transform_like
 from engine.schedule.runtime_info import SchedulerRuntimeInfo
 from engine.trace import Trace
 

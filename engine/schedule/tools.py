@@ -17,17 +17,17 @@ from engine.ir import exprs as ex
 from engine.ir.aten_exprs import aten_only, aten_only_name
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain, ParallelType
-from engine.ir.propagate import inline_all_at as _inline_all_at
-from engine.ir.propagate import inline_most as _inline_most
-from engine.ir.propagate import parallelize_like as _parallelize_like
-from engine.ir.propagate import propagate_max_info as _propagate_max_info
-from engine.ir.propagate import transform_like as _transform_like
 from engine.ir.tensorview import TensorView
 from engine.schedule.global_memory import INDEXING_OPS as INDEXING_OPS
 from engine.schedule.global_memory import global_only, read_by_resize
 from engine.schedule.global_memory import layout_op_buffer_reason as layout_op_buffer_reason
 from engine.schedule.global_memory import lookup_inputs as lookup_inputs
 from engine.schedule.global_memory import memory_promotion_reason as memory_promotion_reason
+from engine.schedule.propagate import inline_all_at as _inline_all_at
+from engine.schedule.propagate import inline_most as _inline_most
+from engine.schedule.propagate import parallelize_like as _parallelize_like
+from engine.schedule.propagate import propagate_max_info as _propagate_max_info
+from engine.schedule.propagate import transform_like as _transform_like
 from engine.schedule.self_mapping import exact_self_mapping_reason as exact_self_mapping_reason
 from engine.schedule.self_mapping import has_reshape_history as has_reshape_history
 from engine.schedule.self_mapping import self_mapping_reason as self_mapping_reason

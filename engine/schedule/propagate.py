@@ -11,10 +11,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from engine.analysis.logical_map import consumers_of, logical_map, pairwise_logical_map, producers_of
+from engine.analysis.replay import (
+    is_reshape_edge,
+    linear_id,
+    linear_ids,
+    loop_map,
+    loop_map_across_resize,
+    loop_transforms,
+    replay_onto,
+    transforms_between,
+)
 from engine.errors import ScheduleError
-from engine.ir.inline_fusion import inline_all_at, inline_most, persistent_caps
 from engine.ir.iterdomain import IterDomain, Merge, ParallelType
 from engine.ir.tensorview import TensorView, transaction
+from engine.schedule.inline_fusion import inline_all_at, inline_most, persistent_caps
 
 __all__ = [
     "inline_all_at", "inline_most", "parallelize_like", "persistent_caps", "propagate_max_info",
@@ -24,8 +35,6 @@ __all__ = [
 
 def replay_edge(src: TensorView, dst: TensorView) -> None:
     """Give `dst` (a direct producer or consumer of `src`) `src`'s loop transforms."""
-    from engine.analysis.logical_map import consumers_of, logical_map, pairwise_logical_map
-    from engine.analysis.replay import is_reshape_edge, loop_transforms, replay_onto, transforms_between
 
     if (is_reshape_edge(src, dst) or is_reshape_edge(dst, src)) and _replay_across_reshape(src, dst):
         return
@@ -57,7 +66,6 @@ def _replay_across_reshape(src: TensorView, dst: TensorView) -> bool:
     Returns False, changing nothing, when `src` has no full merge (a tiled or partly
     merged schedule): the caller then replays what the logical map pairs (backward, the
     reshape output's root->logical transforms are replayed onto the input)."""
-    from engine.analysis.replay import linear_id, linear_ids, replay_onto, transforms_between
 
     x = linear_id(src)
     ids = linear_ids(dst)
@@ -77,8 +85,6 @@ def _replay_across_reshape(src: TensorView, dst: TensorView) -> bool:
 
 
 def _neighbours(tv: TensorView) -> list[TensorView]:
-    from engine.analysis.logical_map import consumers_of, producers_of
-
     return [*consumers_of(tv), *producers_of(tv)]
 
 
@@ -107,8 +113,6 @@ def parallelize_like(
     With the plain loop map, a sliced output made the reference leaves the full-size
     output beside it without a single parallel type, and every thread of the grid runs
     its whole loop nest."""
-    from engine.analysis.logical_map import consumers_of
-    from engine.analysis.replay import loop_map, loop_map_across_resize
 
     edge_map = loop_map_across_resize if across_resize else loop_map
 
@@ -159,8 +163,6 @@ def propagate_max_info(reference: TensorView, selected: list[TensorView] | None 
     ties in discovery order). With `parallel`, parallel types follow the same tree
     (parallelize_like walks breadth-first and would miss the same axes).
     """
-    from engine.analysis.logical_map import consumers_of, logical_map, producers_of
-    from engine.analysis.replay import loop_map
 
     fusion = reference.fusion
     allowed = None if selected is None else {*selected, reference}

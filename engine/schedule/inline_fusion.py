@@ -7,12 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from engine.analysis.logical_map import consumers_of, pairwise_logical_map, root_to_logical
+from engine.analysis.persistent import persistent_buffers, upstream_tvs
+from engine.analysis.replay import loop_maps_frozen
 from engine.errors import ScheduleError
 from engine.ir import exprs as ex
 from engine.ir.fusion import Fusion
-from engine.ir.inline_broadcasts import inline_aligned, inline_targets
 from engine.ir.iterdomain import IterDomain
 from engine.ir.tensorview import TensorView, transaction
+from engine.schedule.inline_broadcasts import inline_aligned, inline_targets
 
 
 def inline_most(fusion: Fusion, selected: Sequence[TensorView] | None = None) -> None:
@@ -38,7 +41,6 @@ def persistent_caps(fusion: Fusion) -> dict[TensorView, int]:
     the reduction reduces, which the reduction closes before its result exists (nvFuser's
     unmappable dims). Each is capped before its first loop axis derived from such an axis;
     without the cap inline_most makes the loop nests depend on each other in a cycle."""
-    from engine.analysis.persistent import persistent_buffers, upstream_tvs
 
     if not any(isinstance(e, ex.ReductionOp | ex.WelfordOp) for e in fusion.exprs()):
         return {}
@@ -54,7 +56,6 @@ def persistent_caps(fusion: Fusion) -> dict[TensorView, int]:
 
 def _ids_reaching_reduction(t: TensorView, red: TensorView, cone: set[TensorView]) -> set[IterDomain]:
     """`t`'s logical ids that map to an axis `red` reduces, along consumers inside `cone`."""
-    from engine.analysis.logical_map import consumers_of, pairwise_logical_map, root_to_logical
 
     # origins[tv][i]: the ids of t that tv's id i comes from, over every path seen so far
     # (logical ids; the reduction's root ids, which an rfactor may have split).
@@ -101,7 +102,6 @@ def inline_all_at(reference: TensorView, pos: int = -1, best_effort: bool = Fals
     in each. A tensor with fewer loop axes, or whose legal position is lower, lowers
     the position with best_effort and is refused otherwise.
     """
-    from engine.analysis.replay import loop_maps_frozen
 
     n = reference.nloop
     p = pos + n + 1 if pos < 0 else pos

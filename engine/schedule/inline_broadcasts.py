@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from engine.analysis.logical_map import consumers_of, logical_map
+from engine.analysis.replay import loop_map, loop_maps_frozen
 from engine.errors import ScheduleError
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain, Merge, transforms_between
@@ -19,8 +21,6 @@ from engine.ir.verify import _NOT_INLINABLE
 
 
 def inline_targets(fusion: Fusion, targets: Sequence[TensorView], caps: dict[TensorView, int]) -> None:
-    from engine.analysis.replay import loop_maps_frozen
-
     # Inlining sets positions only, never a loop domain: each tensor's legal position and
     # the verification after ask for the same loop maps, computed once.
     with loop_maps_frozen(), transaction(fusion.tensors(), inlining=True):  # type: ignore[arg-type]
@@ -80,7 +80,6 @@ def _broadcast_plan(fusion: Fusion, targets: Sequence[TensorView], caps: dict[Te
     (nvFuser's getMatchedLeafPosWithoutReplayCasP skips the same ids). Only broadcasts
     followed by a matched producer axis are inserted, and only where every consumer asks
     for the same ones: a consumer without them would no longer pair by position."""
-    from engine.analysis.logical_map import consumers_of
 
     wanted = {t for t in targets if t not in excluded}
     # Each tensor's loop as planned: (id, inserted); an inserted entry holds the id it
@@ -131,7 +130,6 @@ def _skipped(tv: TensorView, consumer: TensorView, c_loop: list[tuple[IterDomain
     broadcasts of its own (it then runs in promoted loops). Where neither, `tv` computed in its
     own loops before the consumer's gives each thread the elements it reads, as kernels
     did before loop-only broadcasts existed: those stay as they were."""
-    from engine.analysis.replay import loop_map
 
     # Only a consumer broadcast (or a planned insert) is ever skipped: a loop without one
     # skips nothing, whatever the map says (most loops: scheduled tensors merge their
@@ -194,7 +192,6 @@ def _concretized(tv: TensorView, b: IterDomain) -> bool:
     """Whether broadcast `b` of `tv` maps, in some tensor downstream, to an axis that runs
     more than one element (an iteration or reduction axis, or an expanded broadcast, of an
     extent not known to be 1)."""
-    from engine.analysis.logical_map import consumers_of, logical_map
 
     def more_than_one(s: Scalar) -> bool:
         return not (s.is_const and s.value == 1)
