@@ -13,8 +13,11 @@ import struct
 from collections.abc import Callable, Mapping
 from typing import Any, TypeAlias
 
+import torch
+
 from engine.dtypes import DataType, promote, to_torch
 from engine.ir.base import Val
+from engine.torch_ops import binary_fn, unary_fn
 
 Number: TypeAlias = int | float | bool
 ScalarLike: TypeAlias = "Scalar | int | float | bool"
@@ -269,8 +272,6 @@ def eval_unary(op: str, value: Number, src: DataType, dst: DataType) -> Number:
     """The value of a unary scalar op as the kernel computes it: torch's function in the
     op's compute type (the result type, or the operand's for predicates), as the
     reference evaluator computes the tensor op."""
-    import torch
-
     if op == "cast":
         if dst.is_bool:
             return bool(value)
@@ -279,8 +280,6 @@ def eval_unary(op: str, value: Number, src: DataType, dst: DataType) -> Number:
                 raise ValueError(f"cannot cast {format_number(value)} to {dst.cuda_name}")
             return int(torch.tensor(int(value)).to(to_torch(dst)).item())
         return _to_f32(float(value)) if dst is DataType.Float else float(value)
-    from engine.reference import unary_fn
-
     compute = src if dst.is_bool else dst
     t = torch.tensor(value, dtype=to_torch(compute))
     return unary_fn(op)(t).to(to_torch(dst)).item()
@@ -299,12 +298,8 @@ def binary_compute_dtype(op: str, a: DataType, b: DataType, dst: DataType) -> Da
 
 def eval_binary(op: str, a: Number, b: Number, a_dtype: DataType, b_dtype: DataType, dst: DataType) -> Number:
     """The value of a scalar binary op outside the extent arithmetic (comparisons, fmod,
-    bitwise ops, pow, ...) as the kernel computes it: the reference's torch function in the
-    op's compute type."""
-    import torch
-
-    from engine.reference import binary_fn
-
+    bitwise ops, pow, ...) as the kernel computes it: the op's torch function (engine.torch_ops,
+    the reference evaluator's too) in the op's compute type."""
     compute = binary_compute_dtype(op, a_dtype, b_dtype, dst)
     ta, tb = (torch.tensor(v, dtype=to_torch(compute)) for v in (a, b))
     out = binary_fn(op, compute)(ta, tb).to(to_torch(dst)).item()
@@ -329,8 +324,6 @@ def eval_ternary(op: str, a: Number, b: Number, c: Number, dst: DataType) -> Num
     """The value of a ternary scalar op as the kernel computes it (ops_table.ternary):
     in the result type, with torch's NaN-propagating clamp and the reference's
     `a + c * (b - a)` lerp."""
-    import torch
-
     if op == "where":
         out: Any = b if a else c
         return _to_f32(float(out)) if dst is DataType.Float else out
