@@ -165,7 +165,9 @@ class ExprLowering(LoopIndexing, Predicates, Operands):
             rhs = self.value(expr, out, c_index)
             lhs = self.address(out, c_index, out.short_name)
             copy = None
-            if isinstance(expr, ex.LoadStoreOp) and expr.inputs[0].dtype == out.dtype:
+            # A slice's element is its input's at a shifted index: a copy too (vectorized
+            # when the shift keeps the vector aligned, engine.lower.vectorize._base).
+            if isinstance(expr, (ex.LoadStoreOp, ex.SliceOp)) and expr.inputs[0].dtype == out.dtype:
                 copy = out.dtype.cuda_name
             preds = preds + self.shared_write_predicates(loops, out)
             stmts = kir.guard(preds + flags, [kir.Assign(lhs, rhs, _source(expr), copy)])

@@ -87,8 +87,11 @@ def _unguard(stmt: kir.Stmt) -> tuple[kir.Stmt, str | None]:
 
 def _vector_store(loop: kir.ForLoop, globals_: set[str]) -> list[kir.Stmt] | None:
     """`for v { ...; G[e + v] = x; ... }` -> `tmp[V]; for v { ...; tmp[v] = x; ... } store(G[e], tmp)`:
-    values are computed element by element, the global store becomes one vector access.
-    Only when nothing else in the loop touches G."""
+    values are computed element by element, each global store becomes one vector access.
+    A store qualifies only when nothing else in the loop touches its tensor; None when none does."""
+    body = list(loop.body)
+    decls: list[kir.Stmt] = []
+    stores: list[kir.Stmt] = []
     for k, stmt in enumerate(loop.body):
         inner, cond = _unguard(stmt)
         if not isinstance(inner, kir.Assign) or inner.copy_ctype is None:
@@ -102,13 +105,14 @@ def _vector_store(loop: kir.ForLoop, globals_: set[str]) -> list[kir.Stmt] | Non
         if any(re.search(rf"\b{name}\b", ln) for s in others for ln in s.lines(0)) or name in inner.rhs:
             continue
         tmp = f"{name}_vec"
-        body = loop.body[:k] + [kir.Assign(f"{tmp}[{loop.var}]", inner.rhs, inner.source)] + loop.body[k + 1:]
-        unrolled = kir.ForLoop(loop.var, loop.extent, "unroll", loop.domain, body)
+        body[k] = kir.Assign(f"{tmp}[{loop.var}]", inner.rhs, inner.source)
+        decls.append(kir.Raw(f"alignas(16) {inner.copy_ctype} {tmp}[{loop.extent}];"))
         store = kir.Raw(f"loadGeneric<{inner.copy_ctype}, {loop.extent}>(&{dst}, {tmp});")
         pred = None if cond is None else re.sub(rf"\b{loop.var}\b", "0", cond)
-        return [kir.Raw(f"alignas(16) {inner.copy_ctype} {tmp}[{loop.extent}];"), unrolled,
-                *kir.guard([pred] if pred else [], [store])]
-    return None
+        stores.extend(kir.guard([pred] if pred else [], [store]))
+    if not stores:
+        return None
+    return [*decls, kir.ForLoop(loop.var, loop.extent, "unroll", loop.domain, body), *stores]
 
 
 def vectorize_loop(loop: kir.ForLoop, domain: IterDomain, ext: Extents,
