@@ -308,7 +308,8 @@ class FusionDefinition:
         """What nvFuser returns for `outputs` of this fusion: aliased outputs are written into
         their inputs (in place) and left out of the list."""
         for out_k, in_k in self.output_aliases.items():
-            inputs[in_k].copy_(outputs[out_k])
+            if outputs[out_k] is not inputs[in_k]:  # a kernel that wrote it in place (RunPlan.writing_in_place)
+                inputs[in_k].copy_(outputs[out_k])
         return [o for k, o in enumerate(outputs) if k not in self.output_aliases]
 
     # ---- use ------------------------------------------------------------------------
@@ -361,7 +362,10 @@ class FusionDefinition:
         if key not in cache:
             cache[key] = compile_fusion(self, xs)
         outs = cache[key].run(xs, backend="cuda")
-        self.__dict__["_last_plan"] = cache[key]._plans.get("cuda") or None
+        plan = cache[key]._plans.get("cuda") or None
+        if plan is not None and self.output_aliases:
+            plan = plan.writing_in_place(self.output_aliases)
+        self.__dict__["_last_plan"] = plan
         return self.apply_output_aliases(inputs, outs)
 
     def example_inputs(self, device: str = "cpu", seed: int | None = None, sizes: Any = None) -> list[Any]:

@@ -108,11 +108,12 @@ class SegmentLaunch:
                 return False
         return True
 
-    def __call__(self, args: list[Any]) -> list[Any]:
+    def __call__(self, args: list[Any], into: dict[int, int] | None = None) -> list[Any]:
         """Launch on `args` (laid out as when settled; the caller knows they are) and return
-        the segment's outputs."""
+        the segment's outputs. `into`: {output position: input position} of outputs to write
+        into that input's buffer (engine.host.in_place), where its layout is the output's."""
         device = self.device
-        outs = [a.new(device) for a in self.allocs]
+        outs = [a.new(device) for a in self.allocs] if not into else self._outputs_into(args, into)
         work = self._workspaces() if self.workspaces else []
         pick = (args, outs, work)
         values = [pick[kind][k] for kind, k in self.sources]
@@ -122,6 +123,16 @@ class SegmentLaunch:
             self._kept.clear()  # a failed launch may leave the flags set
             raise type(e)(f"segment {self.seg.id} ({self.seg.scheduler}, kernel {self.seg.kernel_name}): {e}") from e
         return [pick[kind][k] if kind != VAL else k for kind, k in self.results]
+
+    def _outputs_into(self, args: list[Any], into: dict[int, int]) -> list[torch.Tensor]:
+        given: dict[int, torch.Tensor] = {}
+        for out_pos, in_pos in into.items():
+            kind, k = self.results[out_pos]
+            x, spec = args[in_pos], self.allocs[k] if kind == OUT else None
+            if spec is not None and not spec.zero and isinstance(x, torch.Tensor) and x.dtype == spec.dtype \
+                    and tuple(x.shape) == spec.shape and x.stride() == spec.stride:
+                given[k] = x
+        return [given.get(k) if k in given else a.new(self.device) for k, a in enumerate(self.allocs)]
 
     def _workspaces(self) -> list[torch.Tensor]:
         key = self._stream()

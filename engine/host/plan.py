@@ -11,6 +11,7 @@ runs that record a timeline go through HostIrEvaluator instead.
 
 from __future__ import annotations
 
+import copy
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -21,6 +22,7 @@ from engine.compile import _launch
 from engine.errors import ExecutionError
 from engine.host import hir
 from engine.host.alias_replay import AliasReplay
+from engine.host.in_place import in_place_writes
 from engine.ir.base import Expr, Val
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
@@ -115,6 +117,19 @@ class RunPlan:
         """The outputs for `xs` when they fit the compiled signature as they are; else None
         (nothing moved, nothing raised): FusionDefinition.execute's path for repeated calls."""
         return self._steps(xs) if self.check(xs) else None
+
+    def writing_in_place(self, aliases: dict[int, int]) -> RunPlan:
+        """This plan, with the kernels that may (engine.host.in_place) writing aliased outputs
+        (fusion output index -> input index) into their inputs' buffers: the plan of a call
+        with nvFuser's in-place semantics. The plan itself when none may."""
+        writes = in_place_writes(self.cf.host_ir, aliases)
+        if not writes:
+            return self
+        plan = copy.copy(self)
+        plan.steps = [copy.copy(st) for st in self.steps]
+        for k, into in writes.items():
+            plan.steps[k].into = into
+        return plan
 
     def _steps(self, xs: list[Any]) -> list[Any]:
         slots: list[Any] = [None] * self.n_slots
@@ -214,6 +229,7 @@ class _Launch:
         self.plain = all(kind == SLOT for kind, _ in refs)
         self.in_slots = [x for _, x in refs]
         self._fitted: Any = None  # the replay whose layouts these inputs were found to have
+        self.into: dict[int, int] | None = None  # outputs written into inputs (RunPlan.writing_in_place)
 
     def __call__(self, slots: list[Any], env: Any) -> None:
         if self.plain:
@@ -225,7 +241,7 @@ class _Launch:
         # launches whose inputs are trusted): compared with the replay's once, not per run.
         if replay is not None and self.trusted and (replay is self._fitted or replay.fits(args)):
             self._fitted = replay
-            outputs = replay(args)
+            outputs = replay(args, self.into)
         else:
             outputs = _launch(self.seg, args, self.backend)
         for k, t in zip(self.outs, outputs):
