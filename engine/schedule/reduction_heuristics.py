@@ -24,10 +24,15 @@ if TYPE_CHECKING:
 
 
 def innermost_memory_dim(sizes: list[int], strides: list[int]) -> int | None:
-    """Index of the dimension with stride 1 (the innermost in memory), ignoring size-1 dims."""
+    """Index of the dimension with stride 1 (the innermost in memory), ignoring size-1 dims
+    and expanded (stride 0) ones other than the last: an input expanded over outer axes
+    (a [S, S] mask seen as [B, H, S, S]) is still read row by row. An expanded last axis
+    is the innermost (no vector reads it)."""
     cand = [k for k, (n, s) in enumerate(zip(sizes, strides)) if n != 1]
     if not cand:
         return None
+    if strides[cand[-1]] != 0:
+        cand = [k for k in cand if strides[k] != 0]
     return min(cand, key=lambda k: (strides[k], -k))
 
 

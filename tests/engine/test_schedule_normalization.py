@@ -190,6 +190,23 @@ def test_rms_norm_hidden_4096_bf16_is_register_persistent():
     assert cache.domain.loop[-1].parallel_type == ParallelType.vectorize
 
 
+def test_a_mask_expanded_over_outer_axes_keeps_the_rows_vectorized():
+    """A [S, S] causal mask seen as [B, H, S, S] (stride 0 on B and H, attention's
+    backward): its rows are still contiguous, so the softmax backward reads 8 bf16 a time."""
+    with FusionDefinition() as fd:
+        g = fd.define_tensor(shape=[1, -1, -1, -1], contiguity=[None, True, True, True], dtype=DataType.BFloat16)
+        y = fd.define_tensor(shape=[1, -1, -1, -1], contiguity=[None, True, True, True], dtype=DataType.BFloat16)
+        mask = fd.define_tensor(shape=[1, -1, -1, -1], contiguity=[None, None, True, True], dtype=DataType.Bool)
+        gy = fd.ops.mul(fd.ops.cast(g, DataType.Float), fd.ops.cast(y, DataType.Float))
+        s = fd.ops.broadcast(fd.ops.sum(gy, dims=[3]), [False, False, False, True])
+        dx = fd.ops.mul(fd.ops.cast(y, DataType.Float), fd.ops.sub(fd.ops.cast(g, DataType.Float), s))
+        fd.add_output(fd.ops.cast(fd.ops.where(mask, 0.0, dx), DataType.BFloat16))
+    xs = [torch.randn(1, 4, 64, 256).to(torch.bfloat16), torch.rand(1, 4, 64, 256).to(torch.bfloat16),
+          (torch.rand(64, 256) < 0.5).expand(1, 4, 64, 256)]
+    p = schedule(fd, xs, "inner_persistent")
+    assert p.vectorize_inner_reduction and p.unroll_factor_inner_reduction == 8
+
+
 def test_a_buffer_that_fits_nowhere_is_refused():
     fd, xs = rms_norm(1 << 20, rows=2)  # a 2 MiB bf16 row even when projected
     v, first = verdicts(fd, xs)
