@@ -70,6 +70,8 @@ class VectorizeResult:
     per_tensor: dict[str, int] = field(default_factory=dict)
     vectorizable: tuple[TensorView, ...] = ()
     derivation: tuple[str, ...] = ()
+    # Inputs and outputs the region does not reach: none of their axes is the vector's.
+    apart: tuple[TensorView, ...] = ()
 
 
 def _size1(i: IterDomain) -> bool:
@@ -273,6 +275,7 @@ def vectorization_factor(
             io.append(v)
     per: dict[str, int] = {}
     vectorizable: list[TensorView] = []
+    apart = tuple(tv for tv in io if tv not in regions)
     for tv in io:
         r = regions.get(tv)
         f = _tensor_factor(tv, r, info, lines) if r is not None else None
@@ -291,5 +294,5 @@ def vectorization_factor(
         factor = _pow2_dividing(factor, max_factor)
         lines.append(f"capped at {max_factor} -> {factor}")
     lines.append(f"vectorization factor {factor}")
-    return VectorizeResult(factor, per, tuple(vectorizable), tuple(lines))
+    return VectorizeResult(factor, per, tuple(vectorizable), tuple(lines), apart)
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from engine.analysis.persistent import reduction_properties, reduction_tvs
 from engine.ir import exprs as ex
 from engine.ir.iterdomain import ParallelType
+from engine.schedule.inner_persistent_batch import choose_batches
 from engine.schedule.params import LaunchParams
 from engine.schedule.persistent_budget import buffer_bytes, kept_buffers, register_budget, smem_budget
 from engine.schedule.reduction_heuristics import record, vectorize_factor
@@ -30,12 +31,6 @@ def _storage(size_per_block: int, dev: DeviceProperties) -> str:
     return "none"
 
 
-def _persistent_threads(after_v: int, per_thread: int, dev: DeviceProperties) -> int:
-    """Threads along a row for about `per_thread` batches each: at least a warp, at most a block."""
-    return min(max(next_pow2(ceil_div(after_v, per_thread)), min(dev.warp_size, next_pow2(after_v))),
-               dev.max_threads_per_block)
-
-
 def inner_persistent_heuristics(fusion: Fusion, info: SchedulerRuntimeInfo, trace: Trace | None) -> ReductionParams:
     dev = info.device
     reds = reduction_tvs(fusion)
@@ -44,19 +39,11 @@ def inner_persistent_heuristics(fusion: Fusion, info: SchedulerRuntimeInfo, trac
     v, why = vectorize_factor(fusion, info, props.inner_most_dimension_numel)
     red_n, it_n = props.total_reduction_numel, max(1, props.total_iteration_numel)
     after_v = ceil_div(red_n, v)
-    # Aim at about four persistent batches per thread; at least a warp, at most a block.
-    bdimx = _persistent_threads(after_v, 4, dev)
-    if any(isinstance(e, ex.WelfordOp) for e in fusion.exprs()):
-        # A Welford aims at two where the row divides evenly among the threads: then its
-        # thread part is two passes over registers and its block combine pairs equal counts
-        # without dividing (engine/lower/welford_two_pass.py), so more threads cost it little.
-        # Where values are predicated off, the general combine is slower at that many
-        # threads: the four stay.
-        wide = _persistent_threads(after_v, 2, dev)
-        if red_n % v == 0 and after_v % wide == 0:
-            bdimx = wide
-    batches = ceil_div(after_v, bdimx)
-    bdimy = min(128 // bdimx, next_pow2(it_n)) if bdimx < 128 else 1
+    has_exp = any(isinstance(e, ex.UnaryOp) and e.op == "exp" for e in fusion.exprs())
+    best, cands = choose_batches(after_v, it_n, size * 8, red_n, v, has_exp, dev)
+    bdimx, batches, bdimy = best.bdimx, best.batches, best.bdimy
+    why.append("batches rated (batches: threads x rows, warps an SM, waves, tail): " + ", ".join(
+        f"{c.batches}: {c.bdimx}x{c.bdimy}, {c.warps_per_sm}, {c.waves}, {c.tails}" for c in cands))
     where = _storage(size * bdimy, dev)
     while where == "none" and bdimy > 1:
         bdimy //= 2

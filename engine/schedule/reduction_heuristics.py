@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from engine.analysis.persistent import dtype_bytes, reduction_properties, reduction_tvs
+from engine.analysis.vectorize import vectorization_factor
 from engine.ir.iterdomain import ParallelType
 from engine.ir.tensorview import TensorView
 from engine.schedule.params import LaunchParams
@@ -46,13 +47,16 @@ def vectorize_factor(fusion: Fusion, info: SchedulerRuntimeInfo, inner_numel: in
     """
     why: list[str] = []
     tv_inputs = [v for v in fusion.inputs if isinstance(v, TensorView) and info.numel(v) > 0]
-    widest = max((dtype_bytes(t) for t in tv_inputs), default=4)
+    along = _read_along_innermost(fusion, info, tv_inputs)
+    widest = max((dtype_bytes(t) for t in along), default=4)
     v = max(1, 16 // widest)
-    why.append(f"16 bytes / {widest}-byte elements -> {v}")
+    why.append(f"16 bytes / {widest}-byte elements -> {v}"
+               + (f" ({', '.join(t.short_name for t in tv_inputs if t not in along)} not read along it)"
+                  if len(along) < len(tv_inputs) else ""))
     while v > 1 and inner_numel % v:
         v //= 2
     why.append(f"divides the innermost extent {inner_numel} -> {v}")
-    for t in tv_inputs:
+    for t in along:
         sizes, strides = info.sizes(t), info.strides(t) or []
         k = innermost_memory_dim(sizes, strides)
         if k is None:
@@ -69,6 +73,22 @@ def vectorize_factor(fusion: Fusion, info: SchedulerRuntimeInfo, inner_numel: in
                 v //= 2
     why.append(f"every input's innermost extent, outer strides and alignment allow {v}")
     return v, why
+
+
+def _read_along_innermost(fusion: Fusion, info: SchedulerRuntimeInfo, tv_inputs: list[TensorView]) -> list[TensorView]:
+    """The inputs read along the reduced tensor's innermost axis (the axis the vector walks):
+    all but those engine.analysis.vectorize's region mapping does not reach at all (a
+    per-row input, as a cross entropy's int64 labels), which do not narrow the vector. All
+    of them where the mapping cannot tell."""
+    try:
+        ref = reduction_tvs(fusion)[0].definition.inputs[0]
+        if not isinstance(ref, TensorView):
+            return tv_inputs
+        res = vectorization_factor(fusion, ref, info, break_point=max(0, len(ref.domain.logical) - 1))
+    except Exception:  # noqa: BLE001 - an analysis that does not apply leaves every input counted
+        return tv_inputs
+    along = [t for t in tv_inputs if t not in res.apart]
+    return along or tv_inputs
 
 
 def reduction_heuristics(

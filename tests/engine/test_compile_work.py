@@ -164,7 +164,7 @@ def _compile_counted(build: Build, m: int) -> tuple[Any, int, Counter[str]]:
 @pytest.mark.parametrize("name", FUSIONS)
 def test_compile_evaluates_nothing_and_does_the_same_work_at_64x(name: str, evaluations: Counter[str]) -> None:
     build = FUSIONS[name]
-    rows = 128  # enough that the pointwise heuristics vectorize at both sizes
+    rows = 256  # enough that the heuristics pick the same shapes at both sizes (vectors, rows per block)
     # Compiled once at each size first, so that first-use work (imports, lazily built tables)
     # is not counted; every compile counts towards the evaluations and data ops.
     runs = [_compile_counted(build, m) for m in (rows, 64 * rows, rows, 64 * rows)]

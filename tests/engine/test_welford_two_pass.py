@@ -25,7 +25,8 @@ def kernel_body(cf) -> str:  # noqa: ANN001
     (1024, {}, True, True),  # 128 threads x 2 batches x 4 values
     # 125 threads x 2 batches x 4 values: equal counts, but no power of two of threads
     (1000, {"lparams.bdimx": 128, "batches_per_block_inner_reduction": 2}, True, False),
-    (1001, {}, False, False),  # the last threads' values predicated off
+    # 128 threads x 8 batches over 1001 values: the last threads' values predicated off
+    (1001, {"lparams.bdimx": 128, "batches_per_block_inner_reduction": 8}, False, False),
 ])
 def test_register_welford_is_two_passes_where_every_thread_folds_as_many(cols: int, overrides: dict,
                                                                         two_pass: bool, equal: bool):
