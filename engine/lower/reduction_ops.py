@@ -27,7 +27,7 @@ from engine.lower.reductions import (
     sibling_index,
     write_back,
 )
-from engine.lower.welford_two_pass import equal_counts, second_pass, two_pass_steps
+from engine.lower.welford_two_pass import cast_source, equal_counts, second_pass, two_pass_steps
 
 if TYPE_CHECKING:
     from engine.lower.lowering import ExprLowering
@@ -75,8 +75,16 @@ def lower_welford(low: ExprLowering, expr: ex.WelfordOp, loops: list[LoopNode],
     a_e, m_e, n_e = (a.element for a in accs)
     post: list[kir.Stmt] = []
     if len(expr.inputs) == 1:
-        x = low.converted(low.read(expr.inputs[0], avg, c_index).text, expr.inputs[0].dtype, dt)
+        inp = expr.inputs[0]
+        x = low.converted(low.read(inp, avg, c_index).text, inp.dtype, dt)
         two_pass = two_pass_steps(low, expr, accs, loops, level, preds)
+        src = cast_source(low, inp)
+        if two_pass is None and src is not None:
+            # The values are a cast of a register buffer (a persistent input projected to
+            # its narrower dtype): both passes read the buffer and convert.
+            two_pass = two_pass_steps(low, expr, accs, loops, level, preds, source=src)
+            if two_pass is not None:
+                x = low.converted(low.read(src, inp, low.read(inp, avg, c_index).index).text, src.dtype, dt)
         if two_pass is not None:
             step = kir.Raw(f"{a_e} += {x};")
             post = second_pass(low, loops, level, two_pass, x, a_e, m_e, n_e, dt.cuda_name)

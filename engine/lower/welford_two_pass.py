@@ -18,21 +18,34 @@ if TYPE_CHECKING:
     from engine.lower.lowering import ExprLowering
 
 
+def cast_source(low: ExprLowering, inp: object) -> TensorView | None:
+    """The register buffer `inp` is a cast of (a float Welford over a projected bf16 row),
+    or None."""
+    d = getattr(inp, "definition", None)
+    if not (isinstance(d, ex.UnaryOp) and d.op == "cast" and isinstance(d.inputs[0], TensorView)):
+        return None
+    src = d.inputs[0]
+    buf = low.buffers.get(src)
+    return src if buf is not None and buf.memory == "local" else None
+
+
 def two_pass_steps(low: ExprLowering, expr: ex.WelfordOp, accs: list[Accumulator],
-                   loops: list[LoopNode], level: int, preds: list[str]) -> int | None:
+                   loops: list[LoopNode], level: int, preds: list[str],
+                   source: TensorView | None = None) -> int | None:
     """How many values each thread folds in, when a thread-local Welford can be two passes over
     values already in its registers: the sum, then the squared deviations from the mean, read
     again after the loop nest (more accurate than the serial update, which also divides at
     every value). Only a single-input Welford over serial loops alone, unpredicated (every
     thread folds the same count), of one accumulator element, whose input is a register
     buffer allocated outside the nest: it also drops the serial update's division per value,
-    which makes a persistent layer norm's thread part cheaper."""
+    which makes a persistent layer norm's thread part cheaper. `source`: the buffer the input
+    is a cast of (cast_source), read in its place."""
     if len(expr.inputs) != 1 or any(a.size != 1 for a in accs) or preds:
         return None
     threads, blocks = parallel_reduction(expr.outputs[0])
     if any(threads) or any(blocks):
         return None
-    inp = expr.inputs[0]
+    inp = source if source is not None else expr.inputs[0]
     if not isinstance(inp, TensorView) or inp not in low.buffers:
         return None
     buf = low.buffers[inp]

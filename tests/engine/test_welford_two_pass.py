@@ -8,7 +8,7 @@ import re
 import pytest
 import torch
 
-from benchmarks.fusions import F32, layer_norm
+from benchmarks.fusions import BF16, F32, layer_norm
 from engine.compile import compile_fusion
 from engine.config import Options
 from engine.reference import evaluate
@@ -42,3 +42,20 @@ def test_register_welford_is_two_passes_where_every_thread_folds_as_many(cols: i
     outs = cf.run(xs, backend="emulate")
     for got, want in zip(outs, evaluate(fd.fusion, xs)):
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+@needs_gxx
+def test_a_welford_over_a_projected_bf16_row_reads_the_buffer_in_both_passes():
+    """The float values are a cast of the persistent bf16 input (projected): both passes read
+    the bf16 registers and convert, and the block combine pairs equal counts."""
+    fd = layer_norm(BF16, 8, 1024)
+    g = torch.Generator().manual_seed(5)
+    xs = [(torch.randn(8, 1024, generator=g) * 3 + 5).to(torch.bfloat16),
+          torch.randn(1024, generator=g).to(torch.bfloat16), torch.randn(1024, generator=g).to(torch.bfloat16)]
+    cf = compile_fusion(fd, xs)
+    body = kernel_body(cf)
+    assert "fs_welford_update" not in body and "blockWelfordEqualCounts" in body
+    assert re.search(r"fs_d = __bfloat2float\(T\d+\[", body)
+    outs = cf.run(xs, backend="emulate")
+    for got, want in zip(outs, evaluate(fd.fusion, xs)):
+        torch.testing.assert_close(got.float(), want.float(), rtol=1e-2, atol=1e-2)
