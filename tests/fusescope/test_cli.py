@@ -186,9 +186,11 @@ def test_show_why_lists_decisions_one_per_line(capsys: pytest.CaptureFixture[str
     # Every line is one event; transforms are the scheduled IR's business, not the decisions'.
     assert all(ln.startswith(("[segment] ", "[merge] ", "[forward] ", "[can_schedule] ", "[heuristic] ",
                               "[launch] ")) for ln in lines)
-    # The heuristic plans 64 threads in x; the kernel launches what its loops need, as compiled.
-    assert "[launch] g0: grid (8, 1, 1), block (63, 2, 1), 1008 B dynamic shared memory = " \
-           "1008 B block-reduction workspace" in lines
+    # 16 rows, fewer than the SMs: one row a block, its 1000 values as 250 threads x 4 (the
+    # batch rule's largest block); the launch line is the compiled kernel's.
+    assert "[heuristic] g0: TIDx 250 x batches 1 x vector 4 covers 1000; TIDy 1 rows per block" in lines
+    assert "[launch] g0: grid (16, 1, 1), block (250, 1, 1), 2000 B dynamic shared memory = " \
+           "2000 B block-reduction workspace" in lines
 
 
 def test_show_why_gelu_bias_names_the_vectorization(capsys: pytest.CaptureFixture[str]) -> None:
