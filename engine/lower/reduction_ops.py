@@ -76,7 +76,8 @@ def lower_welford(low: ExprLowering, expr: ex.WelfordOp, loops: list[LoopNode],
     post: list[kir.Stmt] = []
     if len(expr.inputs) == 1:
         inp = expr.inputs[0]
-        x = low.converted(low.read(inp, avg, c_index).text, inp.dtype, dt)
+        read = low.read(inp, avg, c_index)
+        x = low.converted(read.text, inp.dtype, dt)
         two_pass = two_pass_steps(low, expr, accs, loops, level, preds)
         src = cast_source(low, inp)
         if two_pass is None and src is not None:
@@ -84,7 +85,7 @@ def lower_welford(low: ExprLowering, expr: ex.WelfordOp, loops: list[LoopNode],
             # its narrower dtype): both passes read the buffer and convert.
             two_pass = two_pass_steps(low, expr, accs, loops, level, preds, source=src)
             if two_pass is not None:
-                x = low.converted(low.read(src, inp, low.read(inp, avg, c_index).index).text, src.dtype, dt)
+                x = low.converted(low.read(src, inp, read.index).text, src.dtype, dt)
         if two_pass is not None:
             step = kir.Raw(f"{a_e} += {x};")
             post = second_pass(low, loops, level, two_pass, x, a_e, m_e, n_e, dt.cuda_name)
