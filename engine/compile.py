@@ -36,7 +36,7 @@ from engine.errors import CompileError, NoSchedulerError
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import transforms_kept
 from engine.ir.tensorview import TensorView
-from engine.preseg import expanded_outputs_apart, matmul_without_reduction
+from engine.preseg import expanded_outputs_apart, matmul_without_reduction, views_of_outputs_apart
 from engine.profiling import _execute as _execute
 from engine.segment.refusals import Refusals
 from engine.segment.sizes import Sizes
@@ -110,6 +110,7 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
             index_before_cast(fusion, trace)
             matmul_without_reduction(fusion, trace)
             expanded_outputs_apart(fusion, trace)
+            views_of_outputs_apart(fusion, trace)
             for note, rule in notes:
                 trace.event("segment", "fusion", note, rule=rule)
             try:

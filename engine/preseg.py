@@ -13,10 +13,17 @@ As nvFuser's MarkAliasesPrepare does, a segment_set cuts the chain of view ops f
 tensor they start at, so they form a segment of their own that runs no kernel (an alias:
 engine.schedule.expr_eval), and no kernel iterates the expanded axes to write the same
 values again and again.
+
+`views_of_outputs_apart`: an output that is a view (reshape, permute, squeeze, broadcast,
+expand, set) of another output (a norm backward's grad handed back as [1, N, H], as [N, H]
+and transposed as [H, N]) is cut from it by a segment_set as nvFuser's MarkAliasesPrepare
+does: the kernel writes the values once, and the views are that buffer's sizes and strides
+(a transposed view would otherwise be a second, strided write of every element).
 """
 
 from __future__ import annotations
 
+from engine.analysis.view_chains import view_chain, views_only_to_outputs
 from engine.errors import FusionDefinitionError
 from engine.ir import exprs as ex
 from engine.ir.fusion import Fusion
@@ -129,3 +136,44 @@ def expanded_outputs_apart(fusion: Fusion, trace: Trace | None = None) -> None:
                         f"{out.short_name} is an expanded view of {src.short_name}: the output is "
                         f"{view.short_name}, the same view ops from segment_set {cut.short_name}, a "
                         "segment with no kernel", rule="expanded_outputs_apart")
+
+
+def views_of_outputs_apart(fusion: Fusion, trace: Trace | None = None) -> None:
+    """Each output that is a chain of view ops from another output's computed tensor reads
+    that tensor through a segment_set, when nothing but views (and outputs) follows it."""
+    outputs = set(fusion.outputs)
+    for out in list(fusion.outputs):
+        if not isinstance(out, TensorView) or out.domain.allocation is not None:
+            continue
+        src, chain = view_chain(out)
+        if (not chain or src not in outputs or src.definition is None
+                or src in fusion.inputs or src.domain.allocation is not None):
+            continue
+        first = chain[-1]
+        rest = first.outputs[0]
+        if not isinstance(rest, TensorView) or not (
+                views_only_to_outputs(fusion, rest) or (rest in outputs and not fusion.uses_of(rest))):
+            continue
+        cut = segment_set(src)
+        fusion.replace_input_of(first, src, cut)
+        _permutes_keep_layout(fusion, cut)
+        if trace is not None:
+            trace.event("preseg", out.short_name,
+                        f"{out.short_name} is a view of output {src.short_name}: it reads "
+                        f"segment_set {cut.short_name}, a segment with no kernel, and the kernel "
+                        f"writes {src.short_name} only", rule="views_of_outputs_apart")
+
+
+def _permutes_keep_layout(fusion: Fusion, start: TensorView) -> None:
+    """Each permute after `start` keeps its input's memory order as its allocation domain (its
+    root order), as nvFuser gives an aliased output the layout of the tensor it aliases: the
+    output is the transposed view, not a transposed copy."""
+    stack = list(fusion.uses_of(start))
+    while stack:
+        e = stack.pop()
+        t = e.outputs[0]
+        if (isinstance(e, ex.LoadStoreOp) and e.is_permute and isinstance(t, TensorView)
+                and t.domain.allocation is None and isinstance(e.inputs[0], TensorView)
+                and e.inputs[0].domain.allocation is None):
+            t.set_allocation_domain(list(t.domain.root), True)
+        stack.extend(fusion.uses_of(t))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import torch
 
+from engine.analysis.view_chains import views_only_to_outputs
 from engine.dtypes import to_torch
 from engine.errors import ExecutionError
 from engine.ir import exprs as ex
@@ -40,6 +41,10 @@ def _set(expr, args, ctx):
         logical = [i for i in out.domain.logical if not i.is_reduction]
         perm = [root.index(i) for i in logical]
         return [x.permute(perm)]
+    if expr.kind == "SegmenterSet" and views_only_to_outputs(expr.fusion, out):
+        # Only views of outputs follow (engine.preseg.views_of_outputs_apart): they are
+        # views of this buffer, not of a copy.
+        return [x]
     return [x.clone() if isinstance(x, torch.Tensor) else x]
 
 

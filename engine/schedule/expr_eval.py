@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from engine.analysis.view_chains import views_only_to_outputs
 from engine.ir import exprs as ex
 from engine.ir.aten_exprs import ATEN_ONLY, aten_only
 from engine.ir.base import Expr, Val
@@ -38,7 +39,7 @@ def _alias_source(val: Val, fusion: Fusion) -> Val | None:
     View-like ops (set, permute, squeeze, broadcast, expand, a slice with positive steps)
     only change sizes, strides and the offset, so their output aliases their input. A reshape aliases only a
     contiguous input: merging non-contiguous axes needs a copy (torch's view rule).
-    A segment_set is a segmentation boundary, not an alias.
+    A segment_set is a segmentation boundary, which a segment of views crosses as one.
     """
     cur = val
     while cur not in fusion.inputs:
@@ -46,7 +47,11 @@ def _alias_source(val: Val, fusion: Fusion) -> Val | None:
         if e is None:
             return None
         if isinstance(e, ex.LoadStoreOp):
-            if e.kind != "Set":
+            # A segment_set is a segment boundary (the copy is made); followed by views of
+            # outputs only, in a segment of its own, it is the crossing of that boundary
+            # (engine.preseg.views_of_outputs_apart).
+            if e.kind != "Set" and not (e.kind == "SegmenterSet"
+                                        and views_only_to_outputs(fusion, e.output)):
                 return None
         elif isinstance(e, ex.ViewOp):
             src = e.input

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from engine.analysis.view_chains import views_only_to_outputs
 from engine.ir import exprs as ex
 from engine.ir.base import Expr
 from engine.ir.tensorview import TensorView
@@ -86,7 +87,15 @@ class Merging:
             if v.definition in inside and any(u in inside for u in self.fusion.uses_of(v)):
                 return why
         for e in exprs:
-            if is_segment_set(e) and any(u in inside for u in self.fusion.uses_of(e.output)):
+            if not is_segment_set(e):
+                continue
+            if views_only_to_outputs(self.fusion, e.output):
+                # Followed by views of outputs only (engine.preseg.views_of_outputs_apart):
+                # it goes with the views, a segment with no kernel, not with its producer.
+                if e.input.definition in inside:
+                    return (f"segment_set producing {e.output.short_name} starts views of an output: "
+                            "its input's producer is inside the merged group")
+            elif any(u in inside for u in self.fusion.uses_of(e.output)):
                 return (f"segment_set producing {e.output.short_name} is a segment boundary: "
                         "its output is read inside the merged group")
         # A merge must not create a cycle: no path may leave the merged groups and return.

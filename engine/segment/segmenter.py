@@ -30,6 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.analysis.logical_map import DomainMaps
+from engine.analysis.view_chains import views_only_to_outputs
 from engine.config import Options
 from engine.ir.base import Expr, Val
 from engine.ir.fusion import Fusion
@@ -38,7 +39,7 @@ from engine.ir.tensorview import TensorView
 from engine.segment.acceptance import Acceptance, Asked
 from engine.segment.assemble import Assembly
 from engine.segment.boundaries import boundary_vals, check_layout_op_uses
-from engine.segment.components import components
+from engine.segment.components import components, parts_in_order
 from engine.segment.fold import fold_zero_factories
 from engine.segment.forwarding import Forwarding, find_forwarding
 from engine.segment.graph import SegmentedFusion
@@ -127,6 +128,17 @@ class _Finder(GroupGraph, Acceptance, Merging, LevelMerge, Narrowing, Assembly):
         if hints:
             self._event("segment", "fusion", "segment_set present: the fusion is segmented "
                         f"({', '.join(e.output.short_name for e in hints)})")
+            # Segment_sets followed only by views of outputs (engine.preseg.views_of_outputs_apart):
+            # each goes with its views, a segment with no kernel, and the rest is tried whole.
+            if all(views_only_to_outputs(fusion, e.output) for e in hints) and not self.boundary:
+                parts = components(exprs, cut_in=hints)
+                if (len(parts) > 1 and parts_in_order(parts)
+                        and not any(e.name in self.refusals.isolated for e in exprs)
+                        and all(self._ask(p)[1] is not None for p in parts)):
+                    self._event("segment", "fusion", f"{len(parts)} parts apart at segment_sets "
+                                "followed by views only, each accepted whole: one segment each")
+                    self.groups = [Group(p) for p in parts]
+                    return self._finish()
         elif self.boundary:
             self._event("segment", "fusion", "tensors that must cross a segment boundary: "
                         + ", ".join(v.short_name for v in self.boundary) + ": segmenting")

@@ -99,3 +99,36 @@ def test_a_small_rope_keeps_cos_in_its_kernel() -> None:
     got, want = cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs)
     torch.testing.assert_close(got[1].float(), want[1].float())
     assert torch.equal(got[0], want[0])
+
+
+def test_views_of_an_output_are_views_and_the_kernel_writes_it_once() -> None:
+    """A norm backward's grad handed back as [1, N, H], reshaped to [N, H] and transposed to
+    [H, N] (a Gemma RMSNorm backward repro): one kernel writes [1, N, H], the other two are
+    its buffer seen with other sizes and strides, and no kernel writes a transposed copy."""
+    n, h = 16, 64
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[1, n, h], contiguity=[None, True, True], dtype=DataType.BFloat16)
+        w = fd.define_tensor(shape=[h], contiguity=[True], dtype=DataType.Float)
+        xf = fd.ops.cast(x, DataType.Float)
+        y = fd.ops.mul(xf, fd.ops.broadcast_in_dim(w, shape=[1, n, h], broadcast_dims=[2]))
+        s = fd.ops.sum(y, dims=[2], keepdim=True)
+        g = fd.ops.cast(fd.ops.sub(y, fd.ops.mul(s, xf)), DataType.BFloat16)
+        flat = fd.ops.reshape(g, new_shape=[n, h])
+        fd.add_output(fd.ops.permute(flat, dims=[1, 0]))
+        fd.add_output(flat)
+        fd.add_output(g)
+        fd.add_output(fd.ops.sum(y, dims=[0, 1]))
+    g0 = torch.Generator().manual_seed(0)
+    xs = [torch.randn(1, n, h, generator=g0).bfloat16(), torch.randn(h, generator=g0)]
+    cf = compile_fusion(fd, xs)
+    rules = {e.data.get("rule") for e in cf.trace.events if e.kind == "preseg"}
+    assert "views_of_outputs_apart" in rules
+    kernels = [sg for sg in cf.segments if sg.scheduler != "expr_eval"]
+    assert len(kernels) == 1 and len(cf.segments) == 2
+    assert "transpose" not in [sg.scheduler for sg in cf.segments]
+    got, want = cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a.float(), b.float(), rtol=2e-2, atol=2e-2)
+    t, flat_out, full = got[:3]
+    assert t.data_ptr() == flat_out.data_ptr() == full.data_ptr()
+    assert t.stride() == (1, h)

@@ -599,7 +599,9 @@ def test_reshape_relu_reshape_schedules_every_tensor_alike(shape, mid, final, bo
     their reshaped axes unscheduled and were read across threads from local memory."""
     fd, xs = _reshape_relu_reshape(shape, mid, final, both)
     cf = _emulate_against_reference(fd, xs)
-    assert [s.scheduler for s in cf.segments] == ["pointwise"]
+    # With both outputs the final one is a view of the other (engine.preseg.views_of_outputs_apart):
+    # a segment of no kernel; the schedule across both reshapes is checked below.
+    assert [s.scheduler for s in cf.segments] == ["pointwise"] + (["expr_eval"] if both else [])
     fd, xs = _reshape_relu_reshape(shape, mid, final, both)
     kind, p, _ = schedule_and_check(fd, xs)
     assert kind == SchedulerType.pointwise
