@@ -284,15 +284,17 @@ def _schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace,
                     layouts[v.short_name] = (alloc_strides(v, x), info.alignment(v))
                 except Exception:  # an input layout the kernels address through runtime strides only
                     pass
-        # A persistent kernel's grid is sized to the SMs: one that fits one block per SM is
+        # A persistent kernel's grid is sized to the SMs: blocks_per_sm blocks on each
+        # (its launch bounds keep their registers within what that many need) are
         # co-resident, so its grid reductions may wait at a grid barrier.
-        coresident = info.device.sm_count if getattr(seg.params, "persistent_kernel", False) else 0
+        per_sm = max(1, getattr(seg.params, "blocks_per_sm", 1))
+        coresident = info.device.sm_count * per_sm if getattr(seg.params, "persistent_kernel", False) else 0
         # Pointwise kernels address global tensors with the strides they were compiled for:
         # the compiler then folds each row offset into constants. Other kernels read the
         # Tensor's strides at run time: in a kernel that already holds many registers (the
         # inner-outer persistent one) the constants cost more registers than they save.
         strides = _known_strides(seg, args, info.env) if seg.scheduler == "pointwise" else {}
-        lowered = lower_fusion(fusion, info.env, seg.kernel_name, layouts, coresident, strides)
+        lowered = lower_fusion(fusion, info.env, seg.kernel_name, layouts, coresident, strides, per_sm)
     except CompileError as e:
         if _has_stream_axis(fusion):
             # The host program runs a stream-parallel segment's ops through torch, slice by

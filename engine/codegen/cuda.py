@@ -50,9 +50,11 @@ def kernel_text(kernel: kir.Kernel) -> str:
         if not _C_IDENTIFIER.fullmatch(name):
             raise CompileError(f"kernel {kernel.name!r}: {name!r} is not a C identifier")
     params = ", ".join(f"{p.decl} {p.name}" for p in kernel.params)
-    threads = kernel.launch.threads
+    bounds = str(kernel.launch.threads)
+    if kernel.min_blocks_per_sm > 1:
+        bounds += f", {kernel.min_blocks_per_sm}"
     lines = [
-        f'extern "C" __global__ void __launch_bounds__({threads}) {kernel.name}({params}) {{',
+        f'extern "C" __global__ void __launch_bounds__({bounds}) {kernel.name}({params}) {{',
     ]
     if kernel.smem_bytes:
         lines.append("  FS_DYNAMIC_SHARED(smem);")

@@ -174,6 +174,9 @@ class Kernel:
     smem_bytes: int = 0
     # Extra global buffers the host allocates: name -> (ctype, elements, zero-filled)
     workspaces: dict[str, tuple[str, int, bool]] = field(default_factory=dict)
+    # Blocks each SM must hold at once (a persistent grid of several blocks per SM):
+    # __launch_bounds__'s second argument, which bounds the kernel's registers.
+    min_blocks_per_sm: int = 1
 
     def listing(self) -> str:
         """The kernel IR as text (nvFuser's kernel_ir dump, in this engine's terms)."""

@@ -337,14 +337,18 @@ def _mark_global_syncs(low: ExprLowering, fusion: Fusion, exprs: list[Expr], loo
 
 def lower_fusion(fusion: Fusion, env: dict, name: str,
                  layouts: dict[str, tuple[list[int], int]] | None = None,
-                 coresident_blocks: int = 0, strides: dict[str, list[int]] | None = None) -> Lowered:
+                 coresident_blocks: int = 0, strides: dict[str, list[int]] | None = None,
+                 min_blocks_per_sm: int = 1) -> Lowered:
     """Lower a scheduled fusion for the sizes bound in `env`. `layouts`: the compiled-for inputs'
     allocation strides and pointer alignment (bytes), which let copies be widened safely.
     `coresident_blocks`: a grid of at most this many blocks may wait at a grid barrier (its
     kernel is then launched cooperatively); 0 keeps every block independent. `strides`: global
-    tensors addressed with these allocation strides as constants instead of their Tensor's."""
+    tensors addressed with these allocation strides as constants instead of their Tensor's.
+    `min_blocks_per_sm`: blocks each SM must hold at once (the kernel's launch bounds)."""
     with loop_maps_frozen():
-        return _lower_fusion(fusion, env, name, layouts, coresident_blocks, strides or {})
+        lowered = _lower_fusion(fusion, env, name, layouts, coresident_blocks, strides or {})
+    lowered.kernel.min_blocks_per_sm = min_blocks_per_sm
+    return lowered
 
 
 def _lower_fusion(fusion: Fusion, env: dict, name: str, layouts: dict[str, tuple[list[int], int]] | None,

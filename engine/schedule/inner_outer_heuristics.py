@@ -15,6 +15,7 @@ from engine.analysis.persistent import is_fastest_dim_reduction, reduction_prope
 from engine.ir import exprs as ex
 from engine.ir.iterdomain import ParallelType
 from engine.ir.tensorview import TensorView
+from engine.schedule import inner_outer_multi_wave as mw_launch
 from engine.schedule.params import LaunchParams
 from engine.schedule.persistent_budget import buffer_bytes, kept_buffers, register_budget
 from engine.schedule.reduction_heuristics import record, vectorize_factor
@@ -32,6 +33,14 @@ if TYPE_CHECKING:
 # inner-outer schedule whose inputs are staged in shared memory (seed 001's T7: iS116{2} rows,
 # iS120{2} stages).
 ROWS_PER_STEP = 2
+
+# Rows wider than MULTI_WAVE_ABOVE and at most MULTI_WAVE_UP_TO wide take nvFuser's multi-wave
+# launch (inner_outer_multi_wave): one row per block at a time, several blocks an SM. Narrower
+# rows take several rows per block. Wider rows keep seed 001's schedule (staged rows, one block
+# an SM): the arrays this engine's kernels hold for them left no room for three blocks an SM in
+# any norm backward of the corpus on the H200, and with fewer the multi-wave launch was slower.
+MULTI_WAVE_ABOVE = 1024
+MULTI_WAVE_UP_TO = 2048
 
 
 STAGES = 2
@@ -80,7 +89,11 @@ def _has_row_axis(fusion: Fusion, ref: TensorView, tv: TensorView) -> bool:
     return any(i in rows for i in tv.domain.logical)
 
 
-def inner_outer_heuristics(fusion: Fusion, info: SchedulerRuntimeInfo, trace: Trace | None) -> ReductionParams:
+def inner_outer_heuristics(fusion: Fusion, info: SchedulerRuntimeInfo, trace: Trace | None,
+                           multi_wave: bool = True) -> ReductionParams:
+    """Rows of MULTI_WAVE_ABOVE to MULTI_WAVE_UP_TO elements take the multi-wave launch when it
+    holds enough blocks an SM (unless `multi_wave` is False); otherwise several rows per block
+    and one block an SM."""
     dev = info.device
     reds = reduction_tvs(fusion)
     ref = next(r for r in reds if is_fastest_dim_reduction(r))
@@ -88,6 +101,15 @@ def inner_outer_heuristics(fusion: Fusion, info: SchedulerRuntimeInfo, trace: Tr
     size, partial, project, kept = inner_outer_sizes(fusion, info)
     v, why = vectorize_factor(fusion, info, props.inner_most_dimension_numel)
     red_n, it_n = props.total_reduction_numel, max(1, props.total_iteration_numel)
+    # Only inputs with a row (an axis of the iteration domain) are copied a row at a time
+    # into shared memory; a persistent input without one (a norm's [H] weight, about
+    # nothing per row in `size`) is the same for every row: each thread keeps its part in
+    # registers across the row loop.
+    row_inputs = [t for t in kept if t in fusion.inputs and _has_row_axis(fusion, ref, t)]
+    if multi_wave and MULTI_WAVE_ABOVE < red_n <= MULTI_WAVE_UP_TO:
+        mw = _multi_wave(fusion, info, red_n, it_n, v, size, partial, row_inputs, project, why, trace)
+        if mw is not None:
+            return mw
     after_v = ceil_div(red_n, v)
     bdimx = min(max(next_pow2(ceil_div(after_v, 4)), min(dev.warp_size, next_pow2(after_v))),
                 dev.max_threads_per_block // ROWS_PER_STEP)
@@ -98,11 +120,6 @@ def inner_outer_heuristics(fusion: Fusion, info: SchedulerRuntimeInfo, trace: Tr
     gdimy = min(dev.sm_count, ceil_div(it_n, rows))
     staged = stages_inputs(dev)
     stages = STAGES if staged else 1
-    # Only inputs with a row (an axis of the iteration domain) are copied a row at a time
-    # into the circular buffer; a persistent input without one (a norm's [H] weight, about
-    # nothing per row in `size`) is the same for every row: each thread keeps its part in
-    # registers across the row loop.
-    row_inputs = [t for t in kept if t in fusion.inputs and _has_row_axis(fusion, ref, t)]
     input_bytes = size * rows * stages
     in_smem = staged or input_bytes + partial * rows > register_budget(dev)
     why = [f"inner persistent buffer {size} bytes per row, outer partial results {partial} "
@@ -126,6 +143,55 @@ def inner_outer_heuristics(fusion: Fusion, info: SchedulerRuntimeInfo, trace: Tr
         rows_per_step=rows,
         lparams=LaunchParams(gdimx=1, gdimy=gdimy, bdimx=bdimx, bdimy=rows,
                              smem=input_bytes if smem else 0),
+    )
+    return record(p, why, info, trace)
+
+
+def _multi_wave(fusion: Fusion, info: SchedulerRuntimeInfo, red_n: int, it_n: int, v: int, size: int,
+                partial: int, row_inputs: list[TensorView], project: bool, why: list[str],
+                trace: Trace | None) -> ReductionParams | None:
+    """One row per block at a time, blocks_per_sm blocks on each SM (engine.schedule.
+    inner_outer_multi_wave); the row inputs in shared memory unless registers let more blocks
+    share an SM or leave registers to spare. None when no block size fits."""
+    dev = info.device
+    # Registers per row element: the persistent buffers and the outer reductions' partial
+    # results, which each thread accumulates over its rows.
+    reg_bits = (size + partial) * 8 // red_n
+    input_bits = sum(max(1, t.dtype.bits) for t in row_inputs)
+    in_regs = mw_launch.multi_wave(dev, red_n, it_n, v, reg_bits, 0)
+    in_smem = (mw_launch.multi_wave(dev, red_n, it_n, v, max(0, reg_bits - input_bits), input_bits * red_n // 8)
+               if row_inputs else None)
+    # Shared memory first on a tie: the kernel holds more than the buffers in registers
+    # (the rows' intermediate values across the block reduction), which the estimate leaves out.
+    choices = [(c, smem) for c, smem in ((in_smem, True), (in_regs, False)) if c is not None]
+    if not choices:
+        return None
+    c, smem = min(choices, key=lambda cs: mw_launch.rank(cs[0]))
+    gdimy = min(c.gdimy, it_n)
+    smem_bytes = input_bits * red_n // 8 if smem else 0
+    where = (f"row inputs {', '.join(t.short_name for t in row_inputs)} in shared memory, "
+             f"{smem_bytes} bytes a block" if smem else "buffers in registers")
+    why = [f"inner persistent buffer {size} bytes per row, outer partial results {partial} "
+           "bytes per row" + (" (projected)" if project else ""), *why,
+           f"multi-wave: {c.threads} threads x batch {c.batch} x vector {v} cover {red_n}, one row "
+           f"per block at a time; {where}; about {c.registers_needed} registers per thread of the "
+           f"{c.registers_available} {c.warps_per_sm} warps an SM allow: {c.blocks_per_sm} blocks "
+           f"an SM, BIDy {gdimy} blocks loop over {it_n} rows"]
+    names = tuple(t.short_name for t in row_inputs) if smem else ()
+    p = ReductionParams(
+        tag="InnerOuter Persistent Heuristic", fastest_dim=True, persistent_kernel=True,
+        project_persistent_buffers=project, combined_inner_outer=True,
+        cross_block_inner_reduction=True, unroll_factor_inner_reduction=v,
+        vectorize_inner_reduction=v > 1, batches_per_block_inner_reduction=c.batch,
+        batches_per_block_outer_reduction=c.batch,
+        cross_block_outer_reduction=True, cross_grid_outer_reduction=gdimy > 1,
+        block_dim_outer_reduction=ParallelType.block_y,
+        grid_dim_outer_reduction=ParallelType.grid_y if gdimy > 1 else ParallelType.serial,
+        multiple_reds_per_blk=False, block_dim_inner_reduction=ParallelType.block_x,
+        block_dim_iter_dom=ParallelType.serial, grid_dim_iter_dom=ParallelType.grid_y,
+        smem_persistent_buffers=names, circular_buffer_stages=0, rows_per_step=1,
+        blocks_per_sm=max(1, min(c.blocks_per_sm, ceil_div(gdimy, dev.sm_count))),
+        lparams=LaunchParams(gdimx=1, gdimy=gdimy, bdimx=c.threads, bdimy=1, smem=smem_bytes),
     )
     return record(p, why, info, trace)
 

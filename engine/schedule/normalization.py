@@ -34,6 +34,7 @@ from engine.schedule.inner_outer_heuristics import (
     inner_outer_sizes,
     welford_in_row_loop,
 )
+from engine.schedule.inner_outer_multi_wave import MIN_BLOCKS_PER_SM
 from engine.schedule.inner_outer_schedule import schedule_inner_outer, smem_allocation_from_loop
 from engine.schedule.params import HeuristicParams
 from engine.schedule.persistent_budget import buffer_bytes, kept_buffers, register_budget, smem_budget
@@ -42,6 +43,7 @@ from engine.schedule.persistent_checks import inner_outer_shape_reason as inner_
 from engine.schedule.persistent_fit import (
     Schedule,
     column_elements,
+    fewer_blocks,
     inner_outer_shapes,
     inner_shapes,
     outer_shapes,
@@ -144,10 +146,16 @@ class InnerOuterPersistentScheduler(_Persistent):
 
     def fit_shapes(self, fusion: Fusion, info: SchedulerRuntimeInfo, p: ReductionParams) -> tuple[
             list[list[ReductionParams]], Callable[[ReductionParams], int], Schedule]:
-        """The combined schedule's block shapes (its inputs stay where the heuristic put them)."""
+        """The combined schedule's block shapes (its inputs stay where the heuristic put them).
+        A multi-wave launch first holds fewer blocks an SM, down to MIN_BLOCKS_PER_SM; then
+        the schedule of several rows per block and its shapes."""
         ref = next(r for r in reduction_tvs(fusion) if is_fastest_dim_reduction(r))
         props = reduction_properties(ref, info)
         red_n, it_n = props.total_reduction_numel, max(1, props.total_iteration_numel)
+        if p.blocks_per_sm > 1:
+            rows = inner_outer_heuristics(fusion, info, None, multi_wave=False)
+            return ([fewer_blocks(p, MIN_BLOCKS_PER_SM, it_n, info.device),
+                     inner_outer_shapes(rows, red_n, it_n, info.device)], row_elements, schedule_inner_outer)
         return [inner_outer_shapes(p, red_n, it_n, info.device)], row_elements, schedule_inner_outer
 
 

@@ -86,13 +86,14 @@ def refit(scheduled: Fusion, env: dict, fresh: Fusion, info: SchedulerRuntimeInf
             long, short = realized_array_bytes(fresh, info, base, schedule, share)
         for c in family:
             held = -(-long * elements(c) // max(1, share)) + short
-            need, cap = registers_needed(held), register_cap(dev, threads(c))
+            need, cap = registers_needed(held), register_cap(dev, threads(c) * max(1, c.blocks_per_sm))
             if need <= cap:
                 if c == p:
                     return None
                 where = "shared memory" if c.smem_persistent_buffers else "registers"
+                blocks = f" ({c.blocks_per_sm} blocks an SM)" if c.blocks_per_sm > 1 else ""
                 return c, (f"per-thread arrays of about {held} bytes with buffers in {where}: {need} "
-                           f"registers of the {cap} a block of {threads(c)} threads allows (the "
+                           f"registers of the {cap} a block of {threads(c)} threads{blocks} allows (the "
                            f"heuristic's {p.lparams.bdimx}x{p.lparams.bdimy} threads would spill)")
             tried.append(f"{c.lparams.bdimx}x{c.lparams.bdimy} threads"
                          + (" (shared memory)" if c.smem_persistent_buffers else "") + f": {need} > {cap} registers")
@@ -173,7 +174,18 @@ def inner_outer_shapes(p: ReductionParams, red_n: int, it_n: int, dev: DevicePro
             smem = p.lparams.smem // rows0 * rows if p.lparams.smem else 0
             out.append(replace(
                 p, batches_per_block_inner_reduction=batches, batches_per_block_outer_reduction=batches,
-                rows_per_step=rows, cross_grid_outer_reduction=gdimy > 1,
+                rows_per_step=rows, cross_grid_outer_reduction=gdimy > 1, blocks_per_sm=1,
                 grid_dim_outer_reduction=ParallelType.grid_y if gdimy > 1 else ParallelType.serial,
                 lparams=replace(p.lparams, bdimx=bx, bdimy=rows, gdimy=gdimy, smem=smem)))
+    return out
+
+
+def fewer_blocks(p: ReductionParams, least: int, it_n: int, dev: DeviceProperties) -> list[ReductionParams]:
+    """A multi-wave launch `p` and the same block with fewer blocks an SM, down to `least`
+    (each thread may then have more registers)."""
+    out = [p]
+    for blocks in range(p.blocks_per_sm - 1, least - 1, -1):
+        gdimy = min(blocks * dev.sm_count, it_n)
+        out.append(replace(p, blocks_per_sm=blocks, cross_grid_outer_reduction=gdimy > 1,
+                           lparams=replace(p.lparams, gdimy=gdimy)))
     return out

@@ -50,6 +50,9 @@ class ReductionParams(HeuristicParams):
     circular_buffer_stages: int = 0
     # rows of the iteration domain a block handles per step (inner-outer)
     rows_per_step: int = 1
+    # blocks of a persistent grid each SM holds at once (gdimy = blocks_per_sm x SMs): the
+    # kernel's __launch_bounds__ asks ptxas for registers that let them be co-resident
+    blocks_per_sm: int = 1
 
     def is_unrolled(self) -> bool:
         return self.unroll_factor_inner_reduction > 1 or self.unroll_factor_iter_dom > 1
@@ -99,6 +102,9 @@ class ReductionParams(HeuristicParams):
         if self.smem_persistent_buffers:
             s += "\nShared Memory Persistent Buffers: " + ", ".join(self.smem_persistent_buffers)
         s += f"\n{self.lparams}\n"
-        s += f"Compile Parameters: index_type = {self.index_type}\n"
+        s += f"Compile Parameters: index_type = {self.index_type}"
+        if self.blocks_per_sm > 1:
+            s += f", min blocks per SM = {self.blocks_per_sm}"
+        s += "\n"
         s += "====================================\n"
         return s

@@ -33,6 +33,9 @@ CASES: list[tuple[Path, dict[int, int]]] = [
     (SCRIPTS / "qwen2_rms_norm_residual_bwd_qkv_grad_cat.py", {40: 2048, 128: 20480, 8: 1280}),
     (SCRIPTS / "llama2_rms_norm_bwd_scalar_inputs.py", {16: 2048, 32: 8192}),
     (SCRIPTS / "rms_norm_bwd.py", {1000: 2048, 33: 4096}),
+    # multi-wave launches: three blocks an SM bound by the launch bounds (128 and 100 threads)
+    (SCRIPTS / "rms_norm_bwd_gemma_one_plus_weight_bf16.py", {24: 8192, 32: 2048}),
+    (SCRIPTS / "layer_norm_bwd_3d_expanded_stats_residual_grad_bf16.py", {3: 16, 10: 512, 50: 1600}),
     (SCRIPTS / "layer_norm_bwd.py", {64: 2048, 96: 20480}),
     (SAMPLES / "rms_norm.py", {64: 2048, 512: 8192}),
     (SAMPLES / "layer_norm.py", {32: 2048, 256: 20480}),
