@@ -23,7 +23,7 @@ does: the kernel writes the values once, and the views are that buffer's sizes a
 
 from __future__ import annotations
 
-from engine.analysis.view_chains import view_chain, views_only_to_outputs
+from engine.analysis.view_chains import only_views_from, view_chain
 from engine.errors import FusionDefinitionError
 from engine.ir import exprs as ex
 from engine.ir.fusion import Fusion
@@ -82,23 +82,6 @@ def matmul_without_reduction(fusion: Fusion, trace: Trace | None = None) -> None
                         rule="matmul_without_reduction")
 
 
-_VIEWS = (ex.BroadcastOp, ex.ExpandOp, ex.SqueezeOp)
-
-
-def _view_chain(out: TensorView) -> tuple[TensorView, list[ex.Expr]]:
-    """The tensor `out` is a view of through broadcast, expand, squeeze and plain sets, and
-    the ops from it to `out` (nearest `out` first)."""
-    chain: list[ex.Expr] = []
-    t = out
-    while True:
-        e = t.definition
-        plain_set = isinstance(e, ex.LoadStoreOp) and e.kind == "Set"
-        if not (isinstance(e, _VIEWS) or plain_set) or not isinstance(e.inputs[0], TensorView):
-            return t, chain
-        chain.append(e)
-        t = e.inputs[0]
-
-
 def _clone_chain(fusion: Fusion, chain: list[ex.Expr], start: TensorView) -> TensorView:
     """The ops of `chain` (nearest the output first) again, from `start`."""
     cur = start
@@ -123,7 +106,7 @@ def expanded_outputs_apart(fusion: Fusion, trace: Trace | None = None) -> None:
     for out in list(fusion.outputs):
         if not isinstance(out, TensorView) or out.domain.allocation is not None:
             continue
-        src, chain = _view_chain(out)
+        src, chain = view_chain(out, reshapes=False)
         if (not chain or src in inputs or src.definition is None
                 or not any(isinstance(e, ex.ExpandOp) for e in chain)):
             continue
@@ -150,9 +133,7 @@ def views_of_outputs_apart(fusion: Fusion, trace: Trace | None = None) -> None:
                 or src in fusion.inputs or src.domain.allocation is not None):
             continue
         first = chain[-1]
-        rest = first.outputs[0]
-        if not isinstance(rest, TensorView) or not (
-                views_only_to_outputs(fusion, rest) or (rest in outputs and not fusion.uses_of(rest))):
+        if not only_views_from(fusion, [first]):
             continue
         cut = segment_set(src)
         fusion.replace_input_of(first, src, cut)

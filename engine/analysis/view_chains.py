@@ -18,30 +18,31 @@ if TYPE_CHECKING:
 _VIEWS = (ex.BroadcastOp, ex.ExpandOp, ex.SqueezeOp, ViewOp)
 
 
-def is_view(e: Expr) -> bool:
-    """A view op; a plain set and a permute are LoadStoreOps of kind Set."""
-    return isinstance(e, _VIEWS) or (isinstance(e, ex.LoadStoreOp) and e.kind == "Set")
+def is_view(e: Expr | None, reshapes: bool = True) -> bool:
+    """A view op; a plain set and a permute are LoadStoreOps of kind Set. Without `reshapes`,
+    a reshape (ViewOp) is not counted."""
+    if isinstance(e, ex.LoadStoreOp):
+        return e.kind == "Set"
+    return isinstance(e, _VIEWS) and (reshapes or not isinstance(e, ViewOp))
 
 
-def view_chain(out: TensorView) -> tuple[TensorView, list[Expr]]:
+def view_chain(out: TensorView, reshapes: bool = True) -> tuple[TensorView, list[Expr]]:
     """The tensor `out` is a view of and the view ops from it to `out`, nearest `out` first."""
     chain: list[Expr] = []
     t = out
     while True:
         e = t.definition
-        if e is None or not is_view(e) or not isinstance(e.inputs[0], TensorView):
+        if not is_view(e, reshapes) or not isinstance(e.inputs[0], TensorView):
             return t, chain
         chain.append(e)
         t = e.inputs[0]
 
 
-def views_only_to_outputs(fusion: Fusion, tv: TensorView) -> bool:
-    """Whether every op from `tv` on is a view, and every tensor they make that nothing reads
-    is an output of `fusion`: no kernel op reads them, so all of it can be views of `tv`."""
+def only_views_from(fusion: Fusion, exprs: list[Expr]) -> bool:
+    """Whether `exprs` and every op after them are views, and every tensor they make that
+    nothing reads is an output of `fusion`."""
     outputs = set(fusion.outputs)
-    stack = list(fusion.uses_of(tv))
-    if not stack:
-        return False
+    stack = list(exprs)
     while stack:
         e = stack.pop()
         if not is_view(e) or not isinstance(e.outputs[0], TensorView):
@@ -52,3 +53,10 @@ def views_only_to_outputs(fusion: Fusion, tv: TensorView) -> bool:
             return False
         stack.extend(uses)
     return True
+
+
+def views_only_to_outputs(fusion: Fusion, tv: TensorView) -> bool:
+    """Whether `tv` is read, and only by views ending in outputs of `fusion`: no kernel op
+    reads what follows it, so all of it can be views of `tv`."""
+    uses = fusion.uses_of(tv)
+    return bool(uses) and only_views_from(fusion, uses)

@@ -346,13 +346,11 @@ def lower_fusion(fusion: Fusion, env: dict, name: str,
     tensors addressed with these allocation strides as constants instead of their Tensor's.
     `min_blocks_per_sm`: blocks each SM must hold at once (the kernel's launch bounds)."""
     with loop_maps_frozen():
-        lowered = _lower_fusion(fusion, env, name, layouts, coresident_blocks, strides or {})
-    lowered.kernel.min_blocks_per_sm = min_blocks_per_sm
-    return lowered
+        return _lower_fusion(fusion, env, name, layouts, coresident_blocks, strides or {}, min_blocks_per_sm)
 
 
 def _lower_fusion(fusion: Fusion, env: dict, name: str, layouts: dict[str, tuple[list[int], int]] | None,
-                  coresident_blocks: int, strides: dict[str, list[int]]) -> Lowered:
+                  coresident_blocks: int, strides: dict[str, list[int]], min_blocks_per_sm: int) -> Lowered:
     stages: dict[str, str] = {}
     exprs = _validate(fusion)
     constants = constant_fulls(fusion, exprs)
@@ -408,7 +406,7 @@ def _lower_fusion(fusion: Fusion, env: dict, name: str, layouts: dict[str, tuple
         params.append(TensorArg(wname, ctype, 1, 1))
     kernel = kir.Kernel(name, params, body,
                         LaunchConfig(launch.grid, launch.block, smem, low.cooperative), smem,
-                        dict(low.workspaces))
+                        dict(low.workspaces), min_blocks_per_sm)
     kernel.reduction_smem_offset = red_off  # type: ignore[attr-defined]
     if smem:
         stages["shared_memory"] = f"{smem} bytes of dynamic shared memory:\n" + "".join(

@@ -128,22 +128,8 @@ def inner_outer_heuristics(fusion: Fusion, info: SchedulerRuntimeInfo, trace: Tr
            f"(TIDy); BIDy {gdimy} blocks loop over {it_n} rows",
            _inputs_line(dev, staged, in_smem, stages, rows, input_bytes)]
     smem = tuple(t.short_name for t in row_inputs) if in_smem else ()
-    p = ReductionParams(
-        tag="InnerOuter Persistent Heuristic", fastest_dim=True, persistent_kernel=True,
-        project_persistent_buffers=project, combined_inner_outer=True,
-        cross_block_inner_reduction=True, unroll_factor_inner_reduction=v,
-        vectorize_inner_reduction=v > 1, batches_per_block_inner_reduction=batches,
-        batches_per_block_outer_reduction=batches,
-        cross_block_outer_reduction=True, cross_grid_outer_reduction=gdimy > 1,
-        block_dim_outer_reduction=ParallelType.block_y,
-        grid_dim_outer_reduction=ParallelType.grid_y if gdimy > 1 else ParallelType.serial,
-        multiple_reds_per_blk=True, block_dim_inner_reduction=ParallelType.block_x,
-        block_dim_iter_dom=ParallelType.block_y, grid_dim_iter_dom=ParallelType.grid_y,
-        smem_persistent_buffers=smem, circular_buffer_stages=stages if smem else 0,
-        rows_per_step=rows,
-        lparams=LaunchParams(gdimx=1, gdimy=gdimy, bdimx=bdimx, bdimy=rows,
-                             smem=input_bytes if smem else 0),
-    )
+    p = _params(v, batches, bdimx, rows, gdimy, project, smem, stages if smem else 0,
+                input_bytes if smem else 0, 1)
     return record(p, why, info, trace)
 
 
@@ -178,22 +164,31 @@ def _multi_wave(fusion: Fusion, info: SchedulerRuntimeInfo, red_n: int, it_n: in
            f"{c.registers_available} {c.warps_per_sm} warps an SM allow: {c.blocks_per_sm} blocks "
            f"an SM, BIDy {gdimy} blocks loop over {it_n} rows"]
     names = tuple(t.short_name for t in row_inputs) if smem else ()
-    p = ReductionParams(
+    p = _params(v, c.batch, c.threads, 1, gdimy, project, names, 0, smem_bytes,
+                max(1, min(c.blocks_per_sm, ceil_div(gdimy, dev.sm_count))))
+    return record(p, why, info, trace)
+
+
+def _params(v: int, batches: int, bdimx: int, rows: int, gdimy: int, project: bool,
+            smem: tuple[str, ...], stages: int, smem_bytes: int, blocks_per_sm: int) -> ReductionParams:
+    """The combined schedule's parameters: `rows` rows per step on TIDy (several reductions a
+    block when more than one), the persistent grid on BIDy, `blocks_per_sm` of its blocks an SM."""
+    return ReductionParams(
         tag="InnerOuter Persistent Heuristic", fastest_dim=True, persistent_kernel=True,
         project_persistent_buffers=project, combined_inner_outer=True,
         cross_block_inner_reduction=True, unroll_factor_inner_reduction=v,
-        vectorize_inner_reduction=v > 1, batches_per_block_inner_reduction=c.batch,
-        batches_per_block_outer_reduction=c.batch,
+        vectorize_inner_reduction=v > 1, batches_per_block_inner_reduction=batches,
+        batches_per_block_outer_reduction=batches,
         cross_block_outer_reduction=True, cross_grid_outer_reduction=gdimy > 1,
         block_dim_outer_reduction=ParallelType.block_y,
         grid_dim_outer_reduction=ParallelType.grid_y if gdimy > 1 else ParallelType.serial,
-        multiple_reds_per_blk=False, block_dim_inner_reduction=ParallelType.block_x,
-        block_dim_iter_dom=ParallelType.serial, grid_dim_iter_dom=ParallelType.grid_y,
-        smem_persistent_buffers=names, circular_buffer_stages=0, rows_per_step=1,
-        blocks_per_sm=max(1, min(c.blocks_per_sm, ceil_div(gdimy, dev.sm_count))),
-        lparams=LaunchParams(gdimx=1, gdimy=gdimy, bdimx=c.threads, bdimy=1, smem=smem_bytes),
+        multiple_reds_per_blk=rows > 1, block_dim_inner_reduction=ParallelType.block_x,
+        block_dim_iter_dom=ParallelType.block_y if rows > 1 else ParallelType.serial,
+        grid_dim_iter_dom=ParallelType.grid_y,
+        smem_persistent_buffers=smem, circular_buffer_stages=stages, rows_per_step=rows,
+        blocks_per_sm=blocks_per_sm,
+        lparams=LaunchParams(gdimx=1, gdimy=gdimy, bdimx=bdimx, bdimy=rows, smem=smem_bytes),
     )
-    return record(p, why, info, trace)
 
 
 def _inputs_line(dev: DeviceProperties, staged: bool, in_smem: bool, stages: int, rows: int,
