@@ -288,6 +288,12 @@ def _schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace,
         # (its launch bounds keep their registers within what that many need) are
         # co-resident, so its grid reductions may wait at a grid barrier.
         per_sm = max(1, getattr(seg.params, "blocks_per_sm", 1))
+        if per_sm > 1 and per_sm * seg.params.lparams.bdimx * max(1, seg.params.lparams.bdimy) > \
+                info.device.max_threads_per_sm:
+            raise ScheduleError(
+                f"segment {seg.id}: blocks_per_sm {per_sm} of {seg.params.lparams.bdimx}x"
+                f"{max(1, seg.params.lparams.bdimy)} threads exceed the {info.device.max_threads_per_sm} "
+                f"threads an SM of {info.device.name} holds")
         coresident = info.device.sm_count * per_sm if getattr(seg.params, "persistent_kernel", False) else 0
         # Pointwise kernels address global tensors with the strides they were compiled for:
         # the compiler then folds each row offset into constants. Other kernels read the

@@ -92,3 +92,11 @@ def test_few_rows_keep_the_schedule_of_several_rows_per_block() -> None:
     (seg,) = [s for s in cf.segments if s.scheduler == "inner_outer_persistent"]
     assert seg.params.blocks_per_sm == 1
     assert f"__launch_bounds__({seg.launch.threads})" in seg.cuda_source
+
+
+def test_an_override_of_more_blocks_than_an_sm_holds_is_refused_by_name() -> None:
+    from engine.errors import ScheduleError
+
+    fd, xs = _rms_norm_bwd(1024, 2048)
+    with pytest.raises(ScheduleError, match="blocks_per_sm 64 of 128x1 threads exceed the 2048"):
+        compile_fusion(fd, xs, Options(device_model="H200", heuristic_overrides={"blocks_per_sm": 64}))
