@@ -51,13 +51,13 @@ def circular_buffer(body: list[kir.Stmt], bufs: dict[str, CircularBuffer], notes
     the buffers now loaded by cp.async."""
     done_names = pipelined if pipelined is not None else set()
     body = _walk(body, bufs, notes, done_names)
-    cb = _buffer_of(body, bufs)
-    if cb is None:  # a cache allocated in the kernel's top block: its loop runs once
+    cbs = _buffers_of(body, bufs)
+    if not cbs:  # a cache allocated in the kernel's top block: its loop runs once
         return body
-    done = _pipeline(body, cb, None, notes)
+    done = _pipeline(body, cbs, None, notes)
     if done is None:
         return body
-    done_names.add(cb.name)
+    done_names.update(cb.name for cb in cbs)
     return done
 
 
@@ -67,10 +67,10 @@ def _walk(body: list[kir.Stmt], bufs: dict[str, CircularBuffer], notes: list[str
     for st in body:
         for child in _children(st):
             child[:] = _walk(child, bufs, notes, pipelined)
-        cb = _buffer_of(st.body, bufs) if isinstance(st, kir.ForLoop) else None
-        done = _pipeline(st.body, cb, st, notes) if cb is not None else None
-        if done is not None and cb is not None:
-            pipelined.add(cb.name)
+        cbs = _buffers_of(st.body, bufs) if isinstance(st, kir.ForLoop) else []
+        done = _pipeline(st.body, cbs, st, notes) if cbs else None
+        if done is not None:
+            pipelined.update(cb.name for cb in cbs)
         out.extend(done if done is not None else [st])
     return out
 
@@ -83,97 +83,119 @@ def _children(st: kir.Stmt) -> list[list[kir.Stmt]]:
     return []
 
 
-def _buffer_of(body: list[kir.Stmt], bufs: dict[str, CircularBuffer]) -> CircularBuffer | None:
-    for st in body:
-        if isinstance(st, kir.Allocate) and st.memory == "shared" and st.name in bufs:
-            return bufs[st.name]
-    return None
+def _buffers_of(body: list[kir.Stmt], bufs: dict[str, CircularBuffer]) -> list[CircularBuffer]:
+    return [bufs[st.name] for st in body
+            if isinstance(st, kir.Allocate) and st.memory == "shared" and st.name in bufs]
 
 
-def _pipeline(body: list[kir.Stmt], cb: CircularBuffer, outer: kir.ForLoop | None,
+def _pipeline(body: list[kir.Stmt], cbs: list[CircularBuffer], outer: kir.ForLoop | None,
               notes: list[str]) -> list[kir.Stmt] | None:
-    """`body` (of the loop `outer` at the cache's compute-at position, or of the kernel when
-    that loop runs once) with the cache's stages loaded ahead; None if its shape is another."""
-    parts = _parts(body, cb, outer)
+    """`body` (of the loop `outer` at the caches' compute-at position, or of the kernel when
+    that loop runs once) with the stages of every cache of `cbs` loaded ahead, all of a
+    stage in one cp.async group; None if its shape is another."""
+    names = ", ".join(cb.name for cb in cbs)
+    parts = _parts(body, cbs, outer)
     where = f"loop {outer.var}" if outer is not None else "the kernel"
     if isinstance(parts, str):
-        notes.append(f"{cb.name}: not circular-buffered: {parts}")
+        notes.extend(f"{cb.name}: not circular-buffered: {parts}" for cb in cbs)
         return None
-    head, load, compute, tail = parts
-    d, s = cb.depth, compute.var
+    head, loads, compute, tail = parts
+    d, s = cbs[0].depth, compute.var
     steps = d * (outer.extent if outer is not None else 1)
 
-    def load_step(step: str) -> kir.Stmt:
-        # The load nest's stage body with the indices of `step` in scope.
-        defs = [kir.Raw(f"const nvfuser_index_t {load.var} = ({step}) % {d};")]
-        if outer is not None:
-            defs.insert(0, kir.Raw(f"const nvfuser_index_t {outer.var} = ({step}) / {d};"))
-        return kir.Scope([*defs, *[_async(st) for st in load.body]])
+    def load_step(step: str) -> list[kir.Stmt]:
+        # Each load nest's stage body with the indices of `step` in scope.
+        out: list[kir.Stmt] = []
+        for load in loads:
+            defs = [kir.Raw(f"const nvfuser_index_t {load.var} = ({step}) % {d};")]
+            if outer is not None:
+                defs.insert(0, kir.Raw(f"const nvfuser_index_t {outer.var} = ({step}) / {d};"))
+            out.append(kir.Scope([*defs, *[_async(st) for st in load.body]]))
+        return out
 
-    ahead = f"fs_{cb.name}_ahead"
+    ahead = f"fs_{cbs[0].name}_ahead"
     current = f"{outer.var} * {d} + {s}" if outer is not None else s
     # One barrier per stage: after it, this stage has landed for every thread, and every
     # thread is done with the previous stage, whose slot the load ahead then refills.
     stage_body = [
         kir.Raw(f"fsCpAsyncWait<{d - 2}>();"),
-        kir.BlockSync(f"RAW: stage {s} of {cb.name} has landed; WAR: the previous stage is read"),
+        kir.BlockSync(f"RAW: stage {s} of {names} has landed; WAR: the previous stage is read"),
         kir.Scope([kir.Raw(f"const nvfuser_index_t {ahead} = {current} + {d - 1};"),
-                   kir.IfThenElse(f"{ahead} < {steps}", [load_step(ahead)])]),
+                   kir.IfThenElse(f"{ahead} < {steps}", load_step(ahead))]),
         kir.Raw("fsCpAsyncCommit();"), *compute.body,
     ]
     stage = kir.ForLoop(s, d, "pipelined", compute.domain, stage_body, compute.threads)
-    notes.append(f"{cb.name}: circular buffer of {d} stages over {where} and loop {s} ({steps} steps), "
-                 f"loaded {d - 1} stage(s) ahead by cp.async")
-    # Before a loop the cache's name is not declared yet: its prologue declares it too.
-    alloc = [st for st in head if isinstance(st, kir.Allocate) and st.name == cb.name] if outer else []
+    notes.extend(f"{cb.name}: circular buffer of {d} stages over {where} and loop {s} ({steps} steps), "
+                 f"loaded {d - 1} stage(s) ahead by cp.async" for cb in cbs)
+    # Before a loop the caches' names are not declared yet: the prologue declares them too.
+    mine = {cb.name for cb in cbs}
+    alloc = [st for st in head if isinstance(st, kir.Allocate) and st.name in mine] if outer else []
     prologue: list[kir.Stmt] = []
     for k in range(min(d - 1, steps)):
-        prologue += [kir.Scope([*alloc, load_step(str(k))]), kir.Raw("fsCpAsyncCommit();")]
+        prologue += [kir.Scope([*alloc, *load_step(str(k))]), kir.Raw("fsCpAsyncCommit();")]
     if outer is None:
         return [*head, *prologue, stage, *tail]
     return [*prologue, kir.ForLoop(outer.var, outer.extent, "pipelined", outer.domain, [*head, stage, *tail],
                                    outer.threads)]
 
 
-def _parts(body: list[kir.Stmt], cb: CircularBuffer, outer: kir.ForLoop | None
-           ) -> tuple[list[kir.Stmt], kir.ForLoop, kir.ForLoop, list[kir.Stmt]] | str:
-    """(what comes before the load nest, the load nest's stage loop, the consumers' stage loop,
-    what follows it), or why the block has another shape. In a loop, only allocations may come
-    before the load nest: the prologue that loads ahead of the loop must not need anything else."""
+def _parts(body: list[kir.Stmt], cbs: list[CircularBuffer], outer: kir.ForLoop | None
+           ) -> tuple[list[kir.Stmt], list[kir.ForLoop], kir.ForLoop, list[kir.Stmt]] | str:
+    """(what comes before the load nests, the load nests' stage loops, the consumers' stage
+    loop, what follows it), or why the block has another shape. In a loop, only allocations
+    may come before a load nest: the prologue that loads ahead of the loop must not need
+    anything else. Each load nest is a loop over the stages followed by a barrier."""
     where = f"loop {outer.var}" if outer is not None else "the kernel"
     if outer is not None and outer.kind != "serial":
         return f"its loop {outer.var} is {outer.kind}, not serial"
-    k = 0
+    if len({cb.depth for cb in cbs}) > 1:
+        return f"the caches of {where} have different stage counts"
+    depth = cbs[0].depth
+    names = {cb.name for cb in cbs}
     head: list[kir.Stmt] = []
-    while k < len(body) and not _writes(body[k], cb.name):
-        st = body[k]
-        if outer is not None and not isinstance(st, kir.Allocate | kir.BlockSync):
-            return f"{where} computes something before its load nest"
-        if _touches(st, cb.name) and not isinstance(st, kir.Allocate | kir.BlockSync):
-            return f"{where} reads it before its load nest"
-        if not isinstance(st, kir.BlockSync):  # the WAR barrier: each stage ends with one
-            head.append(st)
-        k += 1
-    if k + 1 >= len(body) or not isinstance(body[k + 1], kir.BlockSync):
-        return f"{where} does not load it in one stage loop followed by a barrier"
-    load = body[k]
-    if not (isinstance(load, kir.ForLoop) and load.extent == cb.depth and load.kind == "serial"):
-        return f"its load nest in {where} is not a serial loop over its {cb.depth} stages"
-    for st in load.body:
-        why = _not_a_copy(st, cb)
-        if why is not None:
-            return why
-    k += 2
-    while k < len(body) and isinstance(body[k], kir.Allocate):
-        head.append(body[k])
-        k += 1
+    loads: list[kir.ForLoop] = []
+    k = 0
+    while True:
+        while k < len(body) and not any(_writes(body[k], n) for n in names):
+            st = body[k]
+            if isinstance(st, kir.Allocate):
+                head.append(st)
+            elif not isinstance(st, kir.BlockSync):  # a WAR barrier: each stage ends with one
+                if not loads:
+                    if outer is not None:
+                        return f"{where} computes something before its load nest"
+                    if any(_touches(st, n) for n in names):
+                        return f"{where} reads it before its load nest"
+                    head.append(st)
+                else:
+                    break
+            k += 1
+        if k >= len(body) or not any(_writes(body[k], n) for n in names):
+            break
+        if k + 1 >= len(body) or not isinstance(body[k + 1], kir.BlockSync):
+            return f"{where} does not load it in one stage loop followed by a barrier"
+        load = body[k]
+        if not (isinstance(load, kir.ForLoop) and load.extent == depth and load.kind == "serial"):
+            return f"its load nest in {where} is not a serial loop over its {depth} stages"
+        mine = [n for n in names if _writes(load, n)]
+        if len(mine) != 1:
+            return f"one load nest in {where} fills several caches"
+        cb = next(c for c in cbs if c.name == mine[0])
+        for st in load.body:
+            why = _not_a_copy(st, cb)
+            if why is not None:
+                return why
+        loads.append(load)
+        k += 2
+    if len(loads) != len(cbs):
+        return f"{where} does not load each cache in a stage loop of its own"
     compute = body[k] if k < len(body) else None
-    if not (isinstance(compute, kir.ForLoop) and compute.extent == cb.depth and compute.kind in ("serial", "unroll")):
-        return f"what reads it in {where} is not one loop over its {cb.depth} stages"
+    if not (isinstance(compute, kir.ForLoop) and compute.extent == depth and compute.kind in ("serial", "unroll")):
+        return f"what reads it in {where} is not one loop over its {depth} stages"
     tail = body[k + 1:]
-    if any(_touches(st, cb.name) for st in tail) or any(_writes(st, cb.name) for st in compute.body):
+    if any(_touches(st, n) for st in tail for n in names) or any(_writes(st, n) for st in compute.body for n in names):
         return f"{where} uses it outside the stage loop, or writes it there"
-    return head, load, compute, tail
+    return head, loads, compute, tail
 
 
 def _not_a_copy(st: kir.Stmt, cb: CircularBuffer) -> str | None:
