@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from engine.analysis.replay import loop_map
 from engine.errors import CompileError
 from engine.ir.base import Expr
+from engine.ir.exprs import ReductionOp, WelfordOp
 from engine.ir.iterdomain import IterDomain
-from engine.ir.tensorview import TensorView
+from engine.ir.tensorview import MemoryType, TensorView
 
 
 def out_tv(expr: Expr) -> TensorView:
@@ -153,7 +154,7 @@ class Nest:
         for g in _groups([e for e in exprs if out_tv(e).nloop > level], level):
             g = sorted(g, key=self.position.__getitem__)
             node = LoopNode(level, [out_tv(e).axis(level) for e in g], covers=self.covers)
-            if self.is_virtual(node.concrete):
+            if self.is_virtual(node.concrete) or _invariant(g, node):
                 for e in g:
                     self.virtual[e][level] = node.concrete
                 out.extend(self._items(g, level + 1))
@@ -169,6 +170,22 @@ class Nest:
         order = _ordered(members, self.position)
         by_first = {id(m[0]): it for m, it in zip(members, items)}
         return [by_first[id(m[0])] for m in order]
+
+
+def _invariant(group: list[Expr], node: LoopNode) -> bool:
+    """A loop over broadcast axes only, of exprs that write registers and reduce nothing: every
+    iteration computes the same values into the same elements (a broadcast is not allocated),
+    so it runs once (a per-row value kept in its own nest, its loop-only broadcast axes
+    extended to the consumer's extents). A store to memory, or a reduction (over an expanded
+    axis it sums every element), keeps the loop."""
+    if not all(i.is_broadcast for i in node.ids):
+        return False
+    for e in group:
+        if isinstance(e, (ReductionOp, WelfordOp)):
+            return False
+        if any(isinstance(o, TensorView) and o.memory_type != MemoryType.Local for o in e.outputs):
+            return False
+    return True
 
 
 def _check_same_iteration(group: list[Expr], level: int, node: LoopNode) -> None:
