@@ -396,14 +396,15 @@ def widen_bulk_copy(var: str, extent: int, body: list[kir.Stmt], threads: int,
                     layouts: dict[str, tuple[list[int], int]], ctypes: dict[str, str]) -> kir.Stmt | None:
     """A block-strided copy `S[a + i] = G[b + i]` as 16-byte vectors: each thread copies runs of
     V consecutive elements. Needs both bases and the extent to divide into whole vectors, and
-    the global operand's compiled-for strides and pointer alignment to allow them."""
+    the global operand's compiled-for strides and pointer alignment to allow them; when the
+    vectors do not divide among the threads, the last trip is guarded."""
     if len(body) != 1:
         return None
     stmt, cond = _unguard(body[0])
     if not isinstance(stmt, kir.Assign) or stmt.copy_ctype is None or (cond and re.search(rf"\b{var}\b", cond)):
         return None
     width = 16 // max(_size(stmt.copy_ctype), 1)
-    if width < 2 or extent % (threads * width):
+    if width < 2 or extent % width:
         return None
     dst, src = _base(stmt.lhs, var), _base(stmt.rhs, var)
     if dst is None or src is None:
@@ -415,10 +416,13 @@ def widen_bulk_copy(var: str, extent: int, body: list[kir.Stmt], threads: int,
             return None
         if not _multiple_of(index, width, layouts):
             return None
-    trips = extent // (threads * width)
+    vectors = extent // width
+    trips = -(-vectors // threads)
     tid = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
     d_base, s_base = dst[:-1], src[:-1]  # drop the closing bracket: `X[base`
-    call = kir.Raw(f"loadGeneric<{stmt.copy_ctype}, {width}>(&{d_base} + {var}], &{s_base} + {var}]);")
+    call: kir.Stmt = kir.Raw(f"loadGeneric<{stmt.copy_ctype}, {width}>(&{d_base} + {var}], &{s_base} + {var}]);")
+    if vectors % threads:  # the last trip has vectors for some threads only
+        call = kir.IfThenElse(f"{var} < {extent}", [call])
     loop = kir.ForLoop(f"{var}_k", trips, "unroll", f"{var} in vectors of {width}",
                        [kir.Raw(f"const nvfuser_index_t {var} = ({tid} + {var}_k * {threads}) * {width};"), call])
     return kir.Scope(kir.guard([cond] if cond else [], [loop])) if cond else loop
