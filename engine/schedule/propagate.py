@@ -150,6 +150,15 @@ def parallelize_like(
                     d.parallelize(pt)
 
 
+def _placed_broadcasts(tv: TensorView, mapped: set[IterDomain]) -> int:
+    """`tv`'s mapped broadcast logical ids left of its last non-broadcast one."""
+    logical = tv.domain.logical
+    k = len(logical)
+    while k and logical[k - 1].is_broadcast:
+        k -= 1
+    return sum(1 for i in logical[:k] if i.is_broadcast and i in mapped)
+
+
 def propagate_max_info(reference: TensorView, selected: list[TensorView] | None = None,
                        parallel: bool = True, op: str = "propagate") -> None:
     """Replay the reference's loop transforms onto every (selected) tensor, each tensor
@@ -173,9 +182,9 @@ def propagate_max_info(reference: TensorView, selected: list[TensorView] | None 
     # tensor joins the tree: replaying an edge changes loop domains only, never the graph,
     # a logical or root domain, or a tree tensor's info (mapping every edge of the tree
     # again each round would be quadratic in the tensors).
-    edges: dict[TensorView, list[tuple[TensorView, bool, set]]] = {}
+    edges: dict[TensorView, list[tuple[TensorView, bool, set, int]]] = {}
 
-    def out_edges(src: TensorView) -> list[tuple[TensorView, bool, set]]:
+    def out_edges(src: TensorView) -> list[tuple[TensorView, bool, set, int]]:
         found = edges.get(src)
         if found is None:
             found = edges[src] = []
@@ -188,17 +197,24 @@ def propagate_max_info(reference: TensorView, selected: list[TensorView] | None 
                     m = logical_map(src, dst)
                 else:
                     m = {c: q for q, c in logical_map(dst, src).items()}
-                found.append((dst, is_consumer, {m[i] for i in info[src] if i in m and not m[i].is_broadcast}))
+                # Second key: dst's broadcast axes the edge maps that an edge without them
+                # would misplace. A broadcast made from a 2-D cache ([N, H] -> [1, N, H])
+                # carries as much from its producer as from its consumer; from the producer
+                # its new leading axis is appended after the inner axes (nothing to replay it
+                # from), from the consumer it goes where the reference has it. Trailing
+                # broadcasts ([N, 1]) are appended where they already are.
+                found.append((dst, is_consumer, {m[i] for i in info[src] if i in m and not m[i].is_broadcast},
+                              _placed_broadcasts(dst, set(m.values()))))
         return found
 
     with transaction(fusion.tensors()):  # type: ignore[arg-type]
         while True:
-            best: tuple[int, TensorView, TensorView, bool, set] | None = None
+            best: tuple[tuple[int, int], TensorView, TensorView, bool, set] | None = None
             for src in list(info):
-                for dst, is_consumer, carried in out_edges(src):
+                for dst, is_consumer, carried, mapped in out_edges(src):
                     # The first edge (in tree order, then neighbour order) carrying the most.
-                    if dst not in info and (best is None or len(carried) > best[0]):
-                        best = (len(carried), src, dst, is_consumer, carried)
+                    if dst not in info and (best is None or (len(carried), mapped) > best[0]):
+                        best = ((len(carried), mapped), src, dst, is_consumer, carried)
             if best is None:
                 return
             _, src, dst, is_consumer, carried = best
