@@ -10,8 +10,9 @@ from engine.ir.iterdomain import IterDomain, ParallelType
 from engine.ir.tensorview import MemoryType, TensorView
 from engine.ir.verify import verify
 from engine.schedule import tools
-from engine.schedule.persistent_schedule import live_buffers, prepare, separate_reduction_phases
+from engine.schedule.persistent_schedule import live_buffers, prepare
 from engine.schedule.reduction_params import ReductionParams
+from engine.schedule.reduction_phases import separate_reduction_phases
 from engine.schedule.reduction_schedule import canonicalize, rfactor_serial, vectorize_io
 from engine.schedule.tools import note_transform
 

@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.analysis.persistent import PersistentBufferInfo, downstream_tvs, sibling_tvs
+from engine.analysis.logical_map import consumers_of
+from engine.analysis.persistent import (
+    PersistentBufferInfo,
+    downstream_tvs,
+    dtype_bytes,
+    is_reduction_tv,
+    sibling_tvs,
+    upstream_tvs,
+)
 from engine.ir import exprs as ex
 from engine.ir.iterdomain import IterDomain
 from engine.ir.tensorview import MemoryType, TensorDomain, TensorView
@@ -51,26 +59,74 @@ def _recompute(fusion: Fusion, t: TensorView, memo: dict[TensorView, TensorView]
 
 
 def project_to_inputs(fusion: Fusion, pb: PersistentBufferInfo, trace: Trace | None) -> list[TensorView]:
-    """Make the uses of each projectable buffer after its reduction read a copy
-    recomputed from the inputs, so that only the inputs stay persistent (nvFuser's
-    projectPersistentBuffers). Returns the recomputed copies."""
+    """Make the uses of each projectable buffer that lead to its reduction's result read a
+    copy recomputed from the inputs, so that only the inputs stay persistent (nvFuser's
+    projectPersistentBuffers). Returns the recomputed copies.
+
+    A use leads to the result when it is read after the reduction (x * rstd), or when a
+    path of pointwise ops (no reduction on the way) takes it to a tensor that is (w * dy,
+    added to a term of the result): kept, such an operand would live across the reduction
+    as well. The second kind is recomputed only when the inputs are narrower than the
+    buffer (bf16 kept instead of its float cast); from float inputs it saves no bytes and
+    reads them again. Then uses that read the results of the same reductions (`_stage`)
+    share a copy, read in the same phase of the kernel; a copy shared across phases would
+    itself live across the reduction between them. Otherwise one copy serves every use.
+    """
     made: list[TensorView] = []
     for buf, _ins in pb.projectable.items():
-        after: set[TensorView] = set()
+        uses: list = []
+        narrower = max(dtype_bytes(t) for t in _ins) < dtype_bytes(buf)
         for red, live in pb.live_across.items():
-            if buf in live:
-                for s in sibling_tvs(red):
-                    after |= downstream_tvs(s)
-        uses = [e for e in fusion.uses_of(buf)
-                if any(isinstance(o, TensorView) and o in after for o in e.outputs)]
-        if not uses:
-            continue
-        copy = _recompute(fusion, buf, {})
+            if buf not in live:
+                continue
+            sibs = set(sibling_tvs(red))
+            up = upstream_tvs(red)
+            after: set[TensorView] = set()
+            for s in sibs:
+                after |= downstream_tvs(s)
+            for e in fusion.uses_of(buf):
+                outs = [o for o in e.outputs if isinstance(o, TensorView)]
+                if e in uses or any(o in up or o in sibs for o in outs):
+                    continue
+                if any(o in after for o in outs) or (
+                        narrower and any(_pointwise_reach(o) & after for o in outs)):
+                    uses.append(e)
+        copies: dict[frozenset[TensorView], TensorView] = {}
         for e in uses:
+            stage = _stage(e) if narrower else frozenset()
+            copy = copies.get(stage)
+            if copy is None:
+                copy = copies[stage] = _recompute(fusion, buf, {})
+                made.append(copy)
             fusion.replace_input_of(e, buf, copy)
-        made.append(copy)
-        if trace is not None:
-            trace.event("transform", buf.short_name,
-                        f"projected to inputs: uses after the reduction read {copy.short_name}, "
-                        "recomputed from " + ", ".join(t.short_name for t in _ins))
+            if trace is not None:
+                trace.event("transform", buf.short_name,
+                            f"projected to inputs: {_out_name(e)} reads {copy.short_name}, "
+                            "recomputed from " + ", ".join(t.short_name for t in _ins))
     return made
+
+
+def _stage(e: ex.Expr) -> frozenset[TensorView]:
+    """The reductions whose results `e` reads, directly or through other ops."""
+    out: set[TensorView] = set()
+    for v in e.inputs:
+        if isinstance(v, TensorView):
+            out |= {t for t in upstream_tvs(v) | {v} if is_reduction_tv(t)}
+    return frozenset(out)
+
+
+def _out_name(e: ex.Expr) -> str:
+    return next((o.short_name for o in e.outputs if isinstance(o, TensorView)), e.op_name)
+
+
+def _pointwise_reach(t: TensorView) -> set[TensorView]:
+    """`t` and what is computed from it before any reduction: a path that passes a
+    reduction meets a result only once that reduction is done."""
+    seen = {t}
+    stack = [t]
+    while stack:
+        for c in consumers_of(stack.pop()):
+            if c not in seen and not is_reduction_tv(c):
+                seen.add(c)
+                stack.append(c)
+    return seen
