@@ -84,7 +84,7 @@ def small_register_file(monkeypatch):
 @needs_gxx
 @pytest.mark.parametrize("name, registers, scheduler", [
     ("layer_norm_bwd", 8192, "reduction"),  # no persistent shape fits: reductions and pointwise
-    ("rms_norm_bwd", 6144, "inner_outer_persistent"),
+    ("rms_norm_bwd", 5120, "inner_persistent"),  # the combined kernel refused: a row sum and a reduction
     ("rms_norm_bwd", 1024, "reduction"),
     ("softmax_bwd_bf16_roundtrip", 12288, "outer_persistent"),
     ("dropout_layer_norm_bwd_bool_mask", 8192, "inner_outer_persistent"),
