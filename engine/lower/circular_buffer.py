@@ -17,7 +17,7 @@ The statements of the load nest are reused as they are: a load ahead re-declares
 indices it depends on in an inner scope, and its copies (loadGeneric vectors, or elements of
 4 or 8 bytes) become fsCpAsync.
 
-pipeline._circular_buffers checks on the IR that the consumers' loop right of the cache's
+circular_buffers_of checks on the IR that the consumers' loop right of the cache's
 compute-at position is the cache's stage axis; this pass then needs the kernel-IR shape that
 pipeline._assemble makes for such a loop: the cache's allocation, the WAR barrier, the stage
 loop of the load nest, the RAW barrier, then the consumers' stage loop. A loop of another
@@ -27,10 +27,21 @@ shape keeps its plain loads, and Lowered.stages["circular_buffer"] says why.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from engine.analysis.replay import loop_map
 from engine.dtypes import ctype_bytes
+from engine.ir import exprs as ex
+from engine.ir.tensorview import MemoryType, TensorView
 from engine.lower import kir
+from engine.lower.loops import out_tv
+
+if TYPE_CHECKING:
+    from engine.ir.fusion import Fusion
+    from engine.lower.buffers import Buffer
+    from engine.lower.index import Extents
 
 
 @dataclass(frozen=True)
@@ -42,6 +53,40 @@ class CircularBuffer:
 _COPY = re.compile(r"loadGeneric<([^,<>]+), (\d+)>\(&(\w+)\[")
 _INDEX_DEF = re.compile(r"const nvfuser_index_t \w+ = ")
 _ACCESS = re.compile(r"^\w+\[.*\]$")
+
+
+def circular_buffers_of(buffers: Iterable[Buffer], ext: Extents, fusion: Fusion
+                        ) -> tuple[dict[str, CircularBuffer], list[str]]:
+    """The shared caches marked for circular buffering whose stage axis the IR allows to
+    pipeline, and a note for each one refused."""
+    out, notes = {}, []
+    for b in buffers:
+        depth = getattr(b.tv, "circular_buffer_depth", 0)
+        if b.memory != "shared" or depth < 2:
+            continue
+        why = _stage_axis_refusal(b.tv, depth, ext, fusion)
+        if why is None:
+            out[b.name] = CircularBuffer(b.name, depth)
+        else:
+            notes.append(f"{b.name}: not circular-buffered: {why}")
+    return out, notes
+
+
+def _stage_axis_refusal(tv: TensorView, depth: int, ext: Extents, fusion: Fusion) -> str | None:
+    """Why `tv`'s axis right of its compute-at position is not a stage axis that every consumer
+    iterates as its next loop (the stage its loads run ahead of), if it is not."""
+    p = tv.compute_at_pos
+    src = tv.definition.inputs[0] if isinstance(tv.definition, ex.LoadStoreOp) else None
+    if not (isinstance(src, TensorView) and src.memory_type == MemoryType.Global):
+        return "it is not a copy of a global tensor"
+    if p >= tv.nloop or ext.of(tv.axis(p)) != depth:
+        return f"its axis right of the compute-at position is not {depth} long"
+    for e in fusion.uses_of(tv):
+        c = out_tv(e)
+        if c.nloop <= p or loop_map(tv, c).get(tv.axis(p)) is not c.axis(p):
+            return f"{c.short_name} does not iterate its stage axis {tv.axis(p)} right after the shared loops"
+    return None
+
 
 
 def circular_buffer(body: list[kir.Stmt], bufs: dict[str, CircularBuffer], notes: list[str],

@@ -166,7 +166,7 @@ class ExprLowering(LoopIndexing, Predicates, Operands):
             lhs = self.address(out, c_index, out.short_name)
             copy = None
             # A slice's element is its input's at a shifted index: a copy too (vectorized
-            # when the shift keeps the vector aligned, engine.lower.vectorize._base).
+            # when the shift keeps the vector aligned, engine.lower.vectorize.base_access).
             if isinstance(expr, (ex.LoadStoreOp, ex.SliceOp)) and expr.inputs[0].dtype == out.dtype:
                 copy = out.dtype.cuda_name
             preds = preds + self.shared_write_predicates(loops, out)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine.analysis.replay import loop_map, loop_maps_frozen
+from engine.analysis.replay import loop_maps_frozen
 from engine.dtypes import DataType
 from engine.errors import CompileError, UnpartitionedWriteError
 from engine.ir import exprs as ex
@@ -28,7 +28,8 @@ from engine.ir.iterdomain import ParallelType
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import MemoryType, TensorView
 from engine.lower import kir
-from engine.lower.circular_buffer import CircularBuffer, circular_buffer
+from engine.lower.bulk_copy import widen_bulk_copy
+from engine.lower.circular_buffer import circular_buffer, circular_buffers_of
 from engine.lower.grid_epilogue import share_epilogue
 from engine.lower.index import Extents, split_chain
 from engine.lower.loops import LoopNode, Nest, _exprs_of, out_tv, walk
@@ -36,7 +37,7 @@ from engine.lower.lowering import ExprLowering, loop_kind
 from engine.lower.reductions import acc_level, check_grid_results
 from engine.lower.smem import SharedBuffer, SharedMemoryUse
 from engine.lower.unroll import unroll_local_indexing
-from engine.lower.vectorize import hoist_shared_reads, vector_widths, vectorize_loop, widen_bulk_copy
+from engine.lower.vectorize import hoist_shared_reads, vector_widths, vectorize_loop
 from engine.runtime.abi import ArgSpec, LaunchConfig, ScalarArg, TensorArg
 
 _DIMS = [ParallelType.grid_x, ParallelType.grid_y, ParallelType.grid_z,
@@ -223,38 +224,6 @@ def _params(fusion: Fusion) -> tuple[list[ArgSpec], dict[str, TensorView], dict[
     return params, tensors, {v: v.inline() for v in fusion.inputs if isinstance(v, Scalar)}
 
 
-def _circular_buffers(low: ExprLowering, fusion: Fusion) -> tuple[dict[str, CircularBuffer], list[str]]:
-    """The shared caches marked for circular buffering whose stage axis the IR allows to
-    pipeline, and a note for each one refused."""
-    out, notes = {}, []
-    for b in low.buffers.values():
-        depth = getattr(b.tv, "circular_buffer_depth", 0)
-        if b.memory != "shared" or depth < 2:
-            continue
-        why = _stage_axis_refusal(b.tv, depth, low.ext, fusion)
-        if why is None:
-            out[b.name] = CircularBuffer(b.name, depth)
-        else:
-            notes.append(f"{b.name}: not circular-buffered: {why}")
-    return out, notes
-
-
-def _stage_axis_refusal(tv: TensorView, depth: int, ext: Extents, fusion: Fusion) -> str | None:
-    """Why `tv`'s axis right of its compute-at position is not a stage axis that every consumer
-    iterates as its next loop (the stage its loads run ahead of), if it is not."""
-    p = tv.compute_at_pos
-    src = tv.definition.inputs[0] if isinstance(tv.definition, ex.LoadStoreOp) else None
-    if not (isinstance(src, TensorView) and src.memory_type == MemoryType.Global):
-        return "it is not a copy of a global tensor"
-    if p >= tv.nloop or ext.of(tv.axis(p)) != depth:
-        return f"its axis right of the compute-at position is not {depth} long"
-    for e in fusion.uses_of(tv):
-        c = out_tv(e)
-        if c.nloop <= p or loop_map(tv, c).get(tv.axis(p)) is not c.axis(p):
-            return f"{c.short_name} does not iterate its stage axis {tv.axis(p)} right after the shared loops"
-    return None
-
-
 def _syncs(low: ExprLowering) -> list[str]:
     notes: list[str] = []
     for level, loops, expr, why in low.pending_sync:
@@ -385,7 +354,7 @@ def _lower_fusion(fusion: Fusion, env: dict, name: str, layouts: dict[str, tuple
     _mark_global_syncs(low, fusion, exprs, loops_of)
     stages["sync"] = "\n".join(_syncs(low)) + "\n"
     body = _assemble(nest.items, low, 0)
-    bufs, notes = _circular_buffers(low, fusion)
+    bufs, notes = circular_buffers_of(low.buffers.values(), low.ext, fusion)
     pipelined: set[str] = set()
     if bufs:
         body = circular_buffer(body, bufs, notes, pipelined)

@@ -15,7 +15,7 @@ from engine.ir.iterdomain import IterDomain, Split
 from engine.lower import kir
 from engine.lower.index import Extents
 
-_ACCESS = re.compile(r"^(\w+)\[(.*)\]$")
+ACCESS = re.compile(r"^(\w+)\[(.*)\]$")
 # The copy calls this module and the circular-buffer pass emit, with their element count.
 _VECTOR_CALL = re.compile(r"\b(?:loadGeneric|loadGlobalPrefetchL2|loadGlobalEvictLast|fsCpAsync)<[^<>,]+, (\d+)[,>]")
 
@@ -26,13 +26,13 @@ def vector_widths(listing: str) -> tuple[int, ...]:
     return tuple(sorted({int(n) for n in _VECTOR_CALL.findall(listing)} - {1}))
 
 
-def _base(access: str, var: str, width: int = 0) -> str | None:
+def base_access(access: str, var: str, width: int = 0) -> str | None:
     """`T3[e + var]` -> `T3[e]` when `var` is a term of its own, with coefficient 1, and only
     there. A slice's or pad's shift may follow it (`e + var + 64`, or a term
     `(((nvfuser_index_t)(e + var)) - 64)`) when the shift is a multiple of `width` (given
     by callers whose guard is uniform over the vector): the vector starts at `e` shifted,
     still aligned."""
-    m = _ACCESS.match(access)
+    m = ACCESS.match(access)
     if m is None or len(re.findall(rf"\b{var}\b", access)) != 1:
         return None
     name, index = m.groups()
@@ -40,7 +40,7 @@ def _base(access: str, var: str, width: int = 0) -> str | None:
         return f"{name}[0]"
     if index.endswith(f" + {var}"):
         return f"{name}[{index[: -len(var) - 3]}]"
-    terms = _terms(index)
+    terms = sum_terms(index)
     with_var = [t for t in terms if re.search(rf"\b{var}\b", t)]
     shifted = re.fullmatch(rf"\(\(\(nvfuser_index_t\)\((.*) \+ {var}\)\) - (\d+)\)", with_var[0]) if with_var else None
     if width == 0 or (with_var != [var] and shifted is None):
@@ -79,7 +79,7 @@ def _overhangs(i: IterDomain, ext: Extents) -> bool:
     return False
 
 
-def _unguard(stmt: kir.Stmt) -> tuple[kir.Stmt, str | None]:
+def unguard(stmt: kir.Stmt) -> tuple[kir.Stmt, str | None]:
     if isinstance(stmt, kir.IfThenElse) and not stmt.orelse and len(stmt.then) == 1:
         return stmt.then[0], stmt.cond
     return stmt, None
@@ -93,11 +93,11 @@ def _vector_store(loop: kir.ForLoop, globals_: set[str]) -> list[kir.Stmt] | Non
     decls: list[kir.Stmt] = []
     stores: list[kir.Stmt] = []
     for k, stmt in enumerate(loop.body):
-        inner, cond = _unguard(stmt)
+        inner, cond = unguard(stmt)
         if not isinstance(inner, kir.Assign) or inner.copy_ctype is None:
             continue
-        m = _ACCESS.match(inner.lhs)
-        dst = _base(inner.lhs, loop.var)
+        m = ACCESS.match(inner.lhs)
+        dst = base_access(inner.lhs, loop.var)
         if m is None or m.group(1) not in globals_ or dst is None:
             continue
         name = m.group(1)
@@ -138,7 +138,7 @@ def vectorize_loop(loop: kir.ForLoop, domain: IterDomain, ext: Extents,
         cond, stmt = stmt.cond, stmt.then[0]
     if not isinstance(stmt, kir.Assign) or stmt.copy_ctype is None:
         return loop
-    dst, src = _base(stmt.lhs, loop.var, v), _base(stmt.rhs, loop.var, v)
+    dst, src = base_access(stmt.lhs, loop.var, v), base_access(stmt.rhs, loop.var, v)
     if dst is None or src is None:
         return loop
     table = src.split("[", 1)[0]
@@ -325,7 +325,7 @@ def hoist_shared_reads(loop: kir.ForLoop, shared: dict[str, str]) -> list[kir.St
         base = bases.pop()
         if any(re.search(rf"\b{x}\b", base) for x in [v, *inner]):
             continue  # the base moves inside the loop: it cannot be read before it
-        if not _aligned_base(base, width) or width * _size(ctype) > 16:
+        if not _aligned_base(base, width) or width * element_size(ctype) > 16:
             continue
         vec = f"{name}_r{v}"
         pre += [kir.Raw(f"alignas(16) {ctype} {vec}[{width}];"),
@@ -342,7 +342,7 @@ def _declared_names(text: str) -> set[str]:
     return set(_DECLARED.findall(text))
 
 
-def _size(ctype: str) -> int:
+def element_size(ctype: str) -> int:
     return {"double": 8, "int64_t": 8, "float": 4, "int": 4, "__half": 2, "__bfloat": 2}.get(ctype, 1)
 
 
@@ -359,7 +359,7 @@ def _rename(body: list[kir.Stmt], old: str, new: str) -> None:
             _rename(st.body, old, new)
 
 
-def _terms(index: str) -> list[str]:
+def sum_terms(index: str) -> list[str]:
     """The top-level ` + `-separated terms of an index expression."""
     depth, start, terms = 0, 0, []
     for k, ch in enumerate(index):
@@ -370,59 +370,3 @@ def _terms(index: str) -> list[str]:
             start = k + 3
     terms.append(index[start:].strip())
     return terms
-
-
-def _multiple_of(index: str, width: int, layouts: dict[str, tuple[list[int], int]]) -> bool:
-    """Every term is a multiple of `width`: `(..) * k`, a constant, or `(..) * T.alloc_stride[j]`
-    with the compiled-for stride a multiple."""
-    for t in _terms(index):
-        if t.isdigit():
-            if int(t) % width:
-                return False
-            continue
-        m = re.search(r"\* (\d+)$", t)
-        if m is not None and int(m.group(1)) % width == 0:
-            continue
-        m = re.search(r"\* (\w+)\.alloc_stride\[(\d+)\]$", t)
-        if m is None or m.group(1) not in layouts:
-            return False
-        strides, _align = layouts[m.group(1)]
-        if strides[int(m.group(2))] % width:
-            return False
-    return True
-
-
-def widen_bulk_copy(var: str, extent: int, body: list[kir.Stmt], threads: int,
-                    layouts: dict[str, tuple[list[int], int]], ctypes: dict[str, str]) -> kir.Stmt | None:
-    """A block-strided copy `S[a + i] = G[b + i]` as 16-byte vectors: each thread copies runs of
-    V consecutive elements. Needs both bases and the extent to divide into whole vectors, and
-    the global operand's compiled-for strides and pointer alignment to allow them; when the
-    vectors do not divide among the threads, the last trip is guarded."""
-    if len(body) != 1:
-        return None
-    stmt, cond = _unguard(body[0])
-    if not isinstance(stmt, kir.Assign) or stmt.copy_ctype is None or (cond and re.search(rf"\b{var}\b", cond)):
-        return None
-    width = 16 // max(_size(stmt.copy_ctype), 1)
-    if width < 2 or extent % width:
-        return None
-    dst, src = _base(stmt.lhs, var), _base(stmt.rhs, var)
-    if dst is None or src is None:
-        return None
-    for access in (dst, src):
-        m = _ACCESS.match(access)
-        name, index = m.group(1), m.group(2)
-        if name in layouts and layouts[name][1] < 16:
-            return None
-        if not _multiple_of(index, width, layouts):
-            return None
-    vectors = extent // width
-    trips = -(-vectors // threads)
-    tid = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
-    d_base, s_base = dst[:-1], src[:-1]  # drop the closing bracket: `X[base`
-    call: kir.Stmt = kir.Raw(f"loadGeneric<{stmt.copy_ctype}, {width}>(&{d_base} + {var}], &{s_base} + {var}]);")
-    if vectors % threads:  # the last trip has vectors for some threads only
-        call = kir.IfThenElse(f"{var} < {extent}", [call])
-    loop = kir.ForLoop(f"{var}_k", trips, "unroll", f"{var} in vectors of {width}",
-                       [kir.Raw(f"const nvfuser_index_t {var} = ({tid} + {var}_k * {threads}) * {width};"), call])
-    return kir.Scope(kir.guard([cond] if cond else [], [loop])) if cond else loop

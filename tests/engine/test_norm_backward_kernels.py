@@ -2,7 +2,7 @@
 (engine.schedule.persistent_projection), the cheapest tensors kept across a reduction
 (engine.schedule.reduction_phases), shared-memory caches pipelined together
 (engine.lower.circular_buffer), loops of identical iterations run once (engine.lower.loops) and
-block-wide fills of shared memory in 16-byte vectors (engine.lower.vectorize.widen_bulk_copy).
+block-wide fills of shared memory in 16-byte vectors (engine.lower.bulk_copy.widen_bulk_copy).
 Real sizes are compiled for the H200 model on the CPU; values are checked on the emulator at the
 scripts' own small sizes."""
 
