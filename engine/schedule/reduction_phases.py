@@ -25,6 +25,7 @@ import networkx as nx
 
 from engine.analysis.logical_map import consumers_of
 from engine.analysis.persistent import downstream_tvs, sibling_tvs, upstream_tvs
+from engine.errors import ScheduleError
 from engine.ir.tensorview import TensorView
 
 if TYPE_CHECKING:
@@ -55,8 +56,10 @@ def separate_reduction_phases(fusion: Fusion, reds: list[TensorView], n_iter: in
         mixed = {nest[t] for t in up} & {nest[t] for t in after}
         members = [t for t in fusion.tensors() if nest[t] in mixed]
         glue = [t for t in cheapest_cut(members, up, after, n_iter) if t.compute_at_pos > n_iter]
-        if not glue:
-            raise AssertionError("a loop nest mixes a reduction's phases and no inlining splits it")
+        if not glue:  # every tensor of the nest is already at the iteration axes
+            names = ", ".join(sorted(t.short_name for t in members))
+            raise ScheduleError(f"the loop nest of {names} reads both before and after a reduction, "
+                                "and no inlining at the iteration axes parts it")
         for t in glue:
             t.inline_at(min(n_iter, t.nloop), best_effort=True)
             changed.append(t)
