@@ -137,6 +137,6 @@ def _elements(t: TensorView, n_iter: int) -> int:
             continue
         try:
             n *= max(1, int(i.extent.evaluate({})))
-        except Exception:  # a symbolic extent: a long serial loop
+        except KeyError:  # an extent bound only at run time: a long serial loop
             n *= 1024
     return n * max(1, math.ceil(t.dtype.bits / 32))
