@@ -15,14 +15,15 @@ extent.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from engine.analysis.logical_map import consumers_of, pairwise_logical_map
 from engine.analysis.replay import loop_map
+from engine.analysis.view_interference import view_transforms
 from engine.errors import CompileError
 from engine.ir.base import Expr
-from engine.ir.exprs import SqueezeOp
+from engine.ir.exprs import SqueezeOp, ViewOp
 from engine.ir.iterdomain import (
     IdTransform,
     IterDomain,
@@ -38,6 +39,7 @@ from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
 from engine.lower import cexpr
 from engine.lower.loops import in_tvs
+from engine.lower.split_chains import SplitStep, same_source
 
 
 @dataclass(frozen=True)
@@ -106,8 +108,18 @@ class Extents:
         self.promoted: dict[IterDomain, int] = {}
         self._memo: dict[IterDomain, int] = {}
         self._transforms: dict[TensorView, list[IdTransform]] = {}
-        self.same_source: dict[tuple[IterDomain, IterDomain], bool] = {}  # see _same_source
+        self.same_source: dict[tuple[IterDomain, IterDomain], bool] = {}  # see same_source
         self.chains: dict[IterDomain, tuple[IterDomain, list[SplitStep]]] = {}  # see split_chain
+        # Reshapes' root->logical transforms (see note_views and same_split_source).
+        self.views: set[IdTransform] = set()
+        self.view_chains: dict[IterDomain, tuple[IterDomain, list[SplitStep]]] = {}
+
+    def note_views(self, exprs: Sequence[Expr]) -> None:
+        """Record the splits and merges by which the reshapes among `exprs` make their
+        outputs' logical ids."""
+        for e in exprs:
+            if isinstance(e, ViewOp) and isinstance(e.output, TensorView):
+                self.views.update(view_transforms(e.output))
 
     def transforms(self, tv: TensorView) -> list[IdTransform]:
         """tv_transforms(tv), once per tensor: the schedule is final while lowering, and
@@ -299,64 +311,6 @@ def _floordiv(a: int, b: int) -> int:
     return a // b
 
 
-SplitStep = tuple[int, bool, bool]
-
-
-def split_chain(i: IterDomain, ext: Extents,
-                continues: Mapping[IterDomain, IterDomain] | None = None) -> tuple[IterDomain, list[SplitStep]]:
-    """The id `i` was split from, through any number of splits (and on through `continues`:
-    ids that continue another, as a reduction's root ids continue its rfactor producer's),
-    and the splits on the way from `i` up: (factor, whether `i`'s side is the outer one,
-    inner split). Two ids iterate the same elements when both agree: equal extents of the
-    split inputs alone can be a coincidence (x[62] split by 2, then by 128, and [2 ex, 31]
-    merged, then split by 128, both split 62 elements).
-
-    Callers only compare the steps: without `continues` (or with none to follow), the
-    chain of an id is kept in `ext` (the schedule is final while lowering, and each id
-    is compared with many others)."""
-    if not continues:
-        got = ext.chains.get(i)
-        if got is None:
-            got = ext.chains[i] = _split_chain(i, ext, None)
-        return got
-    return _split_chain(i, ext, continues)
-
-
-def _split_chain(i: IterDomain, ext: Extents,
-                 continues: Mapping[IterDomain, IterDomain] | None) -> tuple[IterDomain, list[SplitStep]]:
-    seen: set[IterDomain] = set()
-    steps: list[SplitStep] = []
-    while i not in seen:
-        seen.add(i)
-        while isinstance(i.definition, Split):
-            t = i.definition
-            steps.append((ext.value(t.factor), i is t.outer, t.inner_split))
-            i = t.in_id
-        if continues is None or i not in continues:
-            break
-        i = continues[i]
-    return i, steps
-
-
-def same_split_source(a: IterDomain, b: IterDomain, ext: Extents,
-                      continues: Mapping[IterDomain, IterDomain] | None = None) -> bool:
-    ra, sa = split_chain(a, ext, continues)
-    rb, sb = split_chain(b, ext, continues)
-    return sa == sb and ext.of(ra) == ext.of(rb)
-
-
-def _same_source(pid: IterDomain, cid: IterDomain, ext: Extents) -> bool:
-    """Whether a producer id and the consumer id the loop map pairs it with split the same
-    elements in the same way (so equal indices mean the same element), or are not split."""
-    if pid.is_broadcast or not isinstance(pid.definition, Split):
-        return True
-    # Every index of a producer asks again; the split chains are fixed while lowering.
-    got = ext.same_source.get((pid, cid))
-    if got is None:
-        got = ext.same_source[(pid, cid)] = same_split_source(pid, cid, ext)
-    return got
-
-
 def _merged_beside_broadcast(i: IterDomain) -> IterDomain | None:
     """The other input of the merge of a broadcast that made `i`, if one did."""
     t = i.definition
@@ -372,7 +326,7 @@ def producer_known(producer: TensorView, consumer: TensorView, c_index: dict[Ite
     for pid, cid in loop_map(producer, consumer).items():
         if pid.is_broadcast and pid not in ext.promoted:
             known[pid] = Ix(0, 0, 1)
-        elif cid in c_index and ext.of(pid) == ext.of(cid) and _same_source(pid, cid, ext):
+        elif cid in c_index and ext.of(pid) == ext.of(cid) and same_source(pid, cid, ext):
             # Unequal extents: the consumer merged a broadcast into this axis (the loop map
             # forwards such merges); the index then comes through the consumer's merge.
             # The same holds for split outputs of equal extent whose split inputs differ
@@ -380,7 +334,7 @@ def producer_known(producer: TensorView, consumer: TensorView, c_index: dict[Ite
             # the consumer's loop index then counts the larger merged space, not x's.
             known[pid] = c_index[cid]
         elif (kept := _merged_beside_broadcast(cid)) is not None and kept in c_index \
-                and ext.of(pid) == ext.of(kept) and _same_source(pid, kept, ext):
+                and ext.of(pid) == ext.of(kept) and same_source(pid, kept, ext):
             # The loop map forwarded pid to the consumer's merge of pid's image with a
             # broadcast that pid's tensor lacks: that image is indexed as pid is (inside a
             # loop that stops short of the consumer's logical ids, only it is known).

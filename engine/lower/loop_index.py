@@ -13,8 +13,9 @@ from __future__ import annotations
 from engine.analysis.logical_map import consumers_of, logical_map
 from engine.ir.iterdomain import IterDomain, ParallelType
 from engine.ir.tensorview import TensorView
-from engine.lower.index import Ix, producer_known, propagate, same_split_source
+from engine.lower.index import Ix, producer_known, propagate
 from engine.lower.loops import LoopNode
+from engine.lower.split_chains import same_split_source
 
 THREAD_VARS = {
     ParallelType.block_x: "threadIdx.x", ParallelType.block_y: "threadIdx.y", ParallelType.block_z: "threadIdx.z",

@@ -31,11 +31,12 @@ from engine.lower import kir
 from engine.lower.bulk_copy import widen_bulk_copy
 from engine.lower.circular_buffer import circular_buffer, circular_buffers_of
 from engine.lower.grid_epilogue import share_epilogue
-from engine.lower.index import Extents, split_chain
+from engine.lower.index import Extents
 from engine.lower.loops import LoopNode, Nest, _exprs_of, out_tv, walk
 from engine.lower.lowering import ExprLowering, loop_kind
 from engine.lower.reductions import acc_level, check_grid_results
 from engine.lower.smem import SharedBuffer, SharedMemoryUse
+from engine.lower.split_chains import split_chain
 from engine.lower.unroll import unroll_local_indexing
 from engine.lower.vectorize import hoist_shared_reads, vector_widths, vectorize_loop
 from engine.runtime.abi import ArgSpec, LaunchConfig, ScalarArg, TensorArg
@@ -326,6 +327,7 @@ def _lower_fusion(fusion: Fusion, env: dict, name: str, layouts: dict[str, tuple
     exprs = [e for e in exprs if out_tv(e) not in constants]
     ext = Extents(env)
     ext.promote(exprs)
+    ext.note_views(exprs)
     nest = Nest(exprs, lambda i: _is_virtual(i, ext), lambda i, like: _covers(i, like, ext))
     stages["loop_nests"] = "\n".join(_nest_text(nest.items)) + "\n"
     dims = _parallel_dims(nest, ext)
