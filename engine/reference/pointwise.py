@@ -30,10 +30,23 @@ def _unary(expr, args, ctx):
     return [as_dtype(unary_fn(expr.op)(x), dtype)]
 
 
+# Scalar operands as 0-dim tensors, kept per value, type and device: a host step of a compiled
+# fusion (a no_op segment's 0-dim arithmetic) evaluates the same constants at every run, and a
+# fresh tensor on a GPU is a host-to-device copy each time. Op results are new tensors; these
+# are never written.
+_CONSTANTS: dict[tuple[str, type, torch.dtype, torch.device], torch.Tensor] = {}
+
+
 def _tensorize(x: Any, like: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     if isinstance(x, torch.Tensor):
         return x
-    return torch.tensor(x, dtype=dtype, device=like.device)
+    key = (repr(x), type(x), dtype, like.device)  # repr: -0.0 and nan kept apart
+    got = _CONSTANTS.get(key)
+    if got is None:
+        got = torch.tensor(x, dtype=dtype, device=like.device)
+        if len(_CONSTANTS) < 4096:
+            _CONSTANTS[key] = got
+    return got
 
 
 def check_pointwise_sizes(expr: Expr, args: Sequence[Any]) -> None:
