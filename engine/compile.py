@@ -33,10 +33,16 @@ from engine.compiled_segment import prepare_launch as prepare_launch
 from engine.concretize import concretize, index_before_cast, remove_empty
 from engine.config import Options
 from engine.errors import CompileError, NoSchedulerError
+from engine.gather_first import gathers_first
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import transforms_kept
 from engine.ir.tensorview import TensorView
-from engine.preseg import expanded_outputs_apart, matmul_without_reduction, views_of_outputs_apart
+from engine.preseg import (
+    expanded_outputs_apart,
+    matmul_without_reduction,
+    replan_reshapes,
+    views_of_outputs_apart,
+)
 from engine.profiling import _execute as _execute
 from engine.segment.refusals import Refusals
 from engine.segment.sizes import Sizes
@@ -107,7 +113,9 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
             value_of = _bound(fusion, inputs)
             concretize(fusion, value_of, trace)
             remove_empty(fusion, value_of, trace)
+            replan_reshapes(fusion, value_of, trace)
             index_before_cast(fusion, trace)
+            gathers_first(fusion, trace)
             matmul_without_reduction(fusion, trace)
             expanded_outputs_apart(fusion, trace)
             views_of_outputs_apart(fusion, trace)

@@ -78,10 +78,7 @@ def remove_empty(fusion: Fusion, value_of: Callable[[Scalar], int], trace: Trace
         if id(old) in aliased or not _plain_layout(old):
             return
         new = _full_like(fusion, old, fill, value_of)
-        for use in fusion.uses_of(old):
-            fusion.replace_input_of(use, old, new)
-        if old in fusion.outputs:
-            fusion.replace_output(old, new)
+        fusion.replace_all_uses(old, new)
         if trace is not None:
             trace.event("concretize", old.short_name, f"{why}: {old.short_name} is {new.short_name} = "
                         f"full({[int(value_of(s)) for s in new.definition.shape]}, {fill.value})",

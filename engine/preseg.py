@@ -19,19 +19,28 @@ expand, set) of another output (a norm backward's grad handed back as [1, N, H],
 and transposed as [H, N]) is cut from it by a segment_set as nvFuser's MarkAliasesPrepare
 does: the kernel writes the values once, and the views are that buffer's sizes and strides
 (a transposed view would otherwise be a second, strided write of every element).
+
+`replan_reshapes`: a reshape of symbolic sizes whose symbols do not nest (equal only at run
+time) merged all its axes and split them again; at the bound sizes it is planned again, as
+nvFuser concretizes a dynamic reshape, keeping the axes that match
+(engine.ops.reshaping.replan_view).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from engine.analysis.view_chains import only_views_from, view_chain
 from engine.errors import FusionDefinitionError
 from engine.ir import exprs as ex
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain
+from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorDomain, TensorView
 from engine.ops.arith import binary
 from engine.ops.axes import segment_set
 from engine.ops.common import no_reductions
+from engine.ops.reshaping import replan_view
 from engine.ops.shape import broadcast, squeeze
 from engine.trace import Trace
 
@@ -71,10 +80,7 @@ def matmul_without_reduction(fusion: Fusion, trace: Trace | None = None) -> None
             continue  # batch axes that torch would broadcast but the IR cannot (a concrete 1)
         if product.dtype != out.dtype:
             continue
-        for use in fusion.uses_of(out):
-            fusion.replace_input_of(use, out, product)
-        if out in fusion.outputs:
-            fusion.replace_output(out, product)
+        fusion.replace_all_uses(out, product)
         if trace is not None:
             trace.event("preseg", out.short_name,
                         f"matmul of {a.short_name} and {b.short_name} contracts a broadcast axis (K = 1): "
@@ -123,14 +129,21 @@ def expanded_outputs_apart(fusion: Fusion, trace: Trace | None = None) -> None:
 
 def views_of_outputs_apart(fusion: Fusion, trace: Trace | None = None) -> None:
     """Each output that is a chain of view ops from another output's computed tensor reads
-    that tensor through a segment_set, when nothing but views (and outputs) follows it."""
+    that tensor through a segment_set, when nothing but views (and outputs) follows it; in a
+    fusion with reductions, so does an output reshaped from any computed tensor (a reduction
+    schedule cannot carry a reshape that merges its reduced axes with others) through views
+    that keep it contiguous (no permute: a reshape of a permuted tensor is a copy)."""
     outputs = set(fusion.outputs)
+    reducing = any(isinstance(e, ex.ReductionOp | ex.WelfordOp) for e in fusion.exprs())
     for out in list(fusion.outputs):
         if not isinstance(out, TensorView) or out.domain.allocation is not None:
             continue
         src, chain = view_chain(out)
-        if (not chain or src not in outputs or src.definition is None
+        if (not chain or src.definition is None
                 or src in fusion.inputs or src.domain.allocation is not None):
+            continue
+        if src not in outputs and not (reducing and any(isinstance(e, ex.ViewOp) for e in chain)
+                                       and not any(_is_permute(e) for e in chain)):
             continue
         first = chain[-1]
         if not only_views_from(fusion, [first]):
@@ -143,6 +156,10 @@ def views_of_outputs_apart(fusion: Fusion, trace: Trace | None = None) -> None:
                         f"{out.short_name} is a view of output {src.short_name}: it reads "
                         f"segment_set {cut.short_name}, a segment with no kernel, and the kernel "
                         f"writes {src.short_name} only", rule="views_of_outputs_apart")
+
+
+def _is_permute(e: ex.Expr) -> bool:
+    return isinstance(e, ex.LoadStoreOp) and e.is_permute
 
 
 def _permutes_keep_layout(fusion: Fusion, start: TensorView) -> None:
@@ -158,3 +175,21 @@ def _permutes_keep_layout(fusion: Fusion, start: TensorView) -> None:
                 and e.inputs[0].domain.allocation is None):
             t.set_allocation_domain(list(t.domain.root), True)
         stack.extend(fusion.uses_of(t))
+
+
+def replan_reshapes(fusion: Fusion, value_of: Callable[[Scalar], int], trace: Trace | None = None) -> None:
+    """Each reshape of symbolic sizes planned again at the bound sizes
+    (engine.ops.reshaping.replan_view); its readers read the new view."""
+    for e in fusion.exprs():
+        if not isinstance(e, ex.ViewOp) or not isinstance(e.output, TensorView):
+            continue
+        new = replan_view(e, value_of)
+        if new is None:
+            continue
+        old = e.output
+        fusion.replace_all_uses(old, new)
+        if trace is not None:
+            trace.event("concretize", old.short_name,
+                        f"reshape of {e.input.short_name} planned at the bound sizes: {new.short_name} "
+                        f"keeps the axes that match ({new.domain}) instead of merging all of them",
+                        rule="replan_reshapes")

@@ -8,16 +8,18 @@ split and no thread: every thread runs it whole, in a serial loop over a local b
 long as the axis (nvFuser's persistent schedulers refuse such a fusion:
 SchedulerTopologyChecker::hasNonNormalizePostReductionBCast).
 
-Axes are grouped by the logical maps that pair concrete axes (a broadcast axis pairs with
-nothing: it has one element, whatever it meets). Broadcast axes and axes of one element
-need no thread and are never uncovered.
+Axes are grouped by the maps that pair concrete axes (a broadcast axis pairs with nothing:
+it has one element, whatever it meets), across a reshape from its root axes to the logical
+axes its splits and merges make of them (the schedule is replayed across it). Broadcast
+axes and axes of one element need no thread and are never uncovered.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.analysis.logical_map import logical_map, tensor_edges
+from engine.analysis.logical_map import pairwise_logical_map, root_to_logical, tensor_edges
+from engine.analysis.view_interference import view_transforms
 from engine.ir.iterdomain import IterDomain
 from engine.ir.tensorview import TensorView
 
@@ -32,9 +34,18 @@ class AxisClasses:
     def __init__(self, fusion: Fusion) -> None:
         self._parent: dict[IterDomain, IterDomain] = {}
         for p, c, _e in tensor_edges(fusion):
-            for a, b in logical_map(p, c, map_broadcast=False).items():
+            for a, b in pairwise_logical_map(p, c, map_broadcast=False).items():
                 if not a.is_broadcast and not b.is_broadcast:
                     self._join(a, b)
+        for tv in fusion.tensors():
+            if not isinstance(tv, TensorView) or tv.domain.root is None:
+                continue
+            for r, lg in root_to_logical(tv).items():
+                self._join(r, lg)
+            for t in view_transforms(tv):
+                ids = [i for i in [*t.inputs, *t.outputs] if not i.is_broadcast]
+                for i in ids[1:]:
+                    self._join(ids[0], i)
 
     def find(self, i: IterDomain) -> IterDomain:
         root = i

@@ -239,10 +239,22 @@ class Fusion:
         expr.inputs = [new if v is old else v for v in expr.inputs]
         self.changed()
 
+    def replace_all_uses(self, old: Val, new: Val) -> None:
+        """Make every op that reads `old` read `new`, and `new` the output where `old` was."""
+        for use in self.uses_of(old):
+            self.replace_input_of(use, old, new)
+        if any(v is old for v in self.outputs):
+            self.replace_output(old, new)
+
     def replace_output(self, old: Val, new: Val) -> None:
         self.outputs = [new if v is old else v for v in self.outputs]
         self.changed()
         _set_global(new)
+        if (isinstance(old, TensorView) and all(v is not old for v in self.outputs)
+                and all(v is not old for v in self.inputs)):
+            # No longer an output: an intermediate again, which a kernel keeps in registers
+            # unless its schedule says otherwise.
+            old.memory_type = MemoryType.Local
 
     def release(self, shared: Iterable[object] = ()) -> None:
         """Break the reference cycles of this fusion's graph (values and ops, tensors and

@@ -3,7 +3,7 @@ and groups of input axes with equal products are merged and split into the new s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from engine.dtypes import DataType
 from engine.errors import FusionDefinitionError
@@ -334,3 +334,38 @@ def _take_given_extent(i: IterDomain, target: Scalar) -> None:
     match the element count fails at run time instead of being silently replaced."""
     if target.is_symbol:
         i.extent = target
+
+
+def replan_view(view: ViewOp, value_of: Callable[[Scalar], int]) -> TensorView | None:
+    """The reshape `view` planned again at the sizes `value_of` binds, as nvFuser concretizes
+    a reshape of symbolic sizes once it knows them; None when that plan is not finer.
+
+    Sizes that do not nest as symbols ([i5, i6, i7, i8] to [i0 * i2, i3, i4], where the
+    symbols are equal only at run time) made one group of every axis (a merge of all, then
+    splits), which joins axes a reduction schedule keeps apart; at the bound sizes the
+    plan keeps the axes that match and merges or splits only those that do not. The new
+    view keeps the symbolic extents (the compiled fusion is specialised to the sizes)."""
+    src = no_reductions(view.input)
+    in_ext = [full_extent(i) for i in src]
+    out_ext = [full_extent(i) for i in no_reductions(view.output)]
+    if all(s.is_const for s in (*in_ext, *out_ext)):
+        return None
+    in_v = [int(value_of(s)) for s in in_ext]
+    out_v = [int(value_of(s)) for s in out_ext]
+    if any(v in (0, 1) for v in (*in_v, *out_v)):
+        return None  # squeezes and broadcasts at these sizes: left as defined
+    plan, squeezed = _plan_reshape(src, [as_scalar(v) for v in in_v], [as_scalar(v) for v in out_v])
+    before, _ = _plan_reshape(src, in_ext, out_ext)
+    if squeezed or len(plan) <= len(before) or any(p[0] == "bcast" for p in plan):
+        return None
+    fusion = view.fusion
+    root = [copy_id(fusion, i) for i in src]
+    logical: list[IterDomain] = []
+    for p in plan:
+        if p[0] == "keep":
+            logical.append(root[p[1]])
+        else:
+            logical += _view_group(fusion, root, p[1], [out_ext[j] for j in p[2]])
+    out = new_tv(fusion, logical, view.input.dtype, root=root)
+    ViewOp(fusion, out, view.input, view.attributes.get("new_shape"))
+    return out

@@ -37,7 +37,13 @@ from engine.schedule.inner_outer_heuristics import (
 from engine.schedule.inner_outer_multi_wave import MIN_BLOCKS_PER_SM
 from engine.schedule.inner_outer_schedule import schedule_inner_outer, smem_allocation_from_loop
 from engine.schedule.params import HeuristicParams
-from engine.schedule.persistent_budget import buffer_bytes, kept_buffers, register_budget, smem_budget
+from engine.schedule.persistent_budget import (
+    buffer_bytes,
+    kept_buffers,
+    kept_bytes,
+    register_budget,
+    smem_budget,
+)
 from engine.schedule.persistent_checks import fits, persistent_compile_reject
 from engine.schedule.persistent_checks import inner_outer_shape_reason as inner_outer_shape_reason
 from engine.schedule.persistent_fit import (
@@ -78,8 +84,9 @@ class _Persistent(Scheduler):
         dev = info.device
         props = reduction_properties(reduction_tvs(fusion)[0], info)
         red_n, it_n = props.total_reduction_numel, max(1, props.total_iteration_numel)
-        size, project, pb = buffer_bytes(fusion, info)
+        _, project, pb = buffer_bytes(fusion, info)
         names = tuple(t.short_name for t in kept_buffers(pb, project))
+        size = kept_bytes(pb, project, info, it_n)  # in shared memory: all of them at once
         if p.fastest_dim:
             families = storage_families(p, names, size, max(1, p.lparams.bdimy),
                                         lambda q: inner_shapes(q, red_n, it_n, dev), smem_budget(dev))

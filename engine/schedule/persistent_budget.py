@@ -4,7 +4,8 @@ Persistent buffers live in registers, up to three quarters of the register file
 (`register_budget`), or in shared memory, up to the opt-in maximum less the block
 reduction's workspace (`smem_budget`). They take the bytes per reduction row of the
 persistent buffers, or of the inputs they are projected to when that is smaller
-(`buffer_bytes`); `kept_buffers` names the tensors then kept."""
+(`buffer_bytes`); `kept_buffers` names the tensors then kept, and `kept_bytes` is what they
+take at once."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from engine.analysis.persistent import (
     PersistentBufferInfo,
+    bytes_per_row,
     is_fastest_dim_reduction,
     persistent_buffer_size,
     persistent_buffers,
@@ -51,6 +53,14 @@ def buffer_bytes(fusion: Fusion, info: SchedulerRuntimeInfo) -> tuple[int, bool,
     project = sz.can_project and sz.projected_persistent_buffer_size < sz.persistent_buffer_size
     size = sz.projected_persistent_buffer_size if project else sz.persistent_buffer_size
     return size, project, pb
+
+
+def kept_bytes(pb: PersistentBufferInfo, project: bool, info: SchedulerRuntimeInfo,
+               iteration_numel: int) -> int:
+    """Bytes per row (per column for an outer reduction) of all `kept_buffers` at once: what
+    shared memory holds when they are kept there (for the whole kernel, where registers
+    hold only the buffers alive across one reduction at a time, `buffer_bytes`)."""
+    return sum(bytes_per_row(t, info, iteration_numel) for t in kept_buffers(pb, project))
 
 
 def kept_buffers(pb: PersistentBufferInfo, project: bool) -> list[TensorView]:

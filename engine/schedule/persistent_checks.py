@@ -16,7 +16,7 @@ from engine.analysis.persistent import (
     reduction_tvs,
     reduction_type,
 )
-from engine.ir import exprs as ex
+from engine.analysis.view_interference import interfering_view
 from engine.ir.tensorview import TensorView
 from engine.schedule.base import SchedulerType
 from engine.schedule.persistent_budget import register_budget, smem_budget
@@ -56,8 +56,9 @@ def persistent_compile_reject(fusion: Fusion, kind: SchedulerType) -> str | None
         why = inner_outer_shape_reason(reds) or outer_result_reused(fusion, reds)
         if why is not None:
             return why
-    if any(isinstance(e, ex.ViewOp) for e in fusion.exprs()):
-        return "View may interfere with normalization scheduling."
+    view = interfering_view(fusion, _reference(reds, kind))
+    if view is not None:
+        return f"View may interfere with normalization scheduling ({view.output.short_name})."
     expanding = next((r for r in reds if reduces_expansion(r)), None)
     if expanding is not None:
         # This engine's limit: a persistent buffer holds that axis as a real one, which the

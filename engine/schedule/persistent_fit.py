@@ -101,6 +101,12 @@ def refit(scheduled: Fusion, env: dict, fresh: Fusion, info: SchedulerRuntimeInf
                         + "; ".join(tried[:6]) + ("; ..." if len(tried) > 6 else "") + ")")
 
 
+# Elements of one row a thread may hold in a fallback shape with fewer threads (nvFuser
+# caps the inner persistent batch at 10 to 16 vectors): longer arrays, with the unrolled
+# address arithmetic of their loads and stores, spill whatever the register estimate says.
+MAX_ROW_ELEMENTS = 64
+
+
 def _pow2_down(hi: int, lo: int) -> list[int]:
     out = []
     n = hi
@@ -125,6 +131,8 @@ def inner_shapes(p: ReductionParams, red_n: int, it_n: int, dev: DevicePropertie
         for bx in wider + _pow2_down(x0 // 2, min(dev.warp_size, x0)):
             if (bx, by) == (x0, bdimy):
                 continue
+            if ceil_div(after_v, bx) * v > max(row_elements(p), MAX_ROW_ELEMENTS):
+                continue  # arrays this long are not kept in registers (ptxas spills them)
             smem = p.lparams.smem // bdimy * by if p.lparams.smem else 0
             out.append(replace(
                 p, batches_per_block_inner_reduction=ceil_div(after_v, bx), multiple_reds_per_blk=by > 1,

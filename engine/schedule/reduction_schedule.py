@@ -283,13 +283,15 @@ def _schedule_other_components(fusion: Fusion, reds: list[TensorView], p: Reduct
     that producer in another segment they are disconnected here, and propagation from the
     reference never reaches them: left unscheduled, every thread ran their whole
     reduction serially (a local buffer of 4097 elements at H=4097, which fails to lower).
+    A part joined to the reference's only through a tensor with no axes (a token count
+    dividing a loss sum: both full reductions, met in a 0-dim division) is apart too.
     Their reductions have the reference's pattern (the scheduler refuses others), so the
     same parameters fit them."""
-    done = tools.connected_tensors(reds[0])
+    done = tools.connected_tensors(reds[0], through_scalars=False)
     for r in reds[1:]:
         if r in done:
             continue
-        part = tools.connected_tensors(r)
+        part = tools.connected_tensors(r, through_scalars=False)
         done |= part
         schedule_reference(r, p)
         note_transform(trace, r.short_name, "scheduled like the reference (it shares no tensor with it)")

@@ -178,18 +178,27 @@ def cache_and_fork_outputs(fusion: Fusion, keep: Keep = _never, trace: Trace | N
     return caches
 
 
-def connected_tensors(tv: TensorView) -> set[TensorView]:
+def connected_tensors(tv: TensorView, through_scalars: bool = True) -> set[TensorView]:
     """The tensors joined to `tv` by producer-consumer edges (fusion inputs included): the
-    part of the fusion that propagation from `tv` can reach."""
+    part of the fusion that propagation from `tv` can reach. Without `through_scalars`, a
+    tensor with no axis to map (a 0-dim one: a mean's divisor) is reached but not crossed:
+    transforms do not propagate through it."""
     seen = {tv}
     stack = [tv]
     while stack:
         t = stack.pop()
+        if t is not tv and not through_scalars and not _has_axes(t):
+            continue
         for n in [*producers_of(t), *consumers_of(t)]:
             if n not in seen:
                 seen.add(n)
                 stack.append(n)
     return seen
+
+
+def _has_axes(tv: TensorView) -> bool:
+    return any(not (i.is_broadcast or i.is_reduction) for i in tv.domain.logical) or any(
+        i.is_reduction for i in tv.domain.logical)
 
 
 def propagate(reference: TensorView, selected: Sequence[TensorView] | None = None) -> None:

@@ -1,7 +1,7 @@
 """Regions of a fusion between the ops no generated kernel computes.
 
 ATen ops (matmul, linear, attention, scans, ...) run as expr_eval segments of their own, and
-a reshape of a fusion input is a view of its buffer. nvFuser cuts its fusion at such ops
+a reshape or a slice of a fusion input is a view of its buffer. nvFuser cuts its fusion at such ops
 (segment_set after MarkAliasesPrepare, expr_eval for ATen ops) and then tries each piece
 whole. The segmenter does the same before merging pairwise: a pairwise walk can stall where
 only the whole piece is schedulable (a persistent normalization needs its reduction and
@@ -23,8 +23,14 @@ G = TypeVar("G", bound=Hashable)
 
 
 def is_cut_point(e: Expr, fusion_inputs: Iterable[object]) -> bool:
-    """An op that bounds a region: one no kernel computes, or a view of a fusion input."""
-    return aten_only(e) or (isinstance(e, ex.ViewOp) and e.inputs[0] in set(fusion_inputs))
+    """An op that bounds a region: one no kernel computes, or a view of a fusion input (a
+    reshape, or a slice with positive constant steps: a window of the input's buffer, as
+    engine.schedule.expr_eval runs it)."""
+    if aten_only(e):
+        return True
+    if not isinstance(e, (ex.ViewOp, ex.SliceOp)) or e.inputs[0] not in set(fusion_inputs):
+        return False
+    return isinstance(e, ex.ViewOp) or all(step.is_const and int(step.value) >= 1 for _, _, step in e.ranges)
 
 
 def regions(groups: Sequence[G], edges: Iterable[tuple[G, G]], cut: Callable[[G], bool]) -> list[list[G]]:

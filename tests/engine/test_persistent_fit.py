@@ -99,3 +99,44 @@ def test_fitted_launches_match_the_reference_on_the_emulator(name, registers, sc
     assert scheduler in [s.scheduler for s in cf.segments]
     for o, r in zip(cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs)):
         _close(o, r)
+
+
+def test_fallback_shapes_never_make_a_thread_hold_more_than_a_bounded_share_of_the_row():
+    """A group norm backward's rows of 40960 floats: the heuristic's 1024 threads hold 40
+    each; the fallbacks with fewer threads would hold 80 and 160, arrays ptxas spills
+    (1168 bytes of local memory a thread at 512 threads on the H200). They are not offered."""
+    from engine.ir.iterdomain import ParallelType
+    from engine.schedule.params import LaunchParams
+    from engine.schedule.persistent_fit import MAX_ROW_ELEMENTS, inner_shapes, row_elements
+    from engine.schedule.reduction_params import ReductionParams
+
+    p = ReductionParams(
+        tag="Inner Persistent Heuristic", fastest_dim=True, persistent_kernel=True,
+        cross_block_inner_reduction=True, unroll_factor_inner_reduction=4, vectorize_inner_reduction=True,
+        batches_per_block_inner_reduction=10, block_dim_inner_reduction=ParallelType.block_x,
+        grid_dim_iter_dom=ParallelType.grid_x,
+        lparams=LaunchParams(gdimx=64, gdimy=1, bdimx=1024, bdimy=1))
+    shapes = inner_shapes(p, 40960, 64, device.MODELS["H200"])
+    assert shapes[0] == p
+    assert all(row_elements(q) <= MAX_ROW_ELEMENTS for q in shapes)
+    # a row short enough for fewer threads still has them offered
+    short = dataclasses.replace(p, batches_per_block_inner_reduction=1,
+                                lparams=dataclasses.replace(p.lparams, bdimx=1024))
+    assert any(q.lparams.bdimx < 1024 for q in inner_shapes(short, 4096, 64, device.MODELS["H200"]))
+
+
+def test_shared_memory_is_sized_for_every_buffer_it_keeps():
+    """A softmax over GPT-2's vocabulary (a [64, 50257] bf16 input scaled by a temperature)
+    keeps two float buffers of the row, the scaled logits and their exponentials; shared
+    memory holds both at once (402 KB), more than an H200 block has. The heuristic sized it
+    for one and the lowering refused the kernel; now the plan never asks for it."""
+    from engine import loads_fusion
+
+    text = (SCRIPTS / "softmax_fwd_temperature_scalar_gpt2_vocab.py").read_text()
+    fd = loads_fusion(text, filename="softmax_fwd_temperature_scalar_gpt2_vocab.py")
+    cf = compile_at(SCRIPTS / "softmax_fwd_temperature_scalar_gpt2_vocab.py", text,
+                    fd.example_inputs(device="cpu", seed=0), fd.input_specs or [None, None],
+                    Scale("real", {6: 64, 157: 50257}), 1 << 31)
+    assert not [e for e in cf.trace.events if "bytes of dynamic shared memory" in e.message]
+    for s in cf.segments:
+        assert s.launch is None or s.launch.shared_mem_bytes <= 232448

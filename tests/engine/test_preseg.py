@@ -132,3 +132,32 @@ def test_views_of_an_output_are_views_and_the_kernel_writes_it_once() -> None:
     t, flat_out, full = got[:3]
     assert t.data_ptr() == flat_out.data_ptr() == full.data_ptr()
     assert t.stride() == (1, h)
+
+
+def test_an_expanded_output_read_by_the_kernel_stays_in_registers() -> None:
+    """nanoGPT's masked softmax hands its [B, H, S, S] expanded mask back: the output becomes
+    a view of a segment_set, and the kernel's own copy of the expand is an intermediate
+    again (it was the output, in global memory, which the kernel wrote and re-read element
+    by element between block-wide waits)."""
+    b, h, s = 2, 3, 8
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[b, h, s, s], contiguity=True, dtype=DataType.BFloat16)
+        m = fd.define_tensor(shape=[1, 1, s, s], contiguity=[None, None, True, True], dtype=DataType.Float)
+        mask = fd.ops.broadcast_in_dim(fd.ops.eq(m, fd.define_scalar(0.0, dtype=DataType.Double)),
+                                       shape=[b, h, s, s], broadcast_dims=[0, 1, 2, 3])
+        y = fd.ops.where(mask, fd.define_scalar(float("-inf"), dtype=DataType.Double),
+                         fd.ops.cast(x, dtype=DataType.Float))
+        mx = fd.ops.broadcast_in_dim(fd.ops.max(y, dims=[3]), shape=[b, h, s, 1], broadcast_dims=[0, 1, 2])
+        fd.add_output(fd.ops.cast(fd.ops.sub(y, mx), dtype=DataType.BFloat16))
+        fd.add_output(mask)
+    g = torch.Generator().manual_seed(4)
+    xs = [torch.randn(b, h, s, s, generator=g).to(torch.bfloat16),
+          torch.triu(torch.ones(1, 1, s, s), diagonal=1)]
+    cf = compile_fusion(fd, xs)
+    (kernel,) = [seg for seg in cf.segments if seg.scheduler == "inner_persistent"]
+    boundary = {*kernel.inputs, *kernel.outputs}
+    assert not [t for t in kernel.fusion.tensors()
+                if t.memory_type.name == "Global" and t.short_name not in boundary]
+    got, want = cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs)
+    assert torch.equal(got[1], want[1])
+    torch.testing.assert_close(got[0], want[0], equal_nan=True)  # a fully masked row is NaN

@@ -421,3 +421,30 @@ def test_an_input_without_the_inner_dim_is_not_vectorized_along_another_axis():
     assert vectorized == {fd.fusion.inputs[0].short_name}  # x's cache, not w's
     require_gxx()
     assert torch.equal(cf.run(xs, backend="emulate")[0], evaluate(fd.fusion, xs)[0])
+
+
+def test_a_part_met_only_in_a_0_dim_tensor_is_scheduled_like_the_reference():
+    """A cross entropy's loss sum divided by its count of valid tokens: two full reductions
+    of tensors made by another kernel, joined only by the 0-dim division. Propagation does
+    not cross a tensor with no axes: the count ran unscheduled, every thread adding all the
+    tokens serially (0.5 ms at 8192 tokens, for 8 KB of data)."""
+
+    from engine import compile_fusion
+    from engine.reference import evaluate
+
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        m = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Int)
+        count = fd.ops.cast(fd.ops.sum(m, dims=[0]), dtype=DataType.Float)
+        fd.add_output(fd.ops.div(fd.ops.sum(a, dims=[0]), count))
+    g = torch.Generator().manual_seed(0)
+    xs = [torch.randn(8192, generator=g), torch.randint(0, 2, (8192,), generator=g)]
+    cf = compile_fusion(fd, xs)
+    assert [s.scheduler for s in cf.segments] == ["reduction"]
+    scheduled = cf.segments[0].scheduled_ir.splitlines()
+    # Both sums end in a block reduction over threadIdx.x (the count no longer serially).
+    finals = [x for x in scheduled if x.startswith("T") and "[rthreadIdx.x" in x]
+    assert len(finals) == 2, finals
+    require_gxx()
+    for o, r in zip(cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs), strict=True):
+        torch.testing.assert_close(o, r)

@@ -93,12 +93,14 @@ def test_lookup_tables_are_global_only_and_not_cached():
 
 
 @needs_gxx
-def test_cross_entropy_cuts_before_the_gather_and_matches_the_reference():
+def test_cross_entropy_looks_up_the_logits_and_matches_the_reference():
     cf = emulate("cross_entropy")
     kinds = [s.scheduler for s in cf.segments]
-    assert kinds == ["inner_persistent", "pointwise", "reduction"]
-    # The gather's table (log_softmax's result) crosses the cut in global memory.
-    assert cf.segments[0].outputs == cf.segments[1].inputs[1:]
+    assert kinds == ["inner_persistent", "reduction"]
+    # The look-up reads the logits (the fusion input) in the persistent kernel: only the
+    # per-row losses cross the cut, not the [rows, classes] log-softmax.
+    (crossing,) = cf.segments[1].input_vals
+    assert [i.extent.value for i in crossing.domain.logical if not i.is_reduction][1:] == [1]
 
 
 # ---- pads and cats: padded inputs are read from global memory -----------------------------------

@@ -15,7 +15,9 @@ SAMPLES = Path(__file__).resolve().parents[2] / "sample_fusions"
 
 # Segment schedulers in run order. "user": seed 002's fusions carry their own schedule.
 SEGMENTS = {
-    "cross_entropy": ["inner_persistent", "pointwise", "reduction"],
+    # the label's log-probability is looked up in the logits inside the persistent kernel
+    # (engine.gather_first); the batch mean is a reduction of its own
+    "cross_entropy": ["inner_persistent", "reduction"],
     "gelu_bias": ["pointwise"],
     "layer_norm": ["inner_persistent"],
     "outer_reduction": ["reduction"],

@@ -142,11 +142,11 @@ async def test_palette_runs_on_the_reference_and_selects_a_segment() -> None:
         await pilot.press("ctrl+p")
         await pilot.pause()
         assert isinstance(app.screen, CommandPalette)
-        await pilot.press(*"Select segment: g2")
+        await pilot.press(*"Select segment: g1")
         await pilot.pause(0.5)
         await pilot.press("enter")
         await pilot.pause()
-        assert app.selected_segment == 2 and app.query_one(SegmentsView).selected == 2
+        assert app.selected_segment == 1 and app.query_one(SegmentsView).selected == 1
         await pilot.press("ctrl+p")
         await pilot.press(*"Run on the reference")
         await pilot.pause(0.5)
@@ -207,9 +207,9 @@ async def test_a_run_finishing_with_a_later_segment_selected_keeps_that_selectio
             await pilot.pause(0.05)
         assert selections == [] and app.selected_segment == ids[1]
         assert table.cursor_row == 1 and app.query_one(CudaView).selected == ids[1]
-        await pilot.press("down")  # the user's own move still selects
+        await pilot.press("up")  # the user's own move still selects
         await pilot.pause()
-        assert app.selected_segment == ids[2] and app.query_one(SegmentsView).selected == ids[2]
+        assert app.selected_segment == ids[0] and app.query_one(SegmentsView).selected == ids[0]
 
 
 async def test_the_run_keys_answer_while_a_run_is_in_progress() -> None:

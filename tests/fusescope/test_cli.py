@@ -168,11 +168,11 @@ def test_show_schedule_softmax_refuses_pointwise_for_its_reductions(capsys: pyte
 def test_show_schedule_cross_entropy_has_one_part_per_segment(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["show", str(_sample("cross_entropy")), "--schedule"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("3 segment(s) ")
+    assert out.startswith("2 segment(s) ")
     heads = [ln.split(":")[0] for ln in out.splitlines() if ln.startswith("Segment g")]
-    assert heads == ["Segment g0", "Segment g1", "Segment g2"]
+    assert heads == ["Segment g0", "Segment g1"]
     assert [ln for ln in out.splitlines() if ln.startswith("Accepted by: ")] == [
-        "Accepted by: inner_persistent", "Accepted by: pointwise", "Accepted by: reduction"]
+        "Accepted by: inner_persistent", "Accepted by: reduction"]
 
 
 def test_show_why_lists_decisions_one_per_line(capsys: pytest.CaptureFixture[str]) -> None:

@@ -37,9 +37,10 @@ def out_of(capsys: pytest.CaptureFixture[str], *argv: str, status: int = 0) -> s
 def test_show_segments_of_cross_entropy(capsys: pytest.CaptureFixture[str]) -> None:
     out = out_of(capsys, "show", str(sample("cross_entropy")), "--segments")
     lines = out.splitlines()
-    assert lines[0].startswith("3 segment(s) (forwarding on, 4 streams); ")
-    assert any(ln.split()[:3] == ["g0", "inner_persistent", "10"] for ln in lines)
-    assert "  g0 -> g1  T11  12.5 KiB" in lines and "  g1 -> g2  T13  128 B" in lines
+    assert lines[0].startswith("2 segment(s) (forwarding on, 4 streams); ")
+    assert any(ln.split()[:3] == ["g0", "inner_persistent", "12"] for ln in lines)
+    assert any(ln.split()[:3] == ["g1", "reduction", "3"] for ln in lines)
+    assert "  g0 -> g1  T13  128 B" in lines
     assert any("not merged, no scheduler accepts the merged group" in ln for ln in lines)
     assert any(ln.strip().startswith("pointwise: ") for ln in lines)  # each refusing scheduler's reason
     assert "Segmented_Fusion{ \n" in out
@@ -78,10 +79,9 @@ def test_show_cuda_of_every_segment_heads_each_with_a_comment(capsys: pytest.Cap
     heads = [ln for ln in out.splitlines() if re.match(r"// segment \d+ \(", ln)]
     assert heads == [
         "// segment 0 (inner_persistent): nvfuser_inner_persistent_f0_c0_r0_g0",
-        "// segment 1 (pointwise): nvfuser_pointwise_f0_c0_r0_g1",
-        "// segment 2 (reduction): nvfuser_reduction_f0_c0_r0_g2",
+        "// segment 1 (reduction): nvfuser_reduction_f0_c0_r0_g1",
     ]
-    assert out.count('extern "C" __global__') == 3
+    assert out.count('extern "C" __global__') == 2
     assert "struct Tensor" not in out  # each kernel alone
 
 
@@ -175,7 +175,7 @@ def test_run_cross_entropy_on_the_emulator(capsys: pytest.CaptureFixture[str]) -
     lines = out.splitlines()
     assert lines[0] == "backend emulate (CPU emulator (g++)); forwarding on, 4 streams"
     rows = [ln.split() for ln in lines if ln.startswith("g")]
-    assert [r[:2] for r in rows] == [["g0", "inner_persistent"], ["g1", "pointwise"], ["g2", "reduction"]]
+    assert [r[:2] for r in rows] == [["g0", "inner_persistent"], ["g1", "reduction"]]
     assert lines[-2].startswith("output T16: max error ") and lines[-2].endswith(" ok")
     assert lines[-1] == "ok: 1 output(s) match the reference"
 
@@ -230,11 +230,11 @@ def test_export_text_formats(fmt: str, tmp_path: Path) -> None:
     text = out.read_text()
     if fmt == "json":
         data = json.loads(text)
-        assert len(data["nodes"]) == 3 and len(data["edges"]) == 2
+        assert len(data["nodes"]) == 2 and len(data["edges"]) == 1
     elif fmt == "dot":
         assert text.startswith("digraph ") and "inner_persistent" in text
     else:
-        assert text.startswith("flowchart ") and 'g0 -->|"T11 (12800 B)"| g1' in text
+        assert text.startswith("flowchart ") and 'g0 -->|"T13 (128 B)"| g1' in text
 
 
 def test_export_to_stdout(capsys: pytest.CaptureFixture[str]) -> None:
