@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from engine.analysis.flops import expr_flops
-from engine.analysis.replay import loop_maps_frozen
+from engine.analysis.loop_map import loop_maps_frozen
 from engine.codegen.cuda import render
 from engine.config import Options
 from engine.dtypes import DataType

@@ -14,13 +14,12 @@ from typing import Any
 
 import torch
 
-from engine.analysis.replay import transforms_between
 from engine.dtypes import from_torch
 from engine.errors import FusionFileError
 from engine.frontend.definition import FrontendCall, FusionDefinition
 from engine.frontend.input_spec import COMPARISONS, SPEC_KINDS, TORCH_DTYPE_NAMES, InputSpec
 from engine.frontend.pyread import enum_namespaces
-from engine.ir.iterdomain import ParallelType, Split
+from engine.ir.iterdomain import ParallelType, Split, transforms_between
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from engine.errors import ScheduleError
 from engine.ir.exprs import ReductionOp, RFactorReductionOp, RFactorWelfordOp, WelfordOp
-from engine.ir.iterdomain import IdTransform, IterDomain, IterType, Merge, Split
+from engine.ir.iterdomain import IdTransform, IterDomain, IterType, Merge, Split, transforms_between
 from engine.ir.tensorview import MemoryType, TensorDomain, TensorView, verify_around
 
 
@@ -113,7 +113,6 @@ def _sync_siblings(tv: TensorView, outs: list[TensorView]) -> None:
 
 def _split_domains(tv: TensorView, axes: Sequence[int]) -> tuple[TensorView, TensorDomain]:
     """The rfactor producer of `tv` (not yet defined) and `tv`'s new domain."""
-    from engine.analysis.replay import transforms_between
 
     name = tv.short_name
     tv._require_not_inlined("rfactor")

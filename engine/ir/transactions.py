@@ -13,14 +13,13 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from engine.errors import ScheduleError
-from engine.ir.iterdomain import IterDomain
+from engine.ir.iterdomain import IterDomain, transforms_between
 
 if TYPE_CHECKING:
     from engine.ir.tensorview import TensorView
 
 
 def _domain_ids(tv: TensorView) -> list[IterDomain]:
-    from engine.analysis.replay import transforms_between
 
     dom = tv.domain
     ends = [*dom.loop, *dom.maybe_allocation, *dom.logical]
@@ -213,7 +212,7 @@ def verify_around(tvs: Sequence[TensorView]) -> None:
 def _verify_all(tvs: Iterable[TensorView]) -> None:
     """verify each of `tvs`; nothing changes meanwhile, so loop maps (every consumer's,
     for each tensor's inline position) are computed once per pair."""
-    from engine.analysis.replay import loop_maps_frozen
+    from engine.analysis.loop_map import loop_maps_frozen
     from engine.ir.verify import verify
 
     with loop_maps_frozen():

@@ -31,7 +31,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from engine.errors import ScheduleError
-from engine.ir.iterdomain import IterDomain, Merge, ParallelType
+from engine.ir.iterdomain import IterDomain, Merge, ParallelType, transforms_between
 from engine.ir.tensorview import MemoryType, TensorView
 
 if TYPE_CHECKING:
@@ -46,7 +46,6 @@ def coverage_error(logical: Sequence[IterDomain], target: Sequence[IterDomain],
                    loop_only: Sequence[IterDomain] = ()) -> str | None:
     """Why `target` does not cover `logical` exactly once through transforms, or None.
     `loop_only` ids may be used once too, but need not be covered."""
-    from engine.analysis.replay import transforms_between
 
     if len(set(target)) != len(target):
         dup = next(i for i in target if list(target).count(i) > 1)
@@ -183,7 +182,7 @@ def max_inline_position(tv: TensorView) -> int:
 
 def _max_inline_position(tv: TensorView) -> int:
     from engine.analysis.logical_map import consumers_of
-    from engine.analysis.replay import loop_map
+    from engine.analysis.loop_map import loop_map
 
     if tv in tv.fusion.inputs:
         return 0

@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from engine.analysis.replay import loop_map
+from engine.analysis.loop_map import loop_map
 from engine.dtypes import ctype_bytes
 from engine.ir import exprs as ex
 from engine.ir.tensorview import MemoryType, TensorView

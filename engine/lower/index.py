@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from engine.analysis.logical_map import consumers_of, pairwise_logical_map
-from engine.analysis.replay import loop_map
+from engine.analysis.loop_map import loop_map
 from engine.analysis.view_interference import view_transforms
 from engine.errors import CompileError
 from engine.ir.base import Expr

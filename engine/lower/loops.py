@@ -15,7 +15,7 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from engine.analysis.replay import loop_map
+from engine.analysis.loop_map import loop_map
 from engine.errors import CompileError
 from engine.ir.base import Expr
 from engine.ir.exprs import ReductionOp, WelfordOp

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine.analysis.replay import loop_maps_frozen
+from engine.analysis.loop_map import loop_maps_frozen
 from engine.dtypes import DataType
 from engine.errors import CompileError, UnpartitionedWriteError
 from engine.ir import exprs as ex

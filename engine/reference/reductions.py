@@ -7,10 +7,9 @@ from typing import Any
 
 import torch
 
-from engine.analysis.replay import transforms_between
 from engine.errors import ExecutionError
 from engine.ir import exprs as ex
-from engine.ir.iterdomain import Merge, Split
+from engine.ir.iterdomain import Merge, Split, transforms_between
 from engine.ir.tensorview import TensorView
 from engine.reference.rules import Context, as_dtype, handles, up
 

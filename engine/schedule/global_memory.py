@@ -11,10 +11,9 @@ indexing and resize ops (`memory_promotion_reason`)."""
 
 from __future__ import annotations
 
-from engine.analysis.replay import transforms_between
 from engine.ir import exprs as ex
 from engine.ir.fusion import Fusion
-from engine.ir.iterdomain import Resize
+from engine.ir.iterdomain import Resize, transforms_between
 from engine.ir.quant_exprs import BlockQuantizationOp, PreprocessGroupedMatmulInputSf
 from engine.ir.tensorview import TensorView
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from engine.analysis.logical_map import consumers_of, logical_map
-from engine.analysis.replay import loop_map, loop_maps_frozen
+from engine.analysis.loop_map import loop_map, loop_maps_frozen
 from engine.errors import ScheduleError
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain, Merge, transforms_between

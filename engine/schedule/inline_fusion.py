@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from engine.analysis.logical_map import consumers_of, pairwise_logical_map, root_to_logical
+from engine.analysis.loop_map import loop_maps_frozen
 from engine.analysis.persistent import persistent_buffers, upstream_tvs
-from engine.analysis.replay import loop_maps_frozen
 from engine.errors import ScheduleError
 from engine.ir import exprs as ex
 from engine.ir.fusion import Fusion

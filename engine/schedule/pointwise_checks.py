@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from engine.analysis.logical_map import consumers_of
-from engine.analysis.replay import loop_maps_frozen
+from engine.analysis.loop_map import loop_maps_frozen
 from engine.errors import ScheduleError
 from engine.ir import exprs as ex
 from engine.ir.iterdomain import IterDomain

@@ -12,18 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from engine.analysis.logical_map import consumers_of, logical_map, pairwise_logical_map, producers_of
-from engine.analysis.replay import (
-    is_reshape_edge,
-    linear_id,
-    linear_ids,
-    loop_map,
-    loop_map_across_resize,
-    loop_transforms,
-    replay_onto,
-    transforms_between,
-)
+from engine.analysis.loop_map import loop_map, loop_map_across_resize
+from engine.analysis.replay import is_reshape_edge, linear_id, linear_ids, loop_transforms, replay_onto
 from engine.errors import ScheduleError
-from engine.ir.iterdomain import IterDomain, Merge, ParallelType
+from engine.ir.iterdomain import IterDomain, Merge, ParallelType, transforms_between
 from engine.ir.tensorview import TensorView, transaction
 from engine.schedule.inline_fusion import inline_all_at, inline_most, persistent_caps
 

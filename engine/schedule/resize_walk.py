@@ -15,7 +15,7 @@ engine does the same in a simplified, explicit form:
    (engine.schedule.resize_schedule). Producers of a pad thus iterate the padded
    extent (their values are read only inside the original range) and producers of a
    slice only the sliced range, so every tensor can be inlined into its consumers
-   (engine.analysis.replay.loop_map matches Resizes of equal offsets).
+   (engine.analysis.loop_map.loop_map matches Resizes of equal offsets).
 
 A tensor that two paths give different chains (a non-fusion-input tensor read by two
 different slices, or by a slice and a pointwise op) is a conflict: the walk raises

@@ -8,10 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from engine.analysis.logical_map import pairwise_logical_map, tensor_edges
-from engine.analysis.replay import transforms_between
 from engine.ir import exprs as ex
 from engine.ir.fusion import Fusion
-from engine.ir.iterdomain import Merge, Split
+from engine.ir.iterdomain import Merge, Split, transforms_between
 from engine.ir.tensorview import TensorView
 
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from engine import DataType, FusionDefinition, load_fusion
-from engine.analysis.replay import loop_map
+from engine.analysis.loop_map import loop_map
 from engine.ir.iterdomain import ParallelType
 from engine.ir.tensorview import MemoryType
 from engine.ir.verify import verify_fusion
