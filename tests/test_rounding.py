@@ -19,7 +19,7 @@ import torch
 
 from engine import compile_fusion, load_fusion
 from engine.reference import evaluate
-from tests.rounding import Spread, explained_by_rounding, rounding_spread, ulp
+from tests.rounding import Spread, beyond_compute_range, explained_by_rounding, rounding_spread, ulp
 
 FIXTURE = Path(__file__).parent / "engine" / "fixtures" / "mixtral_rope_h1024.py"
 
@@ -32,6 +32,18 @@ def test_an_element_no_further_from_float64_than_the_reference_is_explained() ->
     # 16.25 is 0.216 from float64, the reference 0.221; 17.0 is 0.966 off; 0.2852 is closer.
     assert explained_by_rounding(out, ref, spread).tolist() == [True, False, True]
     assert ulp(torch.bfloat16, torch.tensor([16.0, 15.9, 0.3])).tolist() == [0.125, 0.0625, 2.0**-9]
+
+
+def test_an_overflow_of_float_is_judged_by_range_not_by_rounding() -> None:
+    """Where the float64 value is beyond float's range, an inf or NaN from both sides is the
+    overflow of the type both compute in; a finite value there, or a non-finite one where the
+    float64 value fits, is not."""
+    exact = torch.tensor([-1.26e46, -1.26e46, 3.0e38, -1.26e46], dtype=torch.float64)
+    spread = Spread(exact, [exact])
+    out = torch.tensor([float("nan"), float("nan"), float("inf"), -3.0], dtype=torch.bfloat16)
+    ref = torch.tensor([float("-inf"), -3.0, float("inf"), float("-inf")], dtype=torch.bfloat16)
+    assert beyond_compute_range(out, ref, spread).tolist() == [True, False, False, False]
+    assert not explained_by_rounding(out, ref, spread)[0]
 
 
 def test_the_kernels_summation_order_moves_rope_outputs_by_many_ulps_all_explained_by_rounding() -> None:
