@@ -19,6 +19,7 @@ compute at data-dependent positions).
 
 from __future__ import annotations
 
+from engine.dtypes import DataType
 from engine.ir import exprs as ex
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain
@@ -47,7 +48,7 @@ def _pushable(fusion: Fusion, table: TensorView, d: int) -> bool:
             continue
         if not isinstance(v, TensorView) or len(_axes(v)) != len(shape):
             return False
-        if _axes(v)[d].is_broadcast:
+        if _broadcast_along(v, d):
             if _unexpanded(v, d) is None:
                 return False
             continue
@@ -87,7 +88,7 @@ def _reaches_inputs(fusion: Fusion, table: TensorView, d: int) -> bool:
                if isinstance(v, TensorView) and not _broadcast_along(v, d))
 
 
-def _fresh_like(fusion: Fusion, out: TensorView, dtype) -> TensorView:
+def _fresh_like(fusion: Fusion, out: TensorView, dtype: DataType) -> TensorView:
     return TensorView(fusion, TensorDomain([
         IterDomain(fusion, i.extent, i.iter_type, expanded_extent=i.expanded_extent)
         for i in _axes(out)]), dtype)

@@ -197,8 +197,7 @@ def connected_tensors(tv: TensorView, through_scalars: bool = True) -> set[Tenso
 
 
 def _has_axes(tv: TensorView) -> bool:
-    return any(not (i.is_broadcast or i.is_reduction) for i in tv.domain.logical) or any(
-        i.is_reduction for i in tv.domain.logical)
+    return any(not i.is_broadcast for i in tv.domain.logical)
 
 
 def propagate(reference: TensorView, selected: Sequence[TensorView] | None = None) -> None:
