@@ -154,8 +154,9 @@ _CMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 _BITWISE = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}
 
 
-def binary(op: str, a: str, b: str, dtype: DataType) -> str:
-    """C expression of a binary op on `a` and `b` (both of type `dtype`)."""
+def binary(op: str, a: str, b: str, dtype: DataType, b_value: float | int | None = None) -> str:
+    """C expression of a binary op on `a` and `b` (both of type `dtype`); `b_value` is b's value
+    when it is a compile-time constant."""
     if op not in ARITH_BINARY and op not in COMPARE_BINARY and op not in BITWISE_BINARY:
         raise _unknown("binary", op)
     _check_compute(op, dtype)
@@ -200,6 +201,10 @@ def binary(op: str, a: str, b: str, dtype: DataType) -> str:
     if op == "remainder":
         return f"fsRemainder({a}, {b})"
     if op == "pow":
+        if _is_fp(dtype) and b_value in (1, 2, 3) and not isinstance(b_value, bool):
+            # x**2 and x**3 as products, as torch's kernels compute them (powf is a long
+            # library routine: it made RMSNorm's sum of squares compute-bound).
+            return "(" + " * ".join([a] * int(b_value)) + ")"
         return f"fsPow({a}, {b})"
     if op == "maximum":
         return f"fsMax({a}, {b})"

@@ -37,7 +37,10 @@ def value_of(low: ExprLowering, expr: Expr, out: TensorView, c_index: dict[IterD
     if isinstance(expr, ex.BinaryOp):
         dt = low.operand_dtype(expr, out)
         a, b = (_operand(low, v, out, c_index, dt) for v in expr.inputs)
-        return low.converted(ops_table.binary(expr.op, a, b, dt), _result_dtype(expr.op, dt), out.dtype)
+        rhs = expr.inputs[1]
+        b_value = rhs.value if isinstance(rhs, Scalar) else None
+        text = ops_table.binary(expr.op, a, b, dt, b_value)
+        return low.converted(text, _result_dtype(expr.op, dt), out.dtype)
     if isinstance(expr, ex.TernaryOp):
         return _ternary(low, expr, out, c_index)
     if isinstance(expr, ex.LoadStoreOp | ex.BroadcastOp | ex.SqueezeOp | ex.ExpandOp | ex.ViewOp | ex.SliceOp):
