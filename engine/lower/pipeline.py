@@ -35,6 +35,7 @@ from engine.lower.index import Extents
 from engine.lower.loops import LoopNode, Nest, _exprs_of, out_tv, walk
 from engine.lower.lowering import ExprLowering, loop_kind
 from engine.lower.reductions import acc_level, check_grid_results
+from engine.lower.shared_loads import share_loads
 from engine.lower.smem import SharedBuffer, SharedMemoryUse
 from engine.lower.split_chains import split_chain
 from engine.lower.unroll import unroll_local_indexing
@@ -367,6 +368,9 @@ def _lower_fusion(fusion: Fusion, env: dict, name: str, layouts: dict[str, tuple
     body, notes = share_epilogue(body, low.grid_syncs, {p.name for p in params} | set(low.workspaces))
     if notes:
         stages["grid_epilogue"] = "\n".join(notes) + "\n"
+    body, notes = share_loads(body, {n for n, tv in tensors.items() if tv in low.fusion_inputs})
+    if notes:
+        stages["shared_loads"] = "\n".join(notes) + "\n"
     unrolled = unroll_local_indexing(body)
     if unrolled:
         stages["unroll"] = "serial loops indexing local arrays, unrolled: " + ", ".join(unrolled) + "\n"

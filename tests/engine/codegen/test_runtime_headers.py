@@ -304,7 +304,8 @@ def bits_of(t: torch.Tensor) -> torch.Tensor:
 
 # ---- block reductions ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("block", [(96, 3, 1), (7, 5, 3), (32, 4, 2), (32, 1, 1), (64, 2, 2)])
+@pytest.mark.parametrize("block", [(96, 3, 1), (7, 5, 3), (32, 4, 2), (32, 1, 1), (64, 2, 2), (100, 1, 1), (40, 1, 1),
+                                   (33, 1, 1), (160, 2, 1), (484, 1, 1), (899, 1, 1)])
 def test_block_all_reduce_and_welford(kernels, block):
     bx, by, bz = block
     nt = bx * by * bz

@@ -1,0 +1,87 @@
+"""A kernel that loads the same input elements twice under the same predicate keeps one
+register copy (engine.lower.shared_loads)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from engine import loads_fusion
+from engine.compile import compile_fusion
+from engine.lower import kir
+from engine.lower.shared_loads import share_loads
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "realworld" / "scripts"
+
+
+def _load(dst: str, src: str, index: str, cond: str | None) -> kir.Stmt:
+    call = kir.Raw(f"loadGeneric<float, 4>(&{dst}[0], &{src}[{index}]);")
+    return kir.IfThenElse(cond, [call]) if cond else call
+
+
+def _alloc(name: str, size: int = 4) -> kir.Allocate:
+    return kir.Allocate(name, "float", size, "local")
+
+
+def _text(body: list[kir.Stmt]) -> str:
+    return "\n".join(ln for s in body for ln in s.lines(0))
+
+
+def test_a_repeated_load_is_dropped_and_its_array_read_from_the_first():
+    body: list[kir.Stmt] = [
+        _alloc("T2"), _alloc("T3"), _alloc("T4"),
+        _load("T2", "T0", "i * 4", "i < 8"),
+        _load("T3", "T0", "i * 4", "i < 8"),
+        _load("T4", "T0", "i * 4 + 32", "i < 8"),  # other elements: kept
+        kir.Assign("T9[i]", "T2[0] + T3[1] + T4[2]"),
+    ]
+    out, notes = share_loads(body, {"T0"})
+    text = _text(out)
+    assert notes == ["T3: the same loads as T2, read from it"]
+    assert "T3" not in text
+    assert text.count("loadGeneric") == 2
+    assert "T9[i] = T2[0] + T2[1] + T4[2];" in text
+
+
+def test_loads_that_differ_or_write_twice_are_kept():
+    body: list[kir.Stmt] = [
+        _alloc("T2"), _alloc("T3"), _alloc("T5"), _alloc("T6"), _alloc("T7", 8),
+        _load("T2", "T0", "i * 4", "i < 8"),
+        _load("T3", "T0", "i * 4", "i < 7"),  # another predicate
+        _load("T5", "T1", "i * 4", "i < 8"),  # T1 is not a read-only input
+        _load("T6", "T1", "i * 4", "i < 8"),
+        _load("T7", "T0", "i * 4", "i < 8"),  # another array size
+        kir.Assign("T9[i]", "T2[0] + T3[0] + T5[0] + T6[0] + T7[0]"),
+    ]
+    before = _text(body)
+    out, notes = share_loads(body, {"T0"})
+    assert notes == []
+    assert _text(out) == before
+    rewritten: list[kir.Stmt] = [
+        _alloc("T2"), _alloc("T3"),
+        _load("T2", "T0", "i * 4", None),
+        _load("T3", "T0", "i * 4", None),
+        kir.Assign("T3[0]", "1.0f"),  # T3 is written again: not a copy of T2
+        kir.Assign("T9[i]", "T2[0] + T3[0]"),
+    ]
+    assert share_loads(rewritten, {"T0"})[1] == []
+
+
+def test_a_use_outside_the_loads_scope_keeps_the_load():
+    inner: list[kir.Stmt] = [_load("T2", "T0", "i * 4", None), _load("T3", "T0", "i * 4", None)]
+    body: list[kir.Stmt] = [_alloc("T2"), _alloc("T3"), kir.Scope(inner), kir.Assign("T9[i]", "T3[0]")]
+    assert share_loads(body, {"T0"})[1] == []
+
+
+def test_the_chunked_silu_backward_loads_its_first_half_once_and_matches_the_reference():
+    path = SCRIPTS / "moe_chunk_silu_mul_bwd_3d_pad_add_bf16.py"
+    fd = loads_fusion(path.read_text(), filename=str(path))
+    xs = fd.example_inputs(device="cpu", seed=0)
+    cf = compile_fusion(fd, xs)
+    (seg,) = [s for s in cf.segments if s.is_kernel]
+    assert "the same loads as" in seg.stages.get("shared_loads", "")
+    got = cf.run(xs, backend="emulate")
+    want = cf.run(xs, backend="reference")
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g.float(), w.float(), rtol=1e-2, atol=1e-2)
