@@ -27,7 +27,7 @@ from engine.lower.reductions import (
     sibling_index,
     write_back,
 )
-from engine.lower.welford_two_pass import cast_source, equal_counts, second_pass, two_pass_steps
+from engine.lower.welford_two_pass import block_welford, cast_source, second_pass, two_pass_steps
 
 if TYPE_CHECKING:
     from engine.lower.lowering import ExprLowering
@@ -109,7 +109,7 @@ def lower_welford(low: ExprLowering, expr: ex.WelfordOp, loops: list[LoopNode],
     elif any(threads):
         low.reserve_reduction_smem(24)
 
-        fn = "blockWelfordEqualCounts" if equal_counts(low, expr, avg, preds) else "blockWelford"
+        fn = block_welford(low, expr, avg, preds)
 
         def call(e: str) -> kir.Stmt:
             k = e[len(a0.name):]

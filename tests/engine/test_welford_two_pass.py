@@ -23,8 +23,8 @@ def kernel_body(cf) -> str:  # noqa: ANN001
 @needs_gxx
 @pytest.mark.parametrize("cols, overrides, two_pass, equal", [
     (1024, {}, True, True),  # 128 threads x 2 batches x 4 values
-    # 125 threads x 2 batches x 4 values: equal counts, but no power of two of threads
-    (1000, {"lparams.bdimx": 128, "batches_per_block_inner_reduction": 2}, True, False),
+    # 125 threads x 2 batches x 4 values: equal counts over no power of two of threads
+    (1000, {"lparams.bdimx": 128, "batches_per_block_inner_reduction": 2}, True, True),
     # 128 threads x 8 batches over 1001 values: the last threads' values predicated off
     (1001, {"lparams.bdimx": 128, "batches_per_block_inner_reduction": 8}, False, False),
 ])
@@ -36,7 +36,7 @@ def test_register_welford_is_two_passes_where_every_thread_folds_as_many(cols: i
     cf = compile_fusion(fd, xs, Options(heuristic_overrides=overrides))
     body = kernel_body(cf)
     assert ("fs_welford_update" not in body) == two_pass
-    assert ("blockWelfordEqualCounts" in body) == equal
+    assert ("blockWelfordFixedCounts" in body) == equal
     if two_pass:
         assert re.search(r"T\d+_acc\[0\] = T\d+_acc\[0\] / static_cast<float>\(\d+\);", body)
     outs = cf.run(xs, backend="emulate")
@@ -47,14 +47,14 @@ def test_register_welford_is_two_passes_where_every_thread_folds_as_many(cols: i
 @needs_gxx
 def test_a_welford_over_a_projected_bf16_row_reads_the_buffer_in_both_passes():
     """The float values are a cast of the persistent bf16 input (projected): both passes read
-    the bf16 registers and convert, and the block combine pairs equal counts."""
+    the bf16 registers and convert, and the block combines fixed counts."""
     fd = layer_norm(BF16, 8, 1024)
     g = torch.Generator().manual_seed(5)
     xs = [(torch.randn(8, 1024, generator=g) * 3 + 5).to(torch.bfloat16),
           torch.randn(1024, generator=g).to(torch.bfloat16), torch.randn(1024, generator=g).to(torch.bfloat16)]
     cf = compile_fusion(fd, xs)
     body = kernel_body(cf)
-    assert "fs_welford_update" not in body and "blockWelfordEqualCounts" in body
+    assert "fs_welford_update" not in body and "blockWelfordFixedCounts" in body
     assert re.search(r"fs_d = __bfloat2float\(T\d+\[", body)
     outs = cf.run(xs, backend="emulate")
     for got, want in zip(outs, evaluate(fd.fusion, xs)):

@@ -223,13 +223,6 @@ struct FsWelfordSmemStore {
   }
 };
 
-template <typename T>
-struct FsWelfordEqualOp {
-  FS_DEVICE FsWelford<T> operator()(const FsWelford<T>& a, const FsWelford<T>& b) const {
-    return fsWelfordCombineEqual(a, b);
-  }
-};
-
 // The all-reduce of (avg, m2, n) over the flagged thread dims with combine `Op`.
 template <bool X_REDUCE, bool Y_REDUCE, bool Z_REDUCE, typename T, typename Op>
 FS_DEVICE void fsBlockWelfordWith(T& avg, T& m2, nvfuser_index_t& n, T* smem_avg, T* smem_m2,
@@ -248,14 +241,25 @@ __device__ void blockWelford(T& avg, T& m2, nvfuser_index_t& n, T* smem_avg, T* 
   fsBlockWelfordWith<X_REDUCE, Y_REDUCE, Z_REDUCE>(avg, m2, n, smem_avg, smem_m2, smem_n, FsWelfordOp<T>());
 }
 
-// blockWelford where the code generator knows that every thread holds the same count and the
-// reduced threads of a segment are a power of two, so every step of the tree pairs equal
-// counts: no general combine at all (a 512-thread layer norm: 32 registers instead of 40).
+// blockWelford where every thread holds the same count `n` (the code generator knows: a
+// two-pass thread Welford over a fixed number of values, no thread predicated): the block's
+// mean is the mean of the threads' means, and its m2 the sum of theirs plus n times the squared
+// deviations of their means (Chan's combine, all at once). Two float all-reductions instead of
+// one of (avg, m2, n) triples, as nvFuser's translated Welford does.
 template <bool X_REDUCE, bool Y_REDUCE, bool Z_REDUCE, typename T>
-__device__ void blockWelfordEqualCounts(T& avg, T& m2, nvfuser_index_t& n, T* smem_avg, T* smem_m2,
+__device__ void blockWelfordFixedCounts(T& avg, T& m2, nvfuser_index_t& n, T* smem_avg, T* smem_m2,
                                         nvfuser_index_t* smem_n) {
-  fsBlockWelfordWith<X_REDUCE, Y_REDUCE, Z_REDUCE>(avg, m2, n, smem_avg, smem_m2, smem_n,
-                                                   FsWelfordEqualOp<T>());
+  (void)smem_m2;
+  (void)smem_n;
+  unsigned r, R, seg;
+  fsReduceCoords<X_REDUCE, Y_REDUCE, Z_REDUCE>(threadIdx.x, threadIdx.y, threadIdx.z, blockDim.x,
+                                                blockDim.y, blockDim.z, r, R, seg);
+  const auto add = [](T a, T b) { return a + b; };
+  const T mean = blockAllReduce<X_REDUCE, Y_REDUCE, Z_REDUCE>(avg, add, smem_avg) / static_cast<T>(R);
+  const T d = avg - mean;
+  m2 = blockAllReduce<X_REDUCE, Y_REDUCE, Z_REDUCE>(m2 + static_cast<T>(n) * d * d, add, smem_avg);
+  avg = mean;
+  n = n * static_cast<nvfuser_index_t>(R);
 }
 
 #endif  // FS_RUNTIME_REDUCE_CUH
