@@ -56,6 +56,18 @@ def test_a_main_guard_body_is_read_as_the_script() -> None:
     assert _lines(fd) == [(11, 11)] and "the else branch" in fd.skipped_statements[0].reason
 
 
+def test_a_cuda_availability_guard_is_read_as_on_a_gpu_machine() -> None:
+    fd = loads_fusion(HEAD + "if torch.cuda.is_available():\n" + _indent(BODY) + "else:\n    import os\n", "s.py")
+    _same_fusion(fd)
+    assert _lines(fd) == [(11, 11)] and "taken without a GPU" in fd.skipped_statements[0].reason
+    # negated: the body is what runs without a GPU; nested in a main guard
+    text = (HEAD + 'if __name__ == "__main__":\n    if not torch.cuda.is_available():\n        import sys\n'
+            "    else:\n" + _indent(_indent(BODY)))
+    fd = loads_fusion(text, "s.py")
+    _same_fusion(fd)
+    assert _lines(fd) == [(5, 5)] and "taken without a GPU" in fd.skipped_statements[0].reason
+
+
 def test_the_main_guard_is_the_only_dunder_a_file_may_spell() -> None:
     for text in ('if __name__ == "__main__":\n    print(__name__)\n' + _indent(BODY),
                  'if __name__ == "__main__":\n' + _indent(BODY) + "    x = inputs.__class__\n",

@@ -5,7 +5,7 @@ module of a printed repro. Before reading, the syntax tree is normalised (nothin
 evaluated; statements are moved, never changed in meaning):
 
 - `if __name__ == "__main__":` is replaced by its body (its `else:`, which runs only on
-  import, is skipped); a `try:` holding only imports is replaced by them (its handlers
+  import, is skipped); `if torch.cuda.is_available():` by the branch a GPU machine takes; a `try:` holding only imports is replaced by them (its handlers
   are skipped).
 - A file with no fusion at the top level reads the body of its first test (or other)
   function that defines one: a `with FusionDefinition() as fd:` block, an
@@ -91,11 +91,34 @@ def _main_guard(stmt: ast.stmt) -> ast.Name | None:
     return name if main else None
 
 
+def _cuda_guard(stmt: ast.stmt) -> bool | None:
+    """For `if torch.cuda.is_available():` True, for `if not torch.cuda.is_available():` False
+    (the branch a GPU machine takes is then the else); None for another statement."""
+    if not isinstance(stmt, ast.If):
+        return None
+    test, negated = stmt.test, False
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, negated = test.operand, True
+    if not (isinstance(test, ast.Call) and not test.args and not test.keywords):
+        return None
+    f = test.func
+    spelled = (isinstance(f, ast.Attribute) and f.attr == "is_available" and isinstance(f.value, ast.Attribute)
+               and f.value.attr == "cuda" and isinstance(f.value.value, ast.Name) and f.value.value.id == "torch")
+    return (not negated) if spelled else None
+
+
 def _unwrap(stmts: list[ast.stmt], shape: ModuleShape) -> list[ast.stmt]:
     out: list[ast.stmt] = []
     for stmt in stmts:
         guard = _main_guard(stmt)
-        if guard is not None:
+        cuda = _cuda_guard(stmt)
+        if cuda is not None:
+            assert isinstance(stmt, ast.If)
+            taken, other = (stmt.body, stmt.orelse) if cuda else (stmt.orelse, stmt.body)
+            out += _unwrap(taken, shape)
+            _skip(shape, other, "the branch of `if torch.cuda.is_available():` taken without a GPU "
+                                "(the file is read as on a GPU machine)")
+        elif guard is not None:
             assert isinstance(stmt, ast.If)
             shape.main_guard_names.add(id(guard))
             out += _unwrap(stmt.body, shape)
