@@ -288,18 +288,6 @@ FS_DEVICE float fsE4m3BitsToFloat(uint8_t b) {
   return fsUintAsFloat(sign | ((e + 120u) << 23) | (m << 20));
 }
 
-// On sm_89 and later, PTX's cvt.rn.satfinite.e4m3x2: the same rounding and saturation (the
-// clamp to +-448 is satfinite's), in one instruction instead of a dozen; only a NaN's bits may
-// differ, which are not part of the contract. The emulator and older GPUs take the bit path.
-FS_DEVICE __e4m3 __float2e4m3(float f) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890 && !defined(FS_EMULATE)
-  unsigned short pair;
-  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(f));
-  return fsE4m3FromBits(static_cast<uint8_t>(pair & 0xffu));
-#else
-  return fsE4m3FromBits(fsFloatToE4m3Bits(f));
-#endif
-}
 FS_DEVICE float __e4m32float(__e4m3 h) { return fsE4m3BitsToFloat(h.raw); }
 
 // ---- fp8 e5m2 ------------------------------------------------------------------------------
@@ -325,16 +313,27 @@ FS_DEVICE uint8_t fsFloatToE5m2Bits(float f) {
   return static_cast<uint8_t>(result | (sign >> 24));
 }
 
-// As e4m3: cvt.rn.satfinite.e5m2x2 on sm_89 and later.
-FS_DEVICE __e5m2 __float2e5m2(float f) {
+// float -> e4m3 (E4M3) or e5m2 bits. On sm_89 and later, PTX's cvt.rn.satfinite.{e4m3,e5m2}x2
+// (its low byte): the same rounding and saturation (the reference's clamp to the largest
+// finite value is satfinite's) in one instruction instead of a dozen; only a NaN's bits may
+// differ, which are not part of the contract. The emulator and older GPUs take the bit paths.
+template <bool E4M3>
+FS_DEVICE uint8_t fsFloatToFp8Bits(float f) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890 && !defined(FS_EMULATE)
   unsigned short pair;
-  asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(f));
-  return fsE5m2FromBits(static_cast<uint8_t>(pair & 0xffu));
+  if (E4M3) {
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(f));
+  } else {
+    asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(f));
+  }
+  return static_cast<uint8_t>(pair & 0xffu);
 #else
-  return fsE5m2FromBits(fsFloatToE5m2Bits(f));
+  return E4M3 ? fsFloatToE4m3Bits(f) : fsFloatToE5m2Bits(f);
 #endif
 }
+
+FS_DEVICE __e4m3 __float2e4m3(float f) { return fsE4m3FromBits(fsFloatToFp8Bits<true>(f)); }
+FS_DEVICE __e5m2 __float2e5m2(float f) { return fsE5m2FromBits(fsFloatToFp8Bits<false>(f)); }
 // e5m2 is the high byte of a binary16.
 FS_DEVICE float __e5m22float(__e5m2 h) {
   return fsHalfBitsToFloat(static_cast<uint16_t>(static_cast<uint16_t>(h.raw) << 8));
