@@ -64,29 +64,21 @@ def two_pass_steps(low: ExprLowering, expr: ex.WelfordOp, accs: list[Accumulator
     return count or None  # an empty reduction keeps the update's (0, 0, 0)
 
 
-def fixed_count_threads(low: ExprLowering, expr: ex.WelfordOp, avg: TensorView, preds: list[str]) -> int | None:
-    """The reduced threads of this Welford's block combine, when each holds the same count:
-    it combines the partials of a two-pass thread Welford (a fixed count per thread),
-    unpredicated, over reduced thread axes that span their launch dimensions exactly."""
+def block_welford(low: ExprLowering, expr: ex.WelfordOp, avg: TensorView, preds: list[str]) -> str:
+    """The runtime function that combines this Welford's partials across the block:
+    blockWelfordFixedCounts (two float all-reductions) when every thread holds the same
+    count, that is, it combines the partials of a two-pass thread Welford (a fixed count per
+    thread), unpredicated, over reduced thread axes that span their launch dimensions exactly;
+    blockWelford otherwise."""
     if len(expr.inputs) != 3 or preds or expr.inputs[2] not in low.fixed_counts:
-        return None
-    threads = 1
+        return "blockWelford"
     for i in avg.domain.loop:
         if i.is_reduction and i.parallel_type in THREADS:
-            n = low.ext.of(i)
-            if n != low.launch_dims.get(i.parallel_type, 1):
-                return None
-            threads *= n
+            if low.ext.of(i) != low.launch_dims.get(i.parallel_type, 1):
+                return "blockWelford"
         elif i.is_reduction and low.ext.of(i) > 1:
-            return None  # a serial or block part: not the tree alone
-    return threads
-
-
-def block_welford(low: ExprLowering, expr: ex.WelfordOp, avg: TensorView, preds: list[str]) -> str:
-    """The runtime function that combines this Welford's partials across the block: two float
-    all-reductions when every thread holds the same count (blockWelfordFixedCounts)."""
-    fixed = fixed_count_threads(low, expr, avg, preds) is not None
-    return "blockWelfordFixedCounts" if fixed else "blockWelford"
+            return "blockWelford"  # a serial or block part: not the tree alone
+    return "blockWelfordFixedCounts"
 
 
 def second_pass(low: ExprLowering, loops: list[LoopNode], level: int, count: int, x: str,
