@@ -384,6 +384,7 @@ MK = "open('{marker}', 'w')"
     (FUNC + f"with FusionDefinition() as fd:\n    fusion_func(fd, {MK}, 4)\n", 9),
     (FUNC.replace("scale=2.0", f"scale={MK}"), 3),
     ('if __name__ == "__main__":\n' + _indent(BODY.replace("dims=[1]", f"dims=[{MK}]")), 6),
+    ("if torch.cuda.is_available():\n" + _indent(BODY.replace("dims=[1]", f"dims=[{MK}]")), 6),
     ("def test_x(self):\n" + _indent(BODY.replace("randn(3, 5)", f"randn({MK})")), 8),
     ("def test_x(self):\n    inputs = [torch.randn(2)]\n    def f(fd):\n        fd.add_output(" + MK + ")\n"
      "    self.exec_nvfuser(f, inputs)\n", 6),
@@ -402,6 +403,7 @@ def test_hostile_code_the_fusion_reads_is_refused(text: str, line: int, tmp_path
 @pytest.mark.parametrize("text", [
     'if __name__ == "__main__":\n    ' + MK + "\n" + _indent(BODY),  # in the guard, before the fusion
     'if __name__ == "__main__":\n' + _indent(BODY) + "    " + MK + "\n",  # in the guard, after the run
+    "if torch.cuda.is_available():\n" + _indent(BODY) + "else:\n    " + MK + "\n",  # the branch not taken
     "def clearL2Cache():\n    " + MK + "\nclearL2Cache()\n" + BODY,  # a helper and its call
     "def test_a(self):\n" + _indent(BODY) + "def test_b(self):\n    " + MK + "\n" + _indent(BODY),  # another test
     "import pytest\n@pytest.mark.skipif(" + MK + ", reason='x')\ndef test_a(self):\n" + _indent(BODY),  # decorators
