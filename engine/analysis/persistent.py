@@ -33,6 +33,11 @@ if TYPE_CHECKING:
 _POINTWISE = (ex.UnaryOp, ex.BinaryOp, ex.TernaryOp, ex.BroadcastOp, ex.ExpandOp)
 
 
+def _is_copy(e: ex.Expr) -> bool:
+    """A set that copies element by element (not a permute, not a segment boundary)."""
+    return isinstance(e, ex.LoadStoreOp) and e.kind == "Set" and not e.is_permute
+
+
 def is_reduction_tv(tv: TensorView) -> bool:
     return isinstance(tv.definition, (ex.ReductionOp, ex.WelfordOp)) and any(
         i.is_reduction for i in tv.domain.logical
@@ -113,10 +118,29 @@ class PersistentBufferInfo:
         return out
 
 
-def persistent_buffers(fusion: Fusion) -> PersistentBufferInfo:
+def pointwise_reach(t: TensorView) -> set[TensorView]:
+    """`t` and what is computed from it before any further reduction: a path that passes
+    a reduction meets a result only once that reduction is done."""
+    seen = {t}
+    stack = [t]
+    while stack:
+        for c in consumers_of(stack.pop()):
+            if c not in seen and not is_reduction_tv(c):
+                seen.add(c)
+                stack.append(c)
+    return seen
+
+
+def persistent_buffers(fusion: Fusion, same_pass: bool = False) -> PersistentBufferInfo:
     """Tensors used by a reduction (directly or through other ops) and also, outside
     that reduction's input cone, by a consumer whose values meet the reduction's result:
-    they must persist across it."""
+    they must persist across it.
+
+    A consumer whose path to the result passes another reduction (a masked sum and the
+    count of its mask, divided afterwards) reads the tensor in that reduction's pass. The
+    persistent schedulers compute each reduction in a loop nest of its own, so such a
+    tensor persists for them; `same_pass` is for a schedule that computes all reductions
+    of the same pattern in one pass (the reduction scheduler), where it does not."""
     info = PersistentBufferInfo()
     for red in reduction_tvs(fusion):
         up = upstream_tvs(red)
@@ -134,7 +158,12 @@ def persistent_buffers(fusion: Fusion) -> PersistentBufferInfo:
             for c in consumers_of(t):
                 if c in up or c in sibs:
                     continue
-                if c in after or downstream_tvs(c) & after:
+                if c in after:
+                    live.append(t)
+                    break
+                if same_pass and is_reduction_tv(c):
+                    continue
+                if (pointwise_reach(c) if same_pass else downstream_tvs(c)) & after:
                     live.append(t)
                     break
         info.live_across[red] = live
@@ -166,7 +195,7 @@ def _projection_inputs(fusion: Fusion, buf: TensorView) -> list[TensorView] | No
                 out.append(t)
             continue
         e = t.definition
-        if e is None or not isinstance(e, _POINTWISE):
+        if e is None or not (isinstance(e, _POINTWISE) or _is_copy(e)):
             return None
         stack.extend(v for v in e.inputs if isinstance(v, TensorView))
     return sorted(out, key=lambda t: t.name) or None
@@ -178,9 +207,21 @@ def dtype_bytes(tv: TensorView) -> int:
     return max(1, tv.dtype.bits // 8)
 
 
-def bytes_per_row(tv: TensorView, info: SchedulerRuntimeInfo, iteration_numel: int) -> int:
-    """Bytes of `tv` one reduction (one iteration of the reference) keeps alive: its
-    elements divided by the reference's iteration count, at least one row."""
+def bytes_per_row(tv: TensorView, info: SchedulerRuntimeInfo, iteration_numel: int,
+                  ref: TensorView | None = None) -> int:
+    """Bytes of `tv` one reduction (one iteration of the reference `ref`) keeps alive.
+
+    When `tv` has the reference's rank, its axes at the positions `ref` reduces, less
+    broadcasts (an expanded broadcast is one value repeated: a [B, S, H] mean expanded
+    along H keeps one float per row, a weight expanded along B and S keeps H); otherwise
+    its elements divided by the reference's iteration count, at least one row."""
+    ids = [i for i in tv.domain.logical if not i.is_reduction]
+    if ref is not None and len(ids) == len(ref.domain.logical):
+        n = 1
+        for i, r in zip(ids, ref.domain.logical):
+            if r.is_reduction and not i.is_broadcast:
+                n *= info.extent(i)
+        return n * dtype_bytes(tv)
     numel = info.numel(tv)
     per_row = max(1, math.ceil(numel / max(1, iteration_numel)))
     return per_row * dtype_bytes(tv)
@@ -194,7 +235,8 @@ class PersistentBufferSize:
 
 
 def persistent_buffer_size(
-    fusion: Fusion, info: SchedulerRuntimeInfo, buffers: PersistentBufferInfo, iteration_numel: int
+    fusion: Fusion, info: SchedulerRuntimeInfo, buffers: PersistentBufferInfo, iteration_numel: int,
+    ref: TensorView | None = None,
 ) -> PersistentBufferSize:
     """The largest set of buffers alive across one reduction, in bytes per row.
 
@@ -205,13 +247,13 @@ def persistent_buffer_size(
     """
     plain = projected = 0
     for _red, live in buffers.live_across.items():
-        plain = max(plain, sum(bytes_per_row(t, info, iteration_numel) for t in live))
+        plain = max(plain, sum(bytes_per_row(t, info, iteration_numel, ref) for t in live))
         kept: list[TensorView] = []
         for t in live:
             for s in buffers.projectable.get(t, [t]):
                 if s not in kept:
                     kept.append(s)
-        projected = max(projected, sum(bytes_per_row(t, info, iteration_numel) for t in kept))
+        projected = max(projected, sum(bytes_per_row(t, info, iteration_numel, ref) for t in kept))
     can = bool(buffers.projectable) and not any(
         isinstance(e, ex.ViewOp) for e in fusion.exprs()
     )

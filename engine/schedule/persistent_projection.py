@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.analysis.logical_map import consumers_of
 from engine.analysis.persistent import (
     PersistentBufferInfo,
     downstream_tvs,
     dtype_bytes,
     is_reduction_tv,
+    pointwise_reach,
     sibling_tvs,
     upstream_tvs,
 )
@@ -89,7 +89,7 @@ def project_to_inputs(fusion: Fusion, pb: PersistentBufferInfo, trace: Trace | N
                 if e in uses or any(o in up or o in sibs for o in outs):
                     continue
                 if any(o in after for o in outs) or (
-                        narrower and any(_pointwise_reach(o) & after for o in outs)):
+                        narrower and any(pointwise_reach(o) & after for o in outs)):
                     uses.append(e)
         copies: dict[frozenset[TensorView], TensorView] = {}
         for e in uses:
@@ -117,16 +117,3 @@ def _stage(e: ex.Expr) -> frozenset[TensorView]:
 
 def _out_name(e: ex.Expr) -> str:
     return next((o.short_name for o in e.outputs if isinstance(o, TensorView)), e.op_name)
-
-
-def _pointwise_reach(t: TensorView) -> set[TensorView]:
-    """`t` and what is computed from it before any reduction: a path that passes a
-    reduction meets a result only once that reduction is done."""
-    seen = {t}
-    stack = [t]
-    while stack:
-        for c in consumers_of(stack.pop()):
-            if c not in seen and not is_reduction_tv(c):
-                seen.add(c)
-                stack.append(c)
-    return seen

@@ -57,7 +57,7 @@ class ReductionScheduler(Scheduler):
         pair = unmapped_reductions(reds)
         if pair is not None:
             return f"Un-mapped multi-reduction: {pair[0]} and {pair[1]}"
-        if persistent_buffers(fusion).persistent_buffers:
+        if persistent_buffers(fusion, same_pass=True).persistent_buffers:
             return "need persistent buffers that reduction scheduler doesn't handle"
         if post_reduction_broadcast(fusion, reds):
             return "has unsupported post reduction fusion"
