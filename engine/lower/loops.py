@@ -173,17 +173,19 @@ class Nest:
 
 
 def _invariant(group: list[Expr], node: LoopNode) -> bool:
-    """A loop over broadcast axes only, of exprs that write registers and reduce nothing: every
-    iteration computes the same values into the same elements (a broadcast is not allocated),
-    so it runs once (a per-row value kept in its own nest, its loop-only broadcast axes
-    extended to the consumer's extents). A store to memory, or a reduction (over an expanded
-    axis it sums every element), keeps the loop."""
+    """A loop over broadcast axes only, of exprs that write registers or shared memory and
+    reduce nothing: every iteration computes the same values into the same elements (a
+    broadcast is not allocated), so it runs once (a per-row value kept in its own nest, its
+    loop-only broadcast axes extended to the consumer's extents; a per-row mean expanded
+    along the row, staged in shared memory). A store to global memory (an expanded output
+    is written element by element), or a reduction (over an expanded axis it sums every
+    element), keeps the loop."""
     if not all(i.is_broadcast for i in node.ids):
         return False
     for e in group:
         if isinstance(e, (ReductionOp, WelfordOp)):
             return False
-        if any(isinstance(o, TensorView) and o.memory_type != MemoryType.Local for o in e.outputs):
+        if any(isinstance(o, TensorView) and o.memory_type == MemoryType.Global for o in e.outputs):
             return False
     return True
 

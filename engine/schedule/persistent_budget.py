@@ -49,7 +49,7 @@ def buffer_bytes(fusion: Fusion, info: SchedulerRuntimeInfo) -> tuple[int, bool,
     ref = next((r for r in reds if is_fastest_dim_reduction(r)), reds[0])
     props = reduction_properties(ref, info)
     pb = persistent_buffers(fusion)
-    sz = persistent_buffer_size(fusion, info, pb, props.total_iteration_numel)
+    sz = persistent_buffer_size(fusion, info, pb, props.total_iteration_numel, ref)
     project = sz.can_project and sz.projected_persistent_buffer_size < sz.persistent_buffer_size
     size = sz.projected_persistent_buffer_size if project else sz.persistent_buffer_size
     return size, project, pb
