@@ -131,6 +131,10 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
                 # than not at all.
                 if not e.exprs:
                     raise
+                if e.at is not None and refusals.isolate(
+                        frozenset({e.at}), f"kept apart: its output failed to lower with the ops around it ({e})"):
+                    notes.append((f"{e}; the op producing it is segmented apart", "isolate_op"))
+                    continue
                 if e.scheduler and refusals.refuse(e.exprs, e.scheduler, str(e), _SCHEDULER_REFUSALS,
                                                    e.containing):
                     which = (f"every group holding its {len(e.containing)} reductions" if e.containing

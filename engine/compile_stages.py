@@ -14,7 +14,7 @@ from engine.config import Options
 from engine.dtypes import DataType
 from engine.errors import CompileError, RegisterFitError, ScheduleError
 from engine.ir.base import Val
-from engine.ir.exprs import LinearOp, MatmulOp, ReductionOp, WelfordOp
+from engine.ir.exprs import LinearOp, LoadStoreOp, MatmulOp, ReductionOp, WelfordOp
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import ParallelType
 from engine.ir.quant_exprs import PreprocessGroupedMatmulInputSf
@@ -45,11 +45,12 @@ class SegmentLoweringError(CompileError):
     no block shape keeps its persistent arrays in registers); empty: this group only."""
 
     def __init__(self, message: str, exprs: frozenset[int], scheduler: str = "",
-                 containing: frozenset[int] = frozenset()) -> None:
+                 containing: frozenset[int] = frozenset(), at: int | None = None) -> None:
         super().__init__(message)
         self.exprs = exprs
         self.scheduler = scheduler
         self.containing = containing
+        self.at = at  # the name of the op (among `exprs`) whose output the failure names
 
 
 def _segment(fusion: Fusion, inputs: list[Any], options: Options, trace: Trace,
@@ -152,7 +153,7 @@ def build_segments(fusion: Fusion, inputs: list[Any], options: Options, trace: T
             containing = frozenset(x.name for x in core if isinstance(x, ReductionOp | WelfordOp)) \
                 if isinstance(e.__cause__, RegisterFitError) else frozenset()
             raise SegmentLoweringError(str(e), frozenset(x.name for x in core), seg.scheduler,
-                                       containing) from e.__cause__
+                                       containing, _op_at_fault(seg, core, e.__cause__)) from e.__cause__
         segments.append(seg)
     unused = sorted(set(options.heuristic_overrides) - used)
     if unused:
@@ -188,6 +189,18 @@ def _known_strides(seg: Any, args: list[Any], env: dict) -> dict[str, list[int]]
                 and sum((n - 1) * abs(st) for n, st in zip(t.shape, t.stride()) if n > 0) < 2**31):
             out[tv.short_name] = alloc_strides(tv, t, env)
     return out
+
+
+def _op_at_fault(seg: Any, core: list, cause: BaseException | None) -> int | None:
+    """The name of the op of `core` whose output the lowering failure names: the tensor
+    itself, or the one a scheduler's cache or output copy of it (a set) was made from."""
+    at = getattr(cause, "tensor", None)
+    made = {o.short_name: x.name for x in core for o in x.outputs if isinstance(o, TensorView)}
+    tv = next((t for t in seg.fusion.tensors() if t.short_name == at), None) if at else None
+    while tv is not None and tv.short_name not in made:
+        d = tv.definition
+        tv = d.inputs[0] if isinstance(d, LoadStoreOp) and isinstance(d.inputs[0], TensorView) else None
+    return made[tv.short_name] if tv is not None else None
 
 
 def _core_exprs(segmented: Any, gid: int) -> list:

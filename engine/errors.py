@@ -43,7 +43,12 @@ class NoSchedulerError(ScheduleError):
 
 
 class CompileError(EngineError):
-    """Generated code failed to compile."""
+    """Generated code failed to compile. `tensor`: the short name of the tensor at fault,
+    where the failure is one tensor's (the segmenter may then keep that tensor's op apart)."""
+
+    def __init__(self, *args: object, tensor: str | None = None) -> None:
+        super().__init__(*args)
+        self.tensor = tensor
 
 
 class UnpartitionedWriteError(CompileError):

@@ -118,7 +118,8 @@ class Predicates:
                 continue
             ix = index.get(i)
             if ix is None:
-                raise CompileError(f"{tv.short_name}: axis {i} cannot be indexed from the loop nest")
+                raise CompileError(f"{tv.short_name}: axis {i} cannot be indexed from the loop nest",
+                                   tensor=tv.short_name)
             n = self.ext.of(i)
             if isinstance(ix.term, int):
                 if not 0 <= ix.term < n:
