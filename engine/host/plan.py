@@ -185,11 +185,16 @@ class RunPlan:
         """Whether a host op's output is given its allocation layout: a kernel reads it (at
         the strides it was compiled for), or its allocation domain is set. Otherwise a view
         stays a view (an output that is a window of an input is returned as nvFuser returns
-        an alias), and a chain of view ops copies nothing."""
+        an alias), and a chain of view ops copies nothing; so does a view the kernels
+        reading it were compiled for."""
         if not isinstance(v, TensorView):
             return False
         if v.domain.allocation is not None:
             return True
+        sizes = getattr(self.cf.segmented, "sizes", None)
+        if sizes is not None and v.short_name in sizes.viewed:
+            # The kernels reading it were compiled for this very view (Sizes._host_view).
+            return False
         return any(isinstance(s, (hir.LaunchKernel, hir.PostOnStream)) and any(x is v for x in s.inputs)
                    for s in self.cf.host_ir.top_level)
 

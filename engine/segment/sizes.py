@@ -17,7 +17,7 @@ from engine.ir.base import Val
 from engine.ir.fusion import Fusion
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
-from engine.reference import Context, bind_input, check_extents
+from engine.reference import HANDLERS, Context, bind_input, check_extents
 
 
 class Sizes:
@@ -39,6 +39,9 @@ class Sizes:
         check_extents(fusion, ctx.env)
         self.env = ctx.env
         self._fakes: dict[TensorView, torch.Tensor] = {}
+        # Tensors stood in for by the view of a given input that host ops make of it (their
+        # strides and address): a run passes that view to the kernels that read it, uncopied.
+        self.viewed: set[str] = set()
 
     def value(self, s: Scalar) -> Any:
         return s.evaluate(self.env)
@@ -74,6 +77,11 @@ class Sizes:
             return self.given[tv]  # on its own device: only sizes, strides and alignment are read
         if tv in self._fakes:
             return self._fakes[tv]
+        view = self._host_view(tv)
+        if view is not None:
+            self.viewed.add(tv.short_name)
+            self._fakes[tv] = view
+            return view
         logical = [i for i in tv.domain.logical if not i.is_reduction]
         full = self.sizes(tv)
         stored = [1 if i.is_broadcast else s for i, s in zip(logical, full)]
@@ -90,10 +98,6 @@ class Sizes:
             base = torch.empty(mem_shape, dtype=torch.uint8, device="meta").view(torch.float4_e2m1fn_x2)
         else:
             base = torch.empty(mem_shape, dtype=to_torch(tv.dtype), device="meta")
-        skew = self._view_misalignment(tv, base.element_size())
-        if skew:  # addresses `skew` elements past a 16-byte boundary, as the viewed input's
-            base = torch.empty(base.numel() + skew, dtype=base.dtype, device="meta").as_strided(
-                base.shape, base.stride(), skew)
         inv = [order.index(d) for d in range(len(order))]
         t = base.permute(inv) if order != list(range(len(order))) else base
         if stored != full:
@@ -101,20 +105,39 @@ class Sizes:
         self._fakes[tv] = t
         return t
 
-    def _view_misalignment(self, tv: TensorView, itemsize: int) -> int:
-        """Elements past a 16-byte boundary at which `tv` starts when the ops making it only
-        view a given input (a reshape, permute, squeeze, broadcast or expand run as expr_eval
-        returns the input's own buffer): the kernels reading it then see the input's address.
-        A slice on the way starts anywhere: one element. 0 for the engine's own allocations."""
-        sliced, x = False, tv
+    def _host_view(self, tv: TensorView) -> torch.Tensor | None:
+        """The view of a given input that `tv` is, when the ops making it only view that input
+        (a reshape, permute, slice, squeeze, broadcast or expand, run as host ops that return
+        the input's own buffer) and its innermost axis is read in order (stride 1, or one
+        element): the same torch ops on a meta tensor of the input's sizes, strides and
+        address within 16 bytes give its strides and address. Otherwise None: the engine lays
+        the tensor out as it allocates one."""
+        chain: list[ex.Expr] = []
+        x: Val = tv
         while x not in self.given:
             e = x.definition
-            if not isinstance(e, ex.ViewOp | ex.SqueezeOp | ex.BroadcastOp | ex.ExpandOp | ex.LoadStoreOp
-                              | ex.SliceOp) or not isinstance(e.inputs[0], TensorView):
-                return 0
-            sliced = sliced or isinstance(e, ex.SliceOp)
+            if (not isinstance(e, _HOST_VIEWS) or not isinstance(e.inputs[0], TensorView)
+                    or any(isinstance(v, TensorView) for v in e.inputs[1:])):
+                return None
+            chain.append(e)
             x = e.inputs[0]
-        if sliced:
-            return 1
-        off = self.given[x].data_ptr() % 16 if self.given[x].numel() else 0
-        return (off // itemsize) if off % itemsize == 0 else 1
+        given = self.given[x]
+        if not chain or not isinstance(given, torch.Tensor):
+            return None
+        item = given.element_size()
+        skew = (given.data_ptr() % 16) // item if given.data_ptr() % item == 0 else 0
+        span = 1 + sum((n - 1) * st for n, st in zip(given.shape, given.stride()) if n > 0)
+        t = torch.empty(span + skew, dtype=given.dtype, device="meta").as_strided(
+            given.shape, given.stride(), skew)
+        ctx = Context(torch.device("meta"))
+        ctx.env.update(self.env)
+        for e in reversed(chain):
+            args = [t, *(ctx.scalar(v) if isinstance(v, Scalar) else v for v in e.inputs[1:])]
+            t = HANDLERS[type(e)](e, args, ctx)[0]
+        if t.dim() and t.shape[-1] > 1 and t.stride(-1) != 1:
+            return None
+        return t
+
+
+# Ops that run on the host as views of their input (torch views, no copy).
+_HOST_VIEWS = (ex.ViewOp, ex.SqueezeOp, ex.BroadcastOp, ex.ExpandOp, ex.LoadStoreOp, ex.SliceOp)

@@ -1,0 +1,91 @@
+"""Views that host ops make of an input and a kernel reads (engine.segment.sizes.Sizes._host_view):
+the kernel is compiled for the view's own strides and address, and a run hands it the view
+uncopied. Real sizes are compiled for the H200 model on the CPU; values are checked on the
+emulator at the scripts' own small sizes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+import engine.host.plan as plan
+from engine import compile_fusion, load_fusion, loads_fusion
+from engine.config import Options
+from engine.reference import evaluate
+from scripts.ptxas_check import compile_at
+from scripts.scales import real_scale
+from tests.emulation import needs_gxx
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "realworld" / "scripts"
+# Llama-2 RoPE on a fused [B, S, 3 * H * D] QKV projection: a reshape, a permute and a slice
+# (host views of the input) feed the two rotation kernels.
+FUSED_QKV = SCRIPTS / "rope_llama2_fused_qkv_fwd_empty_tail_cat_bf16.py"
+
+
+def _real(path: Path):
+    text = path.read_text()
+    fd = loads_fusion(text, filename=str(path))
+    xs = fd.example_inputs(device="cpu", seed=0)
+    return compile_at(path, text, xs, fd.input_specs or [None] * len(xs), real_scale(text), 1 << 31)
+
+
+def test_a_kernel_reading_a_slice_of_a_permuted_input_is_compiled_for_its_strides() -> None:
+    cf = _real(FUSED_QKV)
+    assert [s.scheduler for s in cf.segments] == ["expr_eval", "resize", "resize"]
+    q, k = cf.segments[0].output_vals
+    assert {q.short_name, k.short_name} <= cf.segmented.sizes.viewed
+    view = cf.segmented.sizes.tensor(k)
+    # [B, H, 1, S, D] of [B, S, 3 * H * D]: the second third starts H * D elements in.
+    assert tuple(view.shape) == (2, 32, 1, 2048, 128)
+    assert view.stride() == (2048 * 12288, 384, 128, 12288, 1)
+    assert view.storage_offset() == 128
+    # The views' rows are 16-byte aligned and contiguous: 8 bf16 a vector (a laid-out copy was
+    # read one element at a time before, its address taken as a slice's, anywhere).
+    for seg in cf.segments[1:]:
+        assert seg.params.vectorization_factor == 8
+
+
+def test_a_view_that_reorders_the_innermost_axis_is_laid_out_as_before() -> None:
+    # A permute that moves the innermost axis would make a kernel read it strided: such a
+    # view stands as the engine lays out any intermediate (a copy at run time); a slice of
+    # the same input keeps its own strides and address.
+    from engine.segment.sizes import Sizes
+
+    text = """
+import torch
+from nvfuser import FusionDefinition, DataType
+with FusionDefinition() as fd:
+    T0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+    T1 = fd.ops.permute(T0, dims=[1, 0])
+    T2 = fd.ops.slice(T0, start_indices=[0, 4], end_indices=[64, 48])
+    fd.add_output(T1)
+    fd.add_output(T2)
+inputs = [torch.randn(64, 48)]
+"""
+    fd = loads_fusion(text)
+    sizes = Sizes(fd.fusion, fd.example_inputs(device="cpu", seed=0))
+    t1, t2 = fd.fusion.outputs
+    assert sizes.tensor(t1).stride() == (64, 1) and sizes.tensor(t1).storage_offset() == 0
+    assert sizes.tensor(t2).stride() == (48, 1) and sizes.tensor(t2).storage_offset() == 4
+    assert sizes.viewed == {t2.short_name}
+
+
+@needs_gxx
+def test_the_views_reach_the_kernels_uncopied_and_the_values_match(monkeypatch) -> None:
+    fd = load_fusion(FUSED_QKV)
+    xs = fd.example_inputs(device="cpu", seed=0)
+    cf = compile_fusion(fd, xs, Options(device_model="H200"))
+    laid: list[str] = []
+    finish = plan.finish_output
+
+    def recording(v, t):
+        laid.append(v.short_name)
+        return finish(v, t)
+
+    monkeypatch.setattr(plan, "finish_output", recording)
+    outs = cf.run(xs, backend="emulate")
+    viewed = cf.segmented.sizes.viewed
+    assert viewed and not viewed & set(laid)
+    for o, r in zip(outs, evaluate(fd.fusion, xs), strict=True):
+        torch.testing.assert_close(o.double(), r.double(), rtol=2e-2, atol=2e-2)
