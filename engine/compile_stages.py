@@ -223,12 +223,26 @@ def schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace,
     `known`: compile-time reasons by scheduler already found for this segment's fusion."""
     # Scheduling verifies inline positions against loop maps after every step, and lowering
     # asks for them again: each is computed once (keyed by what it depends on).
-    with loop_maps_frozen():
-        return _schedule_segment(seg, args, options, trace, known)
+    pristine = seg.fusion.clone()[0]
+    try:
+        with loop_maps_frozen():
+            return _schedule_segment(seg, args, options, trace, known)
+    except SegmentLoweringError as e:
+        # A vectorized pointwise or resize kernel that fails to lower is scheduled again
+        # unvectorized before its ops are segmented otherwise (the resize scheduler's
+        # propagation of a vectorized cache through broadcasts is not always indexable).
+        v = getattr(seg.params, "vectorization_factor", 1)
+        if v <= 1 or not isinstance(e.__cause__, CompileError) or options.heuristic_overrides:
+            raise
+        trace.event("lowering", f"g{seg.id}", f"{e}; scheduled again without vectorization",
+                    rule="unvectorized")
+        seg.fusion = pristine
+        with loop_maps_frozen():
+            return _schedule_segment(seg, args, options, trace, known, scalar=True)
 
 
 def _schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace,
-                      known: Mapping[SchedulerType, str | None] | None) -> set[str]:
+                      known: Mapping[SchedulerType, str | None] | None, scalar: bool = False) -> set[str]:
     fusion = seg.fusion
     subject = f"g{seg.id}"
     used: set[str] = set()
@@ -260,6 +274,9 @@ def _schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace,
             raise CompileError(f"segment {seg.id}: the forced scheduler {kind} refuses it")
         seg.scheduler = kind
         seg.params = chosen.compute_heuristics(fusion, info, trace)
+        if scalar:
+            seg.params = replace(seg.params, vectorization_factor=1, derivation=(
+                *seg.params.derivation, "vectorization factor 1: the vectorized kernel failed to lower"))
         if seg.params is not None and options.heuristic_overrides:
             seg.params, used = apply_overrides(seg.params, options.heuristic_overrides, seg.id)
             if used:

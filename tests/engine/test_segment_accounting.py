@@ -97,14 +97,73 @@ def test_slices_of_an_input_are_read_in_place_by_the_persistent_kernel() -> None
     assert _emulated("dit_gate_residual_layer_norm_modulate_chunk6_bf16") == ["inner_persistent"]
 
 
+def test_a_tensor_that_fails_to_lower_has_its_op_kept_apart_first(monkeypatch) -> None:
+    # A kernel whose lowering fails over one tensor (an axis it cannot index, say) has that
+    # tensor's op kept apart first; before, the scheduler was refused for the group and then
+    # every op of it became a segment of its own (decode-step RoPE: 23 segments, 17 kernels).
+    import engine.compile_stages as stages
+    from engine.errors import CompileError
+
+    text = """
+import torch
+from nvfuser import FusionDefinition, DataType
+with FusionDefinition() as fd:
+    T0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+    S0 = fd.define_scalar(1.0, dtype=DataType.Double)
+    T1 = fd.ops.add(T0, S0)
+    T2 = fd.ops.exp(T1)
+    T3 = fd.ops.mul(T2, T1)
+    T4 = fd.ops.sum(T3, dims=[1])
+    T5 = fd.ops.sub(T3, S0)
+    fd.add_output(T4)
+    fd.add_output(T5)
+inputs = [torch.randn(64, 96)]
+"""
+    fd = loads_fusion(text)
+    lower = stages.lower_fusion
+
+    def failing(fusion, *args, **kwargs):
+        made = {e.outputs[0].short_name for e in fusion.exprs() if e.op_name != "set"}
+        if "T2" in made and len(made) > 1:
+            raise CompileError("T2: axis iS5 cannot be indexed from the loop nest", tensor="T2")
+        return lower(fusion, *args, **kwargs)
+
+    monkeypatch.setattr(stages, "lower_fusion", failing)
+    xs = fd.example_inputs(device="cpu", seed=0)
+    cf = compile_fusion(fd, xs, Options(device_model="H200"))
+    notes = [e.message for e in cf.trace.events if e.kind == "segment"]
+    assert any("T2: axis iS5 cannot be indexed" in m and "the op producing it is segmented apart" in m
+               for m in notes), notes
+    alone = [s for s in cf.segments if any(v.short_name == "T2" for v in s.output_vals)]
+    assert len(alone) == 1 and [e.op_name for e in alone[0].fusion.exprs() if e.op_name != "set"] == ["unary"]
+    # The other ops stay together: not every op apart.
+    assert len(cf.segments) <= 4
+    for o, r in zip(cf.run(xs, backend="reference"), evaluate(fd.fusion, xs), strict=True):
+        torch.testing.assert_close(o, r)
+
+
 @needs_gxx
-def test_a_tensor_that_fails_to_lower_has_its_op_kept_apart_first() -> None:
-    # Decode-step RoPE with index_select of cos/sin: a broadcast of the gathered row failed to
-    # lower in the resize kernel; every op of the segment was then put apart (23 segments).
-    # Keeping the broadcast alone apart leaves nvFuser's kernel count or fewer.
+def test_decode_rope_with_index_select_is_no_more_kernels_than_nvfusers() -> None:
+    # Decode-step RoPE with index_select of cos/sin: its resize kernels once failed to lower
+    # and every op of a failed group became a segment of its own (23 segments, 17 kernels).
     name = "rope_decode_step_index_select_cos_sin_kv_cache_cat_bf16"
     cf = _real(name)
-    notes = [e.message for e in cf.trace.events if e.kind == "segment"]
-    assert any("the op producing it is segmented apart" in m for m in notes), notes
     assert sum(s.is_kernel for s in cf.segments) <= 6
     assert len(_emulated(name)) == len(cf.segments)
+
+
+def test_a_vectorized_resize_kernel_that_fails_to_lower_is_scheduled_again_unvectorized() -> None:
+    # litGPT's GPT-NeoX attention prologue at its model scale: once the cos/sin slices were
+    # read as views (vectorizable), one resize kernel's vectorized cache no longer lowered
+    # and the fusion fell apart into 15 kernels. Unvectorized it lowers: 5, as before.
+    from scripts.scales import input_values, model_scale
+
+    path = SCRIPTS / "litgpt_neox_qkv_permute_slice_rope_cat_empty.py"
+    text = path.read_text()
+    fd = loads_fusion(text, filename=str(path))
+    xs = fd.example_inputs(device="cpu", seed=0)
+    values, _ = input_values(xs)
+    cf = compile_at(path, text, xs, fd.input_specs or [None] * len(xs), model_scale(values), 1 << 31)
+    assert sum(s.is_kernel for s in cf.segments) <= 5
+    assert any("the vectorized kernel failed to lower" in " ".join(s.params.derivation)
+               for s in cf.segments if s.params is not None)
