@@ -91,8 +91,11 @@ class ForLoop(Stmt):
             out.append(f"{p}#pragma unroll")
         elif self.kind == "serial" and self.extent > 8:
             # Long serial loops (a thread's share of a reduction) keep several iterations' loads
-            # in flight; short ones nvcc unrolls by itself.
-            out.append(f"{p}#pragma unroll 4")
+            # in flight; short ones nvcc unrolls by itself. A loop whose body waits for the
+            # block (a persistent kernel's loop over its rows) is not unrolled, as nvFuser's:
+            # the barriers keep the iterations apart, and an unrolled body only holds more
+            # registers.
+            out.append(f"{p}#pragma unroll {SYNC_LOOP_UNROLL if _synchronizes(self.body) else 4}")
         if self.kind == "block_strided":
             tid = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
             if self.extent % self.threads == 0:
@@ -110,6 +113,27 @@ class ForLoop(Stmt):
             out.extend(s.lines(indent + 1))
         out.append(p + "}")
         return out
+
+
+# The unroll pragma of a long serial loop whose body synchronizes the block.
+SYNC_LOOP_UNROLL = 1
+# Runtime calls that wait for the whole block (engine/codegen/runtime).
+_BLOCK_WIDE = ("__syncthreads", "blockAllReduce", "blockReduce", "blockWelford", "blockBroadcast",
+               "gridReduce", "grid_sync")
+
+
+def _synchronizes(stmts: list[Stmt]) -> bool:
+    for s in stmts:
+        if isinstance(s, BlockSync):
+            return True
+        if isinstance(s, Raw) and any(c in s.text for c in _BLOCK_WIDE):
+            return True
+        if isinstance(s, Assign) and any(c in s.rhs for c in _BLOCK_WIDE):
+            return True
+        for body in (getattr(s, "body", None), getattr(s, "then", None), getattr(s, "orelse", None)):
+            if isinstance(body, list) and _synchronizes(body):
+                return True
+    return False
 
 
 @dataclass
