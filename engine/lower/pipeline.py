@@ -28,6 +28,7 @@ from engine.ir.iterdomain import ParallelType
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import MemoryType, TensorView
 from engine.lower import kir
+from engine.lower.barriers import drop_fill_barriers, merge_adjacent_barriers
 from engine.lower.bulk_copy import widen_bulk_copy
 from engine.lower.circular_buffer import circular_buffer, circular_buffers_of
 from engine.lower.grid_epilogue import share_epilogue
@@ -371,6 +372,11 @@ def _lower_fusion(fusion: Fusion, env: dict, name: str, layouts: dict[str, tuple
     body, notes = share_loads(body, {n for n, tv in tensors.items() if tv in low.fusion_inputs})
     if notes:
         stages["shared_loads"] = "\n".join(notes) + "\n"
+    body, merged = merge_adjacent_barriers(body)
+    body, fills = drop_fill_barriers(body)
+    merged += fills
+    if merged:
+        stages["sync"] += f"{merged} barrier(s) merged into a neighbouring one\n"
     unrolled = unroll_local_indexing(body)
     if unrolled:
         stages["unroll"] = "serial loops indexing local arrays, unrolled: " + ", ".join(unrolled) + "\n"
