@@ -33,6 +33,8 @@ from engine.lower.bulk_copy import widen_bulk_copy
 from engine.lower.circular_buffer import circular_buffer, circular_buffers_of
 from engine.lower.grid_epilogue import share_epilogue
 from engine.lower.index import Extents
+from engine.lower.launch_dims import DIMS as _DIMS
+from engine.lower.launch_dims import check_partitioned_writes, parallel_dims
 from engine.lower.loops import LoopNode, Nest, _exprs_of, out_tv, walk
 from engine.lower.lowering import ExprLowering, loop_kind
 from engine.lower.reductions import acc_level, check_grid_results
@@ -43,8 +45,6 @@ from engine.lower.unroll import unroll_local_indexing
 from engine.lower.vectorize import hoist_shared_reads, vector_widths, vectorize_loop
 from engine.runtime.abi import ArgSpec, LaunchConfig, ScalarArg, TensorArg
 
-_DIMS = [ParallelType.grid_x, ParallelType.grid_y, ParallelType.grid_z,
-         ParallelType.block_x, ParallelType.block_y, ParallelType.block_z]
 _UNSUPPORTED = (ex.MatmulOp, ex.LinearOp, *ATEN_ONLY)
 
 
@@ -138,13 +138,6 @@ def _nest_text(nest: list[LoopNode | Expr], depth: int = 0) -> list[str]:
     return out
 
 
-# CUDA's launch limits per dimension (gridDim.x is 2^31 - 1, larger than any extent here).
-_DIM_LIMITS = {
-    ParallelType.block_x: 1024, ParallelType.block_y: 1024, ParallelType.block_z: 64,
-    ParallelType.grid_y: 65535, ParallelType.grid_z: 65535,
-}
-
-
 def _is_virtual(i, ext: Extents) -> bool:
     return i.parallel_type in _DIMS or ext.of(i) == 1
 
@@ -155,56 +148,6 @@ def _covers(i, like, ext: Extents) -> int:
     went through the same splits as `like`; else 0."""
     root, steps = split_chain(i, ext)
     return ext.of(root) if steps == split_chain(like, ext)[1] else 0
-
-
-def _parallel_dims(nest: Nest, ext: Extents) -> dict[ParallelType, int]:
-    dims: dict[ParallelType, int] = {}
-    for _e, loops in walk(nest):
-        for node in loops:
-            c = node.concrete
-            if c.parallel_type in _DIMS:
-                dims[c.parallel_type] = max(dims.get(c.parallel_type, 1), ext.of(c))
-    threads = dims.get(ParallelType.block_x, 1) * dims.get(ParallelType.block_y, 1) * dims.get(ParallelType.block_z, 1)
-    if threads > 1024:
-        raise CompileError(f"the schedule asks for {threads} threads per block (at most 1024)")
-    for pt, n in dims.items():
-        if n > _DIM_LIMITS.get(pt, n):
-            raise CompileError(
-                f"the schedule binds {n} iterations to {pt.name} ({pt.value}); CUDA allows at most "
-                f"{_DIM_LIMITS[pt]}"
-            )
-    return dims
-
-
-def check_partitioned_writes(nest: Nest, ext: Extents, dims: dict[ParallelType, int]) -> None:
-    """UnpartitionedWriteError when the launch has more than one thread (all blocks counted)
-    and a tensor written to global memory binds no thread or block index in its loop domain
-    while its nest has a serial loop of more than one iteration: the top-level loop is then
-    serial over the tensor's whole extent, and every thread of the grid writes the whole
-    tensor (the same values, so results stay right while the time grows with the size times
-    the threads)."""
-    threads = 1
-    for n in dims.values():
-        threads *= n
-    if threads <= 1:
-        return
-    for e, loops in walk(nest):
-        o = out_tv(e)
-        if o.memory_type != MemoryType.Global:
-            continue
-        if any(i.parallel_type in _DIMS for i in o.domain.loop):
-            continue  # parallelized (at small sizes a bound axis may have one iteration)
-        serial = [n for n in loops if not n.virtual and ext.of(n.concrete) > 1
-                  and loop_kind(n.concrete.parallel_type) in ("serial", "unroll")]
-        if not serial:
-            continue
-        grid = [dims.get(p, 1) for p in _DIMS[:3]]
-        block = [dims.get(p, 1) for p in _DIMS[3:]]
-        raise UnpartitionedWriteError(
-            f"{o.short_name}: its loop nest binds no thread or block index (serial loops "
-            f"{', '.join(f'{n.concrete}' for n in serial)}), so every thread of the launch (grid "
-            f"{'x'.join(map(str, grid))}, block {'x'.join(map(str, block))}) would write the whole "
-            "tensor; the schedule did not parallelize it")
 
 
 def _params(fusion: Fusion) -> tuple[list[ArgSpec], dict[str, TensorView], dict[Scalar, str]]:
@@ -332,7 +275,7 @@ def _lower_fusion(fusion: Fusion, env: dict, name: str, layouts: dict[str, tuple
     ext.note_views(exprs)
     nest = Nest(exprs, lambda i: _is_virtual(i, ext), lambda i, like: _covers(i, like, ext))
     stages["loop_nests"] = "\n".join(_nest_text(nest.items)) + "\n"
-    dims = _parallel_dims(nest, ext)
+    dims = parallel_dims(nest, ext)
     launch = LaunchConfig(
         (dims.get(ParallelType.grid_x, 1), dims.get(ParallelType.grid_y, 1), dims.get(ParallelType.grid_z, 1)),
         (dims.get(ParallelType.block_x, 1), dims.get(ParallelType.block_y, 1), dims.get(ParallelType.block_z, 1)),
