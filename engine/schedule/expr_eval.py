@@ -12,7 +12,7 @@ grouped_mm, and a plain cast to fp4) in that set; the matmul scheduler delegates
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from engine.analysis.view_chains import views_only_to_outputs
 from engine.ir import exprs as ex
@@ -57,7 +57,7 @@ def _alias_source(val: Val, fusion: Fusion) -> Val | None:
             src = e.input
             if not isinstance(src, TensorView) or src.domain.has_allocation or not all(
                 c is not False for c in src.domain.contiguity
-            ):
+            ) or _merges_expansion(e):
                 return None
         elif isinstance(e, ex.SliceOp):
             # A slice with positive constant steps is a window of its input (torch's basic
@@ -68,6 +68,46 @@ def _alias_source(val: Val, fusion: Fusion) -> Val | None:
             return None
         cur = e.input
     return cur
+
+
+def _merges_expansion(e: ex.ViewOp) -> bool:
+    """Whether the reshape merges an expanded broadcast axis of its input with another axis
+    (GQA's repeat_kv: [B, Hkv, n_rep (expanded), S, D] to [B, Hkv * n_rep, S, D]): the
+    repeated values must be written out, a copy (torch's reshape makes one), not a view."""
+    out = e.output
+    if not isinstance(out, TensorView) or not out.domain.has_root:
+        return False
+    ins = [i for i in e.input.domain.logical if not i.is_reduction]
+    root = list(out.domain.root)
+    if len(ins) != len(root):
+        return any(i.has_expanded_extent for i in ins)
+    expanded = {id(r) for i, r in zip(ins, root) if i.has_expanded_extent}
+    if not expanded:
+        return False
+
+    def roots_of(i: Any) -> set[int]:
+        d = i.definition
+        if d is None:
+            return {id(i)}
+        found: set[int] = set()
+        for x in (getattr(d, "outer", None), getattr(d, "inner", None), getattr(d, "in_id", None)):
+            if x is not None and x is not i:
+                found |= roots_of(x)
+        return found
+
+    seen: set[int] = set()
+    stack = list(out.domain.logical)
+    while stack:
+        i = stack.pop()
+        d = i.definition
+        if d is None or id(d) in seen:
+            continue
+        seen.add(id(d))
+        if type(d).__name__ == "Merge" and roots_of(i) & expanded:
+            return True
+        stack.extend(x for x in (getattr(d, "outer", None), getattr(d, "inner", None),
+                                 getattr(d, "in_id", None)) if x is not None and x is not i)
+    return False
 
 
 def all_outputs_alias_inputs(fusion: Fusion) -> bool:

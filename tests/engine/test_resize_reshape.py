@@ -75,7 +75,9 @@ KERNELS = {
     "rope_neox_partial_rotary_bwd_pad_pass_through_bf16": 1,  # was 3
     "rope_llama3_gqa_bwd_repeat_sum_cat_qkv_bf16": 4,  # was 9
     "rope_bwd_gqa_full_empty_pad_cat": 5,  # was 10
-    "rope_direct_llama32_gqa_fused_qkv_positional_args": 2,  # was 5 (3 before slices became aliases)
+    # was 5 (3 before slices became aliases); 4 since GQA's repeat of K and V (a reshape
+    # merging an expanded axis) is a copy kernel each rather than a torch copy on the host
+    "rope_direct_llama32_gqa_fused_qkv_positional_args": 4,
 }
 
 
