@@ -57,7 +57,7 @@ def _alias_source(val: Val, fusion: Fusion) -> Val | None:
             src = e.input
             if not isinstance(src, TensorView) or src.domain.has_allocation or not all(
                 c is not False for c in src.domain.contiguity
-            ) or _merges_expansion(e):
+            ) or _merges_expansion(e) or (_has_merge(e) and _permuted(src, fusion)):
                 return None
         elif isinstance(e, ex.SliceOp):
             # A slice with positive constant steps is a window of its input (torch's basic
@@ -68,6 +68,42 @@ def _alias_source(val: Val, fusion: Fusion) -> Val | None:
             return None
         cur = e.input
     return cur
+
+
+def _id_inputs(i: Any) -> list[Any]:
+    d = i.definition
+    if d is None:
+        return []
+    return [x for x in (getattr(d, "outer", None), getattr(d, "inner", None), getattr(d, "in_id", None))
+            if x is not None and x is not i]
+
+
+def _merges(out: TensorView) -> list[tuple[Any, set[int]]]:
+    """Every merge between `out`'s root and logical domains, with the ids of the root ids
+    under it; each id visited once."""
+    under: dict[int, set[int]] = {}
+
+    def roots_of(i: Any) -> set[int]:
+        got = under.get(id(i))
+        if got is None:
+            ins = _id_inputs(i)
+            got = set().union(*(roots_of(x) for x in ins)) if ins else {id(i)}
+            under[id(i)] = got
+        return got
+
+    found: list[tuple[Any, set[int]]] = []
+    seen: set[int] = set()
+    stack = list(out.domain.logical)
+    while stack:
+        i = stack.pop()
+        d = i.definition
+        if d is None or id(d) in seen:
+            continue
+        seen.add(id(d))
+        if type(d).__name__ == "Merge":
+            found.append((d, roots_of(i)))
+        stack.extend(_id_inputs(i))
+    return found
 
 
 def _merges_expansion(e: ex.ViewOp) -> bool:
@@ -82,31 +118,25 @@ def _merges_expansion(e: ex.ViewOp) -> bool:
     if len(ins) != len(root):
         return any(i.has_expanded_extent for i in ins)
     expanded = {id(r) for i, r in zip(ins, root) if i.has_expanded_extent}
-    if not expanded:
-        return False
+    return bool(expanded) and any(roots & expanded for _, roots in _merges(out))
 
-    def roots_of(i: Any) -> set[int]:
-        d = i.definition
-        if d is None:
-            return {id(i)}
-        found: set[int] = set()
-        for x in (getattr(d, "outer", None), getattr(d, "inner", None), getattr(d, "in_id", None)):
-            if x is not None and x is not i:
-                found |= roots_of(x)
-        return found
 
-    seen: set[int] = set()
-    stack = list(out.domain.logical)
-    while stack:
-        i = stack.pop()
-        d = i.definition
-        if d is None or id(d) in seen:
-            continue
-        seen.add(id(d))
-        if type(d).__name__ == "Merge" and roots_of(i) & expanded:
+def _has_merge(e: ex.ViewOp) -> bool:
+    out = e.output
+    return isinstance(out, TensorView) and out.domain.has_root and bool(_merges(out))
+
+
+def _permuted(tv: Val, fusion: Fusion) -> bool:
+    """Whether a permute lies between `tv` and the fusion input it views: its memory order
+    is then not its logical order, and a reshape merging its axes copies."""
+    cur = tv
+    while cur not in fusion.inputs:
+        e = cur.definition
+        if e is None or not e.inputs:
+            return False
+        if isinstance(e, ex.LoadStoreOp) and e.is_permute:
             return True
-        stack.extend(x for x in (getattr(d, "outer", None), getattr(d, "inner", None),
-                                 getattr(d, "in_id", None)) if x is not None and x is not i)
+        cur = e.inputs[0]
     return False
 
 

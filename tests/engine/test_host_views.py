@@ -89,3 +89,54 @@ def test_the_views_reach_the_kernels_uncopied_and_the_values_match(monkeypatch) 
     assert viewed and not viewed & set(laid)
     for o, r in zip(outs, evaluate(fd.fusion, xs), strict=True):
         torch.testing.assert_close(o.double(), r.double(), rtol=2e-2, atol=2e-2)
+
+
+def _segments(text: str) -> list[str]:
+    fd = loads_fusion(text)
+    cf = compile_fusion(fd, fd.example_inputs(device="cpu", seed=0), Options(device_model="H200"))
+    return [s.scheduler for s in cf.segments]
+
+
+_HEAD = """
+import torch
+from nvfuser import FusionDefinition, DataType
+with FusionDefinition() as fd:
+    T0 = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, True, True], dtype=DataType.BFloat16)
+"""
+
+
+def test_a_reshape_that_merges_an_expanded_axis_is_a_copy_kernel_not_an_alias() -> None:
+    # GQA's repeat_kv: [B, Hkv, S, D] -> [B, Hkv, n_rep (expanded), S, D] -> [B, Hkv * n_rep, S, D]
+    # writes every repeated value (torch's reshape copies): a kernel, not a host view.
+    text = _HEAD + """
+    T1 = fd.ops.broadcast_in_dim(T0, shape=[4, 1, 64, 32], broadcast_dims=[0, 2, 3])
+    T2 = fd.ops.expand(T1, shape=[4, 7, 64, 32])
+    T3 = fd.ops.reshape(T2, new_shape=[28, 64, 32])
+    fd.add_output(T3)
+inputs = [torch.randn(4, 64, 32, dtype=torch.bfloat16)]
+"""
+    assert _segments(text) == ["pointwise"]
+
+
+def test_a_reshape_merging_permuted_axes_is_a_copy_kernel_not_an_alias() -> None:
+    # Attention's [B, H, S, D] -> [B, S, H, D] -> [B, S, H * D]: the merge of the permuted
+    # axes copies.
+    text = _HEAD + """
+    T1 = fd.ops.permute(T0, dims=[1, 0, 2])
+    T2 = fd.ops.reshape(T1, new_shape=[64, 128])
+    fd.add_output(T2)
+inputs = [torch.randn(4, 64, 32, dtype=torch.bfloat16)]
+"""
+    assert _segments(text) != ["expr_eval"]
+
+
+def test_views_that_copy_nothing_stay_host_aliases() -> None:
+    # A reshape of the contiguous input, then a permute and a slice: views, no kernel.
+    text = _HEAD + """
+    T1 = fd.ops.reshape(T0, new_shape=[4, 64, 4, 8])
+    T2 = fd.ops.permute(T1, dims=[0, 2, 1, 3])
+    T3 = fd.ops.slice(T2, start_indices=[0, 0, 0, 0], end_indices=[4, 2, 64, 8])
+    fd.add_output(T3)
+inputs = [torch.randn(4, 64, 32, dtype=torch.bfloat16)]
+"""
+    assert _segments(text) == ["expr_eval"]
