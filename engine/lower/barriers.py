@@ -1,41 +1,58 @@
-"""Block barriers back to back are one barrier.
+"""Fewer block barriers where fewer order the same accesses.
 
 The lowering places a barrier after each shared-memory write that a later read needs (RAW) and
-before each write that earlier reads must finish first (WAR). A persistent kernel staging
-several row inputs in shared memory then has the RAW barrier of one next to the WAR barrier of
-the next, two barriers where one orders the same accesses: nothing runs between them."""
+before each write that earlier reads must finish first (WAR); each barrier names the buffers it
+fences (kir.BlockSync.raw / .war). A persistent kernel staging several row inputs in shared
+memory then has, per row, a WAR and a RAW barrier around each input's fill: two barriers back
+to back are one (`merge_adjacent_barriers`), and fills that do not touch each other's buffers
+share one pair (`drop_fill_barriers`)."""
 
 from __future__ import annotations
-
-import re
 
 from engine.lower import kir
 
 
+def _joined(a: kir.BlockSync, b: kir.BlockSync) -> kir.BlockSync:
+    return kir.BlockSync("; ".join(r for r in (a.reason, b.reason) if r), a.raw | b.raw, a.war | b.war)
+
+
+def _each_body(stmts: list[kir.Stmt], rewrite) -> int:
+    """Apply `rewrite` to every nested statement list; the count it reports, summed."""
+    n = 0
+    for s in stmts:
+        for attr in ("body", "then", "orelse"):
+            inner = getattr(s, attr, None)
+            if isinstance(inner, list) and inner:
+                kept, k = rewrite(inner)
+                setattr(s, attr, kept)
+                n += k
+    return n
+
+
 def merge_adjacent_barriers(stmts: list[kir.Stmt]) -> tuple[list[kir.Stmt], int]:
     """`stmts` with each run of consecutive BlockSyncs (in any nested body) made one, its
-    reasons joined; and how many barriers went."""
+    reasons and fenced buffers joined; and how many barriers went."""
     out: list[kir.Stmt] = []
     dropped = 0
     for s in stmts:
         if isinstance(s, kir.BlockSync) and out and isinstance(out[-1], kir.BlockSync):
-            prev = out[-1]
-            out[-1] = kir.BlockSync("; ".join(r for r in (prev.reason, s.reason) if r))
+            out[-1] = _joined(out[-1], s)
             dropped += 1
             continue
-        for attr in ("body", "then", "orelse"):
-            inner = getattr(s, attr, None)
-            if isinstance(inner, list) and inner:
-                merged, n = merge_adjacent_barriers(inner)
-                setattr(s, attr, merged)
-                dropped += n
         out.append(s)
-    return out, dropped
+    return out, dropped + _each_body(out, merge_adjacent_barriers)
 
 
-def _mentions(stmt: kir.Stmt, names: set[str]) -> bool:
-    text = "\n".join(stmt.lines(0))
-    return any(re.search(rf"\b{n}\b", text) for n in names)
+_IDENT = str.maketrans({c: " " for c in "[](){}<>*&+-/%=!,;.:?|^~\"'"})
+
+
+def _names(stmts: list[kir.Stmt]) -> set[str]:
+    """The identifiers the statements' text holds."""
+    words: set[str] = set()
+    for s in stmts:
+        for line in s.lines(0):
+            words.update(line.translate(_IDENT).split())
+    return words
 
 
 def drop_fill_barriers(stmts: list[kir.Stmt]) -> tuple[list[kir.Stmt], int]:
@@ -53,32 +70,21 @@ def drop_fill_barriers(stmts: list[kir.Stmt]) -> tuple[list[kir.Stmt], int]:
         k = _next_barrier(out, j + 1) if j is not None else None
         if j is None or k is None:
             break
-        first, second = out[i + 1:j], out[j + 1:k]
-        reason = out[j].reason
-        raw = {n for kind, n in _FENCED.findall(reason) if kind == "RAW"}
-        war = {n for kind, n in _FENCED.findall(reason) if kind == "WAR"}
-        if (first and second and raw | war
+        first, second, mid = out[i + 1:j], out[j + 1:k], out[j]
+        assert isinstance(mid, kir.BlockSync)
+        if (first and second and (mid.raw or mid.war)
                 and not any(kir._synchronizes([st]) for st in (*first, *second))
-                and not any(_mentions(st, raw) for st in second)
-                and not any(_mentions(st, war) for st in first)):
+                and not _names(second) & mid.raw and not _names(first) & mid.war):
             # The first barrier now orders the WAR accesses; the last one the RAW ones.
-            kept = "; ".join(f"RAW: {n} in shared memory" for n in sorted(raw))
-            out[k] = kir.BlockSync("; ".join(r for r in (kept, out[k].reason) if r))
+            last = out[k]
+            assert isinstance(last, kir.BlockSync)
+            kept = "; ".join(f"RAW: {n} in shared memory" for n in sorted(mid.raw))
+            out[k] = kir.BlockSync("; ".join(r for r in (kept, last.reason) if r), mid.raw | last.raw, last.war)
             del out[j]
             dropped += 1
             continue
         i = j
-    for st in out:
-        for attr in ("body", "then", "orelse"):
-            inner = getattr(st, attr, None)
-            if isinstance(inner, list) and inner:
-                kept, n = drop_fill_barriers(inner)
-                setattr(st, attr, kept)
-                dropped += n
-    return out, dropped
-
-
-_FENCED = re.compile(r"(RAW|WAR): (\w+) in shared memory")
+    return out, dropped + _each_body(out, drop_fill_barriers)
 
 
 def _next_barrier(stmts: list[kir.Stmt], start: int) -> int | None:

@@ -183,6 +183,10 @@ class Scope(Stmt):
 @dataclass
 class BlockSync(Stmt):
     reason: str = ""
+    # Shared buffers whose writes before it are read after it (RAW), and whose reads before
+    # it precede writes after it (WAR): what engine.lower.barriers may move it for.
+    raw: frozenset[str] = frozenset()
+    war: frozenset[str] = frozenset()
 
     def lines(self, indent: int) -> list[str]:
         tail = f"  // {self.reason}" if self.reason else ""

@@ -91,7 +91,8 @@ class ExprLowering(LoopIndexing, Predicates, Operands):
         self.cooperative = False
         # flag -> its cooperative grouped grid reduction's call (grid_epilogue.py)
         self.grid_syncs: dict[str, GridSync] = {}
-        self.pending_sync: list[tuple[int, list[LoopNode], Expr, str]] = []
+        # (level, loops, expr, why, the shared buffer fenced or None)
+        self.pending_sync: list[tuple[int, list[LoopNode], Expr, str, str | None]] = []
         # A reduction's root id -> the rfactor producer's logical id it continues (see
         # note_rfactor_sources): the split chain an id comes from goes on through it.
         self.rfactor_source: dict[IterDomain, IterDomain] = {}
@@ -182,7 +183,7 @@ class ExprLowering(LoopIndexing, Predicates, Operands):
                 continue
             self.alloc_at(b.level, loops, kir.Allocate(b.name, b.ctype, b.size, b.memory, b.offset))
             if b.memory == "shared":
-                self.pending_sync.append((b.level, list(loops), expr, f"{b.name} in shared memory"))
+                self.pending_sync.append((b.level, list(loops), expr, f"{b.name} in shared memory", b.name))
 
     def alloc_at(self, level: int, loops: list[LoopNode], stmt: kir.Stmt) -> None:
         self.work.allocs[self.scope_key(level, loops)].append(stmt)

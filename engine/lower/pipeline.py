@@ -172,10 +172,11 @@ def _params(fusion: Fusion) -> tuple[list[ArgSpec], dict[str, TensorView], dict[
 
 def _syncs(low: ExprLowering) -> list[str]:
     notes: list[str] = []
-    for level, loops, expr, why in low.pending_sync:
-        low.work.post[low.item_at(level, loops, expr)].append(kir.BlockSync(f"RAW: {why}"))
+    for level, loops, expr, why, shared in low.pending_sync:
+        fenced = frozenset({shared} if shared else ())
+        low.work.post[low.item_at(level, loops, expr)].append(kir.BlockSync(f"RAW: {why}", raw=fenced))
         if any(not n.virtual for n in loops[:level]):
-            low.work.pre[low.item_at(level, loops, expr)].append(kir.BlockSync(f"WAR: {why}"))
+            low.work.pre[low.item_at(level, loops, expr)].append(kir.BlockSync(f"WAR: {why}", war=fenced))
         notes.append(f"sync around {why}")
     return notes
 
@@ -247,7 +248,7 @@ def _mark_global_syncs(low: ExprLowering, fusion: Fusion, exprs: list[Expr], loo
                 level = min(o.compute_at_pos, len(loops))
                 if isinstance(e, ex.ReductionOp | ex.WelfordOp):
                     level = acc_level(out_tv(e))
-                low.pending_sync.append((level, loops, e, f"{o.short_name} in global memory"))
+                low.pending_sync.append((level, loops, e, f"{o.short_name} in global memory", None))
 
 
 def lower_fusion(fusion: Fusion, env: dict, name: str,

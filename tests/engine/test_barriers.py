@@ -13,11 +13,11 @@ def _fill(name: str, src: str) -> kir.Stmt:
 
 
 def _war(n: str) -> kir.BlockSync:
-    return kir.BlockSync(f"WAR: {n} in shared memory")
+    return kir.BlockSync(f"WAR: {n} in shared memory", war=frozenset({n}))
 
 
 def _raw(n: str) -> kir.BlockSync:
-    return kir.BlockSync(f"RAW: {n} in shared memory")
+    return kir.BlockSync(f"RAW: {n} in shared memory", raw=frozenset({n}))
 
 
 def _syncs(stmts: list[kir.Stmt]) -> int:
