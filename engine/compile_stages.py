@@ -14,7 +14,7 @@ from engine.config import Options
 from engine.dtypes import DataType
 from engine.errors import CompileError, RegisterFitError, ScheduleError
 from engine.ir.base import Val
-from engine.ir.exprs import LinearOp, LoadStoreOp, MatmulOp, ReductionOp, WelfordOp
+from engine.ir.exprs import LinearOp, MatmulOp, ReductionOp, WelfordOp
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import ParallelType
 from engine.ir.quant_exprs import PreprocessGroupedMatmulInputSf
@@ -29,6 +29,7 @@ from engine.schedule.params import apply_overrides
 from engine.schedule.persistent_fit import refit
 from engine.schedule.runtime_info import SchedulerRuntimeInfo
 from engine.segment import segment_fusion
+from engine.segment.refusals import core_exprs, may_resegment, op_at_fault
 from engine.segment.sizes import Sizes
 from engine.trace import Trace
 
@@ -147,13 +148,13 @@ def build_segments(fusion: Fusion, inputs: list[Any], options: Options, trace: T
         try:
             used |= schedule_segment(seg, args, options, trace, known)
         except SegmentLoweringError as e:
-            core = _core_exprs(segmented, gid)
-            if not _may_resegment(seg, core, options):
+            core = core_exprs(segmented, gid)
+            if not may_resegment(seg, core, options):
                 raise
             containing = frozenset(x.name for x in core if isinstance(x, ReductionOp | WelfordOp)) \
                 if isinstance(e.__cause__, RegisterFitError) else frozenset()
             raise SegmentLoweringError(str(e), frozenset(x.name for x in core), seg.scheduler,
-                                       containing, _op_at_fault(seg, core, e.__cause__)) from e.__cause__
+                                       containing, op_at_fault(seg, core, e.__cause__)) from e.__cause__
         segments.append(seg)
     unused = sorted(set(options.heuristic_overrides) - used)
     if unused:
@@ -189,32 +190,6 @@ def _known_strides(seg: Any, args: list[Any], env: dict) -> dict[str, list[int]]
                 and sum((n - 1) * abs(st) for n, st in zip(t.shape, t.stride()) if n > 0) < 2**31):
             out[tv.short_name] = alloc_strides(tv, t, env)
     return out
-
-
-def _op_at_fault(seg: Any, core: list, cause: BaseException | None) -> int | None:
-    """The name of the op of `core` whose output the lowering failure names: the tensor
-    itself, or the one a scheduler's cache or output copy of it (a set) was made from."""
-    at = getattr(cause, "tensor", None)
-    made = {o.short_name: x.name for x in core for o in x.outputs if isinstance(o, TensorView)}
-    tv = next((t for t in seg.fusion.tensors() if t.short_name == at), None) if at else None
-    while tv is not None and tv.short_name not in made:
-        d = tv.definition
-        tv = d.inputs[0] if isinstance(d, LoadStoreOp) and isinstance(d.inputs[0], TensorView) else None
-    return made[tv.short_name] if tv is not None else None
-
-
-def _core_exprs(segmented: Any, gid: int) -> list:
-    if segmented is None:
-        return []
-    g = next((g for g in segmented.groups if g.id == gid), None)
-    return [] if g is None else [e for e in g.exprs if e not in set(g.forwarded_exprs)]
-
-
-def _may_resegment(seg: Any, core: list, options: Options) -> bool:
-    """Only the engine's own choices are undone: a user's schedule, forced scheduler,
-    heuristic values or kernel source fail as they are."""
-    return (len(core) > 1 and seg.scheduler not in ("user", "expr_eval") and not options.force_scheduler
-            and not options.heuristic_overrides and not options.kernel_sources)
 
 
 def schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace,

@@ -6,12 +6,17 @@ knowledge: first the scheduler is refused for exactly that group, so the segment
 find another scheduler or another grouping for the same ops; when that does not help,
 the group's ops become segments of their own. A persistent scheduler that no block shape
 lets keep its arrays in registers is refused for every group holding the same reductions
-(any such group keeps at least those arrays).
+(any such group keeps at least those arrays). When the failure names one tensor, the op that
+made it is isolated first (`op_at_fault`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
+
+from engine.ir.shape_exprs import LoadStoreOp
+from engine.ir.tensorview import TensorView
 
 
 @dataclass
@@ -49,3 +54,30 @@ class Refusals:
             got = next((why[scheduler] for held, why in self.containing.items()
                         if scheduler in why and held <= exprs), None)
         return got
+
+
+def op_at_fault(seg: Any, core: list, cause: BaseException | None) -> int | None:
+    """The name of the op of `core` whose output the lowering failure names: the tensor
+    itself, or the one a scheduler's cache or output copy of it (a set) was made from."""
+    at = getattr(cause, "tensor", None)
+    made = {o.short_name: x.name for x in core for o in x.outputs if isinstance(o, TensorView)}
+    tv = next((t for t in seg.fusion.tensors() if t.short_name == at), None) if at else None
+    while tv is not None and tv.short_name not in made:
+        d = tv.definition
+        tv = d.inputs[0] if isinstance(d, LoadStoreOp) and isinstance(d.inputs[0], TensorView) else None
+    return made[tv.short_name] if tv is not None else None
+
+
+def core_exprs(segmented: Any, gid: int) -> list:
+    """The ops of group `gid` that are its own (not forwarded into it)."""
+    if segmented is None:
+        return []
+    g = next((g for g in segmented.groups if g.id == gid), None)
+    return [] if g is None else [e for e in g.exprs if e not in set(g.forwarded_exprs)]
+
+
+def may_resegment(seg: Any, core: list, options: Any) -> bool:
+    """Only the engine's own choices are undone: a user's schedule, forced scheduler,
+    heuristic values or kernel source fail as they are."""
+    return (len(core) > 1 and seg.scheduler not in ("user", "expr_eval") and not options.force_scheduler
+            and not options.heuristic_overrides and not options.kernel_sources)
