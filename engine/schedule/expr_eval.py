@@ -12,12 +12,13 @@ grouped_mm, and a plain cast to fp4) in that set; the matmul scheduler delegates
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from engine.analysis.view_chains import views_only_to_outputs
 from engine.ir import exprs as ex
 from engine.ir.aten_exprs import ATEN_ONLY, aten_only
 from engine.ir.base import Expr, Val
+from engine.ir.iterdomain import Merge, transforms_between
 from engine.ir.quant_exprs import CutlassNvfp4GroupedMmaOp
 from engine.ir.tensorview import TensorView
 from engine.schedule.base import Scheduler, SchedulerType
@@ -70,39 +71,17 @@ def _alias_source(val: Val, fusion: Fusion) -> Val | None:
     return cur
 
 
-def _id_inputs(i: Any) -> list[Any]:
-    d = i.definition
-    if d is None:
-        return []
-    return [x for x in (getattr(d, "outer", None), getattr(d, "inner", None), getattr(d, "in_id", None))
-            if x is not None and x is not i]
-
-
-def _merges(out: TensorView) -> list[tuple[Any, set[int]]]:
-    """Every merge between `out`'s root and logical domains, with the ids of the root ids
-    under it; each id visited once."""
-    under: dict[int, set[int]] = {}
-
-    def roots_of(i: Any) -> set[int]:
-        got = under.get(id(i))
-        if got is None:
-            ins = _id_inputs(i)
-            got = set().union(*(roots_of(x) for x in ins)) if ins else {id(i)}
-            under[id(i)] = got
-        return got
-
-    found: list[tuple[Any, set[int]]] = []
-    seen: set[int] = set()
-    stack = list(out.domain.logical)
-    while stack:
-        i = stack.pop()
-        d = i.definition
-        if d is None or id(d) in seen:
-            continue
-        seen.add(id(d))
-        if type(d).__name__ == "Merge":
-            found.append((d, roots_of(i)))
-        stack.extend(_id_inputs(i))
+def _merges(out: TensorView) -> list[set[int]]:
+    """For each merge between `out`'s root and logical domains, the ids of the root ids under
+    it (the transforms in the order they were applied)."""
+    under: dict[int, set[int]] = {id(r): {id(r)} for r in out.domain.root}
+    found: list[set[int]] = []
+    for t in transforms_between(out.domain.root, out.domain.logical):
+        got: set[int] = set().union(*(under.get(id(i), set()) for i in t.inputs))
+        for o in t.outputs:
+            under[id(o)] = got
+        if isinstance(t, Merge):
+            found.append(got)
     return found
 
 
@@ -118,7 +97,7 @@ def _merges_expansion(e: ex.ViewOp) -> bool:
     if len(ins) != len(root):
         return any(i.has_expanded_extent for i in ins)
     expanded = {id(r) for i, r in zip(ins, root) if i.has_expanded_extent}
-    return bool(expanded) and any(roots & expanded for _, roots in _merges(out))
+    return bool(expanded) and any(roots & expanded for roots in _merges(out))
 
 
 def _has_merge(e: ex.ViewOp) -> bool:
