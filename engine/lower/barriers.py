@@ -20,12 +20,10 @@ def _each_body(stmts: list[kir.Stmt], rewrite) -> int:
     """Apply `rewrite` to every nested statement list; the count it reports, summed."""
     n = 0
     for s in stmts:
-        for attr in ("body", "then", "orelse"):
-            inner = getattr(s, attr, None)
-            if isinstance(inner, list) and inner:
-                kept, k = rewrite(inner)
-                setattr(s, attr, kept)
-                n += k
+        for inner in kir.children(s):
+            kept, k = rewrite(inner)
+            inner[:] = kept
+            n += k
     return n
 
 

@@ -88,7 +88,6 @@ def _stage_axis_refusal(tv: TensorView, depth: int, ext: Extents, fusion: Fusion
     return None
 
 
-
 def circular_buffer(body: list[kir.Stmt], bufs: dict[str, CircularBuffer], notes: list[str],
                     pipelined: set[str] | None = None) -> list[kir.Stmt]:
     """The kernel `body` with every buffer of `bufs` pipelined where its loops allow; `notes`
@@ -110,7 +109,7 @@ def _walk(body: list[kir.Stmt], bufs: dict[str, CircularBuffer], notes: list[str
           pipelined: set[str]) -> list[kir.Stmt]:
     out: list[kir.Stmt] = []
     for st in body:
-        for child in _children(st):
+        for child in kir.children(st):
             child[:] = _walk(child, bufs, notes, pipelined)
         cbs = _buffers_of(st.body, bufs) if isinstance(st, kir.ForLoop) else []
         done = _pipeline(st.body, cbs, st, notes) if cbs else None
@@ -118,14 +117,6 @@ def _walk(body: list[kir.Stmt], bufs: dict[str, CircularBuffer], notes: list[str
             pipelined.update(cb.name for cb in cbs)
         out.extend(done if done is not None else [st])
     return out
-
-
-def _children(st: kir.Stmt) -> list[list[kir.Stmt]]:
-    if isinstance(st, kir.ForLoop | kir.Scope):
-        return [st.body]
-    if isinstance(st, kir.IfThenElse):
-        return [st.then, st.orelse]
-    return []
 
 
 def _buffers_of(body: list[kir.Stmt], bufs: dict[str, CircularBuffer]) -> list[CircularBuffer]:
@@ -259,7 +250,7 @@ def _not_a_copy(st: kir.Stmt, cb: CircularBuffer) -> str | None:
         width = ctype_bytes(st.copy_ctype)
         return None if width in (4, 8, 16) else f"{width}-byte element copies (cp.async copies 4, 8 or 16 bytes)"
     if isinstance(st, kir.ForLoop | kir.Scope | kir.IfThenElse):
-        for child in _children(st):
+        for child in kir.children(st):
             for s in child:
                 why = _not_a_copy(s, cb)
                 if why is not None:

@@ -122,6 +122,14 @@ _BLOCK_WIDE = ("__syncthreads", "blockAllReduce", "blockReduce", "blockWelford",
                "gridReduce", "grid_sync")
 
 
+def children(s: Stmt) -> list[list[Stmt]]:
+    """The statement lists nested in `s`: a loop's or a scope's body, a branch's two arms."""
+    if isinstance(s, IfThenElse):
+        return [s.then, s.orelse]
+    body = getattr(s, "body", None)
+    return [body] if isinstance(body, list) else []
+
+
 def _synchronizes(stmts: list[Stmt]) -> bool:
     for s in stmts:
         if isinstance(s, BlockSync):
@@ -130,9 +138,8 @@ def _synchronizes(stmts: list[Stmt]) -> bool:
             return True
         if isinstance(s, Assign) and any(c in s.rhs for c in _BLOCK_WIDE):
             return True
-        for body in (getattr(s, "body", None), getattr(s, "then", None), getattr(s, "orelse", None)):
-            if isinstance(body, list) and _synchronizes(body):
-                return True
+        if any(_synchronizes(body) for body in children(s)):
+            return True
     return False
 
 

@@ -70,16 +70,8 @@ def _written(name: str, stmts: list[kir.Stmt], skip: kir.Stmt) -> bool:
 def _walk(stmts: list[kir.Stmt]):
     for s in stmts:
         yield s
-        for child in _children(s):
+        for child in kir.children(s):
             yield from _walk(child)
-
-
-def _children(s: kir.Stmt) -> list[list[kir.Stmt]]:
-    if isinstance(s, kir.ForLoop | kir.Scope):
-        return [s.body]
-    if isinstance(s, kir.IfThenElse):
-        return [s.then, s.orelse]
-    return []
 
 
 def _rename(stmt: kir.Stmt, old: str, new: str) -> kir.Stmt:
@@ -121,7 +113,7 @@ def _merge_once(body: list[kir.Stmt], stmts: list[kir.Stmt], inputs: set[str],
                 stmts[k:] = [_rename(t, dest, first) for t in rest]
                 return dest, first
             seen.setdefault(key, dest)
-        for child in _children(s):
+        for child in kir.children(s):
             found = _merge_once(body, child, inputs, allocs)
             if found is not None:
                 return found
@@ -148,7 +140,7 @@ def _drop_allocations(stmts: list[kir.Stmt], names: set[str]) -> list[kir.Stmt]:
     for s in stmts:
         if isinstance(s, kir.Allocate) and s.name in names:
             continue
-        for child in _children(s):
+        for child in kir.children(s):
             child[:] = _drop_allocations(child, names)
         out.append(s)
     return out
