@@ -41,6 +41,7 @@ from engine.preseg import (
     expanded_outputs_apart,
     matmul_without_reduction,
     replan_reshapes,
+    scatters_as_selects,
     views_of_outputs_apart,
 )
 from engine.profiling import _execute as _execute
@@ -117,6 +118,7 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
             index_before_cast(fusion, trace)
             gathers_first(fusion, trace)
             matmul_without_reduction(fusion, trace)
+            scatters_as_selects(fusion, value_of, trace)
             expanded_outputs_apart(fusion, trace)
             views_of_outputs_apart(fusion, trace)
             for note, rule in notes:

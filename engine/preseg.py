@@ -20,6 +20,13 @@ and transposed as [H, N]) is cut from it by a segment_set as nvFuser's MarkAlias
 does: the kernel writes the values once, and the views are that buffer's sizes and strides
 (a transposed view would otherwise be a second, strided write of every element).
 
+`scatters_as_selects`: a scatter of one value (a scalar, or a full tensor) into a full tensor
+at one index per row (the index's extent along the scattered axis is 1: a cross entropy's
+one-hot gradient, a router's count matrix) is a select, out = where(iota == index, value,
+fill), broadcast over the rows. It is then a pointwise op the kernels around it compute,
+not a copy of the whole tensor written through torch (nvFuser runs it as a kernel of its
+own). An index out of range selects nothing where torch would fault.
+
 `replan_reshapes`: a reshape of symbolic sizes whose symbols do not nest (equal only at run
 time) merged all its axes and split them again; at the bound sizes it is planned again, as
 nvFuser concretizes a dynamic reshape, keeping the axes that match
@@ -31,15 +38,20 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from engine.analysis.view_chains import only_views_from, view_chain
+from engine.dtypes import DataType
 from engine.errors import FusionDefinitionError
 from engine.ir import exprs as ex
+from engine.ir.aten_exprs import ScatterOp
+from engine.ir.base import FusionGuard
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorDomain, TensorView
-from engine.ops.arith import binary
+from engine.ops.arith import binary, cast, where
 from engine.ops.axes import segment_set
-from engine.ops.common import no_reductions
+from engine.ops.common import full_extent, no_reductions
+from engine.ops.factory import iota
+from engine.ops.reduction import sum as reduce_sum
 from engine.ops.reshaping import replan_view
 from engine.ops.shape import broadcast, squeeze
 from engine.trace import Trace
@@ -193,3 +205,72 @@ def replan_reshapes(fusion: Fusion, value_of: Callable[[Scalar], int], trace: Tr
                         f"reshape of {e.input.short_name} planned at the bound sizes: {new.short_name} "
                         f"keeps the axes that match ({new.domain}) instead of merging all of them",
                         rule="replan_reshapes")
+
+
+def _fill(v: object) -> Scalar | None:
+    """The value every element of `v` holds: a scalar, or a full tensor's fill."""
+    if isinstance(v, Scalar):
+        return v
+    if isinstance(v, TensorView) and isinstance(v.definition, ex.FullOp):
+        return v.definition.fill
+    return None
+
+
+# The most indices a row a scatter may have to become a select (each element compares with each).
+SELECT_MAX_INDICES = 16
+
+
+def _select_of(e: ScatterOp, value_of: Callable[[Scalar], int]) -> TensorView | None:
+    """where(iota == index, value, fill) for a scatter of one value into a full tensor
+    (several indices a row: where any of them is the element's position); None when the
+    scatter is not one."""
+    inp, index, src = e.inputs
+    fill, value = _fill(inp), _fill(src)
+    out = e.outputs[0]
+    if (e.accumulate or fill is None or value is None or not isinstance(index, TensorView)
+            or not isinstance(out, TensorView) or out.domain.allocation is not None):
+        return None
+    axes, keys = no_reductions(inp), no_reductions(index)
+    rank, dim = len(axes), e.dim
+    try:
+        per_row = value_of(full_extent(keys[dim]))
+        if not 1 <= per_row <= SELECT_MAX_INDICES or any(
+                value_of(full_extent(k)) != value_of(full_extent(a))
+                for d, (k, a) in enumerate(zip(keys, axes)) if d != dim):
+            return None  # an index covering part of the rows writes only those
+    except KeyError:
+        return None
+    with FusionGuard(inp.fusion):
+        positions = iota(full_extent(axes[dim]), 0, 1, index.dtype)
+        if keys[dim].is_broadcast and not keys[dim].has_expanded_extent:
+            hit = binary("eq", index, broadcast(positions, [d != dim for d in range(rank)]))
+        else:
+            # [..., position, index, ...]: each position against each of its row's indices.
+            pos = broadcast(positions, [d != dim for d in range(rank + 1)])
+            key = broadcast(index, [d == dim for d in range(rank + 1)])
+            count = reduce_sum(cast(binary("eq", key, pos), DataType.Int32), [dim + 1])
+            hit = binary("gt", count, 0)
+        picked = where(hit, value, fill)
+        if not isinstance(picked, TensorView):
+            return None
+        return picked if picked.dtype == out.dtype else cast(picked, out.dtype)
+
+
+def scatters_as_selects(fusion: Fusion, value_of: Callable[[Scalar], int], trace: Trace | None = None) -> None:
+    """Each scatter of one value into a full tensor becomes a select."""
+    for e in fusion.exprs():
+        if not isinstance(e, ScatterOp):
+            continue
+        try:
+            picked = _select_of(e, value_of)
+        except FusionDefinitionError:
+            continue
+        if picked is None:
+            continue
+        old = e.outputs[0]
+        fusion.replace_all_uses(old, picked)
+        if trace is not None:
+            trace.event("preseg", old.short_name,
+                        f"scatter of one value into full {e.inputs[0].short_name}: "
+                        f"{old.short_name} is {picked.short_name}, where(iota == {e.inputs[1].short_name}, "
+                        "value, fill)", rule="scatters_as_selects")

@@ -161,3 +161,59 @@ def test_an_expanded_output_read_by_the_kernel_stays_in_registers() -> None:
     got, want = cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs)
     assert torch.equal(got[1], want[1])
     torch.testing.assert_close(got[0], want[0], equal_nan=True)  # a fully masked row is NaN
+
+
+def _scatter_fusion(n: int, v: int, k: int, src_tensor: bool, dtype: DataType, columns: bool) -> FusionDefinition:
+    """grad = scatter(full(0), labels [n, k], value, dim=1) * scale, and its row sums; labels
+    given as [n, k] (`columns`), else as [n] broadcast to [n, 1]."""
+    with FusionDefinition() as fd:
+        labels = fd.define_tensor(shape=[-1, -1] if columns else [-1], contiguity=True, dtype=DataType.Int)
+        scale = fd.define_tensor(shape=[-1, -1], contiguity=True, dtype=dtype)
+        idx = labels if columns else fd.ops.broadcast_in_dim(labels, shape=[n, 1], broadcast_dims=[0])
+        zeros = fd.ops.full(shape=[n, v], fill_value=fd.define_scalar(0.0), dtype=dtype)
+        value = (fd.ops.full(shape=[n, k], fill_value=fd.define_scalar(-1.0), dtype=dtype) if src_tensor
+                 else fd.define_scalar(-1.0))
+        hot = fd.ops.scatter(zeros, idx, value, dim=1)
+        grad = fd.ops.mul(hot, scale)
+        fd.add_output(grad)
+        fd.add_output(fd.ops.sum(grad, dims=[1]))
+    return fd
+
+
+@pytest.mark.parametrize("k,src_tensor,columns", [(1, False, False), (1, True, False), (1, True, True),
+                                                  (3, True, True)])
+@pytest.mark.parametrize("dtype", [DataType.Float, DataType.BFloat16])
+def test_a_scatter_of_one_value_into_a_full_tensor_is_a_select(k: int, src_tensor: bool, columns: bool,
+                                                               dtype: DataType) -> None:
+    n, v = 6, 37
+    fd = _scatter_fusion(n, v, k, src_tensor, dtype, columns)
+    g = torch.Generator().manual_seed(1)
+    tdt = torch.float32 if dtype == DataType.Float else torch.bfloat16
+    # Distinct indices a row (torch's scatter of a value is the same with repeats).
+    labels = torch.stack([torch.randperm(v, generator=g)[:k] for _ in range(n)])
+    xs = [labels if columns else labels[:, 0].contiguous(), torch.randn(n, v, generator=g).to(tdt)]
+    cf = compile_fusion(fd, xs)
+    rules = [e.data.get("rule") for e in cf.trace.events if e.kind == "preseg"]
+    assert "scatters_as_selects" in rules
+    assert "expr_eval" not in [s.scheduler for s in cf.segments]  # no torch scatter
+    if not columns:
+        assert [s.scheduler for s in cf.segments] == ["reduction"]
+    got = cf.run(xs, backend="emulate")
+    want = evaluate(fd.fusion, xs)
+    assert torch.equal(got[0], want[0])
+    torch.testing.assert_close(got[1], want[1])
+
+
+def test_a_scatter_into_part_of_the_rows_or_into_data_stays_a_scatter() -> None:
+    with FusionDefinition() as fd:
+        labels = fd.define_tensor(shape=[-1, -1], contiguity=True, dtype=DataType.Int)
+        data = fd.define_tensor(shape=[-1, -1], contiguity=True, dtype=DataType.Float)
+        zeros = fd.ops.full(shape=[6, 9], fill_value=fd.define_scalar(0.0), dtype=DataType.Float)
+        fd.add_output(fd.ops.scatter(zeros, labels, fd.define_scalar(2.0), dim=1))  # index of 4 rows
+        fd.add_output(fd.ops.scatter(data, labels, fd.define_scalar(2.0), dim=1))  # into an input
+    xs = [torch.tensor([[1], [0], [8], [3]]), torch.randn(6, 9)]
+    cf = compile_fusion(fd, xs)
+    assert not any(e.data.get("rule") == "scatters_as_selects" for e in cf.trace.events)
+    got, want = cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs)
+    for a, b in zip(got, want):
+        assert torch.equal(a, b)
