@@ -113,7 +113,7 @@ class CompiledFusion(Profiling):
             if plan is None:
                 plan = self._plans["cuda"] = self._plan("cuda")
             if plan:
-                self._graphs = GraphReplay(plan.check, plan.try_run)
+                self._graphs = GraphReplay(plan.check, plan.try_plain)
             else:
                 self._graphs = GraphReplay(lambda xs: _signature(xs) == self.signature,
                                            lambda xs: self.run(xs, backend="cuda"))

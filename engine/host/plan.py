@@ -20,7 +20,7 @@ import torch
 
 from engine.compile import _launch
 from engine.errors import ExecutionError
-from engine.host import hir
+from engine.host import graph_plan, hir
 from engine.host.alias_replay import AliasReplay
 from engine.host.in_place import in_place_writes
 from engine.ir.base import Expr, Val
@@ -91,6 +91,11 @@ class RunPlan:
         self.steps = [self._step(s) for s in c.top_level]
         self.outputs = [self._ref(v) for v in c.outputs]
         self.n_slots = len(self.slots)
+        # Several steps over little data: replayed as one graph (engine.host.graph_plan).
+        n_steps = sum(1 for st in self.steps if not isinstance(st, _Free))
+        self.graph = (graph_plan.CopyingGraph(self.plain_steps, n_steps)
+                      if backend == "cuda" and not cf.options.sync_launches and cf.options.graph_small_plans
+                      and graph_plan.worth(n_steps, cf.signature) else None)
 
     @classmethod
     def build(cls, cf: CompiledFusion, backend: str) -> RunPlan | None:
@@ -118,6 +123,10 @@ class RunPlan:
         (nothing moved, nothing raised): FusionDefinition.execute's path for repeated calls."""
         return self._steps(xs) if self.check(xs) else None
 
+    def try_plain(self, xs: list[Any]) -> list[Any] | None:
+        """try_run, each step launched from here (never through this plan's own graph)."""
+        return self.plain_steps(xs) if self.check(xs) else None
+
     def writing_in_place(self, aliases: dict[int, int]) -> RunPlan:
         """This plan, with the kernels that may (engine.host.in_place) writing aliased outputs
         (fusion output index -> input index) into their inputs' buffers: the plan of a call
@@ -126,12 +135,21 @@ class RunPlan:
         if not writes:
             return self
         plan = copy.copy(self)
+        plan.graph = None  # the kernels write the caller's buffers, not the graph's
         plan.steps = [copy.copy(st) for st in self.steps]
         for k, into in writes.items():
             plan.steps[k].into = into
         return plan
 
     def _steps(self, xs: list[Any]) -> list[Any]:
+        if self.graph is not None:
+            outs = self.graph.run(xs)
+            if outs is not None:
+                return outs
+        return self.plain_steps(xs)
+
+    def plain_steps(self, xs: list[Any]) -> list[Any]:
+        """The outputs for `xs` (fitting the signature), each step run from here."""
         slots: list[Any] = [None] * self.n_slots
         slots[: len(xs)] = xs
         env = self._env(xs) if self.needs_env else None

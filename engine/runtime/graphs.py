@@ -13,6 +13,7 @@ reason is kept in `refused`.
 
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -67,20 +68,59 @@ class GraphReplay:
         return outs
 
     def _capture(self, xs: list[Any]) -> tuple[torch.cuda.CUDAGraph, list[Any], list[Any]] | None:
-        # One run first, on a side stream as torch's capture recipe has it: kernels loaded,
-        # launches settled, per-stream workspaces made outside the graph.
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            self._run(xs)
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        try:
-            with torch.cuda.graph(graph):
-                outs = self._run(xs)
-        except RuntimeError as e:
-            self.refused = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        captured = capture(lambda: self._run(xs))
+        if isinstance(captured, str):
+            self.refused = captured
             return None
+        graph, outs = captured
         self.captures += 1
         # The inputs stay referenced: their buffers must outlive the graph that reads them.
         return graph, list(outs or []), list(xs)
+
+
+def capture(run: Callable[[], Any]) -> tuple[torch.cuda.CUDAGraph, Any] | str:
+    """`run`'s work captured as a CUDA graph on torch's current device, with what `run`
+    returned while capturing; or why it cannot be (a string).
+
+    `run` runs once first on a side stream, as torch's capture recipe has it (kernels
+    loaded, launches settled, workspaces made outside the graph), with torch's
+    synchronizing calls made errors: a run that reads device data on the host cannot be
+    captured, and is refused before any capture begins. A capture that fails all the same
+    is followed by an empty one, which leaves torch's CUDA generator out of capture mode
+    (a failed capture ends before telling it so)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    mode = torch.cuda.get_sync_debug_mode()
+    try:
+        torch.cuda.set_sync_debug_mode("error")
+        with torch.cuda.stream(side):
+            run()
+    except Exception as e:  # noqa: BLE001 - a run that fails here runs (and fails) plainly
+        return _first_line(e)
+    finally:
+        torch.cuda.set_sync_debug_mode(mode)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph):
+            out = run()
+    except RuntimeError as e:
+        _reset_capture_state()
+        return _first_line(e)
+    return graph, out
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+def _reset_capture_state() -> None:
+    empty = torch.cuda.CUDAGraph()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            with torch.cuda.graph(empty):
+                pass
+        except RuntimeError:
+            pass

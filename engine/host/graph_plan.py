@@ -1,0 +1,180 @@
+"""A run plan of several steps replayed as one CUDA graph, with a plain call's semantics.
+
+A host program of several steps (kernel launches, ATen calls, views) costs Python time per
+step on every call; when the data are small the GPU waits for the host. Here the plan is
+captured once as a CUDA graph over buffers of its own, and a call is: copy the caller's
+tensor inputs into those buffers, replay, copy the outputs into fresh tensors. The caller
+sees what a plain run gives (fresh outputs it owns, laid out alike; the inputs as they
+are when the call is queued), at the cost of the copies, which is why only plans with
+more steps than copies and little data take this path (`worth`).
+
+Runs stay plain where a graph would change what the caller sees or cannot hold the work:
+outputs that alias an input or each other, outputs off the GPU, scalars that differ from
+the captured ones (their values are baked into the graph), inputs on another device than
+the current one, and host programs that cannot be captured (a step that reads device data
+on the host). The reason is kept in `refused`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from engine.runtime import graphs
+
+# Plain runs before the capture (the first settles each launch: engine.host.launch; the
+# others are timed), then replays timed before the graph is kept.
+PLAIN_RUNS = 3
+TIMED_REPLAYS = 3
+# The graph is kept when a call through it takes at most this share of a plain call's
+# host time (the lesser of those timed).
+KEEP_BELOW = 0.8
+# Bytes copied in and out per call at most (a few microseconds of the GPU's bandwidth).
+MAX_COPY_BYTES = 8 << 20
+
+
+def _nbytes(shape: Sequence[int], stride: Sequence[int], itemsize: int) -> int:
+    if any(n == 0 for n in shape):
+        return 0
+    return (1 + sum((n - 1) * s for n, s in zip(shape, stride))) * itemsize
+
+
+def worth(steps: int, signature: tuple) -> bool:
+    """Whether a plan of `steps` steps over inputs of `signature` may gain from a graph: more
+    steps than tensor inputs plus one output each (every copy costs about what a step does on
+    the host), and inputs small enough to copy."""
+    tensors = [s for s in signature if isinstance(s, tuple)]
+    if steps < 3 or steps <= 2 * len(tensors) or not tensors:
+        return False
+    size = sum(_nbytes(s[0], s[1], getattr(torch, s[2].removeprefix("torch.")).itemsize) for s in tensors)
+    return size <= MAX_COPY_BYTES
+
+
+class CopyingGraph:
+    """`run(xs)`: the outputs of `steps(xs)`, through a replayed graph once one is captured
+    and found faster on the host than plain calls; None where the plan runs them itself."""
+
+    def __init__(self, steps: Callable[[list[Any]], list[Any]], n_steps: int) -> None:
+        self._steps = steps
+        self.n_steps = n_steps
+        self.calls = 0
+        self.refused: str | None = None
+        self.captures = 0
+        self.replays = 0
+        self._graph: torch.cuda.CUDAGraph | None = None
+        self._tensors: list[int] = []  # positions of the tensor inputs
+        self._statics: list[torch.Tensor] = []  # the graph's input buffers, in that order
+        self._values: list[tuple[int, Any]] = []  # (position, value) of the baked scalar inputs
+        self._outs: list[torch.Tensor] = []
+        self._device: int | None = None
+        self._plain_s = float("inf")  # the least host time of a plain call
+        self._replay_s = float("inf")  # the least host time of a call through the graph
+        self.kept = False  # timed, and faster
+
+    def run(self, xs: list[Any]) -> list[Any] | None:
+        if self.refused is not None:
+            return None
+        if self._graph is None:
+            self.calls += 1
+            if self.calls == 1:
+                return None
+            if self.calls <= PLAIN_RUNS:
+                t = time.perf_counter()
+                outs = self._steps(xs)
+                self._plain_s = min(self._plain_s, time.perf_counter() - t)
+                return outs
+            return self._capture(xs)
+        if not self._fits(xs):
+            return None
+        if self.kept:
+            return self._replay(xs)
+        t = time.perf_counter()
+        outs = self._replay(xs)
+        self._replay_s = min(self._replay_s, time.perf_counter() - t)
+        if self.replays > TIMED_REPLAYS:
+            if self._replay_s <= KEEP_BELOW * self._plain_s:
+                self.kept = True
+            else:
+                self._refuse(f"no faster: {self._replay_s * 1e6:.0f} us a call against "
+                             f"{self._plain_s * 1e6:.0f} us plainly")
+        return outs
+
+    def _replay(self, xs: list[Any]) -> list[torch.Tensor]:
+        torch._foreach_copy_(self._statics, [xs[k] for k in self._tensors])
+        assert self._graph is not None
+        self._graph.replay()
+        self.replays += 1
+        return self._copy_out()
+
+    def _fits(self, xs: list[Any]) -> bool:
+        if torch.cuda.current_device() != self._device:
+            return False
+        for k, v in self._values:
+            x = xs[k]
+            if (x.item() if isinstance(x, torch.Tensor) else x) != v:
+                return False
+        return True
+
+    def _copy_out(self) -> list[torch.Tensor]:
+        fresh = [torch.empty_strided(o.shape, o.stride(), dtype=o.dtype, device=o.device) for o in self._outs]
+        torch._foreach_copy_(fresh, self._outs)
+        return fresh
+
+    def _refuse(self, why: str) -> None:
+        self.refused = why
+        self._graph, self._statics, self._outs = None, [], []
+
+    def _capture(self, xs: list[Any]) -> list[Any] | None:
+        device = torch.cuda.current_device()
+        tensors = [k for k, x in enumerate(xs) if isinstance(x, torch.Tensor) and x.is_cuda]
+        if any(xs[k].device.index != device for k in tensors):
+            self._refuse("an input is on another GPU than the current one")
+            return None
+        values = [(k, x.item() if isinstance(x, torch.Tensor) else x) for k, x in enumerate(xs) if k not in tensors]
+        statics = [torch.empty_strided(xs[k].shape, xs[k].stride(), dtype=xs[k].dtype, device=xs[k].device)
+                   for k in tensors]
+        args = list(xs)
+        for k, s in zip(tensors, statics):
+            s.copy_(xs[k])
+            args[k] = s
+        captured = graphs.capture(lambda: self._steps(args))
+        if isinstance(captured, str):
+            self._refuse(captured)
+            return None
+        graph, outs = captured
+        why = _unsafe(outs, statics)
+        if why:
+            self._refuse(why)
+            return None
+        self._graph, self._device, self._tensors, self._statics = graph, device, tensors, statics
+        self._values, self._outs = values, list(outs)
+        self.captures += 1
+        graph.replay()
+        self.replays += 1
+        return self._copy_out()
+
+
+def _unsafe(outs: Sequence[Any], statics: Sequence[torch.Tensor]) -> str:
+    """Why copying `outs` out of the graph would not give what a plain run gives ("" if it does)."""
+    seen: set[int] = set()
+    inputs = {s.untyped_storage().data_ptr() for s in statics}
+    for k, o in enumerate(outs):
+        if not isinstance(o, torch.Tensor) or not o.is_cuda:
+            return f"output {k} is not a GPU tensor"
+        base = o.untyped_storage().data_ptr()
+        if base in inputs:
+            return f"output {k} is a view of an input"
+        if base in seen:
+            return f"output {k} shares memory with another output"
+        seen.add(base)
+        if not _dense(o):
+            return f"output {k} is not laid out densely (a copy would lay it out otherwise)"
+    return ""
+
+
+def _dense(t: torch.Tensor) -> bool:
+    """Non-overlapping and dense: its elements fill exactly as many bytes as they span."""
+    return t.numel() == 0 or _nbytes(t.shape, t.stride(), 1) == t.numel()
