@@ -13,9 +13,9 @@ class Options:
     num_streams: int = 4  # host IR: numberOfStreams of the stream-parallel pass
     force_scheduler: str | None = None  # use this scheduler for every segment (if it accepts)
     sync_launches: bool = False  # wait after every kernel so a fault names it (slower: no queueing)
-    # Replay a GPU run plan of several steps over little data as one CUDA graph, inputs copied
-    # in and outputs copied out (engine.host.graph_plan): a plain run's results, less host time.
-    graph_small_plans: bool = True
+    # Replay a GPU run plan of several steps as one CUDA graph, inputs copied in and outputs
+    # copied out, where calls through it are measured faster (engine.host.graph_plan).
+    replay_graphs: bool = True
     heuristic_overrides: dict[str, Any] = field(default_factory=dict)
     # Segment id -> CUDA source that replaces the generated kernel (nvFuser's
     # NVFUSER_EXTERNAL_SRC): to try a hand edit, or to reproduce a faulty kernel. It must

@@ -1,23 +1,25 @@
 """A run plan of several steps replayed as one CUDA graph, with a plain call's semantics.
 
 A host program of several steps (kernel launches, ATen calls, views) costs Python time per
-step on every call; when the data are small the GPU waits for the host. Here the plan is
+step on every call; when the GPU work is short the GPU waits for the host. Here the plan is
 captured once as a CUDA graph over buffers of its own, and a call is: copy the caller's
 tensor inputs into those buffers, replay, copy the outputs into fresh tensors. The caller
 sees what a plain run gives (fresh outputs it owns, laid out alike; the inputs as they
-are when the call is queued), at the cost of the copies, which is why only plans with
-more steps than copies and little data take this path (`worth`).
+are when the call is queued), at the cost of the copies. Whether that pays is measured:
+a few plain calls and a few calls through the graph are timed end to end (CUDA events
+around a call on an idle GPU: the host's time and the GPU's together), and the graph is
+kept only when a call through it takes under KEEP_BELOW of a plain call.
 
 Runs stay plain where a graph would change what the caller sees or cannot hold the work:
 outputs that alias an input or each other, outputs off the GPU, scalars that differ from
 the captured ones (their values are baked into the graph), inputs on another device than
 the current one, and host programs that cannot be captured (a step that reads device data
-on the host). The reason is kept in `refused`.
+on the host). The reason is kept in `refused`. A call made while the caller captures a
+graph of its own runs plainly (its launches go into the caller's graph).
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -25,15 +27,15 @@ import torch
 
 from engine.runtime import graphs
 
-# Plain runs before the capture (the first settles each launch: engine.host.launch; the
-# others are timed), then replays timed before the graph is kept.
+# Plain calls before the capture (the first settles each launch: engine.host.launch; the
+# others are timed), then calls through the graph timed before it is kept.
 PLAIN_RUNS = 3
 TIMED_REPLAYS = 3
-# The graph is kept when a call through it takes at most this share of a plain call's
-# host time (the lesser of those timed).
-KEEP_BELOW = 0.8
-# Bytes copied in and out per call at most (a few microseconds of the GPU's bandwidth).
-MAX_COPY_BYTES = 8 << 20
+# The graph is kept when a call through it takes at most this share of a plain call (the
+# least of those timed).
+KEEP_BELOW = 0.85
+# Bytes of tensor inputs at most: the graph holds a copy of them.
+MAX_INPUT_BYTES = 256 << 20
 
 
 def _nbytes(shape: Sequence[int], stride: Sequence[int], itemsize: int) -> int:
@@ -43,19 +45,30 @@ def _nbytes(shape: Sequence[int], stride: Sequence[int], itemsize: int) -> int:
 
 
 def worth(steps: int, signature: tuple) -> bool:
-    """Whether a plan of `steps` steps over inputs of `signature` may gain from a graph: more
-    steps than tensor inputs plus one output each (every copy costs about what a step does on
-    the host), and inputs small enough to copy."""
+    """Whether a plan of `steps` steps over inputs of `signature` may gain from a graph: at
+    least three steps, more than its tensor inputs (each copy costs about what a step
+    does on the host), within MAX_INPUT_BYTES."""
     tensors = [s for s in signature if isinstance(s, tuple)]
-    if steps < 3 or steps <= 2 * len(tensors) or not tensors:
+    if steps < 3 or steps <= len(tensors) or not tensors:
         return False
     size = sum(_nbytes(s[0], s[1], getattr(torch, s[2].removeprefix("torch.")).itemsize) for s in tensors)
-    return size <= MAX_COPY_BYTES
+    return size <= MAX_INPUT_BYTES
+
+
+def _timed(run: Callable[[], Any]) -> tuple[Any, float]:
+    """run()'s result and the milliseconds between events around it on an idle GPU."""
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    out = run()
+    end.record()
+    end.synchronize()
+    return out, start.elapsed_time(end)
 
 
 class CopyingGraph:
     """`run(xs)`: the outputs of `steps(xs)`, through a replayed graph once one is captured
-    and found faster on the host than plain calls; None where the plan runs them itself."""
+    and found faster than plain calls; None where the plan runs them itself."""
 
     def __init__(self, steps: Callable[[list[Any]], list[Any]], n_steps: int) -> None:
         self._steps = steps
@@ -70,36 +83,34 @@ class CopyingGraph:
         self._values: list[tuple[int, Any]] = []  # (position, value) of the baked scalar inputs
         self._outs: list[torch.Tensor] = []
         self._device: int | None = None
-        self._plain_s = float("inf")  # the least host time of a plain call
-        self._replay_s = float("inf")  # the least host time of a call through the graph
+        self.plain_ms = float("inf")  # the least time of a timed plain call
+        self.replay_ms = float("inf")  # the least time of a timed call through the graph
         self.kept = False  # timed, and faster
 
     def run(self, xs: list[Any]) -> list[Any] | None:
-        if self.refused is not None:
-            return None
+        if self.refused is not None or torch.cuda.is_current_stream_capturing():
+            return None  # inside the caller's own capture: plain launches, captured by it
         if self._graph is None:
             self.calls += 1
             if self.calls == 1:
                 return None
             if self.calls <= PLAIN_RUNS:
-                t = time.perf_counter()
-                outs = self._steps(xs)
-                self._plain_s = min(self._plain_s, time.perf_counter() - t)
+                outs, ms = _timed(lambda: self._steps(xs))
+                self.plain_ms = min(self.plain_ms, ms)
                 return outs
             return self._capture(xs)
         if not self._fits(xs):
             return None
         if self.kept:
             return self._replay(xs)
-        t = time.perf_counter()
-        outs = self._replay(xs)
-        self._replay_s = min(self._replay_s, time.perf_counter() - t)
+        outs, ms = _timed(lambda: self._replay(xs))
+        self.replay_ms = min(self.replay_ms, ms)
         if self.replays > TIMED_REPLAYS:
-            if self._replay_s <= KEEP_BELOW * self._plain_s:
+            if self.replay_ms <= KEEP_BELOW * self.plain_ms:
                 self.kept = True
             else:
-                self._refuse(f"no faster: {self._replay_s * 1e6:.0f} us a call against "
-                             f"{self._plain_s * 1e6:.0f} us plainly")
+                self._refuse(f"no faster: {self.replay_ms * 1e3:.0f} us a call against "
+                             f"{self.plain_ms * 1e3:.0f} us plainly")
         return outs
 
     def _replay(self, xs: list[Any]) -> list[torch.Tensor]:

@@ -91,10 +91,10 @@ class RunPlan:
         self.steps = [self._step(s) for s in c.top_level]
         self.outputs = [self._ref(v) for v in c.outputs]
         self.n_slots = len(self.slots)
-        # Several steps over little data: replayed as one graph (engine.host.graph_plan).
+        # Several steps: replayed as one graph where that is faster (engine.host.graph_plan).
         n_steps = sum(1 for st in self.steps if not isinstance(st, _Free))
         self.graph = (graph_plan.CopyingGraph(self.plain_steps, n_steps)
-                      if backend == "cuda" and not cf.options.sync_launches and cf.options.graph_small_plans
+                      if backend == "cuda" and not cf.options.sync_launches and cf.options.replay_graphs
                       and graph_plan.worth(n_steps, cf.signature) else None)
 
     @classmethod

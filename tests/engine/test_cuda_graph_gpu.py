@@ -126,7 +126,7 @@ def test_a_small_plan_of_several_steps_replays_one_graph_with_fresh_outputs() ->
     # The same outputs without the graph.
     from engine.config import Options
 
-    plain = compile_fusion(fd, [x, 0.5], options=Options(graph_small_plans=False))
+    plain = compile_fusion(fd, [x, 0.5], options=Options(replay_graphs=False))
     for _ in range(4):
         outs, ref = cf.run([x, 0.5], backend="cuda"), plain.run([x, 0.5], backend="cuda")
     assert plain._plans["cuda"].graph is None
@@ -156,3 +156,24 @@ def test_fd_execute_replays_the_graph_and_an_output_aliasing_an_input_stays_plai
     assert graph2 is not None and graph2.refused == "output 2 is a view of an input"
     for got, ref in zip(outs, evaluate(fd2.fusion, [xs[0]])):
         torch.testing.assert_close(got, ref)
+
+
+def test_calls_inside_the_callers_own_capture_are_captured_plainly() -> None:
+    fd = _router(scale_input=False)
+    x = torch.randn(256, 8, device="cuda")
+    fd.execute([x])  # compiled, launches settled
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        fd.execute([x])
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        outs = fd.execute([x])
+    for _ in range(2):
+        x.normal_()
+        graph.replay()
+        for got, ref in zip(outs, evaluate(fd.fusion, [x])):
+            torch.testing.assert_close(got, ref)
+    own = fd.__dict__["_last_plan"].graph
+    assert own is not None and own.captures == 0
