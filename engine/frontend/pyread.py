@@ -9,7 +9,8 @@ function or FusionDefinition subclass, the `with FusionDefinition() as fd:` bloc
 `inputs = [...]` list, trailing `fd.execute(inputs)`); the calls inside the fusion body
 are interpreted one by one against a fresh FusionDefinition. A fusion function may take
 more parameters than the fd, given by its call in the with block (`fusion_func(fd,
-1e-5, 4)`) or by literal defaults. The plain Python that nvFuser's schedule tests use
+1e-5, 4)`) or by literal defaults; its decorators (`@torch.no_grad()`) are recorded as
+skipped, never evaluated. The plain Python that nvFuser's schedule tests use
 on their own values is interpreted too, by the loader on the values it holds: list
 methods (`selected.extend(...)`), a few pure builtins (list, len, zip, filter, map,
 ...), Python's math on numbers (`math.sqrt(n)`, `math.pi`; engine.frontend.pyfile.pure),

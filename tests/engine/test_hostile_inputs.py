@@ -66,7 +66,6 @@ HOSTILE: dict[str, tuple[str, int, bool]] = {
     "generator": (W + f"    t = fd.define_tensor(shape=list({MK} for i in [1]))\n", 4, True),
     "dict_comprehension": (W + T + f"    fd.sched.reorder(t, {{0: {MK} for i in [1]}})\n", 5, True),
     "fstring_shape": (W + "    t = fd.define_tensor(shape=[f\"{" + MK + "}\"])\n", 4, True),
-    "decorator_fn": (f"@{MK}.close\ndef f(fd):\n    pass\n", 3, False),
     "decorator_class": (f"@{MK}.close\nclass F(FusionDefinition):\n    pass\n", 3, False),
     "decorator_method": ("class F(FusionDefinition):\n    @staticmethod\n    def definition(fd):\n        pass\n",
                          4, False),
@@ -194,6 +193,25 @@ AFTER_RUN: dict[str, tuple[str, list[tuple[int, int]]]] = {
 }
 
 
+# A fusion function's decorators are skipped, never run, and its body is read: name -> (body
+# after HEAD, the (first, last) lines recorded as skipped).
+DECORATED: dict[str, tuple[str, list[tuple[int, int]]]] = {
+    "decorator_fn": (f"@{MK}.close\ndef f(fd):\n" + T + "    fd.add_output(t)\n" + W + "    f(fd)\n", [(3, 3)]),
+    "decorators_stacked": (f"@torch.no_grad()\n@{MK}.close\ndef f(fd):\n" + T + "    fd.add_output(t)\n" + W
+                           + "    f(fd)\n", [(3, 4)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DECORATED))
+def test_decorators_of_a_fusion_function_are_skipped_unread(name: str, tmp_path: Path, marker: Path) -> None:
+    body, lines = DECORATED[name]
+    fd = load_fusion(_write(tmp_path, name, body, marker))
+    assert not marker.exists()
+    assert [(s.first_line, s.last_line) for s in fd.skipped_statements] == lines
+    assert "the decorators of f" in fd.skipped_statements[0].reason
+    assert len(fd.fusion.outputs) == 1 and len(fd.fusion.inputs) == 1
+
+
 # Payloads before the fusion in statements the fusion does not need (they mention neither the
 # fusion nor a name it reads): skipped unread, so the file loads and the payload never runs;
 # without a fusion after them the file is refused (no fusion). name -> (payload after HEAD,
@@ -287,7 +305,7 @@ class _Anything:
 
 
 LIVE = (sorted(name for name, (_, _, live) in HOSTILE.items() if live) + sorted(AFTER_RUN)
-        + sorted(f"unread_{name}" for name in SKIPPED_UNREAD))
+        + sorted(f"unread_{name}" for name in SKIPPED_UNREAD) + sorted(DECORATED))
 
 
 @pytest.mark.parametrize("name", LIVE)
@@ -305,7 +323,7 @@ def test_payloads_are_live(name: str, tmp_path: Path, marker: Path, monkeypatch)
         monkeypatch.setitem(sys.modules, "evil", evil)
         body = payload.replace("from . import evil", "import evil") + RUN
     else:
-        body = HOSTILE[name][0] if name in HOSTILE else AFTER_RUN[name][0]
+        body = HOSTILE[name][0] if name in HOSTILE else DECORATED[name][0] if name in DECORATED else AFTER_RUN[name][0]
     path = _write(tmp_path, name, body, marker)
     ast.parse(path.read_text())  # valid Python: the reader refused it by rule, not by accident
     # A payload may replace torch's own functions (torch.testing.assert_close = ...): they are

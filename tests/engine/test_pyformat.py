@@ -477,7 +477,7 @@ HOSTILE = {
     "attribute_trick": "with FusionDefinition() as fd:\n    t = fd.ops.add.__globals__\n",
     "fd_private": "with FusionDefinition() as fd:\n    t = fd._record_call('fd', 'x', open, ('{marker}', 'w'), {{}})\n",
     "getattr_builtin": "with FusionDefinition() as fd:\n    t = getattr(fd, 'ops')\n",
-    "decorator": "@open('{marker}', 'w')\ndef f(fd):\n    pass\n",
+    "decorator": "@open('{marker}', 'w')\nclass F(FusionDefinition):\n    pass\n",
     "for_loop": "with FusionDefinition() as fd:\n    for i in range(3):\n        open('{marker}', 'w')\n",
     "torch_save": "import torch\ninputs = [torch.save(torch.ones(1), '{marker}')]\n",
     "torch_attr_call": "import torch\nwith FusionDefinition() as fd:\n    t = fd.ops.add(torch.ops.aten.ones(1), 1)\n",

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from engine.errors import FusionFileError
-from engine.frontend.definition import FusionDefinition
+from engine.frontend.definition import FusionDefinition, SkippedStatement
 from engine.frontend.pyfile import imports, unread
 from engine.frontend.pyfile.body import Body
 from engine.frontend.pyfile.refs import Ref
@@ -73,7 +73,12 @@ class TopLevel:
             self.globals[fn.name] = Ref("opaque", f"the function defined at line {fn.lineno}, which does not "
                                                    "take the FusionDefinition and is not read")
             return
-        if fn.decorator_list:
+        if fn.decorator_list and not method:
+            # Read as written: a decorator (torch.no_grad(), a cache, a test mark) is not run.
+            first, last = fn.decorator_list[0].lineno, fn.decorator_list[-1].end_lineno or fn.lineno
+            self.skipped.append(SkippedStatement(first, last, f"skipped, not evaluated (the decorators of "
+                                                              f"{fn.name}; its body is read)"))
+        elif fn.decorator_list:
             raise self.error(fn.decorator_list[0], "decorators are not allowed")
         a = fn.args
         if not a.args or a.posonlyargs or a.vararg or a.kwarg or len(a.defaults) == len(a.args):
