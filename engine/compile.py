@@ -33,6 +33,7 @@ from engine.compiled_segment import prepare_launch as prepare_launch
 from engine.concretize import concretize, index_before_cast, remove_empty
 from engine.config import Options
 from engine.errors import CompileError, NoSchedulerError
+from engine.frontend import definition as _definition
 from engine.gather_first import gathers_first
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import transforms_kept
@@ -167,3 +168,7 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
         cf.host_ir = lower_to_host(cf, trace)
     fusion_cache.put(cache_key, cf)
     return cf
+
+
+# fd.execute compiles through this module (engine.frontend.definition.COMPILE).
+_definition.COMPILE = compile_fusion

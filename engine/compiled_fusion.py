@@ -14,6 +14,7 @@ import torch
 from engine.compiled_segment import CompiledSegment
 from engine.config import Options
 from engine.errors import CompileError, ExecutionError
+from engine.frontend.input_spec import input_signature as _signature
 from engine.frontend.input_spec import signature_mismatch
 from engine.ir.fusion import Fusion
 from engine.profiling import Profiling
@@ -125,18 +126,3 @@ class CompiledFusion(Profiling):
         if backend == "cuda" and not torch.cuda.is_available():
             raise ExecutionError("the cuda back end needs a GPU; use backend='emulate' or 'reference'")
         return RunPlan.build(self, backend) or False
-
-
-def _signature(xs: Sequence[Any]) -> tuple:
-    sig = []
-    for x in xs:
-        if isinstance(x, torch.Tensor):
-            # Kernels may use vector accesses that the compiled-for pointer alignment allowed.
-            ptr = x.data_ptr()
-            align = 16
-            while align > 1 and ptr % align:
-                align //= 2
-            sig.append((tuple(x.shape), tuple(x.stride()), str(x.dtype), align))
-        else:
-            sig.append(type(x).__name__)
-    return tuple(sig)

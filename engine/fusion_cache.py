@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from engine.config import Options
+from engine.frontend.input_spec import input_signature
 from engine.frontend.pywrite import dumps_fusion
 
 _SIZE = 64  # compiled fusions kept (least recently used dropped first)
@@ -35,11 +36,9 @@ def key(fd: Any, inputs: Sequence[Any], options: Options, listing: str | None = 
         text = dumps_fusion(fd)
     except Exception:  # noqa: BLE001 - a definition the writer cannot spell is compiled, not cached
         return None
-    from engine.compile import _signature
-
     # The signature's sizes, strides, dtypes and alignment; and devices and scalar values.
     extra = tuple(x.device.type if isinstance(x, torch.Tensor) else repr(x) for x in inputs)
-    return text, str(fd.fusion) if listing is None else listing, _signature(list(inputs)), extra, repr(options)
+    return text, str(fd.fusion) if listing is None else listing, input_signature(list(inputs)), extra, repr(options)
 
 
 def get(k: tuple | None) -> Any:

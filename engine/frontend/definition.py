@@ -13,8 +13,9 @@ from typing import Any
 
 from engine import gc_pause, reference
 from engine.dtypes import DataType
-from engine.errors import FusionDefinitionError
+from engine.errors import ExecutionError, FusionDefinitionError
 from engine.frontend.example_inputs import synthesize
+from engine.frontend.input_spec import input_signature
 from engine.frontend.recording import FrontendCall, Ops, RecordingSched, recorded, snapshot
 from engine.frontend.sched import SchedOperators
 from engine.frontend.tensor_args import (
@@ -26,11 +27,16 @@ from engine.frontend.tensor_args import (
     short_repr,
 )
 from engine.ir.base import _current
+from engine.ir.base import open_definition as base_open_definition
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain, IterType
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import MemoryType, TensorDomain, TensorView
 from engine.ops.compat import stride_order as stride_order_op
+
+# Compiles a fusion for its inputs (engine.compile.compile_fusion, installed when that module
+# is imported, as `import engine` does): fd.execute compiles through it.
+COMPILE: Callable[[Any, list[Any]], Any] | None = None
 
 # Runs a fusion whose tensors carry device meshes on this rank (engine.multidevice installs
 # it when imported, as `import engine` does); returns None for a single-device fusion.
@@ -55,8 +61,8 @@ class SkippedStatement:
         return f"{lines}: {self.reason}"
 
 
-# The FusionDefinition whose `with` block is open (TensorView.size / shape record through it).
-_open: contextvars.ContextVar[FusionDefinition | None] = contextvars.ContextVar("definition", default=None)
+# The FusionDefinition whose `with` block is open (engine.ir.base.open_definition).
+_open = base_open_definition
 
 
 def open_definition() -> FusionDefinition | None:
@@ -326,10 +332,8 @@ class FusionDefinition:
             graphs = self.__dict__.get("_last_graphs")
             outs = graphs.run(xs) if graphs is not None else None
             if outs is None:
-                from engine.compile import _signature
-
                 first = self.execute(xs)  # compiled for this signature (or found), as a plain call
-                cf = self.__dict__.get("_compiled", {}).get(_signature([x.cuda() if getattr(x, "is_cuda", True)
+                cf = self.__dict__.get("_compiled", {}).get(input_signature([x.cuda() if getattr(x, "is_cuda", True)
                                                                        is False else x for x in xs]))
                 if cf is None or not hasattr(cf, "graphs"):
                     return first  # not compiled as one single-device fusion: no graph
@@ -354,13 +358,13 @@ class FusionDefinition:
             return self.apply_output_aliases(inputs, reference.evaluate(self.fusion, xs, device=device))
         import torch
 
-        from engine.compile import _signature, compile_fusion
-
+        if COMPILE is None:
+            raise ExecutionError("fd.execute on the GPU needs engine.compile (import engine)")
         xs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in xs]
-        key = _signature(xs)
+        key = input_signature(xs)
         cache = self.__dict__.setdefault("_compiled", {})
         if key not in cache:
-            cache[key] = compile_fusion(self, xs)
+            cache[key] = COMPILE(self, xs)
         outs = cache[key].run(xs, backend="cuda")
         plan = cache[key]._plans.get("cuda") or None
         if plan is not None and self.output_aliases:

@@ -214,8 +214,25 @@ def check_spec(spec: InputSpec) -> None:
         raise ValueError(str(e).splitlines()[0]) from None
 
 
+def input_signature(xs: Sequence[Any]) -> tuple:
+    """What a compiled fusion is specialised to: per tensor input its shape, strides, dtype
+    and data alignment (kernels may use the vector accesses it allowed), per other input
+    its type name."""
+    sig = []
+    for x in xs:
+        if isinstance(x, torch.Tensor):
+            ptr = x.data_ptr()
+            align = 16
+            while align > 1 and ptr % align:
+                align //= 2
+            sig.append((tuple(x.shape), tuple(x.stride()), str(x.dtype), align))
+        else:
+            sig.append(type(x).__name__)
+    return tuple(sig)
+
+
 def signature_mismatch(inputs: Sequence[Any], got: Sequence[Any], want: Sequence[Any]) -> str:
-    """Which input differs between two input signatures (engine.compiled_fusion._signature:
+    """Which input differs between two input signatures (input_signature:
     per input (shape, strides, dtype, alignment) or a type name), as a sentence naming it;
     `inputs` are the fusion's input values (TensorView or Scalar)."""
     if len(got) != len(want):

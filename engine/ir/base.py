@@ -14,6 +14,11 @@ if TYPE_CHECKING:
 
 _current: contextvars.ContextVar[Fusion | None] = contextvars.ContextVar("fusion", default=None)
 
+# The frontend definition whose `with` block is open (engine.frontend's FusionDefinition sets
+# it): TensorView methods that are frontend ops (tv.size(), tv.shape()) record through its
+# `ops`, so that a saved file spells them as the frontend does.
+open_definition: contextvars.ContextVar[Any] = contextvars.ContextVar("definition", default=None)
+
 
 def current_fusion() -> Fusion:
     fusion = _current.get()

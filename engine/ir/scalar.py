@@ -7,6 +7,7 @@ construction; free symbols are bound when input shapes are known.
 
 from __future__ import annotations
 
+import enum
 import math
 import operator
 import struct
@@ -392,3 +393,18 @@ def _same_terms(xs: list[Scalar], ys: list[Scalar]) -> bool:
             return False
         rest.pop(k)
     return True
+
+
+def shareable_constant(x: Any) -> bool:
+    """Whether an attribute value holds nothing but atoms and unnamed constant scalars
+    outside the graph: a copy of it would be the same values, so copies of a fusion may
+    share it."""
+    t = type(x)
+    if t is Scalar:
+        return (x.value is not None and x.name is None and x.definition is None and not x.uses
+                and all(shareable_constant(o) for o in x.operands))
+    if t is list or t is tuple:
+        return all(shareable_constant(y) for y in x)
+    if t is dict:
+        return all(shareable_constant(y) for y in x.values())
+    return t in (int, float, bool, str, type(None)) or isinstance(x, enum.Enum)

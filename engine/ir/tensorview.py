@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.dtypes import DataType
 from engine.errors import FusionDefinitionError, ScheduleError
-from engine.ir.base import Val
+from engine.ir.base import Val, open_definition
 from engine.ir.device_mesh import DeviceMesh
 from engine.ir.iterdomain import IterDomain
 from engine.ir.tensordomain import TensorDomain
@@ -51,9 +51,7 @@ __all__ = [
 def _definition_ops(tv: TensorView, method: str) -> Any:
     """The `fd.ops` of the open FusionDefinition that owns `tv`, so that the call is recorded
     as the op (a saved file then spells it fd.ops.size / fd.ops.shape)."""
-    from engine.frontend.definition import open_definition
-
-    fd = open_definition()
+    fd = open_definition.get()
     if fd is None or fd.fusion is not tv.fusion:
         raise FusionDefinitionError(f"{tv.short_name}.{method}(): only inside the `with FusionDefinition()` "
                                     "block that defines the tensor")

@@ -25,6 +25,7 @@ from engine.analysis.logical_map import pairwise_logical_map
 from engine.ir import exprs as ex
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain, Resize
+from engine.ir.scalar import shareable_constant
 from engine.ir.tensorview import TensorView
 from engine.schedule.base import Scheduler, SchedulerType
 from engine.schedule.id_classes import broadcast_groups, has_non_unique_broadcast
@@ -129,10 +130,8 @@ def _domains(fusion: Fusion) -> list[object]:
 
 
 def _constant_attributes(fusion: Fusion) -> list[object]:
-    """The exprs' attribute dicts that hold only constants (see segment.cut.constant)."""
-    from engine.segment.cut import constant
-
-    return [e.attributes for e in fusion.all_exprs if e.attributes and constant(e.attributes)]
+    """The exprs' attribute dicts that hold only constants (ir.scalar.shareable_constant)."""
+    return [e.attributes for e in fusion.all_exprs if e.attributes and shareable_constant(e.attributes)]
 
 
 __all__ = ["ResizeParams", "ResizeScheduler", "align", "reference_tensor"]

@@ -7,14 +7,13 @@ fusion's domains while it only reads them.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from engine.ir.base import Expr, Val
 from engine.ir.fusion import Fusion
 from engine.ir.graph_copy import copy_value
-from engine.ir.scalar import Scalar
+from engine.ir.scalar import Scalar, shareable_constant
 from engine.ir.tensorview import TensorView
 
 
@@ -243,7 +242,7 @@ def cut_fusion(
             attrs = e.attributes
             known = constant_memo.get(e) if constant_memo is not None else None
             if known is None:
-                known = bool(attrs) and constant(attrs)
+                known = bool(attrs) and shareable_constant(attrs)
                 if constant_memo is not None:
                     constant_memo[e] = known
             if known:
@@ -277,21 +276,6 @@ def cut_fusion(
     for v in new_out:
         shell.add_output(v)
     return shell, val_map
-
-
-def constant(x: Any) -> bool:
-    """Whether an attribute value holds nothing but atoms and unnamed constant scalars
-    outside the graph: a copy of it would be the same values, so copies of a fusion may
-    share it."""
-    t = type(x)
-    if t is Scalar:
-        return (x.value is not None and x.name is None and x.definition is None and not x.uses
-                and all(constant(o) for o in x.operands))
-    if t is list or t is tuple:
-        return all(constant(y) for y in x)
-    if t is dict:
-        return all(constant(y) for y in x.values())
-    return t in (int, float, bool, str, type(None)) or isinstance(x, enum.Enum)
 
 
 def _plain_input(tv: TensorView) -> None:

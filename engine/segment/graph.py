@@ -24,7 +24,7 @@ from engine.ir.scalar import Scalar
 from engine.ir.tensorview import MemoryType, TensorView
 from engine.reference import HANDLERS, Context, bind_input, finish_output
 from engine.runtime.placement import run_device
-from engine.segment.cut import constant, cut_fusion, referenced_symbols, shareable_domains, unshare
+from engine.segment.cut import cut_fusion, referenced_symbols, shareable_domains, unshare
 from engine.segment.sizes import Sizes
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from engine.trace import Trace
 
 __all__ = [
-    "SegmentedEdge", "SegmentedFusion", "SegmentedGroup", "Sizes", "constant", "cut_fusion", "mark_global",
+    "SegmentedEdge", "SegmentedFusion", "SegmentedGroup", "Sizes", "cut_fusion", "mark_global",
     "referenced_symbols", "shareable_domains", "unshare",
 ]
 
