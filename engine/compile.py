@@ -26,15 +26,14 @@ from engine.compile_stages import SegmentLoweringError, bind_env, build_segments
 from engine.compiled_fusion import BACKENDS as BACKENDS
 from engine.compiled_fusion import CompiledFusion, _signature
 from engine.compiled_segment import CompiledSegment as CompiledSegment
-from engine.compiled_segment import PreparedLaunch as PreparedLaunch
-from engine.compiled_segment import _launch as _launch
-from engine.compiled_segment import _launch_prepared as _launch_prepared
-from engine.compiled_segment import prepare_launch as prepare_launch
 from engine.concretize import concretize, index_before_cast, remove_empty
 from engine.config import Options
 from engine.errors import CompileError, NoSchedulerError
 from engine.frontend import definition as _definition
 from engine.gather_first import gathers_first
+from engine.host.launch import PreparedLaunch as PreparedLaunch
+from engine.host.launch import prepare_launch as prepare_launch
+from engine.host.lower import lower_to_host
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import transforms_kept
 from engine.ir.tensorview import TensorView
@@ -163,7 +162,6 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
                     raise
                 notes.append((f"{first}: its {len(e.exprs)} ops are segmented again, each apart", "isolate"))
         cf = CompiledFusion(fusion, segments, trace, options, _signature(list(inputs)), segmented)
-        from engine.host.lower import lower_to_host
 
         cf.host_ir = lower_to_host(cf, trace)
     fusion_cache.put(cache_key, cf)

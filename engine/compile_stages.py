@@ -21,7 +21,7 @@ from engine.ir.quant_exprs import PreprocessGroupedMatmulInputSf
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView, loop_edits_trusted
 from engine.lower.pipeline import lower_fusion
-from engine.reference import Context, bind_input
+from engine.reference import bind_env
 from engine.runtime.device import current
 from engine.schedule import registry
 from engine.schedule.l2_hints import mark_streamed_inputs
@@ -69,19 +69,6 @@ def _segment(fusion: Fusion, inputs: list[Any], options: Options, trace: Trace,
         clone, vmap = g.make_fusion()
         groups.append((clone, vmap, list(g.fusion_inputs), list(g.outputs), g.id, g.scheduler))
     return groups, segmented
-
-
-def bind_env(fusion: Fusion, inputs: list[Any]) -> dict:
-    """Symbolic extents and scalar inputs bound to the values of `inputs`."""
-    import torch
-
-    # Only shapes matter: meta tensors bind the extents without copying any data.
-    ctx = Context(torch.device("meta"))
-    for k, (v, x) in enumerate(zip(fusion.inputs, inputs)):
-        if isinstance(x, torch.Tensor):
-            x = torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="meta")
-        bind_input(k, v, x, ctx)
-    return ctx.env
 
 
 def fusion_flops(fusion: Fusion, inputs: Sequence[Any]) -> int:

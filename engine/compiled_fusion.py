@@ -16,6 +16,8 @@ from engine.config import Options
 from engine.errors import CompileError, ExecutionError
 from engine.frontend.input_spec import input_signature as _signature
 from engine.frontend.input_spec import signature_mismatch
+from engine.host.evaluator import HostIrEvaluator
+from engine.host.plan import RunPlan
 from engine.ir.fusion import Fusion
 from engine.profiling import Profiling
 from engine.runtime import executor
@@ -89,7 +91,6 @@ class CompiledFusion(Profiling):
         `timeline` the evaluator records events per op, kept in `self.last_run`. Otherwise a
         program without stream statements runs as a RunPlan: per call, an input check and
         the kernel launches replayed at the compiled sizes."""
-        from engine.host.evaluator import HostIrEvaluator
         if device is not None and backend in BACKENDS:
             run_device(backend, (), device)  # a device the back end cannot run on is refused
         self.load_kernels(backend)
@@ -121,7 +122,6 @@ class CompiledFusion(Profiling):
         return self._graphs
 
     def _plan(self, backend: str) -> Any:
-        from engine.host.plan import RunPlan
 
         if backend == "cuda" and not torch.cuda.is_available():
             raise ExecutionError("the cuda back end needs a GPU; use backend='emulate' or 'reference'")

@@ -9,8 +9,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from engine.compile_stages import bind_env
-from engine.compiled_segment import CompiledSegment, prepare_launch
+from engine.compiled_segment import CompiledSegment
 from engine.errors import ExecutionError
+from engine.host.launch import prepare_launch
 from engine.ir.base import Val
 from engine.ir.scalar import Scalar
 from engine.runtime.profiler import profile_emulated, profile_kernel

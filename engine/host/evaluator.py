@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from engine.compile import allocate
+from engine.allocation import allocate
 from engine.errors import ExecutionError
 from engine.host import hir
 from engine.ir import exprs as ex

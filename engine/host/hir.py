@@ -23,7 +23,7 @@ from engine.ir.scalar import Scalar, binary
 from engine.ir.tensorview import TensorView
 
 if TYPE_CHECKING:
-    from engine.compile import CompiledSegment
+    from engine.compiled_segment import CompiledSegment
 
 
 class NamedScalar(Scalar):

@@ -15,16 +15,18 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from engine.compile import _launch_prepared, allocate, is_padded, prepare_launch
+from engine.allocation import alloc_strides, allocate, is_padded
 from engine.dtypes import DataType, to_torch
 from engine.errors import CompileError, ExecutionError
 from engine.ir.tensorview import TensorView
+from engine.reference import bind_env
 from engine.runtime.abi import TensorArg
 from engine.runtime.executor import make_launcher
 from engine.runtime.placement import run_device
+from engine.runtime.profiler import tensor_bytes
 
 if TYPE_CHECKING:
-    from engine.compile import CompiledSegment
+    from engine.compiled_segment import CompiledSegment
 
 # Where a kernel argument or a segment output comes from.
 ARG, OUT, WORK, VAL = 0, 1, 2, 3
@@ -166,6 +168,75 @@ def _stream_key(device: torch.device) -> Any:
 def first_launch(seg: CompiledSegment, args: list[Any], backend: str) -> tuple[SegmentLaunch, list[Any]]:
     """Launch through the general path (every argument validated) and settle the replay."""
     prep = prepare_launch(seg, args, backend)
-    outputs = _launch_prepared(seg, prep, backend)
+    outputs = launch_prepared(seg, prep, backend)
     device = run_device(backend, args)
     return SegmentLaunch(seg, backend, device, args, prep), outputs
+
+
+@dataclass
+class PreparedLaunch:
+    """A kernel's arguments bound for one run: what launching and profiling need."""
+
+    args: list[Any]
+    alloc_strides: dict[str, list[int]]
+    outputs: dict[str, torch.Tensor]
+    bytes_read: int
+    bytes_written: int
+
+
+def prepare_launch(seg: CompiledSegment, args: list[Any], backend: str) -> PreparedLaunch:
+    """Bind a kernel segment's inputs, allocate its outputs, intermediates and workspaces."""
+    lowered = seg.lowered
+    fusion = seg.fusion
+    device = run_device(backend, args)
+    if seg._env is None:
+        seg._env = bind_env(fusion, list(args))
+    env = seg._env
+    values: dict[str, Any] = {}
+    for v, x in zip(fusion.inputs, args):
+        values[v.short_name if isinstance(v, TensorView) else v.inline()] = x
+    outs: dict[str, torch.Tensor] = {}
+    for p in lowered.kernel.params:
+        if p.name in values:
+            continue
+        if isinstance(p, TensorArg) and p.name in lowered.tensors:
+            t = allocate(lowered.tensors[p.name], env, device)
+            values[p.name] = t
+            outs[p.name] = t
+        elif isinstance(p, TensorArg):
+            ctype, n, zero = lowered.kernel.workspaces[p.name]
+            dt = work_dtype(ctype)
+            values[p.name] = (torch.zeros if zero else torch.empty)(n, dtype=dt, device=device)
+    strides = {}
+    for name, tv in lowered.tensors.items():
+        t = values[name]
+        if isinstance(t, torch.Tensor):
+            strides[name] = alloc_strides(tv, t, env)
+    for p in lowered.kernel.params:
+        if p.name not in values:
+            raise ExecutionError(f"{seg.kernel_name}: no value for kernel argument {p.name}")
+    read = sum(tensor_bytes(x) for x in args if isinstance(x, torch.Tensor))
+    written = sum(tensor_bytes(outs[v.short_name]) for v in fusion.outputs if isinstance(v, TensorView))
+    return PreparedLaunch([values[p.name] for p in lowered.kernel.params], strides, outs, read, written)
+
+
+def launch_segment(seg: CompiledSegment, args: list[Any], backend: str) -> list[Any]:
+    """Launch a kernel segment: the replay settled at its first launch when `args` are laid
+    out as then, else the general path (which settles a new replay)."""
+    replay = seg._replays.get(backend)
+    if replay is not None and replay.fits(args):
+        return replay(args)
+    replay, outputs = first_launch(seg, args, backend)
+    seg._replays[backend] = replay
+    return outputs
+
+
+def launch_prepared(seg: CompiledSegment, prep: PreparedLaunch, backend: str) -> list[Any]:
+    kwargs = {"sync": seg.sync_launches} if backend == "cuda" else {}
+    try:
+        seg.kernel(backend).launch(prep.args, seg.launch, alloc_strides=prep.alloc_strides, **kwargs)
+    except ExecutionError as e:
+        raise ExecutionError(f"segment {seg.id} ({seg.scheduler}, kernel {seg.kernel_name}): {e}") from e
+    except CompileError as e:
+        raise CompileError(f"segment {seg.id} ({seg.scheduler}, kernel {seg.kernel_name}): {e}") from e
+    return [prep.outputs[v.short_name] if isinstance(v, TensorView) else v for v in seg.fusion.outputs]

@@ -22,7 +22,7 @@ from engine.ir.tensorview import MemoryType, TensorView
 from engine.trace import Trace
 
 if TYPE_CHECKING:
-    from engine.compile import CompiledFusion
+    from engine.compiled_fusion import CompiledFusion
     from engine.ir.fusion import Fusion
 
 

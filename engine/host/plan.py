@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from engine.compile import _launch
 from engine.errors import ExecutionError
 from engine.host import graph_plan, hir
 from engine.host.alias_replay import AliasReplay
 from engine.host.in_place import in_place_writes
+from engine.host.launch import launch_segment
 from engine.ir.base import Expr, Val
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
@@ -30,7 +30,7 @@ from engine.reference import HANDLERS, Context, bind_input, finish_output
 from engine.runtime.placement import run_device
 
 if TYPE_CHECKING:
-    from engine.compile import CompiledFusion
+    from engine.compiled_fusion import CompiledFusion
 
 # How a step reads a value: from a slot, a constant fixed by the sizes, or a scalar that
 # depends on the fusion's scalar inputs (evaluated each run).
@@ -266,7 +266,7 @@ class _Launch:
             self._fitted = replay
             outputs = replay(args, self.into)
         else:
-            outputs = _launch(self.seg, args, self.backend)
+            outputs = launch_segment(self.seg, args, self.backend)
         for k, t in zip(self.outs, outputs):
             slots[k] = t
 

@@ -123,3 +123,14 @@ def _bind_extent(k: int, tv: TensorView, d: int, extent: Scalar, size: int, ctx:
             raise ExecutionError(
                 f"input {k} ({tv.short_name}) axis {d} has size {size} but {extent.inline()} is {bound}"
             )
+
+
+def bind_env(fusion: Fusion, inputs: list[Any]) -> dict:
+    """Symbolic extents and scalar inputs bound to the values of `inputs`."""
+    # Only shapes matter: meta tensors bind the extents without copying any data.
+    ctx = Context(torch.device("meta"))
+    for k, (v, x) in enumerate(zip(fusion.inputs, inputs)):
+        if isinstance(x, torch.Tensor):
+            x = torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="meta")
+        bind_input(k, v, x, ctx)
+    return ctx.env
