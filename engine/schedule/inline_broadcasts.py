@@ -159,7 +159,12 @@ def _skipped(tv: TensorView, consumer: TensorView, c_loop: list[tuple[IterDomain
         else:
             break
         j += 1
-    return skipped[:matched] if needed else []
+    kept = skipped[:matched]
+    # Broadcasts bound to the grid or the block are no loops: inserting them costs nothing,
+    # and `tv` is then computed in the consumer's loops, a slice at a time, rather than
+    # whole before them (a weight read by a row's output loop: 8 registers, not the row's).
+    free = bool(kept) and all(c.parallel_type.is_block_dim or c.parallel_type.is_thread_dim for _, c in kept)
+    return kept if needed or free else []
 
 
 def _promoted_ids(consumer: TensorView, image: set[IterDomain]) -> set[IterDomain]:

@@ -180,3 +180,27 @@ def test_a_reduction_inside_a_loop_only_broadcast_of_four_is_refused_not_miscomp
     require_gxx()
     with pytest.raises(EngineError, match="would accumulate every element that many times"):
         compile_fusion(fd, [torch.randn(3, 5)])
+
+
+def test_a_weight_read_by_a_rows_output_loop_is_loaded_a_slice_at_a_time() -> None:
+    """LayerNorm forward (Thunder's trace, hidden 4096, 4096 rows: one row a block of 128
+    threads, 32 elements a thread): the cached weight and bias [H] are read through a
+    broadcast whose loop starts with the row axis on blockIdx.x. That broadcast is no loop,
+    so each cache is computed in the output loop a vector slice at a time (8 elements a
+    thread), not a thread's whole share of the row (32) before it, as nvFuser does. The
+    kernel at that size is read; the values are checked on the emulator at 40 rows."""
+    subs = {"[2, 20, 64]": "[2, 2048, 4096]", "[2, 20, 1]": "[2, 2048, 1]", "[64]": "[4096]",
+            "(2, 20, 64)": "(2, 2048, 4096)", "(64,)": "(4096,)"}
+    fd, xs = _scaled("layer_norm_fwd_thunder_bf16_hidden4096", subs)
+    (seg,) = compile_fusion(fd, xs).segments
+    assert seg.launch.block == (128, 1, 1) and seg.launch.grid == (4096, 1, 1)
+    src = seg.cuda_source
+    weights = [t.short_name for t in seg.fusion.tensors()
+               if t.definition is not None and t.definition.inputs[0] in seg.fusion.inputs[1:]
+               and type(t.definition).__name__ == "LoadStoreOp"]
+    assert len(weights) == 2, weights
+    for name in weights:
+        assert f"__bfloat {name}[8];" in src, name  # a slice, declared in the output loop
+        assert f"__bfloat {name}[32];" not in src, name
+    small = {k: v.replace("2048", "20") for k, v in subs.items()}
+    _compile_and_emulate(*_scaled("layer_norm_fwd_thunder_bf16_hidden4096", small))

@@ -806,14 +806,20 @@ def test_a_computed_weight_that_is_also_an_output_is_still_split_apart():
     assert any("elements another block computed" in str(e) for e in cf.trace)
 
 
-def test_a_bias_whose_broadcast_loop_is_not_promoted_gets_no_loop_only_broadcast():
+def test_a_bias_read_past_a_launched_broadcast_is_computed_in_its_consumers_loops():
     """gelu_bias: the bias's loop pairs with its broadcast's past the broadcast's outer
-    axis without promotion, so computing it in its own loops first gives each thread what
-    it reads; it keeps that kernel."""
+    axis, which is bound to blockIdx.y (no loop). A loop-only broadcast there costs nothing
+    and lets the bias be computed in its consumer's loops (its compute-at position past the
+    grid and block axes) instead of in loops of its own before them; no serial loop is
+    inserted, so no element is computed twice."""
     fd = load_fusion(SAMPLES / "gelu_bias.py")
     xs = fd.example_inputs(seed=0)
     schedule_and_check(fd, xs)
-    assert not [t.short_name for t in fd.fusion.tensors() if t.domain.loop_only]
+    aligned = [t for t in fd.fusion.tensors() if t.domain.loop_only]
+    assert aligned and all(t.compute_at_pos >= 3 for t in aligned)
+    for t in aligned:
+        for i in t.domain.loop_only:
+            assert i.parallel_type.is_block_dim or i.parallel_type.is_thread_dim, (t, i)
 
 
 def test_an_output_beside_a_sliced_reference_is_parallelized():
