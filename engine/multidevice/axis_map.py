@@ -1,6 +1,7 @@
 """Which axes of a producer and a consumer are the same across one expr, for sharding.
 
-The IR's logical map (engine.analysis.logical_map) with two additions that only device
+The IR's logical map (engine.analysis.logical_map), expanded broadcasts mapped like the axes
+they span, with two additions that only device
 layouts need: attention (sdpfa_fwd / sdpfa_bwd, run by ATen as a whole) keeps its batch and
 head axes, so heads sharded over devices stay sharded through it (each device attends over
 its own heads, as nvFuser's head-parallel attention); the query's sequence axis also maps to
@@ -9,9 +10,9 @@ the output's and the log-sum-exp's.
 
 from __future__ import annotations
 
-from engine.analysis.logical_map import logical_map
+from engine.analysis.logical_map import logical_map, pairwise_logical_map
 from engine.ir import exprs as ex
-from engine.ir.iterdomain import IterDomain
+from engine.ir.iterdomain import IterDomain, Split, transforms_between
 from engine.ir.tensorview import TensorView
 
 
@@ -43,6 +44,35 @@ def _same_sequence(e: ex.Expr, producer: TensorView, consumer: TensorView) -> bo
     return (consumer is gk and producer is ins[2]) or (consumer is gv and producer is ins[3])
 
 
+def _whole(i: IterDomain) -> bool:
+    """An axis with one element per position: not a plain broadcast (an expanded one is)."""
+    return not i.is_broadcast or i.expanded_extent is not None
+
+
 def device_map(producer: TensorView, consumer: TensorView) -> dict[IterDomain, IterDomain]:
-    """Producer logical IterDomain -> consumer logical IterDomain, broadcasts unmapped."""
-    return logical_map(producer, consumer, map_broadcast=False) or _attention_map(producer, consumer)
+    """Producer logical IterDomain -> consumer logical IterDomain; plain broadcasts unmapped,
+    expanded ones mapped (they span the axis, and are cut over devices as it is)."""
+    m = logical_map(producer, consumer, map_broadcast=False)
+    if not m:
+        return _attention_map(producer, consumer)
+    for p, c in logical_map(producer, consumer, map_broadcast=True).items():
+        if p not in m and _whole(p) and _whole(c):
+            m[p] = c
+    if isinstance(consumer.definition, ex.ViewOp) and consumer.definition.inputs[0] is producer:
+        m.update(_split_by_view(producer, consumer))
+    return m
+
+
+def _split_by_view(producer: TensorView, consumer: TensorView) -> dict[IterDomain, IterDomain]:
+    """A reshape that splits an axis in two (attention's [b, s, h * e] -> [b, s, h, e]): the
+    producer's axis maps to the outer part, so an axis cut into contiguous blocks over
+    devices stays cut, into blocks of the outer part (whole heads each, where h divides)."""
+    logical = set(consumer.domain.logical)
+    transforms = transforms_between(consumer.domain.maybe_root, consumer.domain.logical)
+    out: dict[IterDomain, IterDomain] = {}
+    for p, r in pairwise_logical_map(producer, consumer, map_broadcast=False).items():
+        uses = [t for t in transforms if r in t.inputs]
+        if len(uses) == 1 and isinstance(uses[0], Split) and uses[0].outputs[0] in logical \
+                and uses[0].outputs[1] in logical:
+            out[p] = uses[0].outputs[0]
+    return out

@@ -24,7 +24,7 @@ from engine.multidevice.sharding import MultiDeviceError, mesh_of, shardings
 
 def _local_extent(tv: TensorView, i: IterDomain, d: int, split: bool, fresh: dict[tuple[int, bool], Scalar],
                   fusion: Fusion, parts: dict[Scalar, tuple[Scalar, int]]) -> Scalar:
-    e = i.extent
+    e = i.expanded_extent if i.is_broadcast and i.expanded_extent is not None else i.extent
     c = e.value if e.is_const else None
     if c is not None:
         c = int(c)
@@ -61,6 +61,10 @@ def localize(fusion: Fusion) -> dict[Scalar, tuple[Scalar, int]]:
         for s in shardings(tv):
             d = mesh.extent(s.pt)
             new = _local_extent(tv, s.logical, d, s.split, fresh, fusion, parts)
+            if s.logical.is_broadcast and s.logical.expanded_extent is not None:
+                s.logical.expanded_extent = new  # expanded to this device's part
+                localized.add(id(s.logical))
+                continue
             s.logical.extent = new
             localized.add(id(s.logical))
             root = l2r.get(s.logical)

@@ -14,7 +14,9 @@ takes its mesh and device parallelization from its neighbours:
    user's take the parallel types they lack from the output with the most device axes.
 
 Axes map through the ops' logical maps (engine.analysis.logical_map): pointwise, casts,
-broadcasts, reductions, permutes, reshapes that keep the axis whole, linear and matmul.
+broadcasts (an expanded one like the axis it spans), reductions, permutes, reshapes that keep
+the axis whole or split it (the outer part takes the sharding: engine.multidevice.axis_map),
+linear and matmul.
 """
 
 from __future__ import annotations
@@ -78,7 +80,9 @@ def shard_like(ref: TensorView, target: TensorView, id_map: dict[IterDomain, Ite
         if s.reduction or s.pt in present:
             continue
         to = id_map.get(s.logical)
-        if to is None or to.is_broadcast or to.parallel_type in DEVICE_TYPES:
+        # An expanded broadcast holds the whole axis's positions: it is cut like it (each
+        # device expands to its own part); a plain broadcast has one element for all.
+        if to is None or (to.is_broadcast and to.expanded_extent is None) or to.parallel_type in DEVICE_TYPES:
             continue
         if _apply(target, s, to):
             present.add(s.pt)

@@ -149,7 +149,7 @@ class _Decomposer:
                 if sharding_of(p, o_s.pt) is not None or (o_s.pt in partial and not o_s.reduction):
                     continue
                 src = back.get(o_s.logical)
-                if src is not None and not src.is_broadcast:
+                if src is not None and (not src.is_broadcast or src.expanded_extent is not None):
                     p = self._slice(expr, p, o_s, src)
         if partial:
             self._decompose_partial(expr, out, list(partial))

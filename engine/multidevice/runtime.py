@@ -25,7 +25,7 @@ from engine.multidevice.communicator import Communicator
 from engine.multidevice.overlap import overlappable, run_overlapped
 from engine.multidevice.program import Communication, MultiDeviceProgram, Region
 from engine.multidevice.sharding import MultiDeviceError, mesh_of, sharded_dims
-from engine.reference import evaluate
+from engine.reference import check_input_layout, evaluate
 
 _OPS = {"sum": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX, "min": dist.ReduceOp.MIN}
 
@@ -127,10 +127,32 @@ def _broadcast(c: Communication, x: torch.Tensor | None, comm: Communicator) -> 
     return buf if mesh_of(c.output).has(rank) else None
 
 
+def _laid_out(v: Any, x: Any) -> Any:
+    """`x` laid out as the region's input `v` is declared (its kernels index it so): an
+    expanded broadcast that a communication or another region wrote out whole (every
+    element along it is the same) made a stride-0 view again; other layouts made dense in
+    order (a permute's output passed on)."""
+    if not isinstance(v, TensorView) or not isinstance(x, torch.Tensor) or x.dim() != v.ndim:
+        return x
+    dims = [i for i in v.domain.logical if not i.is_reduction]
+    expanded = [k for k, i in enumerate(dims) if i.is_broadcast and i.expanded_extent is not None]
+    if all(x.stride(k) == 0 for k in expanded):
+        try:
+            check_input_layout(v, x)
+            return x
+        except ExecutionError:
+            pass
+    base = x
+    for k in expanded:
+        base = base.narrow(k, 0, 1)
+    return base.contiguous().expand(x.shape)
+
+
 def run_region(region: Region, args: list[Any], backend: str) -> list[Any]:
     if backend == "reference":
         dev = next((a.device for a in args if isinstance(a, torch.Tensor)), None)
         return evaluate(region.fusion, args, device=dev)
+    args = [_laid_out(v, x) for v, x in zip(region.fusion.inputs, args)]
     key = (backend, _signature(args))
     cf = region.compiled.get(key)
     if cf is None:
@@ -149,7 +171,8 @@ def check_shards(program: MultiDeviceProgram, inputs: Sequence[Any], rank: int) 
         if x.dim() != len(dims):
             raise ExecutionError(f"{v.short_name} has {len(dims)} dimensions, its input {x.dim()}")
         for dim, s in sharded_dims(v):
-            e, d = dims[dim].extent, mesh.extent(s.pt)
+            i = dims[dim]
+            e, d = i.expanded_extent if i.is_broadcast and i.expanded_extent is not None else i.extent, mesh.extent(s.pt)
             want = (int(e.value) // d if s.split else 1) if e.is_const else None
             if want is not None and x.shape[dim] != want:
                 raise ExecutionError(

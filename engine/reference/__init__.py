@@ -18,7 +18,7 @@ this package.
 
 from engine.reference import factory, indexing, matmul, pointwise, reductions, sdpa, shape  # noqa: F401
 from engine.reference.evaluator import bind_env, bind_input, check_extents, element_sizes, evaluate
-from engine.reference.layouts import check_input_layouts, finish_output
+from engine.reference.layouts import check_input_layout, check_input_layouts, finish_output
 from engine.reference.pointwise import binary_fn, check_pointwise_sizes, unary_fn
 from engine.reference.reductions import reduction_dims, view_as_logical
 from engine.reference.rules import (
@@ -38,7 +38,7 @@ from engine.reference.shape import logical_sizes
 
 __all__ = [
     "CASTS", "HANDLERS", "Context", "Handler", "_flash_bwd", "_flash_fwd", "as_dtype", "bind_env", "bind_input",
-    "binary_fn", "cast_tensor", "check_extents", "check_input_layouts", "check_pointwise_sizes",
+    "binary_fn", "cast_tensor", "check_extents", "check_input_layout", "check_input_layouts", "check_pointwise_sizes",
     "element_sizes", "evaluate", "finish_output", "handles", "logical_sizes", "number", "out_dtype",
     "reduction_dims", "refuse_attention_dropout", "unary_fn", "up", "view_as_logical",
 ]

@@ -26,6 +26,11 @@ def check_input_layouts(fusion: Fusion, inputs: Sequence[Any]) -> None:
             _check_layout(k, v, x)
 
 
+def check_input_layout(tv: TensorView, x: torch.Tensor) -> None:
+    """check_input_layouts for one input tensor `x` of `tv`."""
+    _check_layout(0, tv, x)
+
+
 def _check_layout(k: int, tv: TensorView, x: torch.Tensor) -> None:
     """nvFuser's rule, walking the allocation order from the innermost axis: a contiguous
     axis has the stride of the axes inside it, and every non-broadcast axis sets the stride

@@ -528,3 +528,15 @@ def whole_tensor_for_a_shard(backend: str) -> None:
     with pytest.raises(ExecutionError, match=rf"T1: axis 0 of its input has 32 elements on rank {comm.rank()}; "
                        rf"sharded on mesh_x over {d} devices it holds {32 // d} of 32"):
         _run(fd, ins, backend)
+
+
+# Cases kept in modules of their own, found here by the harness.
+from tests.multidevice.cases_layouts import (  # noqa: E402
+    expand_to_sharded_axis,
+    heads_from_sharded_reshape,
+    permuted_between_regions,
+    sharded_expanded_input,
+    sp_layer_norm,
+)
+
+__all__ = ["expand_to_sharded_axis", "heads_from_sharded_reshape", "permuted_between_regions", "sharded_expanded_input", "sp_layer_norm"]

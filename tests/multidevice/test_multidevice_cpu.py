@@ -9,7 +9,9 @@ REFERENCE = ["pointwise_logical_gather", "pointwise_sharded", "column_parallel_l
              "row_parallel_linear_with_bias", "linear_reduce_scatter", "tp_mlp", "sp_mlp", "sp_mlp_overlap", "ddp_batch",
              "sum_over_devices", "row_parallel_matmul", "pipeline_send_recv", "mesh_2d", "reshape_keeps_sharded_axis",
              "mean_over_devices", "compiled_program", "column_parallel_matmul", "sharded_then_replicated_output",
-             "communication_ops", "head_parallel_attention", "whole_tensor_for_a_shard"]
+             "communication_ops", "head_parallel_attention", "whole_tensor_for_a_shard", "sp_layer_norm",
+             "expand_to_sharded_axis", "sharded_expanded_input", "permuted_between_regions",
+             "heads_from_sharded_reshape"]
 
 
 @pytest.mark.parametrize("case", REFERENCE)
@@ -17,7 +19,8 @@ def test_two_ranks_reference(case: str) -> None:
     spawn(case, world=2, backend="reference")
 
 
-@pytest.mark.parametrize("case", ["tp_mlp", "sp_mlp"])
+@pytest.mark.parametrize("case", ["tp_mlp", "sp_mlp", "sp_layer_norm", "expand_to_sharded_axis",
+                                  "sharded_expanded_input", "permuted_between_regions", "heads_from_sharded_reshape"])
 def test_two_ranks_emulated_kernels(case: str) -> None:
     """The regions compiled to CUDA and run by the emulator on each rank."""
     spawn(case, world=2, backend="emulate")

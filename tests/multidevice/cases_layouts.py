@@ -1,0 +1,119 @@
+"""Multi-device cases about layouts (run by tests.multidevice.harness through cases.py):
+expanded broadcasts over sharded axes, and tensors passed between regions laid out
+otherwise than the next region declares (a permute's output, a gathered expansion)."""
+
+from __future__ import annotations
+
+import torch
+
+import engine.multidevice as md
+from engine import DataType, FusionDefinition, ParallelType
+from tests.multidevice.cases import _close, _kinds, _run, _setup, _shard
+
+DIDX = ParallelType.mesh_x
+
+
+def sp_layer_norm(backend: str) -> None:
+    """A LayerNorm written out in ops over a tensor sharded on its rows (sequence
+    parallel): the mean and rstd broadcast and expanded to the row's full width, which each
+    device expands to its own rows. No communication."""
+    comm, d, dev = _setup(backend)
+    mesh = md.DeviceMesh(torch.arange(d))
+    n, h = 4 * d, 8
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([n, h], contiguity=True, dtype=DataType.Float)
+        w = fd.define_tensor([h], contiguity=True, dtype=DataType.Float)
+        var, mean = fd.ops.var_mean(x, dims=[1], correction=0, keepdim=False)
+        mean_b = fd.ops.broadcast_in_dim(mean, shape=[n, h], broadcast_dims=[0])
+        rstd = fd.ops.rsqrt(fd.ops.add(var, fd.define_scalar(1e-5)))
+        rstd_b = fd.ops.broadcast_in_dim(rstd, shape=[n, h], broadcast_dims=[0])
+        w_b = fd.ops.broadcast_in_dim(w, shape=[n, h], broadcast_dims=[1])
+        fd.add_output(fd.ops.mul(fd.ops.mul(fd.ops.sub(x, mean_b), rstd_b), w_b))
+        for tv in (x, w):
+            tv.set_device_mesh(mesh)
+        x.outer_split(0, d)
+        x.axis(0).parallelize(DIDX)
+    xs, ws = torch.randn(n, h), torch.randn(h)
+    (out,) = _run(fd, [_shard(xs, x, dev), ws.to(dev)], backend)
+    assert _kinds(fd) == []
+    want = torch.nn.functional.layer_norm(xs, [h], ws, None, 1e-5)
+    _close(out, mesh.shard_tensor(want, 0), rtol=1e-4, atol=1e-4)
+
+
+def expand_to_sharded_axis(backend: str) -> None:
+    """A replicated [r] tensor broadcast and expanded to [r, n] and added to x sharded on n:
+    the expansion is cut like x (each device expands to its part)."""
+    comm, d, dev = _setup(backend)
+    mesh = md.DeviceMesh(torch.arange(d))
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([3, 4 * d], contiguity=True, dtype=DataType.Float)
+        r = fd.define_tensor([3], contiguity=True, dtype=DataType.Float)
+        fd.add_output(fd.ops.add(x, fd.ops.broadcast_in_dim(r, [3, 4 * d], [0])))
+        for tv in (x, r):
+            tv.set_device_mesh(mesh)
+        x.outer_split(1, d)
+        x.axis(1).parallelize(DIDX)
+    xs, rs = torch.randn(3, 4 * d), torch.randn(3)
+    (out,) = _run(fd, [_shard(xs, x, dev), rs.to(dev)], backend)
+    assert _kinds(fd) == []
+    _close(out, mesh.shard_tensor(xs + rs[:, None], 1))
+
+
+def sharded_expanded_input(backend: str) -> None:
+    """An input whose expanded broadcast axis is the sharded one: each rank passes its part
+    of the expansion (a stride-0 view of its own length)."""
+    comm, d, dev = _setup(backend)
+    mesh = md.DeviceMesh(torch.arange(d))
+    with FusionDefinition() as fd:
+        b = fd.define_tensor([2, 3 * d], contiguity=[True, None], dtype=DataType.Float,
+                             stride_order=[1, 0])
+        fd.add_output(fd.ops.mul(b, fd.define_scalar(2.0)))
+        b.set_device_mesh(mesh)
+        b.outer_split(1, d)
+        b.axis(1).parallelize(DIDX)
+    col = torch.randn(2, 1)
+    local = col.expand(2, 3).to(dev)
+    (out,) = _run(fd, [local], backend)
+    _close(out, (col * 2).expand(2, 3))
+
+
+def permuted_between_regions(backend: str) -> None:
+    """A permute's output (a transposed view) handed to the region after an Allreduce: the
+    next region reads it laid out as it declares."""
+    comm, d, dev = _setup(backend)
+    mesh = md.DeviceMesh(torch.arange(d))
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([4, 2 * d], contiguity=True, dtype=DataType.Float)
+        s = fd.ops.sum(x, dims=[1])  # partial over devices: an Allreduce
+        p = fd.ops.permute(fd.ops.mul(x, x), dims=[1, 0])
+        sb = fd.ops.broadcast_in_dim(s, shape=[2 * d, 4], broadcast_dims=[1])
+        fd.add_output(fd.ops.add(fd.ops.exp(p), sb))
+        x.set_device_mesh(mesh)
+        x.outer_split(1, d)
+        x.axis(1).parallelize(DIDX)
+    xs = torch.randn(4, 2 * d)
+    (out,) = _run(fd, [_shard(xs, x, dev)], backend)
+    want = torch.exp((xs * xs).t()) + xs.sum(1)[None, :]
+    assert "Allreduce" in _kinds(fd)
+    _close(out, mesh.shard_tensor(want, 0), rtol=1e-5, atol=1e-5)
+
+
+def heads_from_sharded_reshape(backend: str) -> None:
+    """Attention's head split of a column-parallel projection: [b, s, h * dh] sharded on
+    its last axis reshaped to [b, s, h, dh] and permuted to [b, h, s, dh]: each device's
+    block of columns is whole heads, so the heads stay sharded and nothing is gathered."""
+    comm, d, dev = _setup(backend)
+    mesh = md.DeviceMesh(torch.arange(d))
+    b, s, h, dh = 2, 3, 2 * d, 4
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([b, s, h * dh], contiguity=True, dtype=DataType.Float)
+        heads = fd.ops.permute(fd.ops.reshape(x, [b, s, h, dh]), dims=[0, 2, 1, 3])
+        fd.add_output(fd.ops.mul(heads, fd.define_scalar(0.5)))
+        x.set_device_mesh(mesh)
+        x.outer_split(2, d)
+        x.axis(2).parallelize(DIDX)
+    xs = torch.randn(b, s, h * dh)
+    (out,) = _run(fd, [_shard(xs, x, dev)], backend)
+    assert _kinds(fd) == []
+    want = (xs.reshape(b, s, h, dh).permute(0, 2, 1, 3) * 0.5)
+    _close(out, mesh.shard_tensor(want, 1))
