@@ -125,6 +125,19 @@ def _plan_reshape(src: list[IterDomain], in_ext: list[Scalar], out_ext: list[Sca
         # No elements: sizes need not pair up ([0, 6] -> [3, 0, 2]); one group of all axes.
         return [("group", list(range(n)), list(range(m)))], squeezed
 
+    if not all(s.is_const for s in (*in_ext, *out_ext)):
+        # Symbolic sizes do not nest, so the walk below would merge all that follows the
+        # first pair it cannot match. Trailing axes of the same size are the same axes in
+        # row-major order whatever the leading ones are ([b, s, n] -> [-1, n] keeps n): they
+        # are kept, and only the axes before them are planned.
+        t = 0
+        while (t < n - 1 and t < m - 1 and not is_one(in_ext[n - 1 - t])
+               and same_scalar(in_ext[n - 1 - t], out_ext[m - 1 - t]) and not squeezable(n - 1 - t)):
+            t += 1
+        if t:
+            head, head_squeezed = _plan_reshape(src[:n - t], in_ext[:n - t], out_ext[:m - t])
+            return head + [("keep", n - t + k, m - t + k) for k in range(t)], head_squeezed
+
     i = j = 0
     while i < n or j < m:
         if i < n and j < m and is_one(in_ext[i]) and is_one(out_ext[j]):

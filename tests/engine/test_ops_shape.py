@@ -523,3 +523,22 @@ def test_dynamic_reshape_uses_the_given_sizes():
     assert torch.equal(out, x.reshape(2, 3))
     with pytest.raises(ExecutionError, match="ViewOp producing T1 failed"):
         fd.execute([x, 2, 4])
+
+
+def test_a_reshape_of_symbolic_sizes_keeps_its_trailing_axes_of_the_same_size() -> None:
+    """[b, s, 8] -> [-1, 8] with b and s symbolic: the last axis is the same axis (row-major),
+    so only [b, s] are merged; it is not merged with them and split again."""
+    from engine.ir.iterdomain import transforms_between
+
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1, 8], contiguity=True, dtype=DataType.Float)
+        y = fd.ops.reshape(x, [-1, 8])
+        fd.add_output(y)
+    root, logical = y.domain.maybe_root, y.domain.logical
+    assert root[-1] is logical[-1]  # kept as is
+    ts = transforms_between(root, logical)
+    assert [type(t).__name__ for t in ts] == ["Merge"] and set(ts[0].inputs) == set(root[:2])
+    xs = [torch.randn(2, 3, 8)]
+    from engine.reference import evaluate
+
+    assert torch.equal(evaluate(fd.fusion, xs)[0], xs[0].reshape(-1, 8))

@@ -117,3 +117,27 @@ def heads_from_sharded_reshape(backend: str) -> None:
     assert _kinds(fd) == []
     want = (xs.reshape(b, s, h, dh).permute(0, 2, 1, 3) * 0.5)
     _close(out, mesh.shard_tensor(want, 1))
+
+
+def linear_backward_symbolic_tokens(backend: str) -> None:
+    """A column-parallel linear's weight gradient as DTensor's backward spells it, with
+    symbolic batch and sequence sizes: grad [b, s, n] sharded on n reshaped to [-1, n]
+    (n stays sharded: the reshape keeps its trailing axis) and contracted with x over the
+    tokens: grad_w comes back sharded on its rows, with no communication."""
+    comm, d, dev = _setup(backend)
+    mesh = md.DeviceMesh(torch.arange(d))
+    b, s, e, n = 2, 3, 5, 4 * d
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([-1, -1, e], contiguity=True, dtype=DataType.Float)
+        g = fd.define_tensor([-1, -1, n], contiguity=True, dtype=DataType.Float)
+        g2 = fd.ops.reshape(g, [-1, n])
+        x2 = fd.ops.reshape(x, [-1, e])
+        fd.add_output(fd.ops.matmul(fd.ops.permute(g2, dims=[1, 0]), x2))
+        for tv in (x, g):
+            tv.set_device_mesh(mesh)
+        g.outer_split(2, d)
+        g.axis(2).parallelize(DIDX)
+    xs, gs = torch.randn(b, s, e), torch.randn(b, s, n)
+    (gw,) = _run(fd, [xs.to(dev), _shard(gs, g, dev)], backend)
+    assert _kinds(fd) == []
+    _close(gw, mesh.shard_tensor(gs.reshape(-1, n).t() @ xs.reshape(-1, e), 0), rtol=1e-5, atol=1e-5)
