@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from engine.analysis.logical_map import logical_map, pairwise_logical_map
 from engine.ir import exprs as ex
-from engine.ir.iterdomain import IterDomain, Split, transforms_between
+from engine.ir.iterdomain import IterDomain, Merge, Split, transforms_between
 from engine.ir.tensorview import TensorView
 
 
@@ -64,15 +64,22 @@ def device_map(producer: TensorView, consumer: TensorView) -> dict[IterDomain, I
 
 
 def _split_by_view(producer: TensorView, consumer: TensorView) -> dict[IterDomain, IterDomain]:
-    """A reshape that splits an axis in two (attention's [b, s, h * e] -> [b, s, h, e]): the
-    producer's axis maps to the outer part, so an axis cut into contiguous blocks over
-    devices stays cut, into blocks of the outer part (whole heads each, where h divides)."""
+    """A reshape that splits an axis in two or merges two, where blocks of the axis stay
+    blocks: the producer's axis maps to the outer part of a split (attention's
+    [b, s, h * e] -> [b, s, h, e]: contiguous blocks of columns are whole heads, where h
+    divides) and to the merge of it as the outer input ([b, s, h, e] -> [b, s, h * e]:
+    whole heads are contiguous blocks of columns). An inner input of a merge maps to
+    nothing: its blocks are strided in the merged axis."""
     logical = set(consumer.domain.logical)
     transforms = transforms_between(consumer.domain.maybe_root, consumer.domain.logical)
     out: dict[IterDomain, IterDomain] = {}
     for p, r in pairwise_logical_map(producer, consumer, map_broadcast=False).items():
         uses = [t for t in transforms if r in t.inputs]
-        if len(uses) == 1 and isinstance(uses[0], Split) and uses[0].outputs[0] in logical \
-                and uses[0].outputs[1] in logical:
-            out[p] = uses[0].outputs[0]
+        if len(uses) != 1:
+            continue
+        t = uses[0]
+        if isinstance(t, Split) and t.outputs[0] in logical and t.outputs[1] in logical:
+            out[p] = t.outputs[0]
+        elif isinstance(t, Merge) and t.inputs[0] is r and t.outputs[0] in logical:
+            out[p] = t.outputs[0]
     return out

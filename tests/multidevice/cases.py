@@ -534,11 +534,14 @@ def whole_tensor_for_a_shard(backend: str) -> None:
 from tests.multidevice.cases_layouts import (  # noqa: E402
     expand_to_sharded_axis,
     heads_from_sharded_reshape,
+    heads_merged_back,
     linear_backward_symbolic_tokens,
     permuted_between_regions,
     sharded_expanded_input,
     sp_layer_norm,
+    tp_attention_block,
 )
 
-__all__ = ["expand_to_sharded_axis", "heads_from_sharded_reshape", "linear_backward_symbolic_tokens",
-           "permuted_between_regions", "sharded_expanded_input", "sp_layer_norm"]
+__all__ = ["expand_to_sharded_axis", "heads_from_sharded_reshape", "heads_merged_back", "linear_backward_symbolic_tokens",
+           "permuted_between_regions", "sharded_expanded_input", "sp_layer_norm",
+           "tp_attention_block"]

@@ -5,6 +5,7 @@ otherwise than the next region declares (a permute's output, a gathered expansio
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F  # noqa: N812 - torch's usual name
 
 import engine.multidevice as md
 from engine import DataType, FusionDefinition, ParallelType
@@ -141,3 +142,61 @@ def linear_backward_symbolic_tokens(backend: str) -> None:
     (gw,) = _run(fd, [xs.to(dev), _shard(gs, g, dev)], backend)
     assert _kinds(fd) == []
     _close(gw, mesh.shard_tensor(gs.reshape(-1, n).t() @ xs.reshape(-1, e), 0), rtol=1e-5, atol=1e-5)
+
+
+def heads_merged_back(backend: str) -> None:
+    """Attention's output [b, h, s, dh] sharded on its heads, permuted to [b, s, h, dh] and
+    reshaped to [b, s, h * dh] (the merge of the sharded heads with dh as its outer input):
+    each device's heads are a contiguous block of the merged columns, so the output stays
+    sharded on them, ready for a row-parallel projection; nothing is gathered."""
+    comm, d, dev = _setup(backend)
+    mesh = md.DeviceMesh(torch.arange(d))
+    b, h, s, dh = 2, 2 * d, 3, 4
+    with FusionDefinition() as fd:
+        o = fd.define_tensor([b, h, s, dh], contiguity=True, dtype=DataType.Float)
+        merged = fd.ops.reshape(fd.ops.permute(o, dims=[0, 2, 1, 3]), [b, s, h * dh])
+        fd.add_output(fd.ops.mul(merged, fd.define_scalar(2.0)))
+        o.set_device_mesh(mesh)
+        o.outer_split(1, d)
+        o.axis(1).parallelize(DIDX)
+    os_ = torch.randn(b, h, s, dh)
+    (out,) = _run(fd, [_shard(os_, o, dev)], backend)
+    assert _kinds(fd) == []
+    want = os_.permute(0, 2, 1, 3).reshape(b, s, h * dh) * 2
+    _close(out, mesh.shard_tensor(want, 2))
+
+
+def tp_attention_block(backend: str) -> None:
+    """Megatron's tensor-parallel attention, written as the frontend would: q, k and v from
+    column-parallel linears (weights sharded on their output rows), split into heads by a
+    reshape, attention over each device's heads, the heads merged back by a reshape and a
+    row-parallel output linear (weight sharded on its input columns). One Allreduce, at the
+    end; the heads stay sharded from the projections to the output linear."""
+    comm, d, dev = _setup(backend)
+    mesh = md.DeviceMesh(torch.arange(d))
+    b, s, e, h = 2, 8, 16, 2 * d
+    dh = e // h
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([b, s, e], contiguity=True, dtype=DataType.Float)
+        ws = [fd.define_tensor([e, e], contiguity=True, dtype=DataType.Float) for _ in range(4)]
+        heads = [fd.ops.permute(fd.ops.reshape(fd.ops.linear(x, w), [b, s, h, dh]), dims=[0, 2, 1, 3])
+                 for w in ws[:3]]
+        o, _, _, _ = fd.ops.sdpfa_fwd(*heads, dropout_p=fd.define_scalar(0.0, dtype=DataType.Double),
+                                      is_causal=fd.define_scalar(True, dtype=DataType.Bool))
+        merged = fd.ops.reshape(fd.ops.permute(o, dims=[0, 2, 1, 3]), [b, s, e])
+        fd.add_output(fd.ops.linear(merged, ws[3]))
+        for tv in (x, *ws):
+            tv.set_device_mesh(mesh)
+        for w in ws[:3]:
+            w.outer_split(0, d)
+            w.axis(0).parallelize(DIDX)
+        ws[3].outer_split(1, d)
+        ws[3].axis(1).parallelize(DIDX)
+    xs = torch.randn(b, s, e)
+    wr = [torch.randn(e, e) / e ** 0.5 for _ in range(4)]
+    ins = [xs.to(dev), *(_shard(w, tv, dev) for w, tv in zip(wr, ws))]
+    (out,) = _run(fd, ins, backend)
+    assert _kinds(fd) == ["Allreduce"]
+    q, k, v = (F.linear(xs, w).reshape(b, s, h, dh).permute(0, 2, 1, 3) for w in wr[:3])
+    att = F.scaled_dot_product_attention(q, k, v, is_causal=True).permute(0, 2, 1, 3).reshape(b, s, e)
+    _close(out, F.linear(att, wr[3]), rtol=1e-4, atol=1e-4)
