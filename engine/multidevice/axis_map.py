@@ -3,7 +3,7 @@
 The IR's logical map (engine.analysis.logical_map), expanded broadcasts mapped like the axes
 they span, with two additions that only device
 layouts need: attention (sdpfa_fwd / sdpfa_bwd, run by ATen as a whole) keeps its batch and
-head axes, so heads sharded over devices stay sharded through it (each device attends over
+head axes (and a leading device axis before them), so heads sharded over devices stay sharded through it (each device attends over
 its own heads, as nvFuser's head-parallel attention); the query's sequence axis also maps to
 the output's and the log-sum-exp's.
 """
@@ -25,9 +25,10 @@ def _attention_map(producer: TensorView, consumer: TensorView) -> dict[IterDomai
     if not isinstance(e, (ex.SdpaFwdOp, ex.SdpaBwdOp)) or not any(producer is v for v in e.inputs):
         return {}
     p, c = _dims(producer), _dims(consumer)
-    if len(p) < 2 or len(c) < 2:
+    lead = len(_dims(e.inputs[1])) - 2  # the axes before the sequence: [D,] N, H
+    if len(p) < lead or len(c) < lead:
         return {}  # philox seed and offset: scalars as tensors
-    n = 3 if _same_sequence(e, producer, consumer) and len(p) >= 3 and len(c) >= 3 else 2
+    n = lead + 1 if _same_sequence(e, producer, consumer) and len(p) > lead and len(c) > lead else lead
     return {p[k]: c[k] for k in range(n) if not p[k].is_broadcast and not c[k].is_broadcast}
 
 

@@ -27,7 +27,8 @@ def sdpfa_fwd(query: TensorView, key: TensorView, value: TensorView, *args: obje
               mask: object = None, dropout_p: object = None, is_causal: object = None, scale: object = None,
               ) -> tuple[TensorView, TensorView, TensorView, TensorView]:
     """(output, log_sumexp, philox_seed, philox_offset) of attention over query [N, H, L, E],
-    key [N, H, S, E] and value [N, H, S, Ev]; scale defaults to 1/sqrt(E). The arguments
+    key [N, H, S, E] and value [N, H, S, Ev] (each may have one more leading axis, as
+    nvFuser's device axis: [D, N, H, L, E]); scale defaults to 1/sqrt(E). The arguments
     after value come in either frontend's order: (dropout_p, is_causal, scale), or
     nvfuser_direct's (bias, mask, dropout_p, is_causal, scale); bias is added to the
     scores and a False in the bool mask drops a score."""
@@ -62,7 +63,8 @@ def _score_term(what: str, t: object, dtype: DataType | None) -> TensorView | No
         return None
     tv = check_tensor("sdpfa_fwd", t, what)
     if len(no_reductions(tv)) > 4:
-        raise FusionDefinitionError(f"sdpfa_fwd: {what} {tv.short_name} has more than 4 axes")
+        raise FusionDefinitionError(f"sdpfa_fwd: {what} {tv.short_name} has more than 4 axes (a bias or mask "
+                                    "over 5-D attention is not supported)")
     if dtype is not None and tv.dtype != dtype:
         raise FusionDefinitionError(f"sdpfa_fwd: {what} {tv.short_name} must be {dtype.cuda_name}, "
                                     f"got {tv.dtype.cuda_name}")
@@ -78,12 +80,14 @@ def sdpfa_bwd(grad_output: TensorView, query: TensorView, key: TensorView, value
     named = {"grad_output": grad_output, "output": output, "log_sumexp": log_sumexp,
              "philox_seed": philox_seed, "philox_offset": philox_offset}
     g, o, lse, seed, offset = (check_tensor("sdpfa_bwd", t, what) for what, t in named.items())
+    rank = len(no_reductions(q))
     for what, t in (("grad_output", g), ("output", o)):
-        if t.dtype != q.dtype or len(no_reductions(t)) != 4:
-            raise FusionDefinitionError(f"sdpfa_bwd: {what} {t.short_name} must be a 4-D {q.dtype.cuda_name} "
+        if t.dtype != q.dtype or len(no_reductions(t)) != rank:
+            raise FusionDefinitionError(f"sdpfa_bwd: {what} {t.short_name} must be a {rank}-D {q.dtype.cuda_name} "
                                         "tensor like query")
-    if len(no_reductions(lse)) != 3:
-        raise FusionDefinitionError(f"sdpfa_bwd: log_sumexp {lse.short_name} must be 3-D ([N, H, L])")
+    if len(no_reductions(lse)) != rank - 1:
+        raise FusionDefinitionError(f"sdpfa_bwd: log_sumexp {lse.short_name} must be {rank - 1}-D "
+                                    "(query's axes but the last: [N, H, L])")
     fusion = q.fusion
     grads = [new_tv(fusion, [copy_id(fusion, i) for i in no_reductions(t)], t.dtype) for t in (q, k, v)]
     scale_s = _scale("sdpfa_bwd", scale)
@@ -97,9 +101,11 @@ def _qkv(op: str, query: object, key: object, value: object) -> tuple[TensorView
     if not q.dtype.is_float or len({q.dtype, k.dtype, v.dtype}) != 1:
         raise FusionDefinitionError(f"{op}: query, key and value must share one floating dtype "
                                     f"(got {q.dtype.cuda_name}, {k.dtype.cuda_name}, {v.dtype.cuda_name})")
+    rank = len(no_reductions(q))
     for what, t in (("query", q), ("key", k), ("value", v)):
-        if len(no_reductions(t)) != 4:
-            raise FusionDefinitionError(f"{op}: {what} {t.short_name} must be 4-D ([N, H, seq, head]), "
+        if len(no_reductions(t)) not in (4, 5) or len(no_reductions(t)) != rank:
+            raise FusionDefinitionError(f"{op}: {what} {t.short_name} must be 4-D ([N, H, seq, head]), or 5-D with "
+                                        f"a leading axis (a device axis: [D, N, H, seq, head]) like the query, "
                                         f"got {len(no_reductions(t))}-D")
     return q, k, v
 

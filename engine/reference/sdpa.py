@@ -75,11 +75,13 @@ def _flash_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
     math path then runs: on the GPU it holds the whole score matrix in float32)."""
     if not _flash_ok(q, k, v):
         return None
+    lead = q.shape[:-3]  # a leading device axis: merged into the batch for ATen's 4-D kernel
+    q, k, v = (t.reshape(-1, *t.shape[-3:]) for t in (q, k, v))
     try:
         got = torch.ops.aten._scaled_dot_product_flash_attention(q, k, v, 0.0, causal, False, scale=scale)
     except RuntimeError:
         return None
-    return got[0].contiguous(), got[1]
+    return got[0].contiguous().reshape(*lead, *got[0].shape[-3:]), got[1].reshape(*lead, *got[1].shape[-2:])
 
 
 def _flash_bwd(g: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
@@ -89,13 +91,16 @@ def _flash_bwd(g: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tenso
     # Dense inputs have no cumulative sequence lengths (None, as the forward returns them);
     # without dropout the RNG state is not read.
     rng = torch.zeros(2, dtype=torch.uint64, device=q.device)
+    shapes = [t.shape for t in (q, k, v)]
+    g, q, k, v, o = (t.reshape(-1, *t.shape[-3:]) for t in (g, q, k, v, o))
+    lse = lse.reshape(-1, *lse.shape[-2:])
     try:
         got = torch.ops.aten._scaled_dot_product_flash_attention_backward(
             g, q, k, v, o, lse.contiguous(), None, None, q.shape[-2], k.shape[-2], 0.0, causal, rng,
             torch.zeros((), dtype=torch.uint64, device=q.device), scale=scale)
     except RuntimeError:
         return None
-    return tuple(t.contiguous() for t in got[:3])
+    return tuple(t.contiguous().reshape(shape) for t, shape in zip(got[:3], shapes))
 
 
 @handles(ex.SdpaFwdOp)

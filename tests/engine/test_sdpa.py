@@ -107,6 +107,8 @@ def test_sdpa_script_round_trips():
 
 @pytest.mark.parametrize("build, why", [
     (lambda fd, q, k, v: fd.ops.sdpfa_fwd(q, k, fd.ops.sum(v, [3]), None, None, None), "value T.* must be 4-D"),
+    (lambda fd, q, k, v: fd.ops.sdpfa_fwd(q, k, fd.ops.broadcast(v, [True, False, False, False, False]),
+                                          None, None, None), "value T.* must be 4-D .* like the query, got 5-D"),
     (lambda fd, q, k, v: fd.ops.sdpfa_fwd(q, k, fd.ops.cast(v, DataType.Half), None, None, None),
      "must share one floating dtype"),
     (lambda fd, q, k, v: fd.ops.sdpfa_fwd(q, k, v, None, 1.0, None), "is_causal must be a bool"),
@@ -186,3 +188,23 @@ def test_attention_with_dropout_is_refused_alike_on_the_emulator():
             cf.run(xs, backend=backend)
         messages.append(str(info.value))
     assert messages[0] == messages[1] and messages[0].startswith("segment 1 (expr_eval): sdpfa_fwd producing")
+
+
+def test_attention_with_a_leading_axis_is_attention_per_index_of_it():
+    """5-D q, k, v ([D, N, H, L, E], nvFuser's logical device axis first): each index of the
+    leading axis is an ordinary 4-D attention, forward and backward."""
+    with FusionDefinition() as fd:
+        q, k, v, go = (fd.define_tensor(shape=[-1] * 5, contiguity=[True] * 5, dtype=DataType.Double)
+                       for _ in range(4))
+        p = fd.define_scalar(0.0, dtype=DataType.Double)
+        causal = fd.define_scalar(True, dtype=DataType.Bool)
+        out, lse, seed, offset = fd.ops.sdpfa_fwd(q, k, v, dropout_p=p, is_causal=causal)
+        for t in (out, *fd.ops.sdpfa_bwd(go, q, k, v, out, lse, p, causal, seed, offset)):
+            fd.add_output(t)
+    g = torch.Generator().manual_seed(1)
+    xs = [torch.randn(2, 2, 3, 5, 8, generator=g, dtype=torch.float64, requires_grad=k < 3) for k in range(4)]
+    ref = torch.nn.functional.scaled_dot_product_attention(*xs[:3], is_causal=True)
+    ref.backward(xs[3])
+    got = evaluate(fd.fusion, [x.detach() for x in xs])
+    for a, b in zip(got, (ref, xs[0].grad, xs[1].grad, xs[2].grad)):
+        torch.testing.assert_close(a, b.detach())

@@ -532,6 +532,7 @@ def whole_tensor_for_a_shard(backend: str) -> None:
 
 # Cases kept in modules of their own, found here by the harness.
 from tests.multidevice.cases_layouts import (  # noqa: E402
+    attention_device_axis,
     expand_to_sharded_axis,
     heads_from_sharded_reshape,
     heads_merged_back,
@@ -542,6 +543,6 @@ from tests.multidevice.cases_layouts import (  # noqa: E402
     tp_attention_block,
 )
 
-__all__ = ["expand_to_sharded_axis", "heads_from_sharded_reshape", "heads_merged_back", "linear_backward_symbolic_tokens",
+__all__ = ["attention_device_axis", "expand_to_sharded_axis", "heads_from_sharded_reshape", "heads_merged_back", "linear_backward_symbolic_tokens",
            "permuted_between_regions", "sharded_expanded_input", "sp_layer_norm",
            "tp_attention_block"]

@@ -200,3 +200,36 @@ def tp_attention_block(backend: str) -> None:
     q, k, v = (F.linear(xs, w).reshape(b, s, h, dh).permute(0, 2, 1, 3) for w in wr[:3])
     att = F.scaled_dot_product_attention(q, k, v, is_causal=True).permute(0, 2, 1, 3).reshape(b, s, e)
     _close(out, F.linear(att, wr[3]), rtol=1e-4, atol=1e-4)
+
+
+def attention_device_axis(backend: str) -> None:
+    """nvFuser's logical-split attention: q, k, v and the output grad [D, N, H / D, L, E] with
+    the device axis parallelized directly, forward and backward; each device attends over
+    its own heads, with no communication."""
+    comm, d, dev = _setup(backend)
+    b, h, s, e = 2, 2 * d, 8, 8
+    mesh = md.DeviceMesh(torch.arange(d))
+    with FusionDefinition() as fd:
+        q, k, v, go = (fd.define_tensor([d, b, h // d, s, e], contiguity=True, dtype=DataType.Float)
+                       for _ in range(4))
+        p = fd.define_scalar(0.0, dtype=DataType.Double)
+        causal = fd.define_scalar(True, dtype=DataType.Bool)
+        out, lse, seed, offset = fd.ops.sdpfa_fwd(q, k, v, dropout_p=p, is_causal=causal)
+        gq, gk, gv = fd.ops.sdpfa_bwd(go, q, k, v, out, lse, p, causal, seed, offset)
+        for t in (out, gq, gk, gv):
+            fd.add_output(t)
+        for t in (q, k, v, go):
+            t.set_device_mesh(mesh)
+            t.axis(0).parallelize(DIDX)
+    qr, kr, vr = (torch.randn(b, h, s, e, requires_grad=True) for _ in range(3))
+    gr = torch.randn(b, h, s, e)
+    ref = F.scaled_dot_product_attention(qr, kr, vr, is_causal=True)
+    ref.backward(gr)
+
+    def mine(t: torch.Tensor) -> torch.Tensor:  # this rank's heads, with the device axis first
+        return t.detach().reshape(b, d, h // d, s, e)[:, comm.rank()].unsqueeze(0).contiguous()
+
+    outs = _run(fd, [mine(t).to(dev) for t in (qr, kr, vr, gr)], backend)
+    assert _kinds(fd) == []
+    for got, want in zip(outs, (ref, qr.grad, kr.grad, vr.grad)):
+        _close(got, mine(want), rtol=1e-4, atol=1e-4)

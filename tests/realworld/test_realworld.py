@@ -44,7 +44,8 @@ REFUSED = {
     "uint64_hash_ids_refused": "uint64_hash_ids_refused.py:10: DataType.UInt64: nvFuser's unsigned 64-bit type is "
                                "not supported by this engine",
     "alphafold3_triangle_attention_bias_mask": "alphafold3_triangle_attention_bias_mask.py:38: fd.ops.sdpfa_fwd: "
-                                               "sdpfa_fwd: query T10 must be 4-D ([N, H, seq, head]), got 5-D",
+                                               "sdpfa_fwd: bias T16 has more than 4 axes (a bias or mask over 5-D "
+                                               "attention is not supported)",
     "torch_c_nvfuser_rank_only_2022": "torch_c_nvfuser_rank_only_2022.py:12: fd.define_tensor: define_tensor(3): "
                                       "the rank-only form of the 2022 frontend (with fd.add_input) is not "
                                       "supported; give the sizes: shape=[-1, -1, -1]",
