@@ -122,7 +122,6 @@ class CompiledFusion(Profiling):
         return self._graphs
 
     def _plan(self, backend: str) -> Any:
-
         if backend == "cuda" and not torch.cuda.is_available():
             raise ExecutionError("the cuda back end needs a GPU; use backend='emulate' or 'reference'")
         return RunPlan.build(self, backend) or False

@@ -45,9 +45,9 @@ def _same_sequence(e: ex.Expr, producer: TensorView, consumer: TensorView) -> bo
     return (consumer is gk and producer is ins[2]) or (consumer is gv and producer is ins[3])
 
 
-def _whole(i: IterDomain) -> bool:
+def whole_axis(i: IterDomain) -> bool:
     """An axis with one element per position: not a plain broadcast (an expanded one is)."""
-    return not i.is_broadcast or i.expanded_extent is not None
+    return not i.is_broadcast or i.has_expanded_extent
 
 
 def device_map(producer: TensorView, consumer: TensorView) -> dict[IterDomain, IterDomain]:
@@ -57,7 +57,7 @@ def device_map(producer: TensorView, consumer: TensorView) -> dict[IterDomain, I
     if not m:
         return _attention_map(producer, consumer)
     for p, c in logical_map(producer, consumer, map_broadcast=True).items():
-        if p not in m and _whole(p) and _whole(c):
+        if p not in m and whole_axis(p) and whole_axis(c):
             m[p] = c
     if isinstance(consumer.definition, ex.ViewOp) and consumer.definition.inputs[0] is producer:
         m.update(_split_by_view(producer, consumer))

@@ -20,11 +20,12 @@ from engine.ir.scalar import Scalar, as_scalar
 from engine.ir.tensorview import TensorView
 from engine.multidevice.mesh import DEVICE_TYPES
 from engine.multidevice.sharding import MultiDeviceError, mesh_of, shardings
+from engine.ops.common import full_extent
 
 
 def _local_extent(tv: TensorView, i: IterDomain, d: int, split: bool, fresh: dict[tuple[int, bool], Scalar],
                   fusion: Fusion, parts: dict[Scalar, tuple[Scalar, int]]) -> Scalar:
-    e = i.expanded_extent if i.is_broadcast and i.expanded_extent is not None else i.extent
+    e = full_extent(i)
     c = e.value if e.is_const else None
     if c is not None:
         c = int(c)
@@ -61,7 +62,7 @@ def localize(fusion: Fusion) -> dict[Scalar, tuple[Scalar, int]]:
         for s in shardings(tv):
             d = mesh.extent(s.pt)
             new = _local_extent(tv, s.logical, d, s.split, fresh, fusion, parts)
-            if s.logical.is_broadcast and s.logical.expanded_extent is not None:
+            if s.logical.has_expanded_extent:
                 s.logical.expanded_extent = new  # expanded to this device's part
                 localized.add(id(s.logical))
                 continue

@@ -26,7 +26,7 @@ from engine.ir.base import Expr
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain, ParallelType
 from engine.ir.tensorview import TensorView
-from engine.multidevice.axis_map import device_map
+from engine.multidevice.axis_map import device_map, whole_axis
 from engine.multidevice.mesh import DEVICE_TYPES
 from engine.multidevice.sharding import AxisSharding, mesh_of, shardings
 
@@ -82,7 +82,7 @@ def shard_like(ref: TensorView, target: TensorView, id_map: dict[IterDomain, Ite
         to = id_map.get(s.logical)
         # An expanded broadcast holds the whole axis's positions: it is cut like it (each
         # device expands to its own part); a plain broadcast has one element for all.
-        if to is None or (to.is_broadcast and to.expanded_extent is None) or to.parallel_type in DEVICE_TYPES:
+        if to is None or not whole_axis(to) or to.parallel_type in DEVICE_TYPES:
             continue
         if _apply(target, s, to):
             present.add(s.pt)

@@ -26,7 +26,7 @@ from engine.ir.base import Expr
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import ParallelType
 from engine.ir.tensorview import TensorView
-from engine.multidevice.axis_map import device_map
+from engine.multidevice.axis_map import device_map, whole_axis
 from engine.multidevice.mesh import DeviceMesh
 from engine.multidevice.propagate import mark_partial, reference_inputs, shard_like
 from engine.multidevice.sharding import AxisSharding, MultiDeviceError, mesh_of, sharding_of, shardings
@@ -149,7 +149,7 @@ class _Decomposer:
                 if sharding_of(p, o_s.pt) is not None or (o_s.pt in partial and not o_s.reduction):
                     continue
                 src = back.get(o_s.logical)
-                if src is not None and (not src.is_broadcast or src.expanded_extent is not None):
+                if src is not None and whole_axis(src):
                     p = self._slice(expr, p, o_s, src)
         if partial:
             self._decompose_partial(expr, out, list(partial))

@@ -25,6 +25,7 @@ from engine.multidevice.communicator import Communicator
 from engine.multidevice.overlap import overlappable, run_overlapped
 from engine.multidevice.program import Communication, MultiDeviceProgram, Region
 from engine.multidevice.sharding import MultiDeviceError, mesh_of, sharded_dims
+from engine.ops.common import full_extent
 from engine.reference import check_input_layout, evaluate
 
 _OPS = {"sum": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX, "min": dist.ReduceOp.MIN}
@@ -135,7 +136,7 @@ def _laid_out(v: Any, x: Any) -> Any:
     if not isinstance(v, TensorView) or not isinstance(x, torch.Tensor) or x.dim() != v.ndim:
         return x
     dims = [i for i in v.domain.logical if not i.is_reduction]
-    expanded = [k for k, i in enumerate(dims) if i.is_broadcast and i.expanded_extent is not None]
+    expanded = [k for k, i in enumerate(dims) if i.has_expanded_extent]
     if all(x.stride(k) == 0 for k in expanded):
         try:
             check_input_layout(v, x)
@@ -172,7 +173,7 @@ def check_shards(program: MultiDeviceProgram, inputs: Sequence[Any], rank: int) 
             raise ExecutionError(f"{v.short_name} has {len(dims)} dimensions, its input {x.dim()}")
         for dim, s in sharded_dims(v):
             i = dims[dim]
-            e, d = i.expanded_extent if i.is_broadcast and i.expanded_extent is not None else i.extent, mesh.extent(s.pt)
+            e, d = full_extent(i), mesh.extent(s.pt)
             want = (int(e.value) // d if s.split else 1) if e.is_const else None
             if want is not None and x.shape[dim] != want:
                 raise ExecutionError(

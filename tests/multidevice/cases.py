@@ -483,6 +483,27 @@ def communication_ops(backend: str) -> None:
     _close(r, br.sum(0), rtol=1e-5, atol=1e-5)
 
 
+def attention_fwd_bwd(fd: FusionDefinition, shape: list[int]) -> list:
+    """q, k, v and the output grad of `shape`, causal attention forward and backward as
+    outputs (out, grad_q, grad_k, grad_v); returns the four inputs."""
+    q, k, v, go = (fd.define_tensor(shape, contiguity=True, dtype=DataType.Float) for _ in range(4))
+    p = fd.define_scalar(0.0, dtype=DataType.Double)
+    causal = fd.define_scalar(True, dtype=DataType.Bool)
+    out, lse, seed, offset = fd.ops.sdpfa_fwd(q, k, v, dropout_p=p, is_causal=causal)
+    for t in (out, *fd.ops.sdpfa_bwd(go, q, k, v, out, lse, p, causal, seed, offset)):
+        fd.add_output(t)
+    return [q, k, v, go]
+
+
+def attention_reference(b: int, h: int, s: int, e: int) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """Unsharded q, k, v, output grad [b, h, s, e], and torch's (out, grad_q, grad_k, grad_v)."""
+    qkv = [torch.randn(b, h, s, e, requires_grad=True) for _ in range(3)]
+    gr = torch.randn(b, h, s, e)
+    ref = F.scaled_dot_product_attention(*qkv, is_causal=True)
+    ref.backward(gr)
+    return [t.detach() for t in (*qkv, gr)], [t.detach() for t in (ref, *(t.grad for t in qkv))]
+
+
 def head_parallel_attention(backend: str) -> None:
     """Attention with its heads sharded (q, k, v outer-split on the head axis): each device
     attends over its own heads, forward and backward, with no communication; the output and
@@ -491,26 +512,16 @@ def head_parallel_attention(backend: str) -> None:
     b, h, s, e = 2, 2 * d, 16, 8
     mesh = md.DeviceMesh(torch.arange(d))
     with FusionDefinition() as fd:
-        q, k, v, go = (fd.define_tensor([b, h, s, e]) for _ in range(4))
-        p = fd.define_scalar(0.0, dtype=DataType.Double)
-        causal = fd.define_scalar(True, dtype=DataType.Bool)
-        out, lse, seed, offset = fd.ops.sdpfa_fwd(q, k, v, dropout_p=p, is_causal=causal)
-        gq, gk, gv = fd.ops.sdpfa_bwd(go, q, k, v, out, lse, p, causal, seed, offset)
-        for t in (out, gq, gk, gv):
-            fd.add_output(t)
-        for t in (q, k, v, go):
+        tvs = attention_fwd_bwd(fd, [b, h, s, e])
+        for t in tvs:
             t.set_device_mesh(mesh)
             t.outer_split(1, d)
             t.axis(1).parallelize(DIDX)
-    qr, kr, vr = (torch.randn(b, h, s, e, requires_grad=True) for _ in range(3))
-    gr = torch.randn(b, h, s, e)
-    ref = F.scaled_dot_product_attention(qr, kr, vr, is_causal=True)
-    ref.backward(gr)
-    ins = [_shard(t.detach(), tv, dev) for t, tv in zip((qr, kr, vr, gr), (q, k, v, go))]
-    outs = _run(fd, ins, backend)
+    ins, wants = attention_reference(b, h, s, e)
+    outs = _run(fd, [_shard(t, tv, dev) for t, tv in zip(ins, tvs)], backend)
     assert _kinds(fd) == []
-    for got, want in zip(outs, (ref, qr.grad, kr.grad, vr.grad)):
-        _close(got, mesh.shard_tensor(want.detach(), 1), rtol=1e-4, atol=1e-4)
+    for got, want in zip(outs, wants):
+        _close(got, mesh.shard_tensor(want, 1), rtol=1e-4, atol=1e-4)
 
 
 def whole_tensor_for_a_shard(backend: str) -> None:

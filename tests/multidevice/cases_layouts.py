@@ -9,7 +9,15 @@ import torch.nn.functional as F  # noqa: N812 - torch's usual name
 
 import engine.multidevice as md
 from engine import DataType, FusionDefinition, ParallelType
-from tests.multidevice.cases import _close, _kinds, _run, _setup, _shard
+from tests.multidevice.cases import (
+    _close,
+    _kinds,
+    _run,
+    _setup,
+    _shard,
+    attention_fwd_bwd,
+    attention_reference,
+)
 
 DIDX = ParallelType.mesh_x
 
@@ -210,26 +218,15 @@ def attention_device_axis(backend: str) -> None:
     b, h, s, e = 2, 2 * d, 8, 8
     mesh = md.DeviceMesh(torch.arange(d))
     with FusionDefinition() as fd:
-        q, k, v, go = (fd.define_tensor([d, b, h // d, s, e], contiguity=True, dtype=DataType.Float)
-                       for _ in range(4))
-        p = fd.define_scalar(0.0, dtype=DataType.Double)
-        causal = fd.define_scalar(True, dtype=DataType.Bool)
-        out, lse, seed, offset = fd.ops.sdpfa_fwd(q, k, v, dropout_p=p, is_causal=causal)
-        gq, gk, gv = fd.ops.sdpfa_bwd(go, q, k, v, out, lse, p, causal, seed, offset)
-        for t in (out, gq, gk, gv):
-            fd.add_output(t)
-        for t in (q, k, v, go):
+        for t in attention_fwd_bwd(fd, [d, b, h // d, s, e]):
             t.set_device_mesh(mesh)
             t.axis(0).parallelize(DIDX)
-    qr, kr, vr = (torch.randn(b, h, s, e, requires_grad=True) for _ in range(3))
-    gr = torch.randn(b, h, s, e)
-    ref = F.scaled_dot_product_attention(qr, kr, vr, is_causal=True)
-    ref.backward(gr)
+    ins, wants = attention_reference(b, h, s, e)
 
     def mine(t: torch.Tensor) -> torch.Tensor:  # this rank's heads, with the device axis first
-        return t.detach().reshape(b, d, h // d, s, e)[:, comm.rank()].unsqueeze(0).contiguous()
+        return t.reshape(b, d, h // d, s, e)[:, comm.rank()].unsqueeze(0).contiguous()
 
-    outs = _run(fd, [mine(t).to(dev) for t in (qr, kr, vr, gr)], backend)
+    outs = _run(fd, [mine(t).to(dev) for t in ins], backend)
     assert _kinds(fd) == []
-    for got, want in zip(outs, (ref, qr.grad, kr.grad, vr.grad)):
+    for got, want in zip(outs, wants):
         _close(got, mine(want), rtol=1e-4, atol=1e-4)
