@@ -5,9 +5,10 @@ and hand-written torch.distributed code, all in the same run.
 
     torchrun --nproc-per-node 2 benchmarks/multidevice_mlp.py [--out results.json]
 
-Times are per forward (CUDA events over `--iters` calls after warm-up, the slowest rank's);
-the SP timeline (each step synchronized) gives the Allgather time the unoverlapped form
-exposes and what the overlapped form still exposes.
+Times are per forward (CUDA events over `--iters` calls after warm-up, the slowest rank's).
+The SP forms' per-rank timelines (CUDA events per step and per stream chunk) give the
+Allgather time the unoverlapped form exposes and what the overlapped forms still expose;
+the same is measured on the kernels (torch.profiler) as a check.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def waited(y: torch.Tensor) -> torch.Tensor:
     return wait() if callable(wait) else y
 
 
-def case(h: int, t: int, iters: int, chunks: int) -> dict:
+def case(h: int, t: int, iters: int, chunks: list[int]) -> dict:
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor import Shard
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
@@ -95,9 +96,11 @@ def case(h: int, t: int, iters: int, chunks: int) -> dict:
     with torch.no_grad():
         expect = F.linear(F.gelu(F.linear(x, w1, b1).float()).to(bf), w2, b2)
 
-        # The engine: TP, SP, SP overlapped.
+        # The engine: TP, SP, SP overlapped (one form per chunk count).
         results = {}
-        for name, sp, ch in (("engine_tp", False, 1), ("engine_sp", True, 1), ("engine_sp_overlap", True, chunks)):
+        forms = [("engine_tp", False, 1), ("engine_sp", True, 1)]
+        forms += [(f"engine_sp_overlap{ch}", True, ch) for ch in chunks]
+        for name, sp, ch in forms:
             fd, tvs = mlp_fusion(d, h, sp, ch)
             ins = [md.shard_tensor(a, tv) for a, tv in zip(full, tvs)]
             (res,) = fd.execute(ins)
@@ -109,9 +112,10 @@ def case(h: int, t: int, iters: int, chunks: int) -> dict:
                 for _ in range(3):
                     tl.clear()
                     md.execute(fd, ins, timeline=tl)
-                out[name + "_timeline"] = [(s.step, s.kind, round((s.end - s.start) * 1e3, 3)) for s in tl]
+                out[name + "_timeline"] = [(s.step, s.kind, s.stream, round(s.start * 1e3, 3), round(s.end * 1e3, 3))
+                                           for s in tl]
+                out[name + "_kernels"] = kernel_overlap(lambda f=fd, i=ins: f.execute(i))
         out["max_abs_err"] = results
-
         # Hand-written torch.distributed.
         k = rank
         w1l, b1l = w1.chunk(d, 0)[k].contiguous(), b1.chunk(d, 0)[k].contiguous()
@@ -152,39 +156,80 @@ def case(h: int, t: int, iters: int, chunks: int) -> dict:
                 model[2].bias.copy_(b2)
             model = parallelize_module(model, mesh, plan)
             out[name + "_ms"] = timed(lambda m=model, i=inp: waited(m(i)), iters)
-    for a, b in (("engine_tp", "dtensor_tp"), ("engine_sp", "dtensor_sp"), ("engine_sp_overlap", "dtensor_sp"),
-                 ("engine_tp", "torch_tp"), ("engine_sp", "torch_sp")):
+    pairs = [("engine_tp", "dtensor_tp"), ("engine_sp", "dtensor_sp"), ("engine_tp", "torch_tp"),
+             ("engine_sp", "torch_sp")]
+    pairs += [(f"engine_sp_overlap{ch}", b) for ch in chunks for b in ("dtensor_sp", "engine_sp")]
+    for a, b in pairs:
         out[f"{a}/{b}"] = round(out[a + "_ms"] / out[b + "_ms"], 3)
     return out
 
 
-def hidden_fraction(r: dict) -> float | None:
-    """Share of the unoverlapped SP form's Allgather time that the overlapped form hides:
-    1 - (overlapped step - the compute it overlaps) / Allgather."""
-    plain, over = r.get("engine_sp_timeline"), r.get("engine_sp_overlap_timeline")
+def _union(iv: list[tuple[float, float]]) -> list[list[float]]:
+    out: list[list[float]] = []
+    for a, b in sorted(iv):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return out
+
+
+def exposed(comm: list[tuple[float, float]], compute: list[tuple[float, float]]) -> float:
+    """The time within the `comm` intervals that no `compute` interval covers."""
+    cover = _union(compute)
+    return sum((b - a) - sum(max(0.0, min(b, y) - max(a, x)) for x, y in cover) for a, b in _union(comm))
+
+
+def hidden_fraction(r: dict, ch: int) -> float | None:
+    """Share of the Allgather time the unoverlapped SP form exposes that the form in `ch`
+    stream chunks hides, from the per-rank timelines: the Allgather step of the first, the
+    Allgather chunks of the second less the time they overlap the chunks' compute."""
+    plain, over = r.get("engine_sp_timeline"), r.get(f"engine_sp_overlap{ch}_timeline")
     if not plain or not over:
         return None
-    gather = next(ms for _, kind, ms in plain if kind == "Allgather")
-    compute = next(ms for _, kind, ms in plain if kind == "compute")
-    step = next((ms for _, kind, ms in over if kind == "overlap"), None)
-    if step is None or gather <= 0:
-        return None
-    return round(1 - max(step - compute, 0.0) / gather, 3)
+    gather = sum(b - a for _, kind, _, a, b in plain if kind == "Allgather")
+    chunks = [(a, b) for _, kind, _, a, b in over if kind == "Allgather"]
+    compute = [(a, b) for _, kind, _, a, b in over if kind == "compute"]
+    return round(1 - exposed(chunks, compute) / gather, 3) if gather > 0 else None
+
+
+def kernel_overlap(fn, n: int = 3) -> dict:
+    """The Allgather kernels' time, and what of it no compute kernel overlaps, per call (this
+    rank's CUDA kernels under torch.profiler): the timeline's figure measured on the kernels."""
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(n):
+            fn()
+        torch.cuda.synchronize()
+    ks = [(e.name, e.time_range.start, e.time_range.end) for e in prof.events()
+          if e.device_type == torch.autograd.DeviceType.CUDA and e.time_range.elapsed_us() > 0]
+    gathers = [(a, b) for name, a, b in ks if "AllGather" in name]
+    compute = [(a, b) for name, a, b in ks if "nccl" not in name.lower() and not name.startswith(("Memset", "Memcpy"))]
+    total = sum(b - a for a, b in _union(gathers))
+    return {"allgather_us": round(total / n, 1), "exposed_us": round(exposed(gathers, compute) / n, 1)}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
     ap.add_argument("--iters", type=int, default=20)
-    ap.add_argument("--chunks", type=int, default=4)
+    ap.add_argument("--chunks", default="2,4", help="stream chunk counts of the overlapped SP form")
     ap.add_argument("--sizes", default="4096x8192,8192x16384,12288x8192")
     args = ap.parse_args()
     comm = md.Communicator.instance()
     rows = []
     for spec in args.sizes.split(","):
         h, t = (int(v) for v in spec.split("x"))
-        r = case(h, t, args.iters, args.chunks)
-        r["sp_allgather_hidden"] = hidden_fraction(r)
+        chunks = [int(c) for c in args.chunks.split(",")]
+        r = case(h, t, args.iters, chunks)
+        plain = r["engine_sp_kernels"]["exposed_us"]
+        for ch in chunks:
+            r[f"sp{ch}_allgather_hidden"] = hidden_fraction(r, ch)
+            over = r[f"engine_sp_overlap{ch}_kernels"]["exposed_us"]
+            r[f"sp{ch}_allgather_hidden_kernels"] = round(1 - over / plain, 3) if plain > 0 else None
         rows.append(r)
         if comm.rank() == 0:
             print(json.dumps(r), flush=True)

@@ -46,7 +46,13 @@ class StepInfo:
     outputs: tuple[str, ...]
     mesh: str
     teams: tuple[str, ...]  # a communication's team on each rank: "(0 1)"
-    overlap: int = 0  # a communication run in this many stream chunks, each overlapping the next region
+    overlap: int = 0  # a communication run in this many stream chunks, each overlapping a region's
+
+    @property
+    def overlap_side(self) -> str:
+        """Which region a chunked communication overlaps: an Allgather the next one (whose
+        input it gathers), a ReduceScatter the previous one (whose output it scatters)."""
+        return "previous" if self.comm_type == "ReduceScatter" else "next"
 
     @property
     def label(self) -> str:
@@ -109,7 +115,7 @@ class MultiDeviceInfo:
                 teams = "; ".join(f"rank {r}: ({t})" for r, t in enumerate(s.teams))
                 out.append(f"  {s.name} type={s.comm_type}{io}")
                 if s.overlap:
-                    out.append(f"      overlapped with the next region in {s.overlap} stream chunks (host IR: "
+                    out.append(f"      overlapped with the {s.overlap_side} region in {s.overlap} stream chunks (host IR: "
                                "FOR StreamIdx)")
                 out.append(f"      team on {teams}")
         return "\n".join(out) + "\n"

@@ -73,7 +73,8 @@ def run_rank(source: str, title: str, backend: str) -> dict[str, Any]:
         "message": f"{', '.join(bad)} differ from the reference" if bad else
                    f"{len(checks)} output(s) match the reference shard",
         "device": f"{comm.backend()} on {dev}", "wall_ms": wall_ms, "outputs": checks,
-        "timeline": [{"step": s.step, "kind": s.kind, "start_ms": s.start * 1e3, "end_ms": s.end * 1e3}
+        "timeline": [{"step": s.step, "kind": s.kind, "start_ms": s.start * 1e3, "end_ms": s.end * 1e3,
+                      "stream": s.stream}
                      for s in timeline],
     }
 

@@ -43,10 +43,11 @@ class RankOutput:
 
 @dataclass(frozen=True)
 class RankStep:
-    step: str  # "region 0", "Communication 1", "Communication 0 + region 1 in 2 chunks"
-    kind: str  # compute, overlap or the communication's type
+    step: str  # "region 0", "Communication 1", "Communication 0 chunk 1", "region 1 chunk 1"
+    kind: str  # compute or the communication's type
     start_ms: float
     end_ms: float
+    stream: str = "main"  # main (compute) or comm (a stream chunk's collective beside it)
 
 
 @dataclass(frozen=True)
@@ -91,10 +92,12 @@ class MultiRunResult:
         return "\n".join(lines) + "\n"
 
     def timeline_text(self, width: int | None = None) -> str:
-        """Each rank's steps with start and end (ms since that rank's run began) and a bar.
-        `width` (cells) fits the lines to a pane: the bar takes the room left on the row, and
-        where a row cannot hold a bar of TIMELINE_BAR_MIN, each step's name gets a line of its
-        own above its kind, times and bar."""
+        """Each rank's steps with start and end (ms since that rank's run began) and a bar;
+        where a run overlapped communication with compute (stream chunks), a column says
+        which stream each step ran on, and overlapping bars show what was hidden. `width`
+        (cells) fits the lines to a pane: the bar takes the room left on the row, and where a
+        row cannot hold a bar of TIMELINE_BAR_MIN, each step's name gets a line of its own
+        above its kind, times and bar."""
         end = max((s.end_ms for r in self.results for s in r.timeline), default=0.0) or 1.0
         out = ["Timeline (ms since each rank's run started):"]
         steps = [s for r in self.results for s in r.timeline]
@@ -102,10 +105,12 @@ class MultiRunResult:
             return out[0] + " none recorded (no rank finished its run)\n"
         name_w = max(len(s.step) for s in steps)
         kind_w = max(len(s.kind) for s in steps)
+        streams = any(s.stream != "main" for s in steps)
+        stream_w = max(len(s.stream) for s in steps) + 2 if streams else 0
         figures = kind_w + 2 + 9 + 1 + 9 + 2  # kind, start, end and the gaps before the bar
         bar, split = TIMELINE_BAR, False
         if width is not None:
-            room = width - (2 + name_w + 2 + figures)
+            room = width - (2 + name_w + 2 + stream_w + figures)
             split = room < TIMELINE_BAR_MIN
             bar = max(TIMELINE_BAR_MIN, width - 4 - figures) if split else min(TIMELINE_BAR_WIDE, room)
         for r in self.results:
@@ -113,8 +118,12 @@ class MultiRunResult:
             for s in r.timeline:
                 a = min(bar - 1, round(s.start_ms / end * bar))
                 b = max(a + 1, round(s.end_ms / end * bar))
-                row = f"{s.kind:<{kind_w}}  {s.start_ms:9.3f} {s.end_ms:9.3f}  " + " " * a + "#" * (b - a)
-                out += [f"  {s.step}", f"    {row}"] if split else [f"  {s.step:<{name_w}}  {row}"]
+                times = f"{s.start_ms:9.3f} {s.end_ms:9.3f}  " + " " * a + "#" * (b - a)
+                if split:  # the stream goes on the name's line
+                    out += [f"  {s.step}" + (f" ({s.stream})" if streams else ""), f"    {s.kind:<{kind_w}}  {times}"]
+                else:
+                    lane = f"{s.stream:<{stream_w - 2}}  " if streams else ""
+                    out.append(f"  {s.step:<{name_w}}  {s.kind:<{kind_w}}  {lane}{times}")
         return "\n".join(out) + "\n"
 
     def report(self) -> str:
@@ -150,7 +159,7 @@ def _read(path: Path, rank: int, log: str) -> RankResult | None:
     d = json.loads(path.read_text(encoding="utf-8"))
     outs = tuple(RankOutput(o["name"], tuple(o["shape"]), float(o["max_error"]), float(o["tolerance"]),
                             bool(o["ok"]), o.get("note", "")) for o in d.get("outputs", []))
-    steps = tuple(RankStep(s["step"], s["kind"], float(s["start_ms"]), float(s["end_ms"]))
+    steps = tuple(RankStep(s["step"], s["kind"], float(s["start_ms"]), float(s["end_ms"]), str(s.get("stream", "main")))
                   for s in d.get("timeline", []))
     return RankResult(rank, d["status"], d["message"], outs, steps, d.get("wall_ms"), d.get("device", ""),
                       log if d["status"] == "error" else "")

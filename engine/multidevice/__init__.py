@@ -16,9 +16,9 @@ from engine.multidevice.compiled import MultiDeviceCompiledFusion, compile_multi
 from engine.multidevice.execute import execute, execute_on_rank, program_of
 from engine.multidevice.mesh import DeviceMesh
 from engine.multidevice.program import MultiDeviceProgram
-from engine.multidevice.runtime import StepTime
 from engine.multidevice.sharding import MultiDeviceError, shard_tensor
 from engine.multidevice.sharding import describe as describe_sharding
+from engine.multidevice.timeline import StepTime
 
 __all__ = ["Communicator", "DeviceMesh", "MultiDeviceCompiledFusion", "compile_multidevice", "MultiDeviceError", "MultiDeviceProgram", "StepTime", "describe_sharding",
            "execute", "program_of", "shard_tensor"]

@@ -17,6 +17,8 @@ import torch.distributed as dist
 
 from engine.errors import ExecutionError
 
+REDUCE_OPS = {"sum": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX, "min": dist.ReduceOp.MIN}
+
 
 def _env_int(names: tuple[str, ...], default: int) -> int:
     for n in names:
@@ -47,6 +49,7 @@ class Communicator:
                 kwargs["device_id"] = torch.device("cuda", local % torch.cuda.device_count())
             dist.init_process_group(backend=backend, world_size=world, rank=rank, **kwargs)
         self._groups: dict[tuple[int, ...], Any] = {}
+        self._side: dict[int, Any] = {}
 
     @classmethod
     def instance(cls) -> Communicator:
@@ -87,3 +90,11 @@ class Communicator:
         if key not in self._groups:
             self._groups[key] = dist.new_group(sorted(key))
         return self._groups[key]
+
+    def side_stream(self, device: torch.device) -> Any:
+        """The CUDA stream chunked collectives are queued on beside the compute (one per
+        device, made once)."""
+        k = device.index if device.index is not None else torch.cuda.current_device()
+        if k not in self._side:
+            self._side[k] = torch.cuda.Stream(device=torch.device("cuda", k))
+        return self._side[k]

@@ -25,8 +25,9 @@ from engine.host.hir import HostIrContainer
 from engine.multidevice.communicator import Communicator
 from engine.multidevice.execute import program_of
 from engine.multidevice.program import Communication, MultiDeviceProgram, Region
-from engine.multidevice.runtime import StepTime, region_scalars, run_program
+from engine.multidevice.runtime import region_scalars, run_program
 from engine.multidevice.sharding import mesh_of, sharded_dims
+from engine.multidevice.timeline import StepTime
 from engine.reference import evaluate
 
 

@@ -7,8 +7,9 @@ from typing import Any
 
 from engine.multidevice.program import MultiDeviceProgram
 from engine.multidevice.propagate import has_meshes
-from engine.multidevice.runtime import StepTime, run_program
+from engine.multidevice.runtime import run_program
 from engine.multidevice.sharding import MultiDeviceError
+from engine.multidevice.timeline import StepTime
 
 
 def program_of(fd: Any) -> MultiDeviceProgram | None:

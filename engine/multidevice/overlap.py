@@ -1,30 +1,32 @@
 """Collective-based overlap of an Allgather with the region that consumes it (nvFuser's
-stream-parallel decomposition of an allgather feeding a matmul).
+stream-parallel decomposition of an allgather feeding a matmul), and of that region with a
+ReduceScatter of its output: the plan (which steps, how many chunks); running it is
+engine.multidevice.pipeline.
 
 The user asks for it with a stream split of the gathered tensor's sharded axis:
 
     x.outer_split(0, d); x.axis(0).parallelize(ParallelType.mesh_x)
     x.outer_split(1, s); x.axis(1).parallelize(ParallelType.stream)
 
-Each device's part is then gathered in `s` chunks, all posted at once (NCCL runs them in
-order on its own stream); the region runs once per chunk on the rows gathered so far, each
-run waiting only for its own chunk, so that the gather of chunk j+1 overlaps the compute of
-chunk j. The region must be row-wise along the gathered axis (every op maps it to its
-output without reducing it, and no other input has it), so that a chunk's rows give the
-same rows of its outputs; otherwise the Allgather runs whole.
+Each device's part is then gathered in `s` chunks and the region runs once per chunk on the
+rows gathered for it, so that the gather of chunk j+1 overlaps the compute of chunk j. The
+region must be row-wise along the gathered axis (every op maps it to its output without
+reducing it, and no other input has it), so that a chunk's rows give the same rows of its
+outputs; otherwise the Allgather runs whole. When the next step reduce-scatters one of the
+region's outputs along those rows (sequence parallelism's second half), and nothing else
+reads that output, it is chunked too: chunk j's partial sums are reduce-scattered while
+chunk j+1 computes, each device receiving its own rows of chunk j in place.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-
-import torch
-import torch.distributed as dist
 
 from engine.ir.iterdomain import IterDomain, ParallelType, Split
 from engine.ir.tensorview import TensorView
 from engine.multidevice.axis_map import device_map
-from engine.multidevice.sharding import sharded_dims
+from engine.multidevice.sharding import mesh_of, sharded_dims
 
 if TYPE_CHECKING:
     from engine.multidevice.program import Communication, Region
@@ -72,55 +74,73 @@ def _first(tv: TensorView) -> IterDomain | None:
 
 def overlappable(gather: Communication, region: Region) -> int:
     """The number of chunks to overlap `gather` with `region` in (0: run them apart)."""
-    if gather.kind != "Allgather" or gather.output not in region.inputs:
+    if gather.kind != "Allgather" or gather.output not in region.inputs or region.symbols:
         return 0
     s = stream_chunks(gather.input)
     if s <= 1:
         return 0
-    dims = [dim for dim, sh in sharded_dims(gather.input) if sh.pt == gather.resharding.pt]
-    if dims != [0] or not row_wise(region, gather.output):
+    if _row_dim(gather.input, gather) != 0 or not _teams_in_order(gather) or not row_wise(region, gather.output):
         return 0
     return s
 
 
-def run_overlapped(gather: Communication, region: Region, env: dict[int, Any], chunks: int, backend: str,
-                   run_region: Any, group: Any, team: list[int], keep_gathered: bool, nccl: bool) -> None:
-    """Gather in `chunks` pieces, running `region` on each as it arrives; fills `env` with
-    the region's outputs (whole) and the gathered tensor."""
-    x = env[id(gather.input)].contiguous()
-    rows = x.shape[0]
-    if rows % chunks:
-        raise ValueError(f"{gather.input.short_name}: {rows} rows do not split into {chunks} stream chunks")
-    c, d = rows // chunks, len(team)
-    posted = []
-    for j in range(chunks):
-        part = x[j * c:(j + 1) * c]
-        if nccl:
-            buf = part.new_empty([d * c, *part.shape[1:]])
-            work = dist.all_gather_into_tensor(buf, part, group=group, async_op=True)
-            posted.append((work, buf))
-        else:
-            # gloo gathers host memory: a CUDA part goes through the host.
-            part = part.cpu() if part.is_cuda else part
-            bufs = [torch.empty_like(part) for _ in team]
-            work = dist.all_gather(bufs, part, group=group, async_op=True)
-            posted.append((work, bufs))
-    whole: list[torch.Tensor | None] = [None] * len(region.outputs)
-    gathered = x.new_empty([d, chunks, c, *x.shape[1:]] if keep_gathered else [0])
-    for j, (work, buf) in enumerate(posted):
-        work.wait()
-        if not nccl:
-            order = sorted(team)
-            buf = torch.cat([buf[order.index(r)] for r in team]).to(x.device)
-        if keep_gathered:
-            gathered[:, j] = buf.view(d, c, *x.shape[1:])
-        args = [buf if v is gather.output else env[id(v)] for v in region.inputs]
-        outs = run_region(region, args, backend)
-        for k, o in enumerate(outs):
-            if whole[k] is None:
-                whole[k] = o.new_empty([d, chunks, c, *o.shape[1:]])
-            whole[k][:, j] = o.view(d, c, *o.shape[1:])
-    if keep_gathered:
-        env[id(gather.output)] = gathered.view(d * chunks * c, *x.shape[1:])
-    for v, w in zip(region.outputs, whole):
-        env[id(v)] = w.view(d * chunks * c, *w.shape[3:])
+def _row_dim(tv: TensorView, c: Communication) -> int | None:
+    dims = [dim for dim, sh in sharded_dims(tv) if sh.pt == c.resharding.pt and sh.split]
+    return dims[0] if len(dims) == 1 else None
+
+
+def _teams_in_order(c: Communication) -> bool:
+    """Every team lists its devices in ascending order: a chunk's rows then come in the
+    order the collective's group ranks fill them."""
+    mesh = mesh_of(c.output)
+    return mesh is not None and all(t == sorted(t) for t in mesh.teams(c.resharding.pt))
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """An Allgather, the region that reads it and, optionally, the ReduceScatter of one of
+    the region's outputs, run in `chunks` stream chunks (steps k, k+1 and k+2)."""
+
+    gather: Communication
+    region: Region
+    scatter: Communication | None
+    chunks: int
+
+    @property
+    def length(self) -> int:
+        return 2 if self.scatter is None else 3
+
+    @property
+    def name(self) -> str:
+        tail = f" + Communication {self.scatter.number}" if self.scatter is not None else ""
+        return f"Communication {self.gather.number} + region {self.region.index}{tail} in {self.chunks} chunks"
+
+
+def _reads(step: Any, v: TensorView) -> bool:
+    return any(v is x for x in step.inputs) if hasattr(step, "exprs") else step.input is v
+
+
+def plan_pipeline(steps: list[Any], k: int, outputs: list[Any]) -> Pipeline | None:
+    """The pipeline starting at step `k` of a program's `steps` (its fusion's `outputs`
+    given), or None when step k is no Allgather that can overlap its reader."""
+    gather = steps[k]
+    region = steps[k + 1] if k + 1 < len(steps) else None
+    if not hasattr(gather, "resharding") or region is None or not hasattr(region, "exprs"):
+        return None
+    chunks = overlappable(gather, region)
+    if not chunks:
+        return None
+    nxt = steps[k + 2] if k + 2 < len(steps) else None
+    scatter = nxt if nxt is not None and _chunked_scatter(gather, region, nxt, steps, outputs) else None
+    return Pipeline(gather, region, scatter, chunks)
+
+
+def _chunked_scatter(gather: Communication, region: Region, c: Any, steps: list[Any], outputs: list[Any]) -> bool:
+    if not hasattr(c, "resharding") or c.kind != "ReduceScatter" or c.resharding.pt != gather.resharding.pt:
+        return False
+    v = c.input
+    if not any(v is o for o in region.outputs) or any(v is o for o in outputs):
+        return False
+    if sum(1 for s in steps if _reads(s, v)) != 1:
+        return False
+    return mesh_of(c.output) == mesh_of(gather.output) and _row_dim(c.output, c) == 0

@@ -20,7 +20,7 @@ from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
 from engine.multidevice.localize import localize
 from engine.multidevice.mesh import DeviceMesh
-from engine.multidevice.overlap import overlappable, stream_axis
+from engine.multidevice.overlap import Pipeline, plan_pipeline, stream_axis
 from engine.multidevice.propagate import propagate_shardings
 from engine.multidevice.reshard import Resharding, decompose_reshardings
 from engine.multidevice.sharding import MultiDeviceError, mesh_of, shardings
@@ -88,6 +88,7 @@ class MultiDeviceProgram:
         comms = decompose_reshardings(prepared)
         self.fusion = prepared
         self.steps: list[Step] = self._partition(prepared, comms)
+        self._pipelines: dict[int, Pipeline | None] = {}
 
     @property
     def inputs(self) -> list[Val]:
@@ -104,6 +105,13 @@ class MultiDeviceProgram:
     @property
     def communications(self) -> list[Communication]:
         return [s for s in self.steps if isinstance(s, Communication)]
+
+    def pipeline_at(self, k: int) -> Pipeline | None:
+        """The stream-chunked pipeline that starts at step `k` (engine.multidevice.overlap),
+        if any."""
+        if k not in self._pipelines:
+            self._pipelines[k] = plan_pipeline(self.steps, k, self.outputs)
+        return self._pipelines[k]
 
     def only_reader(self, c: Communication) -> bool:
         """Whether `c` is the one step that reads its input (so it may reduce it in place):
@@ -178,21 +186,17 @@ class MultiDeviceProgram:
         """The program as nvFuser's host IR, with the teams of `device`."""
         c = hir.HostIrContainer(self.fusion, self.inputs, self.outputs)
         steps = self.steps
+        skip = 0
         for k, s in enumerate(steps):
-            if isinstance(s, Region):
-                if k and isinstance(steps[k - 1], Communication) and overlappable(steps[k - 1], s):
-                    continue
-                c.top_level.extend(s.exprs)
+            if k < skip:
                 continue
-            nxt = steps[k + 1] if k + 1 < len(steps) else None
-            if isinstance(nxt, Region) and overlappable(s, nxt):
-                node = hir.CommunicationNode(s.number, s.kind, s.team(device), s.input, s.output, backend)
-                caller = c.new_stream()
-                c.top_level.append(hir.GetCurrentStream(caller))
-                loop = hir.ForLoop(c.stream_index, stream_axis(s.input))
-                loop.body = [hir.SetCurrentStream(c.pool_stream()), node, hir.Wait(node), *nxt.exprs,
-                             hir.SetCurrentStream(caller)]
-                c.top_level.append(loop)
+            p = self.pipeline_at(k)
+            if p is not None:
+                c.top_level.append(self._stream_loop(c, p, device, backend))
+                skip = k + p.length
+                continue
+            if isinstance(s, Region):
+                c.top_level.extend(s.exprs)
                 continue
             if s.kind == "ShardByDevice":
                 c.top_level.append(hir.ShardByDevice(s.input, s.output, s.resharding.pt))
@@ -202,3 +206,20 @@ class MultiDeviceProgram:
             c.top_level.append(node)
             c.top_level.append(hir.Wait(node))
         return c
+
+    @staticmethod
+    def _stream_loop(c: hir.HostIrContainer, p: Pipeline, device: int, backend: str) -> hir.ForLoop:
+        """A pipeline as nvFuser's stream-parallel loop: each iteration on a stream of the
+        pool gathers its chunk, computes it and reduce-scatters its partial sums."""
+        g = p.gather
+        gather = hir.CommunicationNode(g.number, g.kind, g.team(device), g.input, g.output, backend)
+        caller = c.new_stream()
+        c.top_level.append(hir.GetCurrentStream(caller))
+        loop = hir.ForLoop(c.stream_index, stream_axis(g.input))
+        loop.body = [hir.SetCurrentStream(c.pool_stream()), gather, hir.Wait(gather), *p.region.exprs]
+        if p.scatter is not None:
+            r = p.scatter
+            scatter = hir.CommunicationNode(r.number, r.kind, r.team(device), r.input, r.output, backend)
+            loop.body += [scatter, hir.Wait(scatter)]
+        loop.body.append(hir.SetCurrentStream(caller))
+        return loop

@@ -8,9 +8,7 @@ output this rank does not hold comes back as an empty tensor.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -21,25 +19,15 @@ from engine.dtypes import to_torch
 from engine.errors import ExecutionError
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
-from engine.multidevice.communicator import Communicator
-from engine.multidevice.overlap import overlappable, run_overlapped
+from engine.multidevice.communicator import REDUCE_OPS, Communicator
+from engine.multidevice.pipeline import run_pipeline
 from engine.multidevice.program import Communication, MultiDeviceProgram, Region
 from engine.multidevice.sharding import MultiDeviceError, mesh_of, sharded_dims
+from engine.multidevice.timeline import Clock, StepTime
 from engine.ops.common import full_extent
 from engine.reference import check_input_layout, evaluate
 
-_OPS = {"sum": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX, "min": dist.ReduceOp.MIN}
-
-
-@dataclass
-class StepTime:
-    """One step of one run on this rank: host wall-clock start and end (seconds, from the
-    run's start; the device synchronized after each step when timed)."""
-
-    step: str
-    kind: str
-    start: float
-    end: float
+__all__ = ["StepTime", "run_program", "run_communication", "run_region", "region_scalars", "whole_sizes"]
 
 
 def _dim_of(tv: Any, pt: Any) -> tuple[int, bool]:
@@ -93,7 +81,7 @@ def run_communication(c: Communication, x: torch.Tensor | None, comm: Communicat
         return torch.cat(_ordered(parts, team), dim=dim)
     if r.kind == "Allreduce":
         y = x if in_place and x.is_contiguous() else x.contiguous().clone()
-        dist.all_reduce(y, op=_OPS[r.reduce_op], group=group)
+        dist.all_reduce(y, op=REDUCE_OPS[r.reduce_op], group=group)
         return y
     if r.kind == "ReduceScatter":
         dim, split = _dim_of(c.output, r.pt)
@@ -105,10 +93,10 @@ def run_communication(c: Communication, x: torch.Tensor | None, comm: Communicat
         if nccl and team == sorted(team):
             src = x.movedim(dim, 0).contiguous()
             out = src.new_empty([n, *src.shape[1:]])
-            dist.reduce_scatter_tensor(out, src, op=_OPS[r.reduce_op], group=group)
+            dist.reduce_scatter_tensor(out, src, op=REDUCE_OPS[r.reduce_op], group=group)
             return out.movedim(0, dim).contiguous()
         y = x.contiguous().clone()
-        dist.all_reduce(y, op=_OPS[r.reduce_op], group=group)
+        dist.all_reduce(y, op=REDUCE_OPS[r.reduce_op], group=group)
         return y.narrow(dim, k * n, n).contiguous()
     raise ExecutionError(f"Communication {c.number}: no runtime for {r.kind}")
 
@@ -214,6 +202,25 @@ def region_scalars(region: Region, program: MultiDeviceProgram, inputs: Sequence
     return out
 
 
+def _pipelined(program: MultiDeviceProgram, k: int, env: dict[int, Any], backend: str, comm: Communicator,
+               clock: Clock) -> None:
+    p = program.pipeline_at(k)
+    assert p is not None
+    rank, steps = comm.rank(), program.steps
+    mesh = mesh_of(p.gather.output)
+    groups = {tuple(t): comm.group(t) for t in mesh.teams(p.gather.resharding.pt)}
+    team = p.gather.team(rank)
+    gathered = p.gather.output
+    later = any(_reads(s, gathered) for s in steps[k + 2:]) or any(gathered is v for v in program.outputs)
+    x = env[id(p.gather.input)]
+    side = comm.side_stream(x.device) if comm.backend() == "nccl" and x.is_cuda else None
+    run_pipeline(p, env, backend, run_region, groups[tuple(team)], team, rank, later, side, clock)
+
+
+def _reads(step: Any, v: Any) -> bool:
+    return any(v is x for x in step.inputs) if isinstance(step, Region) else step.input is v
+
+
 def run_program(program: MultiDeviceProgram, inputs: Sequence[Any], backend: str = "reference",
                 timeline: list[StepTime] | None = None) -> list[Any]:
     """This rank's outputs of `program` for this rank's `inputs` (local shards)."""
@@ -223,30 +230,22 @@ def run_program(program: MultiDeviceProgram, inputs: Sequence[Any], backend: str
         raise ExecutionError(f"the fusion takes {len(program.inputs)} inputs, got {len(inputs)}")
     check_shards(program, inputs, rank)
     env: dict[int, Any] = {id(v): x for v, x in zip(program.inputs, inputs)}
-    t0 = time.perf_counter()
-    sync = timeline is not None and torch.cuda.is_available()
+    clock = Clock(timeline, backend == "cuda" and torch.cuda.is_available())
     steps = program.steps
     in_place = program.__dict__.get("_in_place")
     if in_place is None:
         in_place = program.__dict__["_in_place"] = {c.number for c in program.communications if program.only_reader(c)}
-    skip = -1
+    skip = 0
     for k, step in enumerate(steps):
-        if k == skip:
+        if k < skip:
             continue
-        start = time.perf_counter() - t0
-        nxt = steps[k + 1] if k + 1 < len(steps) else None
-        chunks = overlappable(step, nxt) if isinstance(step, Communication) and isinstance(nxt, Region) else 0
-        if chunks and mesh_of(step.output).has(rank):
-            mesh = mesh_of(step.output)
-            groups = {tuple(t): comm.group(t) for t in mesh.teams(step.resharding.pt)}
-            team = step.team(rank)
-            later = any(step.output in s.inputs if isinstance(s, Region) else s.input is step.output
-                        for s in steps[k + 2:]) or step.output in program.outputs
-            run_overlapped(step, nxt, env, chunks, backend, run_region, groups[tuple(team)], team, later,
-                           comm.backend() == "nccl")
-            skip = k + 1
-            name, kind = f"Communication {step.number} + region {nxt.index} in {chunks} chunks", "overlap"
-        elif isinstance(step, Region):
+        p = program.pipeline_at(k)
+        if p is not None and mesh_of(p.gather.output).has(rank):
+            _pipelined(program, k, env, backend, comm, clock)
+            skip = k + p.length
+            continue
+        start = clock.mark()
+        if isinstance(step, Region):
             if step.mesh is not None and not step.mesh.has(rank):
                 continue
             args = [env[id(v)] for v in step.inputs]
@@ -262,10 +261,8 @@ def run_program(program: MultiDeviceProgram, inputs: Sequence[Any], backend: str
                 out = out.cuda()  # received through the host (gloo)
             env[id(step.output)] = out
             name, kind = f"Communication {step.number}", step.kind
-        if timeline is not None:
-            if sync:
-                torch.cuda.synchronize()
-            timeline.append(StepTime(name, kind, start, time.perf_counter() - t0))
+        clock.add(name, kind, start, clock.mark())
+    clock.finish()
     outs = []
     for v in program.outputs:
         x = env.get(id(v))

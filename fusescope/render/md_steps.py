@@ -29,7 +29,7 @@ def _lines(s: StepInfo) -> list[str]:
     teams = sorted(set(s.teams))
     out = [f"{s.name}: {s.comm_type}", f"  team=({') ('.join(teams)})", f"  {s.inputs[0]} -> {s.outputs[0]}"]
     if s.overlap:
-        out.append(f"  overlapped with the next region, {s.overlap} stream chunks")
+        out.append(f"  overlapped with the {s.overlap_side} region, {s.overlap} stream chunks")
     return out
 
 

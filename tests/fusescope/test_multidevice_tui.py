@@ -186,7 +186,7 @@ async def test_run_tab_at_80x24_wraps_its_sentences_and_fits_the_timeline() -> N
             view.scroll_to(y=view.query_one("#md-run-timeline").virtual_region.y, animate=False)
             await pilot.pause()
             drawn = "\n".join(_rows(app, view.content_region))
-            assert "  Communication 0 + region 0 in 2 chunks" in drawn and "    ReduceScatter " in drawn, drawn
+            assert "  Communication 0 chunk 0 (comm)" in drawn and "    ReduceScatter " in drawn, drawn
             bars = [line.count("#") for line in timeline]
             if not hidden:
                 narrow = max(bars)
@@ -209,3 +209,22 @@ async def test_timeline_rows_split_only_when_a_bar_would_not_fit() -> None:
                           "  Communication 1", f"    ReduceScatter      5.000    10.000  {' ' * 6}{'#' * 6}"]
     assert max(len(line) for line in narrow) == 52  # a 12-cell bar: the row's room
     assert TIMELINE_BAR_MIN <= 12 and result.timeline_text(20).splitlines()[3].endswith("#" * (TIMELINE_BAR_MIN // 2))
+
+
+async def test_timeline_of_stream_chunks_shows_each_step_s_stream() -> None:
+    from fusescope.md_run import MultiRunResult, RankResult, RankStep
+
+    steps = (RankStep("Communication 0 chunk 0", "Allgather", 0.0, 2.0, "comm"),
+             RankStep("Communication 0 chunk 1", "Allgather", 2.0, 4.0, "comm"),
+             RankStep("region 0 chunk 0", "compute", 2.0, 6.0),
+             RankStep("region 0 chunk 1", "compute", 6.0, 10.0))
+    result = MultiRunResult("cuda", 1, "ok", "", (RankResult(0, "ok", "", timeline=steps),))
+    wide = result.timeline_text(200).splitlines()
+    assert wide[2].startswith("  Communication 0 chunk 0  Allgather  comm      0.000     2.000  ")
+    assert wide[4].startswith("  region 0 chunk 0         compute    main      2.000     6.000  ")
+    # The second gather's bar lies under the first chunk's compute: it is hidden behind it.
+    bars = [(line.index("#"), line.rindex("#")) for line in wide[2:]]
+    assert bars[2][0] <= bars[1][0] and bars[1][1] <= bars[2][1]
+    narrow = result.timeline_text(52).splitlines()
+    assert narrow[2] == "  Communication 0 chunk 0 (comm)" and narrow[3].startswith("    Allgather      0.000     2.000  ")
+    assert max(len(line) for line in narrow) <= 52
