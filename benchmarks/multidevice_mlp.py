@@ -28,7 +28,10 @@ import engine.multidevice as md  # noqa: E402
 from engine import DataType, FusionDefinition, ParallelType  # noqa: E402
 
 
-def mlp_fusion(d: int, h: int, sp: bool, chunks: int = 1) -> tuple[FusionDefinition, list]:
+def mlp_fusion(d: int, h: int, sp: bool, chunks: int = 1, ring: bool = False) -> tuple[FusionDefinition, list]:
+    """The MLP block; `sp`: tokens sharded in and out; `chunks`: the Allgather in that many
+    stream chunks (collective-based); `ring`: nvFuser's ring-based spelling (the gathered
+    copy of the tokens split by the devices on a stream axis)."""
     mesh = md.DeviceMesh(torch.arange(d))
     with FusionDefinition() as fd:
         x = fd.define_tensor([-1, h], dtype=DataType.BFloat16, contiguity=True)
@@ -36,7 +39,8 @@ def mlp_fusion(d: int, h: int, sp: bool, chunks: int = 1) -> tuple[FusionDefinit
         b1 = fd.define_tensor([4 * h], dtype=DataType.BFloat16, contiguity=True)
         w2 = fd.define_tensor([h, 4 * h], dtype=DataType.BFloat16, contiguity=True)
         b2 = fd.define_tensor([h], dtype=DataType.BFloat16, contiguity=True)
-        y = fd.ops.linear(x, w1, b1)
+        xs = fd.ops.set(x) if ring else x
+        y = fd.ops.linear(xs, w1, b1)
         y = fd.ops.cast(fd.ops.gelu(fd.ops.cast(y, DataType.Float)), DataType.BFloat16)
         z = fd.ops.linear(y, w2, b2)
         fd.add_output(z)
@@ -53,6 +57,10 @@ def mlp_fusion(d: int, h: int, sp: bool, chunks: int = 1) -> tuple[FusionDefinit
             if chunks > 1:
                 x.outer_split(1, chunks)
                 x.axis(1).parallelize(ParallelType.stream)
+            if ring:
+                xs.set_device_mesh(mesh)
+                xs.outer_split(0, d)
+                xs.axis(0).parallelize(ParallelType.stream)
     return fd, [x, w1, b1, w2, b2, z]
 
 
@@ -96,12 +104,12 @@ def case(h: int, t: int, iters: int, chunks: list[int]) -> dict:
     with torch.no_grad():
         expect = F.linear(F.gelu(F.linear(x, w1, b1).float()).to(bf), w2, b2)
 
-        # The engine: TP, SP, SP overlapped (one form per chunk count).
+        # The engine: TP, SP, SP overlapped (collective-based in each chunk count; ring-based).
         results = {}
         forms = [("engine_tp", False, 1), ("engine_sp", True, 1)]
-        forms += [(f"engine_sp_overlap{ch}", True, ch) for ch in chunks]
+        forms += [(f"engine_sp_overlap{ch}", True, ch) for ch in chunks] + [("engine_sp_ring", True, 0)]
         for name, sp, ch in forms:
-            fd, tvs = mlp_fusion(d, h, sp, ch)
+            fd, tvs = mlp_fusion(d, h, sp, ch, ring=ch == 0)
             ins = [md.shard_tensor(a, tv) for a, tv in zip(full, tvs)]
             (res,) = fd.execute(ins)
             want = md.shard_tensor(expect, md.program_of(fd).outputs[0]) if sp else expect
@@ -114,7 +122,7 @@ def case(h: int, t: int, iters: int, chunks: list[int]) -> dict:
                     md.execute(fd, ins, timeline=tl)
                 out[name + "_timeline"] = [(s.step, s.kind, s.stream, round(s.start * 1e3, 3), round(s.end * 1e3, 3))
                                            for s in tl]
-                out[name + "_kernels"] = kernel_overlap(lambda f=fd, i=ins: f.execute(i))
+                out[name + "_kernels"] = kernel_overlap(lambda f=fd, i=ins: f.execute(i), ring=d if ch == 0 else 0)
         out["max_abs_err"] = results
         # Hand-written torch.distributed.
         k = rank
@@ -158,7 +166,7 @@ def case(h: int, t: int, iters: int, chunks: list[int]) -> dict:
             out[name + "_ms"] = timed(lambda m=model, i=inp: waited(m(i)), iters)
     pairs = [("engine_tp", "dtensor_tp"), ("engine_sp", "dtensor_sp"), ("engine_tp", "torch_tp"),
              ("engine_sp", "torch_sp")]
-    pairs += [(f"engine_sp_overlap{ch}", b) for ch in chunks for b in ("dtensor_sp", "engine_sp")]
+    pairs += [(f"engine_sp_{form}", b) for form in overlapped(chunks) for b in ("dtensor_sp", "engine_sp")]
     for a, b in pairs:
         out[f"{a}/{b}"] = round(out[a + "_ms"] / out[b + "_ms"], 3)
     return out
@@ -180,11 +188,16 @@ def exposed(comm: list[tuple[float, float]], compute: list[tuple[float, float]])
     return sum((b - a) - sum(max(0.0, min(b, y) - max(a, x)) for x, y in cover) for a, b in _union(comm))
 
 
-def hidden_fraction(r: dict, ch: int) -> float | None:
-    """Share of the Allgather time the unoverlapped SP form exposes that the form in `ch`
-    stream chunks hides, from the per-rank timelines: the Allgather step of the first, the
-    Allgather chunks of the second less the time they overlap the chunks' compute."""
-    plain, over = r.get("engine_sp_timeline"), r.get(f"engine_sp_overlap{ch}_timeline")
+def overlapped(chunks: list[int]) -> list[str]:
+    """The overlapped SP forms: collective-based in each chunk count, and ring-based."""
+    return [f"overlap{ch}" for ch in chunks] + ["ring"]
+
+
+def hidden_fraction(r: dict, form: str) -> float | None:
+    """Share of the Allgather time the unoverlapped SP form exposes that an overlapped `form`
+    hides, from the per-rank timelines: the Allgather step of the first, the Allgather chunks
+    (ring steps) of the second less the time they overlap the chunks' compute."""
+    plain, over = r.get("engine_sp_timeline"), r.get(f"engine_sp_{form}_timeline")
     if not plain or not over:
         return None
     gather = sum(b - a for _, kind, _, a, b in plain if kind == "Allgather")
@@ -193,9 +206,11 @@ def hidden_fraction(r: dict, ch: int) -> float | None:
     return round(1 - exposed(chunks, compute) / gather, 3) if gather > 0 else None
 
 
-def kernel_overlap(fn, n: int = 3) -> dict:
+def kernel_overlap(fn, n: int = 3, ring: int = 0) -> dict:
     """The Allgather kernels' time, and what of it no compute kernel overlaps, per call (this
-    rank's CUDA kernels under torch.profiler): the timeline's figure measured on the kernels."""
+    rank's CUDA kernels under torch.profiler): the timeline's figure measured on the kernels.
+    `ring`: the team size of a ring-based form, whose calls each run ring - 1 SendRecv
+    kernels for the gather, then as many for the scatter."""
     from torch.profiler import ProfilerActivity, profile
 
     fn()
@@ -207,6 +222,9 @@ def kernel_overlap(fn, n: int = 3) -> dict:
     ks = [(e.name, e.time_range.start, e.time_range.end) for e in prof.events()
           if e.device_type == torch.autograd.DeviceType.CUDA and e.time_range.elapsed_us() > 0]
     gathers = [(a, b) for name, a, b in ks if "AllGather" in name]
+    if ring:
+        shifts = sorted((a, b) for name, a, b in ks if "SendRecv" in name)
+        gathers = [iv for k, iv in enumerate(shifts) if k % (2 * (ring - 1)) < ring - 1]
     compute = [(a, b) for name, a, b in ks if "nccl" not in name.lower() and not name.startswith(("Memset", "Memcpy"))]
     total = sum(b - a for a, b in _union(gathers))
     return {"allgather_us": round(total / n, 1), "exposed_us": round(exposed(gathers, compute) / n, 1)}
@@ -226,10 +244,10 @@ def main() -> None:
         chunks = [int(c) for c in args.chunks.split(",")]
         r = case(h, t, args.iters, chunks)
         plain = r["engine_sp_kernels"]["exposed_us"]
-        for ch in chunks:
-            r[f"sp{ch}_allgather_hidden"] = hidden_fraction(r, ch)
-            over = r[f"engine_sp_overlap{ch}_kernels"]["exposed_us"]
-            r[f"sp{ch}_allgather_hidden_kernels"] = round(1 - over / plain, 3) if plain > 0 else None
+        for form in overlapped(chunks):
+            r[f"sp_{form}_allgather_hidden"] = hidden_fraction(r, form)
+            over = r[f"engine_sp_{form}_kernels"]["exposed_us"]
+            r[f"sp_{form}_allgather_hidden_kernels"] = round(1 - over / plain, 3) if plain > 0 else None
         rows.append(r)
         if comm.rank() == 0:
             print(json.dumps(r), flush=True)

@@ -16,6 +16,16 @@ outputs; otherwise the Allgather runs whole. When the next step reduce-scatters 
 region's outputs along those rows (sequence parallelism's second half), and nothing else
 reads that output, it is chunked too: chunk j's partial sums are reduce-scattered while
 chunk j+1 computes, each device receiving its own rows of chunk j in place.
+
+That is the collective-based decomposition. The ring-based one (nvFuser's spelling: the
+gathered tensor itself split by the devices on a stream axis,
+
+    ag = fd.ops.set(x); ag.outer_split(0, d); ag.axis(0).parallelize(ParallelType.stream)
+
+one stream iteration per device's block) passes the blocks around a ring of point-to-point
+transfers instead: each device computes its own block first, with no communication, while
+the next block arrives from its neighbour; a reduce-scatter after it sends each block's
+partial sums to the block's owner as soon as they are computed (engine.multidevice.ring).
 """
 
 from __future__ import annotations
@@ -96,15 +106,45 @@ def _teams_in_order(c: Communication) -> bool:
     return mesh is not None and all(t == sorted(t) for t in mesh.teams(c.resharding.pt))
 
 
+def ring_blocks(gather: Communication, region: Region) -> int:
+    """The team size when the gathered rows carry a stream split by it (on the gathered
+    tensor or on the region's copy of it): a ring-based pipeline; 0 otherwise."""
+    mesh = mesh_of(gather.output)
+    if mesh is None or gather.kind != "Allgather" or region.symbols:
+        return 0
+    d = mesh.extent(gather.resharding.pt)
+    views = [gather.output] + [o for e in region.exprs if type(e).__name__ == "LoadStoreOp"
+                               and any(v is gather.output for v in e.inputs) for o in e.outputs]
+    if not any(_rows_split(v) == d for v in views if isinstance(v, TensorView)) or d < 2:
+        return 0
+    if _row_dim(gather.input, gather) != 0 or not row_wise(region, gather.output):
+        return 0
+    return d
+
+
+def _rows_split(tv: TensorView) -> int:
+    """The factor of a stream-parallel outer split of `tv`'s first logical axis (0: none)."""
+    first = _first(tv)
+    for i in tv.domain.loop:
+        t = i.definition
+        if i.parallel_type == ParallelType.stream and isinstance(t, Split) and t.outer is i \
+                and not t.inner_split and t.in_id is first and t.factor.is_const:
+            return int(t.factor.value)
+    return 0
+
+
 @dataclass(frozen=True)
 class Pipeline:
     """An Allgather, the region that reads it and, optionally, the ReduceScatter of one of
-    the region's outputs, run in `chunks` stream chunks (steps k, k+1 and k+2)."""
+    the region's outputs, run in `chunks` stream chunks (steps k, k+1 and k+2); `ring`: one
+    chunk per device's block, passed around the team point to point."""
 
     gather: Communication
     region: Region
     scatter: Communication | None
     chunks: int
+    ring: bool = False
+    axis: IterDomain | None = None  # the stream axis the host IR's loop runs over
 
     @property
     def length(self) -> int:
@@ -113,7 +153,8 @@ class Pipeline:
     @property
     def name(self) -> str:
         tail = f" + Communication {self.scatter.number}" if self.scatter is not None else ""
-        return f"Communication {self.gather.number} + region {self.region.index}{tail} in {self.chunks} chunks"
+        how = "a ring of" if self.ring else "in"
+        return f"Communication {self.gather.number} + region {self.region.index}{tail} {how} {self.chunks} chunks"
 
 
 def _reads(step: Any, v: TensorView) -> bool:
@@ -127,12 +168,16 @@ def plan_pipeline(steps: list[Any], k: int, outputs: list[Any]) -> Pipeline | No
     region = steps[k + 1] if k + 1 < len(steps) else None
     if not hasattr(gather, "resharding") or region is None or not hasattr(region, "exprs"):
         return None
-    chunks = overlappable(gather, region)
+    ring = ring_blocks(gather, region)
+    chunks = ring or overlappable(gather, region)
     if not chunks:
         return None
     nxt = steps[k + 2] if k + 2 < len(steps) else None
     scatter = nxt if nxt is not None and _chunked_scatter(gather, region, nxt, steps, outputs) else None
-    return Pipeline(gather, region, scatter, chunks)
+    views = [gather.input, gather.output] + [o for e in region.exprs for o in e.outputs
+                                             if any(v is gather.output for v in e.inputs) and isinstance(o, TensorView)]
+    axis = next((a for a in map(stream_axis, views) if a is not None), None)
+    return Pipeline(gather, region, scatter, chunks, ring=bool(ring), axis=axis)
 
 
 def _chunked_scatter(gather: Communication, region: Region, c: Any, steps: list[Any], outputs: list[Any]) -> bool:

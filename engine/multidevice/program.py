@@ -20,7 +20,7 @@ from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
 from engine.multidevice.localize import localize
 from engine.multidevice.mesh import DeviceMesh
-from engine.multidevice.overlap import Pipeline, plan_pipeline, stream_axis
+from engine.multidevice.overlap import Pipeline, plan_pipeline
 from engine.multidevice.propagate import propagate_shardings
 from engine.multidevice.reshard import Resharding, decompose_reshardings
 from engine.multidevice.sharding import MultiDeviceError, mesh_of, shardings
@@ -210,16 +210,19 @@ class MultiDeviceProgram:
     @staticmethod
     def _stream_loop(c: hir.HostIrContainer, p: Pipeline, device: int, backend: str) -> hir.ForLoop:
         """A pipeline as nvFuser's stream-parallel loop: each iteration on a stream of the
-        pool gathers its chunk, computes it and reduce-scatters its partial sums."""
+        pool gathers its chunk (a ring: receives its block from the previous device), computes
+        it and reduce-scatters its partial sums (a ring: sends them to the block's owner)."""
         g = p.gather
-        gather = hir.CommunicationNode(g.number, g.kind, g.team(device), g.input, g.output, backend)
+        kind = "SendRecv" if p.ring else g.kind  # a ring passes one block to the next device
+        gather = hir.CommunicationNode(g.number, kind, g.team(device), g.input, g.output, backend)
         caller = c.new_stream()
         c.top_level.append(hir.GetCurrentStream(caller))
-        loop = hir.ForLoop(c.stream_index, stream_axis(g.input))
+        loop = hir.ForLoop(c.stream_index, p.axis)
         loop.body = [hir.SetCurrentStream(c.pool_stream()), gather, hir.Wait(gather), *p.region.exprs]
         if p.scatter is not None:
             r = p.scatter
-            scatter = hir.CommunicationNode(r.number, r.kind, r.team(device), r.input, r.output, backend)
+            kind = "SendRecv" if p.ring else r.kind
+            scatter = hir.CommunicationNode(r.number, kind, r.team(device), r.input, r.output, backend)
             loop.body += [scatter, hir.Wait(scatter)]
         loop.body.append(hir.SetCurrentStream(caller))
         return loop

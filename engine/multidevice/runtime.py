@@ -22,6 +22,7 @@ from engine.ir.tensorview import TensorView
 from engine.multidevice.communicator import REDUCE_OPS, Communicator
 from engine.multidevice.pipeline import run_pipeline
 from engine.multidevice.program import Communication, MultiDeviceProgram, Region
+from engine.multidevice.ring import run_ring
 from engine.multidevice.sharding import MultiDeviceError, mesh_of, sharded_dims
 from engine.multidevice.timeline import Clock, StepTime
 from engine.ops.common import full_extent
@@ -214,7 +215,8 @@ def _pipelined(program: MultiDeviceProgram, k: int, env: dict[int, Any], backend
     later = any(_reads(s, gathered) for s in steps[k + 2:]) or any(gathered is v for v in program.outputs)
     x = env[id(p.gather.input)]
     side = comm.side_stream(x.device) if comm.backend() == "nccl" and x.is_cuda else None
-    run_pipeline(p, env, backend, run_region, groups[tuple(team)], team, rank, later, side, clock)
+    run = run_ring if p.ring else run_pipeline
+    run(p, env, backend, run_region, groups[tuple(team)], team, rank, later, side, clock)
 
 
 def _reads(step: Any, v: Any) -> bool:

@@ -228,6 +228,82 @@ def sp_mlp_overlap(backend: str) -> None:
     _close(out, md.shard_tensor(_mlp_ref(*ws), tvs[-1]), rtol=1e-4, atol=1e-4)
 
 
+def _ring_steps(timeline: list, d: int, scatter: bool) -> bool:
+    """A ring pipeline's timeline on d devices: d - 1 shifts of the gathered blocks on the
+    communication stream, a compute per block on the main one (this device's own block
+    first), and with a scatter d - 1 transfers of partial sums."""
+    comm = md.Communicator.instance()
+    rows = Counter((s.stream, s.kind) for s in timeline if "ring step" in s.step or "block" in s.step)
+    want = Counter({("comm", "Allgather"): d - 1, ("main", "compute"): d})
+    if scatter:
+        want[("comm", "ReduceScatter")] = d - 1
+    blocks = [s.step for s in timeline if " block " in s.step]
+    return rows == want and blocks[0].endswith(f"block {comm.rank()}")
+
+
+def sp_mlp_ring(backend: str) -> None:
+    """Sequence parallel in nvFuser's ring-based spelling: the gathered copy of the tokens
+    (`set`) split by the devices on a stream axis. Each device computes its own block of
+    tokens first while the next arrives from its neighbour, and sends each block's partial
+    sums to its owner: the same values as the unsharded MLP."""
+    comm, d, dev = _setup(backend)
+    h, t = 8, 4 * d
+    mesh = md.DeviceMesh(torch.arange(d))
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([-1, h], dtype=DataType.Float, contiguity=True)
+        w1 = fd.define_tensor([4 * h, h], dtype=DataType.Float, contiguity=True)
+        b1 = fd.define_tensor([4 * h], dtype=DataType.Float, contiguity=True)
+        w2 = fd.define_tensor([h, 4 * h], dtype=DataType.Float, contiguity=True)
+        b2 = fd.define_tensor([h], dtype=DataType.Float, contiguity=True)
+        xs = fd.ops.set(x)
+        y = fd.ops.gelu(fd.ops.linear(xs, w1, b1))
+        z = fd.ops.linear(y, w2, b2)
+        fd.add_output(z)
+        for tv in (x, w1, b1, w2, b2, xs, z):
+            tv.set_device_mesh(mesh)
+        for tv, axis in ((x, 0), (w1, 0), (b1, 0), (w2, 1), (z, 0)):
+            tv.outer_split(axis, d)
+            tv.axis(axis).parallelize(DIDX)
+        xs.outer_split(0, d)
+        xs.axis(0).parallelize(ParallelType.stream)
+    ws = [torch.randn(t, h), torch.randn(4 * h, h) / 3, torch.randn(4 * h), torch.randn(h, 4 * h) / 6, torch.randn(h)]
+    ins = [_shard(a, tv, dev) for a, tv in zip(ws, fd.fusion.inputs)]
+    timeline: list = []
+    (out,) = md.execute(fd, ins, backend=backend, timeline=timeline)
+    assert _ring_steps(timeline, d, scatter=True), timeline
+    text = str(md.program_of(fd).host_ir(comm.rank()))
+    assert "FOR StreamIdx in iStreamIdx" in text and "Communication 1 (type=SendRecv" in text, text
+    expect = F.linear(F.gelu(F.linear(ws[0], ws[1], ws[2])), ws[3], ws[4])
+    _close(out, md.shard_tensor(expect, md.program_of(fd).outputs[0]), rtol=1e-4, atol=1e-4)
+
+
+def column_parallel_linear_ring(backend: str) -> None:
+    """nvFuser's test_column_parallel_linear_forward: the tokens gathered block by block
+    around the ring into a column-parallel linear, whose output keeps every token."""
+    comm, d, dev = _setup(backend)
+    h, t = 2, 6 * d
+    mesh = md.DeviceMesh(torch.arange(d))
+    with FusionDefinition() as fd:
+        inp = fd.define_tensor((-1, h), contiguity=True, dtype=DataType.Float)
+        weight = fd.define_tensor((4 * h, h), contiguity=True, dtype=DataType.Float)
+        ag = fd.ops.set(inp)
+        out_tv = fd.ops.linear(ag, weight)
+        fd.add_output(out_tv)
+        for tv in (inp, weight):
+            tv.set_device_mesh(mesh)
+            tv.outer_split(0, d)
+            tv.axis(0).parallelize(DIDX)
+        ag.set_device_mesh(mesh)
+        ag.outer_split(0, d)
+        ag.axis(0).parallelize(ParallelType.stream)
+    x, w = torch.randn(t, h), torch.randn(4 * h, h)
+    timeline: list = []
+    (out,) = md.execute(fd, [_shard(x, inp, dev), _shard(w, weight, dev)], backend=backend, timeline=timeline)
+    assert _ring_steps(timeline, d, scatter=False), timeline
+    assert tuple(out.shape) == (t, 4 * h // d)
+    _close(out, md.shard_tensor(F.linear(x, w), md.program_of(fd).outputs[0]), rtol=1e-5, atol=1e-5)
+
+
 def tp_mlp(backend: str) -> None:
     """Tensor parallel: weights sharded column then row, one Allreduce."""
     _mlp_case(backend, sequence_parallel=False)

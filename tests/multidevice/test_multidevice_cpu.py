@@ -12,7 +12,7 @@ REFERENCE = ["pointwise_logical_gather", "pointwise_sharded", "column_parallel_l
              "communication_ops", "head_parallel_attention", "whole_tensor_for_a_shard", "sp_layer_norm",
              "expand_to_sharded_axis", "sharded_expanded_input", "permuted_between_regions",
              "heads_from_sharded_reshape", "linear_backward_symbolic_tokens", "heads_merged_back",
-             "tp_attention_block", "attention_device_axis"]
+             "tp_attention_block", "attention_device_axis", "sp_mlp_ring", "column_parallel_linear_ring"]
 
 
 @pytest.mark.parametrize("case", REFERENCE)
@@ -23,7 +23,14 @@ def test_two_ranks_reference(case: str) -> None:
 @pytest.mark.parametrize("case", ["tp_mlp", "sp_mlp", "sp_layer_norm", "expand_to_sharded_axis",
                                   "sharded_expanded_input", "permuted_between_regions", "heads_from_sharded_reshape",
                                   "linear_backward_symbolic_tokens", "heads_merged_back",
-             "tp_attention_block", "attention_device_axis"])
+             "tp_attention_block", "attention_device_axis", "sp_mlp_ring"])
 def test_two_ranks_emulated_kernels(case: str) -> None:
     """The regions compiled to CUDA and run by the emulator on each rank."""
     spawn(case, world=2, backend="emulate")
+
+
+@pytest.mark.parametrize("case", ["sp_mlp_ring", "column_parallel_linear_ring", "sp_mlp_overlap"])
+def test_four_ranks_pipelines(case: str) -> None:
+    """The stream pipelines on 4 ranks: a ring of 3 shifts per block (each forwarded on), and
+    the collective chunks of a team larger than 2."""
+    spawn(case, world=4, backend="reference")
