@@ -3,9 +3,10 @@ of one block each, the region on each block as it arrives and, when planned, eac
 partial sums sent straight to the block's owner (the ReduceScatter) while the next block
 computes.
 
-Device k holds block k. Iteration 0 computes it with no communication; iteration i computes
-block (k - i) mod d, received from the left neighbour (k - 1), which had it at iteration
-i - 1 (the block is forwarded to the right neighbour at the same time). With a scatter, the
+Device k holds block k. Iteration 0 computes it with no communication (queued before any
+transfer, so that the GPU starts on it at once); iteration i computes block (k - i) mod d,
+received from the left neighbour (k - 1), which had it at iteration i - 1 (the block is
+forwarded to the right neighbour at the same time). With a scatter, the
 partial sums of block (k - i) go to device k - i, and device k receives its own block's from
 device k + i; its rows are the sum of the d partials. Over NCCL the transfers run on a side
 stream (Communicator.side_stream), every shift queued first, each scatter after its block's
@@ -57,16 +58,20 @@ def run_ring(p: Pipeline, env: dict[int, Any], backend: str, run_region: RunRegi
     arrived: list[Any] = [None] * d
     names = (f"Communication {p.gather.number}", f"region {p.region.index}",
              f"Communication {p.scatter.number}" if p.scatter is not None else "")
-    if nccl:
-        side.wait_stream(main)
-    for i in range(1, d):
-        with torch.cuda.stream(side) if nccl else nullcontext():
-            a = clock.mark(side)
-            _exchange(blocks[i - 1], right, blocks[i], left, group, nccl)
-            clock.add(f"{names[0]} ring step {i}", "Allgather", a, clock.mark(side), COMM)
-            if nccl:
-                arrived[i] = torch.cuda.Event()
-                arrived[i].record(side)
+
+    def shift_blocks() -> None:
+        """Queue the d - 1 shifts (after the own block's compute is queued: it needs none)."""
+        if nccl:
+            side.wait_stream(main)
+        for i in range(1, d):
+            with torch.cuda.stream(side) if nccl else nullcontext():
+                a = clock.mark(side)
+                _exchange(blocks[i - 1], right, blocks[i], left, group, nccl)
+                clock.add(f"{names[0]} ring step {i}", "Allgather", a, clock.mark(side), COMM)
+                if nccl:
+                    arrived[i] = torch.cuda.Event()
+                    arrived[i].record(side)
+
     scattered = next((j for j, v in enumerate(p.region.outputs) if v is p.scatter.input), -1) \
         if p.scatter is not None else -1
     whole: list[torch.Tensor | None] = [None] * len(p.region.outputs)
@@ -75,6 +80,8 @@ def run_ring(p: Pipeline, env: dict[int, Any], backend: str, run_region: RunRegi
     keep: list[torch.Tensor] = []
     for i in range(d):
         b = (k - i) % d
+        if i == 1:
+            shift_blocks()
         if nccl and arrived[i] is not None:
             main.wait_event(arrived[i])
         a = clock.mark()
