@@ -14,7 +14,7 @@ from engine.ir.tensorview import TensorView
 from engine.ops import arith
 from engine.ops.arith import cast
 from engine.ops.common import check_tensor, copy_id, new_tv, no_reductions, norm_dims
-from engine.ops.shape import broadcast, set_
+from engine.ops.shape import broadcast, set_, squeeze
 
 __all__ = ["max", "mean", "min", "prod", "reduce", "sum", "var", "var_mean", "welford"]
 
@@ -72,9 +72,16 @@ def reduce(
     if not src:
         # A 0-dim tensor reduces to its one value: a copy, as nvFuser's reductionOpZeroDimTensor.
         return set_(tv)
-    fusion = tv.fusion
-    out = new_tv(fusion, reduced_ids(fusion, src, ds), tv.dtype)
-    ReductionOp(fusion, op, out, tv, _init_value(op, tv.dtype))
+    # As nvFuser's reductionOp, reducing only broadcast axes (none expanded) reduces nothing:
+    # the result is their squeeze. (nvFuser squeezes the broadcast axes of any reduction; one
+    # that also reduces real axes is kept whole here, where a squeeze before it would cut its
+    # input off a view the segmenter leaves to the host.)
+    if all(src[k].is_broadcast and src[k].expanded_extent is None for k in ds):
+        out = squeeze(tv, ds)
+    else:
+        fusion = tv.fusion
+        out = new_tv(fusion, reduced_ids(fusion, src, ds), tv.dtype)
+        ReductionOp(fusion, op, out, tv, _init_value(op, tv.dtype))
     if keepdim:
         out = broadcast(out, [k in ds for k in range(len(src))])
     return out

@@ -686,27 +686,32 @@ def test_norm_backwards_at_2048_by_4096_emulated(dt: DataType):
         assert _emulate(fd, xs) == ["inner_outer_persistent"]
 
 
-def test_trivial_reductions_are_not_inner_or_outer_reductions():
+def test_trivial_reductions_are_squeezes():
     """Sums of [N, 1] tensors over their broadcast axis (layer-norm backward has two) reduce
-    nothing: as in nvFuser's getReductionTvs they are not reductions to the normalization
-    schedulers. They used to count as outer reductions whose result is used per row, so
-    layer-norm backward was split into five kernels."""
+    nothing: as nvFuser's reductionOp makes them, they are squeezes, and the normalization
+    schedulers see the four real reductions. As reductions they used to leave a fallback
+    segmentation (the combined kernel refused) with a kernel of its own for them."""
     from engine.analysis.persistent import is_trivial_reduction_tv
+    from engine.ir.exprs import SqueezeOp
+    from engine.reference import evaluate
 
     fd, xs = layer_norm_backward(64, 96, DataType.Float)
-    trivial = [t for t in fd.fusion.tensors() if is_trivial_reduction_tv(t)]
-    assert len(trivial) == 2
+    assert not [t for t in fd.fusion.tensors() if is_trivial_reduction_tv(t)]
+    assert len([e for e in fd.fusion.exprs() if isinstance(e, SqueezeOp)]) == 2
     reds = reduction_tvs(fd.fusion)
-    assert len(reds) == 4 and not set(reds) & set(trivial)
-    assert reduction_type(reds) == "inner_outer"
+    assert len(reds) == 4 and reduction_type(reds) == "inner_outer"
     v, first = verdicts(fd, xs)
     assert first == SchedulerType.inner_outer_persistent
-    # A fusion of trivial reductions only keeps them: the reduction scheduler takes it.
+    # A sum (or max, or keepdim) of only a broadcast axis is its squeeze: the values of torch.
     with FusionDefinition() as fd2:
         t0 = fd2.define_tensor(shape=[-1, 1], contiguity=[True, None], dtype=DataType.Float)
         fd2.add_output(fd2.ops.sum(t0, dims=[1]))
-    assert len(reduction_tvs(fd2.fusion)) == 1
-    assert verdicts(fd2, [torch.randn(8, 1)])[1] == SchedulerType.reduction
+        fd2.add_output(fd2.ops.max(t0, dims=[1], keepdim=True))
+    assert reduction_tvs(fd2.fusion) == []
+    assert [type(e).__name__ for e in fd2.fusion.exprs()] == ["SqueezeOp", "SqueezeOp", "BroadcastOp"]
+    x = torch.randn(8, 1)
+    s, m = evaluate(fd2.fusion, [x])
+    assert torch.equal(s, x.sum(1)) and torch.equal(m, x.amax(1, keepdim=True))
 
 
 def rms_norm_backward_rstd(rows: int, cols: int, dt: DataType) -> tuple[FusionDefinition, list]:
