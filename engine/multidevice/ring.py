@@ -59,10 +59,16 @@ def run_ring(p: Pipeline, env: dict[int, Any], backend: str, run_region: RunRegi
     names = (f"Communication {p.gather.number}", f"region {p.region.index}",
              f"Communication {p.scatter.number}" if p.scatter is not None else "")
 
+    ready = None  # the point of the compute stream where this rank's block is ready
+    if nccl:
+        ready = torch.cuda.Event()
+        ready.record(main)
+
     def shift_blocks() -> None:
-        """Queue the d - 1 shifts (after the own block's compute is queued: it needs none)."""
+        """Queue the d - 1 shifts (after the own block's compute is queued: it needs none);
+        the side stream waits for the block, not for that compute."""
         if nccl:
-            side.wait_stream(main)
+            side.wait_event(ready)
         for i in range(1, d):
             with torch.cuda.stream(side) if nccl else nullcontext():
                 a = clock.mark(side)
