@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 
 import torch
@@ -26,6 +27,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import engine.multidevice as md  # noqa: E402
 from engine import DataType, FusionDefinition, ParallelType  # noqa: E402
+
+TIMELINE_RUNS = 5  # timed runs of each SP form, each started on both ranks together
 
 
 def mlp_fusion(d: int, h: int, sp: bool, chunks: int = 1, ring: bool = False) -> tuple[FusionDefinition, list]:
@@ -116,12 +119,16 @@ def case(h: int, t: int, iters: int, chunks: list[int]) -> dict:
             results[name] = float((res.float() - want.float()).abs().max())
             out[name + "_ms"] = timed(lambda f=fd, i=ins: f.execute(i), iters)
             if sp:
-                tl: list = []
-                for _ in range(3):
-                    tl.clear()
+                runs = []
+                for _ in range(TIMELINE_RUNS):
+                    torch.cuda.synchronize()
+                    dist.barrier()  # both ranks start together: a late peer's wait is not the gather's time
+                    tl: list = []
                     md.execute(fd, ins, timeline=tl)
-                out[name + "_timeline"] = [(s.step, s.kind, s.stream, round(s.start * 1e3, 3), round(s.end * 1e3, 3))
-                                           for s in tl]
+                    runs.append([(s.step, s.kind, s.stream, round(s.start * 1e3, 3), round(s.end * 1e3, 3))
+                                 for s in tl])
+                out[name + "_timelines"] = runs
+                out[name + "_timeline"] = runs[-1]
                 out[name + "_kernels"] = kernel_overlap(lambda f=fd, i=ins: f.execute(i), ring=d if ch == 0 else 0)
         out["max_abs_err"] = results
         # Hand-written torch.distributed.
@@ -195,15 +202,16 @@ def overlapped(chunks: list[int]) -> list[str]:
 
 def hidden_fraction(r: dict, form: str) -> float | None:
     """Share of the Allgather time the unoverlapped SP form exposes that an overlapped `form`
-    hides, from the per-rank timelines: the Allgather step of the first, the Allgather chunks
-    (ring steps) of the second less the time they overlap the chunks' compute."""
-    plain, over = r.get("engine_sp_timeline"), r.get(f"engine_sp_{form}_timeline")
+    hides, from the per-rank timelines (medians of TIMELINE_RUNS runs): the Allgather step of
+    the first, the Allgather chunks (ring steps) of the second less the time they overlap the
+    chunks' compute."""
+    plain, over = r.get("engine_sp_timelines"), r.get(f"engine_sp_{form}_timelines")
     if not plain or not over:
         return None
-    gather = sum(b - a for _, kind, _, a, b in plain if kind == "Allgather")
-    chunks = [(a, b) for _, kind, _, a, b in over if kind == "Allgather"]
-    compute = [(a, b) for _, kind, _, a, b in over if kind == "compute"]
-    return round(1 - exposed(chunks, compute) / gather, 3) if gather > 0 else None
+    gather = statistics.median(sum(b - a for _, kind, _, a, b in tl if kind == "Allgather") for tl in plain)
+    left = statistics.median(exposed([(a, b) for _, kind, _, a, b in tl if kind == "Allgather"],
+                                     [(a, b) for _, kind, _, a, b in tl if kind == "compute"]) for tl in over)
+    return round(1 - left / gather, 3) if gather > 0 else None
 
 
 def kernel_overlap(fn, n: int = 3, ring: int = 0) -> dict:
