@@ -33,6 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from engine.ir.exprs import LoadStoreOp
 from engine.ir.iterdomain import IterDomain, ParallelType, Split
 from engine.ir.tensorview import TensorView
 from engine.multidevice.axis_map import device_map
@@ -113,9 +114,9 @@ def ring_blocks(gather: Communication, region: Region) -> int:
     if mesh is None or gather.kind != "Allgather" or region.symbols:
         return 0
     d = mesh.extent(gather.resharding.pt)
-    views = [gather.output] + [o for e in region.exprs if type(e).__name__ == "LoadStoreOp"
-                               and any(v is gather.output for v in e.inputs) for o in e.outputs]
-    if not any(_rows_split(v) == d for v in views if isinstance(v, TensorView)) or d < 2:
+    copies = [v for v in _gathered_views(gather, region)
+              if v is gather.output or isinstance(v.definition, LoadStoreOp)]
+    if d < 2 or not any(_rows_split(v) == d for v in copies):
         return 0
     if _row_dim(gather.input, gather) != 0 or not row_wise(region, gather.output):
         return 0
@@ -150,15 +151,18 @@ class Pipeline:
     def length(self) -> int:
         return 2 if self.scatter is None else 3
 
-    @property
-    def name(self) -> str:
-        tail = f" + Communication {self.scatter.number}" if self.scatter is not None else ""
-        how = "a ring of" if self.ring else "in"
-        return f"Communication {self.gather.number} + region {self.region.index}{tail} {how} {self.chunks} chunks"
 
 
-def _reads(step: Any, v: TensorView) -> bool:
+def reads(step: Any, v: TensorView) -> bool:
+    """Whether a program step (a region or a communication) reads `v`."""
     return any(v is x for x in step.inputs) if hasattr(step, "exprs") else step.input is v
+
+
+def _gathered_views(gather: Communication, region: Region) -> list[TensorView]:
+    """The gathered tensor and the region's direct results of it (nvFuser's ring spelling
+    puts the stream split on a `set` copy of it)."""
+    return [gather.output] + [o for e in region.exprs if any(v is gather.output for v in e.inputs)
+                              for o in e.outputs if isinstance(o, TensorView)]
 
 
 def plan_pipeline(steps: list[Any], k: int, outputs: list[Any]) -> Pipeline | None:
@@ -174,8 +178,7 @@ def plan_pipeline(steps: list[Any], k: int, outputs: list[Any]) -> Pipeline | No
         return None
     nxt = steps[k + 2] if k + 2 < len(steps) else None
     scatter = nxt if nxt is not None and _chunked_scatter(gather, region, nxt, steps, outputs) else None
-    views = [gather.input, gather.output] + [o for e in region.exprs for o in e.outputs
-                                             if any(v is gather.output for v in e.inputs) and isinstance(o, TensorView)]
+    views = [gather.input, *_gathered_views(gather, region)]
     axis = next((a for a in map(stream_axis, views) if a is not None), None)
     return Pipeline(gather, region, scatter, chunks, ring=bool(ring), axis=axis)
 
@@ -186,6 +189,6 @@ def _chunked_scatter(gather: Communication, region: Region, c: Any, steps: list[
     v = c.input
     if not any(v is o for o in region.outputs) or any(v is o for o in outputs):
         return False
-    if sum(1 for s in steps if _reads(s, v)) != 1:
+    if sum(1 for s in steps if reads(s, v)) != 1:
         return False
     return mesh_of(c.output) == mesh_of(gather.output) and _row_dim(c.output, c) == 0

@@ -20,6 +20,7 @@ from engine.errors import ExecutionError
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
 from engine.multidevice.communicator import REDUCE_OPS, Communicator
+from engine.multidevice.overlap import reads
 from engine.multidevice.pipeline import run_pipeline
 from engine.multidevice.program import Communication, MultiDeviceProgram, Region
 from engine.multidevice.ring import run_ring
@@ -212,15 +213,11 @@ def _pipelined(program: MultiDeviceProgram, k: int, env: dict[int, Any], backend
     groups = {tuple(t): comm.group(t) for t in mesh.teams(p.gather.resharding.pt)}
     team = p.gather.team(rank)
     gathered = p.gather.output
-    later = any(_reads(s, gathered) for s in steps[k + 2:]) or any(gathered is v for v in program.outputs)
+    later = any(reads(s, gathered) for s in steps[k + 2:]) or any(gathered is v for v in program.outputs)
     x = env[id(p.gather.input)]
     side = comm.side_stream(x.device) if comm.backend() == "nccl" and x.is_cuda else None
     run = run_ring if p.ring else run_pipeline
     run(p, env, backend, run_region, groups[tuple(team)], team, rank, later, side, clock)
-
-
-def _reads(step: Any, v: Any) -> bool:
-    return any(v is x for x in step.inputs) if isinstance(step, Region) else step.input is v
 
 
 def run_program(program: MultiDeviceProgram, inputs: Sequence[Any], backend: str = "reference",
