@@ -321,8 +321,9 @@ class FusionDefinition:
     # ---- use ------------------------------------------------------------------------
     def execute(self, inputs: Sequence[Any], device: Any = None, *, cuda_graph: bool = False,
                 **_: Any) -> list[Any]:
-        """Run the fusion: compiled kernels on the GPU when the inputs are CUDA tensors
-        (compiled once per input signature), the reference evaluator (torch ops) otherwise.
+        """Run the fusion: compiled kernels on the GPU when the inputs are CUDA tensors, or
+        when no input is a tensor and a GPU is there (compiled once per input signature), the
+        reference evaluator (torch ops) otherwise.
 
         `cuda_graph`: on the GPU, capture the run as a CUDA graph and replay it on later
         calls with the same input buffers (CompiledFusion.graphs); the outputs are then the
@@ -353,10 +354,15 @@ class FusionDefinition:
             if outs is not None:
                 return outs
         reference.check_input_layouts(self.fusion, xs)
+        import torch
+
         on_gpu = any(getattr(x, "is_cuda", False) for x in xs) or str(device or "").startswith("cuda")
+        if device is None and not any(isinstance(x, torch.Tensor) for x in xs):
+            # No tensor says where to run (a fusion of scalars, iota, full): the GPU when
+            # there is one, as nvFuser runs it on its default device.
+            on_gpu = torch.cuda.is_available()
         if not on_gpu:
             return self.apply_output_aliases(inputs, reference.evaluate(self.fusion, xs, device=device))
-        import torch
 
         if COMPILE is None:
             raise ExecutionError("fd.execute on the GPU needs engine.compile (import engine)")
