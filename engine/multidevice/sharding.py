@@ -129,22 +129,77 @@ def local_shape(tv: TensorView, global_shape: list[int], device: int) -> list[in
 
 def shard_tensor(t: torch.Tensor, tv: TensorView, device: int | None = None) -> torch.Tensor:
     """`device`'s (default: this rank's) part of the unsharded tensor `t` laid out as `tv`
-    (nvFuser's multidevice.shard_tensor)."""
+    (nvFuser's multidevice.shard_tensor).
+
+    Any loop domain made of splits is understood here (an inner split, a split of a split,
+    several mesh axes on one logical axis): each logical axis is viewed as the leaves of its
+    splits, the device-parallel leaves are fixed at `device`'s index along their type, and
+    the rest are flattened back in order. (Running a fusion takes the layouts of
+    `shardings` only.)"""
     if device is None:
         device = Communicator.instance().rank()
     mesh = mesh_of(tv)
     if mesh is None:
         return t
-    if t.dim() != len(_dims(tv)):
-        raise MultiDeviceError(f"shard_tensor: {tv.short_name} has {len(_dims(tv))} dimensions, the tensor {t.dim()}")
+    dims = _dims(tv)
+    if t.dim() != len(dims):
+        raise MultiDeviceError(f"shard_tensor: {tv.short_name} has {len(dims)} dimensions, the tensor {t.dim()}")
     if not mesh.has(device):
         return t.new_empty([0] * t.dim())
-    local_shape(tv, list(t.shape), device)  # checks divisibility
-    for dim, s in sharded_dims(tv):
-        d, k = mesh.extent(s.pt), mesh.index(device, s.pt)
-        n = t.shape[dim] // d if s.split else 1
-        t = t.narrow(dim, k * n, n)
-    return t.contiguous()
+    consumer = _split_uses(tv)
+    leaves = [_leaves(tv, i, n, consumer) for i, n in zip(dims, t.shape)]
+    t = t.reshape([n for axis in leaves for _, n in axis])
+    pos = 0
+    for axis in leaves:
+        for i, n in axis:
+            if i.parallel_type in DEVICE_TYPES:
+                if mesh.axis_of(i.parallel_type) < 0:
+                    raise MultiDeviceError(f"{tv.short_name}: {i.parallel_type} is not an axis of {mesh}")
+                if n != mesh.extent(i.parallel_type):
+                    raise MultiDeviceError(f"{tv.short_name}: {i} has {n} elements parallelized on "
+                                           f"{i.parallel_type}, but {mesh} has {mesh.extent(i.parallel_type)} "
+                                           "devices along it")
+                t = t.narrow(pos, mesh.index(device, i.parallel_type), 1)
+            pos += 1
+    shape = [_prod(1 if i.parallel_type in DEVICE_TYPES else n for i, n in axis) for axis in leaves]
+    return t.reshape(shape).contiguous()
+
+
+def _prod(xs: object) -> int:
+    out = 1
+    for x in xs:  # type: ignore[attr-defined]
+        out *= int(x)
+    return out
+
+
+def _split_uses(tv: TensorView) -> dict[int, Split]:
+    """Each IterDomain between `tv`'s logical and loop domains -> the split that divides it."""
+    out: dict[int, Split] = {}
+    todo = list(tv.domain.loop)
+    while todo:
+        i = todo.pop()
+        t = i.definition
+        if t is None or i in tv.domain.logical:
+            continue
+        if not isinstance(t, Split):
+            raise MultiDeviceError(f"shard_tensor: {tv.short_name}'s loop domain has a {type(t).__name__} "
+                                   f"between its logical axes and {i}; only splits are understood")
+        out[id(t.in_id)] = t
+        todo.append(t.in_id)
+    return out
+
+
+def _leaves(tv: TensorView, i: IterDomain, n: int, consumer: dict[int, Split]) -> list[tuple[IterDomain, int]]:
+    """The loop axes a logical axis of `n` elements is split into, outer first, with their sizes."""
+    t = consumer.get(id(i))
+    if t is None:
+        return [(i, n)]
+    f = t.factor.value if t.factor.is_const else None
+    if f is None or n % int(f):
+        raise MultiDeviceError(f"{tv.short_name}: axis {i} of size {n} does not split evenly by {t.factor.inline()}")
+    f = int(f)
+    outer, inner = (f, n // f) if not t.inner_split else (n // f, f)
+    return _leaves(tv, t.outer, outer, consumer) + _leaves(tv, t.inner, inner, consumer)
 
 
 def describe(tv: TensorView) -> str:

@@ -124,3 +124,77 @@ def test_compile_fusion_of_a_multidevice_fusion() -> None:
     assert [s.scheduler for s in cf.segments] == ["expr_eval", "pointwise", "expr_eval"]
     assert "Communication 0 (Allreduce, team=(0 1))" in cf.segmented
     assert sorted(cf.graph.nodes) == ["Communication 0", "region 0"]
+
+
+def _sharded_input(shape: list[int], mesh: md.DeviceMesh, layout) -> tuple[FusionDefinition, object]:
+    with FusionDefinition() as fd:
+        tv = fd.define_tensor(shape)
+        fd.add_output(tv)
+        tv.set_device_mesh(mesh)
+        layout(tv)
+    return fd, tv
+
+
+@pytest.mark.parametrize("rank", range(4))
+def test_shard_tensor_takes_any_layout_of_splits(rank: int) -> None:
+    """nvFuser's shard_tensor unit tests (tests/python/multidevice/test_sharding.py), on 4
+    devices: an inner split (strided shards), a split of a split, two mesh axes on one
+    logical axis, and a reorder; each device's part against torch's indexing."""
+    d, tp = 4, 2
+    cp = d // tp
+    flat = md.DeviceMesh(torch.arange(d))
+    grid = md.DeviceMesh(torch.arange(d).reshape(cp, tp))
+    tp_rank, cp_rank = rank % tp, rank // tp
+
+    def inner(tv: object) -> None:
+        tv.inner_split(0, d)
+        tv.axis(1).parallelize(DIDX)
+
+    _, tv = _sharded_input([-1], flat, inner)
+    t = torch.arange(3 * d, dtype=torch.float)
+    assert torch.equal(md.shard_tensor(t, tv, device=rank), t.reshape(3, d)[:, rank])
+
+    def nested(tv: object) -> None:
+        tv.outer_split(0, 2)
+        tv.outer_split(1, d)
+        tv.axis(1).parallelize(DIDX)
+
+    _, tv = _sharded_input([-1], flat, nested)
+    t = torch.arange(2 * d * 3, dtype=torch.float)
+    assert torch.equal(md.shard_tensor(t, tv, device=rank), t.reshape(2, d, 3)[:, rank, :].flatten())
+
+    def context_and_tensor(tv: object) -> None:
+        tv.outer_split(1, tp)
+        tv.axis(1).parallelize(DIDX)
+        tv.outer_split(2, cp)
+        tv.axis(2).parallelize(ParallelType.mesh_y)
+        tv.reorder({2: 0, 1: 1})
+
+    _, tv = _sharded_input([-1, -1, 5], grid, context_and_tensor)
+    b, s = 2, tp * cp * 3
+    t = torch.arange(b * s * 5, dtype=torch.float).reshape(b, s, 5)
+    want = t.reshape(b, tp, cp, 3, 5)[:, tp_rank, cp_rank, :, :]
+    assert torch.equal(md.shard_tensor(t, tv, device=rank), want)
+
+    def vector_2d(tv: object) -> None:
+        tv.inner_split(0, tp * 3)
+        tv.outer_split(0, cp)
+        tv.axis(0).parallelize(ParallelType.mesh_y)
+        tv.outer_split(2, tp)
+        tv.axis(2).parallelize(DIDX)
+
+    _, tv = _sharded_input([-1], grid, vector_2d)
+    t = torch.arange(cp * 2 * tp * 3, dtype=torch.float)
+    want = t.reshape(cp * 2, tp * 3)[cp_rank * 2:(cp_rank + 1) * 2, tp_rank * 3:(tp_rank + 1) * 3].flatten()
+    assert torch.equal(md.shard_tensor(t, tv, device=rank), want)
+
+
+def test_shard_tensor_names_a_split_that_does_not_divide() -> None:
+    def nested(tv: object) -> None:
+        tv.outer_split(0, 2)
+        tv.outer_split(1, 2)
+        tv.axis(1).parallelize(DIDX)
+
+    _, tv = _sharded_input([-1], md.DeviceMesh(torch.arange(2)), nested)
+    with pytest.raises(md.MultiDeviceError, match="T0: axis .* of size 7 does not split evenly by 2"):
+        md.shard_tensor(torch.arange(7.0), tv, device=0)
