@@ -113,22 +113,26 @@ def _matmul_map(role: int, p_ids: list[IterDomain], a_nd: int, b_nd: int,
 
 def _linear_map(role: int, p_ids: list[IterDomain], b_nd: int,
                 out_iter: list[IterDomain], out_red: list[IterDomain]) -> IdMap:
-    """out = a @ b.T + bias: a [..., K], b [N, K] or [K], bias [N]."""
+    """out = a @ b.T + bias: a [..., K], b [N, K] or [K], bias [N]; a weight's leading axes
+    ([E..., N, K], bias [E..., N]) lead the output: [E..., ..., N]."""
     k = out_red[0] if len(out_red) == 1 else None
+    extra = max(0, b_nd - 2)
     m: IdMap = {}
     if role == 0:
-        m.update(_zip_map(p_ids[:-1], out_iter[: len(p_ids) - 1]))
+        m.update(_zip_map(p_ids[:-1], out_iter[extra:extra + len(p_ids) - 1]))
         if k is not None and p_ids:
             m[p_ids[-1]] = k
     elif role == 1:
-        if b_nd == 2:
-            m[p_ids[0]] = out_iter[-1]
+        if b_nd >= 2:
+            m.update(_zip_map(p_ids[:extra], out_iter[:extra]))
+            m[p_ids[-2]] = out_iter[-1]
             if k is not None:
-                m[p_ids[1]] = k
+                m[p_ids[-1]] = k
         elif k is not None and p_ids:
             m[p_ids[0]] = k
-    elif role == 2 and len(p_ids) == 1 and out_iter:
-        m[p_ids[0]] = out_iter[-1]
+    elif role == 2 and p_ids and out_iter and len(p_ids) == extra + 1:
+        m.update(_zip_map(p_ids[:extra], out_iter[:extra]))
+        m[p_ids[-1]] = out_iter[-1]
     return m
 
 

@@ -83,7 +83,11 @@ def matmul(arg1: TensorView, arg2: TensorView) -> TensorView:
 
 
 def linear(arg1: TensorView, arg2: TensorView, bias: TensorView | None = None) -> TensorView:
-    """torch.nn.functional.linear: arg1 [..., K], weight arg2 [N, K] or [K], bias [N] or []."""
+    """torch.nn.functional.linear: arg1 [..., K], weight arg2 [N, K] or [K], bias [N] or [].
+
+    As in nvFuser, the weight may have leading axes before [N, K] (meant to be parallelized
+    on devices: a weight cut into `D` column blocks, [D, N, K], with bias [D, N]); they lead
+    the output: [D, ..., N], each block's linear of the whole input."""
     a = check_tensor("linear", arg1, "arg1")
     w = check_tensor("linear", arg2, "arg2")
     tvs = [a, w]
@@ -93,26 +97,31 @@ def linear(arg1: TensorView, arg2: TensorView, bias: TensorView | None = None) -
     da, dw = no_reductions(a), no_reductions(w)
     if not da:
         raise FusionDefinitionError(f"linear: {a.short_name} must have rank >= 1")
-    if len(dw) not in (1, 2):
-        raise FusionDefinitionError(f"linear: weight {w.short_name} must be 1-D or 2-D, got rank {len(dw)}")
+    if not dw:
+        raise FusionDefinitionError(f"linear: weight {w.short_name} must have rank >= 1")
     _check_k("linear", a, da[-1], w, dw[-1])
     fusion = a.fusion
-    ids = [copy_id(fusion, i) for i in da[:-1]]
-    if len(dw) == 2:
-        ids.append(copy_id(fusion, dw[0]))
+    extra = dw[:-2]  # the leading weight axes of a [..., N, K] weight
+    ids = [copy_id(fusion, i) for i in extra] + [copy_id(fusion, i) for i in da[:-1]]
+    if len(dw) >= 2:
+        ids.append(copy_id(fusion, dw[-2]))
     if bias is not None:
         db = no_reductions(bias)
-        if len(dw) == 2 and len(db) > 1 or len(dw) == 1 and db:
+        want = len(dw) - 1
+        if len(dw) >= 2 and len(db) not in (want, 0) or len(dw) == 1 and db:
+            shape = "[" + ", ".join([*(str(i.extent.inline()) for i in extra), "N"]) + "]"
             raise FusionDefinitionError(
-                f"linear: bias {bias.short_name} has rank {len(db)}; it must be [N] (or 0-D)"
+                f"linear: bias {bias.short_name} has rank {len(db)}; it must be {shape} (or 0-D)"
             )
-        if len(dw) == 2 and db:
-            eb, en = db[0].extent, dw[0].extent
-            if eb.is_const and en.is_const and eb.value != en.value:
-                raise FusionDefinitionError(
-                    f"linear: bias {bias.short_name} has {eb.value} elements but weight {w.short_name} "
-                    f"has {en.value} outputs"
-                )
+        if len(dw) >= 2 and db:
+            for k, (i, j) in enumerate(zip(db, dw[:-1])):
+                eb, en = i.extent, j.extent
+                if eb.is_const and en.is_const and eb.value != en.value:
+                    what = "outputs" if k == len(db) - 1 else f"along axis {k}"
+                    raise FusionDefinitionError(
+                        f"linear: bias {bias.short_name} has {eb.value} elements but weight {w.short_name} "
+                        f"has {en.value} {what}"
+                    )
     ids.append(IterDomain(fusion, da[-1].extent, IterType.Reduction))
     out = new_tv(fusion, ids, a.dtype)
     LinearOp(fusion, out, a, w, bias)

@@ -79,6 +79,31 @@ def test_linear_with_and_without_bias():
     assert [str(i)[0] for i in o1.domain.logical] == ["i", "i", "i", "r"]
 
 
+def test_linear_with_leading_weight_axes():
+    """nvFuser's linear of a weight [D, N, K] (its leading axes meant for devices), bias
+    [D, N]: the output [D, ..., N] holds each block's linear of the whole input, on the
+    reference and through the compiled (ATen) path."""
+    from engine import compile_fusion
+
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1, 4], dtype=DataType.Float)
+        w = fd.define_tensor(shape=[2, 5, 4], dtype=DataType.Float)
+        bias = fd.define_tensor(shape=[2, 5], dtype=DataType.Float)
+        out = fd.ops.linear(a, w, bias)
+        fd.add_output(fd.ops.relu(out))
+    with FusionDefinition() as bad:
+        a2, w2 = bad.define_tensor(shape=[3, 4]), bad.define_tensor(shape=[2, 5, 4])
+        with pytest.raises(FusionDefinitionError, match=r"linear: bias T2 has rank 1; it must be \[2, N\]"):
+            bad.ops.linear(a2, w2, bad.define_tensor(shape=[5]))
+    assert [str(i.extent.inline()) for i in out.domain.logical] == ["2", "i0", "i2", "5", "4"]
+    x, wt, bs = torch.randn(3, 6, 4), torch.randn(2, 5, 4), torch.randn(2, 5)
+    want = torch.nn.functional.linear(x, wt.view(-1, 4), bs.view(-1)).view(3, 6, 2, 5).permute(2, 0, 1, 3).relu()
+    (got,) = fd.execute([x, wt, bs])
+    torch.testing.assert_close(got, want)
+    (emulated,) = compile_fusion(fd, [x, wt, bs]).run([x, wt, bs], backend="emulate")
+    torch.testing.assert_close(emulated, want)
+
+
 def test_linear_bf16_like_seed002():
     # Seed 002's linear: [2, 64, 1024] x [1024, 1024] + [1024], here smaller.
     with FusionDefinition() as fd:
@@ -115,5 +140,7 @@ def test_matmul_linear_errors():
             fd.ops.linear(a, b)
         with pytest.raises(FusionDefinitionError, match="linear: bias T6 has 7 elements but weight T0 has 3 outputs"):
             fd.ops.linear(fd.define_tensor(shape=[2, 4]), a, bias)
-        with pytest.raises(FusionDefinitionError, match="linear: weight T2 must be 1-D or 2-D"):
+        with pytest.raises(FusionDefinitionError, match="linear: weight T8 must have rank >= 1"):
+            fd.ops.linear(a, fd.define_tensor(shape=[]))
+        with pytest.raises(FusionDefinitionError, match="linear: contracted sizes differ"):
             fd.ops.linear(a, c)

@@ -294,6 +294,29 @@ def column_parallel_linear_ring(backend: str) -> None:
     _close(out, md.shard_tensor(F.linear(x, w), md.program_of(fd).outputs[0]), rtol=1e-5, atol=1e-5)
 
 
+def linear_logical_split(backend: str) -> None:
+    """nvFuser's test_linear_logical_split: a weight [d, e, e] and bias [d, e] whose leading
+    axis is the device axis itself; the output [d, b, s, e] is sharded on it, with no
+    communication."""
+    comm, d, dev = _setup(backend)
+    b, s, e = 2, 4, 8
+    mesh = md.DeviceMesh(torch.arange(d))
+    with FusionDefinition() as fd:
+        inp = fd.define_tensor([b, s, e])
+        weight = fd.define_tensor([d, e, e], contiguity=True)
+        bias = fd.define_tensor([d, e], contiguity=True)
+        fd.add_output(fd.ops.linear(inp, weight, bias))
+        for t in (inp, weight, bias):
+            t.set_device_mesh(mesh)
+        for t in (weight, bias):
+            t.axis(0).parallelize(DIDX)
+    x, w, bs = torch.randn(b, s, e), torch.randn(d, e, e), torch.randn(d, e)
+    (out,) = _run(fd, [_shard(x, inp, dev), _shard(w, weight, dev), _shard(bs, bias, dev)], backend)
+    assert _kinds(fd) == []
+    want = F.linear(x, w.view(-1, e), bs.view(-1)).view(b, s, d, e).permute(2, 0, 1, 3)
+    _close(out, mesh.shard_tensor(want, 0), rtol=1.3e-6, atol=1e-4)
+
+
 def tp_mlp(backend: str) -> None:
     """Tensor parallel: weights sharded column then row, one Allreduce."""
     _mlp_case(backend, sequence_parallel=False)
