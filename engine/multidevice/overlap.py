@@ -24,8 +24,10 @@ gathered tensor itself split by the devices on a stream axis,
 
 one stream iteration per device's block) passes the blocks around a ring of point-to-point
 transfers instead: each device computes its own block first, with no communication, while
-the next block arrives from its neighbour; a reduce-scatter after it sends each block's
-partial sums to the block's owner as soon as they are computed (engine.multidevice.ring).
+the next block arrives from its neighbour (engine.multidevice.ring). A reduce-scatter after
+it runs whole, as NCCL's collective: sent point to point as each block's partial sums were
+computed, the last block's (which nothing overlaps) moved at well under the collective's
+speed on 2 H200s (1.5 ms against 0.6 for 128 MB).
 """
 
 from __future__ import annotations
@@ -118,7 +120,7 @@ def ring_blocks(gather: Communication, region: Region) -> int:
               if v is gather.output or isinstance(v.definition, LoadStoreOp)]
     if d < 2 or not any(_rows_split(v) == d for v in copies):
         return 0
-    if _row_dim(gather.input, gather) != 0 or not row_wise(region, gather.output):
+    if _row_dim(gather.input, gather) != 0 or not _teams_in_order(gather) or not row_wise(region, gather.output):
         return 0
     return d
 
@@ -136,9 +138,10 @@ def _rows_split(tv: TensorView) -> int:
 
 @dataclass(frozen=True)
 class Pipeline:
-    """An Allgather, the region that reads it and, optionally, the ReduceScatter of one of
-    the region's outputs, run in `chunks` stream chunks (steps k, k+1 and k+2); `ring`: one
-    chunk per device's block, passed around the team point to point."""
+    """An Allgather, the region that reads it and, optionally (collective chunks only), the
+    ReduceScatter of one of the region's outputs, run in `chunks` stream chunks (steps k,
+    k+1 and k+2); `ring`: one chunk per device's block, passed around the team point to
+    point."""
 
     gather: Communication
     region: Region
@@ -176,7 +179,10 @@ def plan_pipeline(steps: list[Any], k: int, outputs: list[Any]) -> Pipeline | No
     chunks = ring or overlappable(gather, region)
     if not chunks:
         return None
-    nxt = steps[k + 2] if k + 2 < len(steps) else None
+    # A ring's partial sums are reduce-scattered whole after it (NCCL's collective moves them
+    # faster than the point-to-point sends that would overlap them); collective chunks
+    # reduce-scatter each chunk's as the next computes.
+    nxt = steps[k + 2] if k + 2 < len(steps) and not ring else None
     scatter = nxt if nxt is not None and _chunked_scatter(gather, region, nxt, steps, outputs) else None
     views = [gather.input, *_gathered_views(gather, region)]
     axis = next((a for a in map(stream_axis, views) if a is not None), None)

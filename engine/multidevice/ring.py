@@ -1,16 +1,13 @@
 """Running a ring-based overlap.Pipeline on this rank: the Allgather as d - 1 circular shifts
-of one block each, the region on each block as it arrives and, when planned, each block's
-partial sums sent straight to the block's owner (the ReduceScatter) while the next block
-computes.
+of one block each, and the region on each block as it arrives.
 
 Device k holds block k. Iteration 0 computes it with no communication (queued before any
 transfer, so that the GPU starts on it at once); iteration i computes block (k - i) mod d,
 received from the left neighbour (k - 1), which had it at iteration i - 1 (the block is
-forwarded to the right neighbour at the same time). With a scatter, the
-partial sums of block (k - i) go to device k - i, and device k receives its own block's from
-device k + i; its rows are the sum of the d partials. Over NCCL the transfers run on a side
-stream (Communicator.side_stream), every shift queued first, each scatter after its block's
-compute; over gloo they run on the host, in turn.
+forwarded to the right neighbour at the same time). The region's outputs are
+put together in block order (a ReduceScatter after it then runs as an ordinary step). Over
+NCCL the shifts run on a side stream (Communicator.side_stream), all queued at once; over
+gloo they run on the host, in turn.
 """
 
 from __future__ import annotations
@@ -24,8 +21,6 @@ import torch.distributed as dist
 from engine.multidevice.overlap import Pipeline
 from engine.multidevice.pipeline import RunRegion
 from engine.multidevice.timeline import COMM, Clock
-
-_COMBINE = {"sum": torch.add, "max": torch.maximum, "min": torch.minimum}
 
 
 def _exchange(send: torch.Tensor, dst: int, recv: torch.Tensor, src: int, group: Any, nccl: bool) -> None:
@@ -46,9 +41,9 @@ def _exchange(send: torch.Tensor, dst: int, recv: torch.Tensor, src: int, group:
 
 def run_ring(p: Pipeline, env: dict[int, Any], backend: str, run_region: RunRegion, group: Any,
              team: list[int], rank: int, keep_gathered: bool, side: Any, clock: Clock) -> None:
-    """Run the ring pipeline `p` on this rank, filling `env` as engine.multidevice.pipeline
-    does: the region's outputs (whole), the scattered output (this device's rows) and, with
-    `keep_gathered`, the gathered tensor. `side`: the side stream over NCCL, None over gloo."""
+    """Run the ring pipeline `p` on this rank, filling `env` with the region's outputs
+    (whole) and, with `keep_gathered`, the gathered tensor. `side`: the side stream over
+    NCCL, None over gloo."""
     x = env[id(p.gather.input)].contiguous()
     d, k, n = len(team), team.index(rank), x.shape[0]
     nccl = side is not None
@@ -56,8 +51,7 @@ def run_ring(p: Pipeline, env: dict[int, Any], backend: str, run_region: RunRegi
     right, left = team[(k + 1) % d], team[(k - 1) % d]
     blocks = [x] + [torch.empty_like(x) for _ in range(d - 1)]  # blocks[i]: block (k - i) mod d
     arrived: list[Any] = [None] * d
-    names = (f"Communication {p.gather.number}", f"region {p.region.index}",
-             f"Communication {p.scatter.number}" if p.scatter is not None else "")
+    names = (f"Communication {p.gather.number}", f"region {p.region.index}")
 
     ready = None  # the point of the compute stream where this rank's block is ready
     if nccl:
@@ -78,12 +72,7 @@ def run_ring(p: Pipeline, env: dict[int, Any], backend: str, run_region: RunRegi
                     arrived[i] = torch.cuda.Event()
                     arrived[i].record(side)
 
-    scattered = next((j for j, v in enumerate(p.region.outputs) if v is p.scatter.input), -1) \
-        if p.scatter is not None else -1
     whole: list[torch.Tensor | None] = [None] * len(p.region.outputs)
-    local: torch.Tensor | None = None
-    received: list[torch.Tensor] = []
-    keep: list[torch.Tensor] = []
     for i in range(d):
         b = (k - i) % d
         if i == 1:
@@ -95,40 +84,15 @@ def run_ring(p: Pipeline, env: dict[int, Any], backend: str, run_region: RunRegi
         outs = run_region(p.region, args, backend)
         clock.add(f"{names[1]} block {b}", "compute", a, clock.mark())
         for j, o in enumerate(outs):
-            if j == scattered:
-                continue
             if whole[j] is None:
                 whole[j] = o.new_empty([d, *o.shape])
             whole[j][b] = o
-        if scattered < 0:
-            continue
-        o = outs[scattered].contiguous()
-        if i == 0:
-            local = o
-            continue
-        keep.append(o)
-        buf = torch.empty_like(o)
-        received.append(buf)
-        if nccl:
-            side.wait_stream(main)
-        with torch.cuda.stream(side) if nccl else nullcontext():
-            a = clock.mark(side)
-            _exchange(o, team[b], buf, team[(k + i) % d], group, nccl)
-            clock.add(f"{names[2]} ring step {i}", "ReduceScatter", a, clock.mark(side), COMM)
     if nccl:
         main.wait_stream(side)
-    if scattered >= 0:
-        combine = _COMBINE[p.scatter.resharding.reduce_op]
-        for buf in received:
-            local = combine(local, buf)
-        env[id(p.scatter.output)] = local
-    del keep
     if keep_gathered:
         gathered = x.new_empty([d, *x.shape])
         for i, blk in enumerate(blocks):
             gathered[(k - i) % d] = blk
         env[id(p.gather.output)] = gathered.view(d * n, *x.shape[1:])
-    for j, (v, w) in enumerate(zip(p.region.outputs, whole)):
-        if j != scattered:
-            env[id(v)] = w.view(-1, *w.shape[2:])
-
+    for v, w in zip(p.region.outputs, whole):
+        env[id(v)] = w.view(-1, *w.shape[2:])

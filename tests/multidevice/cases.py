@@ -236,15 +236,13 @@ def sp_mlp_overlap(backend: str) -> None:
     _close(out, md.shard_tensor(_mlp_ref(*ws), tvs[-1]), rtol=1e-4, atol=1e-4)
 
 
-def _ring_steps(timeline: list, d: int, scatter: bool) -> bool:
+def _ring_steps(timeline: list, d: int) -> bool:
     """A ring pipeline's timeline on d devices: d - 1 shifts of the gathered blocks on the
     communication stream, a compute per block on the main one (this device's own block
-    first), and with a scatter d - 1 transfers of partial sums."""
+    first)."""
     comm = md.Communicator.instance()
     rows = Counter((s.stream, s.kind) for s in timeline if "ring step" in s.step or "block" in s.step)
     want = Counter({("comm", "Allgather"): d - 1, ("main", "compute"): d})
-    if scatter:
-        want[("comm", "ReduceScatter")] = d - 1
     blocks = [s.step for s in timeline if " block " in s.step]
     return rows == want and blocks[0].endswith(f"block {comm.rank()}")
 
@@ -252,8 +250,8 @@ def _ring_steps(timeline: list, d: int, scatter: bool) -> bool:
 def sp_mlp_ring(backend: str) -> None:
     """Sequence parallel in nvFuser's ring-based spelling: the gathered copy of the tokens
     (`set`) split by the devices on a stream axis. Each device computes its own block of
-    tokens first while the next arrives from its neighbour, and sends each block's partial
-    sums to its owner: the same values as the unsharded MLP."""
+    tokens first while the next arrives from its neighbour; the partial sums are then
+    reduce-scattered: the same values as the unsharded MLP."""
     comm, d, dev = _setup(backend)
     h, t = 8, 4 * d
     fd, tvs = _mlp(d, h, DataType.Float, True, ring=True)
@@ -261,9 +259,13 @@ def sp_mlp_ring(backend: str) -> None:
     ins = [_shard(a, tv, dev) for a, tv in zip(ws, tvs)]
     timeline: list = []
     (out,) = md.execute(fd, ins, backend=backend, timeline=timeline)
-    assert _ring_steps(timeline, d, scatter=True), timeline
+    assert _ring_steps(timeline, d), timeline
+    assert [s.kind for s in timeline if "ring step" not in s.step and " block " not in s.step] == \
+        ["ReduceScatter", "compute"], timeline
     text = str(md.program_of(fd).host_ir(comm.rank()))
-    assert "FOR StreamIdx in iStreamIdx" in text and "Communication 1 (type=SendRecv" in text, text
+    loop, after = text.split("SetCurrentStream to Stream 0")
+    assert "FOR StreamIdx in iStreamIdx" in loop and "Communication 0 (type=SendRecv" in loop, text
+    assert "Communication 1 (type=ReduceScatter" in after, text
     _close(out, md.shard_tensor(_mlp_ref(*ws), tvs[-1]), rtol=1e-4, atol=1e-4)
 
 
@@ -289,7 +291,7 @@ def column_parallel_linear_ring(backend: str) -> None:
     x, w = torch.randn(t, h), torch.randn(4 * h, h)
     timeline: list = []
     (out,) = md.execute(fd, [_shard(x, inp, dev), _shard(w, weight, dev)], backend=backend, timeline=timeline)
-    assert _ring_steps(timeline, d, scatter=False), timeline
+    assert _ring_steps(timeline, d), timeline
     assert tuple(out.shape) == (t, 4 * h // d)
     _close(out, md.shard_tensor(F.linear(x, w), md.program_of(fd).outputs[0]), rtol=1e-5, atol=1e-5)
 
