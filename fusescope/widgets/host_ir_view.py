@@ -147,10 +147,12 @@ class HostIrView(CodeView):
         else:
             lines = Text(f"\nTimeline of rank {self.rank} ({run.backend}, ms since its run started)\n", style="bold")
             end = max(s.end_ms for s in mine.timeline) or 1.0
+            streams = any(s.stream != "main" for s in mine.timeline)  # a pipelined step's chunks
             for s in mine.timeline:
                 a = round(s.start_ms / end * TIMELINE_BAR)
                 b = max(a + 1, round(s.end_ms / end * TIMELINE_BAR))
-                lines.append(f"{s.step[:40]:<40} {s.kind:<13} {s.start_ms:9.3f} {s.end_ms:9.3f}  ")
+                lane = f"{s.stream:<5}" if streams else ""
+                lines.append(f"{s.step[:40]:<40} {s.kind:<13} {lane}{s.start_ms:9.3f} {s.end_ms:9.3f}  ")
                 lines.append(" " * a + "█" * (b - a) + "\n", style="cyan" if s.kind == "compute" else "magenta")
             self.timeline_text = lines.plain
             self._timeline = lines

@@ -192,6 +192,12 @@ async def test_run_tab_at_80x24_wraps_its_sentences_and_fits_the_timeline() -> N
                 narrow = max(bars)
                 await pilot.press("ctrl+t")
         assert max(bars) > narrow  # the bar took the room the pane gave back
+        # The Host IR tab's timeline of the rank: the chunks with the stream each ran on.
+        await pilot.press("h")
+        await pilot.pause()
+        rows = app.query_one(HostIrView).timeline_text.splitlines()
+        assert any(r.startswith("Communication 0 chunk 0") and " Allgather     comm " in r for r in rows), rows
+        assert any(r.startswith("region 0 chunk 1") and " compute       main " in r for r in rows), rows
 
 
 async def test_timeline_rows_split_only_when_a_bar_would_not_fit() -> None:
