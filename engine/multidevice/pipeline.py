@@ -17,6 +17,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from engine.errors import ExecutionError
 from engine.multidevice.communicator import REDUCE_OPS
 from engine.multidevice.overlap import Pipeline
 from engine.multidevice.timeline import COMM, Clock
@@ -30,8 +31,8 @@ class _Chunks:
     def __init__(self, p: Pipeline, x: torch.Tensor, team: list[int], rank: int) -> None:
         self.p, self.x, self.team = p, x, team
         if x.shape[0] % p.chunks:
-            raise ValueError(f"{p.gather.input.short_name}: {x.shape[0]} rows do not split into "
-                             f"{p.chunks} stream chunks")
+            raise ExecutionError(f"{p.gather.input.short_name}: its {x.shape[0]} rows on this device do not "
+                                 f"split into {p.chunks} stream chunks (its stream split's factor)")
         self.c, self.d, self.k = x.shape[0] // p.chunks, len(team), team.index(rank)
         self.scattered = next(k for k, v in enumerate(p.region.outputs) if v is p.scatter.input) \
             if p.scatter is not None else -1

@@ -189,10 +189,19 @@ def _split_uses(tv: TensorView) -> dict[int, Split]:
     return out
 
 
-def _leaves(tv: TensorView, i: IterDomain, n: int, consumer: dict[int, Split]) -> list[tuple[IterDomain, int]]:
-    """The loop axes a logical axis of `n` elements is split into, outer first, with their sizes."""
+def _on_devices(i: IterDomain, consumer: dict[int, Split]) -> bool:
+    """Whether `i` or an axis split from it is device-parallel."""
     t = consumer.get(id(i))
     if t is None:
+        return i.parallel_type in DEVICE_TYPES
+    return _on_devices(t.outer, consumer) or _on_devices(t.inner, consumer)
+
+
+def _leaves(tv: TensorView, i: IterDomain, n: int, consumer: dict[int, Split]) -> list[tuple[IterDomain, int]]:
+    """The loop axes a logical axis of `n` elements is split into, outer first, with their
+    sizes; splits with no device axis under them (a stream split) are left whole."""
+    t = consumer.get(id(i))
+    if t is None or not _on_devices(i, consumer):
         return [(i, n)]
     f = t.factor.value if t.factor.is_const else None
     if f is None or n % int(f):

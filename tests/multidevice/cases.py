@@ -319,6 +319,28 @@ def linear_logical_split(backend: str) -> None:
     _close(out, mesh.shard_tensor(want, 0), rtol=1.3e-6, atol=1e-4)
 
 
+def sp_mlp_overlap_uneven_rows(backend: str) -> None:
+    """Tokens whose rows on a device do not split into the stream chunks: an ExecutionError
+    naming the tensor, and the same fusion then runs on rows that do."""
+    import pytest
+
+    from engine.errors import ExecutionError
+
+    comm, d, dev = _setup(backend)
+    h = 8
+    fd, tvs = _mlp(d, h, DataType.Float, True, chunks=2)
+    for t, fits in ((3 * d, False), (4 * d, True)):
+        ws = [torch.randn(t, h), torch.randn(4 * h, h) / 3, torch.randn(4 * h), torch.randn(h, 4 * h) / 6,
+              torch.randn(h)]
+        ins = [_shard(a, tv, dev) for a, tv in zip(ws, tvs)]
+        if not fits:
+            with pytest.raises(ExecutionError, match="T0: its 3 rows on this device do not split into 2 stream"):
+                md.execute(fd, ins, backend=backend)
+            continue
+        (out,) = md.execute(fd, ins, backend=backend)
+        _close(out, md.shard_tensor(_mlp_ref(*ws), tvs[-1]), rtol=1e-4, atol=1e-4)
+
+
 def tp_mlp(backend: str) -> None:
     """Tensor parallel: weights sharded column then row, one Allreduce."""
     _mlp_case(backend, sequence_parallel=False)

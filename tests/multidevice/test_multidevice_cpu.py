@@ -13,7 +13,7 @@ REFERENCE = ["pointwise_logical_gather", "pointwise_sharded", "column_parallel_l
              "expand_to_sharded_axis", "sharded_expanded_input", "permuted_between_regions",
              "heads_from_sharded_reshape", "linear_backward_symbolic_tokens", "heads_merged_back",
              "tp_attention_block", "attention_device_axis", "sp_mlp_ring", "column_parallel_linear_ring",
-             "linear_logical_split"]
+             "linear_logical_split", "sp_mlp_overlap_uneven_rows"]
 
 
 @pytest.mark.parametrize("case", REFERENCE)
