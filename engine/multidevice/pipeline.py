@@ -55,7 +55,8 @@ class _Chunks:
             self.whole[k][:, j] = o.view(self.d, self.c, *o.shape[1:])
 
     def local_rows(self, o: torch.Tensor) -> torch.Tensor:
-        """This device's slice of the scattered output, rows of chunk j after it."""
+        """This device's rows of the scattered output (made on first use, like chunk output
+        `o`); chunk j's ReduceScatter writes rows j * c to (j + 1) * c of it."""
         if self.local is None:
             self.local = o.new_empty([self.p.chunks * self.c, *o.shape[1:]])
         return self.local

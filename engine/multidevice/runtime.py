@@ -29,7 +29,7 @@ from engine.multidevice.timeline import Clock, StepTime
 from engine.ops.common import full_extent
 from engine.reference import check_input_layout, evaluate
 
-__all__ = ["StepTime", "run_program", "run_communication", "run_region", "region_scalars", "whole_sizes"]
+__all__ = ["run_program", "run_communication", "run_region", "region_scalars", "whole_sizes"]
 
 
 def _dim_of(tv: Any, pt: Any) -> tuple[int, bool]:
