@@ -30,7 +30,7 @@ from engine.schedule.persistent_fit import refit
 from engine.schedule.runtime_info import SchedulerRuntimeInfo
 from engine.segment import segment_fusion
 from engine.segment.refusals import core_exprs, may_resegment, op_at_fault
-from engine.segment.sizes import Sizes
+from engine.segment.sizes import Sizes, contiguity_of, in_logical_order
 from engine.trace import Trace
 
 if TYPE_CHECKING:
@@ -102,6 +102,19 @@ def _boundary_tensors(groups: list[tuple], sizes: Sizes) -> dict[int, Any]:
     return values
 
 
+def _viewed_contiguity(clone: Fusion, g_in: list[Val], values: dict[int, Any], sizes: Sizes) -> None:
+    """A segment input that a run passes as the host view of a fusion input (Sizes.viewed)
+    gets that view's contiguity when it is laid out in logical order: a kernel indexes an
+    axis the view steps over (a slice's window, every other element of a split pair) at its
+    runtime stride. Other views have a unit innermost stride (Sizes._host_view), which the
+    default contiguity states."""
+    for v, c in zip(g_in, clone.inputs):
+        if isinstance(v, TensorView) and isinstance(c, TensorView) and v.short_name in sizes.viewed:
+            t = values[id(v)]
+            if c.domain.allocation is None and in_logical_order(t):
+                c.domain.contiguity = contiguity_of(t, c)
+
+
 def raw_inputs(g_in: list[Val]) -> set[int]:
     """Positions of inputs that cross segments as the raw buffer their op wrote (seed 000's
     layout op: allocation-sized, padded), which input binding would reject."""
@@ -127,6 +140,7 @@ def build_segments(fusion: Fusion, inputs: list[Any], options: Options, trace: T
             gid, sched or "", [_name(v) for v in g_in], [_name(v) for v in g_out], clone, g_in, g_out,
         )
         seg.raw_inputs = raw_inputs(g_in)
+        _viewed_contiguity(clone, g_in, values, sizes)
         seg.user_inputs = {k for k, v in enumerate(g_in) if v in fusion.inputs}
         seg.sync_launches = options.sync_launches
         # The segmenter's compile-time reasons for this group's cut, which the segment's

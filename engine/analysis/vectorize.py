@@ -20,8 +20,9 @@ The analysis follows nvFuser's vectorize_helper in spirit, reduced to this engin
    largest power of two that divides that extent and fits 16 bytes of its dtype,
    lowered until its pointer alignment (SchedulerRuntimeInfo.alignment) and every
    outer stride are multiples of the vector. Tensors whose innermost axis is not the
-   region's (a transposed input, a broadcast repeated along it) are read unvectorized
-   and do not limit the factor.
+   region's (a transposed input, a broadcast repeated along it), or whose innermost axis
+   steps over elements (a stride above one: a view of every other element), are read
+   unvectorized and do not limit the factor.
 4. Resize (pad, slice, cat's pads): a vector must not straddle the boundary between
    the padded and the original elements. A resized axis with `inner` region elements
    inside it has boundaries at left*inner, (left+extent)*inner, so the factor must
@@ -182,7 +183,8 @@ def _strides_in_alloc(tv: TensorView, info: SchedulerRuntimeInfo) -> list[int | 
 
 def _tensor_factor(tv: TensorView, region: _Region, info: SchedulerRuntimeInfo,
                    lines: list[str]) -> int | None:
-    """This tensor's largest vector, or None when its innermost axis is not the region's."""
+    """This tensor's largest vector; None when its innermost axis is not the region's, 0 when
+    it steps over elements (both read unvectorized, without limiting the others)."""
     dom = tv.domain
     pairs = [(i, c) for i, c in zip(dom.maybe_allocation, dom.contiguity) if not i.is_reduction]
     strides = _strides_in_alloc(tv, info)
@@ -190,6 +192,12 @@ def _tensor_factor(tv: TensorView, region: _Region, info: SchedulerRuntimeInfo,
     rows.reverse()  # innermost first
     if not rows or not region.ids or rows[0][0] is not region.ids[0]:
         return None
+    i0, c0, s0 = rows[0]
+    if c0 is not True and s0 is not None and s0 != 1 and info.extent(i0) > 1:
+        # The innermost axis steps over elements (a view of every other element): read one
+        # element at a time, as a transposed input; the rest keep their vectors.
+        lines.append(f"{tv.short_name}: innermost axis {i0} has stride {s0}; read unvectorized")
+        return 0
     extent = 1
     k = 0
     used = 0
@@ -280,6 +288,7 @@ def vectorization_factor(
         f = _tensor_factor(tv, r, info, lines) if r is not None else None
         if f is None:
             lines.append(f"{tv.short_name}: innermost axis is not the reference's; read unvectorized")
+        if not f:
             continue
         per[tv.short_name] = f
         vectorizable.append(tv)

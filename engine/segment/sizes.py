@@ -109,9 +109,11 @@ class Sizes:
         """The view of a given input that `tv` is, when the ops making it only view that input
         (a reshape, permute, slice, squeeze, broadcast or expand, run as host ops that return
         the input's own buffer) and its innermost axis is read in order (stride 1, or one
-        element): the same torch ops on a meta tensor of the input's sizes, strides and
-        address within 16 bytes give its strides and address. Otherwise None: the engine lays
-        the tensor out as it allocates one."""
+        element), or all its axes lie in logical order (in_logical_order: a row-major layout
+        with gaps, where a slice or a split skips elements): the same torch
+        ops on a meta tensor of the input's sizes, strides and address within 16 bytes give
+        its strides and address. Otherwise None: the engine lays the tensor out as it
+        allocates one."""
         chain: list[ex.Expr] = []
         x: Val = tv
         while x not in self.given:
@@ -134,9 +136,38 @@ class Sizes:
         for e in reversed(chain):
             args = [t, *(ctx.scalar(v) if isinstance(v, Scalar) else v for v in e.inputs[1:])]
             t = HANDLERS[type(e)](e, args, ctx)[0]
-        if t.dim() and t.shape[-1] > 1 and t.stride(-1) != 1:
-            return None
-        return t
+        inner_in_order = not t.dim() or t.shape[-1] <= 1 or t.stride(-1) == 1
+        return t if inner_in_order or in_logical_order(t) else None
+
+
+def in_logical_order(t: torch.Tensor) -> bool:
+    """Whether every axis of `t` steps over all the axes inside it (axes of one element and
+    expanded ones aside): a row-major layout, dense or with gaps (the innermost stride may
+    exceed 1). A kernel reads such a view at its strides as it reads a dense tensor; a
+    permuted one would be read against its layout."""
+    span = 1
+    for n, st in reversed(list(zip(t.shape, t.stride()))):
+        if n == 1 or st == 0:
+            continue
+        if st < span:
+            return False
+        span = st * n
+    return True
+
+
+def contiguity_of(t: torch.Tensor, tv: TensorView) -> list[bool | None]:
+    """nvFuser's contiguity of a tensor laid out in logical order, for `tv`'s logical axes:
+    None for a broadcast, True where an axis's stride is the span of the axes inside it."""
+    logical = [i for i in tv.domain.logical if not i.is_reduction]
+    out: list[bool | None] = []
+    span = 1
+    for i, n, st in reversed(list(zip(logical, t.shape, t.stride()))):
+        if i.is_broadcast:
+            out.append(None)
+            continue
+        out.append(st == span or n == 1)
+        span = st * n if n != 1 else span
+    return out[::-1]
 
 
 # Ops that run on the host as views of their input (torch views, no copy).

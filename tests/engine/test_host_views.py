@@ -140,3 +140,65 @@ def test_views_that_copy_nothing_stay_host_aliases() -> None:
 inputs = [torch.randn(4, 64, 32, dtype=torch.bfloat16)]
 """
     assert _segments(text) == ["expr_eval"]
+
+
+# gpt-oss's de-interleave: the [T, 2I] projection reshaped to [T, I, 2], the two pair slots
+# sliced out and squeezed: every other element of the input.
+GPT_OSS = SCRIPTS / "gpt_oss_clamped_swiglu_interleaved_pairs_reshape_bf16.py"
+
+
+def test_a_view_with_gaps_is_read_at_its_strides_by_one_kernel() -> None:
+    cf = _real(GPT_OSS)
+    assert [s.scheduler for s in cf.segments] == ["expr_eval", "pointwise"]
+    gate, up = cf.segments[0].output_vals
+    assert {gate.short_name, up.short_name} <= cf.segmented.sizes.viewed
+    view = cf.segmented.sizes.tensor(up)
+    assert tuple(view.shape) == (4096, 2880) and view.stride() == (5760, 2)
+    assert view.storage_offset() == 1
+    kernel = cf.segments[1]
+    for v in kernel.fusion.inputs:
+        # The rows follow each other (5760 = 2 x 2880); the innermost axis steps over the
+        # other pair slot: the kernel reads it at its runtime stride.
+        assert v.domain.contiguity == [True, False], v.short_name
+    assert f"{up.short_name}.alloc_stride[1]" in kernel.cuda_source
+
+
+@needs_gxx
+def test_a_view_with_gaps_reaches_the_kernel_uncopied_and_the_values_match(monkeypatch) -> None:
+    fd = load_fusion(GPT_OSS)
+    xs = fd.example_inputs(device="cpu", seed=0)
+    cf = compile_fusion(fd, xs, Options(device_model="H200"))
+    laid: list[str] = []
+    finish = plan.finish_output
+
+    def recording(v, t):
+        laid.append(v.short_name)
+        return finish(v, t)
+
+    monkeypatch.setattr(plan, "finish_output", recording)
+    outs = cf.run(xs, backend="emulate")
+    assert cf.segmented.sizes.viewed and not cf.segmented.sizes.viewed & set(laid)
+    for o, r in zip(outs, evaluate(fd.fusion, xs), strict=True):
+        torch.testing.assert_close(o.double(), r.double(), rtol=2e-2, atol=2e-2)
+
+
+def test_a_permuted_view_with_gaps_is_still_laid_out() -> None:
+    # Strides that are not in logical order and an innermost stride above one: a kernel
+    # would read it against its layout, so it is laid out (copied) as before.
+    from engine.segment.sizes import Sizes, in_logical_order
+
+    text = """
+import torch
+from nvfuser import FusionDefinition, DataType
+with FusionDefinition() as fd:
+    T0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+    T1 = fd.ops.slice(T0, start_indices=[0, 0], end_indices=[64, 32])
+    T2 = fd.ops.permute(T1, dims=[1, 0])
+    fd.add_output(T2)
+inputs = [torch.randn(64, 48)]
+"""
+    fd = loads_fusion(text)
+    sizes = Sizes(fd.fusion, fd.example_inputs(device="cpu", seed=0))
+    (t2,) = fd.fusion.outputs
+    assert not in_logical_order(torch.empty(64, 48).as_strided((32, 64), (1, 48)))
+    assert sizes.tensor(t2).stride() == (64, 1) and not sizes.viewed
