@@ -109,6 +109,9 @@ class PersistentBufferInfo:
     projectable: dict[TensorView, list[TensorView]] = field(default_factory=dict)
     # reduction tv -> the buffers that must stay alive across it
     live_across: dict[TensorView, list[TensorView]] = field(default_factory=dict)
+    # projections may stop at the results of earlier reductions (persistent_buffers'
+    # through_results), not only at fusion inputs
+    through_results: bool = False
 
     @property
     def projectable_buffer_inputs(self) -> list[TensorView]:
@@ -131,7 +134,8 @@ def pointwise_reach(t: TensorView) -> set[TensorView]:
     return seen
 
 
-def persistent_buffers(fusion: Fusion, same_pass: bool = False) -> PersistentBufferInfo:
+def persistent_buffers(fusion: Fusion, same_pass: bool = False, through_results: bool = False
+                       ) -> PersistentBufferInfo:
     """Tensors used by a reduction (directly or through other ops) and also, outside
     that reduction's input cone, by a consumer whose values meet the reduction's result:
     they must persist across it.
@@ -140,8 +144,13 @@ def persistent_buffers(fusion: Fusion, same_pass: bool = False) -> PersistentBuf
     count of its mask, divided afterwards) reads the tensor in that reduction's pass. The
     persistent schedulers compute each reduction in a loop nest of its own, so such a
     tensor persists for them; `same_pass` is for a schedule that computes all reductions
-    of the same pattern in one pass (the reduction scheduler), where it does not."""
-    info = PersistentBufferInfo()
+    of the same pattern in one pass (the reduction scheduler), where it does not.
+
+    `through_results`: a buffer may also be projected to the results of the reductions
+    computed before each one it lives across (softmax's exp(x - max), from x and the max):
+    less storage for more arithmetic, which the schedulers take only when the buffers as
+    they are do not fit in registers (engine.schedule.persistent_budget.buffer_bytes)."""
+    info = PersistentBufferInfo(through_results=through_results)
     for red in reduction_tvs(fusion):
         up = upstream_tvs(red)
         after: set[TensorView] = set()
@@ -156,7 +165,7 @@ def persistent_buffers(fusion: Fusion, same_pass: bool = False) -> PersistentBuf
             # projected to inputs: the recomputation reads the input, not the result.
             # A Welford's other outputs (var_sum, count) are the reduction itself.
             for c in consumers_of(t):
-                if c in up or c in sibs:
+                if c in up or c in sibs or _looks_up(t, c):
                     continue
                 if c in after:
                     live.append(t)
@@ -172,14 +181,49 @@ def persistent_buffers(fusion: Fusion, same_pass: bool = False) -> PersistentBuf
                 info.persistent_buffers.append(t)
     info.persistent_buffers.sort(key=lambda t: t.name)
     for buf in info.persistent_buffers:
-        ins = _projection_inputs(fusion, buf)
+        ins = _projection_inputs(fusion, buf, _results_ready(info, buf) if through_results else set())
         if ins is not None and ins != [buf]:
             info.projectable[buf] = ins
     return info
 
 
-def _projection_inputs(fusion: Fusion, buf: TensorView) -> list[TensorView] | None:
-    """Fusion inputs `buf` is computed from through pointwise ops only, or None."""
+def _results_ready(info: PersistentBufferInfo, buf: TensorView) -> set[TensorView]:
+    """Reduction results (every output of the op) computed before each reduction `buf`
+    lives across: a recomputation of `buf` after that reduction may read them, as the
+    kernel holds them by then (softmax's exp(x - max) recomputed from x and the max once
+    the sum is done)."""
+    ready: set[TensorView] | None = None
+    for red, live in info.live_across.items():
+        if buf not in live:
+            continue
+        done = {s for t in upstream_tvs(red) if is_reduction_tv(t) for s in sibling_tvs(t)}
+        ready = done if ready is None else ready & done
+    return ready or set()
+
+
+def is_reduction_result(tv: TensorView) -> bool:
+    """An output of a reduction op (a Welford's var_sum and count too)."""
+    e = tv.definition
+    return isinstance(e, (ex.ReductionOp, ex.WelfordOp)) and any(
+        is_reduction_tv(o) for o in e.outputs if isinstance(o, TensorView))
+
+
+# Ops that read their first input (the lookup table) at positions taken from data.
+_INDEXING = (ex.SelectOp, ex.IndexSelectOp, ex.GatherOp)
+
+
+def _looks_up(t: TensorView, c: TensorView) -> bool:
+    """Whether `c` reads `t` only as an indexing op's lookup table: a few elements at
+    positions taken from data, read where they lie in global memory (the lookup of a
+    fused gather is a fusion input), never a row a kernel must keep (nvFuser's
+    persistentBuffers skips these consumers as well)."""
+    e = c.definition
+    return isinstance(e, _INDEXING) and e.inputs[0] is t and all(v is not t for v in e.inputs[1:])
+
+
+def _projection_inputs(fusion: Fusion, buf: TensorView, ready: set[TensorView]) -> list[TensorView] | None:
+    """The fusion inputs, and reduction results of `ready`, that `buf` is computed from
+    through pointwise ops only (at least one input among them), or None."""
     if buf in fusion.inputs:
         return [buf]
     out: list[TensorView] = []
@@ -190,7 +234,7 @@ def _projection_inputs(fusion: Fusion, buf: TensorView) -> list[TensorView] | No
         if t in seen:
             continue
         seen.add(t)
-        if t in fusion.inputs:
+        if t in fusion.inputs or t in ready:
             if t not in out:
                 out.append(t)
             continue
@@ -198,7 +242,9 @@ def _projection_inputs(fusion: Fusion, buf: TensorView) -> list[TensorView] | No
         if e is None or not (isinstance(e, _POINTWISE) or _is_copy(e)):
             return None
         stack.extend(v for v in e.inputs if isinstance(v, TensorView))
-    return sorted(out, key=lambda t: t.name) or None
+    if not any(t in fusion.inputs for t in out):
+        return None
+    return sorted(out, key=lambda t: t.name)
 
 
 # ---- sizes -------------------------------------------------------------------------------------
@@ -254,10 +300,20 @@ def persistent_buffer_size(
                 if s not in kept:
                     kept.append(s)
         projected = max(projected, sum(bytes_per_row(t, info, iteration_numel, ref) for t in kept))
-    can = bool(buffers.projectable) and not any(
-        isinstance(e, ex.ViewOp) for e in fusion.exprs()
-    )
+    can = bool(buffers.projectable) and not _reshaped_near(buffers)
     return PersistentBufferSize(plain, projected if can else plain, can)
+
+
+def _reshaped_near(buffers: PersistentBufferInfo) -> bool:
+    """Whether a reshape reads or is read from a projectable buffer: then the buffers are kept
+    as they are (nvFuser refuses projection in any fusion with a reshape). A reshape only on
+    other paths (a gathered value's [N, 1] -> [N]) does not touch what projection recomputes:
+    the buffer from its inputs through pointwise ops, and the buffer's own uses."""
+    for buf in buffers.projectable:
+        for t in (buf, *downstream_tvs(buf)):
+            if isinstance(t.definition, ex.ViewOp):
+                return True
+    return False
 
 
 # ---- reduction properties ------------------------------------------------------------------------

@@ -50,8 +50,10 @@ class TensorInsertMixin:
             return None
         return [id_map[i] for i in kept]
 
-    def cache_after(self, cache_op: str = "Unspecified", op_type: str = "Set") -> TensorView:
-        """Insert `cache = set(self)` and make every use of `self` read the cache.
+    def cache_after(self, cache_op: str = "Unspecified", op_type: str = "Set",
+                    uses: list[Expr] | None = None) -> TensorView:
+        """Insert `cache = set(self)` and make every use of `self` (or those of `uses`, as
+        nvFuser's cached_uses) read the cache.
 
         The cache's allocation domain is derived, not copied (seed 001): when `self`
         has an allocation domain that is a permutation of its logical domain, the cache
@@ -61,7 +63,7 @@ class TensorInsertMixin:
         then follows its loop domain.
         """
         self._require_not_inlined("cache_after")
-        uses = self.fusion.uses_of(self)
+        uses = self.fusion.uses_of(self) if uses is None else list(uses)
         self._refuse_cat_use("cache_after", uses)
         cache, id_map = self._fresh_copy()
         order = self._mapped_allocation(id_map)

@@ -38,7 +38,13 @@ def global_only(fusion: Fusion) -> set[TensorView]:
     runtime functions read and write in global memory with their own indexing, and the
     lookup tables of indexing ops (`lookup_inputs`), read at data-dependent positions.
     """
-    keep: set[TensorView] = lookup_inputs(fusion)
+    return lookup_inputs(fusion) | runtime_buffers(fusion)
+
+
+def runtime_buffers(fusion: Fusion) -> set[TensorView]:
+    """The tensors runtime functions read and write in global memory with their own
+    indexing: the layout op's output and offsets (seed 000), block scales (seed 004)."""
+    keep: set[TensorView] = set()
     for e in fusion.exprs():
         if isinstance(e, PreprocessGroupedMatmulInputSf):
             keep.update(v for v in (e.output, e.input_offsets, e.output_offsets)

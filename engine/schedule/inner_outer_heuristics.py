@@ -56,7 +56,7 @@ def stages_inputs(dev: DeviceProperties) -> bool:
 
 def inner_outer_sizes(fusion: Fusion, info: SchedulerRuntimeInfo) -> tuple[int, int, bool, list[TensorView]]:
     """(input buffers bytes per row, partial outer-reduction bytes per row, project, buffers)."""
-    size, project, pb = buffer_bytes(fusion, info)
+    size, project, pb = buffer_bytes(fusion, info, through_results=False)
     reds = reduction_tvs(fusion)
     ref = next(r for r in reds if is_fastest_dim_reduction(r))
     props = reduction_properties(ref, info)

@@ -61,14 +61,15 @@ def inner_persistent_heuristics(fusion: Fusion, info: SchedulerRuntimeInfo, trac
         where = _storage(size * bdimy, dev, in_smem * bdimy)
     gdimx = ceil_div(it_n, bdimy)
     why = [f"persistent buffer {size} bytes per row"
-           + (" (projected to inputs)" if project else ""), *why,
+           + (" (projected to inputs" + (" and earlier reductions' results" if pb.through_results else "") + ")"
+              if project else ""), *why,
            f"TIDx {bdimx} x batches {batches} x vector {v} covers {red_n}; TIDy {bdimy} rows per block",
            f"buffer of {size * bdimy} bytes per block in {where} (registers up to "
            f"{register_budget(dev)}, shared memory up to {smem_budget(dev)})"]
     smem = tuple(t.short_name for t in kept) if where == "shared memory" else ()
     p = ReductionParams(
         tag="Inner Persistent Heuristic", fastest_dim=True, persistent_kernel=True,
-        project_persistent_buffers=project,
+        project_persistent_buffers=project, project_through_results=project and pb.through_results,
         cross_block_inner_reduction=True, unroll_factor_inner_reduction=v,
         vectorize_inner_reduction=v > 1, batches_per_block_inner_reduction=batches,
         multiple_reds_per_blk=bdimy > 1,
@@ -102,7 +103,7 @@ def outer_persistent_heuristics(fusion: Fusion, info: SchedulerRuntimeInfo, trac
     smem = tuple(t.short_name for t in kept_buffers(pb, project)) if where == "shared memory" else ()
     p = ReductionParams(
         tag="Outer persistent kernel heuristic", fastest_dim=False, persistent_kernel=True,
-        project_persistent_buffers=project,
+        project_persistent_buffers=project, project_through_results=project and pb.through_results,
         cross_block_inner_reduction=True, unroll_factor_iter_dom=v, vectorize_iter_dom=v > 1,
         batches_per_block_inner_reduction=batches,
         block_dim_inner_reduction=ParallelType.block_y, block_dim_iter_dom=ParallelType.block_x,

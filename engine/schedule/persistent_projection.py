@@ -43,15 +43,17 @@ def _clone_expr(expr: ex.Expr, inputs: list, outputs: list) -> ex.Expr:
     return e
 
 
-def _recompute(fusion: Fusion, t: TensorView, memo: dict[TensorView, TensorView]) -> TensorView:
-    """A copy of `t` computed again from the fusion inputs by the same pointwise ops."""
-    if t in fusion.inputs:
+def _recompute(fusion: Fusion, t: TensorView, memo: dict[TensorView, TensorView],
+               stops: list[TensorView]) -> TensorView:
+    """A copy of `t` computed again from `stops` (fusion inputs, and reduction results the
+    kernel holds by then) by the same pointwise ops."""
+    if t in fusion.inputs or t in stops:
         return t
     if t in memo:
         return memo[t]
     e = t.definition
     assert e is not None
-    ins = [_recompute(fusion, v, memo) if isinstance(v, TensorView) else v for v in e.inputs]
+    ins = [_recompute(fusion, v, memo, stops) if isinstance(v, TensorView) else v for v in e.inputs]
     out = _copy_tv(t)
     _clone_expr(e, ins, [out])
     memo[t] = out
@@ -75,7 +77,8 @@ def project_to_inputs(fusion: Fusion, pb: PersistentBufferInfo, trace: Trace | N
     made: list[TensorView] = []
     for buf, _ins in pb.projectable.items():
         uses: list = []
-        narrower = max(dtype_bytes(t) for t in _ins) < dtype_bytes(buf)
+        rows = [t for t in _ins if t in fusion.inputs]
+        narrower = max(dtype_bytes(t) for t in rows) < dtype_bytes(buf)
         for red, live in pb.live_across.items():
             if buf not in live:
                 continue
@@ -96,7 +99,7 @@ def project_to_inputs(fusion: Fusion, pb: PersistentBufferInfo, trace: Trace | N
             stage = _stage(e) if narrower else frozenset()
             copy = copies.get(stage)
             if copy is None:
-                copy = copies[stage] = _recompute(fusion, buf, {})
+                copy = copies[stage] = _recompute(fusion, buf, {}, _ins)
                 made.append(copy)
             fusion.replace_input_of(e, buf, copy)
             if trace is not None:

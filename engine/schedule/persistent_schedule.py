@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from engine.analysis.persistent import (
+    is_reduction_result,
     persistent_buffers,
     reduction_tvs,
 )
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 
 def prepare(fusion: Fusion, p: ReductionParams, trace: Trace | None) -> None:
     if p.project_persistent_buffers:
-        project_to_inputs(fusion, persistent_buffers(fusion), trace)
+        project_to_inputs(fusion, persistent_buffers(fusion, through_results=p.project_through_results), trace)
 
 
 def live_buffers(fusion: Fusion) -> list[TensorView]:
@@ -38,11 +39,13 @@ def live_buffers(fusion: Fusion) -> list[TensorView]:
 def schedule_inner_or_outer(fusion: Fusion, p: ReductionParams, trace: Trace | None) -> None:
     prepare(fusion, p, trace)
     # After caching, an input buffer lives in its cache: find the buffers then.
-    caches = tools.cache_inputs(fusion, trace=trace)
+    caches = tools.cache_inputs(fusion, trace=trace, elementwise_of_lookups=True)
     tools.cache_and_fork_outputs(fusion, trace=trace)
     buffers = live_buffers(fusion)
     if p.smem_persistent_buffers:
-        for b in buffers:
+        # Rows go to shared memory; a reduction's result (one value a row, which every
+        # thread holds after its block reduction) stays in registers.
+        for b in (b for b in buffers if not is_reduction_result(b)):
             b.set_memory_type(MemoryType.Shared)
             if trace is not None:
                 trace.event("transform", b.short_name, "persistent buffer in shared memory")

@@ -26,6 +26,9 @@ class ReductionParams(HeuristicParams):
     fastest_dim: bool = True
     persistent_kernel: bool = False
     project_persistent_buffers: bool = False
+    # projections may stop at earlier reductions' results (analysis.persistent_buffers'
+    # through_results), not only at the fusion inputs
+    project_through_results: bool = False
     cross_block_inner_reduction: bool = False
     cross_grid_inner_reduction: bool = False
     cross_block_outer_reduction: bool = False

@@ -19,7 +19,7 @@ from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain, ParallelType
 from engine.ir.tensorview import TensorView
 from engine.schedule.global_memory import INDEXING_OPS as INDEXING_OPS
-from engine.schedule.global_memory import global_only, read_by_resize
+from engine.schedule.global_memory import global_only, read_by_resize, runtime_buffers
 from engine.schedule.global_memory import layout_op_buffer_reason as layout_op_buffer_reason
 from engine.schedule.global_memory import lookup_inputs as lookup_inputs
 from engine.schedule.global_memory import memory_promotion_reason as memory_promotion_reason
@@ -124,8 +124,14 @@ def _either(a: Keep, b: Keep) -> Keep:
 
 
 def cache_inputs(fusion: Fusion, keep: Keep = _never, trace: Trace | None = None,
-                 unindexable: Mapping[TensorView, str] | None = None) -> list[TensorView]:
+                 unindexable: Mapping[TensorView, str] | None = None,
+                 elementwise_of_lookups: bool = False) -> list[TensorView]:
     """`cache_after` every tensor input that has uses; returns the caches.
+
+    `elementwise_of_lookups`: an input that an indexing op looks up (read from global memory
+    at positions taken from data) and other ops also read element by element is cached for
+    those other uses (nvFuser's cached_uses): a persistent kernel keeps that row in
+    registers and loads it vectorized, while the lookup still reads global memory.
 
     An input that cannot be cached (kept by `keep` or global-only, read by a slice or
     pad, one in `unindexable`, whose cache the scheduler's loops could not index, with
@@ -134,10 +140,17 @@ def cache_inputs(fusion: Fusion, keep: Keep = _never, trace: Trace | None = None
     the unpadded loop domain, which transform propagation from the (padded) reference
     cannot reach across the pad's Resize: a whole tensor per thread, never inlined.
     """
+    split = lookup_inputs(fusion) - runtime_buffers(fusion) if elementwise_of_lookups else set()
+    caller_keep = keep
     keep = _either(global_only_keep(fusion), keep)
     caches = []
     for tv in [v for v in fusion.inputs if isinstance(v, TensorView)]:
         if not fusion.uses_of(tv):
+            continue
+        if tv in split and not caller_keep(tv):
+            cache = _cache_elementwise_uses(fusion, tv, trace)
+            if cache is not None:
+                caches.append(cache)
             continue
         if keep(tv):
             note_transform(trace, tv.short_name, "input not cached: it must stay in global memory")
@@ -153,6 +166,22 @@ def cache_inputs(fusion: Fusion, keep: Keep = _never, trace: Trace | None = None
         except ScheduleError as e:
             note_transform(trace, tv.short_name, f"input not cached: {e}")
     return caches
+
+
+def _cache_elementwise_uses(fusion: Fusion, tv: TensorView, trace: Trace | None) -> TensorView | None:
+    """cache_inputs' cache of a looked-up input for its other uses, or None."""
+    others = [e for e in fusion.uses_of(tv) if not (isinstance(e, INDEXING_OPS) and e.inputs[0] is tv)]
+    if not others or read_by_resize(fusion, tv):
+        note_transform(trace, tv.short_name, "input not cached: it must stay in global memory")
+        return None
+    try:
+        cache = tv.cache_after(uses=others)
+    except ScheduleError as e:
+        note_transform(trace, tv.short_name, f"input not cached: {e}")
+        return None
+    note_transform(trace, tv.short_name, f"cached as {cache.short_name} for its element-wise uses; "
+                   "the indexing op reads it from global memory")
+    return cache
 
 
 def cache_and_fork_outputs(fusion: Fusion, keep: Keep = _never, trace: Trace | None = None) -> list[TensorView]:
