@@ -29,6 +29,9 @@ class DeviceProperties:
     # Peak FP32 throughput without tensor cores (FMA = 2 FLOPs), GFLOP/s: the compute ceiling of a
     # roofline. A real device takes it from the model of its generation, as the bandwidth.
     peak_fp32_gflops: float = 0.0
+    # Loaded DRAM latency, ns (a model value, not measured): with the bandwidth it gives the
+    # bytes the chip must keep in flight (Little's law) that the heuristics report.
+    memory_latency_ns: float = 600.0
 
     @property
     def arch(self) -> str:
@@ -60,6 +63,7 @@ MODELS: dict[str, DeviceProperties] = {
         registers_per_sm=65536, max_registers_per_thread=255,
         shared_memory_per_block=163 * _KIB, shared_memory_per_sm=164 * _KIB,
         l2_cache_bytes=40 * _MIB, memory_bandwidth_gbps=2039.0, peak_fp32_gflops=19500.0,
+        memory_latency_ns=550.0,
     ),
 }
 

@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING
 
 from engine.analysis.persistent import dtype_bytes, reduction_properties, reduction_tvs
 from engine.analysis.vectorize import vectorization_factor
+from engine.ir import exprs as ex
 from engine.ir.iterdomain import ParallelType
 from engine.ir.tensorview import TensorView
 from engine.schedule.params import LaunchParams
+from engine.schedule.reduction_outer import outer_reduction_params
 from engine.schedule.reduction_params import ReductionParams
 from engine.schedule.tools import ceil_div, next_pow2, prev_pow2
 
@@ -128,36 +130,18 @@ def reduction_heuristics(
             lparams=LaunchParams(gdimx=gdimx, gdimy=gdimy, bdimx=bdimx, bdimy=bdimy),
         )
     else:
-        after_v = ceil_div(it_n, v)
-        bdimx = min(next_pow2(after_v), 128)
-        bdimy = min(max(1, 256 // bdimx), next_pow2(red_n))
-        gdimx = ceil_div(after_v, bdimx)
-        serial = ceil_div(red_n, bdimy)
-        while gdimx < dev.sm_count and bdimx > 32 and serial < 32:
-            # A short reduction over few column blocks: narrower blocks (down to a warp, whose
-            # row segment is still one coalesced access) spread the columns over more SMs,
-            # more threads of each block split the rows (fp32 [32, 4096] summed over its 32
-            # rows would otherwise run in 8 blocks of 128 x 2).
-            bdimx //= 2
-            bdimy = min(max(1, 256 // bdimx), next_pow2(red_n))
-            gdimx = ceil_div(after_v, bdimx)
-            serial = ceil_div(red_n, bdimy)
-        gdimy = 1
-        if gdimx < dev.sm_count and serial >= 32:
-            # Two blocks per SM: one block of 256 threads keeps too few loads in flight.
-            gdimy = min(prev_pow2(serial // 8), max(1, prev_pow2(dev.sm_count * 2 // gdimx)))
-        why.append(f"TIDx {bdimx} over {after_v} iteration vectors; TIDy {bdimy} over the "
-                   f"reduction; BIDx {gdimx}; BIDy {gdimy} (grid reduction when columns < SMs)")
-        p = ReductionParams(
-            tag=tag, fastest_dim=False,
-            cross_block_inner_reduction=bdimy > 1, cross_grid_inner_reduction=gdimy > 1,
-            unroll_factor_iter_dom=v, vectorize_iter_dom=v > 1,
-            block_dim_inner_reduction=ParallelType.block_y if bdimy > 1 else ParallelType.serial,
-            grid_dim_inner_reduction=ParallelType.grid_y if gdimy > 1 else ParallelType.serial,
-            block_dim_iter_dom=ParallelType.block_x, grid_dim_iter_dom=ParallelType.grid_x,
-            lparams=LaunchParams(gdimx=gdimx, gdimy=gdimy, bdimx=bdimx, bdimy=bdimy),
-        )
+        ins = [t for t in fusion.inputs if isinstance(t, TensorView) and info.numel(t) > 0]
+        bits = max((t.dtype.bits for t in ins), default=32)
+        p = outer_reduction_params(red_n, it_n, len(ins), bits, v, has_expensive_math(fusion), dev, tag, why)
     return record(p, why, info, trace)
+
+
+# Unary ops the special function unit computes (nvFuser's hasExpensiveMUFUops).
+_EXPENSIVE = {"exp", "tanh", "reciprocal", "rsqrt", "log", "log10", "log2", "sin", "cos"}
+
+
+def has_expensive_math(fusion: Fusion) -> bool:
+    return any(isinstance(e, ex.UnaryOp) and e.op in _EXPENSIVE for e in fusion.exprs())
 
 
 def record(p: ReductionParams, why: list[str], info: SchedulerRuntimeInfo, trace: Trace | None) -> ReductionParams:

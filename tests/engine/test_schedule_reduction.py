@@ -124,12 +124,13 @@ def test_outer_reduction_sample_goes_to_reduction_with_vectorized_iteration():
     assert v["pointwise"] != "accepted"  # its reason is the pointwise scheduler's to test
     p = schedule(fd, xs, "reduction")
     assert not p.fastest_dim and not p.persistent_kernel
-    # bf16, 64 contiguous columns: 16-byte vectors of 8 on the iteration domain
-    assert p.vectorize_iter_dom and p.unroll_factor_iter_dom == 8
+    # bf16, 64 contiguous columns (nvFuser's block outer reduction): warps of 8 columns x 16
+    # rows, one block per 8 columns, each reducing all 1024 rows; columns go to blocks
+    # before vectors, which only come when the blocks fill the SMs.
     assert p.cross_block_inner_reduction and p.block_dim_inner_reduction == ParallelType.block_y
-    # 64 columns fill one block; 1024 rows are split over blocks too (grid reduction)
-    assert p.cross_grid_inner_reduction and p.lparams.gdimy > 1
-    assert (p.lparams.bdimx, p.lparams.bdimy, p.lparams.gdimx) == (8, 32, 1)
+    assert not p.cross_grid_inner_reduction
+    assert (p.lparams.bdimx, p.lparams.bdimy, p.lparams.gdimx, p.lparams.gdimy) == (8, 16, 8, 1)
+    assert p.unroll_factor_iter_dom == 1
 
 
 def test_inner_reduction_params_and_rfactor():
@@ -156,22 +157,25 @@ def test_short_rows_share_a_block():
 
 
 def test_short_outer_reduction_narrows_blocks_to_reach_more_sms():
-    """fp32 [32, 4096] summed over its rows: 8 blocks of 128 x 2 left 124 SMs idle; warp-wide
-    blocks of 32 x 8 spread the columns over 32 blocks (no grid reduction: rows are few)."""
+    """fp32 [32, 4096] summed over its rows (nvFuser's block outer reduction): vectors of 4
+    over blocks of 8 columns spread the columns over 128 blocks, none idle for want of
+    columns; no grid reduction for 32 rows."""
     with FusionDefinition() as fd:
         t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
         fd.add_output(fd.ops.sum(t0, dims=[0]))
     p = schedule(fd, [torch.randn(32, 4096)], "reduction")
     lp = p.lparams
-    assert (lp.bdimx, lp.bdimy, lp.gdimx, lp.gdimy) == (32, 8, 32, 1)
+    assert (lp.bdimx, lp.gdimx, lp.gdimy) == (8, 128, 1)
     assert not p.cross_grid_inner_reduction and p.unroll_factor_iter_dom == 4
-    # A long reduction keeps its 128-wide blocks and splits the rows over the grid instead.
+    # A long reduction gets the block's threads over its rows, 1024 in all, one block per
+    # SM: a grid reduction would add a pass through global memory for nothing.
     with FusionDefinition() as big:
         t0 = big.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
         big.add_output(big.ops.sum(t0, dims=[0]))
     xs = [torch.empty(32768, 4096, device="meta")]
     q = compute_reduction_heuristics(big.fusion, SchedulerRuntimeInfo(big.fusion, xs, H100))
-    assert (q.lparams.bdimx, q.lparams.gdimx, q.lparams.gdimy) == (128, 8, 32)
+    assert (q.lparams.bdimx, q.lparams.bdimy, q.lparams.gdimx, q.lparams.gdimy) == (8, 128, 128, 1)
+    assert "Little's law" in q.derivation[-1]
 
 
 def test_full_reduction_is_a_grid_reduction():
@@ -252,17 +256,19 @@ def test_unmapped_reductions_do_not_share_a_schedule():
 
 def test_params_print_like_nvfuser():
     fd = load_fusion(SAMPLES / "outer_reduction.py")
-    info = SchedulerRuntimeInfo(fd.fusion, fd.example_inputs(), H100)
+    # 8192 columns: enough blocks of 8 x 8 columns to fill the SMs, so the vector is 8.
+    xs = [torch.empty(1024, 8192, dtype=torch.bfloat16, device="meta")]
+    info = SchedulerRuntimeInfo(fd.fusion, xs, H100)
     p = compute_reduction_heuristics(fd.fusion, info)
     assert str(p) == (
         "\n===== Reduction Parameters ========\n"
         "Tag: Reduction heuristics\n"
         "Red On Slow Dim\n"
         "Circular buffer: not used\n"
-        "\nIteration Domain: blockIdx.x / threadIdx.x / vectorize / factor 8\n"
-        "Inner Reduction Domain: cross block - threadIdx.y / cross grid - blockIdx.y / \n"
-        "Launch Parameters: BlockDim.x = 8, BlockDim.y = 32, BlockDim.z = -1, GridDim.x = 1, "
-        "GridDim.y = 4, GridDim.z = -1, Smem Size = 0\n"
+        "\nIteration Domain: blockIdx.x / threadIdx.x / multiple reductions per block / vectorize / factor 8\n"
+        "Inner Reduction Domain: cross block - threadIdx.y / \n"
+        "Launch Parameters: BlockDim.x = 8, BlockDim.y = 128, BlockDim.z = -1, GridDim.x = 128, "
+        "GridDim.y = 1, GridDim.z = -1, Smem Size = 0\n"
         "Compile Parameters: index_type = int\n"
         "====================================\n"
     )
@@ -272,7 +278,7 @@ def test_scheduling_is_deterministic_and_traced():
     texts, params = [], []
     for _ in range(2):
         fd = load_fusion(SAMPLES / "outer_reduction.py")
-        xs = fd.example_inputs(seed=3)
+        xs = [torch.randn(64, 8192, generator=torch.Generator().manual_seed(3)).to(torch.bfloat16)]
         t = Trace()
         info = SchedulerRuntimeInfo(fd.fusion, xs, H100)
         registry.can_schedule(fd.fusion, info, t)
@@ -283,7 +289,7 @@ def test_scheduling_is_deterministic_and_traced():
         assert any("rfactor" in e.message for e in t.of_kind("transform"))
         assert any("vectorized by 8" in e.message for e in t.of_kind("transform"))
     assert texts[0] == texts[1] and params[0] == params[1]
-    assert params[0].derivation and "reduction numel 1024" in params[0].derivation[0]
+    assert params[0].derivation and "reduction numel 64" in params[0].derivation[0]
 
 
 @pytest.mark.parametrize("rows, cols", [(3, 5), (1, 300), (130, 7), (17, 4096)])
@@ -332,7 +338,7 @@ def test_outer_reduction_over_merged_iteration_axes_vectorizes_loads_and_stores(
     with FusionDefinition() as fd:
         t0 = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, True, True], dtype=DataType.Float)
         fd.add_output(fd.ops.sum(t0, dims=[0]))
-    xs = [torch.randn(64, 8, 16)]
+    xs = [torch.randn(64, 64, 64)]
     p = schedule(fd, xs, "reduction")
     assert not p.fastest_dim and p.unroll_factor_iter_dom == 4
     cache = fd.fusion.tensors()[1]
