@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from engine.analysis.logical_map import consumers_of, logical_map, producers_of
 from engine.ir import exprs as ex
+from engine.ir.indexing_exprs import INDEXING_OPS
 from engine.ir.iterdomain import IterDomain
 from engine.ir.tensorview import TensorView
 
@@ -208,17 +209,13 @@ def is_reduction_result(tv: TensorView) -> bool:
         is_reduction_tv(o) for o in e.outputs if isinstance(o, TensorView))
 
 
-# Ops that read their first input (the lookup table) at positions taken from data.
-_INDEXING = (ex.SelectOp, ex.IndexSelectOp, ex.GatherOp)
-
-
 def _looks_up(t: TensorView, c: TensorView) -> bool:
     """Whether `c` reads `t` only as an indexing op's lookup table: a few elements at
     positions taken from data, read where they lie in global memory (the lookup of a
     fused gather is a fusion input), never a row a kernel must keep (nvFuser's
     persistentBuffers skips these consumers as well)."""
     e = c.definition
-    return isinstance(e, _INDEXING) and e.inputs[0] is t and all(v is not t for v in e.inputs[1:])
+    return isinstance(e, INDEXING_OPS) and e.inputs[0] is t and all(v is not t for v in e.inputs[1:])
 
 
 def _projection_inputs(fusion: Fusion, buf: TensorView, ready: set[TensorView]) -> list[TensorView] | None:

@@ -52,3 +52,7 @@ class GatherOp(Expr):
         if self.exact_sizes:
             return two_lines(self.output, f"takeAlongAxis( {inp}, {index}, dim = {self.dim} )", indent)
         return two_lines(self.output, f"torchGather( {inp}, dim = {self.dim}, {index} )", indent)
+
+
+# Ops that read their first input (the lookup table) at positions taken from data.
+INDEXING_OPS = (SelectOp, IndexSelectOp, GatherOp)

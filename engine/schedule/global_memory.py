@@ -13,12 +13,10 @@ from __future__ import annotations
 
 from engine.ir import exprs as ex
 from engine.ir.fusion import Fusion
+from engine.ir.indexing_exprs import INDEXING_OPS as INDEXING_OPS
 from engine.ir.iterdomain import Resize, transforms_between
 from engine.ir.quant_exprs import BlockQuantizationOp, PreprocessGroupedMatmulInputSf
 from engine.ir.tensorview import TensorView
-
-# Ops that read their first input (the lookup table) at positions taken from data.
-INDEXING_OPS = (ex.SelectOp, ex.IndexSelectOp, ex.GatherOp)
 
 
 def lookup_inputs(fusion: Fusion) -> set[TensorView]:
