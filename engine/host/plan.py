@@ -23,6 +23,7 @@ from engine.host import graph_plan, hir
 from engine.host.alias_replay import AliasReplay
 from engine.host.in_place import in_place_writes
 from engine.host.launch import launch_segment
+from engine.host.view_folding import fold_view_chains
 from engine.ir.base import Expr, Val
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
@@ -88,7 +89,9 @@ class RunPlan:
         self.trusted = {k for k, v in enumerate(c.inputs) if isinstance(v, TensorView)}
         self.static_env = _static_env(c, cf.signature)
         self.needs_env = False
+        self.dyn_refs = False  # a step reads a scalar evaluated per run
         self.steps = [self._step(s) for s in c.top_level]
+        self.unfolded = any(isinstance(st, _HostExpr) for st in self.steps)
         self.outputs = [self._ref(v) for v in c.outputs]
         self.n_slots = len(self.slots)
         # Several steps: replayed as one graph where that is faster (engine.host.graph_plan).
@@ -155,7 +158,21 @@ class RunPlan:
         env = self._env(xs) if self.needs_env else None
         for step in self.steps:
             step(slots, env)
+        if self.unfolded:
+            self._fold_views()
         return [_read(r, slots, env) for r in self.outputs]
+
+    def _fold_views(self) -> None:
+        """After the first run has taught the view steps their geometry: chains of them off
+        the fusion's tensor inputs become one as_strided per tensor read (view_folding)."""
+        self.unfolded = False
+        roots = {k for k, v in enumerate(self.cf.host_ir.inputs) if isinstance(v, TensorView)}
+        outputs = {x for kind, x in self.outputs if kind == SLOT}
+        got = fold_view_chains(self.steps, roots, outputs, _slots_read)
+        if got is None:
+            return
+        self.steps = got[0]
+        self.needs_env = self.dyn_refs or any(isinstance(st, _Replayable) for st in self.steps)
 
     def _env(self, xs: list[Any]) -> Any:
         ctx = Context(run_device(self.backend, xs))
@@ -177,7 +194,7 @@ class RunPlan:
         try:
             return (CONST, v.evaluate(self.static_env))
         except KeyError:
-            self.needs_env = True
+            self.needs_env = self.dyn_refs = True
             return (DYN, v)
 
     def _step(self, s: Any) -> Any:
@@ -225,6 +242,11 @@ def _static_env(c: hir.HostIrContainer, signature: tuple) -> dict:
             bind_input(k, v, torch.empty_strided(s[0], s[1], dtype=_dtype(s[2]), device="meta"), ctx)
     ctx.env[c.number_of_streams] = c.num_streams
     return ctx.env
+
+
+def _slots_read(step: Any) -> list[int]:
+    """The slots a step reads (a _Free reads none: freeing a slot never made is a no-op)."""
+    return [x for kind, x in getattr(step, "refs", ()) if kind == SLOT]
 
 
 def _read(ref: tuple[int, Any], slots: list[Any], env: Any) -> Any:

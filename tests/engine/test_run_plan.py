@@ -228,3 +228,48 @@ def test_a_view_of_a_misaligned_input_is_read_at_its_alignment():
         assert seg.params.vectorize_inner_reduction is vectorized
         for o, r in zip(cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs)):
             torch.testing.assert_close(o, r)
+
+
+def test_view_chains_off_an_input_fold_into_one_view_per_tensor_read(monkeypatch):
+    # gpt-oss's de-interleave: reshape, two slices and two squeezes of the input (5 steps);
+    # the kernel reads the two squeezed views, which are made straight from the input.
+    from engine.host import plan as plan_module
+    from engine.host.view_folding import DirectViews
+
+    fd = load_fusion("tests/realworld/scripts/gpt_oss_clamped_swiglu_interleaved_pairs_reshape_bf16.py")
+    xs = fd.example_inputs(seed=0)
+    cf = compile_fusion(fd, xs)
+    cf.run(xs, backend="emulate")
+    steps = cf._plans["emulate"].steps
+    direct = [s for s in steps if isinstance(s, DirectViews)]
+    assert len(direct) == 5 and not _view_steps(cf, "emulate")
+    assert sum(len(s.views) for s in direct) == 2  # the reshape and slices are never made
+    monkeypatch.setattr(plan_module._Replayable, "compute", lambda *a: pytest.fail("a view step was computed"))
+    for seed in (1, 2):
+        ys = fd.example_inputs(seed=seed)
+        for o, r in zip(cf.run(ys, backend="emulate"), evaluate(fd.fusion, ys), strict=True):
+            torch.testing.assert_close(o, r, rtol=1e-2, atol=1e-2)
+
+
+def test_a_folded_view_that_is_an_output_is_still_made():
+    from engine import DataType, FusionDefinition
+
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[8, 8], contiguity=[True, True], dtype=DataType.Float)
+        t1 = fd.ops.reshape(t0, new_shape=[8, 4, 2])
+        t2 = fd.ops.slice(t1, start_indices=[0, 0, 1], end_indices=[8, 4, 2])
+        t3 = fd.ops.squeeze(t2, dims=[2])
+        fd.add_output(t1)
+        fd.add_output(fd.ops.mul(t3, t3))
+    xs = [torch.randn(8, 8)]
+    cf = compile_fusion(fd, xs)
+    for seed in range(3):
+        ys = [torch.randn(8, 8, generator=torch.Generator().manual_seed(seed))]
+        got = cf.run(ys, backend="emulate")
+        assert got[0].data_ptr() == ys[0].data_ptr()  # the reshape is a view of the input
+        for o, r in zip(got, evaluate(fd.fusion, ys), strict=True):
+            torch.testing.assert_close(o, r)
+    from engine.host.view_folding import DirectViews
+
+    made = [v for s in cf._plans["emulate"].steps if isinstance(s, DirectViews) for v in s.views]
+    assert len(made) == 2  # the reshape (an output) and the squeezed slice (the kernel's input)
