@@ -168,10 +168,10 @@ class RunPlan:
         self.unfolded = False
         roots = {k for k, v in enumerate(self.cf.host_ir.inputs) if isinstance(v, TensorView)}
         outputs = {x for kind, x in self.outputs if kind == SLOT}
-        got = fold_view_chains(self.steps, roots, outputs, _slots_read)
-        if got is None:
+        folded = fold_view_chains(self.steps, roots, outputs, _slots_read, _slot_of)
+        if folded is None:
             return
-        self.steps = got[0]
+        self.steps = folded
         self.needs_env = self.dyn_refs or any(isinstance(st, _Replayable) for st in self.steps)
 
     def _env(self, xs: list[Any]) -> Any:
@@ -242,6 +242,11 @@ def _static_env(c: hir.HostIrContainer, signature: tuple) -> dict:
             bind_input(k, v, torch.empty_strided(s[0], s[1], dtype=_dtype(s[2]), device="meta"), ctx)
     ctx.env[c.number_of_streams] = c.num_streams
     return ctx.env
+
+
+def _slot_of(ref: tuple[int, Any]) -> int | None:
+    kind, x = ref
+    return x if kind == SLOT else None
 
 
 def _slots_read(step: Any) -> list[int]:

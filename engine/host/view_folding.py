@@ -34,19 +34,20 @@ class DirectViews:
 
 
 def fold_view_chains(steps: Sequence[Any], roots: set[int], output_slots: set[int],
-                     slots_read: Callable[[Any], list[int]]) -> tuple[list[Any], set[int]] | None:
+                     slots_read: Callable[[Any], list[int]],
+                     slot_of: Callable[[Any], int | None]) -> list[Any] | None:
     """`steps` with their learnt view steps that hang off `roots` (fusion input slots)
     replaced, position for position, by DirectViews making only what the remaining steps and
-    `output_slots` read (nothing, for a step whose outputs only other folded steps read), and
-    the slots those make; None when no step folds. A view step is one whose `replay` was
-    learnt and rebuilds every output as a view of one of its `refs`' slots."""
+    `output_slots` read (nothing, for a step whose outputs only other folded steps read);
+    None when no step folds. A view step is one whose `replay` was learnt and rebuilds every
+    output as a view of one of its `refs` (`slot_of` gives a reference's slot, or None)."""
     geometry: dict[int, tuple[int, tuple[int, ...], tuple[int, ...], int]] = {}
     folded: set[int] = set()
     for k, st in enumerate(steps):
         replay = getattr(st, "replay", None)
         if replay is None or any(view[0] == EMPTY for view in replay.views):
             continue
-        sources = [_slot_of(st.refs[src]) for src, *_ in replay.views]
+        sources = [slot_of(st.refs[src]) for src, *_ in replay.views]
         if any(s is None or (s not in roots and s not in geometry) for s in sources):
             continue
         for out, s, (_src, size, stride, offset) in zip(st.outs, sources, replay.views):
@@ -59,19 +60,5 @@ def fold_view_chains(steps: Sequence[Any], roots: set[int], output_slots: set[in
     for k, st in enumerate(steps):
         if k not in folded:
             needed.update(slots_read(st))
-    out: list[Any] = []
-    made: set[int] = set()
-    for k, st in enumerate(steps):
-        if k not in folded:
-            out.append(st)
-            continue
-        views = [(o, *geometry[o]) for o in st.outs if o in needed]
-        out.append(DirectViews(views))
-        made.update(o for o, *_ in views)
-    return out, made
-
-
-def _slot_of(ref: tuple[int, Any]) -> int | None:
-    # A plan reference (kind, value): kind 0 reads a slot (engine.host.plan.SLOT).
-    kind, value = ref
-    return value if kind == 0 else None
+    return [DirectViews([(o, *geometry[o]) for o in st.outs if o in needed]) if k in folded else st
+            for k, st in enumerate(steps)]
