@@ -313,6 +313,8 @@ class FusionDefinition:
     def apply_output_aliases(self, inputs: Sequence[Any], outputs: Sequence[Any]) -> list[Any]:
         """What nvFuser returns for `outputs` of this fusion: aliased outputs are written into
         their inputs (in place) and left out of the list."""
+        if not self.output_aliases:
+            return outputs if type(outputs) is list else list(outputs)
         for out_k, in_k in self.output_aliases.items():
             if outputs[out_k] is not inputs[in_k]:  # a kernel that wrote it in place (RunPlan.writing_in_place)
                 inputs[in_k].copy_(outputs[out_k])
@@ -328,7 +330,7 @@ class FusionDefinition:
         `cuda_graph`: on the GPU, capture the run as a CUDA graph and replay it on later
         calls with the same input buffers (CompiledFusion.graphs); the outputs are then the
         graph's, written again by its next replay."""
-        xs = list(inputs)
+        xs = inputs if type(inputs) is list else list(inputs)
         if cuda_graph and device is None and any(getattr(x, "is_cuda", False) for x in xs):
             graphs = self.__dict__.get("_last_graphs")
             outs = graphs.run(xs) if graphs is not None else None
@@ -340,7 +342,7 @@ class FusionDefinition:
                     return first  # not compiled as one single-device fusion: no graph
                 self.__dict__["_last_graphs"] = cf.graphs()
                 return first  # this call ran plainly; the next one captures, later ones replay
-            return self.apply_output_aliases(inputs, outs)
+            return self.apply_output_aliases(inputs, list(outs))  # the graph keeps its own list
         # Repeated calls with the inputs of the last GPU call's signature (shapes, strides,
         # dtypes, alignment: what the layout check and the compile depend on) go straight
         # to its run plan, which compares them once each.

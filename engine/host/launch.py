@@ -22,6 +22,7 @@ from engine.ir.tensorview import TensorView
 from engine.reference import bind_env
 from engine.runtime.abi import TensorArg
 from engine.runtime.executor import make_launcher
+from engine.runtime.fast_paths import Allocator, allocator
 from engine.runtime.placement import run_device
 from engine.runtime.profiler import tensor_bytes
 
@@ -56,8 +57,8 @@ class AllocSpec:
     dtype: torch.dtype
     zero: bool = False  # a padded layout buffer: the padding must read as zeros
 
-    def new(self, device: torch.device) -> torch.Tensor:
-        t = torch.empty_strided(self.shape, self.stride, dtype=self.dtype, device=device)
+    def new(self, alloc: Allocator) -> torch.Tensor:
+        t = alloc(self.shape, self.stride, self.dtype)
         return t.zero_() if self.zero else t
 
 
@@ -73,6 +74,7 @@ class SegmentLaunch:
     def __init__(self, seg: CompiledSegment, backend: str, device: torch.device, args: list[Any], prep: Any) -> None:
         self.seg = seg
         self.device = device
+        self._alloc = allocator(device)
         inputs = {v.short_name if isinstance(v, TensorView) else v.inline(): k
                   for k, v in enumerate(seg.fusion.inputs)}
         lowered = seg.lowered
@@ -92,6 +94,9 @@ class SegmentLaunch:
                 self.sources.append((WORK, len(self.workspaces)))
                 self.workspaces.append((n, work_dtype(ctype), zero))
         self.results = [_result(v, inputs, outs) for v in seg.fusion.outputs]
+        # (shape, stride, dtype) per output where none needs zeroing: one call each
+        self._plain_allocs = (None if any(a.zero for a in self.allocs)
+                              else [(a.shape, a.stride, a.dtype) for a in self.allocs])
         # Tensor inputs' sizes and strides: the launcher's argument layout assumes them.
         self.layouts = {k: (x.shape, x.stride()) for k, x in enumerate(args) if isinstance(x, torch.Tensor)}
         kernel = seg.kernel(backend)
@@ -114,8 +119,13 @@ class SegmentLaunch:
         """Launch on `args` (laid out as when settled; the caller knows they are) and return
         the segment's outputs. `into`: {output position: input position} of outputs to write
         into that input's buffer (engine.host.in_place), where its layout is the output's."""
-        device = self.device
-        outs = [a.new(device) for a in self.allocs] if not into else self._outputs_into(args, into)
+        if into:
+            outs = self._outputs_into(args, into)
+        elif self._plain_allocs is not None:
+            alloc = self._alloc
+            outs = [alloc(shape, stride, dtype) for shape, stride, dtype in self._plain_allocs]
+        else:
+            outs = [a.new(self._alloc) for a in self.allocs]
         work = self._workspaces() if self.workspaces else []
         pick = (args, outs, work)
         values = [pick[kind][k] for kind, k in self.sources]
@@ -134,7 +144,7 @@ class SegmentLaunch:
             if spec is not None and not spec.zero and isinstance(x, torch.Tensor) and x.dtype == spec.dtype \
                     and tuple(x.shape) == spec.shape and x.stride() == spec.stride:
                 given[k] = x
-        return [given.get(k) if k in given else a.new(self.device) for k, a in enumerate(self.allocs)]
+        return [given.get(k) if k in given else a.new(self._alloc) for k, a in enumerate(self.allocs)]
 
     def _workspaces(self) -> list[torch.Tensor]:
         key = self._stream()

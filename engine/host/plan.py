@@ -28,6 +28,7 @@ from engine.ir.base import Expr, Val
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
 from engine.reference import HANDLERS, Context, bind_input, finish_output
+from engine.runtime.fast_paths import SignatureGuard
 from engine.runtime.placement import run_device
 
 if TYPE_CHECKING:
@@ -41,14 +42,31 @@ SLOT, CONST, DYN = 0, 1, 2
 class InputCheck:
     """The compiled signature as one comparison per property and input: True when `xs` fit.
 
-    Data at least as aligned as compiled for fits (the kernels assume that much)."""
+    Data at least as aligned as compiled for fits (the kernels assume that much). Inputs that
+    fit teach a SignatureGuard (engine.runtime.fast_paths), which answers later calls with one
+    C++ comparison; the comparison here stays the authority."""
+
+    GUARD_TRIES = 4  # inputs that fit but fail the guard (requires_grad, say) build it again, so often
 
     def __init__(self, signature: tuple, on_gpu: bool) -> None:
         self.expected = [(tuple(s[0]), tuple(s[1]), _dtype(s[2]), s[3]) if isinstance(s, tuple) else s
                          for s in signature]
         self.on_gpu = on_gpu
+        self._guard: SignatureGuard | None = None
+        self._tries = self.GUARD_TRIES
 
     def __call__(self, xs: Sequence[Any]) -> bool:
+        guard = self._guard
+        if guard is not None and guard(xs):
+            return True
+        if not self._full(xs):
+            return False
+        if self._tries:
+            self._tries -= 1
+            self._guard = SignatureGuard.build(xs, [w[3] if type(w) is tuple else None for w in self.expected])
+        return True
+
+    def _full(self, xs: Sequence[Any]) -> bool:
         if len(xs) != len(self.expected):
             return False
         on_gpu = self.on_gpu
@@ -93,6 +111,7 @@ class RunPlan:
         self.steps = [self._step(s) for s in c.top_level]
         self.unfolded = any(isinstance(st, _HostExpr) for st in self.steps)
         self.outputs = [self._ref(v) for v in c.outputs]
+        self.output_slots = [x for _, x in self.outputs] if all(k == SLOT for k, _ in self.outputs) else None
         self.n_slots = len(self.slots)
         # Several steps: replayed as one graph where that is faster (engine.host.graph_plan).
         n_steps = sum(1 for st in self.steps if not isinstance(st, _Free))
@@ -160,6 +179,8 @@ class RunPlan:
             step(slots, env)
         if self.unfolded:
             self._fold_views()
+        if self.output_slots is not None:
+            return [slots[k] for k in self.output_slots]
         return [_read(r, slots, env) for r in self.outputs]
 
     def _fold_views(self) -> None:

@@ -284,15 +284,21 @@ class CudaLauncher:
         g, b = launch.grid, launch.block
         self._dims = (g[0], g[1], g[2], b[0], b[1], b[2], launch.shared_mem_bytes)
         self._launch = launch
+        self._cooperative = launch.cooperative
         self._lock = threading.Lock()
+        from cupy.cuda import driver
+
+        self._plain_launch = driver.launchKernel
 
     def __call__(self, values: list[object]) -> None:
-
         stream = current_stream(self._index)
         with self._lock:  # one argument buffer: threads sharing the launcher take turns
             self.args.fill(values)
             try:
-                launch_on_stream(self._fn, self._dims, stream, self.args.address, self._launch.cooperative)
+                if self._cooperative:
+                    launch_on_stream(self._fn, self._dims, stream, self.args.address, True)
+                else:
+                    self._plain_launch(self._fn, *self._dims, stream, self.args.address, 0)
             except Exception:
                 self._launch_on_own_device(stream)
         if self.sync:
