@@ -106,6 +106,10 @@ class SegmentLaunch:
         # the kernel leaves them zero; stream order keeps two runs on one stream apart.
         self._kept: dict[Any, list[torch.Tensor]] = {}
         self._stream = _stream_key(device)
+        # The first launch's workspaces, just queued on the current stream, serve the next
+        # runs on it (a second call then allocates and zeroes nothing).
+        if self.workspaces:
+            self._kept[self._stream()] = [prep.args[i] for i, (kind, _) in enumerate(self.sources) if kind == WORK]
 
     def fits(self, args: list[Any]) -> bool:
         """True when `args` have the sizes and strides this launch was settled for."""

@@ -1,6 +1,6 @@
 """CompiledFusion.run's per-signature plan (engine.host.plan, engine.host.launch): kernel launches
 settled at the first call and replayed; the packed arguments are those of the general path;
-outputs are fresh each run; zeroed workspaces are zeroed once; inputs are checked against the
+outputs are fresh each run; zeroed workspaces are zeroed once, at the first launch; inputs are checked against the
 compiled signature with an error naming the input. Kernels are stand-ins that record what a
 launch receives (no compiler), except one emulated sample run end to end."""
 
@@ -89,7 +89,9 @@ def test_zeroed_workspaces_are_zeroed_once_and_kept():
     for _ in range(3):
         cf.run(xs, backend="emulate")
     flags = [values[zeroed[0]] for _packed, values in kernels[seg.id].launches]
-    assert flags[1] is flags[2]  # the replays reuse one buffer (the kernel leaves it zero)
+    # the first launch's buffer serves the replays (the kernel leaves it zero): a second call
+    # allocates and zeroes nothing
+    assert flags[0] is flags[1] is flags[2]
     assert not flags[2].any()
 
 
