@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from engine.analysis.logical_map import pairwise_logical_map, root_to_logical, tensor_edges
 from engine.analysis.view_interference import view_transforms
+from engine.ir.indexing_exprs import INDEXING_OPS
 from engine.ir.iterdomain import IterDomain
 from engine.ir.tensorview import TensorView
 
@@ -68,15 +69,33 @@ def _needs_thread(i: IterDomain) -> bool:
     return not (e.is_const and e.evaluate() == 1)
 
 
+def looked_up_axes(fusion: Fusion) -> set[IterDomain]:
+    """Axes of fusion inputs read only by gather-like ops, at their index axis: the kernel
+    reads global memory at the indices there and never loops over the axis."""
+    out = set()
+    for tv in fusion.inputs:
+        if not isinstance(tv, TensorView):
+            continue
+        uses = fusion.uses_of(tv)
+        if uses and all(isinstance(e, INDEXING_OPS) and e.inputs[0] is tv for e in uses):
+            logical = [i for i in tv.domain.logical if not i.is_reduction]
+            out.update(logical[e.dim] for e in uses)
+    return out
+
+
 def uncovered_axis(fusion: Fusion, refs: list[TensorView]) -> tuple[TensorView, IterDomain] | None:
     """A tensor of `fusion` and an axis of it that no logical map ties to an axis of one of
-    `refs` (their reduction axes included), or None when they reach every concrete axis."""
+    `refs` (their reduction axes included), or None when they reach every concrete axis. An
+    input's axis that gather-like ops only index needs no thread (looked_up_axes)."""
     classes = AxisClasses(fusion)
     reached = {classes.find(i) for r in refs for i in r.domain.logical}
+    indexed = looked_up_axes(fusion)
     for tv in fusion.tensors():
         if not isinstance(tv, TensorView):
             continue
         for i in tv.domain.logical:
+            if i in indexed:
+                continue
             if i.is_reduction and tv not in refs:
                 continue  # another reduction's reduced axis maps to its producer's axis
             if _needs_thread(i) and classes.find(i) not in reached:

@@ -40,10 +40,17 @@ def unsupported_ops(fusion: Fusion) -> str | None:
 
 
 def gather_before_reduction(fusion: Fusion, reds: list[TensorView]) -> bool:
-    """A gather-like op (take_along_axis, index_select) whose result a reduction reads."""
+    """A gather-like op (select, index_select, gather) whose result a reduction reads and
+    whose looked-up tensor the fusion computes. A lookup into a fusion input reads global
+    memory at the indices wherever the schedule puts the op, as nvFuser's
+    SchedulerTopologyChecker::hasGatherToBroadcastBeforeReduction lets it ("fusion input does
+    not conflict"); one into an intermediate is refused (nvFuser refuses a select, and a
+    gather whose indexed axis becomes a broadcast; this engine, every such lookup)."""
+    inputs = set(map(id, fusion.inputs))
     for r in reds:
         for t in upstream_tvs(r) | {r}:
-            if isinstance(t.definition, (ex.GatherOp, ex.IndexSelectOp, ex.SelectOp)):
+            e = t.definition
+            if isinstance(e, (ex.GatherOp, ex.IndexSelectOp, ex.SelectOp)) and id(e.inputs[0]) not in inputs:
                 return True
     return False
 
