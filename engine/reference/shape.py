@@ -41,9 +41,11 @@ def _set(expr, args, ctx):
         logical = [i for i in out.domain.logical if not i.is_reduction]
         perm = [root.index(i) for i in logical]
         return [x.permute(perm)]
-    if expr.kind == "SegmenterSet" and views_only_to_outputs(expr.fusion, out):
-        # Only views of outputs follow (engine.preseg.views_of_outputs_apart): they are
-        # views of this buffer, not of a copy.
+    if views_only_to_outputs(expr.fusion, out) and (expr.kind == "SegmenterSet" or out not in expr.fusion.outputs):
+        # Only views of outputs follow (engine.preseg.views_of_outputs_apart; a set that
+        # broadcast_in_dim put before its expand): they are views of this buffer, not of a
+        # copy, as nvFuser's LoadStoreOp::evaluate gives them. A set that is itself an
+        # output stays a copy.
         return [x]
     return [x.clone() if isinstance(x, torch.Tensor) else x]
 

@@ -185,3 +185,38 @@ inputs = [torch.randn(64, 48)]
     (t2,) = fd.fusion.outputs
     assert not in_logical_order(torch.empty(64, 48).as_strided((32, 64), (1, 48)))
     assert sizes.tensor(t2).stride() == (64, 1) and not sizes.viewed
+
+
+GEMMA_MQA = SCRIPTS / "rope_gemma_mqa_single_kv_head_expand_bf16.py"
+
+
+@needs_gxx
+def test_a_broadcast_in_dim_that_expands_an_output_is_a_view_not_a_copy(monkeypatch) -> None:
+    # Gemma's single kv head given to every query head: broadcast_in_dim's set before its
+    # expand, on a kernel's result (the rotated key) and on an input (the value). Both
+    # outputs are views, as nvFuser's LoadStoreOp::evaluate returns them: no copy per call.
+    fd = loads_fusion(GEMMA_MQA.read_text(), filename=str(GEMMA_MQA))
+    xs = fd.example_inputs(seed=0)
+    cf = compile_fusion(fd, xs)
+    cf.run(xs, backend="emulate")
+    copies = []
+    clone = torch.Tensor.clone
+    monkeypatch.setattr(torch.Tensor, "clone", lambda t, *a, **k: copies.append(t.shape) or clone(t, *a, **k))
+    outs = cf.run(xs, backend="emulate")
+    monkeypatch.undo()
+    assert copies == []
+    for o, r in zip(outs, evaluate(fd.fusion, xs), strict=True):
+        assert torch.equal(o, r) and o.stride() == r.stride()
+    assert outs[2].untyped_storage().data_ptr() == xs[2].untyped_storage().data_ptr()
+
+
+def test_a_set_that_is_an_output_stays_a_copy() -> None:
+    text = _HEAD + """
+    T1 = fd.ops.set(T0)
+    fd.add_output(T1)
+inputs = [torch.randn(4, 64, 32, dtype=torch.bfloat16)]
+"""
+    fd = loads_fusion(text)
+    (x,) = fd.example_inputs(seed=0)
+    (out,) = evaluate(fd.fusion, [x])
+    assert torch.equal(out, x) and out.untyped_storage().data_ptr() != x.untyped_storage().data_ptr()
