@@ -8,7 +8,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from engine.analysis.flops import expr_flops
-from engine.analysis.loop_map import loop_maps_frozen
 from engine.codegen.cuda import render
 from engine.config import Options
 from engine.dtypes import DataType
@@ -17,6 +16,7 @@ from engine.ir.base import Val
 from engine.ir.exprs import LinearOp, MatmulOp, ReductionOp, WelfordOp
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import ParallelType
+from engine.ir.loop_map import loop_maps_frozen
 from engine.ir.quant_exprs import PreprocessGroupedMatmulInputSf
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView, loop_edits_trusted

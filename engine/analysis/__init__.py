@@ -1,1 +1,1 @@
-"""Analyses over the fusion IR: IterDomain maps between tensors and transform replay."""
+"""Analyses over the fusion IR: persistent buffers, coverage of a schedule, vectorization, view chains, flops."""

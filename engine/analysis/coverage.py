@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.analysis.logical_map import pairwise_logical_map, root_to_logical, tensor_edges
 from engine.analysis.view_interference import view_transforms
 from engine.ir.indexing_exprs import INDEXING_OPS
 from engine.ir.iterdomain import IterDomain
+from engine.ir.logical_map import pairwise_logical_map, root_to_logical, tensor_edges
 from engine.ir.tensorview import TensorView
 
 if TYPE_CHECKING:

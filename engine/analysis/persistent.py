@@ -19,10 +19,10 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from engine.analysis.logical_map import consumers_of, logical_map, producers_of
 from engine.ir import exprs as ex
 from engine.ir.indexing_exprs import INDEXING_OPS
 from engine.ir.iterdomain import IterDomain
+from engine.ir.logical_map import consumers_of, logical_map, producers_of
 from engine.ir.tensorview import TensorView
 
 if TYPE_CHECKING:

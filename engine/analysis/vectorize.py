@@ -41,10 +41,10 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from engine.analysis.logical_map import consumers_of, logical_map, producers_of
 from engine.ir import exprs as ex
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain, Resize, transforms_between
+from engine.ir.logical_map import consumers_of, logical_map, producers_of
 from engine.ir.tensorview import TensorView
 
 if TYPE_CHECKING:

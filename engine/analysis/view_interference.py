@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.analysis.logical_map import pairwise_logical_map, tensor_edges
 from engine.ir import exprs as ex
 from engine.ir.iterdomain import IterDomain, Merge
+from engine.ir.logical_map import pairwise_logical_map, tensor_edges
 
 if TYPE_CHECKING:
     from engine.ir.fusion import Fusion

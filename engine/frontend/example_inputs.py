@@ -27,11 +27,11 @@ from typing import Any
 
 import torch
 
-from engine.analysis.logical_map import pairwise_logical_map, root_to_logical, tensor_edges
 from engine.dtypes import DataType, to_torch
 from engine.errors import FusionDefinitionError
 from engine.frontend.input_spec import InputSpec, storage_size
 from engine.ir.fusion import Fusion
+from engine.ir.logical_map import pairwise_logical_map, root_to_logical, tensor_edges
 from engine.ir.scalar import Scalar, same_scalar
 from engine.ir.tensorview import TensorView
 
@@ -46,7 +46,7 @@ def synthesize(fusion: Fusion, sizes: Sizes | None = None) -> list[InputSpec]:
     FusionDefinitionError names what is missing or wrong.
 
     Symbolic sizes that the fusion makes equal need only one of them given: an op's input and
-    output axes that are one axis (engine.analysis.logical_map, broadcasts aside) share their
+    output axes that are one axis (engine.ir.logical_map, broadcasts aside) share their
     size, so `T0 + T1` takes T1's from T0's, and a symbolic axis that meets a constant one
     (broadcast_in_dim to a static shape, an input of static sizes) takes that constant."""
     per_input, by_symbol, default = _split(fusion, sizes)

@@ -27,7 +27,6 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from engine.analysis.logical_map import logical_map, tensor_edges
 from engine.errors import CompileError
 from engine.host.hir import (
     Allocate,
@@ -42,6 +41,7 @@ from engine.ir import exprs as ex
 from engine.ir.base import Expr
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain, ParallelType
+from engine.ir.logical_map import logical_map, tensor_edges
 from engine.ir.scalar import Scalar, binary
 from engine.ir.tensorview import MemoryType, TensorDomain, TensorView
 from engine.trace import Trace

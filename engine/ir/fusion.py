@@ -49,7 +49,7 @@ class Fusion:
         state["_exprs_cache"] = None
         state["_vals_cache"] = None
         state.pop("_tensors_cache", None)
-        state.pop("_consumers", None)  # engine.analysis.logical_map.consumers_of's
+        state.pop("_consumers", None)  # engine.ir.logical_map.consumers_of's
         state.pop("ids_of", None)
         return state
 

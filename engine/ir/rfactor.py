@@ -92,7 +92,7 @@ def _sync_siblings(tv: TensorView, outs: list[TensorView]) -> None:
     user who split only one (fd.sched.split(avg, ...)) gets the others replayed here,
     as the three must be rfactored at the same loop axes.
     """
-    from engine.analysis.replay import loop_transforms, replay_onto
+    from engine.ir.transform_replay import loop_transforms, replay_onto
 
     ts = loop_transforms(tv)
     shape = [type(t) for t in ts]

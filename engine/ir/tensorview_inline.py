@@ -48,7 +48,7 @@ class InliningMixin:
 
     def compute_at(self, consumer: TensorView, pos: int = -1, best_effort: bool = False) -> TensorView:
         """Replay `consumer`'s loop transforms onto this producer, then inline at `pos`."""
-        from engine.analysis.logical_map import consumers_of
+        from engine.ir.logical_map import consumers_of
 
         if consumer not in consumers_of(self):
             raise ScheduleError(f"{self.short_name}: {consumer.short_name} is not a direct consumer")
@@ -65,7 +65,7 @@ class InliningMixin:
         return self
 
     def _set_ca(self, pos: int) -> None:
-        from engine.analysis.logical_map import consumers_of, producers_of
+        from engine.ir.logical_map import consumers_of, producers_of
 
         self.compute_at_pos = pos
         for c in consumers_of(self):

@@ -31,9 +31,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from engine.analysis.loop_map import loop_map
 from engine.dtypes import ctype_bytes
 from engine.ir import exprs as ex
+from engine.ir.loop_map import loop_map
 from engine.ir.tensorview import MemoryType, TensorView
 from engine.lower import kir
 from engine.lower.loops import out_tv

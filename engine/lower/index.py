@@ -18,8 +18,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from engine.analysis.logical_map import consumers_of, pairwise_logical_map
-from engine.analysis.loop_map import loop_map
 from engine.analysis.view_interference import view_transforms
 from engine.errors import CompileError
 from engine.ir.base import Expr
@@ -35,6 +33,8 @@ from engine.ir.iterdomain import (
     swizzle_extent_error,
     transforms_between,
 )
+from engine.ir.logical_map import consumers_of, pairwise_logical_map
+from engine.ir.loop_map import loop_map
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
 from engine.lower import cexpr

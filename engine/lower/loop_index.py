@@ -10,8 +10,8 @@ inlined producer), as nvFuser's loop promotion does. A part of ExprLowering
 
 from __future__ import annotations
 
-from engine.analysis.logical_map import consumers_of, logical_map
 from engine.ir.iterdomain import IterDomain, ParallelType
+from engine.ir.logical_map import consumers_of, logical_map
 from engine.ir.tensorview import TensorView
 from engine.lower.index import Ix, producer_known, propagate
 from engine.lower.loops import LoopNode

@@ -15,11 +15,11 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from engine.analysis.loop_map import loop_map
 from engine.errors import CompileError
 from engine.ir.base import Expr
 from engine.ir.exprs import ReductionOp, WelfordOp
 from engine.ir.iterdomain import IterDomain
+from engine.ir.loop_map import loop_map
 from engine.ir.tensorview import MemoryType, TensorView
 
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from engine.analysis.logical_map import pairwise_logical_map
 from engine.ir import exprs as ex
 from engine.ir.base import Expr
 from engine.ir.iterdomain import IterDomain, ParallelType
+from engine.ir.logical_map import pairwise_logical_map
 from engine.ir.quant_exprs import BlockQuantizationOp, PreprocessGroupedMatmulInputSf
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView

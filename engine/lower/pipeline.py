@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine.analysis.loop_map import loop_maps_frozen
 from engine.dtypes import DataType
 from engine.errors import CompileError, UnpartitionedWriteError
 from engine.ir import exprs as ex
@@ -25,6 +24,7 @@ from engine.ir.aten_exprs import ATEN_ONLY
 from engine.ir.base import Expr
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import ParallelType
+from engine.ir.loop_map import loop_maps_frozen
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import MemoryType, TensorView
 from engine.lower import kir

@@ -9,9 +9,9 @@ whose state it reads.
 
 from __future__ import annotations
 
-from engine.analysis.logical_map import consumers_of
 from engine.errors import CompileError
 from engine.ir.iterdomain import IterDomain, ParallelType, Resize, Split
+from engine.ir.logical_map import consumers_of
 from engine.ir.tensorview import TensorView
 from engine.lower import cexpr
 from engine.lower.index import Extents, Ix, lower_bound_test

@@ -1,6 +1,6 @@
 """Which axes of a producer and a consumer are the same across one expr, for sharding.
 
-The IR's logical map (engine.analysis.logical_map), expanded broadcasts mapped like the axes
+The IR's logical map (engine.ir.logical_map), expanded broadcasts mapped like the axes
 they span, with two additions that only device
 layouts need: attention (sdpfa_fwd / sdpfa_bwd, run by ATen as a whole) keeps its batch and
 head axes (and a leading device axis before them), so heads sharded over devices stay sharded through it (each device attends over
@@ -10,9 +10,9 @@ the output's and the log-sum-exp's.
 
 from __future__ import annotations
 
-from engine.analysis.logical_map import logical_map, pairwise_logical_map
 from engine.ir import exprs as ex
 from engine.ir.iterdomain import IterDomain, Merge, Split, transforms_between
+from engine.ir.logical_map import logical_map, pairwise_logical_map
 from engine.ir.tensorview import TensorView
 
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.analysis.logical_map import root_to_logical
 from engine.ir import exprs as ex
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain, ParallelType
+from engine.ir.logical_map import root_to_logical
 from engine.ir.scalar import Scalar, as_scalar
 from engine.ir.tensorview import TensorView
 from engine.multidevice.mesh import DEVICE_TYPES

@@ -13,7 +13,7 @@ takes its mesh and device parallelization from its neighbours:
 2. Backward, expr by expr in reverse: inputs that are not fusion inputs and are not the
    user's take the parallel types they lack from the output with the most device axes.
 
-Axes map through the ops' logical maps (engine.analysis.logical_map): pointwise, casts,
+Axes map through the ops' logical maps (engine.ir.logical_map): pointwise, casts,
 broadcasts (an expanded one like the axis it spans), reductions, permutes, reshapes that keep
 the axis whole or split it (the outer part takes the sharding: engine.multidevice.axis_map),
 linear and matmul.

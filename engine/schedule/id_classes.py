@@ -5,9 +5,9 @@ broadcast graph (the resize scheduler refuses a resize of a broadcast)."""
 
 from __future__ import annotations
 
-from engine.analysis.logical_map import frozen_fact, pairwise_logical_map, producers_of
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain
+from engine.ir.logical_map import frozen_fact, pairwise_logical_map, producers_of
 
 
 class UnionFind:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.analysis.logical_map import consumers_of, logical_map
-from engine.analysis.loop_map import loop_map, loop_maps_frozen
 from engine.errors import ScheduleError
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain, Merge, transforms_between
+from engine.ir.logical_map import consumers_of, logical_map
+from engine.ir.loop_map import loop_map, loop_maps_frozen
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import MemoryType, TensorView, transaction, transactions_roll_back
 from engine.ir.verify import _NOT_INLINABLE

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.analysis.logical_map import consumers_of, pairwise_logical_map, root_to_logical
-from engine.analysis.loop_map import loop_maps_frozen
 from engine.analysis.persistent import persistent_buffers, upstream_tvs
 from engine.errors import ScheduleError
 from engine.ir import exprs as ex
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain
+from engine.ir.logical_map import consumers_of, pairwise_logical_map, root_to_logical
+from engine.ir.loop_map import loop_maps_frozen
 from engine.ir.tensorview import TensorView, transaction
 from engine.schedule.inline_broadcasts import inline_aligned, inline_targets
 

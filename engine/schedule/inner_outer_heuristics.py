@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.analysis.logical_map import consumers_of, pairwise_logical_map
 from engine.analysis.persistent import is_fastest_dim_reduction, reduction_properties, reduction_tvs
 from engine.ir import exprs as ex
 from engine.ir.iterdomain import ParallelType
+from engine.ir.logical_map import consumers_of, pairwise_logical_map
 from engine.ir.tensorview import TensorView
 from engine.schedule import inner_outer_multi_wave as mw_launch
 from engine.schedule.params import LaunchParams

@@ -23,9 +23,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from engine.analysis.logical_map import consumers_of
 from engine.analysis.persistent import is_fastest_dim_reduction, reduction_properties, reduction_tvs
 from engine.errors import ScheduleError
+from engine.ir.logical_map import consumers_of
 from engine.schedule.base import Scheduler, SchedulerType
 from engine.schedule.inner_outer_heuristics import (
     ROWS_PER_STEP,

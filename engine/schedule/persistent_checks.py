@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.analysis.logical_map import logical_map, producers_of
 from engine.analysis.persistent import (
     downstream_tvs,
     is_fastest_dim_reduction,
@@ -17,6 +16,7 @@ from engine.analysis.persistent import (
     reduction_type,
 )
 from engine.analysis.view_interference import interfering_view
+from engine.ir.logical_map import logical_map, producers_of
 from engine.ir.tensorview import TensorView
 from engine.schedule.base import SchedulerType
 from engine.schedule.persistent_budget import register_budget, smem_budget

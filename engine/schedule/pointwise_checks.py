@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.analysis.logical_map import consumers_of
-from engine.analysis.loop_map import loop_maps_frozen
 from engine.errors import ScheduleError
 from engine.ir import exprs as ex
 from engine.ir.iterdomain import IterDomain
+from engine.ir.logical_map import consumers_of
+from engine.ir.loop_map import loop_maps_frozen
 from engine.ir.quant_exprs import BlockQuantizationOp
 from engine.ir.scalar import same_scalar
 from engine.ir.tensorview import MemoryType, TensorView, verification_deferred

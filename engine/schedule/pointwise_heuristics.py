@@ -210,7 +210,7 @@ def _break_point(fusion: Fusion, ref: TensorView, info: SchedulerRuntimeInfo,
         # A break inside a reshaped group of axes would split what the reshape merged;
         # without nvFuser's view-disjoint sets the engine keeps such fusions 1-D. The
         # flattened loop is also what propagation carries across a reshape, in either
-        # direction (engine.analysis.replay.linear_id), so every tensor shares it.
+        # direction (engine.ir.transform_replay.linear_id), so every tensor shares it.
         lines.append("reshape in the fusion: 1-D schedule")
         return none
     present = tools.dims_present(ref, io)

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING
 
-from engine.analysis.logical_map import consumers_of, logical_map, producers_of
 from engine.ir import exprs as ex
 from engine.ir.iterdomain import IterDomain
+from engine.ir.logical_map import consumers_of, logical_map, producers_of
 from engine.ir.tensorview import TensorView
 from engine.schedule import tools
 from engine.schedule.tools import global_only

@@ -14,9 +14,9 @@ from collections import deque
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
-from engine.analysis.logical_map import consumers_of, producers_of
 from engine.ir import exprs as ex
 from engine.ir.iterdomain import ParallelType
+from engine.ir.logical_map import consumers_of, producers_of
 from engine.ir.quant_exprs import BlockQuantizationOp
 from engine.ir.tensorview import MemoryType, TensorView
 from engine.schedule import tools

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from engine.analysis.logical_map import consumers_of, logical_map, pairwise_logical_map, producers_of
-from engine.analysis.loop_map import loop_map, loop_map_across_resize
-from engine.analysis.replay import is_reshape_edge, linear_id, linear_ids, loop_transforms, replay_onto
 from engine.errors import ScheduleError
 from engine.ir.iterdomain import IterDomain, Merge, ParallelType, transforms_between
+from engine.ir.logical_map import consumers_of, logical_map, pairwise_logical_map, producers_of
+from engine.ir.loop_map import loop_map, loop_map_across_resize
 from engine.ir.tensorview import TensorView, transaction
+from engine.ir.transform_replay import is_reshape_edge, linear_id, linear_ids, loop_transforms, replay_onto
 from engine.schedule.inline_fusion import inline_all_at, inline_most, persistent_caps
 
 __all__ = [
@@ -45,7 +45,7 @@ def replay_edge(src: TensorView, dst: TensorView) -> None:
 
 def _replay_across_reshape(src: TensorView, dst: TensorView) -> bool:
     """Across a reshape (`dst` is the reshape of `src`, or its input). Where `src`'s loop
-    descends from the full merge of its logical ids (engine.analysis.replay.linear_id),
+    descends from the full merge of its logical ids (engine.ir.transform_replay.linear_id),
     `dst` merges all of its own logical ids the same way, which iterates the same
     elements in the same order (a reshape keeps the row-major order), and replays what
     `src` did after its full merge. Every tensor of a flattened (1-D) schedule thus gets

@@ -11,7 +11,7 @@ import importlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from engine.analysis.logical_map import frozen_fact, pairwise_maps_frozen
+from engine.ir.logical_map import frozen_fact, pairwise_maps_frozen
 from engine.schedule import tools
 from engine.schedule.base import PRIORITY, Scheduler, SchedulerType, Verdict
 

@@ -21,10 +21,10 @@ This module holds the scheduler's verdicts; its parts are:
 
 from __future__ import annotations
 
-from engine.analysis.logical_map import pairwise_logical_map
 from engine.ir import exprs as ex
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain, Resize
+from engine.ir.logical_map import pairwise_logical_map
 from engine.ir.scalar import shareable_constant
 from engine.ir.tensorview import TensorView
 from engine.schedule.base import Scheduler, SchedulerType

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from engine.analysis.logical_map import pairwise_logical_map
 from engine.errors import ScheduleError
 from engine.ir import exprs as ex
 from engine.ir.iterdomain import IterDomain, Resize
+from engine.ir.logical_map import pairwise_logical_map
 from engine.ir.tensorview import TensorView
 from engine.schedule.resize_axes import (
     Entry,

@@ -18,7 +18,7 @@ tensor's logical ids. This is nvFuser's loop-domain propagation through a reshap
   is the matching part of an inner split of the merge by the inner id's extent.
 
 Both forms iterate the same elements in the same order as the reshape's ids they stand
-for, and engine.analysis.loop_map.loop_map pairs them, so the tensors on either side of a
+for, and engine.ir.loop_map.loop_map pairs them, so the tensors on either side of a
 reshape are inlined like any others. `build` turns an Entry into loop transforms of one
 tensor; entries are plain data until then, so that checking a fusion changes nothing.
 """

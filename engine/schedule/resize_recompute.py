@@ -13,10 +13,10 @@ copy; on a GPU those reads of the same bytes mostly hit the caches.
 
 from __future__ import annotations
 
-from engine.analysis.logical_map import producers_of
 from engine.ir import exprs as ex
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain, Merge, Resize, Split, transforms_between
+from engine.ir.logical_map import producers_of
 from engine.ir.tensorview import TensorDomain, TensorView
 
 _RECOMPUTABLE = (ex.UnaryOp, ex.BinaryOp, ex.TernaryOp, ex.BroadcastOp, ex.ExpandOp, ex.SqueezeOp,

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from engine.analysis.logical_map import producers_of
 from engine.ir import exprs as ex
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import Resize
+from engine.ir.logical_map import producers_of
 from engine.ir.tensorview import TensorView
 
 

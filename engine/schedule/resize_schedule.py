@@ -5,10 +5,10 @@ with the reference (engine.schedule.resize_walk), flattened and split as the ref
 
 from __future__ import annotations
 
-from engine.analysis.logical_map import consumers_of
 from engine.errors import ScheduleError
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain, ParallelType
+from engine.ir.logical_map import consumers_of
 from engine.ir.tensorview import TensorView
 from engine.ir.verify import verify
 from engine.schedule import tools

@@ -15,7 +15,7 @@ engine does the same in a simplified, explicit form:
    (engine.schedule.resize_schedule). Producers of a pad thus iterate the padded
    extent (their values are read only inside the original range) and producers of a
    slice only the sliced range, so every tensor can be inlined into its consumers
-   (engine.analysis.loop_map.loop_map matches Resizes of equal offsets).
+   (engine.ir.loop_map.loop_map matches Resizes of equal offsets).
 
 A tensor that two paths give different chains (a non-fusion-input tensor read by two
 different slices, or by a slice and a pointwise op) is a conflict: the walk raises
@@ -27,9 +27,9 @@ read by a slice or pad are not cached (as nvFuser's cacheInputs).
 
 from __future__ import annotations
 
-from engine.analysis.logical_map import consumers_of, producers_of
 from engine.ir.base import Val
 from engine.ir.fusion import Fusion
+from engine.ir.logical_map import consumers_of, producers_of
 from engine.ir.tensorview import TensorView
 from engine.schedule.resize_alignment import (
     NOT_RECOMPUTED,

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from engine.analysis.logical_map import pairwise_logical_map, tensor_edges
 from engine.ir import exprs as ex
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import Merge, Split, transforms_between
+from engine.ir.logical_map import pairwise_logical_map, tensor_edges
 from engine.ir.tensorview import TensorView
 
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from engine.analysis.logical_map import consumers_of, logical_map, producers_of
 from engine.errors import ScheduleError
 from engine.ir import exprs as ex
 from engine.ir.aten_exprs import aten_only, aten_only_name
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain, ParallelType
+from engine.ir.logical_map import consumers_of, logical_map, producers_of
 from engine.ir.tensorview import TensorView
 from engine.schedule.global_memory import INDEXING_OPS as INDEXING_OPS
 from engine.schedule.global_memory import global_only, read_by_resize, runtime_buffers

@@ -28,9 +28,9 @@ innermost region, while each transpose group needs its own inner dim's factor.
 
 from __future__ import annotations
 
-from engine.analysis.logical_map import consumers_of, producers_of
 from engine.ir import exprs as ex
 from engine.ir.fusion import Fusion
+from engine.ir.logical_map import consumers_of, producers_of
 from engine.ir.tensorview import TensorView
 from engine.schedule import tools
 from engine.schedule.base import Scheduler, SchedulerType

@@ -10,9 +10,9 @@ reshape (a split's inner output, a merge's inner input).
 
 from __future__ import annotations
 
-from engine.analysis.logical_map import frozen_fact, pairwise_logical_map, producers_of
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain, Merge, Resize, Split, transforms_between
+from engine.ir.logical_map import frozen_fact, pairwise_logical_map, producers_of
 from engine.ir.tensorview import TensorView
 from engine.schedule.id_classes import UnionFind
 from engine.schedule.pointwise_reference import covers_inputs

@@ -12,10 +12,10 @@ what a block allocates is then the ids right of ca_pos, i.e. one t1 x t2 tile.
 
 from __future__ import annotations
 
-from engine.analysis.logical_map import consumers_of, producers_of
 from engine.ir import exprs as ex
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain, ParallelType, SwizzleType
+from engine.ir.logical_map import consumers_of, producers_of
 from engine.ir.tensorview import MemoryType, TensorView
 from engine.schedule import tools
 from engine.schedule.tools import note_transform

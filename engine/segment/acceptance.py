@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.analysis.logical_map import pairwise_maps_frozen
 from engine.ir.base import Expr, Val
 from engine.ir.fusion import Fusion
+from engine.ir.logical_map import pairwise_maps_frozen
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
 from engine.runtime.device import DeviceProperties, current

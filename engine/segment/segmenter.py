@@ -29,11 +29,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.analysis.logical_map import DomainMaps
 from engine.analysis.view_chains import views_only_to_outputs
 from engine.config import Options
 from engine.ir.base import Expr, Val
 from engine.ir.fusion import Fusion
+from engine.ir.logical_map import DomainMaps
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
 from engine.segment.acceptance import Acceptance, Asked

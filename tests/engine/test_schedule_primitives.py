@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from engine import DataType, FusionDefinition, MemoryType, ParallelType, ScheduleError
-from engine.analysis.logical_map import pairwise_logical_map, tensor_edges
 from engine.frontend.sched import CacheOp
+from engine.ir.logical_map import pairwise_logical_map, tensor_edges
 from engine.ir.printer import transforms_block
 from engine.ir.verify import verify, verify_fusion
 from tests.emulation import require_gxx

@@ -138,7 +138,7 @@ def test_rope_forward_schedule_moves_resizes_and_inlines_across_them():
 
 
 def _loop_history(tv):
-    from engine.analysis.replay import loop_transforms
+    from engine.ir.transform_replay import loop_transforms
 
     return loop_transforms(tv)
 

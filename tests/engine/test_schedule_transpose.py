@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from engine import DataType, FusionDefinition, load_fusion
-from engine.analysis.loop_map import loop_map
 from engine.ir.iterdomain import ParallelType
+from engine.ir.loop_map import loop_map
 from engine.ir.tensorview import MemoryType
 from engine.ir.verify import verify_fusion
 from engine.schedule import registry

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from engine.analysis.logical_map import IdMap
 from engine.ir.exprs import ViewOp
 from engine.ir.iterdomain import IdTransform, IterDomain, Merge, Resize, Split, transforms_between
+from engine.ir.logical_map import IdMap
 from engine.ir.tensorview import TensorView
 
 

@@ -2,7 +2,7 @@
 
 The pairwise map (producer logical -> consumer root) is followed through the transforms that
 match on both sides (same kind, factor and mapped inputs) down to the loop domains, across a
-reshape from one side's full merge to the other's (engine.analysis.replay.linear_id), across
+reshape from one side's full merge to the other's (engine.ir.transform_replay.linear_id), across
 Resizes of equal offsets, and from a block quantization's input blocks to its scales. Inlining,
 the lowering's loop nests and its indexing ask for them; `loop_maps_frozen` keeps them while a
 fusion's schedule does not change.
@@ -13,12 +13,12 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from engine.analysis.logical_map import IdMap, pairwise_logical_map
-from engine.analysis.replay import beside_reduced_broadcast, is_reshape_edge, linear_id, loop_transforms
 from engine.ir.iterdomain import IdTransform, IterDomain, Merge, Resize, Split, transforms_between
+from engine.ir.logical_map import IdMap, pairwise_logical_map
 from engine.ir.quant_exprs import BlockQuantizationOp
 from engine.ir.scalar import same_scalar
 from engine.ir.tensorview import TensorView
+from engine.ir.transform_replay import beside_reduced_broadcast, is_reshape_edge, linear_id, loop_transforms
 
 
 def _reshape_linear_map(producer: TensorView, consumer: TensorView) -> IdMap:

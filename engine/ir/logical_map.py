@@ -332,7 +332,7 @@ def root_to_logical(tv: TensorView) -> IdMap:
 
     A reshape's splits and merges are not one-to-one, so their root ids stop here;
     transform propagation crosses a reshape as a whole instead, from the full merge of
-    one side's logical ids to the other's (engine.analysis.replay.linear_id).
+    one side's logical ids to the other's (engine.ir.transform_replay.linear_id).
     """
     dom = tv.domain
     logical = set(dom.logical)
