@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from engine.ir import exprs as ex
+from engine.ir.dependencies import downstream_tvs, upstream_tvs
 from engine.ir.indexing_exprs import INDEXING_OPS
 from engine.ir.iterdomain import IterDomain
 from engine.ir.logical_map import consumers_of, logical_map, producers_of
@@ -71,27 +72,6 @@ def reduction_tvs(fusion: Fusion) -> list[TensorView]:
             if isinstance(tv, TensorView) and is_reduction_tv(tv):
                 (trivial if is_trivial_reduction_tv(tv) else out).append(tv)
     return out if out else trivial
-
-
-def _closure(tv: TensorView, step) -> set[TensorView]:
-    """Every tensor reached from `tv` by repeating `step` (producers_of or consumers_of)."""
-    seen: set[TensorView] = set()
-    stack = list(step(tv))
-    while stack:
-        t = stack.pop()
-        if t not in seen:
-            seen.add(t)
-            stack.extend(step(t))
-    return seen
-
-
-def upstream_tvs(tv: TensorView) -> set[TensorView]:
-    return _closure(tv, producers_of)
-
-
-def downstream_tvs(tv: TensorView) -> set[TensorView]:
-    # Every output of a consuming expr (all of a Welford's outputs) is downstream.
-    return _closure(tv, consumers_of)
 
 
 def sibling_tvs(tv: TensorView) -> list[TensorView]:

@@ -55,9 +55,7 @@ class InliningMixin:
         # The replay rewrites this tensor's whole loop domain.
         self._require_not_inlined("compute_at")
         # Setting ca_pos raises the consumers' produce_pos: they are part of the change.
-        # replay_edge is propagation, in the schedule layer above ir/: imported here, against
-        # the layers (listed in pyproject.toml's ignore_imports).
-        from engine.schedule.propagate import replay_edge
+        from engine.ir.transform_replay import replay_edge
 
         with transaction([self, *consumers_of(self)]):
             replay_edge(consumer, self)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 
 from engine.ir.exprs import ViewOp
 from engine.ir.iterdomain import IdTransform, IterDomain, Merge, Resize, Split, transforms_between
-from engine.ir.logical_map import IdMap
+from engine.ir.logical_map import IdMap, consumers_of, logical_map, pairwise_logical_map
 from engine.ir.tensorview import TensorView
 
 
@@ -164,3 +164,54 @@ def linear_id(tv: TensorView) -> IterDomain | None:
 def is_reshape_edge(producer: TensorView, consumer: TensorView) -> bool:
     e = consumer.definition
     return isinstance(e, ViewOp) and bool(e.inputs) and e.inputs[0] is producer
+
+
+def replay_edge(src: TensorView, dst: TensorView) -> None:
+    """Give `dst` (a direct producer or consumer of `src`) `src`'s loop transforms."""
+
+    if (is_reshape_edge(src, dst) or is_reshape_edge(dst, src)) and _replay_across_reshape(src, dst):
+        return
+    if dst in consumers_of(src):
+        id_map = logical_map(src, dst)
+        ts = loop_transforms(src)
+    else:
+        # From a consumer, start at its root so its root->logical splits (rfactor,
+        # reshape) are replayed on the producer too.
+        id_map = {c: p for p, c in pairwise_logical_map(dst, src).items()}
+        ts = transforms_between(src.domain.maybe_root, src.domain.loop)
+    loop, _ = replay_onto(ts, src.domain.loop, id_map, dst.domain.logical,
+                          on_transform=dst._follow_allocation)
+    dst.domain.loop = loop
+
+
+def _replay_across_reshape(src: TensorView, dst: TensorView) -> bool:
+    """Across a reshape (`dst` is the reshape of `src`, or its input). Where `src`'s loop
+    descends from the full merge of its logical ids (engine.ir.transform_replay.linear_id),
+    `dst` merges all of its own logical ids the same way, which iterates the same
+    elements in the same order (a reshape keeps the row-major order), and replays what
+    `src` did after its full merge. Every tensor of a flattened (1-D) schedule thus gets
+    the same loop whichever path propagation takes to it; otherwise a tensor reached
+    forward through a reshape would keep its reshaped axes unscheduled (the logical map
+    pairs only the axes a reshape keeps), and one reached backward would carry the
+    reshape's splits and merges, which a neighbour reached along another path (a reshape
+    and its inverse between one input and an output) does not share.
+
+    Returns False, changing nothing, when `src` has no full merge (a tiled or partly
+    merged schedule): the caller then replays what the logical map pairs (backward, the
+    reshape output's root->logical transforms are replayed onto the input)."""
+
+    x = linear_id(src)
+    ids = linear_ids(dst)
+    if x is None or not ids:
+        return False
+    y = ids[0]
+    for i in ids[1:]:
+        m = Merge(y, i)
+        dst._follow_allocation(m)
+        y = m.out
+    rest = [i for i in dst.domain.logical if i not in ids]
+    ts = transforms_between([x], src.domain.loop)
+    loop, _ = replay_onto(ts, src.domain.loop, {x: y}, [y, *rest],
+                          on_transform=dst._follow_allocation)
+    dst.domain.loop = loop
+    return True

@@ -214,7 +214,7 @@ def reduction_read_in_its_loop(tv: TensorView, level: int) -> str | None:
     inlined both into a min and into an add of the broadcast min). nvFuser refuses the same mappings (ComputeAtRootDomainMap's
     unmappable reduction domains), so its inline_most stops before them too.
     """
-    from engine.analysis.persistent import downstream_tvs
+    from engine.ir.dependencies import downstream_tvs
     from engine.ir.logical_map import consumers_of, producers_of
 
     if not _has_reduction(tv.fusion):

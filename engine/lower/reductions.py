@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.analysis.persistent import downstream_tvs
 from engine.dtypes import DataType
 from engine.errors import CompileError
 from engine.ir import exprs as ex
+from engine.ir.dependencies import downstream_tvs
 from engine.ir.iterdomain import IterDomain, ParallelType
 from engine.ir.tensorview import TensorView
 from engine.lower import cexpr, kir

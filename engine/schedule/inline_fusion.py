@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.analysis.persistent import persistent_buffers, upstream_tvs
+from engine.analysis.persistent import persistent_buffers
 from engine.errors import ScheduleError
 from engine.ir import exprs as ex
+from engine.ir.dependencies import upstream_tvs
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain
 from engine.ir.logical_map import consumers_of, pairwise_logical_map, root_to_logical

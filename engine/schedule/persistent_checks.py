@@ -22,7 +22,6 @@ from engine.schedule.base import SchedulerType
 from engine.schedule.persistent_budget import register_budget, smem_budget
 from engine.schedule.reduction_checks import (
     common_reject,
-    gather_before_reduction,
     reduces_expansion,
     uncovered_reason,
     unmapped_reductions,
@@ -66,8 +65,6 @@ def persistent_compile_reject(fusion: Fusion, kind: SchedulerType) -> str | None
         return f"{expanding.short_name} reduces an expanded broadcast axis"
     if not persistent_buffers(fusion).persistent_buffers:
         return "no persistent buffer identified"
-    if gather_before_reduction(fusion, reds):
-        return "has unsupported gather-like ops before normalization"
     return uncovered_reason(fusion, [_reference(reds, kind)])
 
 

@@ -26,7 +26,6 @@ from engine.schedule.base import Scheduler, SchedulerType
 from engine.schedule.params import HeuristicParams
 from engine.schedule.reduction_checks import (
     common_reject,
-    gather_before_reduction,
     post_reduction_broadcast,
     uncovered_reason,
     unmapped_reductions,
@@ -61,8 +60,6 @@ class ReductionScheduler(Scheduler):
             return "need persistent buffers that reduction scheduler doesn't handle"
         if post_reduction_broadcast(fusion, reds):
             return "has unsupported post reduction fusion"
-        if gather_before_reduction(fusion, reds):
-            return "has unsupported gather-like ops before reduction"
         # Parts without a reduction of their own are scheduled from no reference.
         return uncovered_reason(fusion, reds)
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from engine.analysis.coverage import uncovered_axis
-from engine.analysis.persistent import downstream_tvs, reduction_pattern, reduction_tvs, upstream_tvs
+from engine.analysis.persistent import reduction_pattern, reduction_tvs
 from engine.ir import exprs as ex
 from engine.ir import quant_exprs
+from engine.ir.dependencies import downstream_tvs
 from engine.ir.tensorview import TensorView
 from engine.schedule import tools
 from engine.schedule.base import SchedulerType
@@ -37,22 +38,6 @@ def unsupported_ops(fusion: Fusion) -> str | None:
         if type(e).__module__ == quant_exprs.__name__:
             return f"no support for {e.op_name}"
     return None
-
-
-def gather_before_reduction(fusion: Fusion, reds: list[TensorView]) -> bool:
-    """A gather-like op (select, index_select, gather) whose result a reduction reads and
-    whose looked-up tensor the fusion computes. A lookup into a fusion input reads global
-    memory at the indices wherever the schedule puts the op, as nvFuser's
-    SchedulerTopologyChecker::hasGatherToBroadcastBeforeReduction lets it ("fusion input does
-    not conflict"); one into an intermediate is refused (nvFuser refuses a select, and a
-    gather whose indexed axis becomes a broadcast; this engine, every such lookup)."""
-    inputs = set(map(id, fusion.inputs))
-    for r in reds:
-        for t in upstream_tvs(r) | {r}:
-            e = t.definition
-            if isinstance(e, (ex.GatherOp, ex.IndexSelectOp, ex.SelectOp)) and id(e.inputs[0]) not in inputs:
-                return True
-    return False
 
 
 def post_reduction_broadcast(fusion: Fusion, reds: list[TensorView]) -> bool:

@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING
 
 import networkx as nx
 
-from engine.analysis.persistent import downstream_tvs, sibling_tvs, upstream_tvs
+from engine.analysis.persistent import sibling_tvs
 from engine.errors import ScheduleError
+from engine.ir.dependencies import downstream_tvs, upstream_tvs
 from engine.ir.logical_map import consumers_of
 from engine.ir.tensorview import TensorView
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
-from engine.analysis.persistent import memory_order, pattern_order, reduction_tvs, upstream_tvs
+from engine.analysis.persistent import memory_order, pattern_order, reduction_tvs
 from engine.errors import ScheduleError
 from engine.ir import exprs as ex
+from engine.ir.dependencies import upstream_tvs
 from engine.ir.iterdomain import IterDomain, Merge, ParallelType, Split
 from engine.ir.logical_map import consumers_of, logical_map, producers_of
 from engine.ir.tensorview import TensorView

@@ -1,14 +1,14 @@
-"""Gather-like ops before a reduction (nvFuser's hasGatherToBroadcastBeforeReduction): a lookup
-into a fusion input is scheduled with the reduction (an embedding row read at its index, then
-normalized: one kernel), a lookup into an intermediate keeps the reduction schedulers away."""
+"""Gather-like ops before a reduction: a lookup into a fusion input is scheduled with the
+reduction (an embedding row read at its index, then normalized: one kernel), as nvFuser's
+hasGatherToBroadcastBeforeReduction lets it ("fusion input does not conflict"); a lookup into
+an intermediate is refused by every kernel scheduler (rejectScheduleForMemoryPromotion)."""
 
 import torch
 
 from engine import DataType, FusionDefinition, compile_fusion
 from engine.analysis.coverage import looked_up_axes
-from engine.analysis.persistent import reduction_tvs
 from engine.reference import evaluate
-from engine.schedule.reduction_checks import gather_before_reduction
+from engine.schedule.global_memory import memory_promotion_reason
 
 
 def _embedding_rms_norm(lookup_of_intermediate: bool) -> FusionDefinition:
@@ -51,7 +51,7 @@ def test_the_table_axis_a_lookup_indexes_needs_no_thread():
 
 def test_a_lookup_into_an_intermediate_keeps_the_reduction_schedulers_away():
     fd = _embedding_rms_norm(lookup_of_intermediate=True)
-    assert gather_before_reduction(fd.fusion, reduction_tvs(fd.fusion))
+    assert memory_promotion_reason(fd.fusion) == "First input of IndexSelectOp must be fusion input."
     xs = _inputs()
     cf = compile_fusion(fd, xs)
     assert len([s for s in cf.segments if s.is_kernel]) > 1

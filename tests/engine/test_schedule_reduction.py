@@ -218,13 +218,23 @@ def test_refusals_with_nvfusers_reasons():
     v, _ = verdicts(fd, [torch.randn(4, 8), torch.randn(4, 8)])
     assert v["reduction"] == "has unsupported post reduction fusion"
 
-    # take_along_axis feeding a reduction
+    # take_along_axis of a fusion input feeding a reduction: the lookup reads global memory
+    # wherever the schedule puts it (nvFuser's hasGatherToBroadcastBeforeReduction: "fusion
+    # input does not conflict")
     with FusionDefinition() as fd:
         a = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
         i = fd.define_tensor(shape=[-1, -1], dtype=DataType.Int)
         fd.add_output(fd.ops.sum(fd.ops.take_along_axis(a, i, dim=1), dims=[1]))
     v, _ = verdicts(fd, [torch.randn(4, 8), torch.randint(0, 8, (4, 3))])
-    assert v["reduction"] == "has unsupported gather-like ops before reduction"
+    assert v["reduction"] == "accepted"
+
+    # a select of an intermediate feeding a reduction (rejectScheduleForMemoryPromotion, which
+    # every kernel scheduler applies first)
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1, -1], dtype=DataType.Float)
+        fd.add_output(fd.ops.sum(fd.ops.select(fd.ops.exp(a), 0, dim=1), dims=[1]))
+    v, _ = verdicts(fd, [torch.randn(4, 5, 8)])
+    assert v["reduction"] == "First input of SelectOp must be fusion input."
 
 
 def test_cross_entropy_gather_of_an_intermediate_is_refused_by_every_scheduler():
