@@ -51,19 +51,6 @@ from engine.shape_rules import check_sizes
 from engine.trace import Trace
 
 
-def is_user_scheduled(fusion: Fusion) -> bool:
-    """True when a user's schedule (fd.sched) already shaped the loops: keep it as written."""
-    for tv in fusion.tensors():
-        if not isinstance(tv, TensorView):
-            continue
-        dom = tv.domain
-        if tv.compute_at_pos or any(i.is_parallelized for i in dom.loop):
-            return True
-        if [id(i) for i in dom.loop] != [id(i) for i in dom.logical]:
-            return True
-    return False
-
-
 def _bound(fusion: Fusion, inputs: Sequence[Any]) -> Any:
     """A scalar of `fusion` evaluated at the sizes and scalar values of `inputs`."""
     env = bind_env(fusion, list(inputs))

@@ -7,8 +7,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from engine.allocation import _alloc_perm, alloc_strides, allocate
 from engine.analysis.flops import expr_flops
 from engine.codegen.cuda import render
+from engine.compiled_segment import CompiledSegment
 from engine.config import Options
 from engine.dtypes import DataType
 from engine.errors import CompileError, RegisterFitError, ScheduleError
@@ -54,11 +56,22 @@ class SegmentLoweringError(CompileError):
         self.at = at  # the name of the op (among `exprs`) whose output the failure names
 
 
+def is_user_scheduled(fusion: Fusion) -> bool:
+    """True when a user's schedule (fd.sched) already shaped the loops: keep it as written."""
+    for tv in fusion.tensors():
+        if not isinstance(tv, TensorView):
+            continue
+        dom = tv.domain
+        if tv.compute_at_pos or any(i.is_parallelized for i in dom.loop):
+            return True
+        if [id(i) for i in dom.loop] != [id(i) for i in dom.logical]:
+            return True
+    return False
+
+
 def _segment(fusion: Fusion, inputs: list[Any], options: Options, trace: Trace,
              refusals: Refusals | None = None) -> tuple[list[tuple], Any]:
     """(group fusion, value map original->clone, group inputs, group outputs, id) per group, in run order."""
-    from engine.compile import is_user_scheduled
-
     if is_user_scheduled(fusion):
         clone, vmap = fusion.clone()
         trace.event("segment", "fusion", "user-scheduled fusion: one segment, the schedule as written")
@@ -126,8 +139,6 @@ def build_segments(fusion: Fusion, inputs: list[Any], options: Options, trace: T
     """Segment, then schedule, lower and render each segment. A segment of several ops that
     its (automatic) scheduler accepted but that fails to lower raises SegmentLoweringError
     naming its ops, so that the caller can segment again with them apart."""
-    from engine.compile import CompiledSegment
-
     groups, segmented = _segment(fusion, inputs, options, trace, refusals)
     sizes = segmented.sizes if segmented is not None else Sizes(fusion, inputs)
     env = sizes.env
@@ -177,8 +188,6 @@ def _known_strides(seg: Any, args: list[Any], env: dict) -> dict[str, list[int]]
     unsigned block index is 32-bit arithmetic), fp4 (packed) and swizzled allocations keep
     their runtime strides."""
     import torch
-
-    from engine.compile import _alloc_perm, alloc_strides, allocate
 
     fusion = seg.fusion
     tensors = [(v, a) for k, (v, a) in enumerate(zip(fusion.inputs, args)) if k in seg.user_inputs]
@@ -284,8 +293,6 @@ def _schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace,
         layouts = {}
         for v, x in zip(fusion.inputs, args):
             if isinstance(v, TensorView) and info.strides(v) is not None:
-                from engine.compile import alloc_strides
-
                 try:
                     layouts[v.short_name] = (alloc_strides(v, x), info.alignment(v))
                 except Exception:  # an input layout the kernels address through runtime strides only

@@ -14,6 +14,7 @@ from engine.ir.base import Expr, Val
 from engine.ir.fusion import Fusion
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
+from engine.nvfp4 import packed_dim
 from engine.reference.layouts import finish_output
 from engine.reference.rules import HANDLERS, Context, short_names
 from engine.runtime.placement import run_device
@@ -107,8 +108,6 @@ def element_sizes(dtype: DataType, x: torch.Tensor) -> list[int]:
     """Sizes in elements: an fp4 tensor packs two values per byte on its stride-1 axis."""
     sizes = list(x.shape)
     if dtype == DataType.Float4_e2m1fn:
-        from engine.nvfp4 import packed_dim
-
         sizes[packed_dim(x)] *= 2
     return sizes
 
