@@ -37,6 +37,7 @@ import torch
 
 from benchmarks.timing import input_sets_needed, time_calls
 from engine.errors import ExecutionError, FusionDefinitionError
+from scripts.attention_state import attention_state_from_the_forward
 from scripts.scales import (
     Scale,
     UnscalableError,
@@ -274,7 +275,9 @@ def kernel_rows(cf: Any, env: Env, times_us: dict[str, float], method: str | Non
 def build(rec: dict[str, Any], path: Path, text: str, fd0: Any, xs0: list[Any], scale: Scale | None,
           env: Env) -> tuple[Any, Callable[[int], list[Any]], list[Any], list[Any] | None]:
     """The fusion at the case's size, a maker of input sets (by seed), set 0 and the reference
-    outputs for it (None where the reference failed for another reason than the sizes)."""
+    outputs for it (None where the reference failed for another reason than the sizes). An
+    attention backward's saved output and log-sum-exp come from its forward, as in the GPU
+    tests (scripts.attention_state): drawn at random they overflow exp() at real sizes."""
     from engine.reference import evaluate
 
     def reference(fd: Any, xs: list[Any]) -> list[Any] | None:
@@ -292,7 +295,7 @@ def build(rec: dict[str, Any], path: Path, text: str, fd0: Any, xs0: list[Any], 
     env.stage("build")
     if scale is None:
         def own(seed: int) -> list[Any]:
-            return fd0.example_inputs(device=env.device, seed=seed)
+            return attention_state_from_the_forward(fd0, fd0.example_inputs(device=env.device, seed=seed))
 
         xs = own(0)
         return fd0, own, xs, reference(fd0, xs)
@@ -301,6 +304,7 @@ def build(rec: dict[str, Any], path: Path, text: str, fd0: Any, xs0: list[Any], 
     for s in (scale, Scale(scale.label, scale.chosen, multiples=False)):
         try:
             fd, xs = scaled_fusion(path, text, s, xs0, specs, env.cap, env.device)
+            xs = attention_state_from_the_forward(fd, xs)
             refs = reference(fd, xs)
         except UnscalableError as e:
             if "over the cap" in str(e):
@@ -312,8 +316,8 @@ def build(rec: dict[str, Any], path: Path, text: str, fd0: Any, xs0: list[Any], 
             continue
         rec["label"] = s.label + ("" if s.multiples else " (exact values only)")
 
-        def scaled(seed: int, s: Scale = s) -> list[Any]:
-            return scaled_inputs(s, xs0, specs, env.cap, env.device, seed)
+        def scaled(seed: int, s: Scale = s, fd: Any = fd) -> list[Any]:
+            return attention_state_from_the_forward(fd, scaled_inputs(s, xs0, specs, env.cap, env.device, seed))
 
         return fd, scaled, xs, refs
     raise UnscalableError(why)

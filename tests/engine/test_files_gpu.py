@@ -15,6 +15,7 @@ import torch
 from engine import compile_fusion, load_fusion
 from engine.errors import ExecutionError, FusionDefinitionError
 from engine.reference import evaluate
+from scripts.attention_state import attention_state_from_the_forward
 from scripts.scales import Scale, UnscalableError, real_scale, reduced_real_scale, rescalable, scaled_fusion
 from tests.fuzz.harness import run_compiled
 from tests.multidevice.samples import single_device
@@ -67,47 +68,6 @@ def _realistic(path: Path, device: str = "cuda") -> tuple[object, list[object], 
         if real_scale(text) is not None:
             pytest.fail(f"the real sizes reduced to {scale.label} do not fit the script: {why}")
     return fd0, fd0.example_inputs(device=device, seed=0), f"own ({why})"
-
-
-def attention_state_from_the_forward(fd: object, xs: list[object]) -> list[object]:
-    """`xs` with each sdpfa_bwd's saved output and log-sum-exp replaced by those of the forward
-    (sdpfa_fwd of its query, key and value, with its dropout, causality and scale, evaluated
-    by the reference as on the device) where all five are fusion inputs. Drawn at random they
-    are no attention state: at [1, 32, 2048, 128] (sdpa_bwd_gqa_repeat_sum_permute_cat_qkv_
-    grad_bf16) scale * q.k - lse reaches 131, exp() overflows in the backward, and the grads'
-    infinities summed over the GQA repeats give NaN or -inf by the order of the additions."""
-    from engine import FusionDefinition
-    from engine.dtypes import from_torch
-    from engine.ir.exprs import SdpaBwdOp
-
-    fusion = fd.fusion  # type: ignore[attr-defined]
-    at = {id(v): k for k, v in enumerate(fusion.inputs)}
-    xs = list(xs)
-
-    def value(s: object) -> object:
-        return xs[at[id(s)]] if id(s) in at else s.value  # type: ignore[attr-defined]
-
-    for e in fusion.exprs():
-        if not isinstance(e, SdpaBwdOp):
-            continue
-        _grad, q, k, v, o, lse, dropout_p, causal = e.inputs[:8]
-        if not all(id(t) in at for t in (q, k, v, o, lse)):
-            continue
-        qkv = [xs[at[id(t)]].contiguous() for t in (q, k, v)]  # type: ignore[union-attr]
-        scale = None if e.scale is None else value(e.scale)
-        with FusionDefinition() as f:
-            ts = [f.define_tensor(shape=[-1] * 4, contiguity=[True] * 4, dtype=from_torch(x.dtype)) for x in qkv]
-            out, logsumexp, _seed, _offset = f.ops.sdpfa_fwd(
-                *ts, dropout_p=float(value(dropout_p)), is_causal=bool(value(causal)),
-                scale=None if scale is None else float(scale))
-            f.add_output(out)
-            f.add_output(logsumexp)
-        for t, got in zip((o, lse), evaluate(f.fusion, qkv)):
-            old = xs[at[id(t)]]
-            new = torch.empty_like(old)  # type: ignore[call-overload]
-            new.copy_(got)
-            xs[at[id(t)]] = new
-    return xs
 
 
 def _rescalable(path: Path) -> bool:
