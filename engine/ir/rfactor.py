@@ -23,6 +23,7 @@ from engine.errors import ScheduleError
 from engine.ir.exprs import ReductionOp, RFactorReductionOp, RFactorWelfordOp, WelfordOp
 from engine.ir.iterdomain import IdTransform, IterDomain, IterType, Merge, Split, transforms_between
 from engine.ir.tensorview import MemoryType, TensorDomain, TensorView, verify_around
+from engine.ir.transform_replay import loop_transforms, replay_onto
 
 
 def _apply(t: IdTransform, m: dict[IterDomain, IterDomain]) -> list[IterDomain]:
@@ -92,8 +93,6 @@ def _sync_siblings(tv: TensorView, outs: list[TensorView]) -> None:
     user who split only one (fd.sched.split(avg, ...)) gets the others replayed here,
     as the three must be rfactored at the same loop axes.
     """
-    from engine.ir.transform_replay import loop_transforms, replay_onto
-
     ts = loop_transforms(tv)
     shape = [type(t) for t in ts]
     for o in outs:

@@ -31,7 +31,10 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from engine.errors import ScheduleError
+from engine.ir.dependencies import downstream_tvs
 from engine.ir.iterdomain import IterDomain, Merge, ParallelType, transforms_between
+from engine.ir.logical_map import consumers_of, producers_of
+from engine.ir.loop_map import loop_map
 from engine.ir.tensorview import MemoryType, TensorView
 
 if TYPE_CHECKING:
@@ -181,8 +184,6 @@ def max_inline_position(tv: TensorView) -> int:
 
 
 def _max_inline_position(tv: TensorView) -> int:
-    from engine.ir.logical_map import consumers_of
-    from engine.ir.loop_map import loop_map
 
     if tv in tv.fusion.inputs:
         return 0
@@ -214,8 +215,6 @@ def reduction_read_in_its_loop(tv: TensorView, level: int) -> str | None:
     inlined both into a min and into an add of the broadcast min). nvFuser refuses the same mappings (ComputeAtRootDomainMap's
     unmappable reduction domains), so its inline_most stops before them too.
     """
-    from engine.ir.dependencies import downstream_tvs
-    from engine.ir.logical_map import consumers_of, producers_of
 
     if not _has_reduction(tv.fusion):
         return None
@@ -258,7 +257,6 @@ def _has_reduction(fusion: Fusion) -> bool:
 
 
 def verify_compute_at(tv: TensorView) -> None:
-    from engine.ir.logical_map import producers_of
 
     n = tv.nloop
     if not 0 <= tv.compute_at_pos <= n:
