@@ -94,9 +94,6 @@ class SegmentLaunch:
                 self.sources.append((WORK, len(self.workspaces)))
                 self.workspaces.append((n, work_dtype(ctype), zero))
         self.results = [_result(v, inputs, outs) for v in seg.fusion.outputs]
-        # (shape, stride, dtype) per output where none needs zeroing: one call each
-        self._plain_allocs = (None if any(a.zero for a in self.allocs)
-                              else [(a.shape, a.stride, a.dtype) for a in self.allocs])
         # Tensor inputs' sizes and strides: the launcher's argument layout assumes them.
         self.layouts = {k: (x.shape, x.stride()) for k, x in enumerate(args) if isinstance(x, torch.Tensor)}
         kernel = seg.kernel(backend)
@@ -123,13 +120,8 @@ class SegmentLaunch:
         """Launch on `args` (laid out as when settled; the caller knows they are) and return
         the segment's outputs. `into`: {output position: input position} of outputs to write
         into that input's buffer (engine.host.in_place), where its layout is the output's."""
-        if into:
-            outs = self._outputs_into(args, into)
-        elif self._plain_allocs is not None:
-            alloc = self._alloc
-            outs = [alloc(shape, stride, dtype) for shape, stride, dtype in self._plain_allocs]
-        else:
-            outs = [a.new(self._alloc) for a in self.allocs]
+        alloc = self._alloc
+        outs = [a.new(alloc) for a in self.allocs] if not into else self._outputs_into(args, into)
         work = self._workspaces() if self.workspaces else []
         pick = (args, outs, work)
         values = [pick[kind][k] for kind, k in self.sources]
