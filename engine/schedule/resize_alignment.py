@@ -26,6 +26,7 @@ from engine.schedule.resize_axes import (
     same_chain,
     same_entry,
     up_through_view,
+    without_broadcast_merges,
 )
 
 # Per reference axis: the tensor's node for it (a logical id, or across a reshape a split
@@ -157,4 +158,5 @@ def p2c(producer: TensorView, consumer: TensorView, al: Alignment, maps: Pairwis
 def same_alignment(a: Alignment, b: Alignment) -> bool:
     """Agreement on the axes both know. One side may lack axes: a producer of a
     broadcast does not have the new broadcast axis its consumer aligns."""
-    return all(same_entry(a[k], b[k]) for k in a.keys() & b.keys())
+    return all(same_entry(a[k], b[k]) or same_entry(without_broadcast_merges(a[k]), without_broadcast_merges(b[k]))
+               for k in a.keys() & b.keys())

@@ -80,19 +80,22 @@ def same_entry(a: Entry, b: Entry) -> bool:
     return all(same_entry(p, q) for p, q in zip(x.parts, y.parts))
 
 
-def merged_broadcast(e: Entry) -> IterDomain | None:
-    """A broadcast id that the entry merges with another axis (a reshape merging a
-    broadcast of the tensor), else None."""
-    node, _ = e
+def _is_broadcast_leaf(e: Entry) -> bool:
+    return isinstance(e[0], IterDomain) and e[0].is_broadcast and not e[1]
+
+
+def without_broadcast_merges(e: Entry) -> Entry:
+    """`e` with every merge of a (resize-free) broadcast leaf replaced by its other part:
+    the axis a tensor without that broadcast plays for the same reference axis."""
+    node, chain = e
     if not isinstance(node, Derived):
-        return None
-    for p in node.parts:
-        if node.kind == "merge" and isinstance(p[0], IterDomain) and p[0].is_broadcast:
-            return p[0]
-        found = merged_broadcast(p)
-        if found is not None:
-            return found
-    return None
+        return e
+    parts = tuple(without_broadcast_merges(p) for p in node.parts)
+    if node.kind == "merge":
+        kept = [q for p, q in zip(node.parts, parts) if not _is_broadcast_leaf(p)]
+        if len(kept) == 1:
+            return kept[0][0], kept[0][1] + chain
+    return Derived(node.kind, parts, node.factor, node.inner_split), chain
 
 
 def has_resize(e: Entry) -> bool:
@@ -112,6 +115,12 @@ def map_leaves(e: Entry, f: Callable[[IterDomain, tuple[Resize, ...]], Entry | N
     if isinstance(node, IterDomain):
         return f(node, chain)
     parts: list[Entry | None] = [map_leaves(p, f) for p in node.parts]
+    if node.kind == "merge" and not chain and sum(q is None for q in parts) == 1:
+        # Broadcast forwarding (as the transform replay's): a merge with a broadcast that
+        # does not continue across the edge continues its other part.
+        gone = node.parts[parts.index(None)]
+        if _is_broadcast_leaf(gone):
+            return next(q for q in parts if q is not None)
     if any(q is None for q in parts):
         return None
     return derive(node.kind, tuple(q for q in parts if q is not None), chain, node.factor,
@@ -256,5 +265,5 @@ def derives_from_inner(i: IterDomain, src: IterDomain) -> bool:
 
 
 __all__ = ["Derived", "Entry", "LoopBuilder", "Node", "ReshapeAxisError", "derives_from_inner",
-           "down_through_view", "has_resize", "leaf_of", "map_leaves", "merged_broadcast", "same_chain", "same_entry",
-           "up_through_view"]
+           "down_through_view", "has_resize", "leaf_of", "map_leaves", "same_chain", "same_entry", "up_through_view",
+           "without_broadcast_merges"]

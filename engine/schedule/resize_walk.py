@@ -40,7 +40,7 @@ from engine.schedule.resize_alignment import (
     p2c,
     same_alignment,
 )
-from engine.schedule.resize_axes import Entry, has_resize, map_leaves, merged_broadcast
+from engine.schedule.resize_axes import Entry, has_resize, map_leaves
 
 
 def align(fusion: Fusion, ref: TensorView,
@@ -144,14 +144,6 @@ class AlignWalk:
         # resize (nvFuser refuses a resize between the reference and an output). Needed
         # resized by a consumer: that consumer gets a copy; given a resize by its
         # producers: it gets private copies of them (make_resizes_exclusive).
-        for e in al.values():
-            b = merged_broadcast(e)
-            if b is not None:
-                # Its producers would iterate the other part alone, which the lowering
-                # cannot index from the merged loop.
-                raise ConflictError(f"{tv.short_name}: a reshape merges its broadcast {b} with "
-                                     "another axis; not scheduled by this engine's resize "
-                                     "scheduler yet")
         if id(tv) in self.outputs and any(has_resize(e) for e in al.values()):
             raise ConflictError(
                 f"output {tv.short_name} would be written under a resize of the reference "

@@ -72,15 +72,66 @@ def test_rope_with_a_reshape_is_one_resize_kernel_and_matches_the_reference():
 KERNELS = {
     "falcon_qkv_reshape_permute_rope": 3,  # was 8 (5 before its V slice became an alias)
     "qkv_unbind_reshape_permute_slice_squeeze_bf16": 0,  # was 3 (1 before slices became aliases)
-    # was 3; 2 since the final [B, H, S, D] -> [B, S, H * D] (a reshape merging permuted axes,
-    # which copies) is a kernel rather than a torch copy on the host
-    "rope_neox_partial_rotary_bwd_pad_pass_through_bf16": 2,
+    # was 3; 1 since the final [B, H, S, D] -> [B, S, H * D] merges the heads of the
+    # broadcast cos and sin into the resize kernel's loop
+    "rope_neox_partial_rotary_bwd_pad_pass_through_bf16": 1,
     "rope_llama3_gqa_bwd_repeat_sum_cat_qkv_bf16": 4,  # was 9
     "rope_bwd_gqa_full_empty_pad_cat": 5,  # was 10
-    # was 5 (3 before slices became aliases); 4 since GQA's repeat of K and V (a reshape
-    # merging an expanded axis) is a copy kernel each rather than a torch copy on the host
-    "rope_direct_llama32_gqa_fused_qkv_positional_args": 4,
+    # was 5 (3 before slices became aliases); 3 since GQA's repeat of K (a reshape merging
+    # an expanded axis) joins K's rotation; V's repeat is a copy kernel of its own
+    "rope_direct_llama32_gqa_fused_qkv_positional_args": 3,
 }
+
+
+def gqa_rope_repeat_kv(fd: FusionDefinition, n_rep: int) -> None:
+    """k of grouped-query attention: rotated by halves, then repeated for the query heads
+    (expand [B, Hkv, n_rep, S, D], reshape to [B, Hkv * n_rep, S, D]: a reshape merging an
+    expanded broadcast); cos and sin broadcast over batch and heads."""
+    k = fd.define_tensor(shape=[B, H, S, D], contiguity=[True] * 4, dtype=DataType.BFloat16)
+    cos = fd.define_tensor(shape=[S, D], contiguity=[True] * 2, dtype=DataType.BFloat16)
+    sin = fd.define_tensor(shape=[S, D], contiguity=[True] * 2, dtype=DataType.BFloat16)
+    kf = fd.ops.cast(k, DataType.Float)
+    rot = fd.ops.cat([fd.ops.neg(fd.ops.slice(kf, [0, 0, 0, D // 2], [B, H, S, D])),
+                      fd.ops.slice(kf, [0, 0, 0, 0], [B, H, S, D // 2])], dim=-1)
+    c = fd.ops.cast(fd.ops.broadcast_in_dim(cos, shape=[B, H, S, D], broadcast_dims=[2, 3]), DataType.Float)
+    s = fd.ops.cast(fd.ops.broadcast_in_dim(sin, shape=[B, H, S, D], broadcast_dims=[2, 3]), DataType.Float)
+    kr = fd.ops.cast(fd.ops.add(fd.ops.mul(kf, c), fd.ops.mul(rot, s)), DataType.BFloat16)
+    rep = fd.ops.broadcast_in_dim(kr, shape=[B, H, n_rep, S, D], broadcast_dims=[0, 1, 3, 4])
+    fd.add_output(fd.ops.reshape(rep, [B, H * n_rep, S, D]))
+
+
+def heads_flattened_rope(fd: FusionDefinition) -> None:
+    """NeoX's layout at the end of a RoPE backward: [B, H, S, D] rotated with cos and sin
+    broadcast over the heads, permuted to [B, S, H, D] and flattened to [B, S, H * D] (a
+    reshape that merges the heads, a broadcast of cos and sin, with the features)."""
+    x = fd.define_tensor(shape=[B, H, S, D], contiguity=[True] * 4, dtype=DataType.BFloat16)
+    cos = fd.define_tensor(shape=[S, D], contiguity=[True] * 2, dtype=DataType.BFloat16)
+    sin = fd.define_tensor(shape=[S, D], contiguity=[True] * 2, dtype=DataType.BFloat16)
+    xf = fd.ops.cast(x, DataType.Float)
+    c = fd.ops.cast(fd.ops.broadcast_in_dim(cos, shape=[B, H, S, D], broadcast_dims=[2, 3]), DataType.Float)
+    s = fd.ops.cast(fd.ops.broadcast_in_dim(sin, shape=[B, H, S, D], broadcast_dims=[2, 3]), DataType.Float)
+    xs = fd.ops.mul(xf, s)
+    rot = fd.ops.add(fd.ops.pad(fd.ops.slice(xs, [0, 0, 0, D // 2], [B, H, S, D]), [0, D // 2]),
+                     fd.ops.pad(fd.ops.neg(fd.ops.slice(xs, [0, 0, 0, 0], [B, H, S, D // 2])), [D // 2, 0]))
+    y = fd.ops.cast(fd.ops.add(fd.ops.mul(xf, c), rot), DataType.BFloat16)
+    fd.add_output(fd.ops.reshape(fd.ops.permute(y, [0, 2, 1, 3]), [B, S, H * D]))
+
+
+@needs_gxx
+@pytest.mark.parametrize("case", ["repeat_kv", "heads_flattened"])
+def test_a_reshape_merging_a_broadcast_is_one_resize_kernel(case: str):
+    # The merged axis of the broadcast's consumer is the producer's other axis alone
+    # (broadcast forwarding), as nvFuser's loop-domain propagation gives it.
+    with FusionDefinition() as fd:
+        gqa_rope_repeat_kv(fd, 3) if case == "repeat_kv" else heads_flattened_rope(fd)
+    g = torch.Generator().manual_seed(1)
+    xs = [torch.randn(B, H, S, D, generator=g).bfloat16(), torch.randn(S, D, generator=g).bfloat16(),
+          torch.randn(S, D, generator=g).bfloat16()]
+    cf = compile_fusion(fd, xs)
+    assert [s.scheduler for s in cf.segments if s.is_kernel] == [SchedulerType.resize.value]
+    (out,), (ref,) = cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs)
+    assert out.shape == ref.shape
+    torch.testing.assert_close(out.double(), ref.double(), rtol=1e-2, atol=1e-2)
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))
