@@ -1,6 +1,7 @@
 """Pairwise merging of neighbouring groups: level-based rounds (Herrmann et al., as nvFuser
 does; select-like ops merge with their lookup's producer first), then the final merge of
-producers with consumers, which may fuse through fusion outputs.
+producers with consumers, which may fuse through fusion outputs, then the merge of sibling
+kernels: groups with no path between them that read the same fusion input.
 """
 
 from __future__ import annotations
@@ -9,7 +10,13 @@ from typing import Any
 
 from engine.ir import exprs as ex
 from engine.ir.base import Val
+from engine.ir.tensorview import TensorView
+from engine.schedule.base import SchedulerType
 from engine.segment.group_graph import Group
+
+# Schedulers whose segments launch no kernel of this engine: merging another group into one
+# of them would make the kernel compute what was a view or a library call.
+_NO_KERNEL = (SchedulerType.expr_eval, SchedulerType.no_op)
 
 
 class LevelMerge:
@@ -136,4 +143,43 @@ class LevelMerge:
                 if done:
                     break
             if not done:
+                return
+
+    def _kernel_group(self, g: Group) -> bool:
+        if g.is_input or not g.exprs:
+            return False
+        first = self._ask(g.exprs)[1]
+        return first is not None and first not in _NO_KERNEL
+
+    def _inputs_read(self, g: Group) -> set[int]:
+        """The fusion inputs a group reads, directly or through the forwarded chains (views
+        and casts of an input that every segment recomputes)."""
+        inputs = {id(v) for v in self.fusion.inputs}
+        out: set[int] = set()
+        for e in [*self.forwarding.exprs_for([v for e in g.exprs for v in e.inputs]), *g.exprs]:
+            out |= {id(v) for v in e.inputs if isinstance(v, TensorView) and id(v) in inputs}
+        return out
+
+    def _sibling_merge(self) -> None:
+        """Kernels that read the same fusion input and depend on each other through no
+        path (a RoPE's q and k rotations reading one cos and sin) become one kernel where a
+        scheduler takes them together: one launch, and the shared input read once. nvFuser
+        gets this by scheduling the whole fusion before it segments; here the groups that
+        segmentation left apart are tried pairwise, in fusion order."""
+        while True:
+            kernels = [g for g in self.groups if self._kernel_group(g)]
+            reads = {g: self._inputs_read(g) for g in kernels}
+            merged = False
+            for k, a in enumerate(kernels):
+                for b in kernels[k + 1:]:
+                    if not reads[a] & reads[b]:
+                        continue
+                    first = self._try([a, b], "sibling merge")
+                    if first is not None and first not in _NO_KERNEL:
+                        self._merge([a, b])
+                        merged = True
+                        break
+                if merged:
+                    break
+            if not merged:
                 return

@@ -619,3 +619,26 @@ def test_a_norm_after_a_view_of_its_input_is_one_persistent_kernel():
     xs = [torch.randn(1, 6, 64).bfloat16(), torch.randn(16).bfloat16()]
     sf = segment_fusion(fd.fusion, xs)
     assert [g.scheduler for g in sf.groups] == ["expr_eval", "inner_persistent"]
+
+
+def _two_sums_of_two_layouts(fd: FusionDefinition) -> None:
+    # Merging neighbours leaves sum(T0, 1) apart from the segment of T0 + sum(T1, 2): no
+    # path joins them, but both read T0 (a sibling merge makes them one reduction kernel).
+    t0 = fd.define_tensor(shape=[-1, -1, 1], contiguity=[True, True, None], dtype=DataType.Float)
+    t1 = fd.define_tensor(shape=[-1, 1, -1], contiguity=[True, None, True], dtype=DataType.Float)
+    t2 = fd.ops.sum(t0, [1])
+    t3 = fd.ops.sum(t1, [1])
+    fd.add_output(fd.ops.mul(t2, t3))
+    fd.add_output(fd.ops.add(t0, fd.ops.sum(t1, [2], keepdim=True)))
+
+
+def test_sibling_kernels_that_read_one_input_merge():
+    with FusionDefinition() as fd:
+        _two_sums_of_two_layouts(fd)
+    xs = [torch.randn(32, 34, 1), torch.randn(32, 1, 34)]
+    trace = Trace()
+    sf = segment_fusion(fd.fusion, xs, trace=trace)
+    merged = [e for e in trace if e.kind == "merge" and e.message.startswith("sibling merge: merged")]
+    assert merged, [e.message for e in trace if e.kind == "merge"][-5:]
+    assert len(sf.groups) == 3
+    check_reference(fd, sf, xs)
