@@ -13,6 +13,8 @@ This module holds the scheduler's verdicts; its parts are:
   edge in a walk from the reference; resize_axes: such axes across reshapes;
 - resize_exclusive and resize_recompute: the walk's conflicts (a tensor needed under
   two alignments), resolved by recomputing the tensor for one of its consumers;
+  resize_components: parts that meet only at fusion inputs, aligned apart when their
+  conflicts do not resolve otherwise;
 - resize_heuristics: ResizeParams;
 - resize_schedule: every tensor's loop domain built from its alignment, scheduled
   like the reference's. The reorder of the reference to the largest input's
@@ -32,6 +34,7 @@ from engine.schedule.id_classes import broadcast_groups, has_non_unique_broadcas
 from engine.schedule.params import HeuristicParams
 from engine.schedule.registry import register
 from engine.schedule.resize_alignment import ConflictError, PairwiseMaps
+from engine.schedule.resize_components import component_leads
 from engine.schedule.resize_exclusive import make_resizes_exclusive
 from engine.schedule.resize_heuristics import ResizeParams, compute_resize_heuristics
 from engine.schedule.resize_reference import reference_tensor, resize_between_outputs
@@ -100,7 +103,11 @@ class ResizeScheduler(Scheduler):
         first = ConflictError(str(conflict), *(None if t is None else vals[t] for t in (  # type: ignore[misc]
             conflict.tensor, conflict.consumer, conflict.output)))
         try:
-            make_resizes_exclusive(copy, vals[ref], first=(first, walk.translated(copy, vals)))  # type: ignore[arg-type]
+            try:
+                make_resizes_exclusive(copy, vals[ref], first=(first, walk.translated(copy, vals)))  # type: ignore[arg-type]
+            except ConflictError:
+                # The schedule goes on from the same edits (see schedule_resize).
+                component_leads(copy, vals[ref])  # type: ignore[arg-type]
         except ConflictError as c:
             return resize_between_outputs(fusion, ref) or str(c)
         finally:

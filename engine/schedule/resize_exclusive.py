@@ -10,7 +10,7 @@ from engine.ir import exprs as ex
 from engine.ir.base import Val
 from engine.ir.fusion import Fusion
 from engine.ir.tensorview import TensorView
-from engine.schedule.resize_alignment import ConflictError, PairwiseMaps
+from engine.schedule.resize_alignment import Alignment, ConflictError, PairwiseMaps
 from engine.schedule.resize_recompute import privatize_producers, recompute_for
 from engine.schedule.resize_walk import AlignWalk
 from engine.schedule.tools import note_transform
@@ -44,7 +44,8 @@ def _touched(before: dict[int, tuple[ex.Expr, list[Val]]],
 
 def make_resizes_exclusive(fusion: Fusion, ref: TensorView, trace: Trace | None = None,
                            shared_inputs: set[TensorView] | None = None,
-                           first: tuple[ConflictError, AlignWalk] | None = None) -> None:
+                           first: tuple[ConflictError, AlignWalk] | None = None,
+                           through_inputs: bool = True) -> dict[TensorView, Alignment]:
     """Recompute tensors that two resize paths need differently until `align` succeeds.
 
     Each conflict recomputes the shared tensor for one of its consumers; the conflict
@@ -53,7 +54,7 @@ def make_resizes_exclusive(fusion: Fusion, ref: TensorView, trace: Trace | None 
     `shared_inputs` receives what the successful alignment finds (see align), which the
     scheduler would otherwise align the unchanged fusion again for. `first`: the conflict
     that aligning `fusion` as it is raises and the walk that raised it, when the caller
-    has found them already.
+    has found them already. `through_inputs`: as align's. Returns the alignments found.
     """
     limit = 4 * len(fusion.exprs()) + 8
     made_for: dict[TensorView, TensorView] = {}  # copy -> the consumer it was made for
@@ -61,16 +62,17 @@ def make_resizes_exclusive(fusion: Fusion, ref: TensorView, trace: Trace | None 
     # One walk over all attempts: after each recompute it resumes before the first step
     # the edit changed (see AlignWalk), as a walk from scratch would go. The edges a
     # recompute leaves alone keep their maps (see PairwiseMaps).
-    walk = AlignWalk(fusion, ref, PairwiseMaps(), shared_inputs is not None) if first is None else first[1]
+    walk = (AlignWalk(fusion, ref, PairwiseMaps(), shared_inputs is not None, through_inputs)
+            if first is None else first[1])
     for _ in range(limit):
         try:
             if first is not None:
                 known, first = first[0], None
                 raise known
-            walk.run()
+            result = walk.run()
             if shared_inputs is not None and walk.shared:
                 shared_inputs |= walk.shared
-            return
+            return result
         except ConflictError as c:
             before = _graph_state(fusion)
             if c.output is not None:

@@ -12,8 +12,9 @@ from engine.ir.logical_map import consumers_of
 from engine.ir.tensorview import TensorView
 from engine.ir.verify import verify
 from engine.schedule import tools
-from engine.schedule.resize_alignment import Alignment
+from engine.schedule.resize_alignment import Alignment, ConflictError
 from engine.schedule.resize_axes import LoopBuilder, derives_from_inner
+from engine.schedule.resize_components import component_leads
 from engine.schedule.resize_exclusive import make_resizes_exclusive
 from engine.schedule.resize_heuristics import BDIMX, MAX_GDIMX, ResizeParams
 from engine.schedule.resize_recompute import recompute_for
@@ -67,15 +68,23 @@ def schedule_resize(fusion: Fusion, p: ResizeParams, trace: Trace | None) -> Non
     ref = reference_tensor(fusion)
     assert ref is not None
     shared: set[TensorView] = set()
-    make_resizes_exclusive(fusion, ref, trace, shared)
+    apart = False
+    try:
+        make_resizes_exclusive(fusion, ref, trace, shared)
+    except ConflictError as c:
+        # As the verdict did: each component aligned with its own lead.
+        found = component_leads(fusion, ref, trace, shared)
+        apart = True
+        note_transform(trace, ref.short_name, f"aligned apart: {len(found)} parts that meet only at fusion "
+                       f"inputs ({', '.join(t.short_name for t, _ in found)}), each with its own lead, as "
+                       f"one alignment fails ({c})")
     tools.cache_inputs(fusion, keep=lambda t: t in shared, trace=trace)
     for tv in [v for v in fusion.inputs if v in shared]:
         _private_caches(fusion, tv, trace)
     tools.cache_and_fork_outputs(fusion, trace=trace)
     ref = reference_tensor(fusion)
     assert ref is not None
-    n_ref = ref.ndim
-    alignment = align(fusion, ref)
+    alignment = align(fusion, ref, through_inputs=not apart)
     vec = p.vectorization_factor
     inputs = [v for v in fusion.inputs if isinstance(v, TensorView)]
     # Private copies of a producer without inputs (a `full` sliced twice, made exclusive
@@ -85,7 +94,7 @@ def schedule_resize(fusion: Fusion, p: ResizeParams, trace: Trace | None) -> Non
     reached = set(alignment)
     for out in fusion.outputs:
         if isinstance(out, TensorView) and out not in reached and out not in inputs:
-            own = align(fusion, out)
+            own = align(fusion, out, through_inputs=not apart)
             components.append((out, own))
             reached |= own.keys()
             note_transform(trace, out.short_name, f"shares no tensor with the reference {ref.short_name}: "
@@ -96,9 +105,11 @@ def schedule_resize(fusion: Fusion, p: ResizeParams, trace: Trace | None) -> Non
             continue
         present = _apply_alignment(tv, al, lead.ndim)
         n = len(present)
-        # [ref axes..., own axes...]: vectorize split of the innermost reference axis (only
-        # in the reference's component, whose tensors the heuristic's factor was found for).
-        vectorized = vec > 1 and lead is ref and bool(present) and present[-1] == n_ref - 1
+        # [ref axes..., own axes...]: vectorize split of the innermost reference axis (in the
+        # reference's component, whose tensors the heuristic's factor was found for, and in
+        # the components aligned apart, whose inputs and outputs it was found for as well).
+        vectorized = (vec > 1 and (lead is ref or apart) and bool(present)
+                      and present[-1] == lead.ndim - 1)
         if vectorized:
             tv.split(n - 1, vec)
         # Flatten the reference axes (all but the vector) into one.
@@ -126,11 +137,12 @@ def schedule_resize(fusion: Fusion, p: ResizeParams, trace: Trace | None) -> Non
                 targets.append(v)
         for i in inputs:
             targets += [c for c in consumers_of(i) if c not in targets]
+        owners = {tv: (lead, al) for lead, found in components[:None if apart else 1] for tv, al in found.items()}
         for tv in targets:
-            al = alignment.get(tv)
+            lead, al = owners.get(tv, (ref, None))
             if al is None or tv not in scheduled:
                 continue
-            k = n_ref - 1
+            k = lead.ndim - 1
             logical = [i for i in tv.domain.logical if not i.is_reduction]
             node = al[k][0] if k in al else None
             if isinstance(node, IterDomain) and logical and derives_from_inner(node, logical[-1]):

@@ -45,15 +45,17 @@ from engine.schedule.resize_axes import Entry, has_resize, map_leaves
 
 def align(fusion: Fusion, ref: TensorView,
           shared_inputs: set[TensorView] | None = None,
-          maps: PairwiseMaps | None = None) -> dict[TensorView, Alignment]:
+          maps: PairwiseMaps | None = None, through_inputs: bool = True) -> dict[TensorView, Alignment]:
     """Every tensor's alignment with `ref`; raises ConflictError when one is ambiguous.
 
     Fusion inputs that consumers need under different alignments are added to
     `shared_inputs`: a cache of such an input would be a conflicted tensor, so the
     scheduler reads them from global memory directly. `maps`: pairwise maps kept from
     an earlier alignment of the fusion (see PairwiseMaps for when they still hold).
+    `through_inputs` False: the walk does not go from a fusion input to consumers it has
+    not reached otherwise (the component of `ref`, see engine.schedule.resize_components).
     """
-    walk = AlignWalk(fusion, ref, maps or PairwiseMaps(), shared_inputs is not None)
+    walk = AlignWalk(fusion, ref, maps or PairwiseMaps(), shared_inputs is not None, through_inputs)
     try:
         return walk.run()
     finally:
@@ -79,10 +81,12 @@ class AlignWalk:
     as a walk from scratch would, and finds the same alignments and conflicts in the same
     order, without repeating the steps before it (every attempt at the same fusion)."""
 
-    def __init__(self, fusion: Fusion, ref: TensorView, maps: PairwiseMaps, track_shared: bool) -> None:
+    def __init__(self, fusion: Fusion, ref: TensorView, maps: PairwiseMaps, track_shared: bool,
+                 through_inputs: bool = True) -> None:
         self.ref = ref
         self.maps = maps
         self.track_shared = track_shared
+        self.through_inputs = through_inputs
         self.inputs = {id(v) for v in fusion.inputs}
         self.outputs = {id(v) for v in fusion.outputs if v is not ref}
         ref_ids = [i for i in ref.domain.logical if not i.is_reduction]
@@ -203,7 +207,7 @@ class AlignWalk:
         result, inputs = self.result, self.inputs
         for nb, is_consumer in [*((c, True) for c in consumers_of(src)),
                                 *((p, False) for p in producers_of(src))]:
-            if nb in result and id(src) in inputs:
+            if id(src) in inputs and (nb in result or not self.through_inputs):
                 continue  # an input's alignment means nothing to its other consumers
             if nb in result and id(nb) in inputs:
                 # An input is read from global memory wherever it is needed.

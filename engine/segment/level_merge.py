@@ -156,8 +156,9 @@ class LevelMerge:
         and casts of an input that every segment recomputes)."""
         inputs = {id(v) for v in self.fusion.inputs}
         out: set[int] = set()
-        for e in [*self.forwarding.exprs_for([v for e in g.exprs for v in e.inputs]), *g.exprs]:
-            out |= {id(v) for v in e.inputs if isinstance(v, TensorView) and id(v) in inputs}
+        read = [v for e in g.exprs for v in e.inputs]
+        for x in [*self.forwarding.exprs_for(read), *g.exprs]:
+            out |= {id(v) for v in x.inputs if isinstance(v, TensorView) and id(v) in inputs}
         return out
 
     def _sibling_merge(self) -> None:

@@ -168,14 +168,14 @@ def test_refusal_reasons():
         fd.add_output(fd.ops.sum(fd.ops.pad(a, [1, 1]), dims=[1]))
     assert verdict(fd, xs).reason == "No support for reduction ops"
 
-    # nvFuser's own example: two outputs made by different slices of one input.
+    # nvFuser's own example of "Resize between reference and output not allowed": two
+    # outputs made by different slices of one input. They meet only at the input, so each
+    # is aligned with itself (engine.schedule.resize_components) and the verdict accepts.
     with FusionDefinition() as fd:
         a = fd.define_tensor(shape=[64], dtype=DataType.Float)
         fd.add_output(fd.ops.slice(a, [0], [32]))
         fd.add_output(fd.ops.slice(a, [32], [64]))
-    v = verdict(fd, [torch.randn(64)])
-    assert v.reason.startswith("Resize between reference and output not allowed. Reference: T1_g_float")
-    assert "Output: T2_g_float" in v.reason and "Resize: Resize: " in v.reason
+    assert verdict(fd, [torch.randn(64)]).accepted
 
     # A pad then a transpose: the inner dims of input and output differ.
     with FusionDefinition() as fd:

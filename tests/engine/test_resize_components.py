@@ -1,0 +1,81 @@
+"""The resize scheduler's parts that meet only at fusion inputs (engine.schedule.
+resize_components): a RoPE's q and k rotations over one cos and sin, each aligned with its
+own output, in one kernel; values on the emulator."""
+
+import pytest
+import torch
+
+from engine import DataType, FusionDefinition
+from engine.compile import compile_fusion
+from engine.reference import evaluate
+from engine.schedule.base import SchedulerType
+from tests.emulation import needs_gxx
+
+
+def _rotate(fd: FusionDefinition, x, c, s, lead: list[int], d: int):
+    x1 = fd.ops.slice(x, [0, 0, 0, 0], [*lead, d // 2])
+    x2 = fd.ops.slice(x, [0, 0, 0, d // 2], [*lead, d])
+    r = fd.ops.cat([fd.ops.cast(fd.ops.neg(fd.ops.cast(x2, DataType.Float)), DataType.BFloat16), x1], dim=-1)
+    xf, rf = fd.ops.cast(x, DataType.Float), fd.ops.cast(r, DataType.Float)
+    return fd.ops.cast(fd.ops.add(fd.ops.mul(xf, c), fd.ops.mul(rf, s)), DataType.BFloat16)
+
+
+def mqa_rope(fd: FusionDefinition, s: int, h: int, d: int) -> None:
+    """Gemma's multi-query RoPE: q [1, S, H*D] and the single k head [1, S, D] rotated with
+    one cos and sin, broadcast to [1, 1, S, D] and expanded to q's heads; outputs
+    [1, H, S, D] and [1, 1, S, D]."""
+    q = fd.define_tensor(shape=[1, s, h * d], contiguity=[None, True, True], dtype=DataType.BFloat16)
+    k = fd.define_tensor(shape=[1, s, d], contiguity=[None, True, True], dtype=DataType.BFloat16)
+    cos = fd.define_tensor(shape=[1, s, d], contiguity=[None, True, True], dtype=DataType.BFloat16)
+    sin = fd.define_tensor(shape=[1, s, d], contiguity=[None, True, True], dtype=DataType.BFloat16)
+    qh = fd.ops.permute(fd.ops.reshape(q, [1, s, h, d]), [0, 2, 1, 3])
+    kh = fd.ops.permute(fd.ops.reshape(k, [1, s, 1, d]), [0, 2, 1, 3])
+    c1 = fd.ops.broadcast_in_dim(cos, shape=[1, 1, s, d], broadcast_dims=[0, 2, 3])
+    s1 = fd.ops.broadcast_in_dim(sin, shape=[1, 1, s, d], broadcast_dims=[0, 2, 3])
+    cq = fd.ops.cast(fd.ops.broadcast_in_dim(c1, shape=[1, h, s, d], broadcast_dims=[0, 1, 2, 3]), DataType.Float)
+    sq = fd.ops.cast(fd.ops.broadcast_in_dim(s1, shape=[1, h, s, d], broadcast_dims=[0, 1, 2, 3]), DataType.Float)
+    fd.add_output(_rotate(fd, qh, cq, sq, [1, h, s], d))
+    fd.add_output(_rotate(fd, kh, fd.ops.cast(c1, DataType.Float), fd.ops.cast(s1, DataType.Float), [1, 1, s], d))
+
+
+def _inputs(s: int, h: int, d: int) -> list[torch.Tensor]:
+    g = torch.Generator().manual_seed(0)
+    return [torch.randn(1, s, h * d, generator=g).bfloat16(),
+            *(torch.randn(1, s, d, generator=g).bfloat16() for _ in range(3))]
+
+
+@needs_gxx
+@pytest.mark.parametrize("s,h,d", [(6, 3, 8), (64, 4, 128)])
+def test_q_and_k_rotations_are_one_resize_kernel(s: int, h: int, d: int):
+    with FusionDefinition() as fd:
+        mqa_rope(fd, s, h, d)
+    xs = _inputs(s, h, d)
+    cf = compile_fusion(fd, xs)
+    assert [g.scheduler for g in cf.segments if g.is_kernel] == [SchedulerType.resize.value]
+    notes = [e.message for e in cf.trace if e.kind == "transform"]
+    assert any(m.startswith("aligned apart: 2 parts that meet only at fusion inputs") for m in notes), notes
+    if d == 128:
+        # Both outputs are written in 16-byte vectors: the k part is vectorized as the
+        # reference's.
+        seg = cf.segments[0]
+        for out in seg.outputs:
+            assert f"loadGeneric<__bfloat, 8>(&{out}[" in seg.cuda_source, out
+    outs, refs = cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs)
+    for o, r in zip(outs, refs):
+        assert o.shape == r.shape
+        torch.testing.assert_close(o, r, rtol=0, atol=0)
+
+
+@needs_gxx
+def test_two_slices_of_one_input_as_outputs_are_one_kernel():
+    # nvFuser refuses these ("Resize between reference and output not allowed"); each slice
+    # is a part of its own here, meeting the other at the input.
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[64, 96], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.slice(a, [0, 0], [64, 32]))
+        fd.add_output(fd.ops.mul(fd.ops.slice(a, [0, 40], [64, 96]), fd.ops.slice(a, [0, 0], [64, 56])))
+    xs = [torch.randn(64, 96)]
+    cf = compile_fusion(fd, xs)
+    assert [g.scheduler for g in cf.segments if g.is_kernel] == [SchedulerType.resize.value]
+    for o, r in zip(cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs)):
+        torch.testing.assert_close(o, r, rtol=0, atol=0)
