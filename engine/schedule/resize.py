@@ -23,10 +23,11 @@ This module holds the scheduler's verdicts; its parts are:
 
 from __future__ import annotations
 
+from engine.analysis.vectorize import vectorization_factor
 from engine.ir import exprs as ex
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain, Resize
-from engine.ir.logical_map import pairwise_logical_map
+from engine.ir.logical_map import frozen_fact, pairwise_logical_map
 from engine.ir.scalar import shareable_constant
 from engine.ir.tensorview import TensorView
 from engine.schedule.base import Scheduler, SchedulerType
@@ -34,7 +35,7 @@ from engine.schedule.id_classes import broadcast_groups, has_non_unique_broadcas
 from engine.schedule.params import HeuristicParams
 from engine.schedule.registry import register
 from engine.schedule.resize_alignment import ConflictError, PairwiseMaps
-from engine.schedule.resize_components import component_leads
+from engine.schedule.resize_components import component_leads, parts_apart, view_only_part
 from engine.schedule.resize_exclusive import make_resizes_exclusive
 from engine.schedule.resize_heuristics import ResizeParams, compute_resize_heuristics
 from engine.schedule.resize_reference import reference_tensor, resize_between_outputs
@@ -44,6 +45,10 @@ from engine.schedule.runtime_info import SchedulerRuntimeInfo
 from engine.schedule.tools import has_reduction
 from engine.schedule.transpose_groups import group_inputs_outputs_by_inner_dim
 from engine.trace import Trace
+
+# Bytes (read and written) of a view copied by a kernel that cost about what the launch of
+# a kernel of its own does: an H200 moves 16 MiB in about 4 us (a model value).
+VIEW_COPY_BYTES = 16 << 20
 
 
 def _resize_ops(fusion: Fusion) -> list[ex.Expr]:
@@ -88,30 +93,29 @@ class ResizeScheduler(Scheduler):
             return "No reference found"
         if len(group_inputs_outputs_by_inner_dim(fusion)) >= 2:
             return "Transpose-like patterns not supported."
-        walk = AlignWalk(fusion, ref, PairwiseMaps(), track_shared=False)
-        try:
-            walk.run()
+        return frozen_fact(fusion, "resize_alignment", _alignment_verdict)[0]
+
+    def reject_runtime(self, fusion: Fusion, info: SchedulerRuntimeInfo) -> str | None:
+        # Parts aligned apart share one kernel and one vector width, found over every
+        # part's inputs and outputs (for the reference): refused where that is narrower
+        # than a part's own, which a kernel of its own keeps, and where a part that only
+        # views an input would be copied at a cost beyond a launch's (VIEW_COPY_BYTES).
+        _, apart = frozen_fact(fusion, "resize_alignment", _alignment_verdict)
+        if not apart:
             return None
-        except ConflictError as c:
-            conflict = c
-        # Recomputation is tried on a copy: a verdict never changes the fusion. It adds
-        # tensors and rewires ops but never edits a domain or an op's attributes, so the
-        # copy shares the domains and the attributes that hold only constants.
-        domains = _domains(fusion) + _constant_attributes(fusion)
-        copy, vals = fusion.clone(shared=domains)
-        # The copy aligns as the fusion did, up to the same conflict: its first attempt.
-        first = ConflictError(str(conflict), *(None if t is None else vals[t] for t in (  # type: ignore[misc]
-            conflict.tensor, conflict.consumer, conflict.output)))
-        try:
-            try:
-                make_resizes_exclusive(copy, vals[ref], first=(first, walk.translated(copy, vals)))  # type: ignore[arg-type]
-            except ConflictError:
-                # The schedule goes on from the same edits (see schedule_resize).
-                component_leads(copy, vals[ref])  # type: ignore[arg-type]
-        except ConflictError as c:
-            return resize_between_outputs(fusion, ref) or str(c)
-        finally:
-            copy.release(shared=domains)  # not read again (see Fusion.release)
+        view = view_only_part(fusion)
+        if view is not None and 2 * info.numel(view) * max(view.dtype.bits // 8, 1) > VIEW_COPY_BYTES:
+            return (f"parts aligned apart would copy {view.short_name}, a view of an input, in the "
+                    f"kernel ({info.numel(view)} elements; a no-kernel segment views it)")
+        ref = reference_tensor(fusion)
+        assert ref is not None
+        whole = vectorization_factor(fusion, ref, info, break_point=max(ref.ndim - 1, 0)).factor
+        for lead, others in parts_apart(fusion):
+            alone = vectorization_factor(fusion, lead, info, break_point=max(lead.ndim - 1, 0),
+                                         exclude=others).factor
+            if whole < alone:
+                return (f"parts aligned apart would vectorize {lead.short_name}'s part by {whole} "
+                        f"instead of {alone}")
         return None
 
     def compute_heuristics(
@@ -122,6 +126,39 @@ class ResizeScheduler(Scheduler):
     def schedule(self, fusion: Fusion, params: HeuristicParams | None, trace: Trace | None = None) -> None:
         assert isinstance(params, ResizeParams)
         schedule_resize(fusion, params, trace)
+
+
+def _alignment_verdict(fusion: Fusion) -> tuple[str | None, bool]:
+    """Why the resize scheduler cannot align `fusion` with its reference (None when it
+    can), and whether its parts are then aligned apart (engine.schedule.resize_components)."""
+    ref = reference_tensor(fusion)
+    assert ref is not None
+    walk = AlignWalk(fusion, ref, PairwiseMaps(), track_shared=False)
+    try:
+        walk.run()
+        return None, False
+    except ConflictError as c:
+        conflict = c
+    # Recomputation is tried on a copy: a verdict never changes the fusion. It adds
+    # tensors and rewires ops but never edits a domain or an op's attributes, so the
+    # copy shares the domains and the attributes that hold only constants.
+    domains = _domains(fusion) + _constant_attributes(fusion)
+    copy, vals = fusion.clone(shared=domains)
+    # The copy aligns as the fusion did, up to the same conflict: its first attempt.
+    first = ConflictError(str(conflict), *(None if t is None else vals[t] for t in (  # type: ignore[misc]
+        conflict.tensor, conflict.consumer, conflict.output)))
+    try:
+        try:
+            make_resizes_exclusive(copy, vals[ref], first=(first, walk.translated(copy, vals)))  # type: ignore[arg-type]
+            return None, False
+        except ConflictError:
+            # The schedule goes on from the same edits (see schedule_resize).
+            component_leads(copy, vals[ref])  # type: ignore[arg-type]
+            return None, True
+    except ConflictError as c:
+        return resize_between_outputs(fusion, ref) or str(c), False
+    finally:
+        copy.release(shared=domains)  # not read again (see Fusion.release)
 
 
 def _domains(fusion: Fusion) -> list[object]:

@@ -21,6 +21,7 @@ import networkx as nx
 
 from engine.ir import exprs as ex
 from engine.ir.fusion import Fusion
+from engine.ir.logical_map import producers_of
 from engine.ir.tensorview import TensorView
 from engine.schedule.resize_alignment import Alignment
 from engine.schedule.resize_exclusive import make_resizes_exclusive
@@ -44,11 +45,8 @@ def _input_made(fusion: Fusion) -> set[TensorView]:
     return made
 
 
-def copies_per_part(fusion: Fusion, trace: Trace | None = None) -> int:
-    """Give each part (tensors joined by ops, apart from inputs and input-made tensors) its
-    own copies of the input-made tensors that several parts read; returns how many copies
-    were made."""
-    made = _input_made(fusion)
+def _parts(fusion: Fusion, made: set[TensorView]) -> dict[TensorView, int]:
+    """Each tensor's part: tensors joined by ops, apart from inputs and `made` tensors."""
     inputs = set(fusion.inputs)
     g: nx.Graph = nx.Graph()
     for e in fusion.exprs():
@@ -56,7 +54,55 @@ def copies_per_part(fusion: Fusion, trace: Trace | None = None) -> int:
               if isinstance(v, TensorView) and v not in inputs and v not in made]
         g.add_nodes_from(ts)
         g.add_edges_from(zip(ts, ts[1:]))
-    part = {t: k for k, c in enumerate(nx.connected_components(g)) for t in c}
+    return {t: k for k, c in enumerate(nx.connected_components(g)) for t in c}
+
+
+# Ops that change no value: a part made of them alone is a view of an input, which the
+# host gives without a kernel (engine.segment's no-kernel segments).
+_VIEW_OPS = (ex.ViewOp, ex.LoadStoreOp, ex.SliceOp, ex.SqueezeOp, ex.BroadcastOp, ex.ExpandOp)
+
+
+def view_only_part(fusion: Fusion) -> TensorView | None:
+    """An output of a part that holds view ops only, if a part does."""
+    part = _parts(fusion, _input_made(fusion))
+    computes: set[int] = set()
+    for e in fusion.exprs():
+        outs = [v for v in e.outputs if isinstance(v, TensorView) and v in part]
+        if outs and not isinstance(e, _VIEW_OPS):
+            computes.add(part[outs[0]])
+    for v in fusion.outputs:
+        if isinstance(v, TensorView) and v in part and part[v] not in computes:
+            return v
+    return None
+
+
+def parts_apart(fusion: Fusion) -> list[tuple[TensorView, list[TensorView]]]:
+    """Each part's lead (its output with the most dims, first on ties) and the fusion
+    inputs and outputs that the part neither reads nor writes."""
+    part = _parts(fusion, _input_made(fusion))
+    outs = [v for v in fusion.outputs if isinstance(v, TensorView) and v in part]
+    found: list[tuple[TensorView, list[TensorView]]] = []
+    for k in dict.fromkeys(part[v] for v in outs):
+        own = {t for t, j in part.items() if j == k}
+        lead = max((v for v in outs if part[v] == k), key=lambda v: (v.ndim, -outs.index(v)))
+        read: set[TensorView] = set()
+        stack = list(own)
+        while stack:
+            for p in producers_of(stack.pop()):
+                if p not in own and p not in read:
+                    read.add(p)
+                    stack.append(p)
+        found.append((lead, [v for v in (*fusion.inputs, *fusion.outputs)
+                             if isinstance(v, TensorView) and v not in own and v not in read]))
+    return found
+
+
+def copies_per_part(fusion: Fusion) -> int:
+    """Give each part (tensors joined by ops, apart from inputs and input-made tensors) its
+    own copies of the input-made tensors that several parts read; returns how many copies
+    were made."""
+    made = _input_made(fusion)
+    part = _parts(fusion, made)
     copies = 0
     # Consumers first: an input-made consumer is in one part by the time its producer is seen.
     for tv in reversed([e.outputs[0] for e in fusion.exprs() if e.outputs and e.outputs[0] in made]):
@@ -118,4 +164,4 @@ def _inputs_across(fusion: Fusion, found: list[tuple[TensorView, Alignment]]) ->
     return out
 
 
-__all__ = ["component_leads", "copies_per_part"]
+__all__ = ["component_leads", "copies_per_part", "parts_apart", "view_only_part"]

@@ -145,11 +145,12 @@ class LevelMerge:
             if not done:
                 return
 
-    def _kernel_group(self, g: Group) -> bool:
+    def _kernel_scheduler(self, g: Group) -> SchedulerType | None:
+        """The scheduler that takes the group, where it launches a kernel of this engine."""
         if g.is_input or not g.exprs:
-            return False
+            return None
         first = self._ask(g.exprs)[1]
-        return first is not None and first not in _NO_KERNEL
+        return None if first in _NO_KERNEL else first
 
     def _inputs_read(self, g: Group) -> set[int]:
         """The fusion inputs a group reads, directly or through the forwarded chains (views
@@ -166,17 +167,20 @@ class LevelMerge:
         path (a RoPE's q and k rotations reading one cos and sin) become one kernel where a
         scheduler takes them together: one launch, and the shared input read once. nvFuser
         gets this by scheduling the whole fusion before it segments; here the groups that
-        segmentation left apart are tried pairwise, in fusion order."""
+        segmentation left apart are tried pairwise, in fusion order, where one scheduler takes
+        each of them and both together: a kernel of another kind (a reduction kernel given a
+        pointwise part) ran slower on an H200 than the two kernels it replaced."""
         while True:
-            kernels = [g for g in self.groups if self._kernel_group(g)]
+            kinds = {g: self._kernel_scheduler(g) for g in self.groups}
+            kernels = [g for g in self.groups if kinds[g] is not None]
             reads = {g: self._inputs_read(g) for g in kernels}
             merged = False
             for k, a in enumerate(kernels):
                 for b in kernels[k + 1:]:
-                    if not reads[a] & reads[b]:
+                    if kinds[a] != kinds[b] or not reads[a] & reads[b]:
                         continue
                     first = self._try([a, b], "sibling merge")
-                    if first is not None and first not in _NO_KERNEL:
+                    if first is not None and first == kinds[a]:
                         self._merge([a, b])
                         merged = True
                         break

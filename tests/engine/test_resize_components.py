@@ -79,3 +79,37 @@ def test_two_slices_of_one_input_as_outputs_are_one_kernel():
     assert [g.scheduler for g in cf.segments if g.is_kernel] == [SchedulerType.resize.value]
     for o, r in zip(cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs)):
         torch.testing.assert_close(o, r, rtol=0, atol=0)
+
+
+def fused_qkv_rope(fd: FusionDefinition, s: int, d: int) -> None:
+    """q, k and v sliced from one fused [1, S, 3*D] projection; q and k rotated, v an output
+    as it is (a view of the input)."""
+    x = fd.define_tensor(shape=[1, s, 3 * d], contiguity=[None, True, True], dtype=DataType.BFloat16)
+    cos = fd.define_tensor(shape=[s, d], contiguity=[True, True], dtype=DataType.BFloat16)
+    sin = fd.define_tensor(shape=[s, d], contiguity=[True, True], dtype=DataType.BFloat16)
+    h = fd.ops.reshape(x, [1, s, 1, 3 * d])
+    q, k, v = (fd.ops.slice(h, [0, 0, 0, j * d], [1, s, 1, (j + 1) * d]) for j in range(3))
+    c = fd.ops.cast(fd.ops.broadcast_in_dim(cos, shape=[1, s, 1, d], broadcast_dims=[1, 3]), DataType.Float)
+    sn = fd.ops.cast(fd.ops.broadcast_in_dim(sin, shape=[1, s, 1, d], broadcast_dims=[1, 3]), DataType.Float)
+    fd.add_output(_rotate(fd, q, c, sn, [1, s, 1], d))
+    fd.add_output(_rotate(fd, k, c, sn, [1, s, 1], d))
+    fd.add_output(v)
+
+
+@needs_gxx
+def test_a_view_part_is_copied_in_the_kernel_only_while_small():
+    # Small, v's copy costs less than a launch: q, k and v in one kernel (values on the
+    # emulator). At 65536 tokens v's copy would move 32 MiB: it stays a view, no kernel.
+    for s, kernel_outputs in ((64, 3), (65536, 2)):
+        with FusionDefinition() as fd:
+            fused_qkv_rope(fd, s, 128)
+        g = torch.Generator().manual_seed(0)
+        xs = [torch.randn(1, s, 384, generator=g).bfloat16(), torch.randn(s, 128, generator=g).bfloat16(),
+              torch.randn(s, 128, generator=g).bfloat16()]
+        cf = compile_fusion(fd, xs)
+        kernels = [seg for seg in cf.segments if seg.is_kernel]
+        assert [seg.scheduler for seg in kernels] == [SchedulerType.resize.value]
+        assert len(kernels[0].outputs) == kernel_outputs
+        if s == 64:
+            for o, r in zip(cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs)):
+                torch.testing.assert_close(o, r, rtol=0, atol=0)

@@ -621,24 +621,40 @@ def test_a_norm_after_a_view_of_its_input_is_one_persistent_kernel():
     assert [g.scheduler for g in sf.groups] == ["expr_eval", "inner_persistent"]
 
 
-def _two_sums_of_two_layouts(fd: FusionDefinition) -> None:
-    # Merging neighbours leaves sum(T0, 1) apart from the segment of T0 + sum(T1, 2): no
-    # path joins them, but both read T0 (a sibling merge makes them one reduction kernel).
-    t0 = fd.define_tensor(shape=[-1, -1, 1], contiguity=[True, True, None], dtype=DataType.Float)
-    t1 = fd.define_tensor(shape=[-1, 1, -1], contiguity=[True, None, True], dtype=DataType.Float)
-    t2 = fd.ops.sum(t0, [1])
-    t3 = fd.ops.sum(t1, [1])
-    fd.add_output(fd.ops.mul(t2, t3))
-    fd.add_output(fd.ops.add(t0, fd.ops.sum(t1, [2], keepdim=True)))
+def _three_sums_of_one_input(fd: FusionDefinition) -> None:
+    # Two casts of one input each summed over [0, 1] (a segment each: the casts are
+    # different tensors), and one summed over [2]: the two outer sums share no path, only
+    # the input, and one reduction kernel takes both (a sibling merge).
+    t0 = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, True, True], dtype=DataType.BFloat16)
+    a, b = fd.ops.cast(t0, DataType.Float), fd.ops.cast(t0, DataType.Float)
+    fd.add_output(fd.ops.sum(b, [0, 1]))
+    fd.add_output(fd.ops.sum(a, [0, 1]))
+    fd.add_output(fd.ops.sum(a, [2]))
 
 
 def test_sibling_kernels_that_read_one_input_merge():
     with FusionDefinition() as fd:
-        _two_sums_of_two_layouts(fd)
-    xs = [torch.randn(32, 34, 1), torch.randn(32, 1, 34)]
+        _three_sums_of_one_input(fd)
+    xs = [torch.randn(4, 8, 48).bfloat16()]
     trace = Trace()
     sf = segment_fusion(fd.fusion, xs, trace=trace)
     merged = [e for e in trace if e.kind == "merge" and e.message.startswith("sibling merge: merged")]
     assert merged, [e.message for e in trace if e.kind == "merge"][-5:]
-    assert len(sf.groups) == 3
+    assert len(sf.groups) == 2
+    check_reference(fd, sf, xs)
+
+
+def test_no_sibling_merge_gives_a_reduction_kernel_a_pointwise_part():
+    # sum(T0, 1) and T0 + sum(T1, 2) share only T0, but one is a reduction segment and the
+    # other a pointwise one: a reduction kernel given the pointwise part ran slower than the
+    # two kernels on an H200, so they stay apart.
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1, 1], contiguity=[True, True, None], dtype=DataType.Float)
+        t1 = fd.define_tensor(shape=[-1, 1, -1], contiguity=[True, None, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.mul(fd.ops.sum(t0, [1]), fd.ops.sum(t1, [1])))
+        fd.add_output(fd.ops.add(t0, fd.ops.sum(t1, [2], keepdim=True)))
+    xs = [torch.randn(32, 34, 1), torch.randn(32, 1, 34)]
+    trace = Trace()
+    sf = segment_fusion(fd.fusion, xs, trace=trace)
+    assert not [e for e in trace if e.kind == "merge" and e.message.startswith("sibling merge")]
     check_reference(fd, sf, xs)
