@@ -14,6 +14,7 @@ from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
 from engine.lower import cexpr, kir
 from engine.lower.index import Ix, lower_bound_test
+from engine.lower.kexpr import Lit
 
 if TYPE_CHECKING:
     from engine.lower.lowering import ExprLowering
@@ -216,7 +217,7 @@ def _select(low: ExprLowering, expr: ex.SelectOp, out: TensorView, c_index) -> s
     else:
         s = low.scalar(index) if isinstance(index, Scalar) else low.read(index, out, c_index).text
         sel = f"(({s}) < 0 ? ({s}) + {n} : ({s}))"
-    extra = {axis: Ix(f"((nvfuser_index_t)({sel}))", 0, n)}
+    extra = {axis: Ix(Lit(f"((nvfuser_index_t)({sel}))"), 0, n)}
     return low.converted(low.read(inp, out, c_index, extra).text, inp.dtype, out.dtype)
 
 
@@ -233,7 +234,7 @@ def _lookup(low: ExprLowering, expr: Expr, out: TensorView, c_index) -> str:
     axis = p_ids[expr.dim]
     n = low.ext.of(axis)
     idx_text = low.read(index, out, c_index).text
-    extra = {axis: Ix(f"((nvfuser_index_t)({idx_text}))", 0, n)}
+    extra = {axis: Ix(Lit(f"((nvfuser_index_t)({idx_text}))"), 0, n)}
     if len(p_ids) == len(o_ids):
         for k, (pid, oid) in enumerate(zip(p_ids, o_ids)):
             if k == expr.dim:

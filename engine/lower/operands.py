@@ -22,6 +22,7 @@ from engine.ir.tensorview import TensorView
 from engine.lower import cexpr
 from engine.lower.buffers import Buffer
 from engine.lower.index import Ix, producer_known, propagate
+from engine.lower.kexpr import Stride, Var
 from engine.lower.loop_index import THREAD_VARS
 
 _COMPARE = {"lt", "le", "gt", "ge", "eq", "ne"}
@@ -54,7 +55,7 @@ class Operands:
                 ix = index.get(i)
                 if ix is None:
                     raise CompileError(f"{reader}: cannot index {tv.short_name}'s allocation axis {i}")
-                stride: cexpr.Term = f"{b.name}.alloc_stride[{k}]" if known is None else known[k]
+                stride: cexpr.Term = Stride(b.name, k) if known is None else known[k]
                 if k == len(alloc) - 1 and _innermost_contiguous(tv):
                     stride = 1
                 terms.append(cexpr.mul(ix.term, stride))
@@ -85,7 +86,7 @@ class Operands:
             # An axis of one element bound to a launched dimension of more is computed by the
             # first thread (block) alone: another reading it would read its own, unset, copy.
             wide = self.ext.of(i) > 1 or self.launch_dims.get(pt, 1) > 1
-            if ix is not None and ix.term != THREAD_VARS[pt] and wide:
+            if ix is not None and ix.term != Var(THREAD_VARS[pt]) and wide:
                 where = "thread" if pt.is_thread_dim else "block"
                 raise CompileError(
                     f"{reader} reads {tv.short_name} ({b.memory} memory) at elements another {where} "

@@ -221,11 +221,11 @@ def _emit_loop(item: LoopNode, inner: list[kir.Stmt], low: ExprLowering) -> list
         if not _bulk_copy_only(item):
             kind = "serial"
         else:
-            widened = widen_bulk_copy(ix.term, ix.hi, inner, low.block_threads(), low.layouts,
+            widened = widen_bulk_copy(str(ix.term), ix.hi, inner, low.block_threads(), low.layouts,
                                       {b.name: b.ctype for b in low.buffers.values()})
             if widened is not None:
                 return [widened]
-    loop = kir.ForLoop(ix.term, ix.hi, kind, str(item.concrete), inner, low.block_threads())
+    loop = kir.ForLoop(str(ix.term), ix.hi, kind, str(item.concrete), inner, low.block_threads())
     if kind == "vectorize":
         globals_ = {b.name for b in low.buffers.values() if b.memory == "global"}
         inputs = [t for t in low.fusion_inputs if isinstance(t, TensorView)]

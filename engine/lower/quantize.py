@@ -19,6 +19,7 @@ from engine.ir.quant_exprs import BlockQuantizationOp, PreprocessGroupedMatmulIn
 from engine.ir.tensorview import MemoryType, TensorView
 from engine.lower import cexpr, kir
 from engine.lower.index import Ix, propagate
+from engine.lower.kexpr import Var
 from engine.lower.loops import LoopNode
 
 if TYPE_CHECKING:
@@ -120,7 +121,7 @@ def lower_block_quantize(low: ExprLowering, expr: BlockQuantizationOp, loops: li
 
     # Indices at the first element of block `qb` of the innermost loop.
     known = {q.axis(k): c_index[q.axis(k)] for k in range(level)}
-    known[inner] = Ix("qb", 0, n)
+    known[inner] = Ix(Var("qb"), 0, n)
     qi = propagate(q, known, low.ext)
     last = [i for i in q.domain.logical if not i.is_reduction][-1]
     s_last = [i for i in s.domain.logical if not i.is_reduction][-1]

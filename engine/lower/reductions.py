@@ -27,6 +27,7 @@ from engine.ir.tensorview import TensorView
 from engine.lower import cexpr, kir
 from engine.lower.buffers import local_layout
 from engine.lower.index import Ix, propagate, tv_transforms
+from engine.lower.kexpr import Var
 from engine.lower.loops import LoopNode
 
 if TYPE_CHECKING:
@@ -198,7 +199,7 @@ def write_back(low: ExprLowering, out: TensorView, pairs: list[tuple[TensorView,
             known[i] = low.loop_index(LoopNode(k, [i]))
         elif i in acc0.layout:
             n = low.ext.of(i)
-            known[i] = Ix(f"w{i.name}" if n > 1 else 0, 0, n)
+            known[i] = Ix(Var(f"w{i.name}") if n > 1 else 0, 0, n)
     stores: list[kir.Stmt] = []
     global_stores: list[kir.Stmt] = []
     preds: list[str] = []
