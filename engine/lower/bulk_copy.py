@@ -40,7 +40,7 @@ def widen_bulk_copy(var: str, extent: int, body: list[kir.Stmt], threads: int,
     if len(body) != 1:
         return None
     stmt, cond = unguard(body[0])
-    if not isinstance(stmt, kir.Assign) or stmt.copy_ctype is None or (cond and re.search(rf"\b{var}\b", cond)):
+    if not isinstance(stmt, kir.Assign) or stmt.copy_ctype is None or (cond and re.search(rf"\b{var}\b", str(cond))):
         return None
     width = 16 // max(element_size(stmt.copy_ctype), 1)
     if width < 2 or extent % width:

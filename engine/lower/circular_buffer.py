@@ -237,15 +237,15 @@ def _parts(body: list[kir.Stmt], cbs: list[CircularBuffer], outer: kir.ForLoop |
 def _not_a_copy(st: kir.Stmt, cb: CircularBuffer) -> str | None:
     """Why `st` is not part of a load nest that only copies global data into the cache."""
     if isinstance(st, kir.Raw):
-        m = _COPY.match(st.text.strip())
+        m = _COPY.match(str(st.text).strip())
         if m is not None and m.group(3) == cb.name:
             width = ctype_bytes(m.group(1).strip()) * int(m.group(2))
             return None if width in (4, 8, 16) else f"a copy of {width} bytes (cp.async copies 4, 8 or 16)"
-        if _INDEX_DEF.match(st.text.strip()):
+        if _INDEX_DEF.match(str(st.text).strip()):
             return None
-        return f"its load nest has `{st.text.strip()}`"
+        return f"its load nest has `{str(st.text).strip()}`"
     if isinstance(st, kir.Assign):
-        if not (st.copy_ctype and st.lhs.startswith(f"{cb.name}[") and _ACCESS.match(st.rhs)):
+        if not (st.copy_ctype and str(st.lhs).startswith(f"{cb.name}[") and _ACCESS.match(str(st.rhs))):
             return f"its load nest has `{st.lhs} = {st.rhs}`"
         width = ctype_bytes(st.copy_ctype)
         return None if width in (4, 8, 16) else f"{width}-byte element copies (cp.async copies 4, 8 or 16 bytes)"
@@ -272,7 +272,8 @@ def _touches(st: kir.Stmt, name: str) -> bool:
 def _async(st: kir.Stmt) -> kir.Stmt:
     """A copy of the load statement with its loadGeneric copies made asynchronous."""
     if isinstance(st, kir.Raw):
-        return kir.Raw(st.text.replace("loadGeneric<", "fsCpAsync<", 1)) if _COPY.match(st.text.strip()) else st
+        text = str(st.text)
+        return kir.Raw(text.replace("loadGeneric<", "fsCpAsync<", 1)) if _COPY.match(text.strip()) else st
     if isinstance(st, kir.Assign):
         return kir.Raw(f"fsCpAsync<{st.copy_ctype}, 1>(&{st.lhs}, &{st.rhs});")
     if isinstance(st, kir.ForLoop):

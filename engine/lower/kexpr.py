@@ -11,6 +11,7 @@ scalar argument). Passes query the tree (kexpr_query) instead of parsing the tex
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -280,3 +281,24 @@ def has_minus(x: int | Expr) -> bool:
 
 def _p(x: int | Expr, need: bool) -> str:
     return f"({x})" if need else str(x)
+
+
+FALSE = Lit("false")  # a predicate that never holds
+_MARK = "\x00"
+
+
+def spell(fn: Callable[..., str], *args: int | str | Expr) -> int | Expr:
+    """`fn` (a function that spells C around its operands, such as an ops_table entry) applied
+    to `args`, as an Op that keeps them typed: `fn` sees a marker for each operand, and the
+    text around the markers becomes the Op's parts. A string operand is a Lit."""
+    pieces = fn(*(f"{_MARK}{k}{_MARK}" for k in range(len(args)))).split(_MARK)
+    typed = [Lit(a) if isinstance(a, str) else a for a in args]
+    parts, refs = tuple(pieces[0::2]), [typed[int(k)] for k in pieces[1::2]]
+    if parts == ("", ""):
+        return refs[0]
+    return Op(parts, tuple(refs))
+
+
+def lit(x: int | str | Expr) -> int | Expr:
+    """`x` as a node: C text given as a string is a Lit."""
+    return Lit(x) if isinstance(x, str) else x

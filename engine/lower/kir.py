@@ -1,8 +1,9 @@
 """Kernel IR: the loops, allocations, statements and synchronisation of one kernel.
 
-Statements hold C expressions as text (indices and operands are already lowered);
-the structure (loops, predicates, allocations, reductions, barriers) stays explicit
-so passes can rewrite it and both the kernel-IR listing and the CUDA renderer read it.
+Statements hold typed expressions (engine.lower.kexpr: indices, accesses, predicates,
+ops) that render as C; the structure (loops, predicates, allocations, reductions,
+barriers) stays explicit so passes can rewrite it and both the kernel-IR listing and the
+CUDA renderer read it.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
+from engine.lower.kexpr import FALSE, And, Expr, Lit
 from engine.runtime.abi import ArgSpec, LaunchConfig
 
 
@@ -33,25 +35,34 @@ class Comment(Stmt):
 
 @dataclass
 class Assign(Stmt):
-    """`lhs = rhs;` — one element of an expression's output."""
+    """`lhs = rhs;` — one element of an expression's output (C text given is a Lit)."""
 
-    lhs: str
-    rhs: str
+    lhs: Expr
+    rhs: Expr
     source: str = ""  # the fusion expression it comes from, e.g. "T3 = T1 + T2"
     copy_ctype: str | None = None  # a plain element copy of this type: may become a vector access
+
+    def __post_init__(self) -> None:
+        self.lhs, self.rhs = _typed(self.lhs), _typed(self.rhs)
 
     def lines(self, indent: int) -> list[str]:
         return [f"{_pad(indent)}{self.lhs} = {self.rhs};"]
 
 
+def _typed(x: str | Expr) -> Expr:
+    return Lit(x) if isinstance(x, str) else x
+
+
 @dataclass
 class Raw(Stmt):
-    """A statement with no structure passes need to see (a runtime-function call)."""
+    """A statement whose form passes need not see (a runtime-function call): its text, or a
+    typed expression that renders as it (an Op whose parts hold the `;`), whose accesses
+    passes can then find."""
 
-    text: str
+    text: str | Expr
 
     def lines(self, indent: int) -> list[str]:
-        return [_pad(indent) + ln for ln in self.text.splitlines()]
+        return [_pad(indent) + ln for ln in str(self.text).splitlines()]
 
 
 @dataclass
@@ -134,9 +145,9 @@ def _synchronizes(stmts: list[Stmt]) -> bool:
     for s in stmts:
         if isinstance(s, BlockSync):
             return True
-        if isinstance(s, Raw) and any(c in s.text for c in _BLOCK_WIDE):
+        if isinstance(s, Raw) and any(c in str(s.text) for c in _BLOCK_WIDE):
             return True
-        if isinstance(s, Assign) and any(c in s.rhs for c in _BLOCK_WIDE):
+        if isinstance(s, Assign) and any(c in str(s.rhs) for c in _BLOCK_WIDE):
             return True
         if any(_synchronizes(body) for body in children(s)):
             return True
@@ -145,9 +156,12 @@ def _synchronizes(stmts: list[Stmt]) -> bool:
 
 @dataclass
 class IfThenElse(Stmt):
-    cond: str
+    cond: Expr
     then: list[Stmt] = field(default_factory=list)
     orelse: list[Stmt] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.cond = _typed(self.cond)
 
     def lines(self, indent: int) -> list[str]:
         p = _pad(indent)
@@ -162,14 +176,14 @@ class IfThenElse(Stmt):
         return out
 
 
-def guard(preds: list[str], stmts: list[Stmt]) -> list[Stmt]:
+def guard(preds: list[Expr], stmts: list[Stmt]) -> list[Stmt]:
     """`stmts` under the conjunction of `preds` (none: as they are; a false one or no
     statements: nothing)."""
-    if not stmts or "false" in preds:
+    if not stmts or FALSE in preds:
         return []
     if not preds:
         return stmts
-    return [IfThenElse(" && ".join(preds), stmts)]
+    return [IfThenElse(And(tuple(preds)), stmts)]
 
 
 @dataclass

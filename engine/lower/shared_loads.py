@@ -20,7 +20,7 @@ _LOAD = re.compile(r"^(load\w*<[^>]*>)\(&(\w+)\[([^\]]*)\], &(\w+)\[(.*)\]\);$")
 def _load_lines(stmt: kir.Stmt) -> list[str] | None:
     """The load calls `stmt` is made of (under a guard or an unrolled loop), or None."""
     if isinstance(stmt, kir.Raw):
-        lines = [ln.strip() for ln in stmt.text.splitlines() if ln.strip()]
+        lines = [ln.strip() for ln in str(stmt.text).splitlines() if ln.strip()]
         return lines if lines and all(_LOAD.match(ln) for ln in lines) else None
     if isinstance(stmt, kir.IfThenElse) and not stmt.orelse:
         parts = [_load_lines(s) for s in stmt.then]
@@ -60,9 +60,9 @@ def _written(name: str, stmts: list[kir.Stmt], skip: kir.Stmt) -> bool:
         if id(s) in own or isinstance(s, kir.ForLoop | kir.IfThenElse | kir.Scope):
             continue
         if isinstance(s, kir.Assign):
-            if re.match(rf"{name}\b", s.lhs) or assign.search(s.rhs):
+            if re.match(rf"{name}\b", str(s.lhs)) or assign.search(str(s.rhs)):
                 return True
-        elif isinstance(s, kir.Raw) and assign.search(s.text):
+        elif isinstance(s, kir.Raw) and assign.search(str(s.text)):
             return True
     return False
 
@@ -79,8 +79,8 @@ def _rename(stmt: kir.Stmt, old: str, new: str) -> kir.Stmt:
     changes = {}
     for f in dataclasses.fields(stmt):  # type: ignore[arg-type]
         v = getattr(stmt, f.name)
-        if isinstance(v, str) and f.name not in ("source", "domain"):
-            changes[f.name] = pat.sub(new, v)
+        if isinstance(v, str | kir.Expr) and f.name not in ("source", "domain"):
+            changes[f.name] = pat.sub(new, str(v))
         elif isinstance(v, list):
             changes[f.name] = [_rename(s, old, new) for s in v]
     return dataclasses.replace(stmt, **changes)  # type: ignore[type-var]

@@ -26,12 +26,13 @@ def vector_widths(listing: str) -> tuple[int, ...]:
     return tuple(sorted({int(n) for n in _VECTOR_CALL.findall(listing)} - {1}))
 
 
-def base_access(access: str, var: str, width: int = 0) -> str | None:
+def base_access(access: str | kir.Expr, var: str, width: int = 0) -> str | None:
     """`T3[e + var]` -> `T3[e]` when `var` is a term of its own, with coefficient 1, and only
     there. A slice's or pad's shift may follow it (`e + var + 64`, or a term
     `(((nvfuser_index_t)(e + var)) - 64)`) when the shift is a multiple of `width` (given
     by callers whose guard is uniform over the vector): the vector starts at `e` shifted,
     still aligned."""
+    access = str(access)
     m = ACCESS.match(access)
     if m is None or len(re.findall(rf"\b{var}\b", access)) != 1:
         return None
@@ -79,7 +80,7 @@ def _overhangs(i: IterDomain, ext: Extents) -> bool:
     return False
 
 
-def unguard(stmt: kir.Stmt) -> tuple[kir.Stmt, str | None]:
+def unguard(stmt: kir.Stmt) -> tuple[kir.Stmt, kir.Expr | None]:
     if isinstance(stmt, kir.IfThenElse) and not stmt.orelse and len(stmt.then) == 1:
         return stmt.then[0], stmt.cond
     return stmt, None
@@ -96,19 +97,19 @@ def _vector_store(loop: kir.ForLoop, globals_: set[str]) -> list[kir.Stmt] | Non
         inner, cond = unguard(stmt)
         if not isinstance(inner, kir.Assign) or inner.copy_ctype is None:
             continue
-        m = ACCESS.match(inner.lhs)
+        m = ACCESS.match(str(inner.lhs))
         dst = base_access(inner.lhs, loop.var)
         if m is None or m.group(1) not in globals_ or dst is None:
             continue
         name = m.group(1)
         others = loop.body[:k] + loop.body[k + 1:]
-        if any(re.search(rf"\b{name}\b", ln) for s in others for ln in s.lines(0)) or name in inner.rhs:
+        if any(re.search(rf"\b{name}\b", ln) for s in others for ln in s.lines(0)) or name in str(inner.rhs):
             continue
         tmp = f"{name}_vec"
         body[k] = kir.Assign(f"{tmp}[{loop.var}]", inner.rhs, inner.source)
         decls.append(kir.Raw(f"alignas(16) {inner.copy_ctype} {tmp}[{loop.extent}];"))
         store = kir.Raw(f"loadGeneric<{inner.copy_ctype}, {loop.extent}>(&{dst}, {tmp});")
-        pred = None if cond is None else re.sub(rf"\b{loop.var}\b", "0", cond)
+        pred = None if cond is None else kir.Lit(re.sub(rf"\b{loop.var}\b", "0", str(cond)))
         stores.extend(kir.guard([pred] if pred else [], [store]))
     if not stores:
         return None
@@ -152,7 +153,7 @@ def vectorize_loop(loop: kir.ForLoop, domain: IterDomain, ext: Extents,
     call = kir.Raw(f"{load}(&{dst}, &{src});")
     if cond is None:
         return call
-    return kir.IfThenElse(re.sub(rf"\b{loop.var}\b", "0", cond), [call])
+    return kir.IfThenElse(re.sub(rf"\b{loop.var}\b", "0", str(cond)), [call])
 
 
 def _aligned_base(index: str, width: int) -> bool:
@@ -295,14 +296,14 @@ def uniform_guards(body: list[kir.Stmt], var: str, width: int) -> None:
     reads memory, or whose uniformity this cannot show, is left as it is."""
     for st in body:
         if isinstance(st, kir.IfThenElse):
-            if _uniform_cond(st.cond, var, width):
-                st.cond = re.sub(rf"\b{var}\b", "0", st.cond)
+            if _uniform_cond(str(st.cond), var, width):
+                st.cond = kir.Lit(re.sub(rf"\b{var}\b", "0", str(st.cond)))
             uniform_guards(st.then, var, width)
             uniform_guards(st.orelse, var, width)
         elif isinstance(st, kir.Scope):
             uniform_guards(st.body, var, width)
-        elif isinstance(st, kir.Assign) and " ? " in st.rhs:
-            st.rhs = _uniform_selects(st.rhs, var, width)
+        elif isinstance(st, kir.Assign) and " ? " in str(st.rhs):
+            st.rhs = kir.Lit(_uniform_selects(str(st.rhs), var, width))
 
 
 def hoist_shared_reads(loop: kir.ForLoop, shared: dict[str, str]) -> list[kir.Stmt]:
@@ -349,9 +350,9 @@ def element_size(ctype: str) -> int:
 def _rename(body: list[kir.Stmt], old: str, new: str) -> None:
     for st in body:
         if isinstance(st, kir.Assign):
-            st.rhs = st.rhs.replace(old, new)
+            st.rhs = kir.Lit(str(st.rhs).replace(old, new))
         elif isinstance(st, kir.Raw):
-            st.text = st.text.replace(old, new)
+            st.text = str(st.text).replace(old, new)
         elif isinstance(st, kir.IfThenElse):
             _rename(st.then, old, new)
             _rename(st.orelse, old, new)
