@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from engine.dtypes import ctype_bytes
@@ -36,6 +36,7 @@ from engine.ir import exprs as ex
 from engine.ir.loop_map import loop_map
 from engine.ir.tensorview import MemoryType, TensorView
 from engine.lower import kir
+from engine.lower.kexpr import Access, AddrOf, Call
 from engine.lower.loops import out_tv
 
 if TYPE_CHECKING:
@@ -236,6 +237,15 @@ def _parts(body: list[kir.Stmt], cbs: list[CircularBuffer], outer: kir.ForLoop |
 
 def _not_a_copy(st: kir.Stmt, cb: CircularBuffer) -> str | None:
     """Why `st` is not part of a load nest that only copies global data into the cache."""
+    if isinstance(st, kir.IndexDef):
+        return None
+    if isinstance(st, kir.Exec):
+        call = st.call
+        if _copy_into(st) == cb.name:
+            assert isinstance(call, Call)
+            width = ctype_bytes(call.targs[0].strip()) * int(call.targs[1])
+            return None if width in (4, 8, 16) else f"a copy of {width} bytes (cp.async copies 4, 8 or 16)"
+        return f"its load nest has `{st.lines(0)[0]}`"
     if isinstance(st, kir.Raw):
         m = _COPY.match(str(st.text).strip())
         if m is not None and m.group(3) == cb.name:
@@ -269,8 +279,19 @@ def _touches(st: kir.Stmt, name: str) -> bool:
     return any(re.search(rf"\b{name}\b", line) for line in st.lines(0))
 
 
+def _copy_into(st: kir.Stmt) -> str | None:
+    """The array a `loadGeneric<T, N>(&X[..], ..)` statement copies into, else None."""
+    call = st.call if isinstance(st, kir.Exec) else None
+    if not (isinstance(call, Call) and call.fn == "loadGeneric" and call.args):
+        return None
+    dst = call.args[0]
+    return dst.x.name if isinstance(dst, AddrOf) and isinstance(dst.x, Access) else None
+
+
 def _async(st: kir.Stmt) -> kir.Stmt:
     """A copy of the load statement with its loadGeneric copies made asynchronous."""
+    if isinstance(st, kir.Exec) and isinstance(st.call, Call):
+        return kir.Exec(replace(st.call, fn="fsCpAsync")) if _copy_into(st) is not None else st
     if isinstance(st, kir.Raw):
         text = str(st.text)
         return kir.Raw(text.replace("loadGeneric<", "fsCpAsync<", 1)) if _COPY.match(text.strip()) else st

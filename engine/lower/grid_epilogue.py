@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, fields, replace
 
-from engine.lower import kir
+from engine.lower import kir, kquery
 
 _THREAD_VARS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 _BLOCK_VARS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
@@ -193,7 +193,7 @@ def _flagged(s: kir.Stmt, flags: list[str], local: set[str]) -> bool:
         if not s.orelse and any(re.search(rf"\b{f}\b", str(s.cond)) for f in flags):
             return True
         return all(_flagged(x, flags, local) for x in [*s.then, *s.orelse])
-    if isinstance(s, kir.Allocate | kir.Comment):
+    if isinstance(s, kir.Allocate | kir.Comment | kir.Declare):
         return True
     if isinstance(s, kir.Assign):
         return str(s.lhs).split("[")[0] in local
@@ -209,8 +209,10 @@ def _rename(s: kir.Stmt) -> kir.Stmt:
     changes = {}
     for f in fields(s):  # type: ignore[arg-type]
         v = getattr(s, f.name)
-        if isinstance(v, str | kir.Expr):
-            changes[f.name] = str(v).replace("threadIdx.", "fs_vt.")
+        if isinstance(v, str):
+            changes[f.name] = v.replace("threadIdx.", "fs_vt.")
+        elif isinstance(v, kir.Expr):
+            changes[f.name] = kquery.replace_text(v, "threadIdx.", "fs_vt.")
         elif isinstance(v, list):
             changes[f.name] = [_rename(x) if isinstance(x, kir.Stmt) else x for x in v]
     return replace(s, **changes)  # type: ignore[type-var]

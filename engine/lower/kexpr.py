@@ -302,3 +302,18 @@ def spell(fn: Callable[..., str], *args: int | str | Expr) -> int | Expr:
 def lit(x: int | str | Expr) -> int | Expr:
     """`x` as a node: C text given as a string is a Lit."""
     return Lit(x) if isinstance(x, str) else x
+
+
+@dataclass(frozen=True)
+class Call(Expr):
+    """`fn<targs>(args)`: a runtime function call (a vector copy, a cp.async)."""
+
+    fn: str
+    targs: tuple[str, ...]
+    args: tuple[int | Expr, ...]
+
+    def render(self) -> str:
+        return f"{self.fn}<{', '.join(self.targs)}>({', '.join(map(str, self.args))})"
+
+    def children(self) -> tuple[int | Expr, ...]:
+        return self.args

@@ -66,6 +66,54 @@ class Raw(Stmt):
 
 
 @dataclass
+class Exec(Stmt):
+    """`call;`: a runtime call made for its effect (a vector copy, a cp.async)."""
+
+    call: Expr
+
+    def lines(self, indent: int) -> list[str]:
+        return [f"{_pad(indent)}{self.call};"]
+
+
+@dataclass
+class Declare(Stmt):
+    """`alignas(16) ctype name[size];`: a vector temporary of a pass, not a kernel buffer."""
+
+    ctype: str
+    name: str
+    size: int
+
+    def lines(self, indent: int) -> list[str]:
+        return [f"{_pad(indent)}alignas(16) {self.ctype} {self.name}[{self.size}];"]
+
+
+@dataclass
+class IndexDef(Stmt):
+    """`const nvfuser_index_t name = value;`: an index a scope defines for its statements."""
+
+    name: str
+    value: Expr
+
+    def lines(self, indent: int) -> list[str]:
+        return [f"{_pad(indent)}const nvfuser_index_t {self.name} = {self.value};"]
+
+
+def exprs(s: Stmt) -> list[Expr]:
+    """The expressions `s` holds itself (not those of nested statements)."""
+    if isinstance(s, Assign):
+        return [s.lhs, s.rhs]
+    if isinstance(s, IfThenElse):
+        return [s.cond]
+    if isinstance(s, Exec):
+        return [s.call]
+    if isinstance(s, IndexDef):
+        return [s.value]
+    if isinstance(s, Raw) and isinstance(s.text, Expr):
+        return [s.text]
+    return []
+
+
+@dataclass
 class Allocate(Stmt):
     name: str
     ctype: str
@@ -145,7 +193,7 @@ def _synchronizes(stmts: list[Stmt]) -> bool:
     for s in stmts:
         if isinstance(s, BlockSync):
             return True
-        if isinstance(s, Raw) and any(c in str(s.text) for c in _BLOCK_WIDE):
+        if isinstance(s, Raw | Exec) and any(c in "\n".join(s.lines(0)) for c in _BLOCK_WIDE):
             return True
         if isinstance(s, Assign) and any(c in str(s.rhs) for c in _BLOCK_WIDE):
             return True

@@ -344,7 +344,7 @@ def _lower_fusion(fusion: Fusion, env: dict, name: str, layouts: dict[str, tuple
         unpartitioned = None
     except UnpartitionedWriteError as e:
         unpartitioned = str(e)
-    return Lowered(kernel, stages, tensors, shared, vector_widths(stages["kernel_ir"]), unpartitioned)
+    return Lowered(kernel, stages, tensors, shared, vector_widths(body), unpartitioned)
 
 
 def shared_memory_use(low: ExprLowering, stages: dict[str, int]) -> SharedMemoryUse:
