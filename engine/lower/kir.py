@@ -11,6 +11,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
+from engine.lower import kquery
 from engine.lower.kexpr import FALSE, And, Expr, Lit
 from engine.runtime.abi import ArgSpec, LaunchConfig
 
@@ -111,6 +112,16 @@ def exprs(s: Stmt) -> list[Expr]:
     if isinstance(s, Raw) and isinstance(s.text, Expr):
         return [s.text]
     return []
+
+
+def mentions(s: Stmt, name: str) -> bool:
+    """Whether `s` itself (not a statement nested in it) names `name`: in its expressions, as
+    the array or variable it declares, or in its text (a Raw's, a comment, a barrier's reason)."""
+    if any(kquery.mentions(e, name) for e in exprs(s)):
+        return True
+    if isinstance(s, Raw) and isinstance(s.text, str) or isinstance(s, Comment | BlockSync):
+        return name in kquery.text_words("\n".join(s.lines(0)))
+    return getattr(s, "name", None) == name or getattr(s, "var", None) == name
 
 
 @dataclass

@@ -124,13 +124,7 @@ def _allocations(stmts: list[kir.Stmt]) -> dict[str, kir.Allocate]:
 
 def _mentions(name: str, stmts: list[kir.Stmt]) -> int:
     """How many statements (nested ones counted apart) name `name` themselves."""
-    def own(s: kir.Stmt) -> bool:
-        if any(kquery.mentions(e, name) for e in kir.exprs(s)):
-            return True
-        if isinstance(s, kir.Raw) and isinstance(s.text, str) or isinstance(s, kir.Comment | kir.BlockSync):
-            return name in kquery.text_words("\n".join(s.lines(0)))
-        return getattr(s, "name", None) == name or getattr(s, "var", None) == name
-    return sum(1 for s in _walk(stmts) if own(s))
+    return sum(1 for s in _walk(stmts) if kir.mentions(s, name))
 
 
 def _merge_once(body: list[kir.Stmt], stmts: list[kir.Stmt], inputs: set[str],
