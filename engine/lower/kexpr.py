@@ -6,7 +6,7 @@ parentheses follow from the classes of its operands (a sum as an operand of a pr
 parenthesised, ...), so rendering needs no look at text. Constants are Python ints.
 `Op` is an operator or call whose spelling the passes need not see (engine.codegen's
 ops_table gives it) around typed operands; `Lit` is a C atom with no parts (a literal, a
-scalar argument). Passes query the tree (kexpr_query) instead of parsing the text.
+scalar argument). Passes query the tree (engine.lower.kquery) instead of parsing the text.
 """
 
 from __future__ import annotations
