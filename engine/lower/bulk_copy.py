@@ -5,28 +5,35 @@ allow them."""
 
 from __future__ import annotations
 
-import re
+from engine.lower import kir, kquery
+from engine.lower.kexpr import Access, Add, AddrOf, Call, Cmp, Expr, Lit, Mul, Stride, Sub, Var
+from engine.lower.vector_index import base_access, conjuncts
+from engine.lower.vectorize import element_size, unguard
 
-from engine.lower import kir
-from engine.lower.vectorize import ACCESS, base_access, element_size, sum_terms, unguard
+
+def _last_product(t: int | Expr) -> int | Expr:
+    """The factor a term prints last: `b` of a top-level `a - b` (repeatedly)."""
+    while isinstance(t, Sub) and not isinstance(t.b, Sub):
+        t = t.b
+    return t
 
 
-def _multiple_of(index: str, width: int, layouts: dict[str, tuple[list[int], int]]) -> bool:
+def _multiple_of(index: int | Expr, width: int, layouts: dict[str, tuple[list[int], int]]) -> bool:
     """Every term is a multiple of `width`: `(..) * k`, a constant, or `(..) * T.alloc_stride[j]`
     with the compiled-for stride a multiple."""
-    for t in sum_terms(index):
-        if t.isdigit():
-            if int(t) % width:
+    for t, paren in kquery.plus_terms(index):
+        if isinstance(t, int) and t >= 0:
+            if t % width:
                 return False
             continue
-        m = re.search(r"\* (\d+)$", t)
-        if m is not None and int(m.group(1)) % width == 0:
+        last = t if paren else _last_product(t)
+        factor = last.b if isinstance(last, Mul) and not paren else None
+        if isinstance(factor, int) and factor >= 0 and factor % width == 0:
             continue
-        m = re.search(r"\* (\w+)\.alloc_stride\[(\d+)\]$", t)
-        if m is None or m.group(1) not in layouts:
+        if not isinstance(factor, Stride) or factor.tensor not in layouts:
             return False
-        strides, _align = layouts[m.group(1)]
-        if strides[int(m.group(2))] % width:
+        strides, _align = layouts[factor.tensor]
+        if strides[factor.dim] % width:
             return False
     return True
 
@@ -40,7 +47,7 @@ def widen_bulk_copy(var: str, extent: int, body: list[kir.Stmt], threads: int,
     if len(body) != 1:
         return None
     stmt, cond = unguard(body[0])
-    if not isinstance(stmt, kir.Assign) or stmt.copy_ctype is None or (cond and re.search(rf"\b{var}\b", cond)):
+    if not isinstance(stmt, kir.Assign) or stmt.copy_ctype is None or (cond is not None and kquery.mentions(cond, var)):
         return None
     width = 16 // max(element_size(stmt.copy_ctype), 1)
     if width < 2 or extent % width:
@@ -49,19 +56,17 @@ def widen_bulk_copy(var: str, extent: int, body: list[kir.Stmt], threads: int,
     if dst is None or src is None:
         return None
     for access in (dst, src):
-        m = ACCESS.match(access)
-        name, index = m.group(1), m.group(2)
-        if name in layouts and layouts[name][1] < 16:
+        if access.name in layouts and layouts[access.name][1] < 16:
             return None
-        if not _multiple_of(index, width, layouts):
+        if not _multiple_of(access.index, width, layouts):
             return None
     vectors = extent // width
     trips = -(-vectors // threads)
     tid = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
-    d_base, s_base = dst[:-1], src[:-1]  # drop the closing bracket: `X[base`
-    call: kir.Stmt = kir.Raw(f"loadGeneric<{stmt.copy_ctype}, {width}>(&{d_base} + {var}], &{s_base} + {var}]);")
+    at = [AddrOf(Access(a.name, Add(a.index, Var(var)))) for a in (dst, src)]
+    call: kir.Stmt = kir.Exec(Call("loadGeneric", (stmt.copy_ctype, str(width)), tuple(at)))
     if vectors % threads:  # the last trip has vectors for some threads only
-        call = kir.IfThenElse(f"{var} < {extent}", [call])
+        call = kir.IfThenElse(Cmp(Var(var), "<", extent), [call])
     loop = kir.ForLoop(f"{var}_k", trips, "unroll", f"{var} in vectors of {width}",
-                       [kir.Raw(f"const nvfuser_index_t {var} = ({tid} + {var}_k * {threads}) * {width};"), call])
-    return kir.Scope(kir.guard([cond] if cond else [], [loop])) if cond else loop
+                       [kir.IndexDef(var, Lit(f"({tid} + {var}_k * {threads}) * {width}")), call])
+    return kir.Scope(kir.guard(list(conjuncts(cond)), [loop])) if cond is not None else loop

@@ -1,46 +1,38 @@
-"""Index arithmetic as C text, folding constants and parenthesising only where C needs it."""
+"""Index arithmetic on typed expressions (engine.lower.kexpr), folding constants.
+
+A name given as a string (a loop variable, `threadIdx.x`) becomes a kexpr.Var. Results
+render as C with parentheses only where C needs them (the nodes' own rendering).
+"""
 
 from __future__ import annotations
 
-Term = int | str
+from engine.lower import kexpr
+from engine.lower.kexpr import Add, Div, Expr, Mod, Mul, Signed, Sub, Var, Xor
+
+Term = int | Expr
 
 
-def _top_ops(s: str) -> set[str]:
-    """Binary operators at parenthesis depth 0 (a leading minus sign is not one)."""
-    ops: set[str] = set()
-    depth = 0
-    for k, ch in enumerate(s):
-        if ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
-        elif depth == 0 and ch in "+-*/%?<>=&|" and k > 0:
-            ops.add(ch)
-    return ops
-
-
-def _is_sum(x: Term) -> bool:
-    return isinstance(x, str) and bool(_top_ops(x) - {"*", "/", "%"})
-
-
-def _is_atom(x: Term) -> bool:
-    return isinstance(x, int) and x >= 0 or isinstance(x, str) and not _top_ops(x)
-
-
-def _p(x: Term, need: bool) -> str:
-    return f"({x})" if need else str(x)
+def _lift(x: int | str | Expr) -> Term:
+    return Var(x) if isinstance(x, str) else x
 
 
 def _signed(a: Term) -> Term:
     """CUDA's thread and block indices are unsigned, and so is arithmetic on them: a term made
     of them is cast to the signed index type before a subtraction, which may go below zero
     (a bounds test `x - 7 >= 0` would otherwise always hold)."""
-    if isinstance(a, str) and ("threadIdx" in a or "blockIdx" in a):
-        return f"((nvfuser_index_t)({a}))" if _top_ops(a) else f"((nvfuser_index_t){a})"
+    if isinstance(a, Expr) and _unsigned(a):
+        return Signed(a)
     return a
 
 
-def add(a: Term, b: Term) -> Term:
+def _unsigned(x: Term) -> bool:
+    if isinstance(x, Var | kexpr.Lit):
+        return any(u in str(x) for u in ("threadIdx", "blockIdx"))
+    return isinstance(x, Expr) and any(_unsigned(c) for c in x.children())
+
+
+def add(a: int | str | Expr, b: int | str | Expr) -> Term:
+    a, b = _lift(a), _lift(b)
     if isinstance(a, int) and isinstance(b, int):
         return a + b
     if a == 0:
@@ -48,17 +40,19 @@ def add(a: Term, b: Term) -> Term:
     if b == 0:
         return a
     if isinstance(b, int) and b < 0:
-        return f"{_signed(a)} - {-b}"
-    return f"{a} + {_p(b, _is_sum(b) and '-' in str(b))}"
+        return Sub(_signed(a), -b)
+    return Add(a, b)
 
 
-def sub(a: Term, b: Term) -> Term:
+def sub(a: int | str | Expr, b: int | str | Expr) -> Term:
+    a, b = _lift(a), _lift(b)
     if isinstance(b, int):
         return add(a, -b)
-    return f"{_signed(a)} - {_p(b, _is_sum(b))}"
+    return Sub(_signed(a), b)
 
 
-def mul(a: Term, b: Term) -> Term:
+def mul(a: int | str | Expr, b: int | str | Expr) -> Term:
+    a, b = _lift(a), _lift(b)
     if isinstance(a, int) and isinstance(b, int):
         return a * b
     if a == 0 or b == 0:
@@ -67,35 +61,37 @@ def mul(a: Term, b: Term) -> Term:
         return b
     if b == 1:
         return a
-    return f"{_p(a, _is_sum(a) or isinstance(a, int) and a < 0)} * {_p(b, not _is_atom(b))}"
+    return Mul(a, b)
 
 
-def div(a: Term, b: int) -> Term:
+def div(a: int | str | Expr, b: int) -> Term:
+    a = _lift(a)
     if isinstance(a, int):
         return a // b
     if b == 1:
         return a
-    return f"{_p(a, _is_sum(a))} / {b}"
+    return Div(a, b)
 
 
-def mod(a: Term, b: int) -> Term:
+def mod(a: int | str | Expr, b: int) -> Term:
+    a = _lift(a)
     if isinstance(a, int):
         return a % b
     if b == 1:
         return 0
-    return f"{_p(a, _is_sum(a))} % {b}"
+    return Mod(a, b)
 
 
-def xor(a: Term, b: Term) -> Term:
+def xor(a: int | str | Expr, b: int | str | Expr) -> Term:
     """a ^ b, parenthesised whole: C's ^ binds looser than every arithmetic operator."""
+    a, b = _lift(a), _lift(b)
     if isinstance(a, int) and isinstance(b, int):
         return a ^ b
     if a == 0:
         return b
     if b == 0:
         return a
-    return f"({a} ^ {b})"
+    return Xor(a, b)
 
 
-def text(x: Term) -> str:
-    return str(x)
+text = kexpr.text

@@ -26,16 +26,16 @@ shape keeps its plain loads, and Lowered.stages["circular_buffer"] says why.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from engine.dtypes import ctype_bytes
 from engine.ir import exprs as ex
 from engine.ir.loop_map import loop_map
 from engine.ir.tensorview import MemoryType, TensorView
-from engine.lower import kir
+from engine.lower import kir, kquery
+from engine.lower.kexpr import Access, Add, AddrOf, Call, Cmp, Div, Lit, Mod, Mul, Op, Paren, Var
 from engine.lower.loops import out_tv
 
 if TYPE_CHECKING:
@@ -48,11 +48,6 @@ if TYPE_CHECKING:
 class CircularBuffer:
     name: str  # the cache's kernel name, e.g. "T7"
     depth: int  # stages: the extent of its stage axis
-
-
-_COPY = re.compile(r"loadGeneric<([^,<>]+), (\d+)>\(&(\w+)\[")
-_INDEX_DEF = re.compile(r"const nvfuser_index_t \w+ = ")
-_ACCESS = re.compile(r"^\w+\[.*\]$")
 
 
 def circular_buffers_of(buffers: Iterable[Buffer], ext: Extents, fusion: Fusion
@@ -143,21 +138,21 @@ def _pipeline(body: list[kir.Stmt], cbs: list[CircularBuffer], outer: kir.ForLoo
         # Each load nest's stage body with the indices of `step` in scope.
         out: list[kir.Stmt] = []
         for load in loads:
-            defs = [kir.Raw(f"const nvfuser_index_t {load.var} = ({step}) % {d};")]
+            defs: list[kir.Stmt] = [kir.IndexDef(load.var, Mod(Paren(Lit(step)), d))]
             if outer is not None:
-                defs.insert(0, kir.Raw(f"const nvfuser_index_t {outer.var} = ({step}) / {d};"))
+                defs.insert(0, kir.IndexDef(outer.var, Div(Paren(Lit(step)), d)))
             out.append(kir.Scope([*defs, *[_async(st) for st in load.body]]))
         return out
 
     ahead = f"fs_{cbs[0].name}_ahead"
-    current = f"{outer.var} * {d} + {s}" if outer is not None else s
+    current = Add(Mul(Var(outer.var), d), Var(s)) if outer is not None else Var(s)
     # One barrier per stage: after it, this stage has landed for every thread, and every
     # thread is done with the previous stage, whose slot the load ahead then refills.
     stage_body = [
-        kir.Raw(f"fsCpAsyncWait<{d - 2}>();"),
+        kir.Exec(Call("fsCpAsyncWait", (str(d - 2),), ())),
         kir.BlockSync(f"RAW: stage {s} of {names} has landed; WAR: the previous stage is read"),
-        kir.Scope([kir.Raw(f"const nvfuser_index_t {ahead} = {current} + {d - 1};"),
-                   kir.IfThenElse(f"{ahead} < {steps}", load_step(ahead))]),
+        kir.Scope([kir.IndexDef(ahead, Add(current, d - 1)),
+                   kir.IfThenElse(Cmp(Var(ahead), "<", steps), load_step(ahead))]),
         kir.Raw("fsCpAsyncCommit();"), *compute.body,
     ]
     stage = kir.ForLoop(s, d, "pipelined", compute.domain, stage_body, compute.threads)
@@ -236,16 +231,20 @@ def _parts(body: list[kir.Stmt], cbs: list[CircularBuffer], outer: kir.ForLoop |
 
 def _not_a_copy(st: kir.Stmt, cb: CircularBuffer) -> str | None:
     """Why `st` is not part of a load nest that only copies global data into the cache."""
-    if isinstance(st, kir.Raw):
-        m = _COPY.match(st.text.strip())
-        if m is not None and m.group(3) == cb.name:
-            width = ctype_bytes(m.group(1).strip()) * int(m.group(2))
+    if isinstance(st, kir.IndexDef):
+        return None
+    if isinstance(st, kir.Exec):
+        call = st.call
+        if _copy_into(st) == cb.name:
+            assert isinstance(call, Call)
+            width = ctype_bytes(call.targs[0].strip()) * int(call.targs[1])
             return None if width in (4, 8, 16) else f"a copy of {width} bytes (cp.async copies 4, 8 or 16)"
-        if _INDEX_DEF.match(st.text.strip()):
-            return None
-        return f"its load nest has `{st.text.strip()}`"
+        return f"its load nest has `{st.lines(0)[0]}`"
+    if isinstance(st, kir.Raw):
+        return f"its load nest has `{str(st.text).strip()}`"
     if isinstance(st, kir.Assign):
-        if not (st.copy_ctype and st.lhs.startswith(f"{cb.name}[") and _ACCESS.match(st.rhs)):
+        lhs = st.lhs
+        if not (st.copy_ctype and isinstance(lhs, Access) and lhs.name == cb.name and isinstance(st.rhs, Access)):
             return f"its load nest has `{st.lhs} = {st.rhs}`"
         width = ctype_bytes(st.copy_ctype)
         return None if width in (4, 8, 16) else f"{width}-byte element copies (cp.async copies 4, 8 or 16 bytes)"
@@ -259,22 +258,53 @@ def _not_a_copy(st: kir.Stmt, cb: CircularBuffer) -> str | None:
     return f"its load nest has a {type(st).__name__} statement"
 
 
+def _walk_stmts(st: kir.Stmt) -> Iterator[kir.Stmt]:
+    yield st
+    for child in kir.children(st):
+        for s in child:
+            yield from _walk_stmts(s)
+
+
+def _stores(s: kir.Stmt, name: str) -> bool:
+    """`name[..] = ...` (an assignment, or one spelled in a statement), or a call copying into
+    `name` (its first argument `&name[..]`)."""
+    if isinstance(s, kir.Assign):
+        return isinstance(s.lhs, Access) and s.lhs.name == name
+    if isinstance(s, kir.Exec) and isinstance(s.call, Call) and s.call.args:
+        dst = s.call.args[0]
+        return isinstance(dst, AddrOf) and isinstance(dst.x, Access) and dst.x.name == name
+    for e in kir.exprs(s):
+        for n in kquery.walk(e):
+            if isinstance(n, Op) and any(isinstance(a, Access) and a.name == name and after.startswith(" = ")
+                                         for a, after in zip(n.args, n.parts[1:])):
+                return True
+    return False
+
+
 def _writes(st: kir.Stmt, name: str) -> bool:
     """Whether `st` stores into `name`: an assignment, or a copy call with it as destination."""
-    store = re.compile(rf"\b{name}\[[^\]]*\]\s*=[^=]|>\(&{name}\[")
-    return any(store.search(line) for line in st.lines(0))
+    return any(_stores(s, name) for s in _walk_stmts(st))
 
 
 def _touches(st: kir.Stmt, name: str) -> bool:
-    return any(re.search(rf"\b{name}\b", line) for line in st.lines(0))
+    return any(kir.mentions(s, name) for s in _walk_stmts(st))
+
+
+def _copy_into(st: kir.Stmt) -> str | None:
+    """The array a `loadGeneric<T, N>(&X[..], ..)` statement copies into, else None."""
+    call = st.call if isinstance(st, kir.Exec) else None
+    if not (isinstance(call, Call) and call.fn == "loadGeneric" and call.args):
+        return None
+    dst = call.args[0]
+    return dst.x.name if isinstance(dst, AddrOf) and isinstance(dst.x, Access) else None
 
 
 def _async(st: kir.Stmt) -> kir.Stmt:
     """A copy of the load statement with its loadGeneric copies made asynchronous."""
-    if isinstance(st, kir.Raw):
-        return kir.Raw(st.text.replace("loadGeneric<", "fsCpAsync<", 1)) if _COPY.match(st.text.strip()) else st
+    if isinstance(st, kir.Exec) and isinstance(st.call, Call):
+        return kir.Exec(replace(st.call, fn="fsCpAsync")) if _copy_into(st) is not None else st
     if isinstance(st, kir.Assign):
-        return kir.Raw(f"fsCpAsync<{st.copy_ctype}, 1>(&{st.lhs}, &{st.rhs});")
+        return kir.Exec(Call("fsCpAsync", (str(st.copy_ctype), "1"), (AddrOf(st.lhs), AddrOf(st.rhs))))
     if isinstance(st, kir.ForLoop):
         return kir.ForLoop(st.var, st.extent, st.kind, st.domain, [_async(s) for s in st.body], st.threads)
     if isinstance(st, kir.Scope):

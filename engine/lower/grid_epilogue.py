@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, fields, replace
 
-from engine.lower import kir
+from engine.lower import kir, kquery
 
 _THREAD_VARS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 _BLOCK_VARS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
@@ -96,11 +96,11 @@ def share_epilogue(body: list[kir.Stmt], syncs: dict[str, GridSync],
     parameter and workspace names."""
     if not syncs:
         return body, []
-    at = [k for k, s in enumerate(body) if isinstance(s, kir.Assign) and s.lhs in syncs]
+    at = [k for k, s in enumerate(body) if isinstance(s, kir.Assign) and str(s.lhs) in syncs]
     names = ", ".join(sorted(syncs))
     if len(at) != len(syncs):
         return body, [f"{names}: the epilogue stays in the last block: a grid reduction inside a loop"]
-    calls = [syncs[body[k].lhs] for k in at]  # type: ignore[union-attr]
+    calls = [syncs[str(body[k].lhs)] for k in at]  # type: ignore[union-attr]
     if len({(c.template) for c in calls}) != 1:
         return body, [f"{names}: the epilogue stays in the last block: the grid reductions reduce "
                       "different dimensions"]
@@ -111,7 +111,8 @@ def share_epilogue(body: list[kir.Stmt], syncs: dict[str, GridSync],
     if why is not None:
         return body, [f"{names}: the epilogue stays in the last block: {why}"]
     share_calls = {c.flag: ShareCall(c, f"fs_share{k}") for k, c in enumerate(calls)}
-    middle = [share_calls[s.lhs] if isinstance(s, kir.Assign) and s.lhs in share_calls else s for s in prep]
+    middle = [share_calls[str(s.lhs)] if isinstance(s, kir.Assign) and str(s.lhs) in share_calls else s
+              for s in prep]
     loop = ShareLoop(list(share_calls.values()), [_rename(s) for s in epilogue])
     return [*body[:at[0]], share_calls[calls[0].flag], *middle, loop], [
         f"{c.flag}: every block runs the epilogue of the thread segments it combined" for c in calls]
@@ -126,7 +127,7 @@ def _split(after: list[kir.Stmt], calls: list[GridSync]) -> tuple[list[kir.Stmt]
     epilogue: list[kir.Stmt] = []
     for s in after:
         text = "\n".join(s.lines(0))
-        is_call = isinstance(s, kir.Assign) and s.lhs in flags
+        is_call = isinstance(s, kir.Assign) and str(s.lhs) in flags
         (epilogue if not is_call and any(re.search(rf"\b{f}\b", text) for f in flags) else prep).append(s)
     return prep, epilogue
 
@@ -189,15 +190,15 @@ def _flagged(s: kir.Stmt, flags: list[str], local: set[str]) -> bool:
     """Whether every statement with an effect outside `local` arrays in `s` runs only where
     one of the `flags` holds."""
     if isinstance(s, kir.IfThenElse):
-        if not s.orelse and any(re.search(rf"\b{f}\b", s.cond) for f in flags):
+        if not s.orelse and any(re.search(rf"\b{f}\b", str(s.cond)) for f in flags):
             return True
         return all(_flagged(x, flags, local) for x in [*s.then, *s.orelse])
-    if isinstance(s, kir.Allocate | kir.Comment):
+    if isinstance(s, kir.Allocate | kir.Comment | kir.Declare):
         return True
     if isinstance(s, kir.Assign):
-        return s.lhs.split("[")[0] in local
+        return str(s.lhs).split("[")[0] in local
     if isinstance(s, kir.Raw):
-        return _DECLARATION.fullmatch(s.text.strip()) is not None
+        return _DECLARATION.fullmatch(str(s.text).strip()) is not None
     if isinstance(s, kir.ForLoop | kir.Scope):
         return all(_flagged(x, flags, local) for x in s.body)
     return False
@@ -210,6 +211,8 @@ def _rename(s: kir.Stmt) -> kir.Stmt:
         v = getattr(s, f.name)
         if isinstance(v, str):
             changes[f.name] = v.replace("threadIdx.", "fs_vt.")
+        elif isinstance(v, kir.Expr):
+            changes[f.name] = kquery.replace_text(v, "threadIdx.", "fs_vt.")
         elif isinstance(v, list):
             changes[f.name] = [_rename(x) if isinstance(x, kir.Stmt) else x for x in v]
     return replace(s, **changes)  # type: ignore[type-var]

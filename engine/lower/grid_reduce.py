@@ -14,6 +14,7 @@ from engine.ir.iterdomain import ParallelType
 from engine.ir.tensorview import TensorView
 from engine.lower import cexpr, kir
 from engine.lower.grid_epilogue import GridSync
+from engine.lower.kexpr import Access, Lit, Var, spell
 from engine.lower.loops import LoopNode
 from engine.lower.reductions import BLOCKS, Accumulator, bools
 
@@ -79,18 +80,17 @@ def grid_reduction(low: ExprLowering, out: TensorView, acc: Accumulator, threads
         if sync_grid:
             low.grid_syncs[flag] = GridSync(flag, acc.name, tuple(blocks), tuple(threads),  # type: ignore[arg-type]
                                             template, args, work_ptr)
-        return [kir.Assign(flag, f"gridReduceGroup{'Sync' if sync_grid else ''}<{template}>{args}")]
+        return [kir.Assign(Var(flag), Lit(f"gridReduceGroup{'Sync' if sync_grid else ''}<{template}>{args}"))]
     low.workspaces[work] = (ct, per * acc.size * count, False)
     slot = cexpr.text(cexpr.add(cexpr.mul(instance, acc.size), "k"))
     low.workspaces[sync] = ("nvfuser_index_t", n_blocks * acc.size * count, True)
     low.reserve_reduction_smem(8)
     loop = kir.ForLoop("k", acc.size, "serial", f"{acc.name} elements")
-    loop.body.append(kir.Assign(
-        flag,
-        f"gridReduce<{bools(blocks)}, {bools(threads)}>({acc.name}[k], {acc.name}[k], {combine}, {init}, "
-        f"{work}.data + ({slot}) * {per}, {sync}.data + ({slot}) * {n_blocks}, "
-        f"reinterpret_cast<{ct}*>(red_smem))",
-    ))
+    element = Access(acc.name, Var("k"))
+    loop.body.append(kir.Assign(Var(flag), spell(
+        lambda e: f"gridReduce<{bools(blocks)}, {bools(threads)}>({e}, {e}, {combine}, {init}, "
+                  f"{work}.data + ({slot}) * {per}, {sync}.data + ({slot}) * {n_blocks}, "
+                  f"reinterpret_cast<{ct}*>(red_smem))", element)))
     return [loop]
 
 
@@ -118,12 +118,10 @@ def grid_welford(low: ExprLowering, expr: ex.WelfordOp, accs: list[Accumulator],
     low.workspaces[sync] = ("nvfuser_index_t", n_blocks * a0.size * count, True)
     low.reserve_reduction_smem(24)
     slot = cexpr.text(cexpr.add(cexpr.mul(instance, a0.size), "k"))
-    vals = ", ".join(f"{a.name}[k]" for a in accs)
+    elements = [Access(a.name, Var("k")) for a in accs]
     bufs = ", ".join(f"{w}.data + ({slot}) * {per}" for w in works)
     loop = kir.ForLoop("k", a0.size, "serial", f"{a0.name} elements")
-    loop.body.append(kir.Assign(
-        flag,
-        f"gridWelford<{bools(blocks)}, {bools(threads)}>({vals}, {vals}, {bufs}, "
-        f"{sync}.data + ({slot}) * {n_blocks}, {smem})",
-    ))
+    loop.body.append(kir.Assign(Var(flag), spell(
+        lambda *e: f"gridWelford<{bools(blocks)}, {bools(threads)}>({', '.join(e)}, {', '.join(e)}, {bufs}, "
+                   f"{sync}.data + ({slot}) * {n_blocks}, {smem})", *elements)))
     return [loop]

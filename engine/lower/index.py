@@ -38,6 +38,7 @@ from engine.ir.loop_map import loop_map
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
 from engine.lower import cexpr
+from engine.lower.kexpr import Cmp
 from engine.lower.loops import in_tvs
 from engine.lower.split_chains import SplitStep, same_source
 
@@ -64,10 +65,10 @@ class Ix:
     dividend: cexpr.Term | None = None
 
 
-def lower_bound_test(ix: Ix, wrap: Callable[[cexpr.Term], str]) -> str:
+def lower_bound_test(ix: Ix, wrap: Callable[[cexpr.Term], cexpr.Term]) -> Cmp:
     """The C test that `ix` is not below its axis (ix >= 0), exact under C's truncating
     division: on the undivided index where `ix` was divided from one that can be negative."""
-    return f"{wrap(ix.term if ix.dividend is None else ix.dividend)} >= 0"
+    return Cmp(wrap(ix.term if ix.dividend is None else ix.dividend), ">=", 0)
 
 
 def _div_mod(x: Ix, n: int) -> tuple[Ix, Ix]:

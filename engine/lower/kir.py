@@ -1,8 +1,9 @@
 """Kernel IR: the loops, allocations, statements and synchronisation of one kernel.
 
-Statements hold C expressions as text (indices and operands are already lowered);
-the structure (loops, predicates, allocations, reductions, barriers) stays explicit
-so passes can rewrite it and both the kernel-IR listing and the CUDA renderer read it.
+Statements hold typed expressions (engine.lower.kexpr: indices, accesses, predicates,
+ops) that render as C; the structure (loops, predicates, allocations, reductions,
+barriers) stays explicit so passes can rewrite it and both the kernel-IR listing and the
+CUDA renderer read it.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
+from engine.lower import kquery
+from engine.lower.kexpr import FALSE, And, Expr, Lit
 from engine.runtime.abi import ArgSpec, LaunchConfig
 
 
@@ -33,25 +36,92 @@ class Comment(Stmt):
 
 @dataclass
 class Assign(Stmt):
-    """`lhs = rhs;` — one element of an expression's output."""
+    """`lhs = rhs;` — one element of an expression's output (C text given is a Lit)."""
 
-    lhs: str
-    rhs: str
+    lhs: Expr
+    rhs: Expr
     source: str = ""  # the fusion expression it comes from, e.g. "T3 = T1 + T2"
     copy_ctype: str | None = None  # a plain element copy of this type: may become a vector access
+
+    def __post_init__(self) -> None:
+        self.lhs, self.rhs = _typed(self.lhs), _typed(self.rhs)
 
     def lines(self, indent: int) -> list[str]:
         return [f"{_pad(indent)}{self.lhs} = {self.rhs};"]
 
 
+def _typed(x: str | Expr) -> Expr:
+    return Lit(x) if isinstance(x, str) else x
+
+
 @dataclass
 class Raw(Stmt):
-    """A statement with no structure passes need to see (a runtime-function call)."""
+    """A statement whose form passes need not see (a runtime-function call): its text, or a
+    typed expression that renders as it (an Op whose parts hold the `;`), whose accesses
+    passes can then find."""
 
-    text: str
+    text: str | Expr
 
     def lines(self, indent: int) -> list[str]:
-        return [_pad(indent) + ln for ln in self.text.splitlines()]
+        return [_pad(indent) + ln for ln in str(self.text).splitlines()]
+
+
+@dataclass
+class Exec(Stmt):
+    """`call;`: a runtime call made for its effect (a vector copy, a cp.async)."""
+
+    call: Expr
+
+    def lines(self, indent: int) -> list[str]:
+        return [f"{_pad(indent)}{self.call};"]
+
+
+@dataclass
+class Declare(Stmt):
+    """`alignas(16) ctype name[size];`: a vector temporary of a pass, not a kernel buffer."""
+
+    ctype: str
+    name: str
+    size: int
+
+    def lines(self, indent: int) -> list[str]:
+        return [f"{_pad(indent)}alignas(16) {self.ctype} {self.name}[{self.size}];"]
+
+
+@dataclass
+class IndexDef(Stmt):
+    """`const nvfuser_index_t name = value;`: an index a scope defines for its statements."""
+
+    name: str
+    value: Expr
+
+    def lines(self, indent: int) -> list[str]:
+        return [f"{_pad(indent)}const nvfuser_index_t {self.name} = {self.value};"]
+
+
+def exprs(s: Stmt) -> list[Expr]:
+    """The expressions `s` holds itself (not those of nested statements)."""
+    if isinstance(s, Assign):
+        return [s.lhs, s.rhs]
+    if isinstance(s, IfThenElse):
+        return [s.cond]
+    if isinstance(s, Exec):
+        return [s.call]
+    if isinstance(s, IndexDef):
+        return [s.value]
+    if isinstance(s, Raw) and isinstance(s.text, Expr):
+        return [s.text]
+    return []
+
+
+def mentions(s: Stmt, name: str) -> bool:
+    """Whether `s` itself (not a statement nested in it) names `name`: in its expressions, as
+    the array or variable it declares, or in its text (a Raw's, a comment, a barrier's reason)."""
+    if any(kquery.mentions(e, name) for e in exprs(s)):
+        return True
+    if isinstance(s, Raw) and isinstance(s.text, str) or isinstance(s, Comment | BlockSync):
+        return name in kquery.text_words("\n".join(s.lines(0)))
+    return getattr(s, "name", None) == name or getattr(s, "var", None) == name
 
 
 @dataclass
@@ -134,9 +204,9 @@ def _synchronizes(stmts: list[Stmt]) -> bool:
     for s in stmts:
         if isinstance(s, BlockSync):
             return True
-        if isinstance(s, Raw) and any(c in s.text for c in _BLOCK_WIDE):
+        if isinstance(s, Raw | Exec) and any(c in "\n".join(s.lines(0)) for c in _BLOCK_WIDE):
             return True
-        if isinstance(s, Assign) and any(c in s.rhs for c in _BLOCK_WIDE):
+        if isinstance(s, Assign) and any(c in str(s.rhs) for c in _BLOCK_WIDE):
             return True
         if any(_synchronizes(body) for body in children(s)):
             return True
@@ -145,9 +215,12 @@ def _synchronizes(stmts: list[Stmt]) -> bool:
 
 @dataclass
 class IfThenElse(Stmt):
-    cond: str
+    cond: Expr
     then: list[Stmt] = field(default_factory=list)
     orelse: list[Stmt] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.cond = _typed(self.cond)
 
     def lines(self, indent: int) -> list[str]:
         p = _pad(indent)
@@ -162,14 +235,14 @@ class IfThenElse(Stmt):
         return out
 
 
-def guard(preds: list[str], stmts: list[Stmt]) -> list[Stmt]:
+def guard(preds: list[Expr], stmts: list[Stmt]) -> list[Stmt]:
     """`stmts` under the conjunction of `preds` (none: as they are; a false one or no
     statements: nothing)."""
-    if not stmts or "false" in preds:
+    if not stmts or FALSE in preds:
         return []
     if not preds:
         return stmts
-    return [IfThenElse(" && ".join(preds), stmts)]
+    return [IfThenElse(And(tuple(preds)), stmts)]
 
 
 @dataclass

@@ -14,6 +14,7 @@ from engine.ir.iterdomain import IterDomain, ParallelType
 from engine.ir.logical_map import consumers_of, logical_map
 from engine.ir.tensorview import TensorView
 from engine.lower.index import Ix, producer_known, propagate
+from engine.lower.kexpr import Var
 from engine.lower.loops import LoopNode
 from engine.lower.split_chains import same_split_source
 
@@ -37,10 +38,10 @@ class LoopIndexing:
         pt = c.parallel_type
         n = self.ext.of(own if (node.virtual and own is not None) else c)
         if pt in THREAD_VARS:
-            return Ix(THREAD_VARS[pt], 0, n)
+            return Ix(Var(THREAD_VARS[pt]), 0, n)
         if node.virtual:
             return Ix(0, 0, 1)
-        return Ix(f"i{c.name}", 0, n)
+        return Ix(Var(f"i{c.name}"), 0, n)
 
     def output_index(self, out: TensorView, loops: list[LoopNode]) -> dict[IterDomain, Ix]:
         return self.loop_seeded_index(out, loops, len(loops))

@@ -24,7 +24,7 @@ from engine.ir.logical_map import pairwise_logical_map
 from engine.ir.quant_exprs import BlockQuantizationOp, PreprocessGroupedMatmulInputSf
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
-from engine.lower import kir
+from engine.lower import kexpr, kir
 from engine.lower.buffers import Buffer, make_buffer
 from engine.lower.grid_epilogue import GridSync
 from engine.lower.index import Extents, Ix
@@ -147,13 +147,14 @@ class ExprLowering(LoopIndexing, Predicates, Operands):
         out = out_tv(expr)
         self._register_allocations(expr, loops)
         c_index = self.output_index(out, loops)
-        flags = sorted({f for p in in_tvs(expr) for f in self.flags.get(p, [])})
-        one_block = frozenset().union(*(self.flag_blocks.get(f, frozenset()) for f in flags))
+        flag_names = sorted({f for p in in_tvs(expr) for f in self.flags.get(p, [])})
+        flags: list[kexpr.Expr] = [kexpr.Var(f) for f in flag_names]
+        one_block = frozenset().union(*(self.flag_blocks.get(f, frozenset()) for f in flag_names))
         preds = (self.thread_predicates(loops, out) + self.promoted_loop_predicates(loops, out)
                  + self.redundant_write_predicates(loops, out, one_block) + self.bounds_predicates(out, c_index))
         for o in expr.outputs:
-            if isinstance(o, TensorView) and flags:
-                self.flags[o] = flags
+            if isinstance(o, TensorView) and flag_names:
+                self.flags[o] = flag_names
         if isinstance(expr, PreprocessGroupedMatmulInputSf):
             stmts = lower_layout_op(self, expr, loops, c_index, preds + flags)
         elif isinstance(expr, BlockQuantizationOp):
@@ -203,7 +204,7 @@ class ExprLowering(LoopIndexing, Predicates, Operands):
                 return id(node)
         return 0
 
-    def value(self, expr: Expr, out: TensorView, c_index: dict[IterDomain, Ix]) -> str:
+    def value(self, expr: Expr, out: TensorView, c_index: dict[IterDomain, Ix]) -> str | kexpr.Expr:
         """The C expression of one output element."""
         return value_of(self, expr, out, c_index)
 

@@ -12,26 +12,30 @@ from engine.ir.base import Expr
 from engine.ir.iterdomain import IterDomain, Resize
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
-from engine.lower import cexpr, kir
+from engine.lower import cexpr, kexpr, kir
 from engine.lower.index import Ix, lower_bound_test
+from engine.lower.kexpr import And, Cmp, Lit, Paren, Select, Var, spell
 
 if TYPE_CHECKING:
     from engine.lower.lowering import ExprLowering
+
+
+Value = str | kexpr.Expr  # a C value: typed, or a scalar's text
 
 
 def _dtype(v) -> DataType:
     return v.dtype
 
 
-def _operand(low: ExprLowering, v, out: TensorView, c_index, dt: DataType) -> str:
+def _operand(low: ExprLowering, v, out: TensorView, c_index, dt: DataType) -> Value:
     acc = low.read(v, out, c_index)
     src = _dtype(v)
     if isinstance(v, Scalar) and v.value is not None:
-        return ops_table.literal(v.value, dt)
-    return low.converted(acc.text, src, dt)
+        return Lit(ops_table.literal(v.value, dt))
+    return low.converted(acc.expr, src, dt)
 
 
-def value_of(low: ExprLowering, expr: Expr, out: TensorView, c_index: dict[IterDomain, Ix]) -> str:
+def value_of(low: ExprLowering, expr: Expr, out: TensorView, c_index: dict[IterDomain, Ix]) -> Value:
     if isinstance(expr, ex.UnaryOp):
         return _unary(low, expr, out, c_index)
     if isinstance(expr, ex.BinaryOp):
@@ -39,13 +43,13 @@ def value_of(low: ExprLowering, expr: Expr, out: TensorView, c_index: dict[IterD
         a, b = (_operand(low, v, out, c_index, dt) for v in expr.inputs)
         rhs = expr.inputs[1]
         b_value = rhs.value if isinstance(rhs, Scalar) else None
-        text = ops_table.binary(expr.op, a, b, dt, b_value)
-        return low.converted(text, _result_dtype(expr.op, dt), out.dtype)
+        value = spell(lambda x, y: ops_table.binary(expr.op, x, y, dt, b_value), a, b)
+        return low.converted(value, _result_dtype(expr.op, dt), out.dtype)
     if isinstance(expr, ex.TernaryOp):
         return _ternary(low, expr, out, c_index)
     if isinstance(expr, ex.LoadStoreOp | ex.BroadcastOp | ex.SqueezeOp | ex.ExpandOp | ex.ViewOp | ex.SliceOp):
         v = expr.inputs[0]
-        return low.converted(low.read(v, out, c_index).text, v.dtype, out.dtype)
+        return low.converted(low.read(v, out, c_index).expr, v.dtype, out.dtype)
     if isinstance(expr, ex.PadOp):
         return _pad(low, expr, out, c_index)
     if isinstance(expr, ex.CatOp):
@@ -72,43 +76,43 @@ def _result_dtype(op: str, dt: DataType) -> DataType:
     return dt
 
 
-def _unary(low: ExprLowering, expr: ex.UnaryOp, out: TensorView, c_index) -> str:
+def _unary(low: ExprLowering, expr: ex.UnaryOp, out: TensorView, c_index) -> Value:
     v = expr.inputs[0]
-    x = low.read(v, out, c_index).text
+    x: Value = low.read(v, out, c_index).expr
     if isinstance(v, Scalar) and v.value is not None:
-        x = ops_table.literal(v.value, v.dtype)
+        x = Lit(ops_table.literal(v.value, v.dtype))
     if expr.op == "cast":
-        return ops_table.cast(x, v.dtype, out.dtype)
+        return spell(lambda t: ops_table.cast(t, v.dtype, out.dtype), x)
     # Bool-valued predicates (isnan, ...) compute in their input's type.
     dt = DataType.Float if v.dtype.is_low_precision_float else v.dtype
     x = low.converted(x, v.dtype, dt)
     res_dt = DataType.Bool if out.dtype == DataType.Bool else dt
-    return low.converted(ops_table.unary(expr.op, x, dt), res_dt, out.dtype)
+    return low.converted(spell(lambda t: ops_table.unary(expr.op, t, dt), x), res_dt, out.dtype)
 
 
-def _ternary(low: ExprLowering, expr: ex.TernaryOp, out: TensorView, c_index) -> str:
+def _ternary(low: ExprLowering, expr: ex.TernaryOp, out: TensorView, c_index) -> Value:
     dt = DataType.Float if out.dtype.is_low_precision_float else out.dtype
     args = list(expr.inputs)
     if expr.op == "where":
-        c = low.read(args[0], out, c_index).text
+        c: Value = low.read(args[0], out, c_index).expr
         if isinstance(args[0], Scalar) and args[0].value is not None:
-            c = ops_table.literal(args[0].value, DataType.Bool)
+            c = Lit(ops_table.literal(args[0].value, DataType.Bool))
         c = low.converted(c, args[0].dtype, DataType.Bool)
         a = _operand(low, args[1], out, c_index, dt)
         b = _operand(low, args[2], out, c_index, dt)
-        return low.converted(ops_table.ternary("where", c, a, b, dt), dt, out.dtype)
+        return low.converted(spell(lambda x, y, z: ops_table.ternary("where", x, y, z, dt), c, a, b), dt, out.dtype)
     a, b, c = (_operand(low, v, out, c_index, dt) for v in args)
-    return low.converted(ops_table.ternary(expr.op, a, b, c, dt), dt, out.dtype)
+    return low.converted(spell(lambda x, y, z: ops_table.ternary(expr.op, x, y, z, dt), a, b, c), dt, out.dtype)
 
 
 def _logical_noreduction(tv: TensorView) -> list[IterDomain]:
     return [i for i in tv.domain.logical if not i.is_reduction]
 
 
-def _pad(low: ExprLowering, expr: ex.PadOp, out: TensorView, c_index) -> str:
+def _pad(low: ExprLowering, expr: ex.PadOp, out: TensorView, c_index) -> Value:
     inp = expr.inputs[0]
     acc = low.read(inp, out, c_index)
-    conds: list[str] = []
+    conds: list[kexpr.Expr] = []
     for k, pid in enumerate(_logical_noreduction(inp)):
         oid = _logical_noreduction(out)[k]
         if isinstance(oid.definition, Resize) and oid in c_index:
@@ -123,15 +127,15 @@ def _pad(low: ExprLowering, expr: ex.PadOp, out: TensorView, c_index) -> str:
         if ix.lo < 0 and (low_test := lower_bound_test(ix, _w)) not in conds:
             conds.append(low_test)
         if ix.hi > n:
-            conds.append(f"{_w(ix.term)} < {n}")
+            conds.append(Cmp(_w(ix.term), "<", n))
     val = _operand(low, expr.value, out, c_index, out.dtype)
-    inside = low.converted(acc.text, inp.dtype, out.dtype)
+    inside = low.converted(acc.expr, inp.dtype, out.dtype)
     if not conds:
         return inside
-    return f"(({' && '.join(conds)}) ? {inside} : {val})"
+    return Select(Paren(And(tuple(conds))), kexpr.lit(inside), kexpr.lit(val))
 
 
-def _inside_conds(low: ExprLowering, out: TensorView, dim: int, c_index) -> list[str]:
+def _inside_conds(low: ExprLowering, out: TensorView, dim: int, c_index) -> list[kexpr.Expr]:
     """The consumer's index on a padded axis falls in the unpadded range. Tested on the
     consumer's index, which is never negative: the producer's (index - left) may be, and the
     thread and block indices it is made of are unsigned in CUDA. A broadcast producer axis
@@ -139,7 +143,7 @@ def _inside_conds(low: ExprLowering, out: TensorView, dim: int, c_index) -> list
     oid = _logical_noreduction(out)[dim]
     lo, hi = _unpadded_range(low, out, dim)
     term = _w(c_index[oid].term)
-    return ([f"{term} >= {lo}"] if lo > 0 else []) + ([f"{term} < {hi}"] if hi < low.ext.of(oid) else [])
+    return ([Cmp(term, ">=", lo)] if lo > 0 else []) + ([Cmp(term, "<", hi)] if hi < low.ext.of(oid) else [])
 
 
 def _unpadded_range(low: ExprLowering, tv: TensorView, dim: int) -> tuple[int, int]:
@@ -151,30 +155,31 @@ def _unpadded_range(low: ExprLowering, tv: TensorView, dim: int) -> tuple[int, i
     return 0, low.ext.of(i)
 
 
-def _cat(low: ExprLowering, expr: ex.CatOp, out: TensorView, c_index) -> str:
+def _cat(low: ExprLowering, expr: ex.CatOp, out: TensorView, c_index) -> Value:
     d = expr.dim
     cid = _logical_noreduction(out)[d]
     idx = c_index[cid].term
     spans = [(low.ext.value(a), low.ext.value(a) + low.ext.value(n)) for a, n in expr.spans]
     parts = [(span, _operand(low, v, out, c_index, out.dtype)) for span, v in zip(spans, expr.inputs)]
-    text = parts[-1][1]
+    value = parts[-1][1]
     for (_lo, hi), val in reversed(parts[:-1]):
-        text = f"({_w(idx)} < {hi} ? {val} : {text})"
-    return text
+        value = Select(Cmp(_w(idx), "<", hi), kexpr.lit(val), kexpr.lit(value))
+    return value
 
 
-def _iota(low: ExprLowering, expr: ex.IotaOp, out: TensorView, c_index) -> str:
+def _iota(low: ExprLowering, expr: ex.IotaOp, out: TensorView, c_index) -> Value:
     i = _logical_noreduction(out)[0]
     idx = c_index[i].term
     start, step = expr.inputs[1], expr.inputs[2]
     dt = out.dtype
     s = low.converted(low.scalar(start), start.dtype, dt) if isinstance(start, Scalar) else "0"
     k = low.converted(low.scalar(step), step.dtype, dt) if isinstance(step, Scalar) else "1"
-    pos = low.converted(str(idx), DataType.Index, dt)
-    return f"({s} + ({pos}) * {k})"  # the index may be a sum: (i * 2 + j) * step
+    pos = low.converted(idx, DataType.Index, dt)  # type: ignore[arg-type]
+    # The index may be a sum: (i * 2 + j) * step.
+    return spell(lambda a, b, c: f"({a} + ({b}) * {c})", s, pos, k)
 
 
-def _rng(low: ExprLowering, expr: ex.RNGOp, out: TensorView, c_index) -> str:
+def _rng(low: ExprLowering, expr: ex.RNGOp, out: TensorView, c_index) -> Value:
     """fsRng at the element's row-major index over the logical axes (nvFuser's philox index)."""
     linear: cexpr.Term = 0
     stride = 1
@@ -191,8 +196,8 @@ def _rng(low: ExprLowering, expr: ex.RNGOp, out: TensorView, c_index) -> str:
     a, b = (low.converted(low.scalar(p), p.dtype, DataType.Double) for p in expr.params)
     normal = "true" if expr.dist == "normal" else "false"
     _declare_rng_cache(low)
-    return (f"fsRng<{out.dtype.cuda_name}>({_RNG_CACHE}, {normal}, {seed}, {offset}, {cexpr.text(linear)}, "
-            f"{a}, {b})")
+    return spell(lambda i, x, y: f"fsRng<{out.dtype.cuda_name}>({_RNG_CACHE}, {normal}, {seed}, {offset}, {i}, "
+                 f"{x}, {y})", linear, a, b)
 
 
 _RNG_CACHE = "fs_rng"
@@ -205,22 +210,22 @@ def _declare_rng_cache(low: ExprLowering) -> None:
         low.alloc_at(0, [], kir.Raw(decl))
 
 
-def _select(low: ExprLowering, expr: ex.SelectOp, out: TensorView, c_index) -> str:
+def _select(low: ExprLowering, expr: ex.SelectOp, out: TensorView, c_index) -> Value:
     inp = expr.inputs[0]
     index = expr.index
     axis = expr.select_axis
     n = low.ext.of(axis)
     if isinstance(index, Scalar) and index.value is not None:
         k = int(index.value)
-        sel = str(k + n if k < 0 else k)  # a negative index counts from the end, as torch's select
+        sel: Value = Lit(str(k + n if k < 0 else k))  # a negative index counts from the end, as torch's
     else:
-        s = low.scalar(index) if isinstance(index, Scalar) else low.read(index, out, c_index).text
-        sel = f"(({s}) < 0 ? ({s}) + {n} : ({s}))"
-    extra = {axis: Ix(f"((nvfuser_index_t)({sel}))", 0, n)}
-    return low.converted(low.read(inp, out, c_index, extra).text, inp.dtype, out.dtype)
+        s = Lit(low.scalar(index)) if isinstance(index, Scalar) else low.read(index, out, c_index).expr
+        sel = spell(lambda x: f"(({x}) < 0 ? ({x}) + {n} : ({x}))", s)
+    extra = {axis: Ix(spell(lambda x: f"((nvfuser_index_t)({x}))", sel), 0, n)}
+    return low.converted(low.read(inp, out, c_index, extra).expr, inp.dtype, out.dtype)
 
 
-def _lookup(low: ExprLowering, expr: Expr, out: TensorView, c_index) -> str:
+def _lookup(low: ExprLowering, expr: Expr, out: TensorView, c_index) -> Value:
     """index_select, gather and take_along_axis read their lookup table (in global memory)
     at the index tensor's value on axis `dim`, and on every other axis at the output's own
     position: out[.., j, ..] = table[.., index[..], ..]. The other axes are seeded here
@@ -232,8 +237,8 @@ def _lookup(low: ExprLowering, expr: Expr, out: TensorView, c_index) -> str:
     p_ids, o_ids = _logical_noreduction(inp), _logical_noreduction(out)
     axis = p_ids[expr.dim]
     n = low.ext.of(axis)
-    idx_text = low.read(index, out, c_index).text
-    extra = {axis: Ix(f"((nvfuser_index_t)({idx_text}))", 0, n)}
+    idx = low.read(index, out, c_index).expr
+    extra = {axis: Ix(spell(lambda x: f"((nvfuser_index_t)({x}))", idx), 0, n)}
     if len(p_ids) == len(o_ids):
         for k, (pid, oid) in enumerate(zip(p_ids, o_ids)):
             if k == expr.dim:
@@ -242,9 +247,9 @@ def _lookup(low: ExprLowering, expr: Expr, out: TensorView, c_index) -> str:
                 extra[pid] = Ix(0, 0, 1)
             elif oid in c_index:
                 extra[pid] = c_index[oid]
-    return low.converted(low.read(inp, out, c_index, extra).text, inp.dtype, out.dtype)
+    return low.converted(low.read(inp, out, c_index, extra).expr, inp.dtype, out.dtype)
 
 
-def _w(t: cexpr.Term) -> str:
-    s = str(t)
-    return s if s.isidentifier() or s.lstrip("-").isdigit() else f"({s})"
+def _w(t: cexpr.Term) -> cexpr.Term:
+    """`t` as a comparison's operand: parenthesised unless a constant or a plain name."""
+    return t if isinstance(t, int) or isinstance(t, Var) and t.name.isidentifier() else Paren(t)

@@ -19,9 +19,10 @@ from engine.ir.base import Expr, Val
 from engine.ir.iterdomain import IterDomain
 from engine.ir.scalar import EXTENT_OPS, Scalar, binary_compute_dtype
 from engine.ir.tensorview import TensorView
-from engine.lower import cexpr
+from engine.lower import cexpr, kexpr
 from engine.lower.buffers import Buffer
 from engine.lower.index import Ix, producer_known, propagate
+from engine.lower.kexpr import Lit, Stride, Var
 from engine.lower.loop_index import THREAD_VARS
 
 _COMPARE = {"lt", "le", "gt", "ge", "eq", "ne"}
@@ -30,9 +31,9 @@ _LOGICAL = {"logical_and", "logical_or"}
 
 @dataclass
 class Access:
-    """A tensor element as C text, and the indices that produced it."""
+    """A tensor element (or a scalar's value), and the indices that produced it."""
 
-    text: str
+    expr: kexpr.Expr
     index: dict[IterDomain, Ix]
 
 
@@ -40,7 +41,7 @@ class Operands:
     """Addresses, reads, scalars and conversions of ExprLowering (its buffers, `ext`,
     `launch_dims`, `constants`, `constant_strides` and `scalar_names`)."""
 
-    def address(self, tv: TensorView, index: dict[IterDomain, Ix], reader: str) -> str:
+    def address(self, tv: TensorView, index: dict[IterDomain, Ix], reader: str) -> kexpr.Access:
         b = self.buffer(tv)
         if b.memory == "global":
             terms: list[cexpr.Term] = []
@@ -54,14 +55,14 @@ class Operands:
                 ix = index.get(i)
                 if ix is None:
                     raise CompileError(f"{reader}: cannot index {tv.short_name}'s allocation axis {i}")
-                stride: cexpr.Term = f"{b.name}.alloc_stride[{k}]" if known is None else known[k]
+                stride: cexpr.Term = Stride(b.name, k) if known is None else known[k]
                 if k == len(alloc) - 1 and _innermost_contiguous(tv):
                     stride = 1
                 terms.append(cexpr.mul(ix.term, stride))
             lin: cexpr.Term = 0
             for t in terms:
                 lin = cexpr.add(lin, t)
-            return f"{b.name}[{cexpr.text(lin)}]"
+            return kexpr.Access(b.name, lin)
         lin = 0
         for i, s in zip(b.layout, b.strides):
             ix = index.get(i)
@@ -72,7 +73,7 @@ class Operands:
                 )
             lin = cexpr.add(lin, cexpr.mul(ix.term, s))
         self._check_same_thread(tv, b, index, reader)
-        return f"{b.name}[{cexpr.text(lin)}]"
+        return kexpr.Access(b.name, lin)
 
     def _check_same_thread(self, tv: TensorView, b: Buffer, index: dict[IterDomain, Ix], reader: str) -> None:
         for i in tv.domain.loop[b.level:]:
@@ -85,7 +86,7 @@ class Operands:
             # An axis of one element bound to a launched dimension of more is computed by the
             # first thread (block) alone: another reading it would read its own, unset, copy.
             wide = self.ext.of(i) > 1 or self.launch_dims.get(pt, 1) > 1
-            if ix is not None and ix.term != THREAD_VARS[pt] and wide:
+            if ix is not None and ix.term != Var(THREAD_VARS[pt]) and wide:
                 where = "thread" if pt.is_thread_dim else "block"
                 raise CompileError(
                     f"{reader} reads {tv.short_name} ({b.memory} memory) at elements another {where} "
@@ -98,11 +99,11 @@ class Operands:
     def read(self, v: Val, consumer: TensorView, c_index: dict[IterDomain, Ix],
              extra: dict[IterDomain, Ix] | None = None) -> Access:
         if isinstance(v, Scalar):
-            return Access(self.scalar(v), {})
+            return Access(Lit(self.scalar(v)), {})
         assert isinstance(v, TensorView)
         fill = self.constants.get(v)
         if fill is not None:
-            return Access(self.converted(self.scalar(fill), fill.dtype, v.dtype), {})
+            return Access(kexpr.lit(self.converted(self.scalar(fill), fill.dtype, v.dtype)), {})
         known = producer_known(v, consumer, c_index, self.ext)
         if extra:
             known.update(extra)
@@ -130,8 +131,8 @@ class Operands:
         if len(s.operands) == 3:  # where, clamp, lerp: value operands already of s.dtype
             texts = [self.scalar(x) for x in s.operands]
             first = DataType.Bool if s.op == "where" else s.dtype
-            texts[0] = self.converted(texts[0], s.operands[0].dtype, first)
-            texts[1:] = [self.converted(t, x.dtype, s.dtype) for t, x in zip(texts[1:], s.operands[1:])]
+            texts[0] = str(self.converted(texts[0], s.operands[0].dtype, first))
+            texts[1:] = [str(self.converted(t, x.dtype, s.dtype)) for t, x in zip(texts[1:], s.operands[1:])]
             return ops_table.ternary(s.op, *texts, s.dtype)
         x, y = s.operands
         a, b = self.scalar(x), self.scalar(y)
@@ -139,9 +140,9 @@ class Operands:
             # A frontend op on scalars (lt, fmod, bitwise_and, ...): the tensor op's C form,
             # on operands converted to the type it computes in.
             dt = binary_compute_dtype(s.op, x.dtype, y.dtype, s.dtype)
-            a, b = self.converted(a, x.dtype, dt), self.converted(b, y.dtype, dt)
+            a, b = str(self.converted(a, x.dtype, dt)), str(self.converted(b, y.dtype, dt))
             res = DataType.Bool if s.op in _COMPARE | _LOGICAL else dt
-            return self.converted(ops_table.binary(s.op, a, b, dt), res, s.dtype)
+            return str(self.converted(ops_table.binary(s.op, a, b, dt), res, s.dtype))
         return _scalar_op(s.op, a, b, s.dtype)
 
     # ---- dtype helpers ------------------------------------------------------------------
@@ -152,8 +153,11 @@ class Operands:
             return _compute(expr.operand_dtype())
         return _compute(out.dtype)
 
-    def converted(self, text: str, src: DataType, dst: DataType) -> str:
-        return text if src == dst else ops_table.cast(text, src, dst)
+    def converted(self, x: str | kexpr.Expr, src: DataType, dst: DataType) -> str | kexpr.Expr:
+        """`x` converted from `src` to `dst` (a typed value stays typed: a cast is an Op)."""
+        if src == dst:
+            return x
+        return kexpr.spell(lambda t: ops_table.cast(t, src, dst), x)  # type: ignore[return-value]
 
 
 def _compute(dt: DataType) -> DataType:

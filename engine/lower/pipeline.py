@@ -221,11 +221,11 @@ def _emit_loop(item: LoopNode, inner: list[kir.Stmt], low: ExprLowering) -> list
         if not _bulk_copy_only(item):
             kind = "serial"
         else:
-            widened = widen_bulk_copy(ix.term, ix.hi, inner, low.block_threads(), low.layouts,
+            widened = widen_bulk_copy(str(ix.term), ix.hi, inner, low.block_threads(), low.layouts,
                                       {b.name: b.ctype for b in low.buffers.values()})
             if widened is not None:
                 return [widened]
-    loop = kir.ForLoop(ix.term, ix.hi, kind, str(item.concrete), inner, low.block_threads())
+    loop = kir.ForLoop(str(ix.term), ix.hi, kind, str(item.concrete), inner, low.block_threads())
     if kind == "vectorize":
         globals_ = {b.name for b in low.buffers.values() if b.memory == "global"}
         inputs = [t for t in low.fusion_inputs if isinstance(t, TensorView)]
@@ -344,7 +344,7 @@ def _lower_fusion(fusion: Fusion, env: dict, name: str, layouts: dict[str, tuple
         unpartitioned = None
     except UnpartitionedWriteError as e:
         unpartitioned = str(e)
-    return Lowered(kernel, stages, tensors, shared, vector_widths(stages["kernel_ir"]), unpartitioned)
+    return Lowered(kernel, stages, tensors, shared, vector_widths(body), unpartitioned)
 
 
 def shared_memory_use(low: ExprLowering, stages: dict[str, int]) -> SharedMemoryUse:

@@ -15,6 +15,7 @@ from engine.ir.logical_map import consumers_of
 from engine.ir.tensorview import TensorView
 from engine.lower import cexpr
 from engine.lower.index import Extents, Ix, lower_bound_test
+from engine.lower.kexpr import FALSE, Cmp, Expr, Paren, Var
 from engine.lower.loop_index import THREAD_VARS
 from engine.lower.loops import LoopNode
 
@@ -22,8 +23,8 @@ from engine.lower.loops import LoopNode
 class Predicates:
     """The predicates of ExprLowering (its `ext`, `launch_dims`, buffers and loop indices)."""
 
-    def thread_predicates(self, loops: list[LoopNode], out: TensorView | None = None) -> list[str]:
-        preds: list[str] = []
+    def thread_predicates(self, loops: list[LoopNode], out: TensorView | None = None) -> list[Expr]:
+        preds: list[Expr] = []
         for k, node in enumerate(loops):
             own = out.axis(k) if out is not None else None
             if own is not None and own.is_broadcast and own not in self.ext.promoted:
@@ -33,12 +34,12 @@ class Predicates:
             ix = self.loop_index(node, own)
             pt = node.concrete.parallel_type
             if pt in THREAD_VARS and ix.hi < self.launch_dims.get(pt, 1):
-                cond = f"{THREAD_VARS[pt]} < {ix.hi}"
+                cond = Cmp(Var(THREAD_VARS[pt]), "<", ix.hi)
                 if cond not in preds:
                     preds.append(cond)
         return preds
 
-    def promoted_loop_predicates(self, loops: list[LoopNode], out: TensorView) -> list[str]:
+    def promoted_loop_predicates(self, loops: list[LoopNode], out: TensorView) -> list[Expr]:
         """Bounds of the loop nest itself for a tensor that runs in larger (promoted) loops
         and that no consumer is inlined into. Its indices come from an inlined producer
         (_seed_from_producer), so its own bounds only say that those indices are in range:
@@ -52,7 +53,7 @@ class Predicates:
         if not any(self.forwarded(n, out.axis(k)) for k, n in enumerate(loops) if k < out.nloop):
             return []
         known = {n.concrete: self.loop_index(n) for n in loops}
-        preds: list[str] = []
+        preds: list[Expr] = []
         queue = list(known)
         while queue:
             t = queue.pop(0).definition
@@ -64,13 +65,13 @@ class Predicates:
             known[t.in_id] = ix
             queue.append(t.in_id)
             if ix.hi > self.ext.of(t.in_id):
-                pred = f"{_wrap(ix.term)} < {self.ext.of(t.in_id)}"
+                pred = Cmp(_wrap(ix.term), "<", self.ext.of(t.in_id))
                 if pred not in preds:
                     preds.append(pred)
         return preds
 
     def redundant_write_predicates(self, loops: list[LoopNode], out: TensorView,
-                                   one_block: frozenset[ParallelType] = frozenset()) -> list[str]:
+                                   one_block: frozenset[ParallelType] = frozenset()) -> list[Expr]:
         """One writer per element of a global output that has a broadcast axis bound to a
         thread or block dimension: every index along it addresses the same element (an
         expanded input passed on between segments was written by all 32 blocks of a RoPE
@@ -80,17 +81,17 @@ class Predicates:
         the last to arrive, which need not be block 0."""
         if self.buffer(out).memory != "global" or out.uses:
             return []
-        preds: list[str] = []
+        preds: list[Expr] = []
         for k, node in enumerate(loops):
             own = out.axis(k)
             if own is None or not own.is_broadcast or own in self.ext.promoted:
                 continue
             pt = node.concrete.parallel_type
             if pt in THREAD_VARS and self.launch_dims.get(pt, 1) > 1 and pt not in one_block:
-                preds.append(f"{THREAD_VARS[pt]} == 0")
+                preds.append(Cmp(Var(THREAD_VARS[pt]), "==", 0))
         return preds
 
-    def shared_write_predicates(self, loops: list[LoopNode], out: TensorView) -> list[str]:
+    def shared_write_predicates(self, loops: list[LoopNode], out: TensorView) -> list[Expr]:
         """One writer per element of a shared tensor: the block's threads share the buffer, and
         those along a launched thread dimension that no loop of the write binds (the tensor's
         loop is serial there, or its axis a broadcast, which the buffer does not hold) would
@@ -107,12 +108,12 @@ class Predicates:
             own = out.axis(k) if k < out.nloop else None
             if pt.is_thread_dim and not (own is not None and own.is_broadcast):
                 owned.add(pt)
-        return [f"{THREAD_VARS[pt]} == 0" for pt in (ParallelType.block_x, ParallelType.block_y, ParallelType.block_z)
+        return [Cmp(Var(THREAD_VARS[pt]), "==", 0) for pt in (ParallelType.block_x, ParallelType.block_y, ParallelType.block_z)
                 if pt not in owned and self.launch_dims.get(pt, 1) > 1]
 
     def bounds_predicates(self, tv: TensorView, index: dict[IterDomain, Ix],
-                          skip: frozenset[IterDomain] = frozenset()) -> list[str]:
-        out: list[str] = []
+                          skip: frozenset[IterDomain] = frozenset()) -> list[Expr]:
+        out: list[Expr] = []
         for i in _checked_ids(tv, self.ext):
             if i.is_broadcast or i in skip:
                 continue
@@ -123,13 +124,13 @@ class Predicates:
             n = self.ext.of(i)
             if isinstance(ix.term, int):
                 if not 0 <= ix.term < n:
-                    out.append("false")
+                    out.append(FALSE)
                 continue
             # A quotient and a remainder of one dividend share their lower bound test.
             if ix.lo < 0 and (low_test := lower_bound_test(ix, _wrap)) not in out:
                 out.append(low_test)
             if ix.hi > n:
-                out.append(f"{_wrap(ix.term)} < {n}")
+                out.append(Cmp(_wrap(ix.term), "<", n))
         return out
 
 
@@ -152,7 +153,10 @@ def _checked_ids(tv: TensorView, ext: Extents) -> list[IterDomain]:
     return ids
 
 
-def _wrap(t: cexpr.Term) -> str:
-    s = str(t)
-    return s if s.isidentifier() or s.replace(".", "").isalnum() else f"({s})"
+def _wrap(t: cexpr.Term) -> cexpr.Term:
+    """`t` as a comparison's operand: parenthesised unless a constant or a name."""
+    if isinstance(t, int):
+        return t if t >= 0 else Paren(t)
+    plain = isinstance(t, Var) and (t.name.isidentifier() or t.name.replace(".", "").isalnum())
+    return t if plain else Paren(t)
 

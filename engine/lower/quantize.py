@@ -19,6 +19,7 @@ from engine.ir.quant_exprs import BlockQuantizationOp, PreprocessGroupedMatmulIn
 from engine.ir.tensorview import MemoryType, TensorView
 from engine.lower import cexpr, kir
 from engine.lower.index import Ix, propagate
+from engine.lower.kexpr import Access, Stride, Var
 from engine.lower.loops import LoopNode
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ def lower_layout_op(low: ExprLowering, expr: PreprocessGroupedMatmulInputSf, loo
     o_ids = [i for i in out.domain.logical if not i.is_reduction]
     i_ids = [i for i in inp.domain.logical if not i.is_reduction]
     known = {p: c_index[c] for p, c in zip(i_ids, o_ids) if c in c_index}
-    src = low.read(inp, out, c_index, known).text
+    src = low.read(inp, out, c_index, known).expr
     row, col = (c_index[i].term for i in o_ids)
     groups = low.ext.of([i for i in in_off.domain.logical if not i.is_reduction][0])
     k = low.ext.of(o_ids[1])
@@ -90,7 +91,7 @@ def global_linear(low: ExprLowering, tv: TensorView, index: dict[IterDomain, Ix]
         if k == len(alloc) - 1:
             stride: cexpr.Term = 1
         else:
-            stride = f"{b.name}.alloc_stride[{k}]"
+            stride = Stride(b.name, k)
             if nibbles:
                 stride = cexpr.mul(stride, 2)
         lin = cexpr.add(lin, cexpr.mul(ix.term, stride))
@@ -108,7 +109,7 @@ def lower_block_quantize(low: ExprLowering, expr: BlockQuantizationOp, loops: li
     level = q.nloop - 1
     xb = f"{q.short_name}_xb"
     x = expr.inputs[0]
-    value = low.read(x, q, c_index).text
+    value = low.read(x, q, c_index).expr
     if x.dtype == DataType.BFloat16:
         # The runtime quantizes bf16 two values at a time, on their bits.
         low.alloc_at(level, loops, kir.Allocate(xb, "__bfloat", n, "local", init="fsBfloatFromBits(0)"))
@@ -116,11 +117,11 @@ def lower_block_quantize(low: ExprLowering, expr: BlockQuantizationOp, loops: li
         low.alloc_at(level, loops, kir.Allocate(xb, "float", n, "local", init="0.0f"))
         value = low.converted(value, x.dtype, DataType.Float)
     pos = c_index[inner].term
-    gather = kir.guard(preds, [kir.Assign(f"{xb}[{cexpr.text(pos)}]", value, f"{q.short_name} block gather")])
+    gather = kir.guard(preds, [kir.Assign(Access(xb, pos), value, f"{q.short_name} block gather")])
 
     # Indices at the first element of block `qb` of the innermost loop.
     known = {q.axis(k): c_index[q.axis(k)] for k in range(level)}
-    known[inner] = Ix("qb", 0, n)
+    known[inner] = Ix(Var("qb"), 0, n)
     qi = propagate(q, known, low.ext)
     last = [i for i in q.domain.logical if not i.is_reduction][-1]
     s_last = [i for i in s.domain.logical if not i.is_reduction][-1]
@@ -131,11 +132,11 @@ def lower_block_quantize(low: ExprLowering, expr: BlockQuantizationOp, loops: li
     q_off = global_linear(low, q, qi, nibbles=True)
     s_addr = low.address(s, si, s.short_name)
     if len(expr.inputs) > 1:
-        gs, has = low.read(expr.inputs[1], q, c_index).text, "true"
+        gs, has = low.read(expr.inputs[1], q, c_index).expr, "true"
     else:
         gs, has = "1.0f", "false"
     store_preds = [p for p in low.thread_predicates(loops[:level], q)] + low.bounds_predicates(q, qi)
-    cond = " && ".join(store_preds) or "true"
+    cond = " && ".join(map(str, store_preds)) or "true"
     qn = q.short_name
     post = kir.Raw(
         # Unrolled: constant offsets into the gathered block keep it in registers. The 8

@@ -14,6 +14,7 @@ from engine.ir.iterdomain import IterDomain
 from engine.lower import kir
 from engine.lower.grid_reduce import grid_reduction, grid_welford
 from engine.lower.index import Ix
+from engine.lower.kexpr import Access, spell
 from engine.lower.loops import LoopNode
 from engine.lower.reductions import (
     Accumulator,
@@ -42,8 +43,8 @@ def lower_reduction(low: ExprLowering, expr: ex.ReductionOp, loops: list[LoopNod
     acc = Accumulator(low, out, f"{out.short_name}_acc", dt, loops, c_index)
     init = ops_table.literal(expr.init, dt)
     low.alloc_at(acc.level, loops, kir.Allocate(acc.name, dt.cuda_name, acc.size, "local", init=init))
-    x = low.converted(low.read(inp, out, c_index).text, inp.dtype, dt)
-    step = kir.Assign(acc.element, ops_table.reduction_combine(expr.op, acc.element, x, dt),
+    x = low.converted(low.read(inp, out, c_index).expr, inp.dtype, dt)
+    step = kir.Assign(acc.element, spell(lambda a, b: ops_table.reduction_combine(expr.op, a, b, dt), acc.element, x),
                       f"{out.short_name} = reduction({inp.short_name})")
     post: list[kir.Stmt] = []
     threads, blocks = parallel_reduction(out)
@@ -52,8 +53,9 @@ def lower_reduction(low: ExprLowering, expr: ex.ReductionOp, loops: list[LoopNod
         post += grid_reduction(low, out, acc, threads, blocks, combine, init, loops)
     elif any(threads):
         low.reserve_reduction_smem(8)
-        post.append(each_element(acc, lambda e: kir.Assign(
-            e, f"blockAllReduce<{bools(threads)}>({e}, {combine}, reinterpret_cast<{dt.cuda_name}*>(red_smem))")))
+        post.append(each_element(acc, lambda e: kir.Assign(e, spell(
+            lambda x: f"blockAllReduce<{bools(threads)}>({x}, {combine}, reinterpret_cast<{dt.cuda_name}*>(red_smem))",
+            e))))
     post += write_back(low, out, [(out, acc)], loops)
     low.work.post[low.item_at(acc.level, loops, expr)].extend(post)
     return kir.guard(preds, [step])
@@ -77,7 +79,7 @@ def lower_welford(low: ExprLowering, expr: ex.WelfordOp, loops: list[LoopNode],
     if len(expr.inputs) == 1:
         inp = expr.inputs[0]
         read = low.read(inp, avg, c_index)
-        x = low.converted(read.text, inp.dtype, dt)
+        x = low.converted(read.expr, inp.dtype, dt)
         two_pass = two_pass_steps(low, expr, accs, loops, level, preds)
         src = cast_source(low, inp)
         if two_pass is None and src is not None:
@@ -85,19 +87,20 @@ def lower_welford(low: ExprLowering, expr: ex.WelfordOp, loops: list[LoopNode],
             # its narrower dtype): both passes read the buffer and convert.
             two_pass = two_pass_steps(low, expr, accs, loops, level, preds, source=src)
             if two_pass is not None:
-                x = low.converted(low.read(src, inp, read.index).text, src.dtype, dt)
+                x = low.converted(low.read(src, inp, read.index).expr, src.dtype, dt)
         if two_pass is not None:
-            step = kir.Raw(f"{a_e} += {x};")
+            step = kir.Raw(spell(lambda a, b: f"{a} += {b};", a_e, x))
             post = second_pass(low, loops, level, two_pass, x, a_e, m_e, n_e, dt.cuda_name)
             low.fixed_counts[n] = two_pass
         else:
-            step = kir.Raw(f"fs_welford_update({a_e}, {m_e}, {n_e}, {x});")
+            step = kir.Raw(spell(lambda a, m, c, b: f"fs_welford_update({a}, {m}, {c}, {b});", a_e, m_e, n_e, x))
     else:
         ia, im, inn = expr.inputs
-        xa = low.converted(low.read(ia, avg, c_index).text, ia.dtype, dt)
-        xm = low.converted(low.read(im, avg, c_index).text, im.dtype, dt)
-        xn = low.converted(low.read(inn, avg, c_index).text, inn.dtype, DataType.Int)
-        step = kir.Raw(f"fs_welford_combine({a_e}, {m_e}, {n_e}, {xa}, {xm}, {xn});")
+        xa = low.converted(low.read(ia, avg, c_index).expr, ia.dtype, dt)
+        xm = low.converted(low.read(im, avg, c_index).expr, im.dtype, dt)
+        xn = low.converted(low.read(inn, avg, c_index).expr, inn.dtype, DataType.Int)
+        step = kir.Raw(spell(lambda a, m, c, x, y, z: f"fs_welford_combine({a}, {m}, {c}, {x}, {y}, {z});",
+                             a_e, m_e, n_e, xa, xm, xn))
     threads, blocks = parallel_reduction(avg)
     a0 = accs[0]
     ct = dt.cuda_name
@@ -111,9 +114,9 @@ def lower_welford(low: ExprLowering, expr: ex.WelfordOp, loops: list[LoopNode],
 
         fn = block_welford(low, expr, avg, preds)
 
-        def call(e: str) -> kir.Stmt:
-            k = e[len(a0.name):]
-            return kir.Raw(f"{fn}<{bools(threads)}>({a0.name}{k}, {accs[1].name}{k}, {accs[2].name}{k}, {smem});")
+        def call(e: Access) -> kir.Stmt:
+            a, m, c = (Access(acc.name, e.index) for acc in accs)
+            return kir.Raw(spell(lambda x, y, z: f"{fn}<{bools(threads)}>({x}, {y}, {z}, {smem});", a, m, c))
 
         post.append(each_element(a0, call))
     post += write_back(low, avg, list(zip((avg, var, n), accs)), loops)

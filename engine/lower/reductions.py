@@ -24,9 +24,10 @@ from engine.ir import exprs as ex
 from engine.ir.dependencies import downstream_tvs
 from engine.ir.iterdomain import IterDomain, ParallelType
 from engine.ir.tensorview import TensorView
-from engine.lower import cexpr, kir
+from engine.lower import cexpr, kexpr, kir
 from engine.lower.buffers import local_layout
 from engine.lower.index import Ix, propagate, tv_transforms
+from engine.lower.kexpr import Var
 from engine.lower.loops import LoopNode
 
 if TYPE_CHECKING:
@@ -100,7 +101,7 @@ class Accumulator:
         lin: cexpr.Term = 0
         for i, s in zip(self.layout, self.strides):
             lin = cexpr.add(lin, cexpr.mul(c_index[i].term, s))
-        self.element = f"{name}[{cexpr.text(lin)}]"
+        self.element = kexpr.Access(name, lin)
 
 
 def check_no_broadcast_loop(low: ExprLowering, out: TensorView, loops: list[LoopNode]) -> None:
@@ -146,9 +147,9 @@ def check_reduction_loops(low: ExprLowering, out: TensorView, loops: list[LoopNo
 
 def each_element(acc: Accumulator, make) -> kir.Stmt:
     if acc.size == 1:
-        return make(f"{acc.name}[0]")
+        return make(kexpr.Access(acc.name, 0))
     loop = kir.ForLoop("k", acc.size, "serial", f"{acc.name} elements")
-    loop.body.append(make(f"{acc.name}[k]"))
+    loop.body.append(make(kexpr.Access(acc.name, kexpr.Var("k"))))
     return loop
 
 
@@ -175,7 +176,7 @@ def write_back(low: ExprLowering, out: TensorView, pairs: list[tuple[TensorView,
     # Loops that run a larger (promoted) id than out's own give out's indices through the
     # tensors inlined with it (loop_seeded_index), not as the loop's position.
     seeded = low.loop_seeded_index(out, loops, acc0.level)
-    thread_only: list[str] = []
+    thread_only: list[kexpr.Expr] = []
     for k, i in enumerate(out.domain.loop):
         # A broadcast axis bound to a launched dimension: every thread (block) along it holds
         # the same result for one element; only the first may store it, or one that skipped
@@ -183,7 +184,7 @@ def write_back(low: ExprLowering, out: TensorView, pairs: list[tuple[TensorView,
         var = _LAUNCH_VARS.get(i.parallel_type)
         if (var is not None and i.is_broadcast and i not in low.ext.promoted
                 and low.launch_dims.get(i.parallel_type, 1) > 1 and low.buffer(out).memory == "global"):
-            thread_only.append(f"{var} == 0")
+            thread_only.append(kexpr.Cmp(kexpr.Var(var), "==", 0))
         if k < acc0.level:
             if not low.forwarded(loops[k], i):
                 known[i] = low.loop_index(loops[k], i)
@@ -193,15 +194,15 @@ def write_back(low: ExprLowering, out: TensorView, pairs: list[tuple[TensorView,
             known[i] = Ix(0, 0, 1)
             pt = i.parallel_type
             if pt in THREADS and low.buffer(out).memory == "global":
-                thread_only.append(f"{_LAUNCH_VARS[pt]} == 0")
+                thread_only.append(kexpr.Cmp(kexpr.Var(_LAUNCH_VARS[pt]), "==", 0))
         elif i.parallel_type.is_thread_dim or i.parallel_type.is_block_dim:
             known[i] = low.loop_index(LoopNode(k, [i]))
         elif i in acc0.layout:
             n = low.ext.of(i)
-            known[i] = Ix(f"w{i.name}" if n > 1 else 0, 0, n)
+            known[i] = Ix(Var(f"w{i.name}") if n > 1 else 0, 0, n)
     stores: list[kir.Stmt] = []
     global_stores: list[kir.Stmt] = []
-    preds: list[str] = []
+    preds: list[kexpr.Expr] = []
     for tv, acc in pairs:
         # A Welford's outputs share one loop structure: a sibling's ids are out's, by position.
         tv_known = sibling_index(tv, out, known)
@@ -212,7 +213,7 @@ def write_back(low: ExprLowering, out: TensorView, pairs: list[tuple[TensorView,
         if tv is out:
             start = {**seeded, **start}
         index = propagate(tv, start, low.ext)
-        value = low.converted(f"{acc.name}[{cexpr.text(lin)}]", acc.dtype, tv.dtype)
+        value = low.converted(kexpr.Access(acc.name, lin), acc.dtype, tv.dtype)
         store = kir.Assign(low.address(tv, index, tv.short_name), value, f"{tv.short_name} = {acc.name}")
         # Only global stores are left to one thread of the reduction: every thread needs its
         # own copy of a local result.
@@ -223,7 +224,7 @@ def write_back(low: ExprLowering, out: TensorView, pairs: list[tuple[TensorView,
             reduced = frozenset(i for i, ix in index.items() if i.is_reduction and isinstance(ix.term, int))
             preds = low.thread_predicates(loops[: acc0.level], out) + [
                 p for p in low.bounds_predicates(tv, index, _partial_ids(tv) | reduced)
-            ] + low.flags.get(out, [])
+            ] + [kexpr.Var(f) for f in low.flags.get(out, [])]
     body: list[kir.Stmt] = kir.guard(preds, stores) + kir.guard(preds + thread_only, global_stores)
     for i in reversed(acc0.layout):
         n = low.ext.of(i)

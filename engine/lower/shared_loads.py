@@ -10,41 +10,53 @@ earlier one's: one vector load instead of several, and fewer registers.
 from __future__ import annotations
 
 import dataclasses
-import re
+from collections.abc import Iterator
 
-from engine.lower import kir
+from engine.lower import kir, kquery
+from engine.lower.kexpr import Access, AddrOf, Call, Expr, Op, Var
 
-_LOAD = re.compile(r"^(load\w*<[^>]*>)\(&(\w+)\[([^\]]*)\], &(\w+)\[(.*)\]\);$")
+_ASSIGN_OPS = ("=", "+=", "-=", "*=", "/=")
 
 
-def _load_lines(stmt: kir.Stmt) -> list[str] | None:
+def _load(stmt: kir.Stmt) -> Call | None:
+    """`load...<..>(&A[i], &B[j]);` (A's index reading no memory), else None."""
+    call = stmt.call if isinstance(stmt, kir.Exec) else None
+    if not (isinstance(call, Call) and call.fn.startswith("load") and len(call.args) == 2):
+        return None
+    dst, src = call.args
+    if not all(isinstance(a, AddrOf) and isinstance(a.x, Access) for a in (dst, src)):
+        return None
+    return None if kquery.reads_memory(dst.x.index) else call  # type: ignore[union-attr]
+
+
+def _loads(stmt: kir.Stmt) -> list[Call] | None:
     """The load calls `stmt` is made of (under a guard or an unrolled loop), or None."""
-    if isinstance(stmt, kir.Raw):
-        lines = [ln.strip() for ln in stmt.text.splitlines() if ln.strip()]
-        return lines if lines and all(_LOAD.match(ln) for ln in lines) else None
+    if isinstance(stmt, kir.Exec):
+        call = _load(stmt)
+        return [call] if call is not None else None
     if isinstance(stmt, kir.IfThenElse) and not stmt.orelse:
-        parts = [_load_lines(s) for s in stmt.then]
+        parts = [_loads(s) for s in stmt.then]
     elif isinstance(stmt, kir.ForLoop) and stmt.kind in ("unroll", "serial", "vectorize"):
-        parts = [_load_lines(s) for s in stmt.body]
+        parts = [_loads(s) for s in stmt.body]
     else:
         return None
     if not parts or any(p is None for p in parts):
         return None
-    return [ln for p in parts for ln in p]  # type: ignore[union-attr]
+    return [c for p in parts for c in p]  # type: ignore[union-attr]
+
+
+def _array(x: int | Expr) -> str:
+    return x.x.name if isinstance(x, AddrOf) and isinstance(x.x, Access) else ""
 
 
 def _destination(stmt: kir.Stmt, inputs: set[str]) -> str | None:
     """The one local array `stmt`'s loads write, when they all read kernel inputs."""
-    lines = _load_lines(stmt)
-    if not lines:
+    calls = _loads(stmt)
+    if not calls:
         return None
-    dests = set()
-    for ln in lines:
-        m = _LOAD.match(ln)
-        assert m is not None
-        if m.group(4) not in inputs:
-            return None
-        dests.add(m.group(2))
+    if any(_array(c.args[1]) not in inputs for c in calls):
+        return None
+    dests = {_array(c.args[0]) for c in calls}
     return dests.pop() if len(dests) == 1 else None
 
 
@@ -52,22 +64,36 @@ def _text(stmt: kir.Stmt) -> str:
     return "\n".join(ln.strip() for ln in stmt.lines(0))
 
 
+def _stores_into(e: Expr, name: str) -> bool:
+    """Whether `e` takes `name`'s address or assigns an element of it (`name[..] += x` in a
+    statement's spelling)."""
+    for n in kquery.walk(e):
+        if isinstance(n, AddrOf) and (isinstance(n.x, Access | Var) and getattr(n.x, "name", "") == name):
+            return True
+        if isinstance(n, Op):
+            for arg, after in zip(n.args, n.parts[1:]):
+                op = after.lstrip().split(" ", 1)[0]
+                if isinstance(arg, Access) and arg.name == name and op in _ASSIGN_OPS:
+                    return True
+    return False
+
+
 def _written(name: str, stmts: list[kir.Stmt], skip: kir.Stmt) -> bool:
     """Whether any statement but `skip` may write `name` (assigns to it or takes its address)."""
-    assign = re.compile(rf"(?<![\w.])&?{name}\[[^\]]*\]\s*(=(?!=)|\+=|-=|\*=|/=)|&{name}\b")
     own = {id(s) for s in _walk([skip])}
     for s in _walk(stmts):
         if id(s) in own or isinstance(s, kir.ForLoop | kir.IfThenElse | kir.Scope):
             continue
         if isinstance(s, kir.Assign):
-            if re.match(rf"{name}\b", s.lhs) or assign.search(s.rhs):
+            lhs = s.lhs
+            if isinstance(lhs, Access | Var) and lhs.name == name or _stores_into(s.rhs, name):
                 return True
-        elif isinstance(s, kir.Raw) and assign.search(s.text):
+        elif isinstance(s, kir.Raw | kir.Exec) and any(_stores_into(e, name) for e in kir.exprs(s)):
             return True
     return False
 
 
-def _walk(stmts: list[kir.Stmt]):
+def _walk(stmts: list[kir.Stmt]) -> Iterator[kir.Stmt]:
     for s in stmts:
         yield s
         for child in kir.children(s):
@@ -75,12 +101,18 @@ def _walk(stmts: list[kir.Stmt]):
 
 
 def _rename(stmt: kir.Stmt, old: str, new: str) -> kir.Stmt:
-    pat = re.compile(rf"\b{old}\b")
+    """`stmt` with the array (or variable) `old` named `new`."""
+    def swap(n: Expr) -> Expr | None:
+        if isinstance(n, Access) and n.name == old:
+            return Access(new, n.index)
+        return Var(new) if isinstance(n, Var) and n.name == old else None
     changes = {}
     for f in dataclasses.fields(stmt):  # type: ignore[arg-type]
         v = getattr(stmt, f.name)
-        if isinstance(v, str) and f.name not in ("source", "domain"):
-            changes[f.name] = pat.sub(new, v)
+        if isinstance(v, Expr):
+            changes[f.name] = kquery.rewrite(v, swap)
+        elif isinstance(v, str) and v == old and f.name not in ("source", "domain"):
+            changes[f.name] = new
         elif isinstance(v, list):
             changes[f.name] = [_rename(s, old, new) for s in v]
     return dataclasses.replace(stmt, **changes)  # type: ignore[type-var]
@@ -91,8 +123,8 @@ def _allocations(stmts: list[kir.Stmt]) -> dict[str, kir.Allocate]:
 
 
 def _mentions(name: str, stmts: list[kir.Stmt]) -> int:
-    pat = re.compile(rf"\b{name}\b")
-    return sum(1 for s in stmts for ln in s.lines(0) if pat.search(ln))
+    """How many statements (nested ones counted apart) name `name` themselves."""
+    return sum(1 for s in _walk(stmts) if kir.mentions(s, name))
 
 
 def _merge_once(body: list[kir.Stmt], stmts: list[kir.Stmt], inputs: set[str],

@@ -12,10 +12,9 @@ them in registers, only make the kernel larger.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
-from engine.lower import kir
+from engine.lower import kir, kquery
 
 # Elements of a local array registers can hold (255 registers per thread at most).
 MAX_REGISTER_ARRAY = 255
@@ -24,11 +23,8 @@ MAX_REGISTER_ARRAY = 255
 def _walk(stmts: list[kir.Stmt]) -> Iterator[kir.Stmt]:
     for s in stmts:
         yield s
-        if isinstance(s, kir.IfThenElse):
-            yield from _walk(s.then)
-            yield from _walk(s.orelse)
-        elif isinstance(getattr(s, "body", None), list):  # loops, scopes, a grid epilogue's share loop
-            yield from _walk(s.body)  # type: ignore[attr-defined]
+        for child in kir.children(s):  # loops, scopes, branches, a grid epilogue's share loop
+            yield from _walk(child)
 
 
 def local_arrays(body: list[kir.Stmt]) -> dict[str, int]:
@@ -36,26 +32,23 @@ def local_arrays(body: list[kir.Stmt]) -> dict[str, int]:
     return {s.name: s.size for s in _walk(body) if isinstance(s, kir.Allocate) and s.memory == "local"}
 
 
-def _index_pattern(names: list[str]) -> re.Pattern[str]:
-    # NAME[index], the index holding at most one level of nested brackets.
-    alts = "|".join(sorted(map(re.escape, names), key=len, reverse=True))
-    return re.compile(rf"\b(?:{alts})\[([^\[\]]*(?:\[[^\[\]]*\][^\[\]]*)*)\]")
+def _indexes(stmts: list[kir.Stmt], arrays: set[str], var: str) -> bool:
+    """Whether an access to one of `arrays` in `stmts` has `var` in its index."""
+    return any(a.name in arrays and kquery.mentions(a.index, var)
+               for s in _walk(stmts) for e in kir.exprs(s) for a in kquery.accesses(e))
 
 
 def unroll_local_indexing(body: list[kir.Stmt]) -> list[str]:
     """Mark `unroll` the serial loops whose variable indexes a local array that registers can
     hold; returns the loops marked (variable and extent) for the lowering notes."""
-    arrays = [n for n, size in local_arrays(body).items() if 1 < size <= MAX_REGISTER_ARRAY]
+    arrays = {n for n, size in local_arrays(body).items() if 1 < size <= MAX_REGISTER_ARRAY}
     if not arrays:
         return []
-    pattern = _index_pattern(arrays)
     marked: list[str] = []
     for s in _walk(body):
         if not (isinstance(s, kir.ForLoop) and s.kind == "serial" and 1 < s.extent <= MAX_REGISTER_ARRAY):
             continue
-        var = re.compile(rf"\b{re.escape(s.var)}\b")
-        text = "\n".join(line for st in s.body for line in st.lines(0))
-        if any(var.search(m.group(1)) for m in pattern.finditer(text)):
+        if _indexes(s.body, arrays, s.var):
             s.kind = "unroll"
             marked.append(f"{s.var} ({s.extent})")
     return marked

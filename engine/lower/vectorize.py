@@ -8,48 +8,32 @@ the vector's first element. Loops that do not fit that shape stay unrolled scala
 
 from __future__ import annotations
 
-import functools
-import re
+from collections.abc import Iterator
 
 from engine.ir.iterdomain import IterDomain, Split
-from engine.lower import kir
+from engine.lower import kir, kquery
 from engine.lower.index import Extents
+from engine.lower.kexpr import Access, AddrOf, Call, Expr, Paren, Select, Var
+from engine.lower.vector_index import aligned_base, base_access, uniform_cond
 
-ACCESS = re.compile(r"^(\w+)\[(.*)\]$")
-# The copy calls this module and the circular-buffer pass emit, with their element count.
-_VECTOR_CALL = re.compile(r"\b(?:loadGeneric|loadGlobalPrefetchL2|loadGlobalEvictLast|fsCpAsync)<[^<>,]+, (\d+)[,>]")
-
-
-def vector_widths(listing: str) -> tuple[int, ...]:
-    """The widths (in elements) of the vector copies in a kernel's listing, smallest first;
-    a copy of one element is not a vector."""
-    return tuple(sorted({int(n) for n in _VECTOR_CALL.findall(listing)} - {1}))
+# The copy calls this module and the circular-buffer and bulk-copy passes emit.
+VECTOR_CALLS = ("loadGeneric", "loadGlobalPrefetchL2", "loadGlobalEvictLast", "fsCpAsync")
 
 
-def base_access(access: str, var: str, width: int = 0) -> str | None:
-    """`T3[e + var]` -> `T3[e]` when `var` is a term of its own, with coefficient 1, and only
-    there. A slice's or pad's shift may follow it (`e + var + 64`, or a term
-    `(((nvfuser_index_t)(e + var)) - 64)`) when the shift is a multiple of `width` (given
-    by callers whose guard is uniform over the vector): the vector starts at `e` shifted,
-    still aligned."""
-    m = ACCESS.match(access)
-    if m is None or len(re.findall(rf"\b{var}\b", access)) != 1:
-        return None
-    name, index = m.groups()
-    if index == var:
-        return f"{name}[0]"
-    if index.endswith(f" + {var}"):
-        return f"{name}[{index[: -len(var) - 3]}]"
-    terms = sum_terms(index)
-    with_var = [t for t in terms if re.search(rf"\b{var}\b", t)]
-    shifted = re.fullmatch(rf"\(\(\(nvfuser_index_t\)\((.*) \+ {var}\)\) - (\d+)\)", with_var[0]) if with_var else None
-    if width == 0 or (with_var != [var] and shifted is None):
-        return None
-    shifts = [int(t) for t in terms if t.isdigit()] + ([int(shifted.group(2))] if shifted else [])
-    if any(k % width for k in shifts):
-        return None
-    base = re.sub(rf"\b{var}\b", "0", index)
-    return f"{name}[{base}]"
+def vector_widths(body: list[kir.Stmt]) -> tuple[int, ...]:
+    """The widths (in elements) of the vector copies in a kernel body, smallest first; a copy
+    of one element is not a vector."""
+    widths = {int(st.call.targs[1]) for st in walk(body)
+              if isinstance(st, kir.Exec) and isinstance(st.call, Call) and st.call.fn in VECTOR_CALLS}
+    return tuple(sorted(widths - {1}))
+
+
+def walk(stmts: list[kir.Stmt]) -> Iterator[kir.Stmt]:
+    """Every statement of `stmts` and of the lists nested in them."""
+    for s in stmts:
+        yield s
+        for child in kir.children(s):
+            yield from walk(child)
 
 
 def _divisible(domain: IterDomain, ext: Extents, width: int) -> bool:
@@ -79,10 +63,23 @@ def _overhangs(i: IterDomain, ext: Extents) -> bool:
     return False
 
 
-def unguard(stmt: kir.Stmt) -> tuple[kir.Stmt, str | None]:
+def unguard(stmt: kir.Stmt) -> tuple[kir.Stmt, Expr | None]:
     if isinstance(stmt, kir.IfThenElse) and not stmt.orelse and len(stmt.then) == 1:
         return stmt.then[0], stmt.cond
     return stmt, None
+
+
+def _words(stmts: list[kir.Stmt]) -> set[str]:
+    """The names the statements (and those nested in them) mention."""
+    out: set[str] = set()
+    for s in walk(stmts):
+        for e in kir.exprs(s):
+            out |= kquery.words(e)
+        if isinstance(s, kir.Raw) and isinstance(s.text, str) or isinstance(s, kir.BlockSync | kir.Comment):
+            out |= kquery.text_words("\n".join(s.lines(0)))
+        elif isinstance(s, kir.ForLoop | kir.IndexDef | kir.Declare | kir.Allocate):
+            out |= kquery.text_words(s.lines(0)[0])  # the declaration or loop header
+    return out
 
 
 def _vector_store(loop: kir.ForLoop, globals_: set[str]) -> list[kir.Stmt] | None:
@@ -96,20 +93,20 @@ def _vector_store(loop: kir.ForLoop, globals_: set[str]) -> list[kir.Stmt] | Non
         inner, cond = unguard(stmt)
         if not isinstance(inner, kir.Assign) or inner.copy_ctype is None:
             continue
-        m = ACCESS.match(inner.lhs)
         dst = base_access(inner.lhs, loop.var)
-        if m is None or m.group(1) not in globals_ or dst is None:
+        if not isinstance(inner.lhs, Access) or inner.lhs.name not in globals_ or dst is None:
             continue
-        name = m.group(1)
+        name = inner.lhs.name
         others = loop.body[:k] + loop.body[k + 1:]
-        if any(re.search(rf"\b{name}\b", ln) for s in others for ln in s.lines(0)) or name in inner.rhs:
+        # The value may not read the tensor either (any name containing it counts).
+        if name in _words(others) or any(name in w for w in kquery.words(inner.rhs)):
             continue
         tmp = f"{name}_vec"
-        body[k] = kir.Assign(f"{tmp}[{loop.var}]", inner.rhs, inner.source)
-        decls.append(kir.Raw(f"alignas(16) {inner.copy_ctype} {tmp}[{loop.extent}];"))
-        store = kir.Raw(f"loadGeneric<{inner.copy_ctype}, {loop.extent}>(&{dst}, {tmp});")
-        pred = None if cond is None else re.sub(rf"\b{loop.var}\b", "0", cond)
-        stores.extend(kir.guard([pred] if pred else [], [store]))
+        body[k] = kir.Assign(Access(tmp, Var(loop.var)), inner.rhs, inner.source)
+        decls.append(kir.Declare(inner.copy_ctype, tmp, loop.extent))
+        store = kir.Exec(Call("loadGeneric", (inner.copy_ctype, str(loop.extent)), (AddrOf(dst), Var(tmp))))
+        pred = None if cond is None else kquery.substitute(cond, loop.var, 0)
+        stores.extend(kir.guard([pred] if pred is not None else [], [store]))  # type: ignore[list-item]
     if not stores:
         return None
     return [*decls, kir.ForLoop(loop.var, loop.extent, "unroll", loop.domain, body), *stores]
@@ -125,167 +122,38 @@ def vectorize_loop(loop: kir.ForLoop, domain: IterDomain, ext: Extents,
     if v not in (2, 4, 8, 16) or not loop.body or not _divisible(domain, ext, v):
         return loop
     uniform_guards(loop.body, loop.var, v)
-    if loop.kind != "vectorize":
+    if loop.kind != "vectorize" or len(loop.body) > 1:
         # Not the scheduler's vector: only stores to engine-allocated outputs (aligned,
         # contiguous) may be widened.
         stored = _vector_store(loop, globals_ or set())
         return kir.Scope(stored) if stored is not None else loop
-    if len(loop.body) > 1:
-        stored = _vector_store(loop, globals_ or set())
-        return kir.Scope(stored) if stored is not None else loop
-    stmt, cond = loop.body[0], None
-    if isinstance(stmt, kir.IfThenElse) and not stmt.orelse and len(stmt.then) == 1:
-        cond, stmt = stmt.cond, stmt.then[0]
+    stmt, cond = unguard(loop.body[0])
     if not isinstance(stmt, kir.Assign) or stmt.copy_ctype is None:
         return loop
     dst, src = base_access(stmt.lhs, loop.var, v), base_access(stmt.rhs, loop.var, v)
     if dst is None or src is None:
         return loop
-    table = src.split("[", 1)[0]
-    prefetch = (l2_prefetch or {}).get(table)
+    prefetch = (l2_prefetch or {}).get(src.name)
     if prefetch:
-        load = f"loadGlobalPrefetchL2<{stmt.copy_ctype}, {v}, {prefetch}>"
-    elif table in (l2_evict_last or ()):
-        load = f"loadGlobalEvictLast<{stmt.copy_ctype}, {v}>"
+        fn, targs = "loadGlobalPrefetchL2", (stmt.copy_ctype, str(v), str(prefetch))
+    elif src.name in (l2_evict_last or ()):
+        fn, targs = "loadGlobalEvictLast", (stmt.copy_ctype, str(v))
     else:
-        load = f"loadGeneric<{stmt.copy_ctype}, {v}>"
-    call = kir.Raw(f"{load}(&{dst}, &{src});")
+        fn, targs = "loadGeneric", (stmt.copy_ctype, str(v))
+    call = kir.Exec(Call(fn, targs, (AddrOf(dst), AddrOf(src))))
     if cond is None:
         return call
-    return kir.IfThenElse(re.sub(rf"\b{loop.var}\b", "0", cond), [call])
+    return kir.IfThenElse(kquery.substitute(cond, loop.var, 0), [call])  # type: ignore[arg-type]
 
 
-def _aligned_base(index: str, width: int) -> bool:
-    """Every term of the sum `index` is a multiple of `width` (`(..) * k` or a constant)."""
-    return all(_is_multiple(t, width) for _, t in _top_level_split(index, (" + ",)))
-
-
-def _top_level_split(text: str, seps: tuple[str, ...]) -> list[tuple[str, str]]:
-    """`text` cut at the separators outside parentheses and brackets: (separator before, part)."""
-    # One regex scan from bracket to separator instead of a test at every character (every
-    # guard and index of every vectorized loop is split): separators hold no brackets, so a
-    # separator skipped at depth > 0 hides no bracket, and a match at a position tries the
-    # separators in the given order, as the character walk did.
-    depth, start, sep, parts = 0, 0, "", []
-    for m in _splitter(seps).finditer(text):
-        tok = m.group()
-        if tok in _OPEN:
-            depth += 1
-        elif tok in _CLOSE:
-            depth -= 1
-        elif depth == 0:
-            parts.append((sep, text[start:m.start()]))
-            sep, start = tok, m.end()
-    parts.append((sep, text[start:]))
-    return parts
-
-
-_OPEN, _CLOSE = ("(", "["), (")", "]")
-_BRACKET = re.compile(r"[()\[\]]")
-
-
-@functools.cache
-def _splitter(seps: tuple[str, ...]) -> re.Pattern[str]:
-    if any(b in x for x in seps for b in (*_OPEN, *_CLOSE)):
-        raise ValueError(f"separators with brackets: {seps}")
-    return re.compile("|".join([_BRACKET.pattern, *map(re.escape, seps)]))
-
-
-def _strip_parens(t: str) -> str:
-    """`t` without parentheses that enclose all of it."""
-    t = t.strip()
-    while t.startswith("(") and t.endswith(")") and _closes_at_end(t):
-        t = t[1:-1].strip()
-    return t
-
-
-def _closes_at_end(t: str) -> bool:
-    """Whether the bracket opened by `t`'s first character closes at its last: no earlier
-    character of `t` lies outside every bracket. Depth changes only at brackets, so only
-    they (found by one regex scan) and the first character need testing."""
-    last = len(t) - 1
-    if last > 0 and t[0] not in "()[]":
-        return False  # the first character itself lies outside every bracket
-    depth = 0
-    for m in _BRACKET.finditer(t):
-        depth += 1 if m.group() in "([" else -1
-        if depth == 0 and m.start() < last:
-            return False
-    return True
-
-
-_LOWER_THAN_MUL = (" + ", " - ", " << ", " >> ", " < ", " > ", " <= ", " >= ", " == ", " != ", " & ", " ^ ",
-                   " | ", " ? ", " : ")
-
-
-def _is_multiple(term: str, width: int) -> bool:
-    """A literal multiple of `width`, or a chain of * / % whose last step multiplies by one."""
-    term = _strip_parens(term)
-    if term.isdigit():
-        return int(term) % width == 0
-    if len(_top_level_split(term, _LOWER_THAN_MUL)) > 1:
-        return False
-    m = re.search(r" \* (\d+)$", term)
-    return m is not None and int(m.group(1)) % width == 0
-
-
-def _offset_of(expr: str, var: str, width: int) -> bool:
-    """`expr` is `var` plus terms that are multiples of `width` (a cast of such a sum too)."""
-    expr = _strip_parens(expr)
-    m = re.fullmatch(r"\(nvfuser_index_t\)\((.*)\)", expr)
-    if m is not None:
-        expr = m.group(1)
-    parts = _top_level_split(expr, (" + ", " - "))
-    with_var = [(sep, t) for sep, t in parts if re.search(rf"\b{var}\b", t)]
-    if len(with_var) != 1 or with_var[0][0] == " - ":
-        return False
-    inner = _strip_parens(with_var[0][1])
-    if inner != var and (inner == expr or not _offset_of(inner, var, width)):
-        return False
-    return all(_is_multiple(t, width) for sep, t in parts if (sep, t) != with_var[0])
-
-
-def _uniform_atom(atom: str, var: str, width: int) -> bool:
-    """Whether the comparison `atom` has one value for every `var` in [0, width): `L < N` or
-    `L >= N` where L is `var` plus multiples of `width` and N is one too. (With L = k*w + v
-    and N = n*w, k*w + v < n*w holds for every v in [0, w) exactly when k < n; `<=` and `>`
-    would change at v = 0.)"""
-    atom = _strip_parens(atom)
-    m = re.fullmatch(r"(.*) (<|>=) (\d+)", atom)
-    if m is None:
-        return False
-    lhs, _, bound = m.groups()
-    return int(bound) % width == 0 and _offset_of(lhs, var, width)
-
-
-def _uniform_cond(cond: str, var: str, width: int) -> bool:
-    """A conjunction whose every comparison naming `var` is uniform over the vector (and
-    that reads no memory)."""
-    moving = [a for _, a in _top_level_split(cond, (" && ",)) if re.search(rf"\b{var}\b", a)]
-    return bool(moving) and "[" not in cond and all(_uniform_atom(a, var, width) for a in moving)
-
-
-def _uniform_selects(text: str, var: str, width: int) -> str:
-    """`text` with each select's condition `(c) ? a : b` that is uniform over the vector
+def _uniform_selects(e: Expr, var: str, width: int) -> Expr:
+    """`e` with each pad select `((c) ? a : b)` whose condition is uniform over the vector
     evaluated at `var` = 0."""
-    out, k = text, 0
-    while (q := out.find(" ? ", k)) >= 0:
-        k = q + 3
-        if q == 0 or out[q - 1] != ")":
-            continue
-        depth, start = 0, q - 1
-        while start >= 0:
-            depth += out[start] == ")"
-            depth -= out[start] == "("
-            if depth == 0:
-                break
-            start -= 1
-        cond = out[start:q]
-        if start >= 0 and _uniform_cond(cond, var, width):
-            fixed = re.sub(rf"\b{var}\b", "0", cond)
-            out = out[:start] + fixed + out[q:]
-            k = start + len(fixed) + 3
-    return out
+    def fix(n: Expr) -> Expr | None:
+        if isinstance(n, Select) and isinstance(n.cond, Paren) and uniform_cond(n.cond, var, width):
+            return Select(kquery.substitute(n.cond, var, 0), n.a, n.b)  # type: ignore[arg-type]
+        return None
+    return kquery.rewrite(e, fix)  # type: ignore[return-value]
 
 
 def uniform_guards(body: list[kir.Stmt], var: str, width: int) -> None:
@@ -295,14 +163,29 @@ def uniform_guards(body: list[kir.Stmt], var: str, width: int) -> None:
     reads memory, or whose uniformity this cannot show, is left as it is."""
     for st in body:
         if isinstance(st, kir.IfThenElse):
-            if _uniform_cond(st.cond, var, width):
-                st.cond = re.sub(rf"\b{var}\b", "0", st.cond)
+            if uniform_cond(st.cond, var, width):
+                st.cond = kquery.substitute(st.cond, var, 0)  # type: ignore[assignment]
             uniform_guards(st.then, var, width)
             uniform_guards(st.orelse, var, width)
         elif isinstance(st, kir.Scope):
             uniform_guards(st.body, var, width)
-        elif isinstance(st, kir.Assign) and " ? " in st.rhs:
+        elif isinstance(st, kir.Assign):
             st.rhs = _uniform_selects(st.rhs, var, width)
+
+
+def _written(name: str, stmts: list[kir.Stmt]) -> bool:
+    return any(isinstance(s, kir.Assign) and isinstance(s.lhs, Access) and s.lhs.name == name for s in walk(stmts))
+
+
+def _declared_names(stmts: list[kir.Stmt]) -> set[str]:
+    """Index variables a loop body declares (inner loop counters, hoisted indices)."""
+    out: set[str] = set()
+    for s in walk(stmts):
+        if isinstance(s, kir.ForLoop):
+            out |= {s.var, f"{s.var}_k"} if s.kind == "block_strided" and s.extent % s.threads == 0 else {s.var}
+        elif isinstance(s, kir.IndexDef):
+            out.add(s.name)
+    return out
 
 
 def hoist_shared_reads(loop: kir.ForLoop, shared: dict[str, str]) -> list[kir.Stmt]:
@@ -312,61 +195,45 @@ def hoist_shared_reads(loop: kir.ForLoop, shared: dict[str, str]) -> list[kir.St
     v, width = loop.var, loop.extent
     if width not in (2, 4, 8) or loop.kind == "block_strided":
         return [loop]
-    text = "\n".join(ln for st in loop.body for ln in st.lines(0))
-    inner = _declared_names(text)
+    inner = _declared_names(loop.body)
     pre: list[kir.Stmt] = []
     for name, ctype in shared.items():
-        if re.search(rf"\b{name}\[[^\]]*\]\s*=[^=]", text):
+        if _written(name, loop.body):
             continue  # written in the loop
-        pattern = re.compile(rf"\b{name}\[([^\[\]]*?) \+ {v}\]")
-        bases = {m.group(1) for m in pattern.finditer(text)}
+        bases: dict[str, int | Expr] = {}
+        for s in walk(loop.body):
+            for e in kir.exprs(s):
+                for a in kquery.accesses(e):
+                    base = kquery.without_last_var(a.index, v) if a.name == name else None
+                    if base is not None and not kquery.reads_memory(a.index):
+                        bases.setdefault(str(base), base)
         if len(bases) != 1:
             continue
-        base = bases.pop()
-        if any(re.search(rf"\b{x}\b", base) for x in [v, *inner]):
+        (key, base), = bases.items()
+        if kquery.names(base) & {v, *inner}:
             continue  # the base moves inside the loop: it cannot be read before it
-        if not _aligned_base(base, width) or width * element_size(ctype) > 16:
+        if not aligned_base(base, width) or width * element_size(ctype) > 16:
             continue
         vec = f"{name}_r{v}"
-        pre += [kir.Raw(f"alignas(16) {ctype} {vec}[{width}];"),
-                kir.Raw(f"loadGeneric<{ctype}, {width}>({vec}, &{name}[{base}]);")]
-        _rename(loop.body, f"{name}[{base} + {v}]", f"{vec}[{v}]")
+        pre += [kir.Declare(ctype, vec, width),
+                kir.Exec(Call("loadGeneric", (ctype, str(width)), (Var(vec), AddrOf(Access(name, base)))))]
+        _rename(loop.body, name, f"{key} + {v}", Access(vec, Var(v)))
     return pre + [loop] if pre else [loop]
-
-
-_DECLARED = re.compile(r"\bnvfuser_index_t (\w+) =")
-
-
-def _declared_names(text: str) -> set[str]:
-    """Index variables a loop body declares (inner loop counters, hoisted indices)."""
-    return set(_DECLARED.findall(text))
 
 
 def element_size(ctype: str) -> int:
     return {"double": 8, "int64_t": 8, "float": 4, "int": 4, "__half": 2, "__bfloat": 2}.get(ctype, 1)
 
 
-def _rename(body: list[kir.Stmt], old: str, new: str) -> None:
-    for st in body:
+def _rename(body: list[kir.Stmt], name: str, index: str, new: Access) -> None:
+    """Reads of `name[index]` (the index as printed) in values and calls become `new`."""
+    def swap(n: Expr) -> Expr | None:
+        return new if isinstance(n, Access) and n.name == name and str(n.index) == index else None
+    for st in walk(body):
         if isinstance(st, kir.Assign):
-            st.rhs = st.rhs.replace(old, new)
-        elif isinstance(st, kir.Raw):
-            st.text = st.text.replace(old, new)
-        elif isinstance(st, kir.IfThenElse):
-            _rename(st.then, old, new)
-            _rename(st.orelse, old, new)
-        elif isinstance(st, kir.ForLoop | kir.Scope):
-            _rename(st.body, old, new)
+            st.rhs = kquery.rewrite(st.rhs, swap)  # type: ignore[assignment]
+        elif isinstance(st, kir.Raw) and isinstance(st.text, Expr):
+            st.text = kquery.rewrite(st.text, swap)  # type: ignore[assignment]
+        elif isinstance(st, kir.Exec):
+            st.call = kquery.rewrite(st.call, swap)  # type: ignore[assignment]
 
-
-def sum_terms(index: str) -> list[str]:
-    """The top-level ` + `-separated terms of an index expression."""
-    depth, start, terms = 0, 0, []
-    for k, ch in enumerate(index):
-        depth += ch in "(["
-        depth -= ch in ")]"
-        if depth == 0 and index[k:k + 3] == " + ":
-            terms.append(index[start:k].strip())
-            start = k + 3
-    terms.append(index[start:].strip())
-    return terms

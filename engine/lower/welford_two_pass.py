@@ -11,6 +11,7 @@ from engine.ir import exprs as ex
 from engine.ir.iterdomain import ParallelType
 from engine.ir.tensorview import TensorView
 from engine.lower import kir
+from engine.lower.kexpr import Expr, spell
 from engine.lower.loops import LoopNode
 from engine.lower.reductions import THREADS, Accumulator, parallel_reduction
 
@@ -81,14 +82,16 @@ def block_welford(low: ExprLowering, expr: ex.WelfordOp, avg: TensorView, preds:
     return "blockWelfordFixedCounts"
 
 
-def second_pass(low: ExprLowering, loops: list[LoopNode], level: int, count: int, x: str,
-                a_e: str, m_e: str, n_e: str, ct: str) -> list[kir.Stmt]:
+def second_pass(low: ExprLowering, loops: list[LoopNode], level: int, count: int, x: str | Expr,
+                a_e: Expr, m_e: Expr, n_e: Expr, ct: str) -> list[kir.Stmt]:
     """After the first pass summed the values into the mean's accumulator: the mean, the loops
     again (the same variables, so `x` reads the same values) summing squared deviations, and
     the count."""
-    body: list[kir.Stmt] = [kir.Raw(f"{{ const {ct} fs_d = {x} - {a_e}; {m_e} += fs_d * fs_d; }}")]
+    body: list[kir.Stmt] = [kir.Raw(spell(lambda v, a, m: f"{{ const {ct} fs_d = {v} - {a}; {m} += fs_d * fs_d; }}",
+                                          x, a_e, m_e))]
     for node in reversed(loops[level:]):
         if not node.virtual:
             c = node.concrete
             body = [kir.ForLoop(f"i{c.name}", low.ext.of(c), "unroll", str(c), body)]
-    return [kir.Raw(f"{a_e} = {a_e} / static_cast<{ct}>({count});"), *body, kir.Raw(f"{n_e} = {count};")]
+    return [kir.Raw(spell(lambda a: f"{a} = {a} / static_cast<{ct}>({count});", a_e)), *body,
+            kir.Raw(spell(lambda c: f"{c} = {count};", n_e))]

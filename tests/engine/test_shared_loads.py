@@ -10,14 +10,27 @@ import torch
 from engine import loads_fusion
 from engine.compile import compile_fusion
 from engine.lower import kir
+from engine.lower.cexpr import Term, add, mul
+from engine.lower.kexpr import Access, AddrOf, Call, Cmp, Expr, Lit, Var, spell
 from engine.lower.shared_loads import share_loads
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "realworld" / "scripts"
 
 
-def _load(dst: str, src: str, index: str, cond: str | None) -> kir.Stmt:
-    call = kir.Raw(f"loadGeneric<float, 4>(&{dst}[0], &{src}[{index}]);")
-    return kir.IfThenElse(cond, [call]) if cond else call
+I4 = mul("i", 4)
+
+
+def _load(dst: str, src: str, index: Term, bound: int | None) -> kir.Stmt:
+    call = kir.Exec(Call("loadGeneric", ("float", "4"), (AddrOf(Access(dst, 0)), AddrOf(Access(src, index)))))
+    return kir.IfThenElse(Cmp(Var("i"), "<", bound), [call]) if bound else call
+
+
+def _sum(*reads: tuple[str, int]) -> Expr:
+    return spell(lambda *xs: " + ".join(xs), *(Access(n, k) for n, k in reads))
+
+
+def _store(value: Expr) -> kir.Assign:
+    return kir.Assign(Access("T9", Var("i")), value)
 
 
 def _alloc(name: str, size: int = 4) -> kir.Allocate:
@@ -31,10 +44,10 @@ def _text(body: list[kir.Stmt]) -> str:
 def test_a_repeated_load_is_dropped_and_its_array_read_from_the_first():
     body: list[kir.Stmt] = [
         _alloc("T2"), _alloc("T3"), _alloc("T4"),
-        _load("T2", "T0", "i * 4", "i < 8"),
-        _load("T3", "T0", "i * 4", "i < 8"),
-        _load("T4", "T0", "i * 4 + 32", "i < 8"),  # other elements: kept
-        kir.Assign("T9[i]", "T2[0] + T3[1] + T4[2]"),
+        _load("T2", "T0", I4, 8),
+        _load("T3", "T0", I4, 8),
+        _load("T4", "T0", add(I4, 32), 8),  # other elements: kept
+        _store(_sum(("T2", 0), ("T3", 1), ("T4", 2))),
     ]
     out, notes = share_loads(body, {"T0"})
     text = _text(out)
@@ -47,12 +60,12 @@ def test_a_repeated_load_is_dropped_and_its_array_read_from_the_first():
 def test_loads_that_differ_or_write_twice_are_kept():
     body: list[kir.Stmt] = [
         _alloc("T2"), _alloc("T3"), _alloc("T5"), _alloc("T6"), _alloc("T7", 8),
-        _load("T2", "T0", "i * 4", "i < 8"),
-        _load("T3", "T0", "i * 4", "i < 7"),  # another predicate
-        _load("T5", "T1", "i * 4", "i < 8"),  # T1 is not a read-only input
-        _load("T6", "T1", "i * 4", "i < 8"),
-        _load("T7", "T0", "i * 4", "i < 8"),  # another array size
-        kir.Assign("T9[i]", "T2[0] + T3[0] + T5[0] + T6[0] + T7[0]"),
+        _load("T2", "T0", I4, 8),
+        _load("T3", "T0", I4, 7),  # another predicate
+        _load("T5", "T1", I4, 8),  # T1 is not a read-only input
+        _load("T6", "T1", I4, 8),
+        _load("T7", "T0", I4, 8),  # another array size
+        _store(_sum(("T2", 0), ("T3", 0), ("T5", 0), ("T6", 0), ("T7", 0))),
     ]
     before = _text(body)
     out, notes = share_loads(body, {"T0"})
@@ -60,17 +73,17 @@ def test_loads_that_differ_or_write_twice_are_kept():
     assert _text(out) == before
     rewritten: list[kir.Stmt] = [
         _alloc("T2"), _alloc("T3"),
-        _load("T2", "T0", "i * 4", None),
-        _load("T3", "T0", "i * 4", None),
-        kir.Assign("T3[0]", "1.0f"),  # T3 is written again: not a copy of T2
-        kir.Assign("T9[i]", "T2[0] + T3[0]"),
+        _load("T2", "T0", I4, None),
+        _load("T3", "T0", I4, None),
+        kir.Assign(Access("T3", 0), Lit("1.0f")),  # T3 is written again: not a copy of T2
+        _store(_sum(("T2", 0), ("T3", 0))),
     ]
     assert share_loads(rewritten, {"T0"})[1] == []
 
 
 def test_a_use_outside_the_loads_scope_keeps_the_load():
-    inner: list[kir.Stmt] = [_load("T2", "T0", "i * 4", None), _load("T3", "T0", "i * 4", None)]
-    body: list[kir.Stmt] = [_alloc("T2"), _alloc("T3"), kir.Scope(inner), kir.Assign("T9[i]", "T3[0]")]
+    inner: list[kir.Stmt] = [_load("T2", "T0", I4, None), _load("T3", "T0", I4, None)]
+    body: list[kir.Stmt] = [_alloc("T2"), _alloc("T3"), kir.Scope(inner), _store(Access("T3", 0))]
     assert share_loads(body, {"T0"})[1] == []
 
 

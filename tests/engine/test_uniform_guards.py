@@ -9,62 +9,77 @@ import torch
 
 from engine.compile import compile_fusion
 from engine.lower import kir
-from engine.lower.vectorize import _uniform_atom, uniform_guards
+from engine.lower.cexpr import add, mul, sub
+from engine.lower.kexpr import Access, Add, And, Cmp, Div, Lit, Mod, Mul, Paren, Select, Sub, Var
+from engine.lower.vector_index import uniform_atom
+from engine.lower.vectorize import uniform_guards
 from engine.reference import evaluate
 from tests.emulation import needs_gxx
 from tests.engine.test_schedule_resize import cat_of_inputs, rope_forward
 
 V = "i7"
-E = "(blockIdx.x * 128 + threadIdx.x) % 16 * 8"
+v, a, b, z = Var("i7"), Var("a"), Var("b"), Var("z")
+E = Mul(Mod(Add(Mul(Var("blockIdx.x"), 128), Var("threadIdx.x")), 16), 8)
+ET = "(blockIdx.x * 128 + threadIdx.x) % 16 * 8"
 
 
-@pytest.mark.parametrize("atom, uniform", [
-    (f"({E} + i7 + 64) < 128", True),
-    (f"({E} + i7) < 64", True),
-    (f"(((nvfuser_index_t)({E} + i7)) - 64) >= 0", True),
-    (f"({E} + (i7 + 8)) < 16", True),
-    ("((a + b) * 8 + i7 - 8) < 16", True),
-    (f"({E} + i7 + 60) < 128", False),  # a shift of 60 moves the boundary into the vector
-    (f"(((nvfuser_index_t)({E} + i7)) - 60) >= 0", False),
-    (f"({E} + i7) < 63", False),
-    ("((blockIdx.x * 128 + threadIdx.x) % 16 * 4 + i7) < 64", False),  # a multiple of 4, not 8
-    ("(threadIdx.x + i7) < 64", False),
-    ("(a - b * 8 + i7) < 64", False),  # `a - b * 8` is no multiple of 8
-    ("((a + b) * 8 / 2 + i7) < 16", False),
-    ("(b * 8 - i7) < 64", False),
-    ("(b * 8 + 2 * i7) < 64", False),
-    ("(b * 8 + i7) >= 8", True),  # k*8 + v >= 8 exactly when k >= 1
-    ("(b * 8 + i7) >= 4", False),
-    ("(b * 8 + i7) > 8", False),  # true at v = 1, false at v = 0 when k = 1
-    ("(b * 8 + i7) <= 8", False),
-    ("(x ? y : z * 8 + i7) < 16", False),
-    ("T3[i7] < 16", False),
+def lt(x, n, op="<"):
+    return Cmp(Paren(x), op, n)
+
+
+@pytest.mark.parametrize("atom, text, uniform", [
+    (lt(add(add(E, v), 64), 128), f"({ET} + i7 + 64) < 128", True),
+    (lt(add(E, v), 64), f"({ET} + i7) < 64", True),
+    (lt(sub(add(E, v), 64), 0, ">="), f"(((nvfuser_index_t)({ET} + i7)) - 64) >= 0", True),
+    (lt(Add(E, Add(v, 8)), 16), f"({ET} + i7 + 8) < 16", True),
+    (lt(sub(add(mul(add(a, b), 8), v), 8), 16), "((a + b) * 8 + i7 - 8) < 16", True),
+    (lt(add(add(E, v), 60), 128), f"({ET} + i7 + 60) < 128", False),  # a shift of 60 moves the boundary
+    (lt(sub(add(E, v), 60), 0, ">="), f"(((nvfuser_index_t)({ET} + i7)) - 60) >= 0", False),
+    (lt(add(E, v), 63), f"({ET} + i7) < 63", False),
+    (lt(add(Mul(E.a, 4), v), 64), "((blockIdx.x * 128 + threadIdx.x) % 16 * 4 + i7) < 64", False),  # of 4, not 8
+    (lt(add("threadIdx.x", v), 64), "(threadIdx.x + i7) < 64", False),
+    (lt(add(sub(a, mul(b, 8)), v), 64), "(a - b * 8 + i7) < 64", False),  # `a - b * 8` is no multiple of 8
+    (lt(add(Div(Mul(Add(a, b), 8), 2), v), 16), "((a + b) * 8 / 2 + i7) < 16", False),
+    (lt(Sub(Mul(b, 8), v), 64), "(b * 8 - i7) < 64", False),
+    (lt(add(mul(b, 8), mul(2, v)), 64), "(b * 8 + 2 * i7) < 64", False),
+    (lt(add(mul(b, 8), v), 8, ">="), "(b * 8 + i7) >= 8", True),  # k*8 + v >= 8 exactly when k >= 1
+    (lt(add(mul(b, 8), v), 4, ">="), "(b * 8 + i7) >= 4", False),
+    (lt(add(mul(b, 8), v), 8, ">"), "(b * 8 + i7) > 8", False),  # true at v = 1, false at v = 0 when k = 1
+    (lt(add(mul(b, 8), v), 8, "<="), "(b * 8 + i7) <= 8", False),
+    (Cmp(Select(Var("x"), Var("y"), add(mul(z, 8), v)), "<", 16), "(x ? y : z * 8 + i7) < 16", False),
+    (Cmp(Access("T3", v), "<", 16), "T3[i7] < 16", False),
 ])
-def test_a_guard_is_uniform_only_where_the_vector_cannot_straddle_its_bound(atom, uniform):
-    assert _uniform_atom(atom, V, 8) is uniform
+def test_a_guard_is_uniform_only_where_the_vector_cannot_straddle_its_bound(atom, text, uniform):
+    assert str(atom) == text
+    assert uniform_atom(atom, V, 8) is uniform
 
 
 def test_only_guards_proven_uniform_are_moved_to_the_first_element():
-    moved = kir.IfThenElse(f"({E} + i7 + 64) < 128 && threadIdx.y == 0", [kir.Raw("a = 1;")])
-    kept = kir.IfThenElse(f"({E} + i7 + 60) < 128", [kir.Raw("b = 1;")])
-    reads = kir.IfThenElse(f"({E} + i7) < 64 && T2[i7] > 0", [kir.Raw("c = 1;")])
-    nested = kir.Scope([kir.IfThenElse(f"({E} + i7) < 64", [kir.Raw("d = 1;")])])
+    moved = kir.IfThenElse(And((lt(add(add(E, v), 64), 128), Cmp(Var("threadIdx.y"), "==", 0))), [kir.Raw("a = 1;")])
+    kept = kir.IfThenElse(And((lt(add(add(E, v), 60), 128),)), [kir.Raw("b = 1;")])
+    reads = kir.IfThenElse(And((lt(add(E, v), 64), Cmp(Access("T2", v), ">", 0))), [kir.Raw("c = 1;")])
+    nested = kir.Scope([kir.IfThenElse(And((lt(add(E, v), 64),)), [kir.Raw("d = 1;")])])
     uniform_guards([moved, kept, reads, nested], V, 8)
-    assert moved.cond == f"({E} + 0 + 64) < 128 && threadIdx.y == 0"
-    assert kept.cond == f"({E} + i7 + 60) < 128"
-    assert reads.cond == f"({E} + i7) < 64 && T2[i7] > 0"
-    assert nested.body[0].cond == f"({E} + 0) < 64"
+    assert str(moved.cond) == f"({ET} + 0 + 64) < 128 && threadIdx.y == 0"
+    assert str(kept.cond) == f"({ET} + i7 + 60) < 128"
+    assert str(reads.cond) == f"({ET} + i7) < 64 && T2[i7] > 0"
+    assert str(nested.body[0].cond) == f"({ET} + 0) < 64"
+
+
+def _pad(cond, inside, value):
+    return Select(Paren(And((cond,))), inside, value)
 
 
 def test_selects_with_a_uniform_condition_are_evaluated_once():
-    pad = f"((({E} + i7) < 64) ? T14[0] : __float2bfloat(0.0f))"
-    data = "((T3[i7] > 0.0f) ? T3[i7] : 0.0f)"
-    nested = f"((({E} + i7) < 60) ? a : (({E} + i7) >= 64) ? b : c)"
-    body = [kir.Assign("T15[0]", pad), kir.Assign("T16[0]", data), kir.Assign("T17[0]", nested)]
+    pad = _pad(lt(add(E, v), 64), Access("T14", 0), Lit("__float2bfloat(0.0f)"))
+    data = Select(Paren(Cmp(Access("T3", v), ">", Lit("0.0f"))), Access("T3", v), Lit("0.0f"))
+    nested = _pad(lt(add(E, v), 60), Var("a"), _pad(lt(add(E, v), 64, ">="), Var("b"), Var("c")))
+    body = [kir.Assign(Access("T15", 0), pad), kir.Assign(Access("T16", 0), data),
+            kir.Assign(Access("T17", 0), nested)]
     uniform_guards(body, V, 8)
-    assert body[0].rhs == f"((({E} + 0) < 64) ? T14[0] : __float2bfloat(0.0f))"
-    assert body[1].rhs == data
-    assert body[2].rhs == f"((({E} + i7) < 60) ? a : (({E} + 0) >= 64) ? b : c)"
+    assert str(body[0].rhs) == f"((({ET} + 0) < 64) ? T14[0] : __float2bfloat(0.0f))"
+    assert str(body[1].rhs) == "((T3[i7] > 0.0f) ? T3[i7] : 0.0f)"
+    assert str(body[2].rhs) == f"((({ET} + i7) < 60) ? a : ((({ET} + 0) >= 64) ? b : c))"
 
 
 def _element_guards(source: str) -> list[str]:

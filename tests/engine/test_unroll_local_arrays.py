@@ -6,6 +6,8 @@ from __future__ import annotations
 from engine import load_fusion
 from engine.compile import compile_fusion
 from engine.lower import kir
+from engine.lower.cexpr import add, mod, mul
+from engine.lower.kexpr import Access, Lit, Var, spell
 from engine.lower.unroll import MAX_REGISTER_ARRAY, unroll_local_indexing
 
 
@@ -14,9 +16,10 @@ def _loop(var: str, extent: int, body: list[kir.Stmt]) -> kir.ForLoop:
 
 
 def test_a_loop_indexing_a_local_array_is_unrolled_and_others_are_not():
-    inner = _loop("i1", 8, [kir.Assign("T1[i0 * 8 + i1]", "T2[0] + 1.0f")])
+    index = add(mul("i0", 8), "i1")
+    inner = _loop("i1", 8, [kir.Assign(Access("T1", index), spell(lambda x: f"{x} + 1.0f", Access("T2", 0)))])
     outer = _loop("i0", 4, [inner])
-    plain = _loop("i2", 16, [kir.Assign("T3[i2]", "T2[0]")])  # T3: a global tensor
+    plain = _loop("i2", 16, [kir.Assign(Access("T3", Var("i2")), Access("T2", 0))])  # T3: a global tensor
     body: list[kir.Stmt] = [kir.Allocate("T1", "float", 32, "local"), kir.Allocate("T2", "float", 1, "local"),
                             outer, plain]
     marked = unroll_local_indexing(body)
@@ -27,8 +30,8 @@ def test_a_loop_indexing_a_local_array_is_unrolled_and_others_are_not():
 
 def test_arrays_and_loops_too_long_for_registers_are_left_alone():
     n = MAX_REGISTER_ARRAY + 1
-    big = _loop("i0", n, [kir.Assign("T1[i0]", "0.0f")])
-    long_loop = _loop("i1", 4096, [kir.Assign("T2[i1 % 4]", "0.0f")])
+    big = _loop("i0", n, [kir.Assign(Access("T1", Var("i0")), Lit("0.0f"))])
+    long_loop = _loop("i1", 4096, [kir.Assign(Access("T2", mod("i1", 4)), Lit("0.0f"))])
     body: list[kir.Stmt] = [kir.Allocate("T1", "float", n, "local"), kir.Allocate("T2", "float", 4, "local"),
                             big, long_loop]
     assert unroll_local_indexing(body) == []

@@ -1,0 +1,180 @@
+"""Queries and rewrites on typed kernel-IR expressions (engine.lower.kexpr).
+
+The passes after lowering ask these instead of reading C text: which accesses an
+expression makes, whether it names a variable or array, the expression with a variable
+replaced, the top-level terms of a sum as C would print them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import fields, replace
+
+from engine.lower.kexpr import Access, Add, Call, Expr, Lit, Op, Paren, Stride, Sub, Var, has_minus, is_sum
+
+Node = int | Expr
+
+
+def walk(e: Node) -> Iterator[Expr]:
+    """Every node of `e`, parents first."""
+    if isinstance(e, Expr):
+        yield e
+        for c in e.children():
+            yield from walk(c)
+
+
+def accesses(e: Node) -> Iterator[Access]:
+    return (n for n in walk(e) if isinstance(n, Access))
+
+
+def names(e: Node) -> set[str]:
+    """The variables, arrays and tensors `e` names."""
+    out: set[str] = set()
+    for n in walk(e):
+        if isinstance(n, Var):
+            out.add(n.name)
+        elif isinstance(n, Access):
+            out.add(n.name)
+        elif isinstance(n, Stride):
+            out.add(n.tensor)
+    return out
+
+
+def words(e: Node) -> set[str]:
+    """Every name `e` prints: names() with the words of its opaque parts (a Lit's text, an
+    Op's spelling, a call's function and template arguments)."""
+    out: set[str] = set()
+    for n in walk(e):
+        if isinstance(n, Var):
+            out |= text_words(n.name)
+        elif isinstance(n, Access):
+            out.add(n.name)
+        elif isinstance(n, Stride):
+            out |= {n.tensor, "alloc_stride"}
+        elif isinstance(n, Lit):
+            out |= text_words(n.text)
+        elif isinstance(n, Op):
+            out |= text_words(" ".join(n.parts))
+        elif isinstance(n, Call):
+            out |= text_words(" ".join([n.fn, *n.targs]))
+    return out
+
+
+def text_words(text: str) -> set[str]:
+    """The identifiers and numbers in opaque C text (maximal runs of letters, digits, `_`)."""
+    out: set[str] = set()
+    run: list[str] = []
+    for ch in text + " ":
+        if ch.isalnum() or ch == "_":
+            run.append(ch)
+        elif run:
+            out.add("".join(run))
+            run = []
+    return out
+
+
+def mentions(e: Node, name: str) -> bool:
+    """Whether `e` names `name` (as a variable, array or tensor, or in an opaque part)."""
+    return name in names(e) or name in words(e)
+
+
+def count_var(e: Node, name: str) -> int:
+    return sum(1 for n in walk(e) if isinstance(n, Var) and n.name == name)
+
+
+def reads_memory(e: Node) -> bool:
+    """Whether `e` reads an array element or a tensor's stride (C text with a `[`)."""
+    for n in walk(e):
+        if isinstance(n, Access | Stride) or isinstance(n, Lit) and "[" in n.text:
+            return True
+        if isinstance(n, Op) and any("[" in p for p in n.parts):
+            return True
+    return False
+
+
+def rewrite(e: Node, fn: Callable[[Expr], Node | None]) -> Node:
+    """`e` rebuilt bottom-up, each node replaced by `fn(node)` where that is not None.
+    Constants are not folded again: the result renders as the text with the same
+    replacement would."""
+    if not isinstance(e, Expr):
+        return e
+    changes = {}
+    for f in fields(e):  # type: ignore[arg-type]
+        v = getattr(e, f.name)
+        if isinstance(v, Expr):
+            new = rewrite(v, fn)
+            if new is not v:
+                changes[f.name] = new
+        elif isinstance(v, tuple) and any(isinstance(x, Expr) for x in v):
+            new_t = tuple(rewrite(x, fn) for x in v)
+            if any(a is not b for a, b in zip(new_t, v)):
+                changes[f.name] = new_t
+    out = replace(e, **changes) if changes else e  # type: ignore[type-var]
+    got = fn(out)
+    return out if got is None else got
+
+
+def substitute(e: Node, var: str, value: Node) -> Node:
+    """`e` with the variable `var` replaced by `value`."""
+    return rewrite(e, lambda n: value if isinstance(n, Var) and n.name == var else None)
+
+
+def strip_parens(e: Node) -> Node:
+    """`e` without Paren nodes around all of it."""
+    while isinstance(e, Paren):
+        e = e.x
+    return e
+
+
+def plus_terms(e: Node) -> list[tuple[Node, bool]]:
+    """The terms C prints `e` as, cut at the ` + ` outside parentheses, each with whether it
+    prints in parentheses of its own. A difference at the top level stays one term with
+    the term before it (`a + b - 3` is `a` and `b - 3`)."""
+    if isinstance(e, Add):
+        left = plus_terms(e.a)
+        if is_sum(e.b) and has_minus(e.b):
+            return [*left, (e.b, True)]
+        return [*left, *plus_terms(e.b)]
+    if isinstance(e, Sub):
+        left = plus_terms(e.a)
+        last, _ = left[-1]
+        return [*left[:-1], (Sub(last, e.b), False)]
+    return [(e, False)]
+
+
+def signed_terms(e: Node) -> list[tuple[str, Node]]:
+    """The terms C prints `e` as, cut at the ` + ` and ` - ` outside parentheses, each with
+    the operator before it ("" for the first)."""
+    if isinstance(e, Add):
+        left = signed_terms(e.a)
+        if is_sum(e.b) and has_minus(e.b):
+            return [*left, ("+", e.b)]
+        right = signed_terms(e.b)
+        return [*left, ("+", right[0][1]), *right[1:]]
+    if isinstance(e, Sub):
+        return [*signed_terms(e.a), ("-", e.b)]
+    return [("", e)]
+
+
+def without_last_var(e: Node, var: str) -> Node | None:
+    """`e` printed as `x + var`: x; else None."""
+    if isinstance(e, Add) and not (is_sum(e.b) and has_minus(e.b)):
+        if e.b == Var(var):
+            return e.a
+        rest = without_last_var(e.b, var)
+        if rest is not None:
+            return Add(e.a, rest)
+    return None
+
+
+def replace_text(e: Node, old: str, new: str) -> Node:
+    """`e` with `old` replaced by `new` in its variables' names and its opaque parts."""
+    def swap(n: Expr) -> Expr | None:
+        if isinstance(n, Var) and old in n.name:
+            return Var(n.name.replace(old, new))
+        if isinstance(n, Lit) and old in n.text:
+            return Lit(n.text.replace(old, new))
+        if isinstance(n, Op) and any(old in p for p in n.parts):
+            return Op(tuple(p.replace(old, new) for p in n.parts), n.args)
+        return None
+    return rewrite(e, swap)
