@@ -47,7 +47,7 @@ class ConflictError(ScheduleError):
 
 
 NOT_RECOMPUTED = ("; recomputing a resize input is supported for pointwise, cast, broadcast, "
-                   "expand, squeeze, set, permute, reshape, slice, pad and factory ops only")
+                   "expand, squeeze, set, permute, reshape, slice, pad, cat and factory ops only")
 
 
 def _logical_to_root(tv: TensorView, i: IterDomain) -> tuple[IterDomain, Resize | None]:

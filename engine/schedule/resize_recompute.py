@@ -4,7 +4,7 @@ own copy, and an output that the reference would otherwise make resized gets pri
 copies of its producers.
 
 Recomputed ops are pointwise ops, casts, broadcasts, expands, squeezes, sets, permutes,
-reshapes, slices, pads and factory ops: ops of one output whose root->logical transforms
+reshapes, slices, pads, cats and factory ops: ops of one output whose root->logical transforms
 (a permute's reorder, a reshape's splits and merges, a slice's or pad's Resize) can be
 replayed on fresh ids. A copy reads what the original read (or the copies given in
 `swap`), so recomputing a chain back to the fusion inputs reads the inputs once more per
@@ -20,7 +20,7 @@ from engine.ir.logical_map import producers_of
 from engine.ir.tensorview import TensorDomain, TensorView
 
 _RECOMPUTABLE = (ex.UnaryOp, ex.BinaryOp, ex.TernaryOp, ex.BroadcastOp, ex.ExpandOp, ex.SqueezeOp,
-                 ex.LoadStoreOp, ex.ViewOp, ex.SliceOp, ex.PadOp, ex.FullOp, ex.IotaOp, ex.RNGOp)
+                 ex.LoadStoreOp, ex.ViewOp, ex.SliceOp, ex.PadOp, ex.CatOp, ex.FullOp, ex.IotaOp, ex.RNGOp)
 
 
 def recomputable(fusion: Fusion, tv: TensorView) -> bool:

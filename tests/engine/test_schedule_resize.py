@@ -223,14 +223,27 @@ def test_a_shared_pad_is_recomputed_and_matches_the_reference():
     _emulates_as_one_resize_kernel(fd, xs)
 
 
-def test_what_cannot_be_recomputed_is_refused_with_the_engines_reason():
-    # The shared tensor is a cat: not recomputed here.
+def test_a_shared_cat_is_recomputed():
+    # A cat read by a slice and by a pointwise op (Swin's roll: a cat sliced again) gets a
+    # copy for the slice, as pads do.
     with FusionDefinition() as fd:
         a = fd.define_tensor(shape=[64, 64], dtype=DataType.Float)
         y = fd.ops.cat([a, a], dim=1)
         s = fd.ops.pad(fd.ops.slice(y, [0, 0], [64, 64]), [0, 64])
         fd.add_output(fd.ops.add(s, y))
-    v = verdict(fd, [torch.randn(64, 64)])
+    xs = [torch.randn(64, 64)]
+    assert verdict(fd, xs).accepted
+    _emulates_as_one_resize_kernel(fd, xs)
+
+
+def test_what_cannot_be_recomputed_is_refused_with_the_engines_reason():
+    # The shared tensor is a select: not recomputed here.
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[8, 64, 64], dtype=DataType.Float)
+        y = fd.ops.select(a, fd.define_scalar(3, dtype=DataType.Int), 0)
+        s = fd.ops.pad(fd.ops.slice(y, [0, 0], [64, 32]), [0, 32])
+        fd.add_output(fd.ops.add(s, y))
+    v = verdict(fd, [torch.randn(8, 64, 64)])
     assert not v.accepted
     assert "needed under different resizes" in v.reason
     assert "recomputing a resize input is supported for pointwise" in v.reason
