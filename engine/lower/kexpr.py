@@ -19,7 +19,12 @@ class Expr:
     """A typed C expression; subclasses are frozen dataclasses."""
 
     def __str__(self) -> str:
-        return self.render()
+        # A node never changes (frozen): its text is rendered once.
+        text = self.__dict__.get("_text")
+        if text is None:
+            text = self.render()
+            object.__setattr__(self, "_text", text)
+        return text
 
     def render(self) -> str:
         raise NotImplementedError

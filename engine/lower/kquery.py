@@ -16,11 +16,17 @@ Node = int | Expr
 
 
 def walk(e: Node) -> Iterator[Expr]:
-    """Every node of `e`, parents first."""
-    if isinstance(e, Expr):
-        yield e
-        for c in e.children():
-            yield from walk(c)
+    """Every node of `e`, parents first (depth first, children in order)."""
+    if not isinstance(e, Expr):
+        return
+    stack: list[Expr] = [e]
+    while stack:
+        n = stack.pop()
+        yield n
+        kids = n.children()
+        for c in reversed(kids):
+            if isinstance(c, Expr):
+                stack.append(c)
 
 
 def accesses(e: Node) -> Iterator[Access]:
@@ -99,23 +105,35 @@ def rewrite(e: Node, fn: Callable[[Expr], Node | None]) -> Node:
     if not isinstance(e, Expr):
         return e
     changes = {}
-    for f in fields(e):  # type: ignore[arg-type]
-        v = getattr(e, f.name)
+    for name in _field_names(type(e)):
+        v = getattr(e, name)
         if isinstance(v, Expr):
             new = rewrite(v, fn)
             if new is not v:
-                changes[f.name] = new
+                changes[name] = new
         elif isinstance(v, tuple) and any(isinstance(x, Expr) for x in v):
             new_t = tuple(rewrite(x, fn) for x in v)
             if any(a is not b for a, b in zip(new_t, v)):
-                changes[f.name] = new_t
+                changes[name] = new_t
     out = replace(e, **changes) if changes else e  # type: ignore[type-var]
     got = fn(out)
     return out if got is None else got
 
 
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    got = _FIELDS.get(cls)
+    if got is None:
+        got = _FIELDS[cls] = tuple(f.name for f in fields(cls))
+    return got
+
+
 def substitute(e: Node, var: str, value: Node) -> Node:
     """`e` with the variable `var` replaced by `value`."""
+    if not any(isinstance(n, Var) and n.name == var for n in walk(e)):
+        return e
     return rewrite(e, lambda n: value if isinstance(n, Var) and n.name == var else None)
 
 

@@ -64,33 +64,46 @@ def _text(stmt: kir.Stmt) -> str:
     return "\n".join(ln.strip() for ln in stmt.lines(0))
 
 
-def _stores_into(e: Expr, name: str) -> bool:
-    """Whether `e` takes `name`'s address or assigns an element of it (`name[..] += x` in a
-    statement's spelling)."""
+def _stored_into(e: Expr) -> Iterator[str]:
+    """The arrays and variables `e` takes the address of or assigns an element of
+    (`name[..] += x` in a statement's spelling)."""
     for n in kquery.walk(e):
-        if isinstance(n, AddrOf) and (isinstance(n.x, Access | Var) and getattr(n.x, "name", "") == name):
-            return True
-        if isinstance(n, Op):
+        if isinstance(n, AddrOf) and isinstance(n.x, Access | Var):
+            yield n.x.name
+        elif isinstance(n, Op):
             for arg, after in zip(n.args, n.parts[1:]):
                 op = after.lstrip().split(" ", 1)[0]
-                if isinstance(arg, Access) and arg.name == name and op in _ASSIGN_OPS:
-                    return True
-    return False
+                if isinstance(arg, Access) and op in _ASSIGN_OPS:
+                    yield arg.name
 
 
-def _written(name: str, stmts: list[kir.Stmt], skip: kir.Stmt) -> bool:
-    """Whether any statement but `skip` may write `name` (assigns to it or takes its address)."""
-    own = {id(s) for s in _walk([skip])}
+def _writers(stmts: list[kir.Stmt]) -> dict[str, list[int]]:
+    """Per array or variable, the ids of the statements that may write it (assign to it or
+    take its address)."""
+    out: dict[str, list[int]] = {}
     for s in _walk(stmts):
-        if id(s) in own or isinstance(s, kir.ForLoop | kir.IfThenElse | kir.Scope):
+        if isinstance(s, kir.ForLoop | kir.IfThenElse | kir.Scope):
             continue
+        names: list[str] = []
         if isinstance(s, kir.Assign):
-            lhs = s.lhs
-            if isinstance(lhs, Access | Var) and lhs.name == name or _stores_into(s.rhs, name):
-                return True
-        elif isinstance(s, kir.Raw | kir.Exec) and any(_stores_into(e, name) for e in kir.exprs(s)):
-            return True
-    return False
+            if isinstance(s.lhs, Access | Var):
+                names.append(s.lhs.name)
+            names.extend(_stored_into(s.rhs))
+        elif isinstance(s, kir.Raw | kir.Exec):
+            for e in kir.exprs(s):
+                names.extend(_stored_into(e))
+        for name in dict.fromkeys(names):
+            out.setdefault(name, []).append(id(s))
+    return out
+
+
+def _written(name: str, writers: dict[str, list[int]], skip: kir.Stmt) -> bool:
+    """Whether any statement but `skip` (and those nested in it) may write `name`."""
+    found = writers.get(name)
+    if not found:
+        return False
+    own = {id(s) for s in _walk([skip])}
+    return any(w not in own for w in found)
 
 
 def _walk(stmts: list[kir.Stmt]) -> Iterator[kir.Stmt]:
@@ -110,7 +123,8 @@ def _rename(stmt: kir.Stmt, old: str, new: str) -> kir.Stmt:
     for f in dataclasses.fields(stmt):  # type: ignore[arg-type]
         v = getattr(stmt, f.name)
         if isinstance(v, Expr):
-            changes[f.name] = kquery.rewrite(v, swap)
+            if old in kquery.names(v):
+                changes[f.name] = kquery.rewrite(v, swap)
         elif isinstance(v, str) and v == old and f.name not in ("source", "domain"):
             changes[f.name] = new
         elif isinstance(v, list):
@@ -128,14 +142,14 @@ def _mentions(name: str, stmts: list[kir.Stmt]) -> int:
 
 
 def _merge_once(body: list[kir.Stmt], stmts: list[kir.Stmt], inputs: set[str],
-                allocs: dict[str, kir.Allocate]) -> tuple[str, str] | None:
+                allocs: dict[str, kir.Allocate], writers: dict[str, list[int]]) -> tuple[str, str] | None:
     """Find, in `stmts` or a list nested in it, a load statement that repeats an earlier one
     of its list; rename its array to the earlier one's in the rest of that list (which holds
     every use of it) and drop it. The pair (dropped, kept), or None."""
     seen: dict[str, str] = {}
     for k, s in enumerate(stmts):
         dest = _destination(s, inputs)
-        if dest is not None and dest in allocs and not _written(dest, body, s):
+        if dest is not None and dest in allocs and not _written(dest, writers, s):
             key = _text(_rename(s, dest, "@"))
             first = seen.get(key)
             rest = stmts[k + 1:]
@@ -146,7 +160,7 @@ def _merge_once(body: list[kir.Stmt], stmts: list[kir.Stmt], inputs: set[str],
                 return dest, first
             seen.setdefault(key, dest)
         for child in kir.children(s):
-            found = _merge_once(body, child, inputs, allocs)
+            found = _merge_once(body, child, inputs, allocs, writers)
             if found is not None:
                 return found
     return None
@@ -159,7 +173,7 @@ def share_loads(body: list[kir.Stmt], inputs: set[str]) -> tuple[list[kir.Stmt],
     notes = []
     while True:
         allocs = _allocations(body)
-        found = _merge_once(body, body, inputs, allocs)
+        found = _merge_once(body, body, inputs, allocs, _writers(body))
         if found is None:
             return body, notes
         dest, first = found

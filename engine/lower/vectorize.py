@@ -153,6 +153,8 @@ def _uniform_selects(e: Expr, var: str, width: int) -> Expr:
         if isinstance(n, Select) and isinstance(n.cond, Paren) and uniform_cond(n.cond, var, width):
             return Select(kquery.substitute(n.cond, var, 0), n.a, n.b)  # type: ignore[arg-type]
         return None
+    if not any(isinstance(n, Select) for n in kquery.walk(e)):
+        return e
     return kquery.rewrite(e, fix)  # type: ignore[return-value]
 
 
