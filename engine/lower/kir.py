@@ -188,7 +188,7 @@ class ForLoop(Stmt):
 
 # The unroll pragma of a long serial loop whose body synchronizes the block.
 SYNC_LOOP_UNROLL = 1
-# Runtime calls that wait for the whole block (engine/codegen/runtime).
+# Runtime calls that wait for the whole block (engine/runtime/headers).
 _BLOCK_WIDE = ("__syncthreads", "blockAllReduce", "blockReduce", "blockWelford", "blockBroadcast",
                "gridReduce", "grid_sync")
 
