@@ -25,7 +25,7 @@ import torch
 from engine.dtypes import DataType, to_torch
 from engine.errors import ExecutionError
 from engine.ir import quant_exprs as qx
-from engine.reference.rules import CASTS, handles
+from engine.reference.rules import CASTS, TO_FLOAT, handles
 
 FP4_MAX = 6.0
 E4M3_MAX = 448.0
@@ -128,6 +128,7 @@ def _to_float_type(dtype: DataType):
 
 
 CASTS[DataType.Float4_e2m1fn] = float_to_fp4
+TO_FLOAT[torch.float4_e2m1fn_x2] = fp4_to_float
 CASTS[DataType.Float8_e4m3fn] = to_e4m3
 CASTS[DataType.Float8_e5m2] = to_e5m2
 for _dt in (DataType.Float, DataType.Double, DataType.Half, DataType.BFloat16):

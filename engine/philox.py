@@ -1,6 +1,6 @@
 """Philox4x32-10 and nvFuser's conversions of its words to floats, vectorized with numpy.
 
-The reference evaluator's side of RNGOp; engine/codegen/runtime/random.cuh is the kernel's
+The reference evaluator's side of RNGOp; engine/runtime/headers/random.cuh is the kernel's
 side, step for step, so that both draw the same numbers: the uniform ones bit for bit, the
 normal ones up to the last bits of logf/sinf/cosf, which differ between libraries.
 

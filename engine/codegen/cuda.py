@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 
-from engine.codegen.prelude import runtime_prelude
 from engine.errors import CompileError
 from engine.lower import kir
+from engine.runtime.prelude import runtime_prelude
 
 # What the kernel's name and parameter names may be. They are the engine's own (T3, the
 # scheduler's kernel name), never text from a fusion file; checked so that a future change

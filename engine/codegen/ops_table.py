@@ -1,7 +1,7 @@
 """How each op is spelled in C, for the CUDA code generator.
 
 Every function returns a C expression string over the runtime headers
-(engine/codegen/runtime/*.cuh). Conventions:
+(engine/runtime/headers/*.cuh). Conventions:
 - `dtype` is the engine DataType the op computes in, already promoted: for arithmetic it
   is the result type; for predicates and comparisons (isnan, lt, logical_and, ...) it is
   the operands' type and the expression is `bool`. Operand strings are C expressions

@@ -1,5 +1,6 @@
 """Host IR: the host program of a compiled fusion (allocations, kernel launches, host ops,
-Stream-parallel for-loops), its lowering, the Stream-parallel pass, printer and evaluator."""
+Stream-parallel for-loops, which print themselves), its lowering, the Stream-parallel pass and
+evaluator."""
 
 from engine.host.evaluator import HostIrEvaluator, TimelineEvent, run_host_ir
 from engine.host.hir import HostIrContainer

@@ -9,6 +9,20 @@ HostIrEvaluator runs them through ATen.
 The container owns a clone of the compiled fusion: the host program creates tensors of its
 own (the outputs of HirAliasSelect) and marks the tensors its host ops pass around as global,
 and neither may leak into the fusion the rest of the pipeline shows.
+
+`str()` of a container is its listing in seed 002's format (nvFuser's HostIrContainer::print):
+two spaces per nesting level; fusion-level exprs print as in a fusion listing (the output on
+its own line, ` = op( ... )` one level in), each host node prints itself (`to_string`) on one
+line:
+
+    %HostIrContainer { (T0_g_float[iS0{i0}, iS1{i2}]) -> (T1_g_float[iStreamIdx2{i0}, iS3{i2}]) :
+      T1_g_float[...] = ALLOCATE(buffer=T1_g_float[...], mem_type=global, size=( i0 * i2 ), ...)
+      GetCurrentStream into Stream 0
+      FOR StreamIdx in iStreamIdx2{i0}:
+        SetCurrentStream to Stream ( StreamIdx % numberOfStreams )
+        Synchronize Stream 0
+      ...
+    } // %HostIrContainer
 """
 
 from __future__ import annotations
@@ -17,6 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from engine.dtypes import DataType
 from engine.ir.base import Expr, Val
+from engine.ir.exprs import ind
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain
 from engine.ir.scalar import Scalar, binary
@@ -38,15 +53,18 @@ class NamedScalar(Scalar):
 
 
 class HostNode:
-    """A host-IR statement; printed by engine.host.printer in the seed's format."""
+    """A host-IR statement; `to_string` prints it in the listing's format (see above)."""
 
     def to_string(self, indent: int = 0) -> str:
-        from engine.host.printer import node_string
-
-        return node_string(self, indent)
+        """The statement (and a loop's body) as listing lines, each ending in a newline."""
+        raise TypeError(f"no host-IR format for {type(self).__name__}")
 
     def __str__(self) -> str:
         return self.to_string()
+
+
+def _vals(vals: list[Any]) -> str:
+    return ", ".join(str(v) for v in vals)
 
 
 # A statement of a host program: a host node or a fusion-level Expr run through torch.
@@ -75,12 +93,20 @@ class Allocate(HostNode):
         self.mem_type = mem_type
         self.zero_init = zero_init
 
+    def to_string(self, indent: int = 0) -> str:
+        zero = "true" if self.zero_init else "false"
+        return (f"{ind(indent)}{self.tv} = ALLOCATE(buffer={self.tv}, mem_type={self.mem_type}, "
+                f"size={self.size.inline()}, zero_init={zero}, resets_to_zero=false)\n")
+
 
 class Deallocate(HostNode):
     """Drop the program's reference to `tv` after its last use."""
 
     def __init__(self, tv: TensorView) -> None:
         self.tv = tv
+
+    def to_string(self, indent: int = 0) -> str:
+        return f"{ind(indent)}Deallocate( {self.tv} )\n"
 
 
 class ForLoop(HostNode):
@@ -91,6 +117,10 @@ class ForLoop(HostNode):
         self.axis = axis
         self.body: list[Any] = list(body or [])
 
+    def to_string(self, indent: int = 0) -> str:
+        body = "".join(s.to_string(indent + 1) for s in self.body)
+        return f"{ind(indent)}FOR {self.index.inline()} in {self.axis}:\n{body}"
+
 
 class GetCurrentStream(HostNode):
     """Bind `stream` to the stream current when the statement runs (the caller's)."""
@@ -98,10 +128,16 @@ class GetCurrentStream(HostNode):
     def __init__(self, stream: Stream) -> None:
         self.stream = stream
 
+    def to_string(self, indent: int = 0) -> str:
+        return f"{ind(indent)}GetCurrentStream into {self.stream}\n"
+
 
 class SetCurrentStream(HostNode):
     def __init__(self, stream: Stream) -> None:
         self.stream = stream
+
+    def to_string(self, indent: int = 0) -> str:
+        return f"{ind(indent)}SetCurrentStream to {self.stream}\n"
 
 
 class Synchronize(HostNode):
@@ -110,6 +146,9 @@ class Synchronize(HostNode):
 
     def __init__(self, stream: Stream) -> None:
         self.stream = stream
+
+    def to_string(self, indent: int = 0) -> str:
+        return f"{ind(indent)}Synchronize {self.stream}\n"
 
 
 class HirAliasSelect(HostNode):
@@ -130,6 +169,10 @@ class HirAliasSelect(HostNode):
         """The axis' position in the torch tensor (which has no reduction axes)."""
         return [i for i in self.inp.domain.logical if not i.is_reduction].index(self.axis)
 
+    def to_string(self, indent: int = 0) -> str:
+        return (f"{ind(indent)}{self.out}\n{ind(indent + 1)} = HirAliasSelect( {self.inp}, axis = {self.axis}, "
+                f"index = {self.index.inline()} )\n")
+
 
 class LaunchKernel(HostNode):
     """Launch a compiled segment's kernel (`segment.run`); it allocates its own outputs."""
@@ -138,6 +181,11 @@ class LaunchKernel(HostNode):
         self.segment = segment
         self.inputs = inputs
         self.outputs = outputs
+
+    def to_string(self, indent: int = 0) -> str:
+        seg = self.segment
+        return (f"{ind(indent)}LaunchKernel(Group ID: {seg.id}, Inputs: {{{_vals(self.inputs)}}}, "
+                f"Outputs: {{{_vals(self.outputs)}}}, kernel={seg.kernel_name})\n")
 
 
 class HostUnit:
@@ -155,6 +203,11 @@ class PostOnStream(HostNode):
         self.inputs = inputs
         self.outputs = outputs
 
+    def to_string(self, indent: int = 0) -> str:
+        seg = self.unit.segment
+        return (f"{ind(indent)}PostOnStream (HostUnit{seg.id} ({seg.scheduler}), Inputs: {{{_vals(self.inputs)}}}, "
+                f"Outputs: {{{_vals(self.outputs)}}})\n")
+
 
 class CommunicationNode(HostNode):
     """A collective between the devices of `team` (nvFuser's Communication): `type` is
@@ -171,12 +224,21 @@ class CommunicationNode(HostNode):
         self.backend = backend
         self.root = root
 
+    def to_string(self, indent: int = 0) -> str:
+        root = f", root={self.root}" if self.root is not None else ""
+        team = " ".join(str(d) for d in self.team)
+        return (f"{ind(indent)}Communication {self.number} (type={self.type}, team=({team}){root}, "
+                f"input={self.inp}, output={self.out}, backend={self.backend})\n")
+
 
 class Wait(HostNode):
     """Wait until `communication` completes."""
 
     def __init__(self, communication: CommunicationNode) -> None:
         self.communication = communication
+
+    def to_string(self, indent: int = 0) -> str:
+        return f"{ind(indent)}Wait(Communication {self.communication.number})\n"
 
 
 class ShardByDevice(HostNode):
@@ -187,6 +249,10 @@ class ShardByDevice(HostNode):
         self.inp = inp
         self.out = out
         self.parallel_type = parallel_type
+
+    def to_string(self, indent: int = 0) -> str:
+        return (f"{ind(indent)}{self.out}\n{ind(indent + 1)} = ShardByDevice( {self.inp}, "
+                f"parallel_type = {self.parallel_type} )\n")
 
 
 class HostIrContainer:
@@ -234,6 +300,6 @@ class HostIrContainer:
         return out
 
     def __str__(self) -> str:
-        from engine.host.printer import host_ir_listing
-
-        return host_ir_listing(self)
+        head = f"%HostIrContainer {{ ({_vals(self.inputs)}) -> ({_vals(self.outputs)}) :\n"
+        body = "".join(s.to_string(1) for s in self.top_level)
+        return f"{head}{body}}} // %HostIrContainer\n"

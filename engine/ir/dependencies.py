@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from engine.ir.logical_map import consumers_of, producers_of
-from engine.ir.tensorview import TensorView
+
+if TYPE_CHECKING:
+    from engine.ir.tensorview import TensorView
 
 
 def _closure(tv: TensorView, step: Callable[[TensorView], list[TensorView]]) -> set[TensorView]:

@@ -33,7 +33,7 @@ from engine.ir.expr_text import (
 from engine.ir.factory_exprs import FullOp, IotaOp, RNGOp
 from engine.ir.indexing_exprs import GatherOp, IndexSelectOp, SelectOp
 from engine.ir.matmul_exprs import LinearOp, MatmulOp, SdpaBwdOp, SdpaFwdOp
-from engine.ir.pointwise_exprs import BinaryOp, TernaryOp, UnaryOp, cast_func, unary_text
+from engine.ir.pointwise_exprs import BinaryOp, TernaryOp, UnaryOp
 from engine.ir.reduction_exprs import ReductionOp, RFactorReductionOp, RFactorWelfordOp, WelfordOp
 from engine.ir.shape_exprs import (
     BroadcastOp,
@@ -45,6 +45,7 @@ from engine.ir.shape_exprs import (
     SqueezeOp,
     ViewOp,
 )
+from engine.ir.unary_text import cast_func, unary_text
 
 __all__ = [
     "BinaryOp", "BroadcastOp", "CatOp", "ExpandOp", "Expr", "FullOp", "GatherOp", "IndexSelectOp",

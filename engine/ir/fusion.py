@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.dtypes import DataType
 from engine.errors import FusionDefinitionError
@@ -12,7 +12,10 @@ from engine.ir.base import Expr, Val
 from engine.ir.graph_copy import copy_value
 from engine.ir.printer import fusion_listing, kernel_math
 from engine.ir.scalar import Scalar
-from engine.ir.tensorview import MemoryType, TensorView
+from engine.ir.tensorview_base import MemoryType, TensorViewBase
+
+if TYPE_CHECKING:
+    from engine.ir.tensorview import TensorView
 
 # Checks every expr passes as it registers, before it is linked into the graph; a
 # check refuses an expr by raising FusionDefinitionError. They enforce rules about
@@ -204,7 +207,7 @@ class Fusion:
         # filter then runs once per version and each call only copies the list.
         cache = self.__dict__.get("_tensors_cache")
         if cache is None or cache[0] != self._version:
-            cache = self._tensors_cache = (self._version, [v for v in self.vals() if isinstance(v, TensorView)])
+            cache = self._tensors_cache = (self._version, [v for v in self.vals() if isinstance(v, TensorViewBase)])
         return list(cache[1])
 
     def uses_of(self, val: Val) -> list[Expr]:
@@ -250,7 +253,7 @@ class Fusion:
         self.outputs = [new if v is old else v for v in self.outputs]
         self.changed()
         _set_global(new)
-        if (isinstance(old, TensorView) and all(v is not old for v in self.outputs)
+        if (isinstance(old, TensorViewBase) and all(v is not old for v in self.outputs)
                 and all(v is not old for v in self.inputs)):
             # No longer an output: an intermediate again, which a kernel keeps in registers
             # unless its schedule says otherwise.
@@ -266,7 +269,7 @@ class Fusion:
         # Everything is collected before anything is cleared: tensors may share a domain
         # (a multi-output op's) and domains their ids.
         keep = {id(x) for x in shared}
-        domains = [d for d in {id(v.domain): v.domain for v in self.all_vals if isinstance(v, TensorView)}.values()
+        domains = [d for d in {id(v.domain): v.domain for v in self.all_vals if isinstance(v, TensorViewBase)}.values()
                    if id(d) not in keep]
         ids = {i for d in domains for i in (*d.maybe_root, *d.logical, *d.loop, *(d.allocation or ()))
                if id(i) not in keep}
@@ -301,5 +304,5 @@ def _short(val: Val) -> str:
 
 
 def _set_global(val: Val) -> None:
-    if isinstance(val, TensorView):
+    if isinstance(val, TensorViewBase):
         val.memory_type = MemoryType.Global

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from engine.ir import exprs as ex
 from engine.ir.base import Expr
@@ -50,7 +50,10 @@ from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IterDomain, Resize
 from engine.ir.quant_exprs import BlockQuantizationOp, PreprocessGroupedMatmulInputSf
 from engine.ir.scalar import same_scalar
-from engine.ir.tensorview import TensorView
+from engine.ir.tensorview_base import TensorViewBase
+
+if TYPE_CHECKING:
+    from engine.ir.tensorview import TensorView
 
 IdMap = dict[IterDomain, IterDomain]
 T = TypeVar("T")
@@ -172,7 +175,7 @@ def _expr_map(expr: Expr, role: int, producer: TensorView, consumer: TensorView)
         return {p: c for k, (p, c) in enumerate(zip(p_ids, c_root))
                 if k != expr.dim or same_scalar(p.extent, c.extent)}
     if isinstance(expr, (ex.MatmulOp, ex.LinearOp)):
-        tvs = [v for v in expr.inputs if isinstance(v, TensorView)]
+        tvs = [v for v in expr.inputs if isinstance(v, TensorViewBase)]
         out_iter = _no_red(c_root)
         out_red = [c for c in c_root if c.is_reduction]
         if isinstance(expr, ex.MatmulOp):
@@ -311,7 +314,7 @@ def _role(expr: Expr, producer: TensorView) -> int | None:
     for v in expr.inputs:
         if v is producer:
             return k
-        if isinstance(v, TensorView):
+        if isinstance(v, TensorViewBase):
             k += 1
     return None
 
@@ -367,8 +370,8 @@ def _fresh_logical_map(producer: TensorView, consumer: TensorView, map_broadcast
 def tensor_edges(fusion: Fusion) -> Iterator[tuple[TensorView, TensorView, Expr]]:
     """(producer, consumer, expr) for every tensor edge, in topological order of exprs."""
     for expr in fusion.exprs():
-        producers = [v for v in expr.inputs if isinstance(v, TensorView)]
-        consumers = [v for v in expr.outputs if isinstance(v, TensorView)]
+        producers = [v for v in expr.inputs if isinstance(v, TensorViewBase)]
+        consumers = [v for v in expr.outputs if isinstance(v, TensorViewBase)]
         seen: set[int] = set()
         for p in producers:
             if id(p) in seen:
@@ -397,7 +400,7 @@ def _fresh_consumers(tv: TensorView) -> list[TensorView]:
     out: list[TensorView] = []
     for e in tv.fusion.uses_of(tv):
         for o in e.outputs:
-            if isinstance(o, TensorView) and o not in out:
+            if isinstance(o, TensorViewBase) and o not in out:
                 out.append(o)
     return out
 
@@ -408,6 +411,6 @@ def producers_of(tv: TensorView) -> list[TensorView]:
         return []
     out: list[TensorView] = []
     for v in e.inputs:
-        if isinstance(v, TensorView) and v not in out:
+        if isinstance(v, TensorViewBase) and v not in out:
             out.append(v)
     return out

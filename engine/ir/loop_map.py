@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from engine.ir.iterdomain import IdTransform, IterDomain, Merge, Resize, Split, transforms_between
 from engine.ir.logical_map import IdMap, pairwise_logical_map
 from engine.ir.quant_exprs import BlockQuantizationOp
 from engine.ir.scalar import same_scalar
-from engine.ir.tensorview import TensorView
 from engine.ir.transform_replay import beside_reduced_broadcast, is_reshape_edge, linear_id, loop_transforms
+
+if TYPE_CHECKING:
+    from engine.ir.tensorview import TensorView
 
 
 def _reshape_linear_map(producer: TensorView, consumer: TensorView) -> IdMap:

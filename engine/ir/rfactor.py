@@ -18,12 +18,18 @@ parallel update), as nvFuser's rFactor of a WelfordOp.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from engine.errors import ScheduleError
 from engine.ir.exprs import ReductionOp, RFactorReductionOp, RFactorWelfordOp, WelfordOp
 from engine.ir.iterdomain import IdTransform, IterDomain, IterType, Merge, Split, transforms_between
-from engine.ir.tensorview import MemoryType, TensorDomain, TensorView, verify_around
+from engine.ir.tensordomain import TensorDomain
+from engine.ir.tensorview_base import MemoryType, TensorViewBase
+from engine.ir.transactions import verify_around
 from engine.ir.transform_replay import loop_transforms, replay_onto
+
+if TYPE_CHECKING:
+    from engine.ir.tensorview import TensorView
 
 
 def _apply(t: IdTransform, m: dict[IterDomain, IterDomain]) -> list[IterDomain]:
@@ -68,7 +74,7 @@ def _rfactor_welford(tv: TensorView, expr: WelfordOp, axes: Sequence[int]) -> Te
     if isinstance(expr, RFactorWelfordOp) or len(expr.inputs) != 1:
         raise ScheduleError(f"{name}: rfactor of a Welford that already combines partial results "
                             "is not supported")
-    outs = [o for o in expr.outputs if isinstance(o, TensorView)]
+    outs = [o for o in expr.outputs if isinstance(o, TensorViewBase)]
     _sync_siblings(tv, outs)
     split = [_split_domains(o, axes) for o in outs]
     for o, (p, _) in zip(outs, split):
@@ -181,7 +187,7 @@ def _split_domains(tv: TensorView, axes: Sequence[int]) -> tuple[TensorView, Ten
     p_loop = [m[i] for i in loop]
     for i in loop:
         m[i].parallel_type = i.parallel_type
-    producer = TensorView(
+    producer = type(tv)(  # a TensorView, made as the class of `tv` (TensorView is above this module)
         fusion,
         TensorDomain(p_logical, root=None if root == p_logical else root, loop=p_loop),
         tv.dtype,

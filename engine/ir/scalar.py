@@ -18,6 +18,7 @@ import torch
 
 from engine.dtypes import DataType, promote, to_torch
 from engine.ir.base import Val
+from engine.ir.unary_text import unary_text
 from engine.torch_ops import binary_fn, unary_fn
 
 Number: TypeAlias = int | float | bool
@@ -121,8 +122,6 @@ class Scalar(Val):
         if len(self.operands) == 1:
             # nvFuser prints a unary op as its tensor form does, without parentheses:
             # `-d1`, `reciprocal(d1)`, `sqrtf(f3)`, `(float)(i2)`.
-            from engine.ir.exprs import unary_text
-
             (x,) = self.operands
             return unary_text(self.op, x.inline(), x.dtype, self.dtype)
         if len(self.operands) == 3:  # where, clamp, lerp on scalars

@@ -6,7 +6,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from engine.errors import ScheduleError
+from engine.ir.logical_map import consumers_of, producers_of
 from engine.ir.transactions import transaction
+from engine.ir.transform_replay import replay_edge
+from engine.ir.verify import max_inline_position, reduction_read_in_its_loop
 
 if TYPE_CHECKING:
     from engine.ir.tensorview import TensorView
@@ -25,8 +28,6 @@ class InliningMixin:
         is never inlined. With best_effort the position is lowered to the largest
         legal one; otherwise an illegal position raises ScheduleError.
         """
-        from engine.ir.verify import max_inline_position, reduction_read_in_its_loop
-
         n = self.nloop
         p = pos + n + 1 if pos < 0 else pos
         if not 0 <= p <= n:
@@ -48,23 +49,17 @@ class InliningMixin:
 
     def compute_at(self, consumer: TensorView, pos: int = -1, best_effort: bool = False) -> TensorView:
         """Replay `consumer`'s loop transforms onto this producer, then inline at `pos`."""
-        from engine.ir.logical_map import consumers_of
-
         if consumer not in consumers_of(self):
             raise ScheduleError(f"{self.short_name}: {consumer.short_name} is not a direct consumer")
         # The replay rewrites this tensor's whole loop domain.
         self._require_not_inlined("compute_at")
         # Setting ca_pos raises the consumers' produce_pos: they are part of the change.
-        from engine.ir.transform_replay import replay_edge
-
         with transaction([self, *consumers_of(self)]):
             replay_edge(consumer, self)
             self.inline_at(pos if pos >= 0 else consumer.nloop + 1 + pos, best_effort)
         return self
 
     def _set_ca(self, pos: int) -> None:
-        from engine.ir.logical_map import consumers_of, producers_of
-
         self.compute_at_pos = pos
         for c in consumers_of(self):
             c.max_producer_pos = max((p.compute_at_pos for p in producers_of(c)), default=0)

@@ -13,6 +13,7 @@ from engine.errors import ScheduleError
 from engine.ir.base import Expr
 from engine.ir.exprs import CatOp, LoadStoreOp
 from engine.ir.iterdomain import IterDomain
+from engine.ir.rfactor import rfactor
 from engine.ir.tensordomain import TensorDomain
 from engine.ir.tensorview_memory import MemoryType
 from engine.ir.transactions import verify_around
@@ -167,8 +168,6 @@ class TensorInsertMixin:
         non-reduction logical domain, with the kept reduction-derived ids reduction
         again. At least one reduction loop axis must stay out of `axes`.
         """
-        from engine.ir.rfactor import rfactor
-
         return rfactor(self, axes)
 
 

@@ -1,32 +1,20 @@
-"""Where and how a TensorView is stored: its memory type (MemoryType), circular buffering
-of a shared-memory cache, and the allocation domain (the memory layout), which loop
-transforms carry along."""
+"""Where and how a TensorView is stored: its memory type (MemoryType, defined in
+tensorview_base), circular buffering of a shared-memory cache, and the allocation domain
+(the memory layout), which loop transforms carry along."""
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from engine.errors import ScheduleError
 from engine.ir.iterdomain import IdTransform, IterDomain, Merge, Split
+from engine.ir.tensorview_base import MemoryType
 from engine.ir.transactions import transaction
+from engine.ir.verify import allocation_error
 
 if TYPE_CHECKING:
     from engine.ir.tensorview import TensorView
-
-
-class MemoryType(enum.Enum):
-    Global = "g"
-    Local = "l"
-    Shared = "s"
-
-    # nvFuser's python names (`global` is a Python keyword: getattr(MemoryType, "global") works)
-    local = "l"
-    shared = "s"
-
-
-setattr(MemoryType, "global", MemoryType.Global)
 
 
 class MemoryMixin:
@@ -64,8 +52,6 @@ class MemoryMixin:
         (a permutation of it, or ids derived from it by this tensor's transforms); a
         local or shared tensor may leave out its loop ids left of ca_pos, which are
         not allocated (engine.ir.verify.allocation_error)."""
-        from engine.ir.verify import allocation_error
-
         ids = list(ids)
         why = allocation_error(self, ids)
         if why is not None:

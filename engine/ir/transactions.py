@@ -14,6 +14,9 @@ from typing import TYPE_CHECKING
 
 from engine.errors import ScheduleError
 from engine.ir.iterdomain import IterDomain, transforms_between
+from engine.ir.logical_map import consumers_of, producers_of
+from engine.ir.loop_map import loop_maps_frozen
+from engine.ir.verify import only_positions_change, verify
 
 if TYPE_CHECKING:
     from engine.ir.tensorview import TensorView
@@ -148,9 +151,6 @@ def transaction(tvs: Sequence[TensorView], loop_edit: bool = False,
     legal positions are computed once (see only_positions_change). `verified_inside`: the
     mutation ends with a transaction of its own over the same tensors, whose verification
     of the final state is this one's (verify is a pure check): only the rollback is kept."""
-    from engine.ir.logical_map import consumers_of, producers_of
-    from engine.ir.verify import only_positions_change
-
     if _deferred is not None:
         with only_positions_change() if inlining else contextlib.nullcontext():
             yield
@@ -199,8 +199,6 @@ def transaction(tvs: Sequence[TensorView], loop_edit: bool = False,
 
 
 def verify_around(tvs: Sequence[TensorView]) -> None:
-    from engine.ir.logical_map import consumers_of, producers_of
-
     # Each tensor once, in first-seen order: verify is a pure check, so the first
     # failure (the error raised) is the one checking every occurrence would find.
     check: dict[TensorView, None] = {}
@@ -212,9 +210,6 @@ def verify_around(tvs: Sequence[TensorView]) -> None:
 def _verify_all(tvs: Iterable[TensorView]) -> None:
     """verify each of `tvs`; nothing changes meanwhile, so loop maps (every consumer's,
     for each tensor's inline position) are computed once per pair."""
-    from engine.ir.loop_map import loop_maps_frozen
-    from engine.ir.verify import verify
-
     with loop_maps_frozen():
         for t in tvs:
             verify(t)

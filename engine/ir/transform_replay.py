@@ -15,11 +15,14 @@ non-broadcast producer be inlined into a consumer whose loop merged in a broadca
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from engine.ir.exprs import ViewOp
 from engine.ir.iterdomain import IdTransform, IterDomain, Merge, Resize, Split, transforms_between
 from engine.ir.logical_map import IdMap, consumers_of, logical_map, pairwise_logical_map
-from engine.ir.tensorview import TensorView
+
+if TYPE_CHECKING:
+    from engine.ir.tensorview import TensorView
 
 
 def loop_transforms(tv: TensorView) -> list[IdTransform]:

@@ -35,7 +35,7 @@ from engine.ir.dependencies import downstream_tvs
 from engine.ir.iterdomain import IterDomain, Merge, ParallelType, transforms_between
 from engine.ir.logical_map import consumers_of, producers_of
 from engine.ir.loop_map import loop_map
-from engine.ir.tensorview import MemoryType, TensorView
+from engine.ir.tensorview_base import MemoryType, TensorViewBase
 
 if TYPE_CHECKING:
     from engine.ir.fusion import Fusion
@@ -227,7 +227,7 @@ def reduction_read_in_its_loop(tv: TensorView, level: int) -> str | None:
     while stack:
         t = stack.pop()
         outs = t.definition.outputs if t.definition is not None else []
-        near = [o for o in outs if isinstance(o, TensorView) and o is not t]
+        near = [o for o in outs if isinstance(o, TensorViewBase) and o is not t]
         near += [p for p in producers_of(t) if past(p)]
         near += consumers_of(t) if past(t) else []
         for n in near:

@@ -27,17 +27,16 @@ flag. A kernel whose epilogue is not of that kind keeps the gather, and the stag
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, fields, replace
 
 from engine.lower import kir, kquery
+from engine.lower.kexpr import Var
 
 _THREAD_VARS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 _BLOCK_VARS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 _TID = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
 # Text that means the code needs the whole block, shared memory or another reduction.
 _BLOCK_WIDE = ("__syncthreads", "smem", "Reduce", "Welford", "fsCpAsync", "__shfl", "blockDim", "Broadcast")
-_NAME = re.compile(r"\bT\d+\w*")
 _OUTSIDE = "it does work outside its grid reduction's flag"
 
 
@@ -126,9 +125,8 @@ def _split(after: list[kir.Stmt], calls: list[GridSync]) -> tuple[list[kir.Stmt]
     prep: list[kir.Stmt] = []
     epilogue: list[kir.Stmt] = []
     for s in after:
-        text = "\n".join(s.lines(0))
         is_call = isinstance(s, kir.Assign) and str(s.lhs) in flags
-        (epilogue if not is_call and any(re.search(rf"\b{f}\b", text) for f in flags) else prep).append(s)
+        (epilogue if not is_call and not kir.words([s]).isdisjoint(flags) else prep).append(s)
     return prep, epilogue
 
 
@@ -148,57 +146,48 @@ def _refusal(before: list[kir.Stmt], prep: list[kir.Stmt], epilogue: list[kir.St
     for var, reduced in zip(_BLOCK_VARS, sync.blocks):
         if reduced and var in text:
             return f"it reads {var}, a reduced dimension"
-    local = _declared(epilogue, text) | _unused_before([*before, *prep], calls)
+    local = _declared(epilogue) | _unused_before([*before, *prep], calls)
     allowed = {c.flag for c in calls} | {c.acc for c in calls} | globals_ | local
-    stale = sorted({n for n in _NAME.findall(text) if n not in allowed})
+    stale = sorted(n for n in kir.words(epilogue) if _is_tensor(n) and n not in allowed)
     if stale:
         return f"it reads {', '.join(stale)}, computed per thread before the grid reduction"
     if not all(_flagged(s, [c.flag for c in calls], local) for s in epilogue):
         return _OUTSIDE
-    prep_text = "\n".join(line for s in prep for line in s.lines(0))
-    moved = sorted(n for n in local if re.search(rf"\b{re.escape(n)}\b", prep_text))
+    moved = sorted(local & kir.words(prep))
     if moved:
         return f"{', '.join(moved)} would move after a later grid reduction that reads it"
     return None
 
 
-_DECLARED = re.compile(r"alignas\(\d+\) [\w:<>, ]+? (T\d+\w*)\[")
-_DECLARATION = re.compile(r"alignas\(\d+\) [\w:<>, ]+? T\d+\w*\[\d+\];")
+def _is_tensor(word: str) -> bool:
+    """Whether `word` names a tensor or one of its buffers (T9, T9_acc, T9_vec)."""
+    return len(word) > 1 and word[0] == "T" and word[1].isdigit()
 
 
-def _declared(stmts: list[kir.Stmt], text: str) -> set[str]:
+def _declared(stmts: list[kir.Stmt]) -> set[str]:
     """Local arrays the statements declare themselves (kir allocations, or vector temporaries)."""
-    names = set(_DECLARED.findall(text))
-    stack = list(stmts)
-    while stack:
-        s = stack.pop()
-        if isinstance(s, kir.Allocate) and s.memory == "local":
-            names.add(s.name)
-        stack.extend(x for f in fields(s) if isinstance(getattr(s, f.name), list)  # type: ignore[arg-type]
-                     for x in getattr(s, f.name) if isinstance(x, kir.Stmt))
-    return names
+    return {s.name for s in kir.walk(stmts)
+            if isinstance(s, kir.Allocate) and s.memory == "local" or isinstance(s, kir.Declare)}
 
 
 def _unused_before(before: list[kir.Stmt], calls: list[GridSync]) -> set[str]:
     """Local buffers allocated before the calls but never touched there: the epilogues' own."""
     names = {s.name for s in before if isinstance(s, kir.Allocate) and s.memory == "local"}
-    used = "\n".join(line for s in before if not isinstance(s, kir.Allocate) for line in s.lines(0))
-    return {n for n in names if not re.search(rf"\b{re.escape(n)}\b", used)} - {c.acc for c in calls}
+    used = kir.words([s for s in before if not isinstance(s, kir.Allocate)])
+    return names - used - {c.acc for c in calls}
 
 
 def _flagged(s: kir.Stmt, flags: list[str], local: set[str]) -> bool:
     """Whether every statement with an effect outside `local` arrays in `s` runs only where
     one of the `flags` holds."""
     if isinstance(s, kir.IfThenElse):
-        if not s.orelse and any(re.search(rf"\b{f}\b", str(s.cond)) for f in flags):
+        if not s.orelse and any(Var(f) in kquery.conjuncts(s.cond) for f in flags):
             return True
         return all(_flagged(x, flags, local) for x in [*s.then, *s.orelse])
     if isinstance(s, kir.Allocate | kir.Comment | kir.Declare):
         return True
     if isinstance(s, kir.Assign):
         return str(s.lhs).split("[")[0] in local
-    if isinstance(s, kir.Raw):
-        return _DECLARATION.fullmatch(str(s.text).strip()) is not None
     if isinstance(s, kir.ForLoop | kir.Scope):
         return all(_flagged(x, flags, local) for x in s.body)
     return False

@@ -9,6 +9,7 @@ CUDA renderer read it.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from engine.lower import kquery
@@ -187,7 +188,7 @@ class ForLoop(Stmt):
 
 # The unroll pragma of a long serial loop whose body synchronizes the block.
 SYNC_LOOP_UNROLL = 1
-# Runtime calls that wait for the whole block (engine/codegen/runtime).
+# Runtime calls that wait for the whole block (engine/runtime/headers).
 _BLOCK_WIDE = ("__syncthreads", "blockAllReduce", "blockReduce", "blockWelford", "blockBroadcast",
                "gridReduce", "grid_sync")
 
@@ -198,6 +199,35 @@ def children(s: Stmt) -> list[list[Stmt]]:
         return [s.then, s.orelse]
     body = getattr(s, "body", None)
     return [body] if isinstance(body, list) else []
+
+
+def walk(stmts: list[Stmt]) -> Iterator[Stmt]:
+    """Every statement of `stmts` and of the lists nested in them, parents first."""
+    for s in stmts:
+        yield s
+        for child in children(s):
+            yield from walk(child)
+
+
+def words(stmts: list[Stmt]) -> set[str]:
+    """Every name the statements (and those nested in them) print: the words of their
+    expressions (kquery.words), of their text (a Raw's, a comment, a barrier's reason), and
+    the names and types they declare."""
+    out: set[str] = set()
+    for s in walk(stmts):
+        for e in exprs(s):
+            out |= kquery.words(e)
+        if isinstance(s, Raw) and isinstance(s.text, str) or isinstance(s, Comment | BlockSync):
+            out |= kquery.text_words("\n".join(s.lines(0)))
+        elif isinstance(s, ForLoop):
+            out.add(s.var)
+        elif isinstance(s, IndexDef):
+            out.add(s.name)
+        elif isinstance(s, Declare | Allocate):
+            out |= {s.name} | kquery.text_words(s.ctype)
+            if isinstance(s, Allocate) and s.init is not None:
+                out |= kquery.text_words(s.init)
+    return out
 
 
 def _synchronizes(stmts: list[Stmt]) -> bool:

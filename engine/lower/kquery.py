@@ -10,7 +10,21 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import fields, replace
 
-from engine.lower.kexpr import Access, Add, Call, Expr, Lit, Op, Paren, Stride, Sub, Var, has_minus, is_sum
+from engine.lower.kexpr import (
+    Access,
+    Add,
+    And,
+    Call,
+    Expr,
+    Lit,
+    Op,
+    Paren,
+    Stride,
+    Sub,
+    Var,
+    has_minus,
+    is_sum,
+)
 
 Node = int | Expr
 
@@ -82,6 +96,13 @@ def text_words(text: str) -> set[str]:
 def mentions(e: Node, name: str) -> bool:
     """Whether `e` names `name` (as a variable, array or tensor, or in an opaque part)."""
     return name in names(e) or name in words(e)
+
+
+def conjuncts(e: Node) -> list[Node]:
+    """The terms of `e` as a conjunction (`a && b && c`: a, b, c; anything else: itself)."""
+    if isinstance(e, And):
+        return [t for term in e.terms for t in conjuncts(term)]
+    return [e]
 
 
 def count_var(e: Node, name: str) -> int:

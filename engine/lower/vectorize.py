@@ -8,8 +8,6 @@ the vector's first element. Loops that do not fit that shape stay unrolled scala
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from engine.ir.iterdomain import IterDomain, Split
 from engine.lower import kir, kquery
 from engine.lower.index import Extents
@@ -23,17 +21,9 @@ VECTOR_CALLS = ("loadGeneric", "loadGlobalPrefetchL2", "loadGlobalEvictLast", "f
 def vector_widths(body: list[kir.Stmt]) -> tuple[int, ...]:
     """The widths (in elements) of the vector copies in a kernel body, smallest first; a copy
     of one element is not a vector."""
-    widths = {int(st.call.targs[1]) for st in walk(body)
+    widths = {int(st.call.targs[1]) for st in kir.walk(body)
               if isinstance(st, kir.Exec) and isinstance(st.call, Call) and st.call.fn in VECTOR_CALLS}
     return tuple(sorted(widths - {1}))
-
-
-def walk(stmts: list[kir.Stmt]) -> Iterator[kir.Stmt]:
-    """Every statement of `stmts` and of the lists nested in them."""
-    for s in stmts:
-        yield s
-        for child in kir.children(s):
-            yield from walk(child)
 
 
 def _divisible(domain: IterDomain, ext: Extents, width: int) -> bool:
@@ -69,19 +59,6 @@ def unguard(stmt: kir.Stmt) -> tuple[kir.Stmt, Expr | None]:
     return stmt, None
 
 
-def _words(stmts: list[kir.Stmt]) -> set[str]:
-    """The names the statements (and those nested in them) mention."""
-    out: set[str] = set()
-    for s in walk(stmts):
-        for e in kir.exprs(s):
-            out |= kquery.words(e)
-        if isinstance(s, kir.Raw) and isinstance(s.text, str) or isinstance(s, kir.BlockSync | kir.Comment):
-            out |= kquery.text_words("\n".join(s.lines(0)))
-        elif isinstance(s, kir.ForLoop | kir.IndexDef | kir.Declare | kir.Allocate):
-            out |= kquery.text_words(s.lines(0)[0])  # the declaration or loop header
-    return out
-
-
 def _vector_store(loop: kir.ForLoop, globals_: set[str]) -> list[kir.Stmt] | None:
     """`for v { ...; G[e + v] = x; ... }` -> `tmp[V]; for v { ...; tmp[v] = x; ... } store(G[e], tmp)`:
     values are computed element by element, each global store becomes one vector access.
@@ -99,7 +76,7 @@ def _vector_store(loop: kir.ForLoop, globals_: set[str]) -> list[kir.Stmt] | Non
         name = inner.lhs.name
         others = loop.body[:k] + loop.body[k + 1:]
         # The value may not read the tensor either (any name containing it counts).
-        if name in _words(others) or any(name in w for w in kquery.words(inner.rhs)):
+        if name in kir.words(others) or any(name in w for w in kquery.words(inner.rhs)):
             continue
         tmp = f"{name}_vec"
         body[k] = kir.Assign(Access(tmp, Var(loop.var)), inner.rhs, inner.source)
@@ -176,13 +153,13 @@ def uniform_guards(body: list[kir.Stmt], var: str, width: int) -> None:
 
 
 def _written(name: str, stmts: list[kir.Stmt]) -> bool:
-    return any(isinstance(s, kir.Assign) and isinstance(s.lhs, Access) and s.lhs.name == name for s in walk(stmts))
+    return any(isinstance(s, kir.Assign) and isinstance(s.lhs, Access) and s.lhs.name == name for s in kir.walk(stmts))
 
 
 def _declared_names(stmts: list[kir.Stmt]) -> set[str]:
     """Index variables a loop body declares (inner loop counters, hoisted indices)."""
     out: set[str] = set()
-    for s in walk(stmts):
+    for s in kir.walk(stmts):
         if isinstance(s, kir.ForLoop):
             out |= {s.var, f"{s.var}_k"} if s.kind == "block_strided" and s.extent % s.threads == 0 else {s.var}
         elif isinstance(s, kir.IndexDef):
@@ -203,7 +180,7 @@ def hoist_shared_reads(loop: kir.ForLoop, shared: dict[str, str]) -> list[kir.St
         if _written(name, loop.body):
             continue  # written in the loop
         bases: dict[str, int | Expr] = {}
-        for s in walk(loop.body):
+        for s in kir.walk(loop.body):
             for e in kir.exprs(s):
                 for a in kquery.accesses(e):
                     base = kquery.without_last_var(a.index, v) if a.name == name else None
@@ -231,7 +208,7 @@ def _rename(body: list[kir.Stmt], name: str, index: str, new: Access) -> None:
     """Reads of `name[index]` (the index as printed) in values and calls become `new`."""
     def swap(n: Expr) -> Expr | None:
         return new if isinstance(n, Access) and n.name == name and str(n.index) == index else None
-    for st in walk(body):
+    for st in kir.walk(body):
         if isinstance(st, kir.Assign):
             st.rhs = kquery.rewrite(st.rhs, swap)  # type: ignore[assignment]
         elif isinstance(st, kir.Raw) and isinstance(st.text, Expr):

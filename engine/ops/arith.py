@@ -11,8 +11,8 @@ from engine.ir.scalar import binary as scalar_binary
 from engine.ir.scalar import ternary as scalar_ternary
 from engine.ir.scalar import unary as scalar_unary
 from engine.ir.tensorview import TensorView
+from engine.ops.axes import broadcast, set_
 from engine.ops.common import Operand, fusion_of, new_tv, no_reductions, pointwise_ids, to_val
-from engine.ops.shape import broadcast, set_
 
 # Unary ops that produce floating values from integer or bool input (promote to float).
 FLOAT_UNARY = [

@@ -11,6 +11,7 @@ from engine.ir.exprs import CatOp, PadOp, SliceOp
 from engine.ir.iterdomain import IterDomain, IterType, Resize
 from engine.ir.scalar import Scalar, as_scalar, binary, same_scalar, smax, smin
 from engine.ir.tensorview import TensorView
+from engine.ops.arith import cast
 from engine.ops.common import (
     ShapeEntry,
     check_tensor,
@@ -178,8 +179,6 @@ def cat(tensors: Sequence[TensorView], dim: int = 0, manual_padding: bool = Fals
     for t in tvs[1:]:
         dtype = promote(dtype, t.dtype)
     if dtype != tvs[0].dtype or any(t.dtype != dtype for t in tvs):
-        from engine.ops.arith import cast
-
         tvs = [t if t.dtype == dtype else cast(t, dtype) for t in tvs]
     # Non-cat axes must agree.
     for k in range(rank):

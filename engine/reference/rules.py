@@ -57,16 +57,19 @@ def cast_tensor(x: torch.Tensor, dtype: DataType) -> torch.Tensor:
 
 # Special cast rules by destination type (the nvfp4 module registers fp4 and fp8 rules).
 CASTS: dict[DataType, Callable[[torch.Tensor], torch.Tensor]] = {}
+# Conversions to float of the torch dtypes torch cannot convert itself (the nvfp4 module
+# registers packed fp4's).
+TO_FLOAT: dict[torch.dtype, Callable[[torch.Tensor], torch.Tensor]] = {}
 
 
 def up(x: Any) -> Any:
     """Low-precision floats are computed in float."""
-    if isinstance(x, torch.Tensor) and x.dtype == torch.float4_e2m1fn_x2:
-        from engine.nvfp4 import fp4_to_float  # torch cannot convert fp4 itself
-
-        return fp4_to_float(x)
-    if isinstance(x, torch.Tensor) and x.is_floating_point() and x.dtype.itemsize < 4:
-        return x.float()
+    if isinstance(x, torch.Tensor):
+        to_float = TO_FLOAT.get(x.dtype)
+        if to_float is not None:
+            return to_float(x)
+        if x.is_floating_point() and x.dtype.itemsize < 4:
+            return x.float()
     return x
 
 

@@ -11,6 +11,7 @@ from engine import load_fusion
 from engine.compile import compile_fusion
 from engine.lower import kir
 from engine.lower.grid_epilogue import GridSync, share_epilogue
+from engine.lower.kexpr import Access, Lit, Var
 from tests.fuzz.harness import run_compiled
 from tests.realworld.test_realworld import SCRIPTS
 
@@ -26,8 +27,10 @@ def kernel(*epilogue: kir.Stmt, before: tuple[kir.Stmt, ...] = ()) -> list[kir.S
             kir.Assign("T9_last", "gridReduceGroupSync<false, true, false, false, true, false>(...)"), *epilogue]
 
 
-def store(rhs: str = "T9_acc[0]", index: str = "threadIdx.x") -> kir.Stmt:
-    return kir.IfThenElse("T9_last", [kir.Assign(f"T6[{index}]", rhs)])
+def store(rhs: str = "T9_acc", index: str = "threadIdx.x") -> kir.Stmt:
+    """`T6[index] = rhs[0]` under the flag, as lowering guards a grid reduction's consumers."""
+    guarded, = kir.guard([Var("T9_last")], [kir.Assign(Access("T6", Var(index)), Access(rhs, 0))])
+    return guarded
 
 
 def test_a_one_thread_epilogue_runs_per_share():
@@ -42,13 +45,16 @@ def test_a_one_thread_epilogue_runs_per_share():
 
 
 @pytest.mark.parametrize("epilogue, before, why", [
-    ((kir.IfThenElse("T9_last", [kir.BlockSync("RAW")]), store()), (), "it needs the whole block (__syncthreads)"),
+    ((kir.IfThenElse(Var("T9_last"), [kir.BlockSync("RAW")]), store()), (), "it needs the whole block (__syncthreads)"),
     ((kir.BlockSync("RAW"), store()), (), "it does work outside its grid reduction's flag"),
     ((store(index="threadIdx.y"),), (), "it reads threadIdx.y, a reduced dimension"),
     ((store(index="blockIdx.y"),), (), "it reads blockIdx.y, a reduced dimension"),
-    ((store(rhs="T3[0]"),), (kir.Assign("T3[0]", "T0[threadIdx.x]"),),
+    ((store(rhs="T3"),), (kir.Assign(Access("T3", 0), Access("T0", Var("threadIdx.x"))),),
      "it reads T3, computed per thread before the grid reduction"),
     ((kir.Assign("T6[threadIdx.x]", "T9_acc[0]"),), (), "it does work outside its grid reduction's flag"),
+    # A condition that names the flag but is not one of its conjuncts does not guard by it.
+    ((kir.IfThenElse(Lit("!T9_last"), [kir.Assign("T6[threadIdx.x]", "T9_acc[0]")]),), (),
+     "it does work outside its grid reduction's flag"),
     ((kir.Scope([kir.Assign("T6[threadIdx.x]", "T9_acc[0]"), store()]),), (),
      "it does work outside its grid reduction's flag"),
     ((), (), "there is none"),

@@ -1,7 +1,7 @@
 """A g++ precompiled header of cuda_emu.h and the runtime prelude, for the emulator.
 
 Every generated kernel's source begins with the same runtime prelude (the ~2,400 lines of
-engine/codegen/runtime/*.cuh, engine.codegen.prelude), and g++ force-includes cuda_emu.h
+engine/runtime/headers/*.cuh, engine.runtime.prelude), and g++ force-includes cuda_emu.h
 before it. Parsing both is about a third of a kernel's compile. This module precompiles
 them once into `pch/fs_pch-KEY.h.gch` in the emulator's cache folder; a kernel is then
 compiled as `-include fs_pch-KEY.h` plus the rest of its source, from a `#line` directive
@@ -34,6 +34,7 @@ from pathlib import Path
 
 from engine.runtime.emu import HEADER_PATH
 from engine.runtime.emu.cache import cache_dir, touch
+from engine.runtime.prelude import runtime_prelude
 
 PCH_TAG = "fs-emulate-pch-1"
 # Driver options that only the link step reads: left out of the header's compile.
@@ -59,8 +60,6 @@ class Split:
 def split_source(source: str) -> Split | None:
     """The source cut after the runtime prelude, or None when it does not begin with this
     engine's prelude (hand-written or edited CUDA: compiled whole)."""
-    from engine.codegen.prelude import runtime_prelude
-
     prelude = runtime_prelude()
     if not source.startswith(prelude):
         return None

@@ -9,8 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import torch
 
-from engine.codegen.prelude import runtime_prelude
 from engine.runtime.abi import ArgSpec
+from engine.runtime.prelude import runtime_prelude
 
 emulate = pytest.importorskip("engine.runtime.emulate")
 

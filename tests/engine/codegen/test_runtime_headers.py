@@ -13,10 +13,10 @@ from codegen_helpers import compile_all, describe, grid_stride_loop, kernel_sour
 
 from engine import nvfp4
 from engine.codegen import ops_table as ot
-from engine.codegen.prelude import HEADERS, header_text, runtime_prelude
 from engine.dtypes import DataType as D
 from engine.reference import cast_tensor
 from engine.runtime.abi import LaunchConfig, ScalarArg, TensorArg
+from engine.runtime.prelude import HEADERS, header_text, runtime_prelude
 
 # ---- kernels -------------------------------------------------------------------------------
 

@@ -13,11 +13,11 @@ import pytest
 import torch
 
 from engine import fusion_cache
-from engine.codegen.prelude import runtime_prelude
 from engine.errors import CompileError
 from engine.reference import evaluate
 from engine.runtime.emu import build, pch
 from engine.runtime.emulate import CXX_FLAGS, EmulatedKernel
+from engine.runtime.prelude import runtime_prelude
 from tests.emulation import needs_gxx
 from tests.engine.runtime.emu_kernels import compiled, kernel_job, pointwise
 

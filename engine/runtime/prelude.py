@@ -3,7 +3,7 @@
 A kernel's complete source is `runtime_prelude() + kernel`: it compiles alone with
 NVRTC, with `nvcc --ptx`, and under the emulator (whose header g++ force-includes
 first and which defines FS_EMULATE). The headers are package data
-(engine/codegen/runtime/*.cuh), read with importlib.resources so an installed
+(engine/runtime/headers/*.cuh), read with importlib.resources so an installed
 wheel finds them too.
 """
 
@@ -26,7 +26,7 @@ HEADERS: tuple[str, ...] = (
 
 def header_text(name: str) -> str:
     """One runtime header's text."""
-    return resources.files("engine.codegen").joinpath("runtime", name).read_text(encoding="utf-8")
+    return resources.files("engine.runtime").joinpath("headers", name).read_text(encoding="utf-8")
 
 
 @cache
