@@ -100,8 +100,7 @@ class ResizeScheduler(Scheduler):
         # part's inputs and outputs (for the reference): refused where that is narrower
         # than a part's own, which a kernel of its own keeps, and where a part that only
         # views an input would be copied at a cost beyond a launch's (VIEW_COPY_BYTES).
-        parts = parts_apart(fusion)
-        if len(parts) < 2 or not frozen_fact(fusion, "resize_alignment", _alignment_verdict)[1]:
+        if not frozen_fact(fusion, "resize_alignment", _alignment_verdict)[1]:
             return None
         view = view_only_part(fusion)
         if view is not None and 2 * info.numel(view) * max(view.dtype.bits // 8, 1) > VIEW_COPY_BYTES:
@@ -110,7 +109,7 @@ class ResizeScheduler(Scheduler):
         ref = reference_tensor(fusion)
         assert ref is not None
         whole = vectorization_factor(fusion, ref, info, break_point=max(ref.ndim - 1, 0)).factor
-        for lead, others in parts:
+        for lead, others in parts_apart(fusion):
             if whole >= 16 // max(lead.dtype.bits // 8, 1):
                 continue  # a 16-byte vector of the lead's elements: no part's own is wider
             alone = vectorization_factor(fusion, lead, info, break_point=max(lead.ndim - 1, 0),
