@@ -19,6 +19,8 @@ from engine.lower.kexpr import FALSE, Cmp, Expr, Paren, Var
 from engine.lower.loop_index import THREAD_VARS
 from engine.lower.loops import LoopNode
 
+_GRID_DIMS = (ParallelType.grid_x, ParallelType.grid_y, ParallelType.grid_z)
+
 
 class Predicates:
     """The predicates of ExprLowering (its `ext`, `launch_dims`, buffers and loop indices)."""
@@ -89,6 +91,15 @@ class Predicates:
             pt = node.concrete.parallel_type
             if pt in THREAD_VARS and self.launch_dims.get(pt, 1) > 1 and pt not in one_block:
                 preds.append(Cmp(Var(THREAD_VARS[pt]), "==", 0))
+        # A launched block dimension that no loop of the write binds does not move its
+        # address: every block along it would write the same elements (a [N] iota output
+        # beside a [M, N] one whose rows are blockIdx.y: M copies of the same writes).
+        bound = {node.concrete.parallel_type for node in loops}
+        for pt in _GRID_DIMS:
+            if pt not in bound and self.launch_dims.get(pt, 1) > 1 and pt not in one_block:
+                cond = Cmp(Var(THREAD_VARS[pt]), "==", 0)
+                if cond not in preds:
+                    preds.append(cond)
         return preds
 
     def shared_write_predicates(self, loops: list[LoopNode], out: TensorView) -> list[Expr]:
