@@ -283,12 +283,8 @@ def _lower_fusion(fusion: Fusion, env: dict, name: str, layouts: dict[str, tuple
     )
     stages["parallel_dims"] = str(launch) + "\n"
     params, tensors, scalars = _params(fusion)
-    low = ExprLowering(ext, dims, scalars)
-    low.fusion_inputs = set(fusion.inputs)
-    low.constants = constants
-    low.layouts = dict(layouts or {})
-    low.constant_strides = strides
-    low.coresident_blocks = coresident_blocks
+    low = ExprLowering(ext, dims, scalars, fusion_inputs=fusion.inputs, constants=constants, layouts=layouts,
+                       constant_strides=strides, coresident_blocks=coresident_blocks)
     low.note_rfactor_sources(exprs)
     loops_of = {}
     for e, loops in walk(nest):
