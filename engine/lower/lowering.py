@@ -15,10 +15,11 @@ operands as C text (operands.py).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from engine.ir import exprs as ex
-from engine.ir.base import Expr
+from engine.ir.base import Expr, Val
 from engine.ir.iterdomain import IterDomain, ParallelType
 from engine.ir.logical_map import pairwise_logical_map
 from engine.ir.quant_exprs import BlockQuantizationOp, PreprocessGroupedMatmulInputSf
@@ -62,16 +63,24 @@ class ExprLowering(LoopIndexing, Predicates, Operands):
     nest, and each expression's statements (`lower`)."""
 
     def __init__(self, ext: Extents, launch_dims: dict[ParallelType, int],
-                 scalar_names: dict[Scalar, str]) -> None:
+                 scalar_names: dict[Scalar, str], *, fusion_inputs: Iterable[Val] = (),
+                 constants: dict[TensorView, Scalar] | None = None,
+                 layouts: dict[str, tuple[list[int], int]] | None = None,
+                 constant_strides: dict[str, list[int]] | None = None,
+                 coresident_blocks: int = 0) -> None:
+        """The keyword arguments are what the kernel is compiled for, fixed for the whole
+        lowering (each kept as the attribute of its name, described below)."""
         self.ext = ext
         self.launch_dims = launch_dims
         self.scalar_names = scalar_names
-        self.fusion_inputs: set = set()
+        # The fusion's inputs, tensors and scalars.
+        self.fusion_inputs: set[Val] = set(fusion_inputs)
         # Local `full` outputs read as their fill value (pipeline.constant_fulls): never stored.
-        self.constants: dict[TensorView, Scalar] = {}
-        self.layouts: dict[str, tuple[list[int], int]] = {}
+        self.constants: dict[TensorView, Scalar] = dict(constants or {})
+        # The compiled-for inputs' allocation strides and pointer alignment (bytes), by name.
+        self.layouts: dict[str, tuple[list[int], int]] = dict(layouts or {})
         # Global tensors whose allocation strides are compile-time constants (by name).
-        self.constant_strides: dict[str, list[int]] = {}
+        self.constant_strides: dict[str, list[int]] = dict(constant_strides or {})
         self.buffers: dict[TensorView, Buffer] = {}
         self.work = ScopeWork()
         self.body: dict[Expr, list[kir.Stmt]] = {}
@@ -87,7 +96,7 @@ class ExprLowering(LoopIndexing, Predicates, Operands):
         self.workspaces: dict[str, tuple[str, int, bool]] = {}
         # Grids of at most this many blocks are co-resident (one per SM) and may wait at a grid
         # barrier (0: never); `cooperative` records that some grid reduction does.
-        self.coresident_blocks = 0
+        self.coresident_blocks = coresident_blocks
         self.cooperative = False
         # flag -> its cooperative grouped grid reduction's call (grid_epilogue.py)
         self.grid_syncs: dict[str, GridSync] = {}

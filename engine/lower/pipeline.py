@@ -8,9 +8,14 @@ Passes, in order (names as nvFuser's lower_verbose stages where one exists):
   5. index_and_predicate   indexed, predicated statements; reductions (lowering.py and
                            its parts)
   6. sync              __syncthreads after shared/global writes read by other threads
-  7. assemble          the kernel IR; then no global tensor may be written whole by every
-                       thread of the launch (check_partitioned_writes)
-Each pass's result is kept as text in `Lowered.stages`.
+  7. assemble          the kernel IR's statements
+  8. the kernel-IR passes, `kir_passes.PASSES` in order, each `(body, ctx) -> (body, notes)`:
+     circular_buffer, grid_epilogue, shared_loads, sync (barriers merged), unroll
+  9. shared_memory     the dynamic shared memory's layout; then the kernel (`kernel_ir`), and
+                       no global tensor may be written whole by every thread of the launch
+                       (check_partitioned_writes)
+Each pass's result is kept as text in `Lowered.stages`, under its name (a kernel-IR pass
+only where it has notes; the barrier merges add theirs to "sync").
 """
 
 from __future__ import annotations
@@ -28,20 +33,16 @@ from engine.ir.loop_map import loop_maps_frozen
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import MemoryType, TensorView
 from engine.lower import kir
-from engine.lower.barriers import drop_fill_barriers, merge_adjacent_barriers
 from engine.lower.bulk_copy import widen_bulk_copy
-from engine.lower.circular_buffer import circular_buffer, circular_buffers_of
-from engine.lower.grid_epilogue import share_epilogue
 from engine.lower.index import Extents
+from engine.lower.kir_passes import PassContext, run_passes
 from engine.lower.launch_dims import DIMS as _DIMS
 from engine.lower.launch_dims import check_partitioned_writes, parallel_dims
 from engine.lower.loops import LoopNode, Nest, _exprs_of, out_tv, walk
 from engine.lower.lowering import ExprLowering, loop_kind
 from engine.lower.reductions import acc_level, check_grid_results
-from engine.lower.shared_loads import share_loads
 from engine.lower.smem import SharedBuffer, SharedMemoryUse
 from engine.lower.split_chains import split_chain
-from engine.lower.unroll import unroll_local_indexing
 from engine.lower.vectorize import hoist_shared_reads, vector_widths, vectorize_loop
 from engine.runtime.abi import ArgSpec, LaunchConfig, ScalarArg, TensorArg
 
@@ -283,12 +284,8 @@ def _lower_fusion(fusion: Fusion, env: dict, name: str, layouts: dict[str, tuple
     )
     stages["parallel_dims"] = str(launch) + "\n"
     params, tensors, scalars = _params(fusion)
-    low = ExprLowering(ext, dims, scalars)
-    low.fusion_inputs = set(fusion.inputs)
-    low.constants = constants
-    low.layouts = dict(layouts or {})
-    low.constant_strides = strides
-    low.coresident_blocks = coresident_blocks
+    low = ExprLowering(ext, dims, scalars, fusion_inputs=fusion.inputs, constants=constants, layouts=layouts,
+                       constant_strides=strides, coresident_blocks=coresident_blocks)
     low.note_rfactor_sources(exprs)
     loops_of = {}
     for e, loops in walk(nest):
@@ -302,29 +299,11 @@ def _lower_fusion(fusion: Fusion, env: dict, name: str, layouts: dict[str, tuple
     _mark_global_syncs(low, fusion, exprs, loops_of)
     stages["sync"] = "\n".join(_syncs(low)) + "\n"
     body = _assemble(nest.items, low, 0)
-    bufs, notes = circular_buffers_of(low.buffers.values(), low.ext, fusion)
-    pipelined: set[str] = set()
-    if bufs:
-        body = circular_buffer(body, bufs, notes, pipelined)
-        notes += [f"{n}: not circular-buffered: it is not allocated at the top of a loop or of the kernel" for n in bufs
-                  if not any(line.startswith(f"{n}:") for line in notes)]
-    if notes:
-        stages["circular_buffer"] = "\n".join(notes) + "\n"
-    body, notes = share_epilogue(body, low.grid_syncs, {p.name for p in params} | set(low.workspaces))
-    if notes:
-        stages["grid_epilogue"] = "\n".join(notes) + "\n"
-    body, notes = share_loads(body, {n for n, tv in tensors.items() if tv in low.fusion_inputs})
-    if notes:
-        stages["shared_loads"] = "\n".join(notes) + "\n"
-    body, merged = merge_adjacent_barriers(body)
-    body, fills = drop_fill_barriers(body)
-    merged += fills
-    if merged:
-        stages["sync"] += f"{merged} barrier(s) merged into a neighbouring one\n"
-    unrolled = unroll_local_indexing(body)
-    if unrolled:
-        stages["unroll"] = "serial loops indexing local arrays, unrolled: " + ", ".join(unrolled) + "\n"
-    shared = shared_memory_use(low, {n: bufs[n].depth for n in pipelined})
+    ctx = PassContext(fusion, low.ext, tuple(low.buffers.values()), low.grid_syncs,
+                      {p.name for p in params} | set(low.workspaces),
+                      {n for n, tv in tensors.items() if tv in low.fusion_inputs})
+    body = run_passes(body, ctx, stages)
+    shared = shared_memory_use(low, ctx.pipelined)
     smem = shared.total
     red_off = shared.reduction_offset
     for wname, (ctype, _n, _z) in low.workspaces.items():
