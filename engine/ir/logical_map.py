@@ -41,6 +41,7 @@ extents on both sides (e.g. vectorization); such pairs are then dropped.
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -209,8 +210,14 @@ def _expr_map(expr: Expr, role: int, producer: TensorView, consumer: TensorView)
 # Maps that several fusions share, keyed by the domains they map (see DomainMaps).
 DomainMaps = dict[tuple[Any, ...], IdMap]
 
-# (fusion, maps, facts, domain maps) while pairwise_maps_frozen(fusion) holds (see there).
-_frozen: tuple[Fusion, dict[Any, IdMap], dict[tuple[str, int], Any], DomainMaps | None] | None = None
+# Per thread (a compile in a worker thread freezes its own fusion): (fusion, maps, facts,
+# domain maps) while pairwise_maps_frozen(fusion) holds (see there).
+_Frozen = tuple[Fusion, dict[Any, IdMap], dict[tuple[str, int], Any], DomainMaps | None]
+_state = threading.local()
+
+
+def _current() -> _Frozen | None:
+    return getattr(_state, "frozen", None)
 
 
 @contextlib.contextmanager
@@ -227,20 +234,19 @@ def pairwise_maps_frozen(fusion: Fusion, domain_maps: DomainMaps | None = None) 
     domains are those of a complete fusion's edge is a copy of that edge, whose map
     (ids of those very domains) the other cuts then reuse. The caller keeps the dict no
     longer than those domains and ops stay as they are."""
-    global _frozen
-    outer = _frozen
-    _frozen = (fusion, {}, {}, domain_maps)
+    outer = _current()
+    _state.frozen = (fusion, {}, {}, domain_maps)
     try:
         yield
     finally:
-        _frozen = outer
+        _state.frozen = outer
 
 
 def _shared_map(kind: str, producer: TensorView, consumer: TensorView, map_broadcast: bool,
                 fresh: Callable[[TensorView, TensorView, bool], IdMap]) -> IdMap:
     """fresh(producer, consumer, map_broadcast), kept in the frozen fusion's maps and, for an
     edge of the op that defines the consumer, in the shared domain maps."""
-    frozen = _frozen
+    frozen = _current()
     assert frozen is not None
     key = (kind, producer, consumer, map_broadcast)
     got = frozen[1].get(key)
@@ -268,7 +274,7 @@ def frozen_fact(fusion: Fusion, name: str, compute: Callable[[Fusion], T]) -> T:
     resize and transpose schedulers both look for non-unique broadcasts and group inputs
     and outputs by inner dim; every scheduler asks the registry's common rules). Callers
     must not change what they get. Outside that scope, computed each time."""
-    frozen = _frozen
+    frozen = _current()
     if frozen is None or frozen[0] is not fusion:
         return compute(fusion)
     key = (name, fusion.version)
@@ -285,7 +291,7 @@ def pairwise_logical_map(producer: TensorView, consumer: TensorView, *,
 
     Empty when `producer` is not an input of `consumer`'s definition or the op is unknown.
     """
-    frozen = _frozen
+    frozen = _current()
     if frozen is not None and consumer.fusion is frozen[0]:
         return dict(_shared_map("pairwise", producer, consumer, map_broadcast, _fresh_pairwise_map))
     return _fresh_pairwise_map(producer, consumer, map_broadcast)
@@ -353,7 +359,7 @@ def root_to_logical(tv: TensorView) -> IdMap:
 def logical_map(producer: TensorView, consumer: TensorView, *, map_broadcast: bool = True) -> IdMap:
     """Producer logical -> consumer logical: the pairwise map followed through root->logical.
     Kept while pairwise_maps_frozen holds for the consumer's fusion, as pairwise maps are."""
-    frozen = _frozen
+    frozen = _current()
     if frozen is not None and consumer.fusion is frozen[0]:
         return dict(_shared_map("logical", producer, consumer, map_broadcast, _fresh_logical_map))
     return _fresh_logical_map(producer, consumer, map_broadcast)

@@ -11,6 +11,7 @@ fusion's schedule does not change.
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -82,7 +83,8 @@ def loop_map(producer: TensorView, consumer: TensorView) -> IdMap:
     its logical ids with the output's full merge (linear_id). Both are tried and the map
     that pairs more of the producer's loop ids with the consumer's wins.
     """
-    if _frozen is not None:
+    frozen = getattr(_state, "frozen", None)
+    if frozen is not None:
         # The key holds everything the map is computed from: the loop domains themselves
         # (their ids fix the transforms that lead to them), the producer's logical and the
         # consumer's root domain, and the op between them with its operands. A changed
@@ -91,14 +93,16 @@ def loop_map(producer: TensorView, consumer: TensorView) -> IdMap:
         key = (producer, consumer, tuple(producer.domain.loop), tuple(consumer.domain.loop),
                tuple(producer.domain.logical), tuple(consumer.domain.maybe_root), d,
                tuple(d.inputs) if d is not None else ())
-        hit = _frozen.get(key)
+        hit = frozen.get(key)
         if hit is None:
-            hit = _frozen[key] = _fresh_loop_map(producer, consumer)
+            hit = frozen[key] = _fresh_loop_map(producer, consumer)
         return dict(hit)
     return _fresh_loop_map(producer, consumer)
 
 
-_frozen: dict | None = None
+# Per thread (a compile in a worker thread keeps its own): the maps while loop_maps_frozen
+# holds.
+_state = threading.local()
 
 
 @contextlib.contextmanager
@@ -107,13 +111,12 @@ def loop_maps_frozen() -> Iterator[None]:
     index walks its producers' maps; scheduling verifies every tensor's inline position
     against its consumers after each step). Results are keyed by what they depend on
     (see loop_map), so a schedule may go on changing meanwhile."""
-    global _frozen
-    outer = _frozen
-    _frozen = {} if outer is None else outer
+    outer = getattr(_state, "frozen", None)
+    _state.frozen = {} if outer is None else outer
     try:
         yield
     finally:
-        _frozen = outer
+        _state.frozen = outer
 
 
 def loop_map_across_resize(producer: TensorView, consumer: TensorView) -> IdMap:
