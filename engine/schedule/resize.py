@@ -35,7 +35,7 @@ from engine.schedule.id_classes import broadcast_groups, has_non_unique_broadcas
 from engine.schedule.params import HeuristicParams
 from engine.schedule.registry import register
 from engine.schedule.resize_alignment import ConflictError, PairwiseMaps
-from engine.schedule.resize_components import component_leads, parts_apart, view_only_part
+from engine.schedule.resize_components import component_leads, parts_apart
 from engine.schedule.resize_exclusive import make_resizes_exclusive
 from engine.schedule.resize_heuristics import ResizeParams, compute_resize_heuristics
 from engine.schedule.resize_reference import reference_tensor, resize_between_outputs
@@ -102,18 +102,21 @@ class ResizeScheduler(Scheduler):
         # views an input would be copied at a cost beyond a launch's (VIEW_COPY_BYTES).
         if not frozen_fact(fusion, "resize_alignment", _alignment_verdict)[1]:
             return None
-        view = view_only_part(fusion)
-        if view is not None and 2 * info.numel(view) * max(view.dtype.bits // 8, 1) > VIEW_COPY_BYTES:
-            return (f"parts aligned apart would copy {view.short_name}, a view of an input, in the "
-                    f"kernel ({info.numel(view)} elements; a no-kernel segment views it)")
+        parts = parts_apart(fusion)
+        for part in parts:
+            n = info.numel(part.lead)
+            if part.views_only and 2 * n * max(part.lead.dtype.bits // 8, 1) > VIEW_COPY_BYTES:
+                return (f"parts aligned apart would copy {part.lead.short_name}, a view of an input, "
+                        f"in the kernel ({n} elements; a no-kernel segment views it)")
         ref = reference_tensor(fusion)
         assert ref is not None
         whole = vectorization_factor(fusion, ref, info, break_point=max(ref.ndim - 1, 0)).factor
-        for lead, others in parts_apart(fusion):
+        for part in parts:
+            lead = part.lead
             if whole >= 16 // max(lead.dtype.bits // 8, 1):
                 continue  # a 16-byte vector of the lead's elements: no part's own is wider
             alone = vectorization_factor(fusion, lead, info, break_point=max(lead.ndim - 1, 0),
-                                         exclude=others).factor
+                                         exclude=part.others).factor
             if whole < alone:
                 return (f"parts aligned apart would vectorize {lead.short_name}'s part by {whole} "
                         f"instead of {alone}")

@@ -17,6 +17,8 @@ from global memory by each (no shared cache would belong to one component).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import networkx as nx
 
 from engine.ir import exprs as ex
@@ -62,26 +64,24 @@ def _parts(fusion: Fusion, made: set[TensorView]) -> dict[TensorView, int]:
 _VIEW_OPS = (ex.ViewOp, ex.LoadStoreOp, ex.SliceOp, ex.SqueezeOp, ex.BroadcastOp, ex.ExpandOp)
 
 
-def view_only_part(fusion: Fusion) -> TensorView | None:
-    """An output of a part that holds view ops only, if a part does."""
-    part = _parts(fusion, _input_made(fusion))
-    computes: set[int] = set()
-    for e in fusion.exprs():
-        outs = [v for v in e.outputs if isinstance(v, TensorView) and v in part]
-        if outs and not isinstance(e, _VIEW_OPS):
-            computes.add(part[outs[0]])
-    for v in fusion.outputs:
-        if isinstance(v, TensorView) and v in part and part[v] not in computes:
-            return v
-    return None
+@dataclass(frozen=True)
+class Part:
+    """A part of a fusion: its lead (its output with the most dims, first on ties), the
+    fusion inputs and outputs it neither reads nor writes, and whether it only views an
+    input (every op of it one of _VIEW_OPS)."""
+
+    lead: TensorView
+    others: list[TensorView]
+    views_only: bool
 
 
-def parts_apart(fusion: Fusion) -> list[tuple[TensorView, list[TensorView]]]:
-    """Each part's lead (its output with the most dims, first on ties) and the fusion
-    inputs and outputs that the part neither reads nor writes."""
+def parts_apart(fusion: Fusion) -> list[Part]:
+    """The parts of `fusion` that hold outputs, in the order of their first output."""
     part = _parts(fusion, _input_made(fusion))
+    computes = {part[o] for e in fusion.exprs() if not isinstance(e, _VIEW_OPS)
+                for o in e.outputs[:1] if isinstance(o, TensorView) and o in part}
     outs = [v for v in fusion.outputs if isinstance(v, TensorView) and v in part]
-    found: list[tuple[TensorView, list[TensorView]]] = []
+    found: list[Part] = []
     for k in dict.fromkeys(part[v] for v in outs):
         own = {t for t, j in part.items() if j == k}
         lead = max((v for v in outs if part[v] == k), key=lambda v: (v.ndim, -outs.index(v)))
@@ -92,8 +92,9 @@ def parts_apart(fusion: Fusion) -> list[tuple[TensorView, list[TensorView]]]:
                 if p not in own and p not in read:
                     read.add(p)
                     stack.append(p)
-        found.append((lead, [v for v in (*fusion.inputs, *fusion.outputs)
-                             if isinstance(v, TensorView) and v not in own and v not in read]))
+        others = [v for v in (*fusion.inputs, *fusion.outputs)
+                  if isinstance(v, TensorView) and v not in own and v not in read]
+        found.append(Part(lead, others, k not in computes))
     return found
 
 
@@ -164,4 +165,4 @@ def _inputs_across(fusion: Fusion, found: list[tuple[TensorView, Alignment]]) ->
     return out
 
 
-__all__ = ["component_leads", "copies_per_part", "parts_apart", "view_only_part"]
+__all__ = ["Part", "component_leads", "copies_per_part", "parts_apart"]
