@@ -7,8 +7,9 @@ from __future__ import annotations
 import threading
 
 from benchmarks.fusions import benchmark_fusions
-from engine import fusion_cache
+from engine import DataType, FusionDefinition, fusion_cache
 from engine.compile import compile_fusion
+from engine.ir import logical_map, loop_map
 
 NAMES = ("rope_bwd", "layer_norm", "softmax", "rms_norm")
 
@@ -42,3 +43,28 @@ def test_fusions_compiled_in_threads_get_the_kernels_they_get_alone():
     assert not errors, errors
     for name in NAMES:
         assert got[name] == [alone[name]] * 3, name
+
+
+def test_a_freeze_holds_in_its_own_thread_only():
+    # One thread freezes a fusion's maps; another, meanwhile, sees no freeze (its own compile
+    # would otherwise read and fill the first one's caches), and the first keeps its own
+    # after the other has frozen and released one of its own.
+    with FusionDefinition() as fd:
+        fd.add_output(fd.ops.relu(fd.define_tensor(shape=[4], dtype=DataType.Float)))
+    frozen, go_on, seen = threading.Event(), threading.Event(), {}
+
+    def holder() -> None:
+        with logical_map.pairwise_maps_frozen(fd.fusion), loop_map.loop_maps_frozen():
+            frozen.set()
+            go_on.wait(10)
+            seen["holder"] = (logical_map._current() is not None, getattr(loop_map._state, "frozen", None) is not None)
+
+    t = threading.Thread(target=holder)
+    t.start()
+    frozen.wait(10)
+    seen["other"] = (logical_map._current() is not None, getattr(loop_map._state, "frozen", None) is not None)
+    with logical_map.pairwise_maps_frozen(fd.fusion), loop_map.loop_maps_frozen():
+        pass
+    go_on.set()
+    t.join()
+    assert seen == {"other": (False, False), "holder": (True, True)}
