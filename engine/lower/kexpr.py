@@ -11,11 +11,12 @@ scalar argument). Passes query the tree (engine.lower.kquery) instead of parsing
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 
 
-class Expr:
+class Expr(ABC):
     """A typed C expression; subclasses are frozen dataclasses."""
 
     def __str__(self) -> str:
@@ -26,8 +27,9 @@ class Expr:
             object.__setattr__(self, "_text", text)
         return text
 
+    @abstractmethod
     def render(self) -> str:
-        raise NotImplementedError
+        """The C text of the node."""
 
     def children(self) -> tuple[int | Expr, ...]:
         return ()
