@@ -2,13 +2,17 @@
 resize_components): a RoPE's q and k rotations over one cos and sin, each aligned with its
 own output, in one kernel; values on the emulator."""
 
+from pathlib import Path
+
 import pytest
 import torch
 
-from engine import DataType, FusionDefinition
+from engine import DataType, FusionDefinition, loads_fusion
 from engine.compile import compile_fusion
 from engine.reference import evaluate
 from engine.schedule.base import SchedulerType
+from scripts.ptxas_check import compile_at
+from scripts.scales import input_values, model_scale
 from tests.emulation import needs_gxx
 
 
@@ -113,3 +117,16 @@ def test_a_view_part_is_copied_in_the_kernel_only_while_small():
         if s == 64:
             for o, r in zip(cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs)):
                 torch.testing.assert_close(o, r, rtol=0, atol=0)
+
+
+def test_parts_apart_are_refused_where_the_shared_vector_is_narrower_than_a_part_s_own():
+    # Llama's GQA RoPE at its model scale: a group of q's and k's parts whose shared vector
+    # width (found over every part's inputs and outputs) is narrower than one part's own
+    # is refused with the engine's reason.
+    path = Path(__file__).resolve().parents[1] / "realworld" / "scripts" / "llama_rope_gqa_expand.py"
+    text = path.read_text()
+    fd = loads_fusion(text, filename=str(path))
+    xs = fd.example_inputs(device="cpu", seed=0)
+    cf = compile_at(path, text, xs, fd.input_specs or [None] * len(xs), model_scale(input_values(xs)[0]), 1 << 31)
+    reasons = [v["reason"] for e in cf.trace for v in (e.data or {}).get("verdicts", [])]
+    assert any("parts aligned apart would vectorize" in r for r in reasons)
