@@ -100,6 +100,19 @@ class IndexDef(Stmt):
         return [f"{_pad(indent)}const nvfuser_index_t {self.name} = {self.value};"]
 
 
+@dataclass
+class ScalarDef(Stmt):
+    """`const ctype name = value;`: a scalar computed from the kernel's scalar arguments, once
+    at the top of the kernel rather than in every element's expression."""
+
+    ctype: str
+    name: str
+    value: Expr
+
+    def lines(self, indent: int) -> list[str]:
+        return [f"{_pad(indent)}const {self.ctype} {self.name} = {self.value};"]
+
+
 def exprs(s: Stmt) -> list[Expr]:
     """The expressions `s` holds itself (not those of nested statements)."""
     if isinstance(s, Assign):
@@ -108,7 +121,7 @@ def exprs(s: Stmt) -> list[Expr]:
         return [s.cond]
     if isinstance(s, Exec):
         return [s.call]
-    if isinstance(s, IndexDef):
+    if isinstance(s, IndexDef | ScalarDef):
         return [s.value]
     if isinstance(s, Raw) and isinstance(s.text, Expr):
         return [s.text]

@@ -73,6 +73,9 @@ class ExprLowering(LoopIndexing, Predicates, Operands):
         self.ext = ext
         self.launch_dims = launch_dims
         self.scalar_names = scalar_names
+        # Scalars computed from scalar arguments -> the names they are defined under at the top
+        # of the kernel (Operands.scalar).
+        self.hoisted: dict[Scalar, str] = {}
         # The fusion's inputs, tensors and scalars.
         self.fusion_inputs: set[Val] = set(fusion_inputs)
         # Local `full` outputs read as their fill value (pipeline.constant_fulls): never stored.

@@ -19,7 +19,7 @@ from engine.ir.base import Expr, Val
 from engine.ir.iterdomain import IterDomain
 from engine.ir.scalar import EXTENT_OPS, Scalar, binary_compute_dtype
 from engine.ir.tensorview import TensorView
-from engine.lower import cexpr, kexpr
+from engine.lower import cexpr, kexpr, kir
 from engine.lower.buffers import Buffer
 from engine.lower.index import Ix, producer_known, propagate
 from engine.lower.kexpr import Lit, Stride, Var
@@ -27,6 +27,9 @@ from engine.lower.loop_index import THREAD_VARS
 
 _COMPARE = {"lt", "le", "gt", "ge", "eq", "ne"}
 _LOGICAL = {"logical_and", "logical_or"}
+# The first letter of a hoisted scalar's name, by type (as nvFuser names scalars: d3, i4, b7).
+_PREFIX = {DataType.Double: "d", DataType.Float: "f", DataType.Int: "i", DataType.Int32: "i",
+           DataType.Index: "i", DataType.Bool: "b"}
 
 
 @dataclass
@@ -39,7 +42,7 @@ class Access:
 
 class Operands:
     """Addresses, reads, scalars and conversions of ExprLowering (its buffers, `ext`,
-    `launch_dims`, `constants`, `constant_strides` and `scalar_names`)."""
+    `launch_dims`, `constants`, `constant_strides`, `scalar_names` and `hoisted`)."""
 
     def address(self, tv: TensorView, index: dict[IterDomain, Ix], reader: str) -> kexpr.Access:
         b = self.buffer(tv)
@@ -125,6 +128,23 @@ class Operands:
             return ops_table.literal(s.evaluate(self.ext.env), s.dtype)
         if s.op is None:
             raise CompileError(f"scalar {s.inline()} is neither an input nor known at compile time")
+        return self._hoisted(s)
+
+    def _hoisted(self, s: Scalar) -> str:
+        """The name of a scalar computed from scalar arguments, defined once at the kernel's top
+        (its operands' definitions first): every element's expression names it."""
+        name = self.hoisted.get(s)
+        if name is None:
+            text = self._scalar_text(s)
+            if text.isidentifier():
+                return text  # an op that is the identity on its operand's type
+            name = f"{_PREFIX.get(s.dtype, 's')}h{len(self.hoisted)}"
+            self.hoisted[s] = name
+            ctype = "nvfuser_index_t" if s.dtype == DataType.Index else s.dtype.cuda_name
+            self.alloc_at(0, [], kir.ScalarDef(ctype, name, Lit(text)))
+        return name
+
+    def _scalar_text(self, s: Scalar) -> str:
         if len(s.operands) == 1:
             (x,) = s.operands
             return _scalar_unary(s.op, self.scalar(x), x.dtype, s.dtype)

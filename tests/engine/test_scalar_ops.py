@@ -426,3 +426,31 @@ class MyFusion(FusionDefinition):
         self.add_output(T2)
 ''')
     assert "* reciprocal((float)(i2))" in str(fd.fusion)
+
+
+@needs_gxx
+def test_scalar_expression_is_computed_once_at_the_top_of_the_kernel() -> None:
+    """A runtime scalar expression (pow, remainder, fmod of scalar inputs) is a loop invariant:
+    it is defined once before the element loops and every element names it, rather than
+    every unrolled element computing it again (64-bit integer division each time)."""
+    fd = FusionDefinition()
+    fd.__enter__()
+    t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+    d = fd.define_scalar(None, dtype=DataType.Double)
+    i = fd.define_scalar(None, dtype=DataType.Int)
+    sq = fd.ops.pow(d, fd.define_scalar(2.0, dtype=DataType.Double))
+    rem = fd.ops.remainder(fd.define_scalar(-5, dtype=DataType.Int), i)
+    t1 = fd.ops.add(fd.ops.mul(t0, sq), rem)
+    fd.add_output(fd.ops.where(fd.ops.lt(d, fd.define_scalar(1.0, dtype=DataType.Double)), t1, t0))
+    fd.__exit__()
+    cf = _check(fd, [torch.randn(256, 512), 0.75, 7])
+    (seg,) = cf.segments
+    kernel = seg.cuda_source[seg.cuda_source.index("__global__"):]
+    body = kernel[kernel.index("{"):]
+    assert "#pragma unroll" in body  # vectorized: several elements a thread
+    for call in ("fsPow(", "fsRemainder(", "< 1.0"):
+        assert body.count(call) == 1, call
+        # defined before the first element is read
+        assert body.index(call) < body.index("&T0["), call
+    first = next(ln.strip() for ln in body.splitlines() if "fsPow(" in ln)
+    assert first.startswith("const double dh") and first.endswith(";")
