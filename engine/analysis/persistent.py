@@ -312,36 +312,84 @@ def _is_const_one(i: IterDomain) -> bool:
 
 
 def memory_order(red: TensorView) -> list[IterDomain]:
-    """`red`'s logical ids in the memory order of the input that feeds it.
+    """`red`'s logical ids in the memory order of the fusion input that decides its layout.
 
-    A reduction tensor has no layout of its own; the order that decides "fastest dim"
-    is the allocation order of the fusion input it reads (seed 001's permuted input:
-    allocation (1, 0, 2)). Walk producers, composing logical maps, to the first input
-    whose allocation domain orders two or more of `red`'s axes; without one, the logical
-    order stands.
+    A reduction tensor has no layout of its own; the order that decides "fastest dim" is
+    the allocation order of a fusion input it reads (seed 001's permuted input: allocation
+    (1, 0, 2)): the nearest input whose allocation domain orders two or more of `red`'s
+    non-broadcast axes; without one, the logical order stands (a [1, N] row stored
+    "transposed" says nothing of `red`). The full-size tensors `red` is computed from, inputs
+    and outputs, vote against it by their bytes per element: where more of them are stored
+    in another order (the logical order of row-major inputs and outputs, or another input's
+    allocation), that order is taken, so that most of the kernel's traffic is in order (a
+    transposed input beside a row-major input and a row-major output of as many axes).
     """
     logical = list(red.domain.logical)
-    # maps producer ids -> ids of `red`
+    walked = _producers_mapped(red)
+    inputs = [(tv, m) for tv, m in walked if tv in red.fusion.inputs]
+    nearest = next(((tv, to_red) for tv, to_red in inputs
+                    if tv.domain.has_allocation and len(_mapped_order(tv, to_red)) >= 2), None)
+    if nearest is None:
+        return logical
+    # Voters: the inputs, and the outputs among `red`'s producers (stored by this kernel).
+    voters = [(tv, m) for tv, m in walked if tv in red.fusion.inputs or tv in red.fusion.outputs]
+    full = max(len(_placed(tv)) for tv, _ in voters)
+    votes: dict[object, int] = {}
+    for tv, to_red in voters:
+        if len(_placed(tv)) == full:
+            k = _order_key(tv, to_red)
+            votes[k] = votes.get(k, 0) + tv.dtype.bits
+    key = _order_key(*nearest)
+    best = max(votes, key=lambda k: (votes[k], k == key))
+    if best != key and votes[best] > votes.get(key, 0):
+        if best == "logical":
+            return logical
+        nearest = next((tv, to_red) for tv, to_red in inputs if _order_key(tv, to_red) == best)
+    tv, to_red = nearest
+    order = _mapped_order(tv, to_red)
+    return order + [i for i in logical if i not in order]
+
+
+def _mapped_order(tv: TensorView, to_red: dict[IterDomain, IterDomain]) -> list[IterDomain]:
+    """`red`'s ids that `tv`'s non-broadcast allocation ids map to, in `tv`'s memory order."""
+    return [to_red[i] for i in tv.domain.maybe_allocation if i in to_red and not i.is_broadcast]
+
+
+def _order_key(tv: TensorView, to_red: dict[IterDomain, IterDomain]) -> object:
+    """"logical" where `tv`'s placed axes are stored in their logical order, else the ids of
+    `red` its placed axes map to, in memory order."""
+    placed = _placed(tv)
+    if placed == [i for i in tv.domain.logical if i in placed]:
+        return "logical"
+    return tuple(to_red.get(i) for i in placed)
+
+
+def _placed(tv: TensorView) -> list[IterDomain]:
+    """`tv`'s allocation ids that have a place in memory: not broadcast, not reduction, not of
+    extent 1 (a size-1 axis moved in the stride order changes no address)."""
+    return [i for i in tv.domain.maybe_allocation
+            if not i.is_broadcast and not i.is_reduction and not _is_const_one(i)]
+
+
+def _producers_mapped(red: TensorView) -> list[tuple[TensorView, dict[IterDomain, IterDomain]]]:
+    """The tensors `red` depends on, each with the map of its ids to `red`'s logical ids
+    (logical maps composed along the producers, nearest first)."""
     frontier: list[tuple[TensorView, dict[IterDomain, IterDomain]]] = [
-        (red, {i: i for i in logical})
+        (red, {i: i for i in red.domain.logical})
     ]
     seen = {red}
+    found = []
     while frontier:
         tv, to_red = frontier.pop(0)
-        if tv is not red and tv.domain.has_allocation and tv in tv.fusion.inputs:
-            # Only the input's non-broadcast axes have a place in memory; one such axis
-            # orders nothing (a [1, N] row stored "transposed" says nothing of `red`).
-            order = [to_red[i] for i in tv.domain.allocation if i in to_red and not i.is_broadcast]
-            if len(order) >= 2:
-                rest = [i for i in logical if i not in order]
-                return order + rest
+        if tv is not red:
+            found.append((tv, to_red))
         for p in producers_of(tv):
             if p in seen:
                 continue
             seen.add(p)
             m = logical_map(p, tv)
             frontier.append((p, {pi: to_red[ci] for pi, ci in m.items() if ci in to_red}))
-    return logical
+    return found
 
 
 def reduction_properties(red: TensorView, info: SchedulerRuntimeInfo) -> ReductionProperties:

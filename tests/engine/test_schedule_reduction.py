@@ -107,6 +107,31 @@ def test_a_broadcast_row_stored_transposed_does_not_order_the_reduction():
     assert not reduction_properties(red, info).fastest_dim_reduction
 
 
+def test_most_bytes_stored_in_another_order_decide_the_reduction_order():
+    # sum(dim 1) of the product of a transposed [M, N] input and a row-major one, the product
+    # also an output (row-major): more bytes are stored in the logical order than in the
+    # transposed one, so the reduction is the inner (fastest-dim) one of the logical order.
+    # Without the row-major output the two orders weigh the same and the transposed input's
+    # allocation decides, as alone: dim 0 is innermost and the reduction outer.
+    def fusion(product_out: bool) -> FusionDefinition:
+        with FusionDefinition() as fd:
+            t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float,
+                                  stride_order=[0, 1])
+            t1 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+            prod = fd.ops.mul(t0, t1)
+            if product_out:
+                fd.add_output(prod)
+            fd.add_output(fd.ops.sum(prod, dims=[1]))
+        return fd
+
+    xs = [torch.randn(48, 32).t(), torch.randn(32, 48)]
+    for product_out, fastest in ((True, True), (False, False)):
+        fd = fusion(product_out)
+        red = reduction_tvs(fd.fusion)[0]
+        info = SchedulerRuntimeInfo(fd.fusion, xs, H100)
+        assert reduction_properties(red, info).fastest_dim_reduction is fastest
+
+
 def test_no_persistent_buffers_in_plain_reductions():
     fd, _ = inner_sum()
     assert persistent_buffers(fd.fusion).persistent_buffers == []
