@@ -60,8 +60,17 @@ def _pad_to(x: torch.Tensor, dim: int, size: int, fill: Any) -> torch.Tensor:
 def view_as_logical(x: torch.Tensor, tv: TensorView, fill: Any, ctx: Context) -> torch.Tensor:
     """`x`, indexed by `tv`'s root ids, re-laid out by its root->logical splits and merges."""
     dom = tv.domain
-    dims = list(dom.maybe_root)
-    for t in transforms_between(dom.maybe_root, dom.logical):
+    x, dims = relayout(x, list(dom.maybe_root), transforms_between(dom.maybe_root, dom.logical), fill, ctx,
+                       tv.short_name)
+    return x.permute([dims.index(i) for i in dom.logical])
+
+
+def relayout(x: torch.Tensor, dims: list[Any], transforms: list[Any], fill: Any,
+             ctx: Context, name: str) -> tuple[torch.Tensor, list[Any]]:
+    """`x`, whose axes are the ids `dims`, re-laid out by `transforms` (splits, padded with
+    `fill` where they do not divide, and merges); returns it with the ids of its axes."""
+    dims = list(dims)
+    for t in transforms:
         if isinstance(t, Split):
             d = dims.index(t.in_id)
             f = int(ctx.scalar(t.factor))
@@ -79,8 +88,8 @@ def view_as_logical(x: torch.Tensor, tv: TensorView, fill: Any, ctx: Context) ->
             x = x.reshape(*x.shape[:k], x.shape[k] * x.shape[k + 1], *x.shape[k + 2 :])
             dims[k : k + 2] = [t.out]
         else:
-            raise ExecutionError(f"{tv.short_name}: cannot evaluate {t.kind} in a root->logical view")
-    return x.permute([dims.index(i) for i in dom.logical])
+            raise ExecutionError(f"{name}: cannot evaluate {t.kind} in a root->logical view")
+    return x, dims
 
 
 @handles(ex.WelfordOp)
