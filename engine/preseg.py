@@ -74,7 +74,7 @@ def _outer_product_operands(e: ex.MatmulOp) -> tuple[TensorView, TensorView] | N
 def matmul_without_reduction(fusion: Fusion, trace: Trace | None = None) -> None:
     """Each matmul [..., M, 1] x [..., 1, N] becomes squeeze(mul(A[..., M, 1, b], B[..., b, 1, N]))."""
     for e in fusion.exprs():
-        if not isinstance(e, ex.MatmulOp):
+        if type(e) is not ex.MatmulOp:  # the partial products of an rfactor keep their parts of K
             continue
         operands = _outer_product_operands(e)
         out = e.outputs[0]

@@ -3,7 +3,8 @@ ceiling.
 
 The count is of element operations at the sizes a fusion was compiled for: each unary, binary or
 ternary math op counts one per element of its output (casts and copies count nothing), each
-reduction or Welford one per element it reads, a matmul or linear 2*M*N*K (plus the bias);
+reduction or Welford one per element it reads, a matmul or linear 2*M*N*K (plus the bias; the
+partial products of an rfactor'ed one 2*M*N*K too, its parts of K kept as an axis);
 moving data (broadcast, reshape, permute, slice, pad, cat, set, gather, factories) counts
 nothing. It is the arithmetic the fusion asks for, not the instructions the kernel executes.
 """
@@ -18,6 +19,8 @@ from engine.ir.exprs import (
     LinearOp,
     MatmulOp,
     ReductionOp,
+    RFactorLinearOp,
+    RFactorMatmulOp,
     TernaryOp,
     UnaryOp,
     WelfordOp,
@@ -63,6 +66,13 @@ def expr_flops(expr: Any, env: Mapping[Any, Any]) -> int:
     if isinstance(expr, ReductionOp | WelfordOp):
         src = expr.inputs[0]
         return _read(src, env) if isinstance(src, TensorView) else 0
+    if isinstance(expr, RFactorMatmulOp | RFactorLinearOp):
+        # The partial products of an rfactor: each kept part of K sums over the parts reduced.
+        k = 1
+        for d in out.logical():
+            if d.is_reduction:
+                k *= int(d.extent.evaluate(env))
+        return 2 * elements(out, env) * k
     if isinstance(expr, MatmulOp | LinearOp):
         a = expr.inputs[0]
         k = int(a.logical()[-1].extent.evaluate(env)) if isinstance(a, TensorView) and a.logical() else 1

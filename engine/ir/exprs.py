@@ -32,7 +32,7 @@ from engine.ir.expr_text import (
 )
 from engine.ir.factory_exprs import FullOp, IotaOp, RNGOp
 from engine.ir.indexing_exprs import GatherOp, IndexSelectOp, SelectOp
-from engine.ir.matmul_exprs import LinearOp, MatmulOp, SdpaBwdOp, SdpaFwdOp
+from engine.ir.matmul_exprs import LinearOp, MatmulOp, RFactorLinearOp, RFactorMatmulOp, SdpaBwdOp, SdpaFwdOp
 from engine.ir.pointwise_exprs import BinaryOp, TernaryOp, UnaryOp
 from engine.ir.reduction_exprs import ReductionOp, RFactorReductionOp, RFactorWelfordOp, WelfordOp
 from engine.ir.shape_exprs import (
@@ -49,7 +49,8 @@ from engine.ir.unary_text import cast_func, unary_text
 
 __all__ = [
     "BinaryOp", "BroadcastOp", "CatOp", "ExpandOp", "Expr", "FullOp", "GatherOp", "IndexSelectOp",
-    "IotaOp", "LinearOp", "LoadStoreOp", "MatmulOp", "PadOp", "RFactorReductionOp", "RFactorWelfordOp",
+    "IotaOp", "LinearOp", "LoadStoreOp", "MatmulOp", "PadOp", "RFactorLinearOp", "RFactorMatmulOp",
+    "RFactorReductionOp", "RFactorWelfordOp",
     "RNGOp", "ReductionOp", "SdpaBwdOp", "SdpaFwdOp", "SelectOp", "SliceOp", "SqueezeOp", "TernaryOp",
     "UnaryOp", "Val", "ViewOp", "WelfordOp", "cast_func", "flags_str", "ind", "list_str", "operand",
     "scalar_str", "two_lines", "typed_value", "unary_text",

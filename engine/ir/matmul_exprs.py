@@ -21,6 +21,13 @@ class MatmulOp(Expr):
         return f"{ind(indent)}{self.output}\n{i1} = matmul({a},\n{i1}          {b})\n"
 
 
+class RFactorMatmulOp(MatmulOp):
+    """The first half of an rfactor'ed matmul (engine.ir.rfactor): its output's root is the
+    matmul's [..., M, N, rK] and its logical domain splits K into the parts it keeps
+    ([..., M, N, iK/d, rK/d] for an outer split by d and axes=[-1]): each kept index is the
+    partial sum of products over its part of K, which the reduction after it adds up."""
+
+
 class SdpaFwdOp(Expr):
     """Scaled dot-product attention, forward (nvFuser's sdpfa_fwd; ATen's flash attention):
     outputs (output [N, H, L, Ev], log_sumexp [N, H, L] float, philox_seed, philox_offset)
@@ -112,3 +119,9 @@ class LinearOp(Expr):
         if self.has_bias:
             s += f"{i1},\n          {self.inputs[2]}"
         return s + f"{i1})\n"
+
+
+class RFactorLinearOp(LinearOp):
+    """The first half of an rfactor'ed linear, as RFactorMatmulOp: the partial products
+    over the rfactored part of K, without the bias (the rfactor adds it once, after the
+    reduction of the partials)."""

@@ -13,15 +13,34 @@ A Welford (avg, var_sum, count) is rfactored the same way for all three outputs:
 RFactorWelfordOp computes partial (avg, var_sum, count) over the rfactored axes, and
 a WelfordOp with three inputs combines the partials over the remaining axes (Chan's
 parallel update), as nvFuser's rFactor of a WelfordOp.
+
+A matmul or linear, whose output carries the contracted K as a reduction axis, is rfactored
+once K has been split, as nvFuser's rFactor of a MatmulOp or LinearOp (the row-parallel
+matmul of its multi-device tests: out.outer_split(-1, d); local = out.rfactor(axes=[-1])):
+  T3 = matmul(T0, T1)   root [iM, iN, rK], logical [iM, iN, iS{d}rf, rS{K/d}rf]  (RFactorMatmulOp)
+  T2 = sum(T3)          logical [iM, iN, rS{d}]
+Each kept index of T3 is the sum of products over its part of K, which T2 adds up. A
+linear's bias is no part of the partials: it is added once, after the sum, by a tensor that
+takes T2's place among the fusion's outputs and in its uses (ADD_BIAS, installed by
+engine.ops.matmul, as the ir layer builds no broadcast or cast itself).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from engine.errors import ScheduleError
-from engine.ir.exprs import ReductionOp, RFactorReductionOp, RFactorWelfordOp, WelfordOp
+from engine.ir.exprs import (
+    LinearOp,
+    MatmulOp,
+    ReductionOp,
+    RFactorLinearOp,
+    RFactorMatmulOp,
+    RFactorReductionOp,
+    RFactorWelfordOp,
+    WelfordOp,
+)
 from engine.ir.iterdomain import IdTransform, IterDomain, IterType, Merge, Split, transforms_between
 from engine.ir.tensordomain import TensorDomain
 from engine.ir.tensorview_base import MemoryType, TensorViewBase
@@ -30,6 +49,9 @@ from engine.ir.transform_replay import loop_transforms, replay_onto
 
 if TYPE_CHECKING:
     from engine.ir.tensorview import TensorView
+
+# (sum, bias) -> sum + bias, cast back to the sum's dtype: installed by engine.ops.matmul.
+ADD_BIAS: Callable[[TensorView, TensorView], TensorView] | None = None
 
 
 def _apply(t: IdTransform, m: dict[IterDomain, IterDomain]) -> list[IterDomain]:
@@ -55,9 +77,11 @@ def rfactor(tv: TensorView, axes: Sequence[int]) -> TensorView:
     name = tv.short_name
     if isinstance(expr, WelfordOp):
         return _rfactor_welford(tv, expr, axes)
+    if isinstance(expr, (MatmulOp, LinearOp)):
+        return _rfactor_matmul(tv, expr, axes)
     if not isinstance(expr, ReductionOp) or isinstance(expr, RFactorReductionOp):
-        raise ScheduleError(f"{name}: rfactor needs a tensor defined by a reduction (sum, max, min, prod) "
-                            "or a Welford")
+        raise ScheduleError(f"{name}: rfactor needs a tensor defined by a reduction (sum, max, min, prod), "
+                            "a Welford, a matmul or a linear")
     producer, c_domain = _split_domains(tv, axes)
     fusion = tv.fusion
     inp, op, init = expr.input, expr.op, expr.init
@@ -66,6 +90,47 @@ def rfactor(tv: TensorView, axes: Sequence[int]) -> TensorView:
     tv.domain = c_domain
     ReductionOp(fusion, op, tv, producer, init)
     verify_around([producer, tv])
+    return producer
+
+
+def _rfactor_matmul(tv: TensorView, expr: MatmulOp | LinearOp, axes: Sequence[int]) -> TensorView:
+    """The partial matmul (or linear) over the rfactored part of K, then `tv` = its sum over
+    the rest of K (and a linear's bias added after that sum)."""
+    name = tv.short_name
+    op = expr.op_name
+    if isinstance(expr, (RFactorMatmulOp, RFactorLinearOp)):
+        raise ScheduleError(f"{name}: rfactor of a partial {op} (the first half of an rfactor) is not supported")
+    if tv is not expr.output:
+        raise ScheduleError(f"{name}: rfactor of a tensor the {op} does not output")
+    red = [i for i in tv.domain.logical if i.is_reduction]
+    if len(red) != 1:
+        raise ScheduleError(f"{name}: rfactor of a {op} needs the one reduction axis K of its output, "
+                            f"found {len(red)}")
+    if red[0] in tv.domain.loop:
+        raise ScheduleError(f"{name}: rfactor of a {op} needs its reduction axis {red[0]} split first "
+                            f"(e.g. {name}.outer_split(-1, d), then rfactor(axes=[-1]))")
+    bias = expr.inputs[2] if isinstance(expr, LinearOp) and expr.has_bias else None
+    if bias is not None and ADD_BIAS is None:
+        raise ScheduleError(f"{name}: rfactor of a linear with a bias needs engine.ops loaded")
+    producer, c_domain = _split_domains(tv, axes)
+    fusion = tv.fusion
+    a, b = expr.inputs[:2]
+    uses = list(fusion.uses_of(tv))
+    fusion.remove_expr(expr)
+    (RFactorLinearOp if isinstance(expr, LinearOp) else RFactorMatmulOp)(fusion, producer, a, b)
+    tv.domain = c_domain
+    ReductionOp(fusion, "add", tv, producer, 0)  # matmul and linear take floats only
+    done = [producer, tv]
+    if bias is not None:
+        assert ADD_BIAS is not None
+        # Left without a mesh: a multi-device fusion's propagation gives them tv's layout.
+        final = ADD_BIAS(tv, bias)
+        for use in uses:
+            fusion.replace_input_of(use, tv, final)
+        if any(v is tv for v in fusion.outputs):
+            fusion.replace_output(tv, final)
+        done.append(final)
+    verify_around(done)
     return producer
 
 
@@ -193,6 +258,9 @@ def _split_domains(tv: TensorView, axes: Sequence[int]) -> tuple[TensorView, Ten
         tv.dtype,
         MemoryType.Local,
     )
+    mesh = tv.__dict__.get("device_mesh")
+    if mesh is not None:  # on the devices of the tensor it computes for, as nvFuser's rFactor
+        producer.device_mesh = mesh
 
     # The consumer (tv keeps its name): one id per non-reduced producer logical id,
     # reduction again where it came from a reduction.

@@ -167,6 +167,9 @@ class TensorInsertMixin:
         tensor then reduces what is left: its new logical domain is the producer's
         non-reduction logical domain, with the kept reduction-derived ids reduction
         again. At least one reduction loop axis must stay out of `axes`.
+
+        A matmul or linear (its K split first) is rfactored into the partial products over
+        the rfactored part of K and their sum (engine.ir.rfactor).
         """
         return rfactor(self, axes)
 

@@ -5,10 +5,13 @@ GroupedMmaOp outputs do."""
 from __future__ import annotations
 
 from engine.errors import FusionDefinitionError
+from engine.ir import rfactor as _rfactor
 from engine.ir.aten_exprs import GroupedMmaOp
 from engine.ir.exprs import LinearOp, MatmulOp
 from engine.ir.iterdomain import IterDomain, IterType
 from engine.ir.tensorview import TensorView
+from engine.ops.arith import add, cast
+from engine.ops.axes import broadcast
 from engine.ops.common import check_tensor, copy_id, new_tv, no_reductions
 
 __all__ = ["grouped_mm", "linear", "matmul"]
@@ -159,3 +162,17 @@ def grouped_mm(mat1: TensorView, mat2: TensorView, offsets: TensorView, *scaled:
     out = new_tv(fusion, ids, a.dtype)
     GroupedMmaOp(fusion, out, a, b, offs)
     return out
+
+
+def _bias_after(total: TensorView, bias: TensorView) -> TensorView:
+    """A rfactor'ed linear's bias, added once to the sum of its partials (in the dtype the
+    linear had: an add of half-precision floats computes in float). A bias [E..., N] of a
+    weight with leading axes is broadcast over the input's axes between them."""
+    nt, nb = len(no_reductions(total)), len(no_reductions(bias))
+    if nb >= 2 and nt > nb:
+        bias = broadcast(bias, [False] * (nb - 1) + [True] * (nt - nb) + [False])
+    out = add(total, bias)
+    return out if out.dtype == total.dtype else cast(out, total.dtype)
+
+
+_rfactor.ADD_BIAS = _bias_after

@@ -5,8 +5,10 @@ import pytest
 import torch
 
 import engine.multidevice as md
-from engine import DataType, FusionDefinition, ParallelType, dumps_fusion
+from engine import DataType, FusionDefinition, ParallelType, ScheduleError, compile_fusion, dumps_fusion
 from engine.multidevice.sharding import describe, local_shape
+from engine.reference import evaluate
+from tests.emulation import require_gxx
 
 DIDX = ParallelType.mesh_x
 
@@ -198,3 +200,119 @@ def test_shard_tensor_names_a_split_that_does_not_divide() -> None:
     _, tv = _sharded_input([-1], md.DeviceMesh(torch.arange(2)), nested)
     with pytest.raises(md.MultiDeviceError, match="T0: axis .* of size 7 does not split evenly by 2"):
         md.shard_tensor(torch.arange(7.0), tv, device=0)
+
+
+# ---- rfactor of a matmul or linear (nvFuser's test_row_parallel_matmul spelling) -----------------
+
+def _rfactored(op: str = "matmul", d: int = 2, meshed: bool = True, bias: bool = False,
+               rows_sharded: bool = False) -> tuple[FusionDefinition, list]:
+    """`out` of a matmul [M, K] x [K, N] (a linear [M, K] x [N, K] (+ bias [N])) with K split
+    by `d` and rfactored: `local_out` the partial products over each part, `out` their sum.
+    Meshed: K sharded on both operands, local_out's part axis on mesh_x."""
+    k, n = 4 * d, 3
+    mesh = md.DeviceMesh(torch.arange(d))
+    with FusionDefinition() as fd:
+        a = fd.define_tensor([-1, k])
+        if op == "matmul":
+            b = fd.define_tensor([k, n])
+            out = fd.ops.matmul(a, b)
+            ins = [a, b]
+        else:
+            b = fd.define_tensor([n, k])
+            ins = [a, b]
+            if bias:
+                ins.append(fd.define_tensor([n]))
+            out = fd.ops.linear(*ins)
+        fd.add_output(out)
+        if meshed:
+            for t in (*ins, out):
+                t.set_device_mesh(mesh)
+            a.outer_split(1, d)
+            a.axis(1).parallelize(DIDX)
+            kb = 0 if op == "matmul" else 1
+            b.outer_split(kb, d)
+            b.axis(kb).parallelize(DIDX)
+        out.outer_split(-1, d)
+        local_out = out.rfactor(axes=[-1])
+        if meshed:
+            local_out.set_device_mesh(mesh)
+            local_out.axis(-2).parallelize(DIDX)
+        if rows_sharded:
+            out.outer_split(0, d)
+            out.axis(0).parallelize(DIDX)
+    xs = [torch.randn(2 * d, k), torch.randn(k, n) if op == "matmul" else torch.randn(n, k)]
+    if bias:
+        xs.append(torch.randn(n))
+    return fd, xs
+
+
+def _plain(op: str, xs: list) -> torch.Tensor:
+    return xs[0] @ xs[1] if op == "matmul" else torch.nn.functional.linear(*xs)
+
+
+def test_rfactor_of_a_matmul_splits_it_into_partial_products_and_their_sum() -> None:
+    fd, _ = _rfactored(meshed=False)
+    text = str(fd.fusion)
+    # local_out [M, N, d, r(K/d)] = matmul(...), out [M, N, r(d)] = its sum.
+    assert "T3_l_float[iS9{i0}, iS10{3}, iS12{2}rf, rS13{4}rf]\n   = matmul(T0_g_float" in text
+    assert "T2_g_float[iS14{i0}, iS15{3}, rS16{2}]\n   = reduction( T3_l_float" in text and "op = add" in text
+    assert type(fd.fusion.exprs()[0]).__name__ == "RFactorMatmulOp"
+
+
+@pytest.mark.parametrize("op, bias", [("matmul", False), ("linear", False), ("linear", True)])
+def test_rfactored_matmul_on_one_device_equals_the_plain_one(op: str, bias: bool) -> None:
+    """No mesh: the reference evaluator and the compiled fusion (an ATen segment for the
+    partial products, a reduction kernel for their sum, emulated) give the plain values; a
+    linear's bias is added once, after the sum."""
+    fd, xs = _rfactored(op, meshed=False, bias=bias)
+    want = _plain(op, xs)
+    (got,) = evaluate(fd.fusion, xs)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    require_gxx()
+    cf = compile_fusion(fd, xs)
+    (got,) = cf.run(xs, backend="emulate")
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_rfactored_linear_bias_is_added_once_after_the_sum() -> None:
+    fd, _ = _rfactored("linear", meshed=False, bias=True)
+    exprs = fd.fusion.exprs()
+    names = [type(e).__name__ for e in exprs]
+    assert names == ["RFactorLinearOp", "ReductionOp", "BroadcastOp", "BinaryOp"]
+    assert len(exprs[0].inputs) == 2  # the partial products have no bias
+    assert fd.fusion.outputs == [exprs[-1].output]  # the biased sum took the output's place
+
+
+def test_rfactor_of_an_unsplit_matmul_is_refused_naming_the_tensor() -> None:
+    with FusionDefinition() as fd:
+        out = fd.ops.matmul(fd.define_tensor([-1, 8]), fd.define_tensor([8, 3]))
+        fd.add_output(out)
+        before = str(fd.fusion)
+        with pytest.raises(ScheduleError, match=r"T2: rfactor of a matmul needs its reduction axis rS\d+\{8\} split"):
+            out.rfactor(axes=[-1])
+    assert str(fd.fusion) == before
+
+
+@pytest.mark.parametrize("axes, message", [
+    ([0], r"T2: rfactor axis iS\d+\{i0\} is not a reduction axis"),
+    ([-2, -1], "T2: rfactor must leave at least one reduction axis to the consumer"),
+])
+def test_rfactor_of_a_matmul_on_other_axes_is_refused_naming_the_tensor(axes: list[int], message: str) -> None:
+    with FusionDefinition() as fd:
+        out = fd.ops.matmul(fd.define_tensor([-1, 8]), fd.define_tensor([8, 3]))
+        fd.add_output(out)
+        out.outer_split(-1, 2)
+        before = str(fd.fusion)
+        with pytest.raises(ScheduleError, match=message):
+            out.rfactor(axes=axes)
+    assert str(fd.fusion) == before
+
+
+def test_rfactor_of_the_partial_products_again_is_refused() -> None:
+    with FusionDefinition() as fd:
+        out = fd.ops.linear(fd.define_tensor([-1, 8]), fd.define_tensor([3, 8]))
+        fd.add_output(out)
+        out.outer_split(-1, 2)
+        local_out = out.rfactor(axes=[-1])
+        with pytest.raises(ScheduleError, match="T3: rfactor of a partial linear"):
+            local_out.rfactor(axes=[-1])
