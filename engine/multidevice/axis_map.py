@@ -59,18 +59,26 @@ def device_map(producer: TensorView, consumer: TensorView) -> dict[IterDomain, I
     for p, c in logical_map(producer, consumer, map_broadcast=True).items():
         if p not in m and whole_axis(p) and whole_axis(c):
             m[p] = c
-    if isinstance(consumer.definition, ex.ViewOp) and consumer.definition.inputs[0] is producer:
-        m.update(_split_by_view(producer, consumer))
+    e = consumer.definition
+    if isinstance(e, ex.ViewOp) and e.inputs[0] is producer or isinstance(e, _RFACTORED):
+        m.update(_split_in_consumer(producer, consumer))
     return m
 
 
-def _split_by_view(producer: TensorView, consumer: TensorView) -> dict[IterDomain, IterDomain]:
+# Ops whose output's root->logical transforms split K (engine.ir.rfactor): K maps to its
+# outer part, as a reshape's split axis does.
+_RFACTORED = (ex.RFactorMatmulOp, ex.RFactorLinearOp)
+
+
+def _split_in_consumer(producer: TensorView, consumer: TensorView) -> dict[IterDomain, IterDomain]:
     """A reshape that splits an axis in two or merges two, where blocks of the axis stay
     blocks: the producer's axis maps to the outer part of a split (attention's
     [b, s, h * e] -> [b, s, h, e]: contiguous blocks of columns are whole heads, where h
     divides) and to the merge of it as the outer input ([b, s, h, e] -> [b, s, h * e]:
     whole heads are contiguous blocks of columns). An inner input of a merge maps to
-    nothing: its blocks are strided in the merged axis."""
+    nothing: its blocks are strided in the merged axis. The K an rfactor'ed matmul splits
+    ([M, N, rK] -> [M, N, iS{d}, rS{K/d}]) maps to its outer part in the same way: a block
+    of K is one index of it."""
     logical = set(consumer.domain.logical)
     transforms = transforms_between(consumer.domain.maybe_root, consumer.domain.logical)
     out: dict[IterDomain, IterDomain] = {}

@@ -14,12 +14,12 @@ from typing import Any
 
 from engine.ir import exprs as ex
 from engine.ir.fusion import Fusion
-from engine.ir.iterdomain import IterDomain, ParallelType
+from engine.ir.iterdomain import IterDomain, ParallelType, Split
 from engine.ir.logical_map import root_to_logical
-from engine.ir.scalar import Scalar, as_scalar
+from engine.ir.scalar import Scalar, as_scalar, binary
 from engine.ir.tensorview import TensorView
 from engine.multidevice.mesh import DEVICE_TYPES
-from engine.multidevice.sharding import MultiDeviceError, mesh_of, shardings
+from engine.multidevice.sharding import MultiDeviceError, check_partial_k, mesh_of, shardings
 from engine.ops.common import full_extent
 
 
@@ -59,6 +59,9 @@ def localize(fusion: Fusion) -> dict[Scalar, tuple[Scalar, int]]:
         dom = tv.domain
         r2l = root_to_logical(tv) if dom.root is not None else {}
         l2r = {lo: ro for ro, lo in r2l.items()}
+        partial_k = isinstance(tv.definition, (ex.RFactorMatmulOp, ex.RFactorLinearOp))
+        if partial_k:
+            check_partial_k(tv)
         for s in shardings(tv):
             d = mesh.extent(s.pt)
             new = _local_extent(tv, s.logical, d, s.split, fresh, fusion, parts)
@@ -71,6 +74,8 @@ def localize(fusion: Fusion) -> dict[Scalar, tuple[Scalar, int]]:
             root = l2r.get(s.logical)
             if root is not None and root is not s.logical:
                 root.extent = new
+            elif partial_k and s.logical not in dom.root:
+                _localize_split(s.logical, new)
         _plain_loop(tv)
         tv.device_mesh = None
     for e in fusion.exprs():
@@ -81,6 +86,17 @@ def localize(fusion: Fusion) -> dict[Scalar, tuple[Scalar, int]]:
                                          for i, old in zip(dims, e.new_shape)]
     fusion.changed()
     return parts
+
+
+def _localize_split(part: IterDomain, new: Scalar) -> None:
+    """`part`, the outer part of the split of an rfactor'ed matmul's K ([rK] -> [iS{d},
+    rS{K/d}]), is now `new` long on this device: the split and the root axis it cuts shrink
+    with it, so that the root is the part of K this device's operands hold."""
+    t = part.definition
+    assert isinstance(t, Split)
+    if not t.inner_split:
+        t.factor = new
+    t.in_id.extent = t.inner.extent if new.is_const and new.value == 1 else binary("mul", new, t.inner.extent)
 
 
 def _logical_of(i: IterDomain, logical: list[IterDomain]) -> IterDomain | None:

@@ -13,6 +13,10 @@ inserted around it, so that the expr itself becomes local:
   sharded reduction axis), then `Allreduce` (output replicated on that type) or
   `ReduceScatter` (output sharded on another axis) completes it; a linear's bias is added
   after the reduction, once;
+- the partial products of a matmul rfactor'ed by hand (engine.ir.rfactor: [M, N, iS{d},
+  rS{K/d}] with iS{d} on the devices) read the operands' K blocks where they are: block j
+  is index j of the part axis (no communication); their sum is a reduction over a sharded
+  axis, as above;
 - an input on other devices than the output -> `Broadcast` (one device to several) or
   `SendRecv` (one to one) of the replicated tensor.
 """
@@ -24,12 +28,19 @@ from dataclasses import dataclass
 from engine.ir import exprs as ex
 from engine.ir.base import Expr
 from engine.ir.fusion import Fusion
-from engine.ir.iterdomain import ParallelType
+from engine.ir.iterdomain import IterDomain, ParallelType, Split
 from engine.ir.tensorview import TensorView
 from engine.multidevice.axis_map import device_map, whole_axis
 from engine.multidevice.mesh import DeviceMesh
 from engine.multidevice.propagate import mark_partial, reference_inputs, shard_like
-from engine.multidevice.sharding import AxisSharding, MultiDeviceError, mesh_of, sharding_of, shardings
+from engine.multidevice.sharding import (
+    AxisSharding,
+    MultiDeviceError,
+    check_partial_k,
+    mesh_of,
+    sharding_of,
+    shardings,
+)
 from engine.ops.arith import add as _add
 from engine.ops.arith import cast as _cast
 from engine.ops.matmul import linear as _linear
@@ -125,6 +136,8 @@ class _Decomposer:
         o_mesh = mesh_of(out)
         if o_mesh is None:
             return
+        if isinstance(expr, (ex.RFactorMatmulOp, ex.RFactorLinearOp)):
+            check_partial_k(out)
         # Reduction axes of `out` that a sharded input reduces: partial over that type.
         partial: dict[ParallelType, AxisSharding] = {}
         for p in list(dict.fromkeys(_tvs(expr.inputs))):
@@ -136,8 +149,7 @@ class _Decomposer:
                 if to is not None and to.is_reduction:
                     partial.setdefault(s.pt, AxisSharding(s.pt, to, s.split))
                     continue
-                o_s = sharding_of(out, s.pt)
-                if to is not None and o_s is not None and o_s.logical is to and o_s.split == s.split:
+                if to is not None and _same_part(s, to, sharding_of(out, s.pt), o_mesh):
                     continue
                 p = self._gather(expr, p, s)
         # Inputs whole on an axis `out` holds sharded, or on a reduced axis others hold
@@ -150,6 +162,9 @@ class _Decomposer:
                     continue
                 src = back.get(o_s.logical)
                 if src is not None and whole_axis(src):
+                    if not o_s.split and _outer_part(o_s.logical, o_mesh.extent(o_s.pt)):
+                        # One index of the outer part of a split of the input's axis: a block of it.
+                        o_s = AxisSharding(o_s.pt, o_s.logical, True)
                     p = self._slice(expr, p, o_s, src)
         if partial:
             self._decompose_partial(expr, out, list(partial))
@@ -215,6 +230,25 @@ class _Decomposer:
         self.fusion.remove_expr(expr)
         for e in later:
             self.handle(e)
+
+
+def _same_part(s: AxisSharding, to: IterDomain, o_s: AxisSharding | None, mesh: DeviceMesh) -> bool:
+    """Whether the output's sharding `o_s` holds on each device the part of `to` that the
+    input's sharding `s` holds of the axis mapped to it: the same layout, or the input's
+    axis cut in blocks by the devices and `to` the outer part of a split of it with one
+    index per device, parallelized directly (the K of an rfactor'ed matmul,
+    [iS{d}, rS{K/d}] of [rK], with iS{d} on the devices: device j holds block j)."""
+    if o_s is None or o_s.logical is not to:
+        return False
+    if o_s.split == s.split:
+        return True
+    return s.split and _outer_part(to, mesh.extent(s.pt))
+
+
+def _outer_part(i: IterDomain, d: int) -> bool:
+    """Whether `i` is the outer part, `d` long, of a split (made from its tensor's root)."""
+    t = i.definition
+    return isinstance(t, Split) and t.outer is i and i.extent.is_const and int(i.extent.value) == d
 
 
 def _sharded(tv: TensorView) -> bool:

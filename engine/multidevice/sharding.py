@@ -83,6 +83,26 @@ def shardings(tv: TensorView) -> list[AxisSharding]:
     return out
 
 
+def check_partial_k(tv: TensorView) -> None:
+    """The partial products of an rfactor'ed matmul or linear (engine.ir.rfactor) are cut
+    over devices only on the outer part of the split of K, so that each device sums blocks
+    of K: one index of it per device ([rK] -> [iS{d}, rS{K/d}] with iS{d} on the devices:
+    device j sums block j), or an outer split of it by the devices."""
+    mesh = mesh_of(tv)
+    dom = tv.domain
+    for s in shardings(tv):
+        if s.logical in dom.root:
+            continue
+        t = s.logical.definition
+        d = mesh.extent(s.pt)
+        e = s.logical.extent
+        if (not isinstance(t, Split) or t.outer is not s.logical or t.in_id not in dom.root
+                or not s.split and (not e.is_const or int(e.value) != d)):
+            raise MultiDeviceError(f"{tv.short_name}: {s.logical} is parallelized on {s.pt}, but of the parts of "
+                                   f"K only the outer one can be cut over devices, one index per device ({d}) "
+                                   "or split by them")
+
+
 def sharding_of(tv: TensorView, pt: ParallelType, *, reduction: bool = False) -> AxisSharding | None:
     for s in shardings(tv):
         if s.pt == pt and s.reduction == reduction:

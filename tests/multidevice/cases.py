@@ -412,6 +412,90 @@ def row_parallel_matmul(backend: str) -> None:
     _close(out, ar @ br, rtol=1e-5, atol=1e-4)
 
 
+def row_parallel_matmul_manual_rfactor(backend: str) -> None:
+    """nvFuser's test_row_parallel_matmul: K sharded on both operands, and the output's K
+    split by the devices and rfactored by hand. The partial matmul holds this device's
+    part of K (its axis of d on mesh_x), the sum over that axis is one Allreduce."""
+    comm, d, dev = _setup(backend)
+    mesh = md.DeviceMesh(torch.arange(d))
+    e = 8
+    with FusionDefinition() as fd:
+        a = fd.define_tensor([-1, d * e], contiguity=True)
+        b = fd.define_tensor([d * e, e], contiguity=True)
+        out_tv = fd.ops.matmul(a, b)
+        fd.add_output(out_tv)
+        for t in (a, b, out_tv):
+            t.set_device_mesh(mesh)
+        a.outer_split(-1, d)
+        a.axis(-2).parallelize(DIDX)
+        b.outer_split(0, d)
+        b.axis(0).parallelize(DIDX)
+        # [i{M}, i{N}, r{K}] -> [i{M}, i{N}, r{d}, r{K/d}]
+        out_tv.outer_split(-1, d)
+        # local_out [i{M}, i{N}, i{d}, r{K/d}]; out [i{M}, i{N}, r{d}]
+        local_out = out_tv.rfactor(axes=[-1])
+        local_out.set_device_mesh(mesh)
+        local_out.axis(-2).parallelize(DIDX)
+    ar, br = torch.randn(4, d * e), torch.randn(d * e, e)
+    (out,) = _run(fd, [_shard(ar, a, dev), _shard(br, b, dev)], backend)
+    assert _kinds(fd) == ["Allreduce"]
+    _close(out, ar @ br, rtol=1e-5, atol=1e-4)
+
+
+def row_parallel_linear_manual_rfactor(backend: str) -> None:
+    """A row-parallel linear rfactored by hand: partial products on each device, one
+    Allreduce, the bias added once after it."""
+    comm, d, dev = _setup(backend)
+    mesh = md.DeviceMesh(torch.arange(d))
+    e = 5
+    with FusionDefinition() as fd:
+        inp = fd.define_tensor([-1, -1, d * e])
+        w = fd.define_tensor([e, d * e])
+        b = fd.define_tensor([e])
+        out_tv = fd.ops.linear(inp, w, b)
+        fd.add_output(out_tv)
+        for t in (inp, w, b, out_tv):
+            t.set_device_mesh(mesh)
+        for t in (inp, w):
+            t.outer_split(-1, d)
+            t.axis(-2).parallelize(DIDX)
+        out_tv.outer_split(-1, d)
+        local_out = out_tv.rfactor(axes=[-1])
+        local_out.axis(-2).parallelize(DIDX)
+    x, wr, br = torch.randn(2, 3, d * e), torch.randn(e, d * e), torch.randn(e)
+    (out,) = _run(fd, [_shard(x, inp, dev), _shard(wr, w, dev), _shard(br, b, dev)], backend)
+    assert _kinds(fd) == ["Allreduce"]
+    _close(out, F.linear(x, wr, br), rtol=1.3e-6, atol=1e-4)
+
+
+def row_parallel_matmul_manual_rfactor_scatter(backend: str) -> None:
+    """The rfactored row-parallel matmul with its output's rows sharded too: the sum over
+    the devices' parts of K is one ReduceScatter."""
+    comm, d, dev = _setup(backend)
+    mesh = md.DeviceMesh(torch.arange(d))
+    e = 8
+    with FusionDefinition() as fd:
+        a = fd.define_tensor([-1, d * e], contiguity=True)
+        b = fd.define_tensor([d * e, e], contiguity=True)
+        out_tv = fd.ops.matmul(a, b)
+        fd.add_output(out_tv)
+        for t in (a, b, out_tv):
+            t.set_device_mesh(mesh)
+        a.outer_split(-1, d)
+        a.axis(-2).parallelize(DIDX)
+        b.outer_split(0, d)
+        b.axis(0).parallelize(DIDX)
+        out_tv.outer_split(-1, d)
+        local_out = out_tv.rfactor(axes=[-1])
+        local_out.axis(-2).parallelize(DIDX)
+        out_tv.outer_split(0, d)
+        out_tv.axis(0).parallelize(DIDX)
+    ar, br = torch.randn(3 * d, d * e), torch.randn(d * e, e)
+    (out,) = _run(fd, [_shard(ar, a, dev), _shard(br, b, dev)], backend)
+    assert _kinds(fd) == ["ReduceScatter"]
+    _close(out, md.shard_tensor(ar @ br, out_tv), rtol=1e-5, atol=1e-4)
+
+
 def pipeline_send_recv(backend: str) -> None:
     """Stage 0 on device 0, stage 1 on the last device: a SendRecv between them; then a
     Broadcast of stage 1's result to every device."""

@@ -13,7 +13,8 @@ REFERENCE = ["pointwise_logical_gather", "pointwise_sharded", "column_parallel_l
              "expand_to_sharded_axis", "sharded_expanded_input", "permuted_between_regions",
              "heads_from_sharded_reshape", "linear_backward_symbolic_tokens", "heads_merged_back",
              "tp_attention_block", "attention_device_axis", "sp_mlp_ring", "column_parallel_linear_ring",
-             "linear_logical_split", "sp_mlp_overlap_uneven_rows"]
+             "linear_logical_split", "sp_mlp_overlap_uneven_rows", "row_parallel_matmul_manual_rfactor",
+             "row_parallel_linear_manual_rfactor", "row_parallel_matmul_manual_rfactor_scatter"]
 
 
 @pytest.mark.parametrize("case", REFERENCE)
@@ -24,7 +25,8 @@ def test_two_ranks_reference(case: str) -> None:
 @pytest.mark.parametrize("case", ["tp_mlp", "sp_mlp", "sp_layer_norm", "expand_to_sharded_axis",
                                   "sharded_expanded_input", "permuted_between_regions", "heads_from_sharded_reshape",
                                   "linear_backward_symbolic_tokens", "heads_merged_back",
-             "tp_attention_block", "attention_device_axis", "sp_mlp_ring", "linear_logical_split"])
+             "tp_attention_block", "attention_device_axis", "sp_mlp_ring", "linear_logical_split",
+             "row_parallel_matmul_manual_rfactor", "row_parallel_linear_manual_rfactor"])
 def test_two_ranks_emulated_kernels(case: str) -> None:
     """The regions compiled to CUDA and run by the emulator on each rank."""
     spawn(case, world=2, backend="emulate")

@@ -316,3 +316,85 @@ def test_rfactor_of_the_partial_products_again_is_refused() -> None:
         local_out = out.rfactor(axes=[-1])
         with pytest.raises(ScheduleError, match="T3: rfactor of a partial linear"):
             local_out.rfactor(axes=[-1])
+
+
+@pytest.mark.parametrize("op, bias", [("matmul", False), ("linear", True)])
+def test_rfactored_row_parallel_matmul_is_one_allreduce(op: str, bias: bool) -> None:
+    fd, _ = _rfactored(op, bias=bias)
+    prog = md.program_of(fd)
+    assert [c.kind for c in prog.communications] == ["Allreduce"]
+    lines = [ln.strip() for ln in str(prog.host_ir(0)).splitlines()]
+    comm = next(ln for ln in lines if ln.startswith("Communication 0"))
+    # The sum over the devices' parts of K, partial on each device (rdeviceIdx.x), reduced.
+    assert "rdeviceIdx.x" in comm.split("output=")[0]
+    # Each device's partial product holds one part of K: [M, N, 1] locally.
+    region = prog.regions[0].fusion
+    assert "deviceIdx" not in str(region)
+    partial = region.exprs()[0].output
+    assert [str(i.extent.inline()) for i in partial.domain.logical[1:]] == ["3", "1", "4"]
+    assert str(partial.domain.root[-1].extent.inline()) == "4"
+
+
+@pytest.mark.parametrize("op, bias", [("matmul", False), ("linear", True)])
+def test_rfactored_row_parallel_matmul_with_rows_sharded_is_one_reduce_scatter(op: str, bias: bool) -> None:
+    fd, _ = _rfactored(op, bias=bias, rows_sharded=True)
+    assert [c.kind for c in md.program_of(fd).communications] == ["ReduceScatter"]
+
+
+def test_rfactored_partial_products_without_sharded_operands_cut_them_locally() -> None:
+    """Replicated operands, the partial product's part of K on the devices: each device cuts
+    its block of K from them (no communication), then one Allreduce."""
+    mesh = md.DeviceMesh(torch.arange(2))
+    with FusionDefinition() as fd:
+        a = fd.define_tensor([-1, 8])
+        b = fd.define_tensor([8, 3])
+        out = fd.ops.matmul(a, b)
+        fd.add_output(out)
+        for t in (a, b, out):
+            t.set_device_mesh(mesh)
+        out.outer_split(-1, 2)
+        out.rfactor(axes=[-1]).axis(-2).parallelize(DIDX)
+    assert [c.kind for c in md.program_of(fd).communications] == ["ShardByDevice", "ShardByDevice", "Allreduce"]
+
+
+def test_rfactored_parts_of_k_split_by_the_devices_are_one_allreduce() -> None:
+    """K in 4 parts over 2 devices (propagated from the operands: the part axis split by
+    the devices): each device sums its 2 parts locally, then one Allreduce."""
+    mesh = md.DeviceMesh(torch.arange(2))
+    with FusionDefinition() as fd:
+        a = fd.define_tensor([-1, 16])
+        b = fd.define_tensor([16, 3])
+        out = fd.ops.matmul(a, b)
+        fd.add_output(out)
+        for t in (a, b):
+            t.set_device_mesh(mesh)
+        a.outer_split(1, 2)
+        a.axis(1).parallelize(DIDX)
+        b.outer_split(0, 2)
+        b.axis(0).parallelize(DIDX)
+        out.outer_split(-1, 4)
+        out.rfactor(axes=[-1])
+    prog = md.program_of(fd)
+    assert [c.kind for c in prog.communications] == ["Allreduce"]
+    ar, br = torch.randn(4, 16), torch.randn(16, 3)
+    region = prog.regions[0].fusion
+    parts = [evaluate(region, [md.shard_tensor(ar, a, k), md.shard_tensor(br, b, k)])[0] for k in range(2)]
+    torch.testing.assert_close(parts[0] + parts[1], ar @ br, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("split, axis", [(lambda t: t.split(-1, 4), -2), (lambda t: t.outer_split(-1, 2), -1)])
+def test_rfactored_parts_of_k_cut_otherwise_are_refused_naming_the_tensor(split, axis: int) -> None:
+    """Only the outer part of K, one index per device, is cut over devices: not 4 parts on
+    2 devices without a split, nor the part each device sums."""
+    mesh = md.DeviceMesh(torch.arange(2))
+    with FusionDefinition() as fd:
+        a = fd.define_tensor([-1, 16])
+        b = fd.define_tensor([16, 3])
+        out = fd.ops.matmul(a, b)
+        fd.add_output(out)
+        for t in (a, b, out):
+            t.set_device_mesh(mesh)
+        split(out)
+        out.rfactor(axes=[-1]).axis(axis).parallelize(DIDX)
+    with pytest.raises(md.MultiDeviceError, match="T3: .* of the parts of K only the outer one can be cut"):
+        md.program_of(fd)
