@@ -92,6 +92,10 @@ class FusionDefinition:
         # repro's checking code after the run (engine.frontend.pyread). Empty for a fusion
         # built in Python.
         self.skipped_statements: list[SkippedStatement] = []
+        # Producers made by a tensor's own rfactor method in the definition (not inside a
+        # recorded call, which makes them again when a saved file is read): a saved file
+        # spells each (engine.frontend.pywrite).
+        self.method_rfactors: list[TensorView] = []
         self._token: contextvars.Token | None = None
         self._open_token: contextvars.Token | None = None
         self._reentered = 0
@@ -144,6 +148,11 @@ class FusionDefinition:
             )
             self._take_queued_aliases()
         return result
+
+    def note_rfactor(self, producer: TensorView) -> None:
+        """`producer` was just made by a tensor's rfactor method (TensorView.rfactor)."""
+        if self._depth == 0:
+            self.method_rfactors.append(producer)
 
     def _take_queued_aliases(self) -> None:
         """Outputs a composite op asked to write into inputs (batch_norm's running stats):

@@ -19,6 +19,7 @@ from engine.errors import FusionFileError
 from engine.frontend.definition import FrontendCall, FusionDefinition
 from engine.frontend.input_spec import COMPARISONS, SPEC_KINDS, TORCH_DTYPE_NAMES, InputSpec
 from engine.frontend.pyread import enum_namespaces
+from engine.ir.exprs import ReductionOp, RFactorLinearOp, RFactorMatmulOp, RFactorReductionOp
 from engine.ir.iterdomain import ParallelType, Split, transforms_between
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
@@ -87,22 +88,60 @@ class _Writer:
     def device_lines(self) -> bool:
         """Each tensor's device mesh, loop splits and parallel types as the calls that make
         them (`T0.set_device_mesh(mesh0)`, `T0.outer_split(0, 2)`,
-        `T0.axis(0).parallelize(ParallelType.mesh_x)`); whether there were any."""
+        `T0.axis(0).parallelize(ParallelType.mesh_x)`), and the rfactors made by the
+        tensor's own method in the definition (`T3 = T2.rfactor(axes=[3])`, after the
+        splits of the reduction axes it needs); whether there were any."""
         meshes: dict[Any, str] = {}
         lines: list[str] = []
-        for tv in self.fd.fusion.vals():
-            mesh = tv.__dict__.get("device_mesh") if isinstance(tv, TensorView) else None
-            name = self.names.get(id(tv))
-            if mesh is None or name is None:
-                continue
+        # Rfactors that a recorded call (fd.sched.rfactor, a scheduler) made are made again by it.
+        by_method = {id(p) for p in self.fd.method_rfactors}
+        written: set[int] = set()
+
+        def mesh_line(tv: TensorView, name: str) -> None:
+            mesh = tv.__dict__.get("device_mesh")
+            if mesh is None:
+                return
             if mesh not in meshes:
                 meshes[mesh] = f"mesh{len(meshes)}"
                 lines.append(f"{meshes[mesh]} = nvfuser.multidevice.DeviceMesh({mesh.python()})")
             lines.append(f"{name}.set_device_mesh({meshes[mesh]})")
+
+        def loop_lines(tv: TensorView, name: str) -> None:
             lines.extend(f"{name}.{call}" for call in loop_calls(tv))
             for k, i in enumerate(tv.domain.loop):
                 if i.parallel_type in _WRITTEN_PARALLEL:
                     lines.append(f"{name}.axis({k}).parallelize({self.arg(i.parallel_type)})")
+
+        for tv in self.fd.fusion.vals():
+            name = self.names.get(id(tv))
+            if not isinstance(tv, TensorView) or name is None or id(tv) in written:
+                continue
+            written.add(id(tv))
+            mesh = tv.__dict__.get("device_mesh")
+            producer = rfactor_producer(tv)
+            if producer is not None and id(producer) not in by_method:
+                producer = None
+            if producer is None:
+                if mesh is not None:
+                    mesh_line(tv, name)
+                    loop_lines(tv, name)
+                continue
+            # The rfactor copies the tensor's mesh to the producer: set before it when they share it.
+            p_mesh = producer.__dict__.get("device_mesh")
+            first = mesh is not None and p_mesh == mesh
+            if first:
+                mesh_line(tv, name)
+            lines.extend(f"{name}.{call}" for call in split_calls(tv, producer.domain.maybe_root, producer.domain.logical))
+            axes = [k for k, i in enumerate(producer.domain.logical) if i.is_reduction]
+            p_name = self.name_for(producer)
+            written.add(id(producer))
+            lines.append(f"{p_name} = {name}.rfactor(axes={axes})")
+            if p_mesh is not None and not first:
+                mesh_line(producer, p_name)
+            loop_lines(producer, p_name)
+            if mesh is not None and not first:
+                mesh_line(tv, name)
+            loop_lines(tv, name)
         self.lines.extend(lines)
         return bool(lines)
 
@@ -160,25 +199,41 @@ class _Writer:
         raise FusionFileError(f"cannot write argument {v!r} of type {type(v).__name__}")
 
 
+_RFACTORED = (RFactorReductionOp, RFactorMatmulOp, RFactorLinearOp)
 _WRITTEN_PARALLEL = (ParallelType.mesh_x, ParallelType.mesh_y, ParallelType.mesh_z, ParallelType.stream)
 
 
 def loop_calls(tv: TensorView) -> list[str]:
     """The splits (and a final reorder) that make `tv`'s loop domain from its logical one."""
-    cur = list(tv.domain.logical)
+    return split_calls(tv, tv.domain.logical, tv.domain.loop)
+
+
+def split_calls(tv: TensorView, start: Sequence[Any], end: Sequence[Any]) -> list[str]:
+    """The splits (and a final reorder) that make the ids `end` from `start` (tv's)."""
+    cur = list(start)
     calls: list[str] = []
-    for t in transforms_between(tv.domain.logical, tv.domain.loop):
+    for t in transforms_between(list(start), list(end)):
         if not isinstance(t, Split):
             raise FusionFileError(f"cannot write {tv.short_name}'s loop domain: only splits of a tensor with a "
-                                  f"device mesh are written, not {t.kind}")
+                                  f"device mesh or an rfactor are written, not {t.kind}")
         pos = cur.index(t.in_id)
         f = t.factor.inline()
         calls.append(f"{'inner' if t.inner_split else 'outer'}_split({pos}, {f})")
         cur[pos:pos + 1] = [t.outer, t.inner]
-    loop = tv.domain.loop
+    loop = list(end)
     if cur != loop:
         calls.append(f"reorder({ {k: loop.index(i) for k, i in enumerate(cur) if loop.index(i) != k} })")
     return calls
+
+
+def rfactor_producer(tv: TensorView) -> TensorView | None:
+    """The partial result `tv` sums when an rfactor made it (engine.ir.rfactor): the input
+    of its reduction, itself an rfactor'ed reduction, matmul or linear."""
+    e = tv.definition
+    if type(e) is not ReductionOp:
+        return None
+    p = e.input
+    return p if isinstance(p, TensorView) and isinstance(p.definition, _RFACTORED) else None
 
 
 def _tuple_src(t: Sequence[int]) -> str:

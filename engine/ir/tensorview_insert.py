@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from engine.errors import ScheduleError
-from engine.ir.base import Expr
+from engine.ir.base import Expr, open_definition
 from engine.ir.exprs import CatOp, LoadStoreOp
 from engine.ir.iterdomain import IterDomain
 from engine.ir.rfactor import rfactor
@@ -169,9 +169,16 @@ class TensorInsertMixin:
         again. At least one reduction loop axis must stay out of `axes`.
 
         A matmul or linear (its K split first) is rfactored into the partial products over
-        the rfactored part of K and their sum (engine.ir.rfactor).
+        the rfactored part of K and their sum (engine.ir.rfactor). The open FusionDefinition
+        that owns this tensor is told of the new producer (`note_rfactor`), so that a saved
+        file spells the call (`T3 = T2.rfactor(axes=[3])`) when no recorded call made it.
         """
-        return rfactor(self, axes)
+        producer = rfactor(self, axes)
+        fd = open_definition.get()
+        note = getattr(fd, "note_rfactor", None)
+        if note is not None and fd.fusion is self.fusion:
+            note(producer)
+        return producer
 
 
 def _copy_id(i: IterDomain) -> IterDomain:

@@ -51,3 +51,84 @@ def test_mesh_of_a_meshes_reshape_and_list() -> None:
 def test_bad_multidevice_calls_name_the_line(body: str, message: str) -> None:
     with pytest.raises(FusionFileError, match=message):
         loads_fusion(_file(body))
+
+
+# nvFuser's test_row_parallel_matmul (tests/python/multidevice/test_matmul.py), its body as written.
+ROW_PARALLEL_RFACTOR = """\
+import torch
+import nvfuser_direct as nvfuser
+from nvfuser_direct import FusionDefinition, DataType
+
+d, e = 2, 8
+with FusionDefinition() as fd:
+    inp_tv = fd.define_tensor([-1, d * e], contiguity=True, dtype=DataType.Half)
+    weight_tv = fd.define_tensor([d * e, e], contiguity=True, dtype=DataType.Half)
+    out = fd.ops.matmul(inp_tv, weight_tv)
+    fd.add_output(out)
+
+    mesh = nvfuser.multidevice.DeviceMesh(torch.arange(d))
+    for t in [inp_tv, weight_tv, out]:
+        t.set_device_mesh(mesh)
+
+    inp_tv.outer_split(-1, d)
+    inp_tv.axis(-2).parallelize(nvfuser.ParallelType.mesh_x)
+    weight_tv.outer_split(0, d)
+    weight_tv.axis(0).parallelize(nvfuser.ParallelType.mesh_x)
+
+    # [i{M}, i{N}, r{K}]
+    out.outer_split(-1, d)
+    # [i{M}, i{N}, r{d}, r{K//d}]
+    local_out = out.rfactor(axes=[-1])
+    # local_out = [i{M}, i{N}, i{d}, r{K//d}]
+    # out = [i{M}, i{N}, r{d}]
+    local_out.set_device_mesh(mesh)
+    local_out.axis(-2).parallelize(nvfuser.ParallelType.mesh_x)
+"""
+
+
+def test_manual_rfactor_spelling_loads_and_is_written_back_the_same() -> None:
+    fd = loads_fusion(ROW_PARALLEL_RFACTOR)
+    partial, total = (e.output for e in fd.fusion.exprs())
+    assert describe(partial) == "mesh_x on axis 2 of DeviceMesh{0 1}"
+    assert [c.kind for c in md.program_of(fd).communications] == ["Allreduce"]
+    text = dumps_fusion(fd)
+    assert ("    T2.set_device_mesh(mesh0)\n    T2.outer_split(2, 2)\n    T3 = T2.rfactor(axes=[3])\n"
+            "    T3.axis(2).parallelize(ParallelType.mesh_x)\n") in text
+    again = loads_fusion(text)
+    assert dumps_fusion(again) == text
+    assert str(again.fusion) == str(fd.fusion)
+
+
+def test_manual_rfactor_of_a_linear_with_bias_round_trips() -> None:
+    body = ROW_PARALLEL_RFACTOR.replace(
+        "weight_tv = fd.define_tensor([d * e, e], contiguity=True, dtype=DataType.Half)\n"
+        "    out = fd.ops.matmul(inp_tv, weight_tv)",
+        "weight_tv = fd.define_tensor([e, d * e], contiguity=True, dtype=DataType.Half)\n"
+        "    bias_tv = fd.define_tensor([e], contiguity=True, dtype=DataType.Half)\n"
+        "    out = fd.ops.linear(inp_tv, weight_tv, bias_tv)").replace(
+        "weight_tv.outer_split(0, d)\n    weight_tv.axis(0)", "weight_tv.outer_split(1, d)\n    weight_tv.axis(1)")
+    fd = loads_fusion(body)
+    assert [c.kind for c in md.program_of(fd).communications] == ["Allreduce"]
+    text = dumps_fusion(fd)
+    again = loads_fusion(text)
+    assert dumps_fusion(again) == text and str(again.fusion) == str(fd.fusion)
+
+
+def test_manual_rfactor_without_a_mesh_round_trips() -> None:
+    fd = loads_fusion(_file("y = fd.ops.matmul(x, fd.define_tensor([4, 3]))\nfd.add_output(y)\n"
+                            "y.outer_split(-1, 2)\nlocal_y = y.rfactor([-1])"))
+    text = dumps_fusion(fd)
+    assert "    T3.outer_split(2, 2)\n    T4 = T3.rfactor(axes=[3])\n" in text
+    assert dumps_fusion(loads_fusion(text)) == text
+
+
+@pytest.mark.parametrize("body, message", [
+    ("x.rfactor(axes=[0])", r":7: .*T0: rfactor needs a tensor defined by a reduction"),
+    ("y = fd.ops.sum(x, dims=[1])\ny.rfactor(axes=[-1])", r":8: .*T2: rfactor must leave at least one reduction"),
+    ("y = fd.ops.matmul(x, x)\ny.rfactor(axes=[-1])", r":8: .*needs its reduction axis .* split first"),
+    ("x.rfactor(axes=1)", r":7: .*axes must be a list of integers"),
+    ("x.rfactor()", r":7: .*takes the axes: rfactor\(axes=\[...\]\)"),
+])
+def test_bad_rfactor_calls_name_the_line(body: str, message: str) -> None:
+    with pytest.raises(FusionFileError, match=message):
+        loads_fusion(_file(body))

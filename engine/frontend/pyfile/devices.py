@@ -4,6 +4,7 @@
     tv.set_device_mesh(mesh)
     tv.outer_split(0, d)                                        # inner_split, split(.., inner_split=)
     tv.axis(0).parallelize(nvfuser.ParallelType.mesh_x)
+    local = tv.rfactor(axes=[-1])                               # after a split of a reduction axis
 
 Read, not run: the mesh's devices come from `torch.arange(n)` (optionally `.reshape(...)`),
 `torch.tensor([...])` or a list of integers, with the numbers the body can evaluate.
@@ -21,9 +22,12 @@ from engine.frontend.pyfile.syntax import excerpt
 from engine.ir.device_mesh import DeviceMesh
 from engine.ir.iterdomain import IterDomain, ParallelType
 
-# TensorView methods of the multidevice API: name -> (fewest, most) positional arguments.
+# TensorView methods of the multidevice API (and rfactor, which nvFuser's row-parallel matmul
+# spells among them): name -> (fewest, most) positional arguments.
 DEVICE_TENSOR_METHODS = {"set_device_mesh": (1, 1), "outer_split": (2, 2), "inner_split": (2, 2),
-                         "split": (2, 3), "axis": (1, 1)}
+                         "split": (2, 3), "axis": (1, 1), "rfactor": (0, 1)}
+# Their keyword arguments.
+_KEYWORDS = {"split": ("inner_split",), "rfactor": ("axes",)}
 
 
 class DeviceCalls:
@@ -81,7 +85,7 @@ class DeviceCalls:
         tv = self.loader.tensor_of(func.value, self.env, self.fd_names, self.attrs)
         args, kwargs = self.arguments(node)
         fewest, most = DEVICE_TENSOR_METHODS[name]
-        allowed = {"split": ("inner_split",)}.get(name, ())
+        allowed = _KEYWORDS.get(name, ())
         if not fewest <= len(args) <= most or any(k not in allowed for k in kwargs):
             raise self.error(node, f"{excerpt(func)}() takes {fewest}-{most} arguments"
                                    + (f" and {allowed[0]}=" if allowed else ""))
@@ -92,12 +96,24 @@ class DeviceCalls:
                 return tv.set_device_mesh(args[0])
             if name == "axis":
                 return tv.axis(args[0])
+            if name == "rfactor":
+                return tv.rfactor(self.rfactor_axes(node, args, kwargs))
             if name == "split":
                 inner = kwargs.get("inner_split", args[2] if len(args) > 2 else True)
                 return tv.split(args[0], args[1], inner_split=bool(inner))
             return getattr(tv, name)(*args)
         except (ScheduleError, FusionDefinitionError) as e:
             raise self.error(node, f"{excerpt(func)}(): {e}") from e
+
+    def rfactor_axes(self, node: ast.Call, args: list[Any], kwargs: dict[str, Any]) -> list[int]:
+        """`rfactor(axes=[-1])` or `rfactor([-1])`: a list of integers."""
+        if len(args) + len(kwargs) != 1:
+            raise self.error(node, f"{excerpt(node.func)}() takes the axes: rfactor(axes=[...])")
+        axes = args[0] if args else kwargs["axes"]
+        if not isinstance(axes, (list, tuple)) or not all(isinstance(a, int) and not isinstance(a, bool)
+                                                          for a in axes):
+            raise self.error(node, f"{excerpt(node.func)}(): axes must be a list of integers, got {axes!r}")
+        return list(axes)
 
     def parallelize(self, node: ast.Call) -> IterDomain:
         """`tv.axis(i).parallelize(ParallelType.X)` (the IterDomain evaluated first)."""
