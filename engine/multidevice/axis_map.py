@@ -78,7 +78,8 @@ def _split_in_consumer(producer: TensorView, consumer: TensorView) -> dict[IterD
     whole heads are contiguous blocks of columns). An inner input of a merge maps to
     nothing: its blocks are strided in the merged axis. The K an rfactor'ed matmul splits
     ([M, N, rK] -> [M, N, iS{d}, rS{K/d}]) maps to its outer part in the same way: a block
-    of K is one index of it."""
+    of K is one index of it, however the inner part is split further."""
+    partial_k = isinstance(consumer.definition, _RFACTORED)
     logical = set(consumer.domain.logical)
     transforms = transforms_between(consumer.domain.maybe_root, consumer.domain.logical)
     out: dict[IterDomain, IterDomain] = {}
@@ -87,7 +88,7 @@ def _split_in_consumer(producer: TensorView, consumer: TensorView) -> dict[IterD
         if len(uses) != 1:
             continue
         t = uses[0]
-        if isinstance(t, Split) and t.outputs[0] in logical and t.outputs[1] in logical:
+        if isinstance(t, Split) and t.outputs[0] in logical and (t.outputs[1] in logical or partial_k):
             out[p] = t.outputs[0]
         elif isinstance(t, Merge) and t.inputs[0] is r and t.outputs[0] in logical:
             out[p] = t.outputs[0]

@@ -173,6 +173,10 @@ class _Decomposer:
         """expr -> local partial expr, then Allreduce/ReduceScatter into a tensor that takes
         `out`'s place (and a linear's bias added after)."""
         bias = None
+        if isinstance(expr, (ex.RFactorMatmulOp, ex.RFactorLinearOp)):
+            raise MultiDeviceError(f"{out.short_name}: these partial products of an rfactor reduce the part of K "
+                                   f"sharded on {pts[0]}; keep that part (the outer one of the split of K, "
+                                   "rfactor(axes=[-1]) after outer_split(-1, d)) and reduce the others")
         if isinstance(expr, ex.LinearOp):
             a, w = expr.inputs[:2]
             bias = expr.inputs[2] if expr.has_bias else None

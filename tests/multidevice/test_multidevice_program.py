@@ -357,10 +357,8 @@ def test_rfactored_partial_products_without_sharded_operands_cut_them_locally() 
     assert [c.kind for c in md.program_of(fd).communications] == ["ShardByDevice", "ShardByDevice", "Allreduce"]
 
 
-def test_rfactored_parts_of_k_split_by_the_devices_are_one_allreduce() -> None:
-    """K in 4 parts over 2 devices (propagated from the operands: the part axis split by
-    the devices): each device sums its 2 parts locally, then one Allreduce."""
-    mesh = md.DeviceMesh(torch.arange(2))
+def _k_sharded_matmul(mesh: md.DeviceMesh, schedule) -> tuple[FusionDefinition, object, object]:
+    """[-1, 16] x [16, 3], K sharded in blocks on both operands; `schedule(out, mesh)` rfactors."""
     with FusionDefinition() as fd:
         a = fd.define_tensor([-1, 16])
         b = fd.define_tensor([16, 3])
@@ -372,8 +370,31 @@ def test_rfactored_parts_of_k_split_by_the_devices_are_one_allreduce() -> None:
         a.axis(1).parallelize(DIDX)
         b.outer_split(0, 2)
         b.axis(0).parallelize(DIDX)
-        out.outer_split(-1, 4)
-        out.rfactor(axes=[-1])
+        schedule(out, mesh)
+    return fd, a, b
+
+
+def _parts_in_4(out, mesh: md.DeviceMesh) -> None:
+    """K in 4 parts over 2 devices (propagated from the operands: the part axis split by
+    the devices): each device sums its 2 parts locally."""
+    out.outer_split(-1, 4)
+    out.rfactor(axes=[-1])
+
+
+def _blocks_split_again(out, mesh: md.DeviceMesh) -> None:
+    """K in 2 blocks, one per device (by hand), each in parts of 4 that the partial products
+    keep."""
+    out.outer_split(-1, 2)
+    out.split(-1, 4)
+    local_out = out.rfactor(axes=[-1])
+    local_out.set_device_mesh(mesh)
+    local_out.axis(-3).parallelize(DIDX)
+
+
+@pytest.mark.parametrize("schedule", [_parts_in_4, _blocks_split_again])
+def test_rfactored_parts_of_k_in_blocks_of_the_devices_are_one_allreduce(schedule) -> None:
+    mesh = md.DeviceMesh(torch.arange(2))
+    fd, a, b = _k_sharded_matmul(mesh, schedule)
     prog = md.program_of(fd)
     assert [c.kind for c in prog.communications] == ["Allreduce"]
     ar, br = torch.randn(4, 16), torch.randn(16, 3)
@@ -397,4 +418,16 @@ def test_rfactored_parts_of_k_cut_otherwise_are_refused_naming_the_tensor(split,
         split(out)
         out.rfactor(axes=[-1]).axis(axis).parallelize(DIDX)
     with pytest.raises(md.MultiDeviceError, match="T3: .* of the parts of K only the outer one can be cut"):
+        md.program_of(fd)
+
+
+def test_rfactored_partial_products_reducing_the_devices_part_are_refused() -> None:
+    """rfactor(axes=[-2]) of [r{d}, r{K/d}] reduces the part of K the operands hold on the
+    devices within the partial products: refused, naming them."""
+    def reduce_outer(out, mesh: md.DeviceMesh) -> None:
+        out.outer_split(-1, 2)
+        out.rfactor(axes=[-2])
+
+    fd, _, _ = _k_sharded_matmul(md.DeviceMesh(torch.arange(2)), reduce_outer)
+    with pytest.raises(md.MultiDeviceError, match="T3: these partial products of an rfactor reduce the part of K"):
         md.program_of(fd)
