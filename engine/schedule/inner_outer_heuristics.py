@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING
 from engine.analysis.persistent import is_fastest_dim_reduction, reduction_properties, reduction_tvs
 from engine.ir import exprs as ex
 from engine.ir.iterdomain import ParallelType
-from engine.ir.logical_map import consumers_of, pairwise_logical_map
+from engine.ir.logical_map import consumers_of
 from engine.ir.tensorview import TensorView
 from engine.schedule import inner_outer_multi_wave as mw_launch
 from engine.schedule.params import LaunchParams
 from engine.schedule.persistent_budget import buffer_bytes, kept_buffers, register_budget
+from engine.schedule.persistent_projection import has_row_axis
 from engine.schedule.reduction_heuristics import record, vectorize_factor
 from engine.schedule.reduction_params import ReductionParams
 from engine.schedule.tools import ceil_div, next_pow2
@@ -67,28 +68,6 @@ def inner_outer_sizes(fusion: Fusion, info: SchedulerRuntimeInfo) -> tuple[int, 
     return size, partial, project, kept_buffers(pb, project)
 
 
-def _has_row_axis(fusion: Fusion, ref: TensorView, tv: TensorView) -> bool:
-    """Whether `tv` has an axis that the logical maps of the fusion's ops pair with an
-    iteration (row) axis of the inner reduction `ref` (broadcasts do not pair)."""
-    rows = {i for i in ref.domain.logical if not i.is_reduction and not i.is_broadcast}
-    pairs = []
-    for e in fusion.exprs():
-        for c in e.outputs:
-            if not isinstance(c, TensorView):
-                continue
-            for p in {v for v in e.inputs if isinstance(v, TensorView)}:
-                pairs += [(a, b) for a, b in pairwise_logical_map(p, c).items()
-                          if not a.is_broadcast and not b.is_broadcast]
-    changed = True
-    while changed:
-        changed = False
-        for a, b in pairs:
-            if (a in rows) != (b in rows):
-                rows |= {a, b}
-                changed = True
-    return any(i in rows for i in tv.domain.logical)
-
-
 def inner_outer_heuristics(fusion: Fusion, info: SchedulerRuntimeInfo, trace: Trace | None,
                            multi_wave: bool = True) -> ReductionParams:
     """Rows of MULTI_WAVE_ABOVE to MULTI_WAVE_UP_TO elements take the multi-wave launch when it
@@ -105,7 +84,7 @@ def inner_outer_heuristics(fusion: Fusion, info: SchedulerRuntimeInfo, trace: Tr
     # into shared memory; a persistent input without one (a norm's [H] weight, about
     # nothing per row in `size`) is the same for every row: each thread keeps its part in
     # registers across the row loop.
-    row_inputs = [t for t in kept if t in fusion.inputs and _has_row_axis(fusion, ref, t)]
+    row_inputs = [t for t in kept if t in fusion.inputs and has_row_axis(fusion, ref, t)]
     if multi_wave and MULTI_WAVE_ABOVE < red_n <= MULTI_WAVE_UP_TO:
         mw = _multi_wave(fusion, info, red_n, it_n, v, size, partial, row_inputs, project, why, trace)
         if mw is not None:

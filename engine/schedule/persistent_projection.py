@@ -12,6 +12,7 @@ from engine.analysis.persistent import (
     PersistentBufferInfo,
     downstream_tvs,
     dtype_bytes,
+    is_fastest_dim_reduction,
     is_reduction_tv,
     pointwise_reach,
     sibling_tvs,
@@ -19,6 +20,7 @@ from engine.analysis.persistent import (
 )
 from engine.ir import exprs as ex
 from engine.ir.iterdomain import IterDomain
+from engine.ir.logical_map import pairwise_logical_map
 from engine.ir.tensorview import MemoryType, TensorDomain, TensorView
 
 if TYPE_CHECKING:
@@ -60,6 +62,49 @@ def _recompute(fusion: Fusion, t: TensorView, memo: dict[TensorView, TensorView]
     return out
 
 
+def row_ids(fusion: Fusion, ref: TensorView) -> set[IterDomain]:
+    """The ids of the fusion's tensors that the logical maps of its ops pair with an
+    iteration (row) axis of the inner reduction `ref` (broadcasts do not pair)."""
+    rows = {i for i in ref.domain.logical if not i.is_reduction and not i.is_broadcast}
+    pairs = []
+    for e in fusion.exprs():
+        for c in e.outputs:
+            if not isinstance(c, TensorView):
+                continue
+            for p in {v for v in e.inputs if isinstance(v, TensorView)}:
+                pairs += [(a, b) for a, b in pairwise_logical_map(p, c).items()
+                          if not a.is_broadcast and not b.is_broadcast]
+    changed = True
+    while changed:
+        changed = False
+        for a, b in pairs:
+            if (a in rows) != (b in rows):
+                rows |= {a, b}
+                changed = True
+    return rows
+
+
+def has_row_axis(fusion: Fusion, ref: TensorView, tv: TensorView) -> bool:
+    """Whether `tv` has an axis paired with a row axis of the inner reduction `ref`."""
+    rows = row_ids(fusion, ref)
+    return any(i in rows for i in tv.domain.logical)
+
+
+def _row_invariant(fusion: Fusion, buf: TensorView, pb: PersistentBufferInfo) -> list[TensorView]:
+    """The tensors `buf` is computed from that hold no row axis of an inner reduction it is
+    live across (a norm's weight cast to float): the same for every row, they are computed
+    once before the rows and held, so a recomputed copy of `buf` reads them rather than
+    copies of its own (each copy would hold the whole weight again in registers)."""
+    inner = next((r for r, live in pb.live_across.items() if buf in live and is_fastest_dim_reduction(r)),
+                 None)
+    if inner is None:
+        return []
+    rows = row_ids(fusion, inner)
+    # Broadcasts of them (to the rows) are recomputed: they hold nothing of their own.
+    return [t for t in upstream_tvs(buf) if t.definition is not None
+            and not any(i in rows or i.is_broadcast for i in t.domain.logical)]
+
+
 def project_to_inputs(fusion: Fusion, pb: PersistentBufferInfo, trace: Trace | None) -> list[TensorView]:
     """Make the uses of each projectable buffer that lead to its reduction's result read a
     copy recomputed from the inputs, so that only the inputs stay persistent (nvFuser's
@@ -73,12 +118,14 @@ def project_to_inputs(fusion: Fusion, pb: PersistentBufferInfo, trace: Trace | N
     reads them again. Then uses that read the results of the same reductions (`_stage`)
     share a copy, read in the same phase of the kernel; a copy shared across phases would
     itself live across the reduction between them. Otherwise one copy serves every use.
+    Copies read the row-invariant tensors they need (`_row_invariant`) rather than their own.
     """
     made: list[TensorView] = []
     for buf, _ins in pb.projectable.items():
         uses: list = []
         rows = [t for t in _ins if t in fusion.inputs]
         narrower = max(dtype_bytes(t) for t in rows) < dtype_bytes(buf)
+        invariant = _row_invariant(fusion, buf, pb)
         for red, live in pb.live_across.items():
             if buf not in live:
                 continue
@@ -99,7 +146,7 @@ def project_to_inputs(fusion: Fusion, pb: PersistentBufferInfo, trace: Trace | N
             stage = _stage(e) if narrower else frozenset()
             copy = copies.get(stage)
             if copy is None:
-                copy = copies[stage] = _recompute(fusion, buf, {}, _ins)
+                copy = copies[stage] = _recompute(fusion, buf, {}, [*_ins, *invariant])
                 made.append(copy)
             fusion.replace_input_of(e, buf, copy)
             if trace is not None:

@@ -102,3 +102,34 @@ def test_the_fused_cross_entropy_matches_the_reference() -> None:
     assert [s.scheduler for s in cf.segments] == ["inner_persistent"]
     for o, r in zip(cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs), strict=True):
         torch.testing.assert_close(o.double(), r.double(), rtol=1e-2, atol=1e-5)
+
+
+LAYER_NORM_BWD = Path(__file__).resolve().parents[1] / "realworld" / "scripts" / "layer_norm_bwd.py"
+
+
+@needs_gxx
+def test_copies_recomputed_from_the_inputs_share_the_weight_cast_to_float() -> None:
+    # Layer-norm backward at [4096, 6144] bf16 (one combined inner-outer kernel): the
+    # buffers recomputed from the inputs after each inner sum need dy * w. The weight cast to
+    # float holds no row axis: it is computed once before the rows and every copy reads it,
+    # instead of each copy holding its own float copy of the weight (24 more registers each).
+    fd = loads_fusion(LAYER_NORM_BWD.read_text())
+    m, n = 4096, 6144
+    xs = [torch.randn(m, n, dtype=torch.bfloat16), torch.randn(m, n, dtype=torch.bfloat16),
+          torch.randn(m), torch.randn(m, 1), torch.randn(n, dtype=torch.bfloat16)]
+    cf = compile_fusion(fd, xs, Options(device_model="H200"))
+    (seg,) = cf.segments
+    assert seg.scheduler == "inner_outer_persistent"
+    # the weight and its copies into registers (cacheAfter), then the casts of those to float
+    weight = {next(t for t in seg.fusion.inputs if str(t).startswith("T4_"))}
+    for e in seg.fusion.exprs():
+        if type(e).__name__ == "LoadStoreOp" and e.inputs[0] in weight:
+            weight.add(e.outputs[0])
+    casts = [e for e in seg.fusion.exprs()
+             if getattr(e, "op", None) == "cast" and any(v in weight for v in e.inputs)]
+    assert len(casts) == 1, [str(e) for e in casts]
+    # the same values as the reference, on the emulator at a small size
+    small = [(x[:64, :384] if x.dim() == 2 else x[:64] if x is xs[2] else x[:384]).contiguous() for x in xs]
+    outs = compile_fusion(fd, small).run(small, backend="emulate")
+    for o, r in zip(outs, evaluate(fd.fusion, small)):
+        torch.testing.assert_close(o.float(), r.float(), rtol=2e-2, atol=2e-2)
