@@ -27,6 +27,7 @@ verify_fusion(fusion) checks every tensor of a fusion.
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -149,8 +150,14 @@ def _loop_only_error(tv: TensorView) -> str | None:
     return None
 
 
-# Largest legal inline positions by tensor while only_positions_change holds, else None.
-_legal: dict[TensorView, int] | None = None
+class _State(threading.local):
+    """Per thread (a compile in a worker thread inlines its own fusion): the largest legal
+    inline positions by tensor while only_positions_change holds, else None."""
+
+    legal: dict[TensorView, int] | None = None
+
+
+_state = _State()
 
 
 @contextlib.contextmanager
@@ -158,14 +165,13 @@ def only_positions_change() -> Iterator[None]:
     """Inside, nothing but compute-at and produce positions changes (inlining). In a fusion
     without reductions a tensor's largest legal position depends on loop domains,
     parallel types and loop maps alone, so it is computed once: inlining asks for it, and
-    the verification after asks again."""
-    global _legal
-    outer = _legal
-    _legal = {} if outer is None else outer
+    the verification after asks again. Holds in the calling thread only."""
+    outer = _state.legal
+    _state.legal = {} if outer is None else outer
     try:
         yield
     finally:
-        _legal = outer
+        _state.legal = outer
 
 
 def max_inline_position(tv: TensorView) -> int:
@@ -174,7 +180,7 @@ def max_inline_position(tv: TensorView) -> int:
     A tensor without consumers (an output) is limited by its own axes only, as in
     nvFuser, where outputs print a ca_pos too.
     """
-    legal = _legal
+    legal = _state.legal
     if legal is None or _has_reduction(tv.fusion):
         return _max_inline_position(tv)
     pos = legal.get(tv)

@@ -1,15 +1,21 @@
 """Compiles in worker threads (the TUI compiles in workers): the caches a compile keeps while
 it judges and lowers a fusion are the thread's own, so two fusions compiled at once get the
-kernels each gets alone."""
+kernels each gets alone. Each context the compiler opens holds in the thread that opened it
+only."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+
+import pytest
 
 from benchmarks.fusions import benchmark_fusions
-from engine import DataType, FusionDefinition, fusion_cache
+from engine import DataType, FusionDefinition, ScheduleError, fusion_cache
 from engine.compile import compile_fusion
-from engine.ir import logical_map, loop_map
+from engine.ir import logical_map, loop_map, verify
 
 NAMES = ("rope_bwd", "layer_norm", "softmax", "rms_norm")
 
@@ -68,3 +74,47 @@ def test_a_freeze_holds_in_its_own_thread_only():
     go_on.set()
     t.join()
     assert seen == {"other": (False, False), "holder": (True, True)}
+
+
+@contextlib.contextmanager
+def _open_in_another_thread(context: Callable[[], AbstractContextManager[object]]) -> Iterator[list[BaseException]]:
+    """context() entered in a new thread and held open while the body runs in this one; what
+    the other thread raised (entering, holding or leaving it) is in the list yielded."""
+    entered, leave = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    def holder() -> None:
+        try:
+            with context():
+                entered.set()
+                leave.wait(10)
+        except BaseException as e:  # reported by the caller
+            errors.append(e)
+        finally:
+            entered.set()
+
+    t = threading.Thread(target=holder)
+    t.start()
+    entered.wait(10)
+    try:
+        yield errors
+    finally:
+        leave.set()
+        t.join()
+
+
+def test_legal_positions_kept_in_one_thread_are_not_used_by_another():
+    # While one thread inlines (only_positions_change keeps each tensor's largest legal
+    # position), another splits a consumer, which lowers the position, and is told so.
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        t1 = fd.ops.exp(t0)
+        fd.add_output(fd.ops.neg(t1))
+    (t2,) = fd.fusion.outputs
+    with _open_in_another_thread(verify.only_positions_change) as errors:
+        assert verify.max_inline_position(t1) == 2
+        fd.sched.split(t2, 1, 4)
+        assert verify.max_inline_position(t1) == 1
+        with pytest.raises(ScheduleError, match="largest legal position is 1"):
+            t1.inline_at(2)
+    assert not errors
