@@ -9,6 +9,7 @@ the mutation or the verifier raises ScheduleError. `loop_edits_trusted` and
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -82,8 +83,19 @@ class _PositionSnapshot:
         self.tv.max_producer_pos = self.mpp
 
 
-# Tensors whose loop-domain edits wait for one verification (see loop_edits_trusted).
-_unverified: dict[TensorView, None] | None = None
+class _State(threading.local):
+    """Per thread (a compile in a worker thread schedules its own fusion), each None outside
+    its context:
+    - unverified: tensors whose loop-domain edits wait for one verification (see
+      loop_edits_trusted);
+    - deferred: tensors whose verification waits for the end of a trial (see
+      verification_deferred)."""
+
+    unverified: dict[TensorView, None] | None = None
+    deferred: dict[TensorView, None] | None = None
+
+
+_state = _State()
 
 
 @contextlib.contextmanager
@@ -94,23 +106,19 @@ def loop_edits_trusted() -> Iterator[None]:
     For the engine's own schedulers, which make hundreds of such edits per fusion and never
     recover from a refused one: a user's schedule keeps the per-edit check, whose rollback
     leaves the session usable after a refused edit. Other primitives (cache, rfactor,
-    compute_at) are verified as they happen even inside.
+    compute_at) are verified as they happen even inside. Holds in the calling thread only.
     """
-    global _unverified
-    if _unverified is not None:
+    if _state.unverified is not None:
         yield
         return
-    _unverified = {}
+    unverified: dict[TensorView, None] = {}
+    _state.unverified = unverified
     try:
         yield
-        touched = list(_unverified)
+        touched = list(unverified)
     finally:
-        _unverified = None
+        _state.unverified = None
     verify_around(touched)
-
-
-# Tensors whose verification waits for the end of a trial (see verification_deferred).
-_deferred: dict[TensorView, None] | None = None
 
 
 @contextlib.contextmanager
@@ -123,23 +131,24 @@ def verification_deferred() -> Iterator[None]:
     needs the error of a failed trial repeats it on a new copy with every step verified
     (reshape_schedule_reason). The schedules tried this way edit loop domains, parallel
     types and positions, which no later step undoes: the state that the verification at
-    the end sees is one that every step's verification would have passed through."""
-    global _deferred
-    if _deferred is not None:
+    the end sees is one that every step's verification would have passed through. Holds
+    in the calling thread only."""
+    if _state.deferred is not None:
         yield
         return
-    _deferred = {}
+    deferred: dict[TensorView, None] = {}
+    _state.deferred = deferred
     try:
         yield
-        pending = list(_deferred)
+        pending = list(deferred)
     finally:
-        _deferred = None
+        _state.deferred = None
     _verify_all(pending)
 
 
 def transactions_roll_back() -> bool:
     """Whether a refused transaction puts its tensors back (not inside verification_deferred)."""
-    return _deferred is None
+    return _state.deferred is None
 
 
 @contextlib.contextmanager
@@ -151,17 +160,19 @@ def transaction(tvs: Sequence[TensorView], loop_edit: bool = False,
     legal positions are computed once (see only_positions_change). `verified_inside`: the
     mutation ends with a transaction of its own over the same tensors, whose verification
     of the final state is this one's (verify is a pure check): only the rollback is kept."""
-    if _deferred is not None:
+    deferred = _state.deferred
+    if deferred is not None:
         with only_positions_change() if inlining else contextlib.nullcontext():
             yield
         for t in tvs:
-            _deferred[t] = None
-            _deferred.update(dict.fromkeys(producers_of(t)))
-            _deferred.update(dict.fromkeys(consumers_of(t)))
+            deferred[t] = None
+            deferred.update(dict.fromkeys(producers_of(t)))
+            deferred.update(dict.fromkeys(consumers_of(t)))
         return
-    if loop_edit and _unverified is not None:
+    unverified = _state.unverified
+    if loop_edit and unverified is not None:
         yield
-        _unverified.update(dict.fromkeys(tvs))
+        unverified.update(dict.fromkeys(tvs))
         return
     snaps: list[_Snapshot] | list[_PositionSnapshot]
     if inlining:
@@ -170,7 +181,7 @@ def transaction(tvs: Sequence[TensorView], loop_edit: bool = False,
         snaps, scope = [_Snapshot(t) for t in tvs], contextlib.nullcontext()
     # Inside loop_edits_trusted: the tensors whose edits still wait for the check at its
     # end, as they are now, to put back if this transaction is undone (see below).
-    waiting = dict(_unverified) if _unverified is not None else None
+    waiting = dict(unverified) if unverified is not None else None
     with scope:
         try:
             yield
@@ -182,19 +193,21 @@ def transaction(tvs: Sequence[TensorView], loop_edit: bool = False,
                 check.update(dict.fromkeys(producers_of(t)))
                 check.update(dict.fromkeys(consumers_of(t)))
             _verify_all(check)
-            if _unverified is not None:
+            unverified = _state.unverified
+            if unverified is not None:
                 # Verified as they are now, loop edits included: the check at the end of
                 # loop_edits_trusted would repeat it unless an edit comes after (which
                 # lists the tensor again). Most schedules end with inline_most, whose
                 # transaction verifies every tensor.
                 for t in check:
-                    _unverified.pop(t, None)
+                    unverified.pop(t, None)
         except ScheduleError:
             for s in reversed(snaps):
                 s.restore()
-            if waiting is not None and _unverified is not None:
+            unverified = _state.unverified
+            if waiting is not None and unverified is not None:
                 # Undone: what a nested transaction verified is no longer the state.
-                _unverified.update(waiting)
+                unverified.update(waiting)
             raise
 
 

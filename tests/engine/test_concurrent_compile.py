@@ -15,7 +15,7 @@ import pytest
 from benchmarks.fusions import benchmark_fusions
 from engine import DataType, FusionDefinition, ScheduleError, fusion_cache
 from engine.compile import compile_fusion
-from engine.ir import logical_map, loop_map, verify
+from engine.ir import logical_map, loop_map, transactions, verify
 
 NAMES = ("rope_bwd", "layer_norm", "softmax", "rms_norm")
 
@@ -117,4 +117,34 @@ def test_legal_positions_kept_in_one_thread_are_not_used_by_another():
         assert verify.max_inline_position(t1) == 1
         with pytest.raises(ScheduleError, match="largest legal position is 1"):
             t1.inline_at(2)
+    assert not errors
+
+
+def _loop(tv) -> list[str]:
+    return [str(i) for i in tv.domain.loop]
+
+
+def _sum_over_split_broadcast():
+    # Merging T1's second loop axis (bS{2}, a piece of the split broadcast) with the reduction
+    # axis is refused by the verifier, not by merge's own checks (see
+    # test_merge_of_reduction_and_split_broadcast_piece_is_refused).
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[1, -1], contiguity=[None, True])
+        t1 = fd.ops.sum(t0, dims=[1])
+        fd.add_output(t1)
+    fd.sched.split(t1, 0, 2)
+    return fd, t1
+
+
+@pytest.mark.parametrize("context", [transactions.verification_deferred, transactions.loop_edits_trusted])
+def test_verification_put_off_in_one_thread_is_not_put_off_in_another(context):
+    # One thread defers or batches its verification; another's refused edit is refused at once
+    # and rolled back, and the first thread's check at the end never sees it.
+    fd, t1 = _sum_over_split_broadcast()
+    before = _loop(t1)
+    with _open_in_another_thread(context) as errors:
+        assert transactions.transactions_roll_back()
+        with pytest.raises(ScheduleError, match="mixes a reduction axis with a broadcast axis"):
+            fd.sched.merge(t1, 1)
+        assert _loop(t1) == before
     assert not errors
