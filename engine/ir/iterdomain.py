@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import threading
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
@@ -370,8 +371,14 @@ def _known(s: Scalar) -> int | None:
         return None
 
 
-# transforms_between's answers by (start, end) while transforms_kept holds, else None.
-_kept: dict[tuple[tuple[IterDomain, ...], tuple[IterDomain, ...]], list[IdTransform]] | None = None
+class _State(threading.local):
+    """Per thread (a compile in a worker thread keeps its own): transforms_between's answers
+    by (start, end) while transforms_kept holds, else None."""
+
+    kept: dict[tuple[tuple[IterDomain, ...], tuple[IterDomain, ...]], list[IdTransform]] | None = None
+
+
+_state = _State()
 
 
 @contextlib.contextmanager
@@ -379,14 +386,13 @@ def transforms_kept() -> Iterator[None]:
     """Answer transforms_between once per pair of id lists. A transform never changes once
     made (its outputs are new ids, defined by it for good), so the transforms between two
     lists of ids stay the same: verifying, snapshotting, mapping and indexing ask for the
-    same domains' histories over and over."""
-    global _kept
-    outer = _kept
-    _kept = {} if outer is None else outer
+    same domains' histories over and over. Holds in the calling thread only."""
+    outer = _state.kept
+    _state.kept = {} if outer is None else outer
     try:
         yield
     finally:
-        _kept = outer
+        _state.kept = outer
 
 
 def transforms_between(start: Iterable[IterDomain], end: Iterable[IterDomain]) -> list[IdTransform]:
@@ -395,7 +401,7 @@ def transforms_between(start: Iterable[IterDomain], end: Iterable[IterDomain]) -
     The walk goes backward from `end` and stops at `start`; ids that are neither
     reached from `start` nor in it end the walk too (the verifier reports those).
     """
-    kept = _kept
+    kept = _state.kept
     if kept is None:
         return _transforms_between(start, end)
     key = (tuple(start), tuple(end))

@@ -15,7 +15,7 @@ import pytest
 from benchmarks.fusions import benchmark_fusions
 from engine import DataType, FusionDefinition, ScheduleError, fusion_cache
 from engine.compile import compile_fusion
-from engine.ir import logical_map, loop_map, transactions, verify
+from engine.ir import iterdomain, logical_map, loop_map, transactions, verify
 
 NAMES = ("rope_bwd", "layer_norm", "softmax", "rms_norm")
 
@@ -148,3 +148,26 @@ def test_verification_put_off_in_one_thread_is_not_put_off_in_another(context):
             fd.sched.merge(t1, 1)
         assert _loop(t1) == before
     assert not errors
+
+
+def test_transforms_kept_in_one_thread_do_not_answer_another(monkeypatch):
+    # One thread keeps transforms_between's answers; another's questions are walked each
+    # time, and its answers are not kept for the first (walks counts the real walks).
+    walks = []
+    walk = iterdomain._transforms_between
+    monkeypatch.setattr(iterdomain, "_transforms_between", lambda start, end: walks.append(1) or walk(start, end))
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        fd.add_output(fd.ops.relu(t0))
+    (t1,) = fd.fusion.outputs
+    fd.sched.split(t1, 1, 4)
+    dom = t1.domain
+    walks.clear()
+    with _open_in_another_thread(iterdomain.transforms_kept) as errors:
+        found = [iterdomain.transforms_between(dom.logical, dom.loop) for _ in range(2)]
+    assert len(walks) == 2 and found[0] == found[1] and len(found[0]) == 1
+    assert not errors
+    with iterdomain.transforms_kept():  # in its own thread, the second answer is the kept one
+        for _ in range(2):
+            iterdomain.transforms_between(dom.logical, dom.loop)
+    assert len(walks) == 3
