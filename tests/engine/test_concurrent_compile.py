@@ -1,11 +1,13 @@
 """Compiles in worker threads (the TUI compiles in workers): the caches a compile keeps while
 it judges and lowers a fusion are the thread's own, so two fusions compiled at once get the
-kernels each gets alone. Each context the compiler opens holds in the thread that opened it
-only."""
+kernels each gets alone. Each context the compiler opens (frozen maps, kept legal positions
+and transforms, verification put off) holds in the thread that opened it only; the
+collector's hold, which is the process's, ends with the last thread's release."""
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -13,7 +15,7 @@ from contextlib import AbstractContextManager
 import pytest
 
 from benchmarks.fusions import benchmark_fusions
-from engine import DataType, FusionDefinition, ScheduleError, fusion_cache
+from engine import DataType, FusionDefinition, ScheduleError, fusion_cache, gc_pause
 from engine.compile import compile_fusion
 from engine.ir import iterdomain, logical_map, loop_map, transactions, verify
 
@@ -171,3 +173,55 @@ def test_transforms_kept_in_one_thread_do_not_answer_another(monkeypatch):
         for _ in range(2):
             iterdomain.transforms_between(dom.logical, dom.loop)
     assert len(walks) == 3
+
+
+def test_holds_from_two_threads_keep_the_collector_off_until_both_are_released(monkeypatch):
+    # Thread a stops in its first hold just after turning the collector off, before counting
+    # itself; thread b holds meanwhile. Unlocked, b would find no hold, take the collector as
+    # turned off by the caller and leave it off after both releases. Then a releases before b.
+    assert gc.isenabled()
+    a_disabled, a_go_on = threading.Event(), threading.Event()
+
+    class StopsInADisable:
+        isenabled, enable = staticmethod(gc.isenabled), staticmethod(gc.enable)
+
+        @staticmethod
+        def disable() -> None:
+            gc.disable()
+            if threading.current_thread().name == "holder-a":
+                a_disabled.set()
+                a_go_on.wait(10)
+
+    monkeypatch.setattr(gc_pause, "gc", StopsInADisable)
+    held = {n: threading.Event() for n in "ab"}
+    release, released = {n: threading.Event() for n in "ab"}, {n: threading.Event() for n in "ab"}
+
+    def holder(name: str) -> None:
+        gc_pause.hold()
+        held[name].set()
+        release[name].wait(10)
+        gc_pause.release()
+        released[name].set()
+
+    threads = {n: threading.Thread(target=holder, args=(n,), name=f"holder-{n}") for n in "ab"}
+    seen = []
+    try:
+        threads["a"].start()
+        a_disabled.wait(10)
+        threads["b"].start()
+        held["b"].wait(1)  # unlocked, b holds at once; locked, it waits for a's hold to end
+        a_go_on.set()
+        assert held["a"].wait(10) and held["b"].wait(10)
+        seen.append(gc.isenabled())
+        for n in "ab":
+            release[n].set()
+            released[n].wait(10)
+            seen.append(gc.isenabled())
+    finally:
+        a_go_on.set()
+        for n in "ab":
+            release[n].set()
+            if threads[n].ident is not None:  # started
+                threads[n].join()
+        gc.enable()
+    assert seen == [False, False, True]
