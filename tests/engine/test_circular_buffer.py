@@ -32,7 +32,9 @@ def max_errors(cf, xs: list, fd: FusionDefinition) -> list[float]:
 
 @pytest.fixture(scope="module")
 def compiled():
-    fd, xs = seed001_like(1000, 512)
+    # rows of 1024 floats: two a step hold a block of 128 threads (narrower rows take more
+    # rows a step and several blocks an SM, and then loop over fewer steps)
+    fd, xs = seed001_like(1000, 1024)
     return fd, xs, compile_fusion(fd, xs, Options(device_model="h100"))
 
 
@@ -67,7 +69,7 @@ def test_the_grid_reduction_waits_at_a_grid_barrier_on_a_cooperative_launch(comp
 
 
 def test_a_grid_larger_than_the_sms_keeps_independent_blocks():
-    fd, xs = seed001_like(1000, 512)
+    fd, xs = seed001_like(1000, 1024)  # one block an SM
     cf = compile_fusion(fd, xs, Options(device_model="h100", heuristic_overrides={"lparams.gdimy": 200}))
     seg = cf.segments[0]
     body = seg.cuda_source[seg.cuda_source.index('extern "C" __global__'):]
@@ -124,8 +126,8 @@ def test_the_launch_shared_memory_is_the_cached_stages_and_the_reduction_workspa
     use = seg.shared_memory
     assert use.total == seg.launch.shared_mem_bytes
     [t7] = use.buffers
-    # 2 stages of 2 rows of 512 floats, loaded by cp.async, then one float per thread and more
-    assert (t7.name, t7.source, t7.stages, t7.offset, t7.bytes) == ("T7", "T0", 2, 0, 2 * 2 * 512 * 4)
+    # 2 stages of 2 rows of 1024 floats, loaded by cp.async, then one float per thread and more
+    assert (t7.name, t7.source, t7.stages, t7.offset, t7.bytes) == ("T7", "T0", 2, 0, 2 * 2 * 1024 * 4)
     assert use.cp_async and use.staged_bytes == t7.bytes and use.other_bytes == 0 and use.padding == 0
     assert use.reduction_offset == t7.bytes and use.reduction_bytes >= 4 * seg.launch.threads
     body = kernel_body(seg)
@@ -143,3 +145,16 @@ def test_a_cache_in_one_stage_is_shared_memory_without_cp_async():
     assert (t7.source, t7.stages) == ("T0", 0) and not use.cp_async
     assert use.total == seg.launch.shared_mem_bytes == use.reduction_offset + use.reduction_bytes
     assert "fsCpAsync" not in kernel_body(seg) and "circular_buffer" not in seg.stages
+
+
+def test_narrow_rows_take_more_rows_a_step_and_several_blocks_an_sm():
+    # rows of 264 floats: 22 threads a row; two rows a step would be a block of 44 threads,
+    # one block an SM. Eight rows a step (176 threads) and two blocks an SM instead, all
+    # co-resident (the grid reduction waits at a grid barrier).
+    fd, xs = seed001_like(4000, 264)
+    cf = compile_fusion(fd, xs, Options(device_model="h100"))
+    seg = cf.segments[0]
+    assert seg.scheduler == "inner_outer_persistent"
+    assert (seg.launch.block, seg.params.rows_per_step, seg.params.blocks_per_sm) == ((22, 8, 1), 8, 2)
+    assert seg.launch.grid == (1, 2 * 132, 1) and seg.launch.cooperative
+    assert max(max_errors(cf, xs, fd)) < 1e-2
