@@ -412,6 +412,27 @@ def row_parallel_matmul(backend: str) -> None:
     _close(out, ar @ br, rtol=1e-5, atol=1e-4)
 
 
+def _k_sharded_matmul(fd: FusionDefinition, mesh: md.DeviceMesh, d: int, e: int) -> tuple:
+    """a [M, d*e] @ b [d*e, e] with K sharded on both operands, its output's K split by the
+    devices and rfactored by hand: (a, b, out, the partial matmul)."""
+    a = fd.define_tensor([-1, d * e], contiguity=True)
+    b = fd.define_tensor([d * e, e], contiguity=True)
+    out_tv = fd.ops.matmul(a, b)
+    fd.add_output(out_tv)
+    for t in (a, b, out_tv):
+        t.set_device_mesh(mesh)
+    a.outer_split(-1, d)
+    a.axis(-2).parallelize(DIDX)
+    b.outer_split(0, d)
+    b.axis(0).parallelize(DIDX)
+    # [i{M}, i{N}, r{K}] -> [i{M}, i{N}, r{d}, r{K/d}]
+    out_tv.outer_split(-1, d)
+    # local_out [i{M}, i{N}, i{d}, r{K/d}]; out [i{M}, i{N}, r{d}]
+    local_out = out_tv.rfactor(axes=[-1])
+    local_out.axis(-2).parallelize(DIDX)
+    return a, b, out_tv, local_out
+
+
 def row_parallel_matmul_manual_rfactor(backend: str) -> None:
     """nvFuser's test_row_parallel_matmul: K sharded on both operands, and the output's K
     split by the devices and rfactored by hand. The partial matmul holds this device's
@@ -420,22 +441,8 @@ def row_parallel_matmul_manual_rfactor(backend: str) -> None:
     mesh = md.DeviceMesh(torch.arange(d))
     e = 8
     with FusionDefinition() as fd:
-        a = fd.define_tensor([-1, d * e], contiguity=True)
-        b = fd.define_tensor([d * e, e], contiguity=True)
-        out_tv = fd.ops.matmul(a, b)
-        fd.add_output(out_tv)
-        for t in (a, b, out_tv):
-            t.set_device_mesh(mesh)
-        a.outer_split(-1, d)
-        a.axis(-2).parallelize(DIDX)
-        b.outer_split(0, d)
-        b.axis(0).parallelize(DIDX)
-        # [i{M}, i{N}, r{K}] -> [i{M}, i{N}, r{d}, r{K/d}]
-        out_tv.outer_split(-1, d)
-        # local_out [i{M}, i{N}, i{d}, r{K/d}]; out [i{M}, i{N}, r{d}]
-        local_out = out_tv.rfactor(axes=[-1])
+        a, b, _, local_out = _k_sharded_matmul(fd, mesh, d, e)
         local_out.set_device_mesh(mesh)
-        local_out.axis(-2).parallelize(DIDX)
     ar, br = torch.randn(4, d * e), torch.randn(d * e, e)
     (out,) = _run(fd, [_shard(ar, a, dev), _shard(br, b, dev)], backend)
     assert _kinds(fd) == ["Allreduce"]
@@ -475,19 +482,7 @@ def row_parallel_matmul_manual_rfactor_scatter(backend: str) -> None:
     mesh = md.DeviceMesh(torch.arange(d))
     e = 8
     with FusionDefinition() as fd:
-        a = fd.define_tensor([-1, d * e], contiguity=True)
-        b = fd.define_tensor([d * e, e], contiguity=True)
-        out_tv = fd.ops.matmul(a, b)
-        fd.add_output(out_tv)
-        for t in (a, b, out_tv):
-            t.set_device_mesh(mesh)
-        a.outer_split(-1, d)
-        a.axis(-2).parallelize(DIDX)
-        b.outer_split(0, d)
-        b.axis(0).parallelize(DIDX)
-        out_tv.outer_split(-1, d)
-        local_out = out_tv.rfactor(axes=[-1])
-        local_out.axis(-2).parallelize(DIDX)
+        a, b, out_tv, _ = _k_sharded_matmul(fd, mesh, d, e)
         out_tv.outer_split(0, d)
         out_tv.axis(0).parallelize(DIDX)
     ar, br = torch.randn(3 * d, d * e), torch.randn(d * e, e)
