@@ -75,6 +75,10 @@ def shardings(tv: TensorView) -> list[AxisSharding]:
                                        f"but {mesh} has {d} devices along it")
             out.append(AxisSharding(pt, t.in_id, True))
             continue
+        if isinstance(t, Split) and t.outer is i and t.in_id not in logical:
+            raise MultiDeviceError(f"{tv.short_name}: {i} parallelized on {pt} splits a part of a split axis "
+                                   "(one logical axis on two mesh axes, a nested sharding): only one mesh "
+                                   "axis per logical axis is supported")
         if isinstance(t, Split) and t.inner is i:
             raise MultiDeviceError(f"{tv.short_name}: {i} is the inner part of a split parallelized on {pt} "
                                    "(strided sharding) — only outer splits of a logical axis are supported")

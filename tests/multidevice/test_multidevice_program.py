@@ -96,6 +96,23 @@ def test_strided_sharding_is_refused_naming_the_tensor() -> None:
         md.program_of(fd)
 
 
+def test_nested_sharding_is_refused_naming_the_tensor() -> None:
+    # nvFuser's nested split (test_sharding): tokens split by tp on mesh_x, the inner part
+    # split again by cp on mesh_y. One mesh axis per logical axis is what the engine lays out.
+    mesh = md.DeviceMesh(torch.arange(4).reshape(2, 2))
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([-1, -1, 5])
+        fd.add_output(fd.ops.neg(x))
+        x.set_device_mesh(mesh)
+        x.outer_split(1, 2)
+        x.axis(1).parallelize(DIDX)
+        x.outer_split(2, 2)
+        x.axis(2).parallelize(ParallelType.mesh_y)
+    with pytest.raises(md.MultiDeviceError, match=r"T0: .* on deviceIdx\.y splits a part of a split axis "
+                                                  r"\(one logical axis on two mesh axes, a nested sharding\)"):
+        md.program_of(fd)
+
+
 def test_uneven_split_is_refused() -> None:
     fd = _tp_mlp(d=3)
     with pytest.raises(md.MultiDeviceError, match="does not split evenly over 3 devices"):
