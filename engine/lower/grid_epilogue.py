@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 
 from engine.lower import kir, kquery
-from engine.lower.kexpr import Var
+from engine.lower.kexpr import Expr, Var
 
 _THREAD_VARS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 _BLOCK_VARS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
@@ -49,7 +49,7 @@ class GridSync:
     blocks: tuple[bool, bool, bool]  # reduced grid dimensions
     threads: tuple[bool, bool, bool]  # reduced block dimensions
     template: str  # the call's template arguments
-    args: str  # the call's arguments, parenthesised
+    args: Expr  # the call's arguments, parenthesised
     work: str  # the work buffer pointer expression
 
 

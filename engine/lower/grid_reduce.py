@@ -14,7 +14,7 @@ from engine.ir.iterdomain import ParallelType
 from engine.ir.tensorview import TensorView
 from engine.lower import cexpr, kir
 from engine.lower.grid_epilogue import GridSync
-from engine.lower.kexpr import Access, Lit, Var, spell
+from engine.lower.kexpr import Access, Expr, Var, spell
 from engine.lower.loops import LoopNode
 from engine.lower.reductions import BLOCKS, Accumulator, bools
 
@@ -50,7 +50,7 @@ def _grid_instance(low: ExprLowering, loops: list[LoopNode], level: int) -> tupl
 
 
 def grid_reduction(low: ExprLowering, out: TensorView, acc: Accumulator, threads: list[bool],
-                   blocks: list[bool], combine: str, init: str, loops: list[LoopNode]) -> list[kir.Stmt]:
+                   blocks: list[bool], combine: Expr, init: Expr, loops: list[LoopNode]) -> list[kir.Stmt]:
     n_blocks, per = _grid_sizes(low)
     work, sync = f"{out.short_name}_work", f"{out.short_name}_sync"
     n_threads = per // n_blocks
@@ -75,12 +75,14 @@ def grid_reduction(low: ExprLowering, out: TensorView, acc: Accumulator, threads
         low.reserve_reduction_smem(max(8, (acc.size + (1 if sync_grid else 0)) * width))
         template = f"{bools(blocks)}, {bools(threads)}"
         work_ptr = f"{work}.data + ({cexpr.text(instance)}) * {2 * per * acc.size}"
-        args = (f"({acc.name}, {combine}, {init}, {work_ptr}, {per}, "
-                f"{sync}.data + ({cexpr.text(instance)}) * {n_flags}, reinterpret_cast<{ct}*>(red_smem))")
+        args = spell(lambda c, i: f"({acc.name}, {c}, {i}, {work_ptr}, {per}, "
+                     f"{sync}.data + ({cexpr.text(instance)}) * {n_flags}, reinterpret_cast<{ct}*>(red_smem))",
+                     combine, init)
         if sync_grid:
             low.grid_syncs[flag] = GridSync(flag, acc.name, tuple(blocks), tuple(threads),  # type: ignore[arg-type]
                                             template, args, work_ptr)
-        return [kir.Assign(Var(flag), Lit(f"gridReduceGroup{'Sync' if sync_grid else ''}<{template}>{args}"))]
+        return [kir.Assign(Var(flag), spell(lambda a: f"gridReduceGroup{'Sync' if sync_grid else ''}<{template}>{a}",
+                                            args))]
     low.workspaces[work] = (ct, per * acc.size * count, False)
     slot = cexpr.text(cexpr.add(cexpr.mul(instance, acc.size), "k"))
     low.workspaces[sync] = ("nvfuser_index_t", n_blocks * acc.size * count, True)
@@ -88,9 +90,9 @@ def grid_reduction(low: ExprLowering, out: TensorView, acc: Accumulator, threads
     loop = kir.ForLoop("k", acc.size, "serial", f"{acc.name} elements")
     element = Access(acc.name, Var("k"))
     loop.body.append(kir.Assign(Var(flag), spell(
-        lambda e: f"gridReduce<{bools(blocks)}, {bools(threads)}>({e}, {e}, {combine}, {init}, "
-                  f"{work}.data + ({slot}) * {per}, {sync}.data + ({slot}) * {n_blocks}, "
-                  f"reinterpret_cast<{ct}*>(red_smem))", element)))
+        lambda e, c, i: f"gridReduce<{bools(blocks)}, {bools(threads)}>({e}, {e}, {c}, {i}, "
+                        f"{work}.data + ({slot}) * {per}, {sync}.data + ({slot}) * {n_blocks}, "
+                        f"reinterpret_cast<{ct}*>(red_smem))", element, combine, init)))
     return [loop]
 
 

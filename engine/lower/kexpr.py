@@ -4,9 +4,10 @@ Every node renders itself as the C text the kernel holds (`str(node)`). Index ar
 (Add, Sub, Mul, Div, Mod, Xor, Signed) is built folded by engine.lower.cexpr; a node's
 parentheses follow from the classes of its operands (a sum as an operand of a product is
 parenthesised, ...), so rendering needs no look at text. Constants are Python ints.
-`Op` is an operator or call whose spelling the passes need not see (engine.codegen's
-ops_table gives it) around typed operands; `Lit` is a C atom with no parts (a literal, a
-scalar argument). Passes query the tree (engine.lower.kquery) instead of parsing the text.
+`Spelled` is a fusion op held typed (engine.lower.kops: its name, dtypes and operand nodes),
+which engine.codegen spells; `Op` is a runtime call or statement spelled by lowering around
+typed operands; `Lit` is a C atom with no parts (a runtime scalar's name, a loop bound).
+Passes query the tree (engine.lower.kquery) instead of parsing the text.
 """
 
 from __future__ import annotations
@@ -258,6 +259,44 @@ class Op(Expr):
         return self.args
 
 
+# The C spelling of a typed op (a Spelled node): the text around its operands and the
+# operands in the order it names them. engine.codegen.spelling installs it when imported (as
+# `import engine` does): ops are spelled by codegen, which lowering does not import.
+SPELLING: Callable[[Spelled], tuple[tuple[str, ...], tuple[int, ...]]] | None = None
+
+
+class Spelled(Expr):
+    """A fusion op held typed, by name, dtypes and operand nodes (engine.lower.kops: a
+    literal, a cast, a unary, binary or ternary op, a reduction's combine); codegen spells it
+    (SPELLING) as C text `parts` around `refs`, its operands in the order and number the
+    spelling names them: parts[0] refs[0] parts[1] ... refs[-1] parts[-1]. It is spelled
+    when built, so an op codegen cannot spell fails where it is lowered."""
+
+    parts: tuple[str, ...]
+    refs: tuple[int | Expr, ...]
+
+    def __post_init__(self) -> None:
+        if SPELLING is None:
+            raise RuntimeError("engine.codegen is not imported: typed ops have no spelling")
+        parts, order = SPELLING(self)
+        operands = self.operands()
+        object.__setattr__(self, "parts", parts)
+        object.__setattr__(self, "refs", tuple(operands[k] for k in order))
+
+    @abstractmethod
+    def operands(self) -> tuple[int | Expr, ...]:
+        """The op's operand nodes, in its own order."""
+
+    def render(self) -> str:
+        out = [self.parts[0]]
+        for a, p in zip(self.refs, self.parts[1:]):
+            out += [str(a), p]
+        return "".join(out)
+
+    def children(self) -> tuple[int | Expr, ...]:
+        return self.refs
+
+
 def _binary(x: int | Expr) -> bool:
     """Whether `x` renders with a binary operator outside parentheses."""
     return isinstance(x, Add | Sub | Mul | Div | Mod | Cmp | And)
@@ -281,7 +320,7 @@ def has_minus(x: int | Expr) -> bool:
         return True
     if isinstance(x, Lit):
         return "-" in x.text
-    if isinstance(x, Op) and any("-" in p for p in x.parts):
+    if isinstance(x, Op | Spelled) and any("-" in p for p in x.parts):
         return True
     return any(has_minus(c) for c in x.children())
 
@@ -294,13 +333,21 @@ FALSE = Lit("false")  # a predicate that never holds
 _MARK = "\x00"
 
 
+def marked(fn: Callable[..., str], n: int) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """`fn` (a function that spells C around its `n` operands) as the text around them and
+    the operands in the order it names them (an operand may be named twice, or not at all):
+    `fn` sees a marker for each operand."""
+    pieces = fn(*(f"{_MARK}{k}{_MARK}" for k in range(n))).split(_MARK)
+    return tuple(pieces[0::2]), tuple(int(k) for k in pieces[1::2])
+
+
 def spell(fn: Callable[..., str], *args: int | str | Expr) -> int | Expr:
-    """`fn` (a function that spells C around its operands, such as an ops_table entry) applied
-    to `args`, as an Op that keeps them typed: `fn` sees a marker for each operand, and the
-    text around the markers becomes the Op's parts. A string operand is a Lit."""
-    pieces = fn(*(f"{_MARK}{k}{_MARK}" for k in range(len(args)))).split(_MARK)
-    typed = [Lit(a) if isinstance(a, str) else a for a in args]
-    parts, refs = tuple(pieces[0::2]), [typed[int(k)] for k in pieces[1::2]]
+    """`fn` (a function that spells C around its operands, such as a runtime call) applied to
+    `args`, as an Op that keeps them typed: the text around the operands becomes the Op's
+    parts. A string operand is a Lit."""
+    parts, order = marked(fn, len(args))
+    typed = [lit(a) for a in args]
+    refs = [typed[k] for k in order]
     if parts == ("", ""):
         return refs[0]
     return Op(parts, tuple(refs))

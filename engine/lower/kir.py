@@ -145,7 +145,7 @@ class Allocate(Stmt):
     size: int
     memory: str  # "local" or "shared"
     offset: int = 0  # byte offset into dynamic shared memory
-    init: str | None = None  # fill value, for reduction accumulators
+    init: Expr | None = None  # fill value, for reduction accumulators
 
     def lines(self, indent: int) -> list[str]:
         p = _pad(indent)
@@ -239,7 +239,7 @@ def words(stmts: list[Stmt]) -> set[str]:
         elif isinstance(s, Declare | Allocate):
             out |= {s.name} | kquery.text_words(s.ctype)
             if isinstance(s, Allocate) and s.init is not None:
-                out |= kquery.text_words(s.init)
+                out |= kquery.words(s.init)
     return out
 
 

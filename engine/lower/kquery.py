@@ -19,6 +19,7 @@ from engine.lower.kexpr import (
     Lit,
     Op,
     Paren,
+    Spelled,
     Stride,
     Sub,
     Var,
@@ -62,7 +63,7 @@ def names(e: Node) -> set[str]:
 
 def words(e: Node) -> set[str]:
     """Every name `e` prints: names() with the words of its opaque parts (a Lit's text, an
-    Op's spelling, a call's function and template arguments)."""
+    Op's or a typed op's spelling, a call's function and template arguments)."""
     out: set[str] = set()
     for n in walk(e):
         if isinstance(n, Var):
@@ -73,7 +74,7 @@ def words(e: Node) -> set[str]:
             out |= {n.tensor, "alloc_stride"}
         elif isinstance(n, Lit):
             out |= text_words(n.text)
-        elif isinstance(n, Op):
+        elif isinstance(n, Op | Spelled):
             out |= text_words(" ".join(n.parts))
         elif isinstance(n, Call):
             out |= text_words(" ".join([n.fn, *n.targs]))
@@ -114,7 +115,7 @@ def reads_memory(e: Node) -> bool:
     for n in walk(e):
         if isinstance(n, Access | Stride) or isinstance(n, Lit) and "[" in n.text:
             return True
-        if isinstance(n, Op) and any("[" in p for p in n.parts):
+        if isinstance(n, Op | Spelled) and any("[" in p for p in n.parts):
             return True
     return False
 

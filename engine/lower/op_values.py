@@ -1,10 +1,10 @@
-"""The C value of one output element, per fusion op (reductions live in reduction_ops.py)."""
+"""The value of one output element, per fusion op, as a typed kernel-IR expression (the
+fusion's ops as engine.lower.kops nodes; reductions live in reduction_ops.py)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.codegen import ops_table
 from engine.dtypes import DataType
 from engine.errors import CompileError
 from engine.ir import exprs as ex
@@ -12,7 +12,7 @@ from engine.ir.base import Expr
 from engine.ir.iterdomain import IterDomain, Resize
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
-from engine.lower import cexpr, kexpr, kir
+from engine.lower import cexpr, kexpr, kir, kops
 from engine.lower.index import Ix, lower_bound_test
 from engine.lower.kexpr import And, Cmp, Lit, Paren, Select, Var, spell
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from engine.lower.lowering import ExprLowering
 
 
-Value = str | kexpr.Expr  # a C value: typed, or a scalar's text
+Value = kexpr.Expr
 
 
 def _dtype(v) -> DataType:
@@ -31,7 +31,7 @@ def _operand(low: ExprLowering, v, out: TensorView, c_index, dt: DataType) -> Va
     acc = low.read(v, out, c_index)
     src = _dtype(v)
     if isinstance(v, Scalar) and v.value is not None:
-        return Lit(ops_table.literal(v.value, dt))
+        return kops.literal(v.value, dt)
     return low.converted(acc.expr, src, dt)
 
 
@@ -43,7 +43,7 @@ def value_of(low: ExprLowering, expr: Expr, out: TensorView, c_index: dict[IterD
         a, b = (_operand(low, v, out, c_index, dt) for v in expr.inputs)
         rhs = expr.inputs[1]
         b_value = rhs.value if isinstance(rhs, Scalar) else None
-        value = spell(lambda x, y: ops_table.binary(expr.op, x, y, dt, b_value), a, b)
+        value = kops.binary(expr.op, a, b, dt, b_value)
         return low.converted(value, _result_dtype(expr.op, dt), out.dtype)
     if isinstance(expr, ex.TernaryOp):
         return _ternary(low, expr, out, c_index)
@@ -80,14 +80,14 @@ def _unary(low: ExprLowering, expr: ex.UnaryOp, out: TensorView, c_index) -> Val
     v = expr.inputs[0]
     x: Value = low.read(v, out, c_index).expr
     if isinstance(v, Scalar) and v.value is not None:
-        x = Lit(ops_table.literal(v.value, v.dtype))
+        x = kops.literal(v.value, v.dtype)
     if expr.op == "cast":
-        return spell(lambda t: ops_table.cast(t, v.dtype, out.dtype), x)
+        return kops.cast(x, v.dtype, out.dtype)
     # Bool-valued predicates (isnan, ...) compute in their input's type.
     dt = DataType.Float if v.dtype.is_low_precision_float else v.dtype
     x = low.converted(x, v.dtype, dt)
     res_dt = DataType.Bool if out.dtype == DataType.Bool else dt
-    return low.converted(spell(lambda t: ops_table.unary(expr.op, t, dt), x), res_dt, out.dtype)
+    return low.converted(kops.unary(expr.op, x, dt), res_dt, out.dtype)
 
 
 def _ternary(low: ExprLowering, expr: ex.TernaryOp, out: TensorView, c_index) -> Value:
@@ -96,13 +96,13 @@ def _ternary(low: ExprLowering, expr: ex.TernaryOp, out: TensorView, c_index) ->
     if expr.op == "where":
         c: Value = low.read(args[0], out, c_index).expr
         if isinstance(args[0], Scalar) and args[0].value is not None:
-            c = Lit(ops_table.literal(args[0].value, DataType.Bool))
+            c = kops.literal(args[0].value, DataType.Bool)
         c = low.converted(c, args[0].dtype, DataType.Bool)
         a = _operand(low, args[1], out, c_index, dt)
         b = _operand(low, args[2], out, c_index, dt)
-        return low.converted(spell(lambda x, y, z: ops_table.ternary("where", x, y, z, dt), c, a, b), dt, out.dtype)
+        return low.converted(kops.ternary("where", c, a, b, dt), dt, out.dtype)
     a, b, c = (_operand(low, v, out, c_index, dt) for v in args)
-    return low.converted(spell(lambda x, y, z: ops_table.ternary(expr.op, x, y, z, dt), a, b, c), dt, out.dtype)
+    return low.converted(kops.ternary(expr.op, a, b, c, dt), dt, out.dtype)
 
 
 def _logical_noreduction(tv: TensorView) -> list[IterDomain]:
@@ -132,7 +132,7 @@ def _pad(low: ExprLowering, expr: ex.PadOp, out: TensorView, c_index) -> Value:
     inside = low.converted(acc.expr, inp.dtype, out.dtype)
     if not conds:
         return inside
-    return Select(Paren(And(tuple(conds))), kexpr.lit(inside), kexpr.lit(val))
+    return Select(Paren(And(tuple(conds))), inside, val)
 
 
 def _inside_conds(low: ExprLowering, out: TensorView, dim: int, c_index) -> list[kexpr.Expr]:
@@ -163,7 +163,7 @@ def _cat(low: ExprLowering, expr: ex.CatOp, out: TensorView, c_index) -> Value:
     parts = [(span, _operand(low, v, out, c_index, out.dtype)) for span, v in zip(spans, expr.inputs)]
     value = parts[-1][1]
     for (_lo, hi), val in reversed(parts[:-1]):
-        value = Select(Cmp(_w(idx), "<", hi), kexpr.lit(val), kexpr.lit(value))
+        value = Select(Cmp(_w(idx), "<", hi), val, value)
     return value
 
 
@@ -190,14 +190,14 @@ def _rng(low: ExprLowering, expr: ex.RNGOp, out: TensorView, c_index) -> Value:
             linear = cexpr.add(linear, cexpr.mul(c_index[i].term, stride))
         stride *= n
     if expr.seed is not None:
-        seed, offset = (f"(uint64_t)({low.scalar(s)})" for s in (expr.seed, expr.offset))
+        seed, offset = (spell(lambda v: f"(uint64_t)({v})", low.scalar(s)) for s in (expr.seed, expr.offset))
     else:
-        seed, offset = "0ull", f"{expr.rng_id}ull"
+        seed, offset = Lit("0ull"), Lit(f"{expr.rng_id}ull")
     a, b = (low.converted(low.scalar(p), p.dtype, DataType.Double) for p in expr.params)
     normal = "true" if expr.dist == "normal" else "false"
     _declare_rng_cache(low)
-    return spell(lambda i, x, y: f"fsRng<{out.dtype.cuda_name}>({_RNG_CACHE}, {normal}, {seed}, {offset}, {i}, "
-                 f"{x}, {y})", linear, a, b)
+    return spell(lambda d, o, i, x, y: f"fsRng<{out.dtype.cuda_name}>({_RNG_CACHE}, {normal}, {d}, {o}, {i}, "
+                 f"{x}, {y})", seed, offset, linear, a, b)
 
 
 _RNG_CACHE = "fs_rng"
@@ -219,7 +219,7 @@ def _select(low: ExprLowering, expr: ex.SelectOp, out: TensorView, c_index) -> V
         k = int(index.value)
         sel: Value = Lit(str(k + n if k < 0 else k))  # a negative index counts from the end, as torch's
     else:
-        s = Lit(low.scalar(index)) if isinstance(index, Scalar) else low.read(index, out, c_index).expr
+        s = low.scalar(index) if isinstance(index, Scalar) else low.read(index, out, c_index).expr
         sel = spell(lambda x: f"(({x}) < 0 ? ({x}) + {n} : ({x}))", s)
     extra = {axis: Ix(spell(lambda x: f"((nvfuser_index_t)({x}))", sel), 0, n)}
     return low.converted(low.read(inp, out, c_index, extra).expr, inp.dtype, out.dtype)

@@ -1,5 +1,5 @@
-"""Operands as C text: a tensor element's address, a producer read at a consumer's indices,
-a scalar, and conversions between data types.
+"""Operands as typed kernel-IR expressions: a tensor element's address, a producer read at a
+consumer's indices, a scalar, and conversions between data types.
 
 A global tensor is addressed through its allocation strides (compile-time constants where
 known), a local or shared one through its buffer's layout; a read of another thread's (or
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.codegen import ops_table
 from engine.dtypes import DataType
 from engine.errors import CompileError
 from engine.ir import exprs as ex
@@ -19,7 +18,7 @@ from engine.ir.base import Expr, Val
 from engine.ir.iterdomain import IterDomain
 from engine.ir.scalar import EXTENT_OPS, Scalar, binary_compute_dtype
 from engine.ir.tensorview import TensorView
-from engine.lower import cexpr, kexpr, kir
+from engine.lower import cexpr, kexpr, kir, kops
 from engine.lower.buffers import Buffer
 from engine.lower.index import Ix, producer_known, propagate
 from engine.lower.kexpr import Lit, Stride, Var
@@ -102,11 +101,11 @@ class Operands:
     def read(self, v: Val, consumer: TensorView, c_index: dict[IterDomain, Ix],
              extra: dict[IterDomain, Ix] | None = None) -> Access:
         if isinstance(v, Scalar):
-            return Access(Lit(self.scalar(v)), {})
+            return Access(self.scalar(v), {})
         assert isinstance(v, TensorView)
         fill = self.constants.get(v)
         if fill is not None:
-            return Access(kexpr.lit(self.converted(self.scalar(fill), fill.dtype, v.dtype)), {})
+            return Access(self.converted(self.scalar(fill), fill.dtype, v.dtype), {})
         known = producer_known(v, consumer, c_index, self.ext)
         if extra:
             known.update(extra)
@@ -117,52 +116,51 @@ class Operands:
             self._check_same_thread(v, self.buffer(v), index, consumer.short_name)
         return Access(self.address(v, index, consumer.short_name), index)
 
-    def scalar(self, s: Scalar) -> str:
+    def scalar(self, s: Scalar) -> kexpr.Expr:
         if s.value is not None:
-            return ops_table.literal(s.value, s.dtype)
+            return kops.literal(s.value, s.dtype)
         if s in self.scalar_names:
-            return self.scalar_names[s]
+            return Lit(self.scalar_names[s])
         free = s.free_symbols()
         # Scalar inputs stay runtime arguments; only sizes are specialised.
         if all(f in self.ext.env and f not in self.scalar_names for f in free):
-            return ops_table.literal(s.evaluate(self.ext.env), s.dtype)
+            return kops.literal(s.evaluate(self.ext.env), s.dtype)
         if s.op is None:
             raise CompileError(f"scalar {s.inline()} is neither an input nor known at compile time")
         return self._hoisted(s)
 
-    def _hoisted(self, s: Scalar) -> str:
+    def _hoisted(self, s: Scalar) -> kexpr.Expr:
         """The name of a scalar computed from scalar arguments, defined once at the kernel's top
         (its operands' definitions first): every element's expression names it."""
         name = self.hoisted.get(s)
         if name is None:
-            text = self._scalar_text(s)
-            if text.isidentifier():
-                return text  # an op that is the identity on its operand's type
+            value = self._scalar_value(s)
+            if isinstance(value, Lit) and value.text.isidentifier():
+                return value  # an op that is the identity on its operand's type
             name = f"{_PREFIX.get(s.dtype, 's')}h{len(self.hoisted)}"
             self.hoisted[s] = name
             ctype = "nvfuser_index_t" if s.dtype == DataType.Index else s.dtype.cuda_name
-            self.alloc_at(0, [], kir.ScalarDef(ctype, name, Lit(text)))
-        return name
+            self.alloc_at(0, [], kir.ScalarDef(ctype, name, value))
+        return Lit(name)
 
-    def _scalar_text(self, s: Scalar) -> str:
+    def _scalar_value(self, s: Scalar) -> kexpr.Expr:
         if len(s.operands) == 1:
             (x,) = s.operands
             return _scalar_unary(s.op, self.scalar(x), x.dtype, s.dtype)
         if len(s.operands) == 3:  # where, clamp, lerp: value operands already of s.dtype
-            texts = [self.scalar(x) for x in s.operands]
             first = DataType.Bool if s.op == "where" else s.dtype
-            texts[0] = str(self.converted(texts[0], s.operands[0].dtype, first))
-            texts[1:] = [str(self.converted(t, x.dtype, s.dtype)) for t, x in zip(texts[1:], s.operands[1:])]
-            return ops_table.ternary(s.op, *texts, s.dtype)
+            c, d, e = (self.converted(self.scalar(x), x.dtype, t)
+                       for x, t in zip(s.operands, (first, s.dtype, s.dtype)))
+            return kops.ternary(s.op, c, d, e, s.dtype)
         x, y = s.operands
         a, b = self.scalar(x), self.scalar(y)
         if s.op not in EXTENT_OPS:
             # A frontend op on scalars (lt, fmod, bitwise_and, ...): the tensor op's C form,
             # on operands converted to the type it computes in.
             dt = binary_compute_dtype(s.op, x.dtype, y.dtype, s.dtype)
-            a, b = str(self.converted(a, x.dtype, dt)), str(self.converted(b, y.dtype, dt))
+            a, b = self.converted(a, x.dtype, dt), self.converted(b, y.dtype, dt)
             res = DataType.Bool if s.op in _COMPARE | _LOGICAL else dt
-            return str(self.converted(ops_table.binary(s.op, a, b, dt), res, s.dtype))
+            return self.converted(kops.binary(s.op, a, b, dt), res, s.dtype)
         return _scalar_op(s.op, a, b, s.dtype)
 
     # ---- dtype helpers ------------------------------------------------------------------
@@ -173,11 +171,11 @@ class Operands:
             return _compute(expr.operand_dtype())
         return _compute(out.dtype)
 
-    def converted(self, x: str | kexpr.Expr, src: DataType, dst: DataType) -> str | kexpr.Expr:
-        """`x` converted from `src` to `dst` (a typed value stays typed: a cast is an Op)."""
+    def converted(self, x: kexpr.Expr, src: DataType, dst: DataType) -> kexpr.Expr:
+        """`x` converted from `src` to `dst` (a kops.Cast, or `x` where that is spelled as it)."""
         if src == dst:
             return x
-        return kexpr.spell(lambda t: ops_table.cast(t, src, dst), x)  # type: ignore[return-value]
+        return kops.cast(x, src, dst)  # type: ignore[return-value]
 
 
 def _compute(dt: DataType) -> DataType:
@@ -194,22 +192,23 @@ def _innermost_contiguous(tv: TensorView) -> bool:
 _SCALAR_OPS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%"}
 
 
-def _scalar_op(op: str, a: str, b: str, dtype: DataType | None = None) -> str:
+def _scalar_op(op: str, a: kexpr.Expr, b: kexpr.Expr, dtype: DataType | None = None) -> kexpr.Expr:
     if op == "mod" and dtype is not None and dtype.is_float:
-        return f"fmod({a}, {b})"  # C's % takes integers only
+        return kexpr.spell(lambda x, y: f"fmod({x}, {y})", a, b)  # type: ignore[return-value]
     if op in _SCALAR_OPS:
-        return f"({a} {_SCALAR_OPS[op]} {b})"
+        return kexpr.spell(lambda x, y: f"({x} {_SCALAR_OPS[op]} {y})", a, b)  # type: ignore[return-value]
     if op == "ceilDiv":
-        return f"ceilDiv({a}, {b})"
+        return kexpr.spell(lambda x, y: f"ceilDiv({x}, {y})", a, b)  # type: ignore[return-value]
     if op in ("max", "min"):
-        return f"({a} {'>' if op == 'max' else '<'} {b} ? {a} : {b})"
+        sym = ">" if op == "max" else "<"
+        return kexpr.spell(lambda x, y: f"({x} {sym} {y} ? {x} : {y})", a, b)  # type: ignore[return-value]
     raise CompileError(f"scalar operation {op} has no C form")
 
 
-def _scalar_unary(op: str, x: str, src: DataType, dst: DataType) -> str:
+def _scalar_unary(op: str, x: kexpr.Expr, src: DataType, dst: DataType) -> kexpr.Expr:
     if op == "cast":
-        return ops_table.cast(x, src, dst)
+        return kops.cast(x, src, dst)  # type: ignore[return-value]
     if dst == DataType.Bool:  # predicates compute in their operand's type
-        return ops_table.unary(op, x, src)
+        return kops.unary(op, x, src)  # type: ignore[return-value]
     # The op computes in its result type, as nvFuser's promotion casts the operand first.
-    return ops_table.unary(op, ops_table.cast(x, src, dst), dst)
+    return kops.unary(op, kops.cast(x, src, dst), dst)  # type: ignore[return-value]

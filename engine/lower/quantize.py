@@ -19,7 +19,7 @@ from engine.ir.quant_exprs import BlockQuantizationOp, PreprocessGroupedMatmulIn
 from engine.ir.tensorview import MemoryType, TensorView
 from engine.lower import cexpr, kir
 from engine.lower.index import Ix, propagate
-from engine.lower.kexpr import Access, Stride, Var
+from engine.lower.kexpr import Access, Lit, Stride, Var
 from engine.lower.loops import LoopNode
 
 if TYPE_CHECKING:
@@ -112,9 +112,9 @@ def lower_block_quantize(low: ExprLowering, expr: BlockQuantizationOp, loops: li
     value = low.read(x, q, c_index).expr
     if x.dtype == DataType.BFloat16:
         # The runtime quantizes bf16 two values at a time, on their bits.
-        low.alloc_at(level, loops, kir.Allocate(xb, "__bfloat", n, "local", init="fsBfloatFromBits(0)"))
+        low.alloc_at(level, loops, kir.Allocate(xb, "__bfloat", n, "local", init=Lit("fsBfloatFromBits(0)")))
     else:
-        low.alloc_at(level, loops, kir.Allocate(xb, "float", n, "local", init="0.0f"))
+        low.alloc_at(level, loops, kir.Allocate(xb, "float", n, "local", init=Lit("0.0f")))
         value = low.converted(value, x.dtype, DataType.Float)
     pos = c_index[inner].term
     gather = kir.guard(preds, [kir.Assign(Access(xb, pos), value, f"{q.short_name} block gather")])

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.codegen import ops_table
 from engine.dtypes import DataType
 from engine.ir import exprs as ex
 from engine.ir.iterdomain import IterDomain
-from engine.lower import kir
+from engine.lower import kir, kops
 from engine.lower.grid_reduce import grid_reduction, grid_welford
 from engine.lower.index import Ix
-from engine.lower.kexpr import Access, spell
+from engine.lower.kexpr import Access, Lit, spell
 from engine.lower.loops import LoopNode
 from engine.lower.reductions import (
     Accumulator,
@@ -41,21 +40,21 @@ def lower_reduction(low: ExprLowering, expr: ex.ReductionOp, loops: list[LoopNod
     check_reduction_loops(low, out, loops)
     dt = compute_dtype(out.dtype)
     acc = Accumulator(low, out, f"{out.short_name}_acc", dt, loops, c_index)
-    init = ops_table.literal(expr.init, dt)
+    init = kops.literal(expr.init, dt)
     low.alloc_at(acc.level, loops, kir.Allocate(acc.name, dt.cuda_name, acc.size, "local", init=init))
     x = low.converted(low.read(inp, out, c_index).expr, inp.dtype, dt)
-    step = kir.Assign(acc.element, spell(lambda a, b: ops_table.reduction_combine(expr.op, a, b, dt), acc.element, x),
+    step = kir.Assign(acc.element, kops.combine(expr.op, acc.element, x, dt),
                       f"{out.short_name} = reduction({inp.short_name})")
     post: list[kir.Stmt] = []
     threads, blocks = parallel_reduction(out)
-    combine = f"[]({dt.cuda_name} a, {dt.cuda_name} b) {{ return {ops_table.reduction_combine(expr.op, 'a', 'b', dt)}; }}"
+    combine = kops.combiner(expr.op, dt)
     if any(blocks):
         post += grid_reduction(low, out, acc, threads, blocks, combine, init, loops)
     elif any(threads):
         low.reserve_reduction_smem(8)
         post.append(each_element(acc, lambda e: kir.Assign(e, spell(
-            lambda x: f"blockAllReduce<{bools(threads)}>({x}, {combine}, reinterpret_cast<{dt.cuda_name}*>(red_smem))",
-            e))))
+            lambda x, f: f"blockAllReduce<{bools(threads)}>({x}, {f}, reinterpret_cast<{dt.cuda_name}*>(red_smem))",
+            e, combine))))
     post += write_back(low, out, [(out, acc)], loops)
     low.work.post[low.item_at(acc.level, loops, expr)].extend(post)
     return kir.guard(preds, [step])
@@ -73,7 +72,7 @@ def lower_welford(low: ExprLowering, expr: ex.WelfordOp, loops: list[LoopNode],
     accs = [Accumulator(low, t, f"{t.short_name}_acc", d, loops, sibling_index(t, avg, c_index), level)
             for t, d in ((avg, dt), (var, dt), (n, DataType.Int))]
     for a in accs:
-        low.alloc_at(a.level, loops, kir.Allocate(a.name, a.dtype.cuda_name, a.size, "local", init="0"))
+        low.alloc_at(a.level, loops, kir.Allocate(a.name, a.dtype.cuda_name, a.size, "local", init=Lit("0")))
     a_e, m_e, n_e = (a.element for a in accs)
     post: list[kir.Stmt] = []
     if len(expr.inputs) == 1:
