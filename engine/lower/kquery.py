@@ -19,7 +19,6 @@ from engine.lower.kexpr import (
     Lit,
     Op,
     Paren,
-    Spelled,
     Stride,
     Sub,
     Var,
@@ -63,7 +62,8 @@ def names(e: Node) -> set[str]:
 
 def words(e: Node) -> set[str]:
     """Every name `e` prints: names() with the words of its opaque parts (a Lit's text, an
-    Op's or a typed op's spelling, a call's function and template arguments)."""
+    Op's spelling, a call's function and template arguments). A typed op (kexpr.Spelled)
+    adds only its operands' names: its spelling names no array or variable."""
     out: set[str] = set()
     for n in walk(e):
         if isinstance(n, Var):
@@ -74,7 +74,7 @@ def words(e: Node) -> set[str]:
             out |= {n.tensor, "alloc_stride"}
         elif isinstance(n, Lit):
             out |= text_words(n.text)
-        elif isinstance(n, Op | Spelled):
+        elif isinstance(n, Op):
             out |= text_words(" ".join(n.parts))
         elif isinstance(n, Call):
             out |= text_words(" ".join([n.fn, *n.targs]))
@@ -111,11 +111,12 @@ def count_var(e: Node, name: str) -> int:
 
 
 def reads_memory(e: Node) -> bool:
-    """Whether `e` reads an array element or a tensor's stride (C text with a `[`)."""
+    """Whether `e` reads an array element or a tensor's stride (an Access or Stride, or opaque
+    C text with a `[`; a typed op reads memory only through its operands)."""
     for n in walk(e):
         if isinstance(n, Access | Stride) or isinstance(n, Lit) and "[" in n.text:
             return True
-        if isinstance(n, Op | Spelled) and any("[" in p for p in n.parts):
+        if isinstance(n, Op) and any("[" in p for p in n.parts):
             return True
     return False
 
