@@ -41,18 +41,6 @@ def merge_adjacent_barriers(stmts: list[kir.Stmt]) -> tuple[list[kir.Stmt], int]
     return out, dropped + _each_body(out, merge_adjacent_barriers)
 
 
-_IDENT = str.maketrans({c: " " for c in "[](){}<>*&+-/%=!,;.:?|^~\"'"})
-
-
-def _names(stmts: list[kir.Stmt]) -> set[str]:
-    """The identifiers the statements' text holds."""
-    words: set[str] = set()
-    for s in stmts:
-        for line in s.lines(0):
-            words.update(line.translate(_IDENT).split())
-    return words
-
-
 def drop_fill_barriers(stmts: list[kir.Stmt]) -> tuple[list[kir.Stmt], int]:
     """Between two runs of statements each fenced by barriers (barrier, X, barrier, Y, barrier),
     the middle barrier orders X's shared writes (its RAW buffers) before later reads, which the
@@ -72,7 +60,7 @@ def drop_fill_barriers(stmts: list[kir.Stmt]) -> tuple[list[kir.Stmt], int]:
         assert isinstance(mid, kir.BlockSync)
         if (first and second and (mid.raw or mid.war)
                 and not any(kir._synchronizes([st]) for st in (*first, *second))
-                and not _names(second) & mid.raw and not _names(first) & mid.war):
+                and not kir.words(second) & mid.raw and not kir.words(first) & mid.war):
             # The first barrier now orders the WAR accesses; the last one the RAW ones.
             last = out[k]
             assert isinstance(last, kir.BlockSync)

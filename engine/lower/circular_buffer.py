@@ -239,7 +239,7 @@ def _not_a_copy(st: kir.Stmt, cb: CircularBuffer) -> str | None:
             assert isinstance(call, Call)
             width = ctype_bytes(call.targs[0].strip()) * int(call.targs[1])
             return None if width in (4, 8, 16) else f"a copy of {width} bytes (cp.async copies 4, 8 or 16)"
-        return f"its load nest has `{st.lines(0)[0]}`"
+        return f"its load nest has `{call};`"
     if isinstance(st, kir.Raw):
         return f"its load nest has `{str(st.text).strip()}`"
     if isinstance(st, kir.Assign):

@@ -133,9 +133,19 @@ def mentions(s: Stmt, name: str) -> bool:
     the array or variable it declares, or in its text (a Raw's, a comment, a barrier's reason)."""
     if any(kquery.mentions(e, name) for e in exprs(s)):
         return True
-    if isinstance(s, Raw) and isinstance(s.text, str) or isinstance(s, Comment | BlockSync):
-        return name in kquery.text_words("\n".join(s.lines(0)))
+    if name in own_words(s):
+        return True
     return getattr(s, "name", None) == name or getattr(s, "var", None) == name
+
+
+def own_words(s: Stmt) -> set[str]:
+    """The words of the text `s` holds itself: a Raw's text, a comment, a barrier's call and
+    reason (none for other statements)."""
+    if isinstance(s, Raw) and isinstance(s.text, str) or isinstance(s, Comment):
+        return kquery.text_words(s.text)  # type: ignore[arg-type]
+    if isinstance(s, BlockSync):
+        return {"__syncthreads"} | kquery.text_words(s.reason)
+    return set()
 
 
 @dataclass
@@ -230,9 +240,8 @@ def words(stmts: list[Stmt]) -> set[str]:
     for s in walk(stmts):
         for e in exprs(s):
             out |= kquery.words(e)
-        if isinstance(s, Raw) and isinstance(s.text, str) or isinstance(s, Comment | BlockSync):
-            out |= kquery.text_words("\n".join(s.lines(0)))
-        elif isinstance(s, ForLoop):
+        out |= own_words(s)
+        if isinstance(s, ForLoop):
             out.add(s.var)
         elif isinstance(s, IndexDef):
             out.add(s.name)
@@ -247,7 +256,7 @@ def _synchronizes(stmts: list[Stmt]) -> bool:
     for s in stmts:
         if isinstance(s, BlockSync):
             return True
-        if isinstance(s, Raw | Exec) and any(c in "\n".join(s.lines(0)) for c in _BLOCK_WIDE):
+        if isinstance(s, Raw | Exec) and any(c in str(s.text if isinstance(s, Raw) else s.call) for c in _BLOCK_WIDE):
             return True
         if isinstance(s, Assign) and any(c in str(s.rhs) for c in _BLOCK_WIDE):
             return True
