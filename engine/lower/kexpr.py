@@ -12,13 +12,31 @@ Passes query the tree (engine.lower.kquery) instead of parsing the text.
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 
-class Expr(ABC):
-    """A typed C expression; subclasses are frozen dataclasses."""
+def require_methods(cls: type, base: type, *names: str) -> None:
+    """Raise TypeError unless every one of `names` is defined by `cls` or a class between it
+    and `base`: the abstract methods of the kernel IR's node classes, checked when a class
+    is made. (The bases are plain classes, not ABCs: an ABC's isinstance check goes through
+    its metaclass, and the passes' tree walks make hundreds of thousands per compile.)"""
+    for name in names:
+        if not any(name in k.__dict__ for k in cls.__mro__[:cls.__mro__.index(base)]):
+            raise TypeError(f"{cls.__name__} must define {name}() (abstract in {base.__name__})")
+
+
+class Expr:
+    """A typed C expression; subclasses are frozen dataclasses. Every subclass defines
+    `render`, the C text of the node (checked when the class is made)."""
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        require_methods(cls, Expr, "render")
+
+    if TYPE_CHECKING:
+        def render(self) -> str: ...
 
     def __str__(self) -> str:
         # A node never changes (frozen): its text is rendered once.
@@ -27,10 +45,6 @@ class Expr(ABC):
             text = self.render()
             object.__setattr__(self, "_text", text)
         return text
-
-    @abstractmethod
-    def render(self) -> str:
-        """The C text of the node."""
 
     def children(self) -> tuple[int | Expr, ...]:
         return ()
@@ -283,9 +297,13 @@ class Spelled(Expr):
         object.__setattr__(self, "parts", parts)
         object.__setattr__(self, "refs", tuple(operands[k] for k in order))
 
-    @abstractmethod
-    def operands(self) -> tuple[int | Expr, ...]:
-        """The op's operand nodes, in its own order."""
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        require_methods(cls, Spelled, "operands")
+
+    if TYPE_CHECKING:
+        def operands(self) -> tuple[int | Expr, ...]:
+            """The op's operand nodes, in its own order."""
 
     def render(self) -> str:
         out = [self.parts[0]]

@@ -8,19 +8,25 @@ CUDA renderer read it.
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from engine.lower import kquery
-from engine.lower.kexpr import FALSE, And, Expr, Lit
+from engine.lower.kexpr import FALSE, And, Expr, Lit, require_methods
 from engine.runtime.abi import ArgSpec, LaunchConfig
 
 
-class Stmt(ABC):
-    @abstractmethod
-    def lines(self, indent: int) -> list[str]:
-        """The statement as text, indented `indent` levels."""
+class Stmt:
+    """A kernel-IR statement. Every subclass defines `lines(indent)`: the statement as text,
+    indented `indent` levels (checked when the class is made, as kexpr.Expr's render)."""
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        require_methods(cls, Stmt, "lines")
+
+    if TYPE_CHECKING:
+        def lines(self, indent: int) -> list[str]: ...
 
 
 def _pad(indent: int) -> str:

@@ -47,3 +47,17 @@ def test_queries_see_operands_not_spelling():
 def test_an_op_codegen_cannot_spell_fails_when_built():
     with pytest.raises(CompileError, match="bitwise_not"):
         kops.unary("bitwise_not", Lit("x"), F)
+
+
+def test_a_node_class_without_its_rendering_is_refused_when_made() -> None:
+    from engine.lower import kexpr, kir
+
+    with pytest.raises(TypeError, match="Half must define render"):
+        type("Half", (kexpr.Expr,), {})
+    with pytest.raises(TypeError, match="Quiet must define lines"):
+        type("Quiet", (kir.Stmt,), {})
+    with pytest.raises(TypeError, match="Mute must define operands"):
+        type("Mute", (kexpr.Spelled,), {})
+    # defined by a class between it and the base: accepted
+    leaf = type("Leaf", (kexpr.Lit,), {})
+    assert str(leaf("x")) == "x"
