@@ -213,11 +213,17 @@ DomainMaps = dict[tuple[Any, ...], IdMap]
 # Per thread (a compile in a worker thread freezes its own fusion): (fusion, maps, facts,
 # domain maps) while pairwise_maps_frozen(fusion) holds (see there).
 _Frozen = tuple[Fusion, dict[Any, IdMap], dict[tuple[str, int], Any], DomainMaps | None]
-_state = threading.local()
+
+
+class _State(threading.local):
+    frozen: _Frozen | None = None
+
+
+_state = _State()
 
 
 def _current() -> _Frozen | None:
-    return getattr(_state, "frozen", None)
+    return _state.frozen
 
 
 @contextlib.contextmanager

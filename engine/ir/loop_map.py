@@ -83,7 +83,7 @@ def loop_map(producer: TensorView, consumer: TensorView) -> IdMap:
     its logical ids with the output's full merge (linear_id). Both are tried and the map
     that pairs more of the producer's loop ids with the consumer's wins.
     """
-    frozen = getattr(_state, "frozen", None)
+    frozen = _state.frozen
     if frozen is not None:
         # The key holds everything the map is computed from: the loop domains themselves
         # (their ids fix the transforms that lead to them), the producer's logical and the
@@ -100,9 +100,14 @@ def loop_map(producer: TensorView, consumer: TensorView) -> IdMap:
     return _fresh_loop_map(producer, consumer)
 
 
-# Per thread (a compile in a worker thread keeps its own): the maps while loop_maps_frozen
-# holds.
-_state = threading.local()
+class _State(threading.local):
+    """Per thread (a compile in a worker thread keeps its own): the maps while
+    loop_maps_frozen holds, else None."""
+
+    frozen: dict[tuple[object, ...], dict[IterDomain, IterDomain]] | None = None
+
+
+_state = _State()
 
 
 @contextlib.contextmanager
@@ -111,7 +116,7 @@ def loop_maps_frozen() -> Iterator[None]:
     index walks its producers' maps; scheduling verifies every tensor's inline position
     against its consumers after each step). Results are keyed by what they depend on
     (see loop_map), so a schedule may go on changing meanwhile."""
-    outer = getattr(_state, "frozen", None)
+    outer = _state.frozen
     _state.frozen = {} if outer is None else outer
     try:
         yield
