@@ -4,6 +4,8 @@
 # `self.exec_nvfuser(fusion_func, inputs, validate=True)`. The first method is read (the
 # helper call as the with block and the run it stands for), the others are skipped. A
 # grouped-norm style row scale: reshape to groups, a sum per group, broadcast back.
+# Real sizes: 8192 rows of 4096 channels in 32 groups of 128.
+# real-sizes: 4=8192 24=4096 3=32 8=128
 import torch
 from nvfuser import FusionDefinition, DataType
 from nvfuser.testing.utils import NVFuserTest
