@@ -362,7 +362,7 @@ def test_a_fusion_built_in_python_makes_its_example_inputs_too() -> None:
                                              (47, 47), (48, 48), (49, 49)]),
     ("fusion_func_eps_and_width_params", []),
     ("pytest_direct_test_slice_zero", [(8, 8), (28, 28), (29, 29), (32, 40)]),
-    ("unittest_repro_exec_nvfuser", [(12, 12), (32, 32), (34, 39)]),
+    ("unittest_repro_exec_nvfuser", [(14, 14), (34, 34), (36, 41)]),
     ("harmless_imports_math_gelu", [(6, 6), (8, 8), (9, 9), (10, 10), (12, 12), (13, 13), (37, 38)]),
     ("legacy_top_level_no_with", []),
     ("legacy_empty_with_then_top_level", []),
