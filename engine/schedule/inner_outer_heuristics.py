@@ -18,7 +18,7 @@ from engine.ir.tensorview import TensorView
 from engine.schedule import inner_outer_multi_wave as mw_launch
 from engine.schedule.params import LaunchParams
 from engine.schedule.persistent_budget import buffer_bytes, kept_buffers, register_budget
-from engine.schedule.persistent_projection import has_row_axis
+from engine.schedule.persistent_projection import row_ids
 from engine.schedule.reduction_heuristics import record, vectorize_factor
 from engine.schedule.reduction_params import ReductionParams
 from engine.schedule.tools import ceil_div, next_pow2
@@ -90,7 +90,8 @@ def inner_outer_heuristics(fusion: Fusion, info: SchedulerRuntimeInfo, trace: Tr
     # into shared memory; a persistent input without one (a norm's [H] weight, about
     # nothing per row in `size`) is the same for every row: each thread keeps its part in
     # registers across the row loop.
-    row_inputs = [t for t in kept if t in fusion.inputs and has_row_axis(fusion, ref, t)]
+    rows_of = row_ids(fusion, ref)
+    row_inputs = [t for t in kept if t in fusion.inputs and any(i in rows_of for i in t.domain.logical)]
     if multi_wave and MULTI_WAVE_ABOVE < red_n <= MULTI_WAVE_UP_TO:
         mw = _multi_wave(fusion, info, red_n, it_n, v, size, partial, row_inputs, project, why, trace)
         if mw is not None:

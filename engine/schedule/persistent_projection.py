@@ -84,12 +84,6 @@ def row_ids(fusion: Fusion, ref: TensorView) -> set[IterDomain]:
     return rows
 
 
-def has_row_axis(fusion: Fusion, ref: TensorView, tv: TensorView) -> bool:
-    """Whether `tv` has an axis paired with a row axis of the inner reduction `ref`."""
-    rows = row_ids(fusion, ref)
-    return any(i in rows for i in tv.domain.logical)
-
-
 def _row_invariant(fusion: Fusion, buf: TensorView, pb: PersistentBufferInfo) -> list[TensorView]:
     """The tensors `buf` is computed from that hold no row axis of an inner reduction it is
     live across (a norm's weight cast to float): the same for every row, they are computed
