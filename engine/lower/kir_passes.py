@@ -11,6 +11,7 @@ step, as "sync", gets them appended). In order:
   sync              barriers back to back merged, shared-memory fills sharing one pair
                     (barriers.py)
   unroll            serial loops indexing local arrays unrolled whole (unroll.py)
+  hoist             loop-invariant element computations moved out of their loops (hoist.py)
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from engine.lower import kir
 from engine.lower.barriers import drop_fill_barriers, merge_adjacent_barriers
 from engine.lower.circular_buffer import circular_buffer, circular_buffers_of
 from engine.lower.grid_epilogue import GridSync, share_epilogue
+from engine.lower.hoist import hoist_invariants
 from engine.lower.shared_loads import share_loads
 from engine.lower.unroll import unroll_local_indexing
 
@@ -87,6 +89,13 @@ def unroll_pass(body: list[kir.Stmt], ctx: PassContext) -> tuple[list[kir.Stmt],
     return body, ["serial loops indexing local arrays, unrolled: " + ", ".join(unrolled)] if unrolled else []
 
 
+def hoist_pass(body: list[kir.Stmt], ctx: PassContext) -> tuple[list[kir.Stmt], list[str]]:
+    """Statements computing the same value in every iteration of a loop moved before it."""
+    memory = ctx.kernel_names | {b.name for b in ctx.buffers if b.memory != "local"}
+    body, moved = hoist_invariants(body, memory)
+    return body, [f"{moved} loop-invariant statement(s) moved out of their loops"] if moved else []
+
+
 # (stage name, pass), in the order they run: the names are the stages the trace and fusescope show.
 PASSES: tuple[tuple[str, Pass], ...] = (
     ("circular_buffer", circular_buffer_pass),
@@ -94,6 +103,7 @@ PASSES: tuple[tuple[str, Pass], ...] = (
     ("shared_loads", shared_loads_pass),
     ("sync", barriers_pass),
     ("unroll", unroll_pass),
+    ("hoist", hoist_pass),
 )
 
 

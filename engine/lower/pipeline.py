@@ -227,17 +227,21 @@ def _emit_loop(item: LoopNode, inner: list[kir.Stmt], low: ExprLowering) -> list
             if widened is not None:
                 return [widened]
     loop = kir.ForLoop(str(ix.term), ix.hi, kind, str(item.concrete), inner, low.block_threads())
+    if kind not in ("vectorize", "serial", "unroll"):
+        return [loop]
+    # Reads of a shared buffer along the loop become one vector read before it, in a loop
+    # that vectorizes another tensor's access too (a persistent row read back from shared
+    # memory to compute a vectorized output).
+    shared = {b.name: b.ctype for b in low.buffers.values() if b.memory == "shared"}
     if kind == "vectorize":
         globals_ = {b.name for b in low.buffers.values() if b.memory == "global"}
         inputs = [t for t in low.fusion_inputs if isinstance(t, TensorView)]
         prefetch = {t.short_name: t.l2_prefetch for t in inputs if t.l2_prefetch}
         evict_last = {t.short_name for t in inputs if t.l2_evict_last}
-        return [vectorize_loop(loop, item.concrete, low.ext, globals_, prefetch, evict_last)]
-    if kind in ("serial", "unroll"):
-        shared = {b.name: b.ctype for b in low.buffers.values() if b.memory == "shared"}
-        return [vectorize_loop(st, item.concrete, low.ext, _engine_allocated(low)) if st is loop else st
+        return [vectorize_loop(st, item.concrete, low.ext, globals_, prefetch, evict_last) if st is loop else st
                 for st in hoist_shared_reads(loop, shared)]
-    return [loop]
+    return [vectorize_loop(st, item.concrete, low.ext, _engine_allocated(low)) if st is loop else st
+            for st in hoist_shared_reads(loop, shared)]
 
 
 def _mark_global_syncs(low: ExprLowering, fusion: Fusion, exprs: list[Expr], loops_of: dict) -> None:

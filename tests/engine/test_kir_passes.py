@@ -14,7 +14,8 @@ def _ctx() -> PassContext:
 
 
 def test_passes_run_in_the_order_of_their_stages() -> None:
-    assert [name for name, _ in PASSES] == ["circular_buffer", "grid_epilogue", "shared_loads", "sync", "unroll"]
+    assert [name for name, _ in PASSES] == ["circular_buffer", "grid_epilogue", "shared_loads", "sync", "unroll",
+                                         "hoist"]
 
 
 def test_notes_append_to_a_stage_already_recorded_and_quiet_passes_record_nothing() -> None:

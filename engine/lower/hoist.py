@@ -1,0 +1,155 @@
+"""Loop-invariant element computations moved out of the loops that repeat them.
+
+A tensor with a broadcast inner axis (a row's mean, `rstd * rstd * rstd`, a row sum divided by
+the row's width) is computed inside the innermost loop of its consumer, once per element of
+the row, though every iteration computes the same value. nvcc does not merge those copies
+when each sits under its own predicate: a persistent kernel divided twice per element where
+once per row is enough. Such a statement, `T[0] = rhs;` or `if (cond) { T[0] = rhs; }`
+writing a one-element local array declared in the loop, moves with its declaration to just
+before the loop when nothing it reads changes in the loop; statements it feeds can then move
+too, and an outer loop's turn takes them further out. A brace scope is treated as a loop of
+one iteration, so its invariant statements leave it for the loop around it.
+
+Only arithmetic on values already in registers moves: a value moved out stays in a register
+across the loop, where a read of global or shared memory left in the loop holds none between
+its uses (a persistent kernel at its register limit spilled when its rows' per-row scalars,
+read from shared memory, were moved out too). Not moved either: anything out of a loop that
+waits for the block (a barrier or a block-wide call), a read of an array written in the loop,
+a runtime call with effects (random numbers, atomics, block or grid calls), and a name the
+scope outside already declares.
+"""
+
+from __future__ import annotations
+
+from engine.lower import kir, kquery
+from engine.lower.kexpr import Access, Call, Expr, Lit
+
+# Calls whose result is not a function of their arguments alone, or that have effects.
+_IMPURE = ("rng", "philox", "Philox", "rand", "atomic", "block", "grid", "warp", "shfl", "Sync", "sync",
+           "clock", "nanosleep")
+
+
+def hoist_invariants(body: list[kir.Stmt], memory: set[str]) -> tuple[list[kir.Stmt], int]:
+    """`body` with invariant statements moved out of their loops and scopes; how many moved.
+    `memory`: the kernel's arrays in global and shared memory (tensors, workspaces, shared
+    buffers), whose reads stay where they are."""
+    moved = [0]
+    return _hoist_list(body, memory, _index_names(body), moved), moved[0]
+
+
+def _index_names(body: list[kir.Stmt]) -> set[str]:
+    """The kernel's loop counters and index definitions: names a call's address reads, never
+    writes."""
+    out: set[str] = set()
+    for s in kir.walk(body):
+        if isinstance(s, kir.ForLoop):
+            out |= {s.var, f"{s.var}_k"}
+        elif isinstance(s, kir.IndexDef):
+            out.add(s.name)
+    return out
+
+
+def _hoist_list(stmts: list[kir.Stmt], memory: set[str], indices: set[str], moved: list[int]) -> list[kir.Stmt]:
+    out: list[kir.Stmt] = []
+    declared = {s.name for s in stmts if isinstance(s, kir.Allocate | kir.Declare)}
+    for s in stmts:
+        for child in kir.children(s):
+            child[:] = _hoist_list(child, memory, indices, moved)
+        if isinstance(s, kir.ForLoop) and s.kind in ("serial", "unroll", "vectorize") or isinstance(s, kir.Scope):
+            pre = _invariant_prefix(s, declared, memory, indices)
+            moved[0] += sum(1 for p in pre if not isinstance(p, kir.Allocate))
+            declared |= {p.name for p in pre if isinstance(p, kir.Allocate)}
+            out += pre
+        out.append(s)
+    return out
+
+
+def _identifiers(words: set[str]) -> set[str]:
+    return {w for w in words if not w[0].isdigit()}
+
+
+def _written(stmts: list[kir.Stmt], indices: set[str]) -> set[str]:
+    """Names the statements may write: assigned arrays, and the arrays of a call statement or
+    of raw text (a copy, a cp.async: written through an address), but not the indices and
+    builtins (`threadIdx.x`) their addresses are computed from."""
+    out: set[str] = set()
+    calls: set[str] = set()
+    for s in kir.walk(stmts):
+        if isinstance(s, kir.Assign):
+            out.add(s.lhs.name) if isinstance(s.lhs, Access) else out.update(kquery.names(s.lhs))
+        elif isinstance(s, kir.Exec):
+            calls |= kquery.names(s.call)
+        elif isinstance(s, kir.Raw):
+            calls |= kquery.names(s.text) if isinstance(s.text, Expr) else _identifiers(kquery.text_words(s.text))
+    return out | {n for n in calls if "." not in n and n not in indices}
+
+
+def _declared(stmts: list[kir.Stmt]) -> set[str]:
+    out: set[str] = set()
+    for s in kir.walk(stmts):
+        if isinstance(s, kir.ForLoop):
+            out |= {s.var, f"{s.var}_k"}
+        elif isinstance(s, kir.Allocate | kir.Declare | kir.IndexDef | kir.ScalarDef):
+            out.add(s.name)
+    return out
+
+
+def _scalar_assign(s: kir.Stmt) -> tuple[kir.Assign, Expr | None] | None:
+    """`s` as (its one assignment of a `T[0]`, its guard or None)."""
+    cond = None
+    if isinstance(s, kir.IfThenElse) and not s.orelse and len(s.then) == 1:
+        cond, s = s.cond, s.then[0]
+    if not isinstance(s, kir.Assign) or not isinstance(s.lhs, Access) or str(s.lhs.index) != "0":
+        return None
+    return s, cond
+
+
+def _pure(e: Expr) -> bool:
+    for n in kquery.walk(e):
+        if isinstance(n, Call) and any(w in n.fn for w in _IMPURE):
+            return False
+        if isinstance(n, Lit) and any(w in n.text for w in _IMPURE):
+            return False
+    return True
+
+
+def _invariant_prefix(loop: kir.ForLoop | kir.Scope, outer_declared: set[str], memory: set[str],
+                      indices: set[str]) -> list[kir.Stmt]:
+    """The invariant statements of `loop`'s body (removed from it), each after its array's
+    declaration, in their order."""
+    body = loop.body
+    if kir._synchronizes(body):
+        return []
+    written = _written(body, indices)
+    variant = written | _declared(body)
+    if isinstance(loop, kir.ForLoop):
+        variant |= {loop.var, f"{loop.var}_k"}
+    allocs = {s.name: s for s in body if isinstance(s, kir.Allocate) and s.memory == "local" and s.size == 1
+              and s.init is None}
+    assigned: dict[str, int] = {}
+    for s in kir.walk(body):
+        if isinstance(s, kir.Assign):
+            for n in kquery.names(s.lhs):
+                assigned[n] = assigned.get(n, 0) + 1
+    moved: list[kir.Stmt] = []
+    hoisted: set[str] = set()
+    for s in body:
+        got = _scalar_assign(s)
+        if got is None:
+            continue
+        a, cond = got
+        name = a.lhs.name  # type: ignore[attr-defined]
+        if name not in allocs or assigned.get(name) != 1 or name in outer_declared:
+            continue
+        words = kquery.words(a.rhs) | (kquery.words(cond) if cond is not None else set())
+        if _identifiers(words) & (variant - hoisted) or not _pure(a.rhs):
+            continue
+        if words & memory:
+            continue  # a memory read: loaded again where it is used, it holds no register meanwhile
+        moved.append(s)
+        hoisted.add(name)
+    if not moved:
+        return []
+    keep = {id(s) for s in moved}
+    loop.body = [s for s in body if id(s) not in keep and not (isinstance(s, kir.Allocate) and s.name in hoisted)]
+    return [allocs[n] for n in (s.name for s in body if isinstance(s, kir.Allocate)) if n in hoisted] + moved
