@@ -84,10 +84,11 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 def select(scripts: list[tuple[str, Path]], only: list[str] | None,
            shard: tuple[int, int]) -> list[tuple[str, Path]]:
-    """The scripts whose names hold one of `only`, then every N-th from the I-th (shards take
-    turns, so slow and fast scripts spread over them)."""
+    """The scripts whose names hold one of `only` (one ending in `$` must end the name), then
+    every N-th from the I-th (shards take turns, so slow and fast scripts spread over them)."""
     if only:
-        scripts = [s for s in scripts if any(o in s[0] for o in only)]
+        scripts = [s for s in scripts
+                   if any(s[0].endswith(o[:-1]) if o.endswith("$") else o in s[0] for o in only)]
     i, n = shard
     return [s for k, s in enumerate(scripts) if k % n == i - 1]
 
@@ -314,7 +315,7 @@ def warm_up(env: Env) -> None:
 
 def parse(argv: list[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", nargs="*", default=None, help="substrings of the script names to sweep")
+    ap.add_argument("--only", nargs="*", default=None, help="substrings of the script names to sweep (NAME$: names ending so)")
     ap.add_argument("--files", nargs="*", type=Path, default=None, help="sweep these fusion files instead")
     ap.add_argument("--shard", type=parse_shard, default=(1, 1), help="I/N: every N-th script from the I-th")
     ap.add_argument("--sizes", nargs="*", choices=SIZES, default=None,

@@ -154,6 +154,9 @@ def test_shards_take_turns_over_the_selected_scripts():
     parts = [RW.select(scripts, None, (i, 3)) for i in (1, 2, 3)]
     assert sorted(sum(parts, [])) == sorted(scripts) and [len(p) for p in parts] == [3, 2, 2]
     assert RW.select(scripts, ["s/1", "s/5"], (1, 1)) == [scripts[1], scripts[5]]
+    named = [("realworld/scatter", Path("a.py")), ("realworld/scatter_add", Path("b.py"))]
+    assert RW.select(named, ["scatter"], (1, 1)) == named
+    assert RW.select(named, ["/scatter$"], (1, 1)) == named[:1]
     assert RW.parse_shard("2/3") == (2, 3)
     for bad in ("0/3", "4/3", "x"):
         with pytest.raises(Exception, match="I/N"):
