@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from engine.allocation import _alloc_perm, alloc_strides, allocate
 from engine.analysis.flops import expr_flops
 from engine.codegen.cuda import render
+from engine.codegen.statements import kernel_listing
 from engine.compiled_segment import CompiledSegment
 from engine.config import Options
 from engine.dtypes import DataType
@@ -336,7 +337,7 @@ def _schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace,
             raise SegmentLoweringError(why, frozenset())
     seg.lowered = lowered
     seg.stages = dict(lowered.stages)
-    seg.kernel_ir = lowered.kernel.listing()
+    seg.kernel_ir = seg.stages["kernel_ir"] = kernel_listing(lowered.kernel)
     seg.cuda_source = render(lowered.kernel)
     if seg.id in options.kernel_sources:
         seg.cuda_source = _external_source(seg, options.kernel_sources[seg.id])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from engine.codegen.statements import body_lines
 from engine.errors import CompileError
 from engine.lower import kir
 from engine.runtime.prelude import runtime_prelude
@@ -60,8 +61,7 @@ def kernel_text(kernel: kir.Kernel) -> str:
         lines.append("  FS_DYNAMIC_SHARED(smem);")
         off = getattr(kernel, "reduction_smem_offset", 0)
         lines.append(f"  char* red_smem = smem + {off};")
-    for s in kernel.body:
-        lines.extend(s.lines(1))
+    lines += body_lines(kernel.body, 1)
     lines.append("}")
     return "\n".join(lines) + "\n"
 

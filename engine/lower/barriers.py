@@ -59,7 +59,7 @@ def drop_fill_barriers(stmts: list[kir.Stmt]) -> tuple[list[kir.Stmt], int]:
         first, second, mid = out[i + 1:j], out[j + 1:k], out[j]
         assert isinstance(mid, kir.BlockSync)
         if (first and second and (mid.raw or mid.war)
-                and not any(kir._synchronizes([st]) for st in (*first, *second))
+                and not any(kir.synchronizes([st]) for st in (*first, *second))
                 and not kir.words(second) & mid.raw and not kir.words(first) & mid.war):
             # The first barrier now orders the WAR accesses; the last one the RAW ones.
             last = out[k]

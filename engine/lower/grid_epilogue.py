@@ -34,7 +34,6 @@ from engine.lower.kexpr import Expr, Var
 
 _THREAD_VARS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 _BLOCK_VARS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
-_TID = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
 # Text that means the code needs the whole block, shared memory or another reduction.
 _BLOCK_WIDE = ("__syncthreads", "smem", "Reduce", "Welford", "fsCpAsync", "__shfl", "blockDim", "Broadcast")
 _OUTSIDE = "it does work outside its grid reduction's flag"
@@ -60,10 +59,6 @@ class ShareCall(kir.Stmt):
     sync: GridSync
     share: str  # the FsShare variable
 
-    def lines(self, indent: int) -> list[str]:
-        s = self.sync
-        return [f"{'  ' * indent}const FsShare {self.share} = gridReduceGroupShares<{s.template}>{s.args};"]
-
 
 @dataclass
 class ShareLoop(kir.Stmt):
@@ -72,20 +67,6 @@ class ShareLoop(kir.Stmt):
 
     calls: list[ShareCall]
     body: list[kir.Stmt]
-
-    def lines(self, indent: int) -> list[str]:
-        p = "  " * indent
-        first = self.calls[0]
-        tflags = ", ".join("true" if b else "false" for b in first.sync.threads)
-        out = [f"{p}for (unsigned fs_v = {first.share}.v0 + {_TID}; fs_v < {first.share}.v1; "
-               f"fs_v += blockDim.x * blockDim.y * blockDim.z) {{",
-               f"{p}  const uint3 fs_vt = fsVirtualThread<{tflags}>(fs_v);"]
-        for c in self.calls:
-            out += [f"{p}  fsShareLoad({c.sync.acc}, {c.sync.work}, {c.share}, fs_v);", f"{p}  {c.sync.flag} = true;"]
-        for st in self.body:
-            out.extend(st.lines(indent + 1))
-        out.append(f"{p}}}")
-        return out
 
 
 def share_epilogue(body: list[kir.Stmt], syncs: dict[str, GridSync],
@@ -133,7 +114,7 @@ def _split(after: list[kir.Stmt], calls: list[GridSync]) -> tuple[list[kir.Stmt]
 def _refusal(before: list[kir.Stmt], prep: list[kir.Stmt], epilogue: list[kir.Stmt], calls: list[GridSync],
              globals_: set[str]) -> str | None:
     """Why running `epilogue` per share, after every call, would not be the same program."""
-    text = "\n".join(line for s in epilogue for line in s.lines(0))
+    text = kir.signature(epilogue)
     if not text.strip():
         return "there is none"
     wide = next((w for w in _BLOCK_WIDE if w in text), None)

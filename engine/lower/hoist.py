@@ -118,7 +118,7 @@ def _invariant_prefix(loop: kir.ForLoop | kir.Scope, outer_declared: set[str], m
     """The invariant statements of `loop`'s body (removed from it), each after its array's
     declaration, in their order."""
     body = loop.body
-    if kir._synchronizes(body):
+    if kir.synchronizes(body):
         return []
     written = _written(body, indices)
     variant = written | _declared(body)

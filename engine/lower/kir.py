@@ -1,44 +1,32 @@
 """Kernel IR: the loops, allocations, statements and synchronisation of one kernel.
 
-Statements hold typed expressions (engine.lower.kexpr: indices, accesses, predicates,
-ops) that render as C; the structure (loops, predicates, allocations, reductions,
-barriers) stays explicit so passes can rewrite it and both the kernel-IR listing and the
-CUDA renderer read it.
+Statements are data: they hold typed expressions (engine.lower.kexpr: indices, accesses,
+predicates, ops); the structure (loops, predicates, allocations, reductions, barriers) stays
+explicit so passes can rewrite it. engine.codegen.statements spells them as C, for the
+kernel-IR listing and the CUDA source alike.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from engine.lower import kquery
-from engine.lower.kexpr import FALSE, And, Expr, Lit, require_methods
+from engine.lower.kexpr import FALSE, And, Expr, Lit
 from engine.runtime.abi import ArgSpec, LaunchConfig
 
 
 class Stmt:
-    """A kernel-IR statement. Every subclass defines `lines(indent)`: the statement as text,
-    indented `indent` levels (checked when the class is made, as kexpr.Expr's render)."""
-
-    def __init_subclass__(cls, **kwargs: object) -> None:
-        super().__init_subclass__(**kwargs)
-        require_methods(cls, Stmt, "lines")
-
-    if TYPE_CHECKING:
-        def lines(self, indent: int) -> list[str]: ...
+    """A kernel-IR statement (engine.codegen.statements spells each kind)."""
 
 
-def _pad(indent: int) -> str:
-    return "  " * indent
+# The block's linear thread index, as C: the index a block-strided loop starts from.
+TID = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
 
 
 @dataclass
 class Comment(Stmt):
     text: str
-
-    def lines(self, indent: int) -> list[str]:
-        return [f"{_pad(indent)}// {self.text}"]
 
 
 @dataclass
@@ -53,9 +41,6 @@ class Assign(Stmt):
     def __post_init__(self) -> None:
         self.lhs, self.rhs = _typed(self.lhs), _typed(self.rhs)
 
-    def lines(self, indent: int) -> list[str]:
-        return [f"{_pad(indent)}{self.lhs} = {self.rhs};"]
-
 
 def _typed(x: str | Expr) -> Expr:
     return Lit(x) if isinstance(x, str) else x
@@ -69,18 +54,12 @@ class Raw(Stmt):
 
     text: str | Expr
 
-    def lines(self, indent: int) -> list[str]:
-        return [_pad(indent) + ln for ln in str(self.text).splitlines()]
-
 
 @dataclass
 class Exec(Stmt):
     """`call;`: a runtime call made for its effect (a vector copy, a cp.async)."""
 
     call: Expr
-
-    def lines(self, indent: int) -> list[str]:
-        return [f"{_pad(indent)}{self.call};"]
 
 
 @dataclass
@@ -91,9 +70,6 @@ class Declare(Stmt):
     name: str
     size: int
 
-    def lines(self, indent: int) -> list[str]:
-        return [f"{_pad(indent)}alignas(16) {self.ctype} {self.name}[{self.size}];"]
-
 
 @dataclass
 class IndexDef(Stmt):
@@ -101,9 +77,6 @@ class IndexDef(Stmt):
 
     name: str
     value: Expr
-
-    def lines(self, indent: int) -> list[str]:
-        return [f"{_pad(indent)}const nvfuser_index_t {self.name} = {self.value};"]
 
 
 @dataclass
@@ -114,9 +87,6 @@ class ScalarDef(Stmt):
     ctype: str
     name: str
     value: Expr
-
-    def lines(self, indent: int) -> list[str]:
-        return [f"{_pad(indent)}const {self.ctype} {self.name} = {self.value};"]
 
 
 def exprs(s: Stmt) -> list[Expr]:
@@ -163,17 +133,6 @@ class Allocate(Stmt):
     offset: int = 0  # byte offset into dynamic shared memory
     init: Expr | None = None  # fill value, for reduction accumulators
 
-    def lines(self, indent: int) -> list[str]:
-        p = _pad(indent)
-        if self.memory == "shared":
-            return [f"{p}{self.ctype}* {self.name} = reinterpret_cast<{self.ctype}*>(smem + {self.offset});"]
-        # 16-byte alignment lets vectorized copies read and write whole local arrays.
-        out = [f"{p}alignas(16) {self.ctype} {self.name}[{self.size}];"]
-        if self.init is not None:
-            out.append(f"{p}#pragma unroll")
-            out.append(f"{p}for (int k = 0; k < {self.size}; ++k) {self.name}[k] = {self.init};")
-        return out
-
 
 @dataclass
 class ForLoop(Stmt):
@@ -184,39 +143,7 @@ class ForLoop(Stmt):
     body: list[Stmt] = field(default_factory=list)
     threads: int = 1  # block_strided: the block's threads share the iterations
 
-    def lines(self, indent: int) -> list[str]:
-        p = _pad(indent)
-        out = []
-        if self.kind in ("unroll", "vectorize"):
-            out.append(f"{p}#pragma unroll")
-        elif self.kind == "serial" and self.extent > 8:
-            # Long serial loops (a thread's share of a reduction) keep several iterations' loads
-            # in flight; short ones nvcc unrolls by itself. A loop whose body waits for the
-            # block (a persistent kernel's loop over its rows) is not unrolled, as nvFuser's:
-            # the barriers keep the iterations apart, and an unrolled body only holds more
-            # registers.
-            out.append(f"{p}#pragma unroll {SYNC_LOOP_UNROLL if _synchronizes(self.body) else 4}")
-        if self.kind == "block_strided":
-            tid = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
-            if self.extent % self.threads == 0:
-                # A known trip count: unrolled, each thread's loads are all in flight at once.
-                trips = self.extent // self.threads
-                out.append(f"{p}#pragma unroll")
-                out.append(f"{p}for (nvfuser_index_t {self.var}_k = 0; {self.var}_k < {trips}; ++{self.var}_k) {{")
-                out.append(f"{p}  const nvfuser_index_t {self.var} = {tid} + {self.var}_k * {self.threads};")
-            else:
-                out.append(f"{p}for (nvfuser_index_t {self.var} = {tid}; {self.var} < {self.extent}; "
-                           f"{self.var} += {self.threads}) {{")
-        else:
-            out.append(f"{p}for (nvfuser_index_t {self.var} = 0; {self.var} < {self.extent}; ++{self.var}) {{")
-        for s in self.body:
-            out.extend(s.lines(indent + 1))
-        out.append(p + "}")
-        return out
 
-
-# The unroll pragma of a long serial loop whose body synchronizes the block.
-SYNC_LOOP_UNROLL = 1
 # Runtime calls that wait for the whole block (engine/runtime/headers).
 _BLOCK_WIDE = ("__syncthreads", "blockAllReduce", "blockReduce", "blockWelford", "blockBroadcast",
                "gridReduce", "grid_sync")
@@ -258,7 +185,40 @@ def words(stmts: list[Stmt]) -> set[str]:
     return out
 
 
-def _synchronizes(stmts: list[Stmt]) -> bool:
+def signature(stmts: list[Stmt]) -> str:
+    """What the statements say, as text for the passes to compare and search (not C, which
+    engine.codegen.statements writes): each statement's kind, the names and sizes it
+    declares, its expressions as they print, a raw statement's or a comment's text, and a
+    barrier's reason, nested statements after their parent. Two statements spelled alike in
+    C have the same signature."""
+    out: list[str] = []
+    for s in walk(stmts):
+        parts: list[str] = [type(s).__name__]
+        if isinstance(s, ForLoop):
+            parts += [s.var, str(s.extent), s.kind, str(s.threads)] + ([TID] if s.kind == "block_strided" else [])
+        elif isinstance(s, Allocate):
+            parts += [s.ctype, s.name, str(s.size), s.memory, str(s.offset), str(s.init)]
+            parts += ["smem"] if s.memory == "shared" else []
+        elif isinstance(s, Declare):
+            parts += [s.ctype, s.name, str(s.size)]
+        elif isinstance(s, IndexDef | ScalarDef):
+            parts += [s.name]
+        elif isinstance(s, Raw) and isinstance(s.text, str) or isinstance(s, Comment):
+            parts += [s.text]  # type: ignore[list-item]
+        elif isinstance(s, BlockSync):
+            parts += ["__syncthreads()", s.reason]
+        parts += [str(e) for e in exprs(s)]
+        if isinstance(s, IfThenElse):
+            parts += [f"then {len(s.then)}", f"else {len(s.orelse)}"]
+        elif children(s):
+            parts += [f"body {len(children(s)[0])}"]
+        out.append(" ".join(parts))
+    return "\n".join(out)
+
+
+def synchronizes(stmts: list[Stmt]) -> bool:
+    """Whether the statements (or those nested in them) wait for the whole block: a barrier,
+    or a block-wide runtime call."""
     for s in stmts:
         if isinstance(s, BlockSync):
             return True
@@ -266,7 +226,7 @@ def _synchronizes(stmts: list[Stmt]) -> bool:
             return True
         if isinstance(s, Assign) and any(c in str(s.rhs) for c in _BLOCK_WIDE):
             return True
-        if any(_synchronizes(body) for body in children(s)):
+        if any(synchronizes(body) for body in children(s)):
             return True
     return False
 
@@ -279,18 +239,6 @@ class IfThenElse(Stmt):
 
     def __post_init__(self) -> None:
         self.cond = _typed(self.cond)
-
-    def lines(self, indent: int) -> list[str]:
-        p = _pad(indent)
-        out = [f"{p}if ({self.cond}) {{"]
-        for s in self.then:
-            out.extend(s.lines(indent + 1))
-        if self.orelse:
-            out.append(p + "} else {")
-            for s in self.orelse:
-                out.extend(s.lines(indent + 1))
-        out.append(p + "}")
-        return out
 
 
 def guard(preds: list[Expr], stmts: list[Stmt]) -> list[Stmt]:
@@ -309,14 +257,6 @@ class Scope(Stmt):
 
     body: list[Stmt] = field(default_factory=list)
 
-    def lines(self, indent: int) -> list[str]:
-        p = _pad(indent)
-        out = [p + "{"]
-        for s in self.body:
-            out.extend(s.lines(indent + 1))
-        out.append(p + "}")
-        return out
-
 
 @dataclass
 class BlockSync(Stmt):
@@ -325,10 +265,6 @@ class BlockSync(Stmt):
     # it precede writes after it (WAR): what engine.lower.barriers may move it for.
     raw: frozenset[str] = frozenset()
     war: frozenset[str] = frozenset()
-
-    def lines(self, indent: int) -> list[str]:
-        tail = f"  // {self.reason}" if self.reason else ""
-        return [f"{_pad(indent)}__syncthreads();{tail}"]
 
 
 @dataclass
@@ -343,12 +279,3 @@ class Kernel:
     # Blocks each SM must hold at once (a persistent grid of several blocks per SM):
     # __launch_bounds__'s second argument, which bounds the kernel's registers.
     min_blocks_per_sm: int = 1
-
-    def listing(self) -> str:
-        """The kernel IR as text (nvFuser's kernel_ir dump, in this engine's terms)."""
-        head = ", ".join(f"{p.decl} {p.name}" for p in self.params)
-        out = [f"%kernel {self.name}({head}) {{"]
-        for s in self.body:
-            out.extend(s.lines(1))
-        out.append(f"}} // %kernel {self.name}")
-        return "\n".join(out) + "\n"

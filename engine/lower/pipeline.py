@@ -10,12 +10,13 @@ Passes, in order (names as nvFuser's lower_verbose stages where one exists):
   6. sync              __syncthreads after shared/global writes read by other threads
   7. assemble          the kernel IR's statements
   8. the kernel-IR passes, `kir_passes.PASSES` in order, each `(body, ctx) -> (body, notes)`:
-     circular_buffer, grid_epilogue, shared_loads, sync (barriers merged), unroll
-  9. shared_memory     the dynamic shared memory's layout; then the kernel (`kernel_ir`), and
-                       no global tensor may be written whole by every thread of the launch
+     circular_buffer, grid_epilogue, shared_loads, sync (barriers merged), unroll, hoist
+  9. shared_memory     the dynamic shared memory's layout; then the kernel, of which no global
+                       tensor may be written whole by every thread of the launch
                        (check_partitioned_writes)
 Each pass's result is kept as text in `Lowered.stages`, under its name (a kernel-IR pass
-only where it has notes; the barrier merges add theirs to "sync").
+only where it has notes; the barrier merges add theirs to "sync"). The kernel IR's listing
+(the `kernel_ir` stage) is written by engine.codegen.statements, which spells statements.
 """
 
 from __future__ import annotations
@@ -319,7 +320,6 @@ def _lower_fusion(fusion: Fusion, env: dict, name: str, layouts: dict[str, tuple
     if smem:
         stages["shared_memory"] = f"{smem} bytes of dynamic shared memory:\n" + "".join(
             f"{line}\n" for line in shared.lines())
-    stages["kernel_ir"] = kernel.listing()
     # Last: a kernel that another check refuses (and the segmenter places otherwise) is not
     # this check's to judge.
     try:

@@ -61,7 +61,7 @@ def _destination(stmt: kir.Stmt, inputs: set[str]) -> str | None:
 
 
 def _text(stmt: kir.Stmt) -> str:
-    return "\n".join(ln.strip() for ln in stmt.lines(0))
+    return kir.signature([stmt])
 
 
 def _stored_into(e: Expr) -> Iterator[str]:

@@ -4,6 +4,7 @@ barrier."""
 
 from __future__ import annotations
 
+from engine.codegen.statements import stmt_lines
 from engine.lower import kir
 from engine.lower.barriers import drop_fill_barriers, merge_adjacent_barriers
 
@@ -21,7 +22,7 @@ def _raw(n: str) -> kir.BlockSync:
 
 
 def _syncs(stmts: list[kir.Stmt]) -> int:
-    return sum("__syncthreads" in line for s in stmts for line in s.lines(0))
+    return sum("__syncthreads" in line for s in stmts for line in stmt_lines(s, 0))
 
 
 def test_barriers_back_to_back_become_one_inside_loops_too() -> None:
@@ -29,7 +30,7 @@ def test_barriers_back_to_back_become_one_inside_loops_too() -> None:
     loop = kir.ForLoop("i", 16, "serial", "iS0", body)
     (out,), n = merge_adjacent_barriers([loop])
     assert n == 1 and _syncs(out.body) == 3
-    assert "RAW: T1 in shared memory; WAR: T2 in shared memory" in "\n".join(out.lines(0))
+    assert "RAW: T1 in shared memory; WAR: T2 in shared memory" in "\n".join(stmt_lines(out, 0))
 
 
 def test_independent_fills_share_one_pair_of_barriers() -> None:
@@ -38,7 +39,7 @@ def test_independent_fills_share_one_pair_of_barriers() -> None:
     body, _ = merge_adjacent_barriers(body)
     out, n = drop_fill_barriers(body)
     assert n == 2 and _syncs(out) == 2
-    text = "\n".join(line for s in out for line in s.lines(0))
+    text = "\n".join(line for s in out for line in stmt_lines(s, 0))
     # All three fills between the first barrier and the one before the reads.
     assert text.index("&T1[i]") < text.index("&T2[i]") < text.index("&T4[i]") < text.rindex("__syncthreads")
     assert text.rindex("__syncthreads") < text.index("x = T1[0]")

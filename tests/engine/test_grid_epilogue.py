@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from engine import load_fusion
+from engine.codegen.statements import stmt_lines
 from engine.compile import compile_fusion
 from engine.lower import kir
 from engine.lower.grid_epilogue import GridSync, share_epilogue
@@ -35,7 +36,7 @@ def store(rhs: str = "T9_acc", index: str = "threadIdx.x") -> kir.Stmt:
 
 def test_a_one_thread_epilogue_runs_per_share():
     body, notes = share_epilogue(kernel(store()), {"T9_last": SYNC}, PARAMS)
-    text = "\n".join(line for s in body for line in s.lines(0))
+    text = "\n".join(line for s in body for line in stmt_lines(s, 0))
     assert notes == ["T9_last: every block runs the epilogue of the thread segments it combined"]
     assert "const FsShare fs_share0 = gridReduceGroupShares<false, true, false, false, true, false>(T9_acc, op" in text
     assert "gridReduceGroupSync" not in text

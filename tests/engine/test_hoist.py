@@ -8,6 +8,7 @@ import re
 import torch
 
 from engine import DataType, FusionDefinition, compile_fusion
+from engine.codegen.statements import stmt_lines
 from engine.lower import kir
 from engine.lower.hoist import hoist_invariants
 from engine.lower.kexpr import Access, AddrOf, And, Call, Lit, Var
@@ -23,7 +24,7 @@ def _assign(lhs: str, rhs: str, cond: str | None = None) -> kir.Stmt:
 
 
 def _text(body: list[kir.Stmt]) -> str:
-    return "\n".join(line for s in body for line in s.lines(0))
+    return "\n".join(line for s in body for line in stmt_lines(s, 0))
 
 
 def _loop(body: list[kir.Stmt], var: str = "i1") -> kir.ForLoop:
@@ -81,16 +82,23 @@ def test_effects_and_random_numbers_stay() -> None:
     assert moved == 0
 
 
+def _norm_backward_inputs(fd: FusionDefinition, dtype: DataType) -> tuple:
+    """grad_out and x of `dtype`, read as floats; the rows' mean and rstd; x normalized."""
+    dy = fd.define_tensor([-1, -1], dtype=dtype)
+    x = fd.define_tensor([-1, -1], dtype=dtype)
+    mean = fd.define_tensor([-1, 1], dtype=DataType.Float)
+    rstd = fd.define_tensor([-1, 1], dtype=DataType.Float)
+    if dtype != DataType.Float:
+        dy, x = fd.ops.cast(dy, DataType.Float), fd.ops.cast(x, DataType.Float)
+    return dy, rstd, fd.ops.mul(fd.ops.sub(x, mean), rstd)
+
+
 def test_layer_norm_backward_divides_once_per_row() -> None:
     """The row-invariant term of grad_input (a row sum over the width) is divided once per row,
     outside the loop over the row's elements that divides the per-element term."""
     fd = FusionDefinition()
     with fd:
-        dy = fd.define_tensor([-1, -1], dtype=DataType.Float)
-        x = fd.define_tensor([-1, -1], dtype=DataType.Float)
-        mean = fd.define_tensor([-1, 1], dtype=DataType.Float)
-        rstd = fd.define_tensor([-1, 1], dtype=DataType.Float)
-        xhat = fd.ops.mul(fd.ops.sub(x, mean), rstd)
+        dy, _, xhat = _norm_backward_inputs(fd, DataType.Float)
         n = fd.define_scalar(96.0)
         a = fd.ops.div(fd.ops.sum(dy, dims=[1], keepdim=True), n)
         b = fd.ops.div(fd.ops.mul(dy, xhat), n)
@@ -114,12 +122,7 @@ def test_rows_in_shared_memory_are_read_back_a_vector_at_a_time() -> None:
     vector at a time) reads the row a vector at a time too, not an element at a time."""
     fd = FusionDefinition()
     with fd:
-        dy = fd.define_tensor([-1, -1], dtype=DataType.BFloat16)
-        x = fd.define_tensor([-1, -1], dtype=DataType.BFloat16)
-        mean = fd.define_tensor([-1, 1], dtype=DataType.Float)
-        rstd = fd.define_tensor([-1, 1], dtype=DataType.Float)
-        dyf, xf = fd.ops.cast(dy, DataType.Float), fd.ops.cast(x, DataType.Float)
-        xhat = fd.ops.mul(fd.ops.sub(xf, mean), rstd)
+        dyf, rstd, xhat = _norm_backward_inputs(fd, DataType.BFloat16)
         g = fd.ops.sub(fd.ops.mul(dyf, rstd), fd.ops.mul(xhat, fd.ops.sum(fd.ops.mul(dyf, xhat), dims=[1], keepdim=True)))
         fd.add_output(fd.ops.cast(g, DataType.BFloat16))
         fd.add_output(fd.ops.sum(fd.ops.mul(dyf, xhat), dims=[0]))

@@ -3,6 +3,7 @@ records each pass's notes under its stage name."""
 
 from __future__ import annotations
 
+from engine.codegen.statements import stmt_lines
 from engine.ir.fusion import Fusion
 from engine.lower import kir
 from engine.lower.index import Extents
@@ -23,5 +24,5 @@ def test_notes_append_to_a_stage_already_recorded_and_quiet_passes_record_nothin
     raw = kir.BlockSync("RAW: T1 in shared memory", raw=frozenset({"T1"}))
     stages = {"sync": "sync around T1 in shared memory\n"}
     body = run_passes([war, raw, kir.Raw("x = T1[0];")], _ctx(), stages)
-    assert sum("__syncthreads" in line for s in body for line in s.lines(0)) == 1
+    assert sum("__syncthreads" in line for s in body for line in stmt_lines(s, 0)) == 1
     assert stages == {"sync": "sync around T1 in shared memory\n1 barrier(s) merged into a neighbouring one\n"}

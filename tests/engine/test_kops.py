@@ -54,8 +54,11 @@ def test_a_node_class_without_its_rendering_is_refused_when_made() -> None:
 
     with pytest.raises(TypeError, match="Half must define render"):
         type("Half", (kexpr.Expr,), {})
-    with pytest.raises(TypeError, match="Quiet must define lines"):
-        type("Quiet", (kir.Stmt,), {})
+    # A statement is data: codegen spells each kind, and refuses one it has no spelling for.
+    from engine.codegen.statements import stmt_lines
+
+    with pytest.raises(TypeError, match="no CUDA spelling for kernel-IR statement Quiet"):
+        stmt_lines(type("Quiet", (kir.Stmt,), {})(), 0)
     with pytest.raises(TypeError, match="Mute must define operands"):
         type("Mute", (kexpr.Spelled,), {})
     # defined by a class between it and the base: accepted

@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from engine import compile_fusion, load_fusion, loads_fusion
+from engine.codegen.statements import stmt_lines
 from engine.config import Options
 from engine.lower import kir
 from engine.reference import evaluate
@@ -131,7 +132,7 @@ def test_no_loop_repeats_the_same_iteration(name: str, sizes: dict[int, int]) ->
         if not seg.is_kernel:
             continue
         for loop in _loops(seg.lowered.kernel.body):
-            text = "\n".join(line for st in loop.body for line in st.lines(0))
+            text = "\n".join(line for st in loop.body for line in stmt_lines(st, 0))
             assert re.search(rf"\b{loop.var}\b", text), f"segment {seg.id}: loop {loop.var} repeats its body"
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import torch
 
 from engine import loads_fusion
+from engine.codegen.statements import stmt_lines
 from engine.compile import compile_fusion
 from engine.lower import kir
 from engine.lower.cexpr import Term, add, mul
@@ -38,7 +39,7 @@ def _alloc(name: str, size: int = 4) -> kir.Allocate:
 
 
 def _text(body: list[kir.Stmt]) -> str:
-    return "\n".join(ln for s in body for ln in s.lines(0))
+    return "\n".join(ln for s in body for ln in stmt_lines(s, 0))
 
 
 def test_a_repeated_load_is_dropped_and_its_array_read_from_the_first():

@@ -4,6 +4,7 @@ ptxas cannot resolve at compile time puts the whole array in local memory."""
 from __future__ import annotations
 
 from engine import load_fusion
+from engine.codegen.statements import stmt_lines
 from engine.compile import compile_fusion
 from engine.lower import kir
 from engine.lower.cexpr import add, mod, mul
@@ -25,7 +26,7 @@ def test_a_loop_indexing_a_local_array_is_unrolled_and_others_are_not():
     marked = unroll_local_indexing(body)
     assert (outer.kind, inner.kind, plain.kind) == ("unroll", "unroll", "serial")
     assert marked == ["i0 (4)", "i1 (8)"]
-    assert "#pragma unroll\n" in "\n".join(outer.lines(0)) + "\n"
+    assert "#pragma unroll\n" in "\n".join(stmt_lines(outer, 0)) + "\n"
 
 
 def test_arrays_and_loops_too_long_for_registers_are_left_alone():
