@@ -11,7 +11,9 @@ around a call on an idle GPU: the host's time and the GPU's together), and the g
 kept only when a call through it takes under KEEP_BELOW of a plain call.
 
 Runs stay plain where a graph would change what the caller sees or cannot hold the work:
-outputs that alias an input or each other, outputs off the GPU, scalars that differ from
+outputs that alias an input or each other, outputs off the GPU, inputs whose elements overlap
+in memory other than along an expanded axis (those are copied in through a view without the
+expanded axes, `own_elements`), scalars that differ from
 the captured ones (their values are baked into the graph), inputs on another device than
 the current one, and host programs that cannot be captured (a step that reads device data
 on the host). The reason is kept in `refused`. A call made while the caller captures a
@@ -114,7 +116,8 @@ class CopyingGraph:
         return outs
 
     def _replay(self, xs: list[Any]) -> list[torch.Tensor]:
-        torch._foreach_copy_(self._statics, [xs[k] for k in self._tensors])
+        torch._foreach_copy_([own_elements(t) for t in self._statics],
+                             [own_elements(xs[k]) for k in self._tensors])
         assert self._graph is not None
         self._graph.replay()
         self.replays += 1
@@ -147,9 +150,12 @@ class CopyingGraph:
         values = [(k, x.item() if isinstance(x, torch.Tensor) else x) for k, x in enumerate(xs) if k not in tensors]
         statics = [torch.empty_strided(xs[k].shape, xs[k].stride(), dtype=xs[k].dtype, device=xs[k].device)
                    for k in tensors]
+        if not all(_distinct(own_elements(t)) for t in statics):
+            self._refuse("an input's elements overlap in memory other than along a broadcast axis")
+            return None
         args = list(xs)
         for k, s in zip(tensors, statics):
-            s.copy_(xs[k])
+            own_elements(s).copy_(own_elements(xs[k]))
             args[k] = s
         captured = graphs.capture(lambda: self._steps(args))
         if isinstance(captured, str):
@@ -184,6 +190,26 @@ def _unsafe(outs: Sequence[Any], statics: Sequence[torch.Tensor]) -> str:
         if not _dense(o):
             return f"output {k} is not laid out densely (a copy would lay it out otherwise)"
     return ""
+
+
+def own_elements(t: torch.Tensor) -> torch.Tensor:
+    """`t` without its expanded axes (stride 0, more than one element): one element along
+    each, so that a copy writes each memory location once (an expanded input's buffer of the
+    graph is filled through this view, as torch refuses a copy into overlapping elements)."""
+    if all(st != 0 or n <= 1 for n, st in zip(t.shape, t.stride())):
+        return t
+    shape = [1 if st == 0 and n > 1 else n for n, st in zip(t.shape, t.stride())]
+    return t.as_strided(shape, t.stride(), t.storage_offset())
+
+
+def _distinct(t: torch.Tensor) -> bool:
+    """Whether no two elements of `t` share a memory location."""
+    reach = 1
+    for st, n in sorted((abs(st), n) for n, st in zip(t.shape, t.stride()) if n > 1):
+        if st < reach:
+            return False
+        reach += st * (n - 1)
+    return True
 
 
 def _dense(t: torch.Tensor) -> bool:

@@ -177,3 +177,26 @@ def test_calls_inside_the_callers_own_capture_are_captured_plainly() -> None:
             torch.testing.assert_close(got, ref)
     own = fd.__dict__["_last_plan"].graph
     assert own is not None and own.captures == 0
+
+
+def test_an_expanded_input_is_copied_into_the_graph_through_its_own_elements() -> None:
+    """An input with an expanded axis (stride 0: every element along it one memory location)
+    is copied into the graph's buffer once per location; torch refuses a copy into the
+    overlapping elements themselves (a RoPE backward's expanded cos/sin failed so)."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=True, dtype=DataType.Float)
+        b = fd.define_tensor(shape=[-1, 16], contiguity=[True, None], dtype=DataType.Float)
+        y = fd.ops.add(x, b)
+        v, i = fd.ops.topk(y, fd.define_scalar(2, dtype=DataType.Int), dim=1, largest=True, sorted=True)
+        c = fd.ops.cumsum(fd.ops.cast(i, DataType.Float), dim=0)
+        fd.add_output(fd.ops.add(c, fd.ops.mul(v, v)))
+        fd.add_output(fd.ops.sum(y, dims=[1]))
+    xs = [[torch.randn(256, 16, device="cuda"), torch.randn(256, 1, device="cuda").expand(256, 16)]
+          for _ in range(3)]
+    assert xs[0][1].stride() == (1, 0)
+    for k in range(7):
+        outs = fd.execute(xs[k % 3])
+        for got, ref in zip(outs, evaluate(fd.fusion, xs[k % 3])):
+            torch.testing.assert_close(got, ref)
+    graph = fd.__dict__["_last_plan"].graph
+    assert graph is not None and graph.captures == 1 and graph.replays >= 3, graph.refused
