@@ -3,14 +3,15 @@
 `stmt_lines(stmt, indent)` gives a statement (and those nested in it) as C text, indented
 `indent` levels; `kernel_listing` the kernel IR as text (nvFuser's kernel_ir dump, in this
 engine's terms), which the compile records as the `kernel_ir` stage. A statement type the
-lowering adds needs its spelling registered here (`stmt_lines.register`); an unregistered
-one is an error naming its type. Expressions inside statements print themselves
-(engine.lower.kexpr; typed ops through engine.codegen.spelling).
+lowering adds needs its spelling registered here (`@_spells(Kind)`, looked up by the
+statement's type, or a base class's); an unregistered one is an error naming its type.
+Expressions inside statements print themselves (engine.lower.kexpr; typed ops through
+engine.codegen.spelling).
 """
 
 from __future__ import annotations
 
-from functools import singledispatch
+from collections.abc import Callable
 
 from engine.lower import kir
 from engine.lower.grid_epilogue import ShareCall, ShareLoop
@@ -24,51 +25,67 @@ def _pad(indent: int) -> str:
     return "  " * indent
 
 
+Speller = Callable[[kir.Stmt, int], list[str]]
+_SPELLERS: dict[type, Speller] = {}
+
+
+def _spells(kind: type) -> Callable[[Speller], Speller]:
+    def register(fn: Speller) -> Speller:
+        _SPELLERS[kind] = fn
+        return fn
+    return register
+
+
+def stmt_lines(s: kir.Stmt, indent: int) -> list[str]:
+    """`s` as C lines, indented `indent` levels."""
+    fn = _SPELLERS.get(type(s))
+    if fn is None:
+        fn = next((_SPELLERS[k] for k in type(s).__mro__ if k in _SPELLERS), None)
+        if fn is None:
+            raise TypeError(f"no CUDA spelling for kernel-IR statement {type(s).__name__}")
+    return fn(s, indent)
+
+
 def body_lines(stmts: list[kir.Stmt], indent: int) -> list[str]:
     return [line for s in stmts for line in stmt_lines(s, indent)]
 
 
-@singledispatch
-def stmt_lines(s: kir.Stmt, indent: int) -> list[str]:
-    raise TypeError(f"no CUDA spelling for kernel-IR statement {type(s).__name__}")
-
-
-@stmt_lines.register
+@_spells(kir.Comment)
 def _(s: kir.Comment, indent: int) -> list[str]:
     return [f"{_pad(indent)}// {s.text}"]
 
 
-@stmt_lines.register
+@_spells(kir.Assign)
 def _(s: kir.Assign, indent: int) -> list[str]:
     return [f"{_pad(indent)}{s.lhs} = {s.rhs};"]
 
 
-@stmt_lines.register
+@_spells(kir.Raw)
 def _(s: kir.Raw, indent: int) -> list[str]:
     return [_pad(indent) + ln for ln in str(s.text).splitlines()]
 
 
-@stmt_lines.register
+@_spells(kir.Exec)
 def _(s: kir.Exec, indent: int) -> list[str]:
     return [f"{_pad(indent)}{s.call};"]
 
 
-@stmt_lines.register
+@_spells(kir.Declare)
 def _(s: kir.Declare, indent: int) -> list[str]:
     return [f"{_pad(indent)}alignas(16) {s.ctype} {s.name}[{s.size}];"]
 
 
-@stmt_lines.register
+@_spells(kir.IndexDef)
 def _(s: kir.IndexDef, indent: int) -> list[str]:
     return [f"{_pad(indent)}const nvfuser_index_t {s.name} = {s.value};"]
 
 
-@stmt_lines.register
+@_spells(kir.ScalarDef)
 def _(s: kir.ScalarDef, indent: int) -> list[str]:
     return [f"{_pad(indent)}const {s.ctype} {s.name} = {s.value};"]
 
 
-@stmt_lines.register
+@_spells(kir.Allocate)
 def _(s: kir.Allocate, indent: int) -> list[str]:
     p = _pad(indent)
     if s.memory == "shared":
@@ -81,7 +98,7 @@ def _(s: kir.Allocate, indent: int) -> list[str]:
     return out
 
 
-@stmt_lines.register
+@_spells(kir.ForLoop)
 def _(s: kir.ForLoop, indent: int) -> list[str]:
     p = _pad(indent)
     out = []
@@ -111,7 +128,7 @@ def _(s: kir.ForLoop, indent: int) -> list[str]:
     return out
 
 
-@stmt_lines.register
+@_spells(kir.IfThenElse)
 def _(s: kir.IfThenElse, indent: int) -> list[str]:
     p = _pad(indent)
     out = [f"{p}if ({s.cond}) {{", *body_lines(s.then, indent + 1)]
@@ -121,24 +138,24 @@ def _(s: kir.IfThenElse, indent: int) -> list[str]:
     return out
 
 
-@stmt_lines.register
+@_spells(kir.Scope)
 def _(s: kir.Scope, indent: int) -> list[str]:
     p = _pad(indent)
     return [p + "{", *body_lines(s.body, indent + 1), p + "}"]
 
 
-@stmt_lines.register
+@_spells(kir.BlockSync)
 def _(s: kir.BlockSync, indent: int) -> list[str]:
     tail = f"  // {s.reason}" if s.reason else ""
     return [f"{_pad(indent)}__syncthreads();{tail}"]
 
 
-@stmt_lines.register
+@_spells(ShareCall)
 def _(s: ShareCall, indent: int) -> list[str]:
     return [f"{_pad(indent)}const FsShare {s.share} = gridReduceGroupShares<{s.sync.template}>{s.sync.args};"]
 
 
-@stmt_lines.register
+@_spells(ShareLoop)
 def _(s: ShareLoop, indent: int) -> list[str]:
     p = _pad(indent)
     first = s.calls[0]

@@ -118,14 +118,25 @@ def _invariant_prefix(loop: kir.ForLoop | kir.Scope, outer_declared: set[str], m
     """The invariant statements of `loop`'s body (removed from it), each after its array's
     declaration, in their order."""
     body = loop.body
-    if kir.synchronizes(body):
-        return []
-    written = _written(body, indices)
-    variant = written | _declared(body)
-    if isinstance(loop, kir.ForLoop):
-        variant |= {loop.var, f"{loop.var}_k"}
     allocs = {s.name: s for s in body if isinstance(s, kir.Allocate) and s.memory == "local" and s.size == 1
               and s.init is None}
+    own = {loop.var, f"{loop.var}_k"} if isinstance(loop, kir.ForLoop) else set()
+    # Candidates first, on what each statement says alone: most loops have none, and then the
+    # loop's body is not walked.
+    candidates: list[tuple[kir.Stmt, str, set[str]]] = []
+    for s in body:
+        got = _scalar_assign(s)
+        if got is None:
+            continue
+        a, cond = got
+        name = a.lhs.name  # type: ignore[attr-defined]
+        words = _identifiers(kquery.words(a.rhs) | (kquery.words(cond) if cond is not None else set()))
+        if name not in allocs or name in outer_declared or words & own or words & memory or not _pure(a.rhs):
+            continue  # a memory read stays: loaded again where it is used, it holds no register meanwhile
+        candidates.append((s, name, words))
+    if not candidates or kir.synchronizes(body):
+        return []
+    variant = _written(body, indices) | _declared(body) | own
     assigned: dict[str, int] = {}
     for s in kir.walk(body):
         if isinstance(s, kir.Assign):
@@ -133,19 +144,9 @@ def _invariant_prefix(loop: kir.ForLoop | kir.Scope, outer_declared: set[str], m
                 assigned[n] = assigned.get(n, 0) + 1
     moved: list[kir.Stmt] = []
     hoisted: set[str] = set()
-    for s in body:
-        got = _scalar_assign(s)
-        if got is None:
+    for s, name, words in candidates:
+        if assigned.get(name) != 1 or words & (variant - hoisted):
             continue
-        a, cond = got
-        name = a.lhs.name  # type: ignore[attr-defined]
-        if name not in allocs or assigned.get(name) != 1 or name in outer_declared:
-            continue
-        words = kquery.words(a.rhs) | (kquery.words(cond) if cond is not None else set())
-        if _identifiers(words) & (variant - hoisted) or not _pure(a.rhs):
-            continue
-        if words & memory:
-            continue  # a memory read: loaded again where it is used, it holds no register meanwhile
         moved.append(s)
         hoisted.add(name)
     if not moved:
