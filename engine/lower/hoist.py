@@ -22,46 +22,35 @@ scope outside already declares.
 from __future__ import annotations
 
 from engine.lower import kir, kquery
-from engine.lower.kexpr import Access, Call, Expr, Lit
+from engine.lower.kexpr import Access, Call, Expr, Lit, Op
 
-# Calls whose result is not a function of their arguments alone, or that have effects.
-_IMPURE = ("rng", "philox", "Philox", "rand", "atomic", "block", "grid", "warp", "shfl", "Sync", "sync",
-           "clock", "nanosleep")
+# Words (lower case) of runtime calls whose result is not a function of their arguments alone,
+# or that have effects: random numbers, atomics, block-, warp- and grid-wide calls, clocks.
+_IMPURE = ("rng", "philox", "rand", "atomic", "block", "grid", "warp", "shfl", "sync", "clock", "nanosleep")
 
 
 def hoist_invariants(body: list[kir.Stmt], memory: set[str]) -> tuple[list[kir.Stmt], int]:
     """`body` with invariant statements moved out of their loops and scopes; how many moved.
     `memory`: the kernel's arrays in global and shared memory (tensors, workspaces, shared
     buffers), whose reads stay where they are."""
-    moved = [0]
-    return _hoist_list(body, memory, _index_names(body), moved), moved[0]
+    return _hoist_list(body, memory, _declared(body, (kir.IndexDef,)))
 
 
-def _index_names(body: list[kir.Stmt]) -> set[str]:
-    """The kernel's loop counters and index definitions: names a call's address reads, never
-    writes."""
-    out: set[str] = set()
-    for s in kir.walk(body):
-        if isinstance(s, kir.ForLoop):
-            out |= {s.var, f"{s.var}_k"}
-        elif isinstance(s, kir.IndexDef):
-            out.add(s.name)
-    return out
-
-
-def _hoist_list(stmts: list[kir.Stmt], memory: set[str], indices: set[str], moved: list[int]) -> list[kir.Stmt]:
+def _hoist_list(stmts: list[kir.Stmt], memory: set[str], indices: set[str]) -> tuple[list[kir.Stmt], int]:
     out: list[kir.Stmt] = []
+    moved = 0
     declared = {s.name for s in stmts if isinstance(s, kir.Allocate | kir.Declare)}
     for s in stmts:
         for child in kir.children(s):
-            child[:] = _hoist_list(child, memory, indices, moved)
+            child[:], n = _hoist_list(child, memory, indices)
+            moved += n
         if isinstance(s, kir.ForLoop) and s.kind in ("serial", "unroll", "vectorize") or isinstance(s, kir.Scope):
             pre = _invariant_prefix(s, declared, memory, indices)
-            moved[0] += sum(1 for p in pre if not isinstance(p, kir.Allocate))
+            moved += sum(1 for p in pre if not isinstance(p, kir.Allocate))
             declared |= {p.name for p in pre if isinstance(p, kir.Allocate)}
             out += pre
         out.append(s)
-    return out
+    return out, moved
 
 
 def _identifiers(words: set[str]) -> set[str]:
@@ -84,13 +73,18 @@ def _written(stmts: list[kir.Stmt], indices: set[str]) -> set[str]:
     return out | {n for n in calls if "." not in n and n not in indices}
 
 
-def _declared(stmts: list[kir.Stmt]) -> set[str]:
+_DECLARATIONS = (kir.Allocate, kir.Declare, kir.IndexDef, kir.ScalarDef)
+
+
+def _declared(stmts: list[kir.Stmt], kinds: tuple[type, ...] = _DECLARATIONS) -> set[str]:
+    """The loop counters of the statements, and the names their declarations of `kinds` make
+    (by default every kind: arrays, vector temporaries, indices, scalars)."""
     out: set[str] = set()
     for s in kir.walk(stmts):
         if isinstance(s, kir.ForLoop):
             out |= {s.var, f"{s.var}_k"}
-        elif isinstance(s, kir.Allocate | kir.Declare | kir.IndexDef | kir.ScalarDef):
-            out.add(s.name)
+        elif isinstance(s, kinds):
+            out.add(s.name)  # type: ignore[attr-defined]
     return out
 
 
@@ -105,10 +99,12 @@ def _scalar_assign(s: kir.Stmt) -> tuple[kir.Assign, Expr | None] | None:
 
 
 def _pure(e: Expr) -> bool:
+    """Whether `e` calls nothing with effects: no runtime call (a Call's function, an Op's or a
+    Lit's text) names one of _IMPURE's words, whatever the case (fsRng, blockReduce)."""
     for n in kquery.walk(e):
-        if isinstance(n, Call) and any(w in n.fn for w in _IMPURE):
-            return False
-        if isinstance(n, Lit) and any(w in n.text for w in _IMPURE):
+        text = n.fn if isinstance(n, Call) else " ".join(n.parts) if isinstance(n, Op) else \
+            n.text if isinstance(n, Lit) else ""
+        if any(w in text.lower() for w in _IMPURE):
             return False
     return True
 

@@ -9,7 +9,7 @@ import torch
 
 from engine import DataType, FusionDefinition, compile_fusion
 from engine.codegen.statements import stmt_lines
-from engine.lower import kir
+from engine.lower import kexpr, kir
 from engine.lower.hoist import hoist_invariants
 from engine.lower.kexpr import Access, AddrOf, And, Call, Lit, Var
 
@@ -76,10 +76,17 @@ def test_memory_reads_stay_and_what_they_feed_with_them() -> None:
 
 
 def test_effects_and_random_numbers_stay() -> None:
-    loop = _loop([_local("T5"), _assign("T5", "philox_uniform(seed, offset)"),
-                  kir.Assign(Access("T8", Var("i1")), Lit("T5[0]"))])
-    _, moved = hoist_invariants([loop], {"T8"})
-    assert moved == 0
+    """Random numbers (as C text, or as the lowering's typed fsRng call) and block-wide calls
+    stay; a pure call beside them moves."""
+    rng = kexpr.spell(lambda o: f"fsRng<float>(fs_rng, false, seed, {o})", Lit("offset"))
+    loop = _loop([_local("T5"), _local("T6"), _local("T7"), _local("T9"),
+                  _assign("T5", "philox_uniform(seed, offset)"),
+                  kir.Assign(Access("T6", 0), rng),
+                  _assign("T7", "warpReduce(T4[0])"),
+                  _assign("T9", "expf(T4[0])"),
+                  kir.Assign(Access("T8", Var("i1")), Lit("T5[0] + T6[0] + T7[0] + T9[0]"))])
+    body, moved = hoist_invariants([loop], {"T8"})
+    assert moved == 1 and _text(body).index("T9[0] = expf(T4[0])") < _text(body).index("for (")
 
 
 def _norm_backward_inputs(fd: FusionDefinition, dtype: DataType) -> tuple:
