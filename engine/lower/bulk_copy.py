@@ -62,11 +62,10 @@ def widen_bulk_copy(var: str, extent: int, body: list[kir.Stmt], threads: int,
             return None
     vectors = extent // width
     trips = -(-vectors // threads)
-    tid = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
     at = [AddrOf(Access(a.name, Add(a.index, Var(var)))) for a in (dst, src)]
     call: kir.Stmt = kir.Exec(Call("loadGeneric", (stmt.copy_ctype, str(width)), tuple(at)))
     if vectors % threads:  # the last trip has vectors for some threads only
         call = kir.IfThenElse(Cmp(Var(var), "<", extent), [call])
     loop = kir.ForLoop(f"{var}_k", trips, "unroll", f"{var} in vectors of {width}",
-                       [kir.IndexDef(var, Lit(f"({tid} + {var}_k * {threads}) * {width}")), call])
+                       [kir.IndexDef(var, Lit(f"({kir.TID} + {var}_k * {threads}) * {width}")), call])
     return kir.Scope(kir.guard(list(conjuncts(cond)), [loop])) if cond is not None else loop

@@ -239,9 +239,10 @@ def _emit_loop(item: LoopNode, inner: list[kir.Stmt], low: ExprLowering) -> list
         inputs = [t for t in low.fusion_inputs if isinstance(t, TensorView)]
         prefetch = {t.short_name: t.l2_prefetch for t in inputs if t.l2_prefetch}
         evict_last = {t.short_name for t in inputs if t.l2_evict_last}
-        return [vectorize_loop(st, item.concrete, low.ext, globals_, prefetch, evict_last) if st is loop else st
-                for st in hoist_shared_reads(loop, shared)]
-    return [vectorize_loop(st, item.concrete, low.ext, _engine_allocated(low)) if st is loop else st
+        widened = (globals_, prefetch, evict_last)
+    else:
+        widened = (_engine_allocated(low),)
+    return [vectorize_loop(st, item.concrete, low.ext, *widened) if st is loop else st
             for st in hoist_shared_reads(loop, shared)]
 
 
