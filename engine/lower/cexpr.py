@@ -26,6 +26,8 @@ def _signed(a: Term) -> Term:
 
 
 def _unsigned(x: Term) -> bool:
+    if isinstance(x, Signed):
+        return False
     if isinstance(x, Var | kexpr.Lit):
         return any(u in str(x) for u in ("threadIdx", "blockIdx"))
     return isinstance(x, Expr) and any(_unsigned(c) for c in x.children())
@@ -39,6 +41,9 @@ def add(a: int | str | Expr, b: int | str | Expr) -> Term:
         return b
     if b == 0:
         return a
+    if isinstance(b, int) and isinstance(a, Add | Sub) and isinstance(a.b, int):
+        # (x + c) + b: one constant, x + (c + b)
+        return add(a.a, (a.b if isinstance(a, Add) else -a.b) + b)
     if isinstance(b, int) and b < 0:
         return Sub(_signed(a), -b)
     return Add(a, b)

@@ -38,7 +38,7 @@ from engine.ir.loop_map import loop_map
 from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
 from engine.lower import cexpr
-from engine.lower.kexpr import Cmp
+from engine.lower.kexpr import And, Cmp
 from engine.lower.loops import in_tvs
 from engine.lower.split_chains import SplitStep, same_source
 
@@ -51,24 +51,54 @@ class Ix:
     (a split's input): dividing or taking the remainder by a multiple of `factor` then
     leaves `inner` alone, so a vectorized or unrolled position stays a trailing `+ v`.
 
-    `dividend` is set on a quotient or remainder (a merge's inputs, a split's outputs) of an
-    index that can be negative (a pad's `x - left`): the range [lo, hi) is that of floor
-    division, but C's `/` and `%` truncate toward zero, so `(x - 6144) / 96` is 0 for x - 6144
-    in [-95, -1] and a test `q >= 0` would let those through. A negative dividend lies before
-    its axis, so the lower bound is tested on the dividend itself (lower_bound_test).
+    `dividend` holds the indices that can be negative (a pad's `x - left`) this one was
+    derived from: a quotient or remainder of one (a merge's inputs, a split's outputs), or
+    an index combined from those. The range [lo, hi) is that of floor division, but C's `/`
+    and `%` truncate toward zero, so `(x - 6144) / 96` is 0 for x - 6144 in [-95, -1] and a
+    test `q >= 0` would let those through. A negative dividend lies before its axis, so the
+    lower bound is tested on the dividends themselves (lower_bound_test). Where they are not
+    negative, the index is exact; elsewhere it only stays in its range (a quotient or remainder
+    taken through `parts` differs there from C's), and nothing reads through it.
     """
 
     term: cexpr.Term
     lo: int
     hi: int
     parts: tuple[cexpr.Term, cexpr.Term, int] | None = None
-    dividend: cexpr.Term | None = None
+    dividend: tuple[cexpr.Term, ...] = ()
 
 
-def lower_bound_test(ix: Ix, wrap: Callable[[cexpr.Term], cexpr.Term]) -> Cmp:
+def lower_bound_test(ix: Ix, wrap: Callable[[cexpr.Term], cexpr.Term]) -> Cmp | And:
     """The C test that `ix` is not below its axis (ix >= 0), exact under C's truncating
-    division: on the undivided index where `ix` was divided from one that can be negative."""
-    return Cmp(wrap(ix.term if ix.dividend is None else ix.dividend), ">=", 0)
+    division: on the undivided indices where `ix` was derived from ones that can be negative."""
+    tests = tuple(Cmp(wrap(d), ">=", 0) for d in _origins(ix))
+    return tests[0] if len(tests) == 1 else And(tests)
+
+
+def _origins(ix: Ix) -> tuple[cexpr.Term, ...]:
+    """The indices whose being >= 0 makes `ix` >= 0 (and exact): its dividends, or itself."""
+    return ix.dividend or ((ix.term,) if ix.lo < 0 else ())
+
+
+def _combined(o: Ix, i: Ix, n: int) -> Ix:
+    """o * n + i (a split's input, a merge's output), remembering the split parts when i is
+    inside [0, n), and the dividends of both."""
+    parts = (o.term, i.term, n) if i.lo >= 0 and i.hi <= n else None
+    dividend = tuple(dict.fromkeys(_origins(o) + _origins(i)))
+    return Ix(cexpr.add(cexpr.mul(o.term, n), i.term), o.lo * n + i.lo, (o.hi - 1) * n + i.hi, parts,
+              dividend)
+
+
+def _shifted(x: Ix, by: int) -> Ix:
+    """x + by (a resize's offset). Split parts survive a shift by a multiple of their factor:
+    (o * f + i) + k * f = (o + k) * f + i."""
+    parts = None
+    if x.parts is not None and by % x.parts[2] == 0:
+        o, i, f = x.parts
+        parts = (cexpr.add(o, by // f), i, f)
+    lo, term = x.lo + by, cexpr.add(x.term, by)
+    dividend = x.dividend + (term,) if x.dividend and lo < 0 else x.dividend
+    return Ix(term, lo, x.hi + by, parts, dividend)
 
 
 def _div_mod(x: Ix, n: int) -> tuple[Ix, Ix]:
@@ -82,11 +112,17 @@ def _div_mod(x: Ix, n: int) -> tuple[Ix, Ix]:
     outer_hi = _floordiv(x.hi - 1, n) + 1
     inner_hi = min(n, x.hi) if x.lo >= 0 else n
     if x.lo < 0:
-        # Truncated in C: see Ix.dividend. A divided index keeps the first dividend (floor
+        # Truncated in C: see Ix.dividend. A divided index keeps the first dividends (floor
         # division composes: floor(floor(x / a) / b) >= 0 exactly where x >= 0). C's
         # remainder of a negative dividend is negative (down to -(n - 1)), so its range
-        # starts there and a checked remainder is tested too.
-        d = x.term if x.dividend is None else x.dividend
+        # starts there and a checked remainder is tested too. Through split parts the
+        # quotient and remainder are exact where x >= 0 and inside the same ranges elsewhere.
+        d = _origins(x)
+        if x.parts is not None and n % x.parts[2] == 0:
+            o, i, f = x.parts
+            rem = cexpr.mod(o, n // f)
+            return (Ix(cexpr.div(o, n // f), _floordiv(x.lo, n), outer_hi, dividend=d),
+                    Ix(cexpr.add(cexpr.mul(rem, f), i), max(x.lo, 1 - n), inner_hi, (rem, i, f), d))
         return (Ix(cexpr.div(x.term, n), _floordiv(x.lo, n), outer_hi, dividend=d),
                 Ix(cexpr.mod(x.term, n), max(x.lo, 1 - n), inner_hi, dividend=d))
     if x.parts is not None:
@@ -245,19 +281,13 @@ def propagate(tv: TensorView, known: dict[IterDomain, Ix], ext: Extents) -> dict
 
 def _backward(t: IdTransform, k: dict[IterDomain, Ix], ext: Extents) -> None:
     if isinstance(t, Split):
-        o, i = k[t.outer], k[t.inner]
-        n = ext.of(t.inner)
-        parts = (o.term, i.term, n) if i.lo >= 0 and i.hi <= n else None
-        k.setdefault(t.in_id, Ix(cexpr.add(cexpr.mul(o.term, n), i.term),
-                                 o.lo * n + i.lo, (o.hi - 1) * n + i.hi, parts))
+        k.setdefault(t.in_id, _combined(k[t.outer], k[t.inner], ext.of(t.inner)))
     elif isinstance(t, Merge):
         outer, inner = _div_mod(k[t.out], ext.of(t.inner))
         k.setdefault(t.outer, outer)
         k.setdefault(t.inner, inner)
     elif isinstance(t, Resize):
-        x = k[t.out]
-        left = ext.value(t.left)
-        k.setdefault(t.in_id, Ix(cexpr.sub(x.term, left), x.lo - left, x.hi - left))
+        k.setdefault(t.in_id, _shifted(k[t.out], -ext.value(t.left)))
     elif isinstance(t, Swizzle):
         x, y = _swizzle(t, k[t.out_x], k[t.out_y], ext, inverse=True)
         k.setdefault(t.in_x, x)
@@ -272,15 +302,9 @@ def _forward(t: IdTransform, k: dict[IterDomain, Ix], ext: Extents) -> None:
         k.setdefault(t.outer, outer)
         k.setdefault(t.inner, inner)
     elif isinstance(t, Merge):
-        o, i = k[t.outer], k[t.inner]
-        n = ext.of(t.inner)
-        parts = (o.term, i.term, n) if i.lo >= 0 and i.hi <= n else None
-        k.setdefault(t.out, Ix(cexpr.add(cexpr.mul(o.term, n), i.term),
-                               o.lo * n + i.lo, (o.hi - 1) * n + i.hi, parts))
+        k.setdefault(t.out, _combined(k[t.outer], k[t.inner], ext.of(t.inner)))
     elif isinstance(t, Resize):
-        x = k[t.in_id]
-        left = ext.value(t.left)
-        k.setdefault(t.out, Ix(cexpr.add(x.term, left), x.lo + left, x.hi + left))
+        k.setdefault(t.out, _shifted(k[t.in_id], ext.value(t.left)))
     elif isinstance(t, Swizzle):
         x, y = _swizzle(t, k[t.in_x], k[t.in_y], ext, inverse=False)
         k.setdefault(t.out_x, x)

@@ -9,6 +9,7 @@ those. A part of ExprLowering (engine.lower.lowering), whose state it reads.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from engine.dtypes import DataType
@@ -110,7 +111,10 @@ class Operands:
         if extra:
             known.update(extra)
         index = propagate(v, known, self.ext)
-        if v.definition is not None and self.buffer(v).memory == "global":
+        b = self.buffer(v)
+        if b.memory != "local" or not _within(b, index, self.ext.of):
+            self.unbounded_reads += 1
+        if v.definition is not None and b.memory == "global":
             # Written in this kernel: a block reads it back only where it wrote it (blocks do
             # not wait for each other).
             self._check_same_thread(v, self.buffer(v), index, consumer.short_name)
@@ -176,6 +180,15 @@ class Operands:
         if src == dst:
             return x
         return kops.cast(x, src, dst)  # type: ignore[return-value]
+
+
+def _within(b: Buffer, index: dict[IterDomain, Ix], extent: Callable[[IterDomain], int]) -> bool:
+    """Every index of the buffer's layout stays inside its axis, wherever the reader runs."""
+    for i in b.layout:
+        ix = index.get(i)
+        if ix is None or ix.lo < 0 or ix.hi > extent(i):
+            return False
+    return True
 
 
 def _compute(dt: DataType) -> DataType:
