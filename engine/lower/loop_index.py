@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from engine.ir.iterdomain import IterDomain, ParallelType
 from engine.ir.logical_map import consumers_of, logical_map
+from engine.ir.loop_map import loop_map
 from engine.ir.tensorview import TensorView
 from engine.lower.index import Ix, producer_known, propagate
 from engine.lower.kexpr import Var
@@ -74,19 +75,22 @@ class LoopIndexing:
         return dict(self._seeded_index(tv, loops, upto, avoid))
 
     def _seeded_index(self, tv: TensorView, loops: list[LoopNode], upto: int,
-                      avoid: frozenset[TensorView]) -> dict[IterDomain, Ix]:
+                      avoid: frozenset[TensorView], tail: tuple[tuple[int, Ix], ...] = ()
+                      ) -> dict[IterDomain, Ix]:
         """loop_seeded_index, shared (callers must not change it). The result depends on the
         loops below `upto` only through their concrete ids and virtual flags (walk makes
         new virtual nodes per expression, so the nodes themselves do not key it); the
-        schedule, extents and rfactor sources are fixed while lowering."""
-        key = (tv, upto, avoid, tuple((n.concrete, n.virtual) for n in loops[:upto]))
+        schedule, extents and rfactor sources are fixed while lowering. `tail`: indices of
+        loop positions at or past `upto` that a producer runs itself (see _tail)."""
+        key = (tv, upto, avoid, tuple((n.concrete, n.virtual) for n in loops[:upto]), tail)
         got = self._seeded.get(key)
         if got is None:
-            got = self._seeded[key] = self._fresh_seeded_index(tv, loops, upto, avoid)
+            got = self._seeded[key] = self._fresh_seeded_index(tv, loops, upto, avoid, tail)
         return got
 
     def _fresh_seeded_index(self, tv: TensorView, loops: list[LoopNode], upto: int,
-                            avoid: frozenset[TensorView]) -> dict[IterDomain, Ix]:
+                            avoid: frozenset[TensorView], tail: tuple[tuple[int, Ix], ...]
+                            ) -> dict[IterDomain, Ix]:
         known: dict[IterDomain, Ix] = {}
         for k in range(min(upto, tv.nloop)):
             i = tv.axis(k)
@@ -94,15 +98,29 @@ class LoopIndexing:
                 known[i] = Ix(0, 0, 1)
             elif not self.forwarded(loops[k], i):
                 known[i] = self.loop_index(loops[k], i)
+        for k, ix in tail:
+            known.setdefault(tv.axis(k), ix)
         m = min(upto, tv.compute_at_pos)
         consumers = [c for c in consumers_of(tv) if c not in avoid] if m > 0 else []
         if consumers:
-            c_idx = self._seeded_index(consumers[0], loops, m, avoid)
+            promoted = any(self.forwarded(loops[k], tv.axis(k)) for k in range(min(m, tv.nloop)))
+            tail = self._tail(tv, consumers[0], known, m) if promoted else ()
+            c_idx = self._seeded_index(consumers[0], loops, m, avoid, tail)
             for pid, ix in producer_known(tv, consumers[0], c_idx, self.ext).items():
                 known.setdefault(pid, ix)
         elif any(self.forwarded(loops[k], tv.axis(k)) for k in range(min(upto, tv.nloop))):
             self._seed_from_producer(tv, loops, upto, known, avoid | {tv})
         return propagate(tv, known, self.ext)
+
+    def _tail(self, tv: TensorView, consumer: TensorView, known: dict[IterDomain, Ix], m: int
+              ) -> tuple[tuple[int, Ix], ...]:
+        """`tv`'s indexed loop ids past its compute-at position `m` that iterate the loop of
+        the consumer's id at the same position (a vectorized cache's vector axis, outside the
+        loops it shares): with them the consumer's indices, and so tv's, are complete even
+        where the shared loops run a larger (promoted) id than tv's own."""
+        lm = loop_map(tv, consumer)
+        return tuple((k, known[i]) for k, i in enumerate(tv.domain.loop[m:consumer.nloop], m)
+                     if i in known and lm.get(i) is consumer.axis(k))
 
     def _seed_from_producer(self, tv: TensorView, loops: list[LoopNode], upto: int,
                             known: dict[IterDomain, Ix], avoid: frozenset[TensorView]) -> None:
