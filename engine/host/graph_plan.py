@@ -5,10 +5,11 @@ step on every call; when the GPU work is short the GPU waits for the host. Here 
 captured once as a CUDA graph over buffers of its own, and a call is: copy the caller's
 tensor inputs into those buffers, replay, copy the outputs into fresh tensors. The caller
 sees what a plain run gives (fresh outputs it owns, laid out alike; the inputs as they
-are when the call is queued), at the cost of the copies. Whether that pays is measured:
-a few plain calls and a few calls through the graph are timed end to end (CUDA events
-around a call on an idle GPU: the host's time and the GPU's together), and the graph is
-kept only when a call through it takes under KEEP_BELOW of a plain call.
+are when the call is queued), at the cost of the copies. Whether that pays is measured
+as repeated calls run: bursts of BURST calls, plain and through the graph, are timed with
+CUDA events around each burst from an idle GPU, so the host's time of a call overlaps the
+GPU's work of the one before as it does in a loop of calls; the graph is kept only when
+a call through it takes under KEEP_BELOW of a plain call.
 
 Runs stay plain where a graph would change what the caller sees or cannot hold the work:
 outputs that alias an input or each other, outputs off the GPU, inputs whose elements overlap
@@ -30,9 +31,14 @@ import torch
 from engine.runtime import graphs
 
 # Plain calls before the capture (the first settles each launch: engine.host.launch; the
-# others are timed), then calls through the graph timed before it is kept.
+# others are timed), then calls through the graph timed before it is kept; each timed
+# call runs a burst of BURST.
 PLAIN_RUNS = 3
 TIMED_REPLAYS = 3
+BURST = 4
+# A plain call at least this long (ms) is GPU work that a graph cannot shorten: the host's
+# few launches are a small part of it, and the copies would add to it.
+LONG_CALL_MS = 1.0
 # The graph is kept when a call through it takes at most this share of a plain call (the
 # least of those timed).
 KEEP_BELOW = 0.85
@@ -58,14 +64,16 @@ def worth(steps: int, signature: tuple) -> bool:
 
 
 def _timed(run: Callable[[], Any]) -> tuple[Any, float]:
-    """run()'s result and the milliseconds between events around it on an idle GPU."""
+    """The last result of BURST calls of run() back to back from an idle GPU, and the
+    milliseconds a call took among them (events around the burst)."""
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
-    out = run()
+    for _ in range(BURST):
+        out = run()
     end.record()
     end.synchronize()
-    return out, start.elapsed_time(end)
+    return out, start.elapsed_time(end) / BURST
 
 
 class CopyingGraph:
@@ -78,7 +86,7 @@ class CopyingGraph:
         self.calls = 0
         self.refused: str | None = None
         self.captures = 0
-        self.replays = 0
+        self.replays = 0  # calls served through the graph
         self._graph: torch.cuda.CUDAGraph | None = None
         self._tensors: list[int] = []  # positions of the tensor inputs
         self._statics: list[torch.Tensor] = []  # the graph's input buffers, in that order
@@ -87,6 +95,7 @@ class CopyingGraph:
         self._device: int | None = None
         self.plain_ms = float("inf")  # the least time of a timed plain call
         self.replay_ms = float("inf")  # the least time of a timed call through the graph
+        self.timed = 0  # timed calls through the graph
         self.kept = False  # timed, and faster
 
     def run(self, xs: list[Any]) -> list[Any] | None:
@@ -100,14 +109,20 @@ class CopyingGraph:
                 outs, ms = _timed(lambda: self._steps(xs))
                 self.plain_ms = min(self.plain_ms, ms)
                 return outs
+            if self.plain_ms > LONG_CALL_MS:
+                self._refuse(f"a call takes {self.plain_ms * 1e3:.0f} us of GPU work: its launches are not "
+                             "what it waits for")
+                return None
             return self._capture(xs)
         if not self._fits(xs):
             return None
+        self.replays += 1
         if self.kept:
             return self._replay(xs)
         outs, ms = _timed(lambda: self._replay(xs))
         self.replay_ms = min(self.replay_ms, ms)
-        if self.replays > TIMED_REPLAYS:
+        self.timed += 1
+        if self.timed >= TIMED_REPLAYS:
             if self.replay_ms <= KEEP_BELOW * self.plain_ms:
                 self.kept = True
             else:
@@ -120,7 +135,6 @@ class CopyingGraph:
                              [own_elements(xs[k]) for k in self._tensors])
         assert self._graph is not None
         self._graph.replay()
-        self.replays += 1
         return self._copy_out()
 
     def _fits(self, xs: list[Any]) -> bool:
