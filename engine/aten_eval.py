@@ -81,9 +81,12 @@ def _argsort(expr, args, ctx):
 def _indices(op: str, index: torch.Tensor, size: int) -> torch.Tensor:
     """int64 indices, refused (naming the op) where one falls outside [-size, size)."""
     index = index.long()
-    if index.numel() and (int(index.min()) < -size or int(index.max()) >= size):
-        raise ExecutionError(f"{op}: an index is out of range for an axis of {size} elements "
-                             f"(min {int(index.min())}, max {int(index.max())})")
+    if index.numel():
+        # One reduction and one wait for the device (the check needs the values on the host).
+        lo, hi = torch.stack(torch.aminmax(index)).tolist()
+        if lo < -size or hi >= size:
+            raise ExecutionError(f"{op}: an index is out of range for an axis of {size} elements "
+                                 f"(min {lo}, max {hi})")
     return index
 
 
