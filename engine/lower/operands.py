@@ -112,7 +112,9 @@ class Operands:
             known.update(extra)
         index = propagate(v, known, self.ext)
         b = self.buffer(v)
-        if b.memory != "local" or not _within(b, index, self.ext.of):
+        # `extra` places an axis by data (a gather's or index_select's index), which the
+        # ranges do not bound: outside the consumer's elements that index is arbitrary.
+        if b.memory != "local" or extra or not _within(b, index, self.ext.of):
             self.unbounded_reads += 1
         if v.definition is not None and b.memory == "global":
             # Written in this kernel: a block reads it back only where it wrote it (blocks do
