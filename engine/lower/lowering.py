@@ -103,8 +103,8 @@ class ExprLowering(LoopIndexing, Predicates, Operands):
         self.cooperative = False
         # flag -> its cooperative grouped grid reduction's call (grid_epilogue.py)
         self.grid_syncs: dict[str, GridSync] = {}
-        # the expression being lowered: its reads of memory or of a buffer beyond its axes
-        self.unbounded_reads = 0
+        # the expression being lowered reads memory, or a buffer where it may leave its axes
+        self.unbounded_read = False
         # (level, loops, expr, why, the shared buffer fenced or None)
         self.pending_sync: list[tuple[int, list[LoopNode], Expr, str, str | None]] = []
         # A reduction's root id -> the rfactor producer's logical id it continues (see
@@ -164,9 +164,9 @@ class ExprLowering(LoopIndexing, Predicates, Operands):
         flag_names = sorted({f for p in in_tvs(expr) for f in self.flags.get(p, [])})
         flags: list[kexpr.Expr] = [kexpr.Var(f) for f in flag_names]
         one_block = frozenset().union(*(self.flag_blocks.get(f, frozenset()) for f in flag_names))
-        unbounded = (self.thread_predicates(loops, out) + self.promoted_loop_predicates(loops, out)
+        placement = (self.thread_predicates(loops, out) + self.promoted_loop_predicates(loops, out)
                      + self.redundant_write_predicates(loops, out, one_block))
-        preds = unbounded + self.bounds_predicates(out, c_index)
+        preds = placement + self.bounds_predicates(out, c_index)
         for o in expr.outputs:
             if isinstance(o, TensorView) and flag_names:
                 self.flags[o] = flag_names
@@ -179,11 +179,11 @@ class ExprLowering(LoopIndexing, Predicates, Operands):
         elif isinstance(expr, ex.ReductionOp):
             stmts = lower_reduction(self, expr, loops, c_index, preds + flags)
         else:
-            self.unbounded_reads = 0
+            self.unbounded_read = False
             rhs = self.value(expr, out, c_index)
             lhs = self.address(out, c_index, out.short_name)
             if self._register_only(expr, out):
-                preds = unbounded
+                preds = placement
             copy = None
             # A slice's element is its input's at a shifted index: a copy too (vectorized
             # when the shift keeps the vector aligned, engine.lower.vectorize.base_access).
@@ -198,8 +198,9 @@ class ExprLowering(LoopIndexing, Predicates, Operands):
         statement whose result needs no bounds predicate, as nvFuser predicates only what
         touches memory (its predicate elimination). An element outside the tensor is then
         computed and never used: every statement that could use it (a store to memory, a
-        reduction) is predicated. Random numbers keep theirs: they cost more than the test."""
-        return (not self.unbounded_reads and bool(in_tvs(expr)) and not isinstance(expr, ex.RNGOp)
+        reduction) is predicated. A statement without tensor operands (iota, full, random
+        numbers) keeps its test, which costs less than what it computes."""
+        return (not self.unbounded_read and bool(in_tvs(expr))
                 and all(self.buffer(o).memory == "local" for o in expr.outputs if isinstance(o, TensorView)))
 
     def _register_allocations(self, expr: Expr, loops: list[LoopNode]) -> None:

@@ -115,11 +115,11 @@ class Operands:
         # `extra` places an axis by data (a gather's or index_select's index), which the
         # ranges do not bound: outside the consumer's elements that index is arbitrary.
         if b.memory != "local" or extra or not _within(b, index, self.ext.of):
-            self.unbounded_reads += 1
+            self.unbounded_read = True
         if v.definition is not None and b.memory == "global":
             # Written in this kernel: a block reads it back only where it wrote it (blocks do
             # not wait for each other).
-            self._check_same_thread(v, self.buffer(v), index, consumer.short_name)
+            self._check_same_thread(v, b, index, consumer.short_name)
         return Access(self.address(v, index, consumer.short_name), index)
 
     def scalar(self, s: Scalar) -> kexpr.Expr:
@@ -186,11 +186,7 @@ class Operands:
 
 def _within(b: Buffer, index: dict[IterDomain, Ix], extent: Callable[[IterDomain], int]) -> bool:
     """Every index of the buffer's layout stays inside its axis, wherever the reader runs."""
-    for i in b.layout:
-        ix = index.get(i)
-        if ix is None or ix.lo < 0 or ix.hi > extent(i):
-            return False
-    return True
+    return all((ix := index.get(i)) is not None and ix.lo >= 0 and ix.hi <= extent(i) for i in b.layout)
 
 
 def _compute(dt: DataType) -> DataType:
