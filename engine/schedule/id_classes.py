@@ -6,7 +6,7 @@ broadcast graph (the resize scheduler refuses a resize of a broadcast)."""
 from __future__ import annotations
 
 from engine.ir.fusion import Fusion
-from engine.ir.iterdomain import IterDomain
+from engine.ir.iterdomain import IdTransform, IterDomain, Merge, Split
 from engine.ir.logical_map import frozen_fact, pairwise_logical_map, producers_of
 
 
@@ -75,3 +75,49 @@ def broadcast_groups(fusion: Fusion) -> UnionFind:
             for a, b in pairwise_logical_map(p, tv, map_broadcast=True).items():
                 uf.union(a, b)
     return uf
+
+
+def exact_classes(fusion: Fusion) -> UnionFind:
+    """nvFuser's exact graph, reduced: ids mapped across ops (broadcast only with broadcast,
+    never across a resize), then the outputs of reshapes' splits and merges whose inputs
+    are mapped and whose factors are equal (IdModel maps identical exprs the same way)."""
+    uf = UnionFind()
+    views: list[IdTransform] = []
+    for tv in fusion.tensors():
+        for p in producers_of(tv):
+            for a, b in pairwise_logical_map(p, tv, map_broadcast=False).items():
+                uf.union(a, b)
+        if tv.domain.root is not None:
+            views.extend(_root_to_logical_transforms(tv))
+    changed = True
+    while changed:
+        changed = False
+        seen: dict[tuple[object, ...], IdTransform] = {}
+        for t in views:
+            key = (type(t).__name__, *(uf.find(i) for i in t.inputs),
+                   *((t.factor.inline(), t.inner_split) if isinstance(t, Split) else ()))
+            other = seen.setdefault(key, t)
+            if other is t:
+                continue
+            for a, b in zip(other.outputs, t.outputs):
+                if uf.find(a) is not uf.find(b):
+                    uf.union(a, b)
+                    changed = True
+    return uf
+
+
+def _root_to_logical_transforms(tv: object) -> list[IdTransform]:
+    """The splits and merges between a reshape's root and logical domains."""
+    root = set(tv.domain.root)  # type: ignore[attr-defined]
+    out: list[IdTransform] = []
+    stack = list(tv.domain.logical)  # type: ignore[attr-defined]
+    seen: set[int] = set()
+    while stack:
+        i = stack.pop()
+        d = i.definition
+        if i in root or d is None or id(d) in seen or not isinstance(d, (Split, Merge)):
+            continue
+        seen.add(id(d))
+        out.append(d)
+        stack.extend(d.inputs)
+    return out

@@ -31,6 +31,7 @@ from engine.ir.base import Val
 from engine.ir.fusion import Fusion
 from engine.ir.logical_map import consumers_of, producers_of
 from engine.ir.tensorview import TensorView
+from engine.schedule.id_classes import exact_classes
 from engine.schedule.resize_alignment import (
     NOT_RECOMPUTED,
     Alignment,
@@ -95,6 +96,10 @@ class AlignWalk:
         # Queues are append-only lists with a head: their state is (head, length).
         self.phase = 1
         self.queue: list[TensorView] = [ref]
+        if through_inputs:
+            for out, al in _outputs_like(fusion, ref, ref_ids):
+                self.result[out] = al
+                self.queue.append(out)
         self.head = 0
         self.rest: list[TensorView] = []  # phase 2's tensors that are not inputs
         self.rest_head = 0
@@ -251,6 +256,35 @@ class AlignWalk:
         walk.undo = [(vals[t], k) for t, k in self.undo]  # type: ignore[misc]
         walk.steps = [(vals[s[0]], *s[1:]) for s in self.steps]  # type: ignore[misc]
         return walk
+
+
+def _outputs_like(fusion: Fusion, ref: TensorView, ref_ids: list) -> list[tuple[TensorView, Alignment]]:
+    """The other outputs whose every axis is exactly the reference's (mapped across ops
+    without a resize or reshape between them, nvFuser's exact graph) and that the reference
+    is not computed from, each with that plain alignment. The walk starts from them as from
+    the reference: their branches are then aligned from their consumers' side, as the
+    reference's are, instead of forwards from whichever tensor they share with it."""
+    upstream: set[int] = set()
+    stack = [ref]
+    while stack:
+        t = stack.pop()
+        for p in producers_of(t):
+            if id(p) not in upstream:
+                upstream.add(id(p))
+                stack.append(p)
+    candidates = [v for v in fusion.outputs if isinstance(v, TensorView) and v is not ref
+                  and id(v) not in upstream and v not in fusion.inputs]
+    if not candidates:
+        return []
+    exact = exact_classes(fusion)
+    axis_of = {exact.find(i): k for k, i in enumerate(ref_ids)}
+    found = []
+    for out in candidates:
+        ids = [i for i in out.domain.logical if not i.is_reduction]
+        ks = [axis_of.get(exact.find(i)) for i in ids]
+        if len(ids) == len(ref_ids) and None not in ks and len(set(ks)) == len(ks):
+            found.append((out, {k: (i, ()) for k, i in zip(ks, ids)}))
+    return found
 
 
 def _without_resizes(e: Entry) -> Entry:

@@ -77,8 +77,10 @@ KERNELS = {
     # was 3; 1 since the final [B, H, S, D] -> [B, S, H * D] merges the heads of the
     # broadcast cos and sin into the resize kernel's loop
     "rope_neox_partial_rotary_bwd_pad_pass_through_bf16": 1,
-    "rope_llama3_gqa_bwd_repeat_sum_cat_qkv_bf16": 4,  # was 9
-    "rope_bwd_gqa_full_empty_pad_cat": 5,  # was 10
+    # q's and k's rotations, which meet only at cos/sin and a padded zero tensor, in one
+    # resize kernel (nvFuser's too): each output's branch aligned from its own side
+    "rope_llama3_gqa_bwd_repeat_sum_cat_qkv_bf16": 3,
+    "rope_bwd_gqa_full_empty_pad_cat": 4,
     # was 5 (3 before slices became aliases); 1 since GQA's repeat of K (a reshape merging
     # an expanded axis) joins K's rotation, and q's and k's rotations are aligned apart
     "rope_direct_llama32_gqa_fused_qkv_positional_args": 1,
@@ -208,3 +210,38 @@ def test_the_phi3_rope_backward_pads_guard_their_undivided_offsets():
     src = "\n".join(s.cuda_source for s in cf.segments if s.is_kernel)
     assert "- 120) >= 0" in src and "- 60) >= 0" in src
     assert not TRUNCATED_GUARD.findall(src)
+
+
+def rope_backward_pair(fd: FusionDefinition) -> None:
+    """Two rotate-half backwards (q's and k's grads) that meet only at cos, sin and a padded
+    zero tensor; each output reshaped as GQA's [B, G, R, S, D]. Aligned forwards from what
+    they share, the second branch would meet its slices from the wrong side."""
+    dq = fd.define_tensor(shape=[B, H, S, D], contiguity=[True] * 4, dtype=DataType.BFloat16)
+    dk = fd.define_tensor(shape=[B, H, S, D], contiguity=[True] * 4, dtype=DataType.BFloat16)
+    cos = fd.define_tensor(shape=[S, D], contiguity=[True] * 2, dtype=DataType.BFloat16)
+    sin = fd.define_tensor(shape=[S, D], contiguity=[True] * 2, dtype=DataType.BFloat16)
+    c = fd.ops.cast(fd.ops.broadcast_in_dim(cos, shape=[B, H, S, D], broadcast_dims=[2, 3]), DataType.Float)
+    s = fd.ops.cast(fd.ops.broadcast_in_dim(sin, shape=[B, H, S, D], broadcast_dims=[2, 3]), DataType.Float)
+    zero = fd.ops.cast(fd.ops.pad(fd.ops.full([B, H, S, 0], 0.0, DataType.BFloat16), [0, D]), DataType.Float)
+    for g in (dq, dk):
+        gf = fd.ops.cast(g, DataType.Float)
+        gs = fd.ops.cast(fd.ops.mul(s, gf), DataType.BFloat16)
+        lo = fd.ops.neg(fd.ops.cast(fd.ops.slice(gs, [0, 0, 0, 0], [B, H, S, D // 2]), DataType.Float))
+        hi = fd.ops.slice(gs, [0, 0, 0, D // 2], [B, H, S, D])
+        out = fd.ops.add(fd.ops.add(zero, fd.ops.mul(c, gf)),
+                         fd.ops.cast(fd.ops.pad(fd.ops.cast(lo, DataType.BFloat16), [D // 2, 0]), DataType.Float))
+        out = fd.ops.add(out, fd.ops.cast(fd.ops.pad(hi, [0, D // 2]), DataType.Float))
+        fd.add_output(fd.ops.reshape(fd.ops.cast(out, DataType.BFloat16), [B, 2, H // 2, S, D]))
+
+
+@needs_gxx
+def test_outputs_meeting_only_at_shared_inputs_are_one_resize_kernel():
+    with FusionDefinition() as fd:
+        rope_backward_pair(fd)
+    g = torch.Generator().manual_seed(2)
+    xs = [torch.randn(B, H, S, D, generator=g).bfloat16(), torch.randn(B, H, S, D, generator=g).bfloat16(),
+          torch.randn(S, D, generator=g).bfloat16(), torch.randn(S, D, generator=g).bfloat16()]
+    cf = compile_fusion(fd, xs)
+    assert [s.scheduler for s in cf.segments if s.is_kernel] == [SchedulerType.resize.value]
+    for out, ref in zip(cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs), strict=True):
+        torch.testing.assert_close(out.double(), ref.double(), rtol=1e-2, atol=1e-2)
