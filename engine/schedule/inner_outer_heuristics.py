@@ -8,9 +8,15 @@ too: the bytes of the input buffers and of the outer reductions' partial results
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from engine.analysis.persistent import is_fastest_dim_reduction, reduction_properties, reduction_tvs
+from engine.analysis.persistent import (
+    bytes_per_row,
+    is_fastest_dim_reduction,
+    reduction_properties,
+    reduction_tvs,
+)
 from engine.ir import exprs as ex
 from engine.ir.iterdomain import ParallelType
 from engine.ir.logical_map import consumers_of
@@ -61,17 +67,35 @@ def stages_inputs(dev: DeviceProperties) -> bool:
     return dev.compute_capability >= (9, 0)
 
 
-def inner_outer_sizes(fusion: Fusion, info: SchedulerRuntimeInfo) -> tuple[int, int, bool, list[TensorView]]:
-    """(input buffers bytes per row, partial outer-reduction bytes per row, project, buffers)."""
+def inner_outer_sizes(fusion: Fusion, info: SchedulerRuntimeInfo, staged: bool = True
+                      ) -> tuple[int, int, bool, list[TensorView], bool]:
+    """(input buffers bytes per row, partial outer-reduction bytes per row, project, buffers,
+    whether they are projected only for the rows to be staged, which `staged` allows)."""
     size, project, pb = buffer_bytes(fusion, info, through_results=False)
+    staging = False
     reds = reduction_tvs(fusion)
     ref = next(r for r in reds if is_fastest_dim_reduction(r))
     props = reduction_properties(ref, info)
+    wide = all(t.dtype.bits >= b.dtype.bits for b, ins in pb.projectable.items() for t in ins
+               if t in fusion.inputs)
+    if staged and wide and not project and pb.projectable and stages_inputs(info.device):
+        # Staged rows are loaded a step ahead by asynchronous copies, which only inputs can
+        # be: float buffers of float inputs (which the size rule keeps, projecting saves no
+        # bytes) are projected to the inputs when the rows kept are no more bytes. An input
+        # without a row (a norm's weight) is loaded once for all rows (see
+        # inner_outer_heuristics), not counted per row. Narrower inputs (bf16 rows of a float
+        # buffer) are left to the size rule: projected for staging alone, they ran slower.
+        rows_of = row_ids(fusion, ref)
+        projected = sum(bytes_per_row(t, info, props.total_iteration_numel, ref)
+                        for t in kept_buffers(pb, True)
+                        if any(i in rows_of for i in t.domain.logical))
+        if projected <= size:
+            size, project, staging = projected, True, True
     # Each block accumulates the outer reductions' partial results over its rows: one
     # float row (the inner dimension) per outer reduction.
     n_outer = sum(1 for r in reds if not is_fastest_dim_reduction(r))
     partial = n_outer * props.inner_most_dimension_numel * 4
-    return size, partial, project, kept_buffers(pb, project)
+    return size, partial, project, kept_buffers(pb, project), staging
 
 
 def inner_outer_heuristics(fusion: Fusion, info: SchedulerRuntimeInfo, trace: Trace | None,
@@ -83,7 +107,6 @@ def inner_outer_heuristics(fusion: Fusion, info: SchedulerRuntimeInfo, trace: Tr
     reds = reduction_tvs(fusion)
     ref = next(r for r in reds if is_fastest_dim_reduction(r))
     props = reduction_properties(ref, info)
-    size, partial, project, kept = inner_outer_sizes(fusion, info)
     v, why = vectorize_factor(fusion, info, props.inner_most_dimension_numel)
     red_n, it_n = props.total_reduction_numel, max(1, props.total_iteration_numel)
     # Only inputs with a row (an axis of the iteration domain) are copied a row at a time
@@ -91,11 +114,18 @@ def inner_outer_heuristics(fusion: Fusion, info: SchedulerRuntimeInfo, trace: Tr
     # nothing per row in `size`) is the same for every row: each thread keeps its part in
     # registers across the row loop.
     rows_of = row_ids(fusion, ref)
-    row_inputs = [t for t in kept if t in fusion.inputs and any(i in rows_of for i in t.domain.logical)]
+
+    def row_inputs_of(kept: list[TensorView]) -> list[TensorView]:
+        return [t for t in kept if t in fusion.inputs and any(i in rows_of for i in t.domain.logical)]
+
     if multi_wave and MULTI_WAVE_ABOVE < red_n <= MULTI_WAVE_UP_TO:
-        mw = _multi_wave(fusion, info, red_n, it_n, v, size, partial, row_inputs, project, why, trace)
+        # One row at a time, not staged a step ahead.
+        size, partial, project, kept, _ = inner_outer_sizes(fusion, info, staged=False)
+        mw = _multi_wave(fusion, info, red_n, it_n, v, size, partial, row_inputs_of(kept), project, why, trace)
         if mw is not None:
             return mw
+    size, partial, project, kept, staging = inner_outer_sizes(fusion, info)
+    row_inputs = row_inputs_of(kept)
     after_v = ceil_div(red_n, v)
     bdimx = min(max(next_pow2(ceil_div(after_v, 4)), min(dev.warp_size, next_pow2(after_v))),
                 dev.max_threads_per_block // ROWS_PER_STEP)
@@ -117,6 +147,7 @@ def inner_outer_heuristics(fusion: Fusion, info: SchedulerRuntimeInfo, trace: Tr
     smem = tuple(t.short_name for t in row_inputs) if in_smem else ()
     p = _params(v, batches, bdimx, rows, gdimy, project, smem, stages if smem else 0,
                 input_bytes if smem else 0, blocks)
+    p = replace(p, project_for_staging=staging and bool(smem))
     return record(p, why, info, trace)
 
 

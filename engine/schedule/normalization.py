@@ -136,7 +136,7 @@ class InnerOuterPersistentScheduler(_Persistent):
     type = SchedulerType.inner_outer_persistent
 
     def reject_runtime(self, fusion: Fusion, info: SchedulerRuntimeInfo) -> str | None:
-        size, partial, _, _ = inner_outer_sizes(fusion, info)
+        size, partial, *_ = inner_outer_sizes(fusion, info)
         dev = info.device
         # Inputs may go to shared memory; the partial outer results stay in registers.
         if partial * ROWS_PER_STEP > register_budget(dev) or size > max(

@@ -99,7 +99,8 @@ def _row_invariant(fusion: Fusion, buf: TensorView, pb: PersistentBufferInfo) ->
             and not any(i in rows or i.is_broadcast for i in t.domain.logical)]
 
 
-def project_to_inputs(fusion: Fusion, pb: PersistentBufferInfo, trace: Trace | None) -> list[TensorView]:
+def project_to_inputs(fusion: Fusion, pb: PersistentBufferInfo, trace: Trace | None,
+                      staged: bool = False) -> list[TensorView]:
     """Make the uses of each projectable buffer that lead to its reduction's result read a
     copy recomputed from the inputs, so that only the inputs stay persistent (nvFuser's
     projectPersistentBuffers). Returns the recomputed copies.
@@ -108,8 +109,9 @@ def project_to_inputs(fusion: Fusion, pb: PersistentBufferInfo, trace: Trace | N
     path of pointwise ops (no reduction on the way) takes it to a tensor that is (w * dy,
     added to a term of the result): kept, such an operand would live across the reduction
     as well. The second kind is recomputed only when the inputs are narrower than the
-    buffer (bf16 kept instead of its float cast); from float inputs it saves no bytes and
-    reads them again. Then uses that read the results of the same reductions (`_stage`)
+    buffer (bf16 kept instead of its float cast), or when the inputs are `staged` (copied a
+    step ahead into shared memory, which only inputs can be); from float inputs kept in
+    registers it saves no bytes and reads them again. Then uses that read the results of the same reductions (`_stage`)
     share a copy, read in the same phase of the kernel; a copy shared across phases would
     itself live across the reduction between them. Otherwise one copy serves every use.
     Copies read the row-invariant tensors they need (`_row_invariant`) rather than their own.
@@ -118,7 +120,7 @@ def project_to_inputs(fusion: Fusion, pb: PersistentBufferInfo, trace: Trace | N
     for buf, _ins in pb.projectable.items():
         uses: list = []
         rows = [t for t in _ins if t in fusion.inputs]
-        narrower = max(dtype_bytes(t) for t in rows) < dtype_bytes(buf)
+        narrower = staged or max(dtype_bytes(t) for t in rows) < dtype_bytes(buf)
         invariant = _row_invariant(fusion, buf, pb)
         for red, live in pb.live_across.items():
             if buf not in live:

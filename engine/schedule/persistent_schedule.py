@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 
 def prepare(fusion: Fusion, p: ReductionParams, trace: Trace | None) -> None:
     if p.project_persistent_buffers:
-        project_to_inputs(fusion, persistent_buffers(fusion, through_results=p.project_through_results), trace)
+        project_to_inputs(fusion, persistent_buffers(fusion, through_results=p.project_through_results), trace,
+                          staged=p.project_for_staging)
 
 
 def live_buffers(fusion: Fusion) -> list[TensorView]:

@@ -391,7 +391,9 @@ def test_layer_norm_forward_and_backward_like_keep_results(rows: int, cols: int,
     assert first == SchedulerType.inner_outer_persistent
     assert v["inner_persistent"] == "ReductionType and heuristic doesn't match."
     p = schedule(fd, xs, "inner_outer_persistent")
-    assert p.combined_inner_outer and p.project_persistent_buffers == (dt == DataType.BFloat16)
+    # Projected from bf16 because the inputs are narrower; from float because the rows are
+    # staged (the default device is sm_90), which only inputs can be.
+    assert p.combined_inner_outer and p.project_persistent_buffers
 
 
 def test_inner_outer_with_a_welford_inner_reduction():
@@ -771,10 +773,11 @@ def test_a_tensor_read_before_and_after_a_reduction_persists():
     computed from the per-row sum. Inlined into all of them, it joined the loops before and
     after the reduction into one nest (a dependence cycle in the lowering). The cheapest
     tensor whose inlining at the iteration axes parts the nest is kept instead: the
-    broadcast 1 / rms, one element a thread, not a row of grad_out."""
+    broadcast 1 / rms, one element a thread, not a row of grad_out. (On an A100: the rows
+    stay in registers there and the float grad_out * w is not projected to the inputs.)"""
     fd, xs = rms_norm_backward(1000, 33, DataType.Float)
     t = Trace()
-    schedule(fd, xs, "inner_outer_persistent", trace=t)
+    schedule(fd, xs, "inner_outer_persistent", dev=A100, trace=t)
     held = [e for e in t.of_kind("transform") if "parting the loop nest" in e.message]
     assert held
     for e in held:
@@ -991,3 +994,20 @@ def test_inner_outer_needs_the_outer_reductions_to_reduce_the_inner_rows():
         fd.add_output(fd.ops.sum(t0, [0]))
     reds = [t for t in fd.fusion.tensors() if any(i.is_reduction for i in t.domain.logical)]
     assert "iteration axis" in inner_outer_shape_reason(reds)
+
+
+@pytest.mark.parametrize("dev", ["H100", "A100"])
+def test_float_rows_are_projected_to_the_inputs_where_they_are_staged(dev: str):
+    """A float RMS-norm backward keeps grad_out * w across its row sum. Where the rows are
+    staged in shared memory a step ahead (sm_90), that buffer is recomputed from grad_out,
+    which is staged with x: both rows are copied asynchronously. Where the rows stay in
+    registers, projecting float buffers to float inputs saves nothing and is not done."""
+    fd, xs = rms_norm_backward(256, 1024, DataType.Float)
+    x, _rms, g, w = fd.fusion.inputs
+    p = schedule(fd, xs, "inner_outer_persistent", dev=model(dev))
+    if dev == "H100":
+        assert p.project_persistent_buffers and p.circular_buffer_stages == 2
+        assert {x.short_name, g.short_name} <= set(p.smem_persistent_buffers)
+        assert w.short_name not in p.smem_persistent_buffers
+    else:
+        assert not p.project_persistent_buffers and not p.smem_persistent_buffers
