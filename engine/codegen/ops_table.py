@@ -259,18 +259,25 @@ _TO_FLOAT = {
 }
 
 
-def cast(x: str, src: DataType, dst: DataType) -> str:
+# The same for a read that must convert on its own (kops.Cast.each)
+_TO_FLOAT_EACH = {DataType.Half: "fsHalfToFloatEach", DataType.BFloat16: "fsBfloatToFloatEach"}
+
+
+def cast(x: str, src: DataType, dst: DataType, each: bool = False) -> str:
     """C expression converting `x` from `src` to `dst` exactly as the reference's casts:
     storage types go through float (torch's c10 types convert only from float, so a double
     or an int64 rounds twice there too); -> fp8/fp4 saturate (nvfp4.py's rules); -> bool is
-    `!= 0` (NaN is true); float -> int truncates (out of range is undefined in torch too)."""
+    `!= 0` (NaN is true); float -> int truncates (out of range is undefined in torch too).
+    `each`: a half or bfloat16 value is converted by a conversion of its own, which the
+    compiler keeps apart from other conversions of the same value (same result)."""
     for d in (src, dst):
         if d.is_complex or d == DataType.Null:
             raise CompileError(f"cast {src.cuda_name} -> {dst.cuda_name}: {d.cuda_name} is not supported")
     if src == dst or (src in _I64 and dst in _I64):
         return x
     if src.is_low_precision_float:
-        return cast(f"{_TO_FLOAT[src]}({x})", _F, dst)
+        to_float = _TO_FLOAT_EACH.get(src, _TO_FLOAT[src]) if each else _TO_FLOAT[src]
+        return cast(f"{to_float}({x})", _F, dst)
     if dst.is_low_precision_float:
         if src == _D:
             return f"{_FROM_DOUBLE[dst]}({x})"

@@ -16,7 +16,7 @@ def _text(node: kexpr.Spelled, m: tuple[str, ...]) -> str:
     if isinstance(node, kops.Literal):
         return ops_table.literal(node.value, node.dtype)
     if isinstance(node, kops.Cast):
-        return ops_table.cast(m[0], node.src, node.dst)
+        return ops_table.cast(m[0], node.src, node.dst, node.each)
     if isinstance(node, kops.Unary):
         return ops_table.unary(node.op, m[0], node.dtype)
     if isinstance(node, kops.Binary):

@@ -27,11 +27,13 @@ class Literal(Spelled):
 
 @dataclass(frozen=True)
 class Cast(Spelled):
-    """`x` converted from `src` to `dst`, as the reference's casts."""
+    """`x` converted from `src` to `dst`, as the reference's casts; `each`: by a conversion
+    the compiler keeps apart from other conversions of the same value."""
 
     x: int | Expr
     src: DataType
     dst: DataType
+    each: bool = False
 
     def operands(self) -> tuple[int | Expr, ...]:
         return (self.x,)
@@ -112,8 +114,8 @@ def literal(value: float | int | bool, dtype: DataType) -> Expr:
     return Literal(value, dtype)
 
 
-def cast(x: Operand, src: DataType, dst: DataType) -> int | Expr:
-    return _node(Cast(lit(x), src, dst))
+def cast(x: Operand, src: DataType, dst: DataType, each: bool = False) -> int | Expr:
+    return _node(Cast(lit(x), src, dst, each))
 
 
 def unary(op: str, x: Operand, dtype: DataType) -> int | Expr:

@@ -67,7 +67,7 @@ class ExprLowering(LoopIndexing, Predicates, Operands):
                  constants: dict[TensorView, Scalar] | None = None,
                  layouts: dict[str, tuple[list[int], int]] | None = None,
                  constant_strides: dict[str, list[int]] | None = None,
-                 coresident_blocks: int = 0) -> None:
+                 coresident_blocks: int = 0, min_blocks_per_sm: int = 1) -> None:
         """The keyword arguments are what the kernel is compiled for, fixed for the whole
         lowering (each kept as the attribute of its name, described below)."""
         self.ext = ext
@@ -84,6 +84,8 @@ class ExprLowering(LoopIndexing, Predicates, Operands):
         self.layouts: dict[str, tuple[list[int], int]] = dict(layouts or {})
         # Global tensors whose allocation strides are compile-time constants (by name).
         self.constant_strides: dict[str, list[int]] = dict(constant_strides or {})
+        # Blocks each SM must hold at once (the kernel's launch bounds).
+        self.min_blocks_per_sm = min_blocks_per_sm
         self.buffers: dict[TensorView, Buffer] = {}
         self.work = ScopeWork()
         self.body: dict[Expr, list[kir.Stmt]] = {}

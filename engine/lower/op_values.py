@@ -76,13 +76,43 @@ def _result_dtype(op: str, dt: DataType) -> DataType:
     return dt
 
 
+# The register file of an SM (32-bit registers; every GPU since sm_70) and a thread's most.
+_REGISTERS_PER_SM = 65536
+_MAX_REGISTERS = 255
+# Registers a thread needs besides its arrays (schedule.register_fit's estimate).
+_REGISTER_OVERHEAD = 40
+
+
+def _converted_apart(low: ExprLowering, v: object) -> bool:
+    """Whether each cast of `v` converts it on its own: a half or bfloat16 register buffer
+    that is not inlined into its readers, that several casts read (a persistent buffer kept
+    narrow, read before and after a reduction), and whose converted values would not fit
+    the registers beside it. The compiler merges the conversions of one value and keeps the
+    converted copy, twice the registers, alive from the first read to the last: where that
+    does not fit, it spills or takes registers that halve the blocks an SM holds."""
+    if not (isinstance(v, TensorView) and v.dtype in (DataType.Half, DataType.BFloat16)):
+        return False
+    if v in low.fusion_inputs or v.compute_at_pos >= v.nloop:
+        return False
+    buf = low.buffer(v)
+    if buf.memory != "local":
+        return False
+    casts = [e for e in v.fusion.uses_of(v) if isinstance(e, ex.UnaryOp) and e.op == "cast"]
+    if len(casts) < 2:
+        return False
+    warps = -(-low.block_threads() // 128) * 4 * max(1, low.min_blocks_per_sm)
+    cap = min(_MAX_REGISTERS, _REGISTERS_PER_SM // (warps * 32) // 8 * 8)
+    merged = -(-buf.size * (v.dtype.bits // 8 + 4) // 4)  # the buffer and its converted copy
+    return merged + _REGISTER_OVERHEAD > cap
+
+
 def _unary(low: ExprLowering, expr: ex.UnaryOp, out: TensorView, c_index) -> Value:
     v = expr.inputs[0]
     x: Value = low.read(v, out, c_index).expr
     if isinstance(v, Scalar) and v.value is not None:
         x = kops.literal(v.value, v.dtype)
     if expr.op == "cast":
-        return kops.cast(x, v.dtype, out.dtype)
+        return kops.cast(x, v.dtype, out.dtype, each=_converted_apart(low, v))
     # Bool-valued predicates (isnan, ...) compute in their input's type.
     dt = DataType.Float if v.dtype.is_low_precision_float else v.dtype
     x = low.converted(x, v.dtype, dt)

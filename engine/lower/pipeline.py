@@ -291,7 +291,8 @@ def _lower_fusion(fusion: Fusion, env: dict, name: str, layouts: dict[str, tuple
     stages["parallel_dims"] = str(launch) + "\n"
     params, tensors, scalars = _params(fusion)
     low = ExprLowering(ext, dims, scalars, fusion_inputs=fusion.inputs, constants=constants, layouts=layouts,
-                       constant_strides=strides, coresident_blocks=coresident_blocks)
+                       constant_strides=strides, coresident_blocks=coresident_blocks,
+                       min_blocks_per_sm=min_blocks_per_sm)
     low.note_rfactor_sources(exprs)
     loops_of = {}
     for e, loops in walk(nest):

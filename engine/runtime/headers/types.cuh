@@ -248,6 +248,30 @@ FS_DEVICE float __bfloat2float(__bfloat h) {
   return fsUintAsFloat(static_cast<uint32_t>(h.raw) << 16);
 }
 
+// A narrow buffer converted at each of its reads: volatile asm, which the compiler neither
+// merges with another conversion of the same value nor hoists, so a persistent buffer kept
+// in half or bfloat16 is not held converted (twice the registers) across a block reduction
+// between its reads.
+FS_DEVICE float fsHalfToFloatEach(__half h) {
+#if defined(__CUDA_ARCH__)
+  float f;
+  asm volatile("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.raw));
+  return f;
+#else
+  return __half2float(h);
+#endif
+}
+
+FS_DEVICE float fsBfloatToFloatEach(__bfloat h) {
+#if defined(__CUDA_ARCH__)
+  uint32_t w;
+  asm volatile("mov.b32 %0, {0, %1};" : "=r"(w) : "h"(h.raw));
+  return fsUintAsFloat(w);
+#else
+  return __bfloat2float(h);
+#endif
+}
+
 // ---- fp8 e4m3fn ----------------------------------------------------------------------------
 
 // c10's fp8e4m3fn_from_fp32_value after the reference's clamp to +-448 (so only NaN reaches
