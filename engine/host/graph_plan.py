@@ -32,7 +32,8 @@ from engine.runtime import graphs
 
 # Plain calls before the capture (the first settles each launch: engine.host.launch; the
 # others are timed), then calls through the graph timed before it is kept; each timed
-# call runs a burst of BURST.
+# call runs a burst of BURST (a timed plain call runs once alone first: one of more than
+# LONG_CALL_MS is refused there).
 PLAIN_RUNS = 3
 TIMED_REPLAYS = 3
 BURST = 4
@@ -63,17 +64,17 @@ def worth(steps: int, signature: tuple) -> bool:
     return size <= MAX_INPUT_BYTES
 
 
-def _timed(run: Callable[[], Any]) -> tuple[Any, float]:
-    """The last result of BURST calls of run() back to back from an idle GPU, and the
-    milliseconds a call took among them (events around the burst)."""
+def _timed(run: Callable[[], Any], calls: int = BURST) -> tuple[Any, float]:
+    """The last result of `calls` calls of run() back to back from an idle GPU, and the
+    milliseconds a call took among them (events around them)."""
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
-    for _ in range(BURST):
+    for _ in range(calls):
         out = run()
     end.record()
     end.synchronize()
-    return out, start.elapsed_time(end) / BURST
+    return out, start.elapsed_time(end) / calls
 
 
 class CopyingGraph:
@@ -106,12 +107,16 @@ class CopyingGraph:
             if self.calls == 1:
                 return None
             if self.calls <= PLAIN_RUNS:
-                outs, ms = _timed(lambda: self._steps(xs))
+                # One call alone first: a long one is refused before a burst repeats it.
+                outs, ms = _timed(lambda: self._steps(xs), 1)
+                if ms <= LONG_CALL_MS:
+                    outs, ms = _timed(lambda: self._steps(xs))
                 self.plain_ms = min(self.plain_ms, ms)
+                if self.plain_ms > LONG_CALL_MS:
+                    self._refuse_long()
                 return outs
             if self.plain_ms > LONG_CALL_MS:
-                self._refuse(f"a call takes {self.plain_ms * 1e3:.0f} us of GPU work: its launches are not "
-                             "what it waits for")
+                self._refuse_long()
                 return None
             return self._capture(xs)
         if not self._fits(xs):
@@ -150,6 +155,10 @@ class CopyingGraph:
         fresh = [torch.empty_strided(o.shape, o.stride(), dtype=o.dtype, device=o.device) for o in self._outs]
         torch._foreach_copy_(fresh, self._outs)
         return fresh
+
+    def _refuse_long(self) -> None:
+        self._refuse(f"a call takes {self.plain_ms * 1e3:.0f} us of GPU work: its launches are not "
+                     "what it waits for")
 
     def _refuse(self, why: str) -> None:
         self.refused = why

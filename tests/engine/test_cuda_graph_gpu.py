@@ -200,3 +200,22 @@ def test_an_expanded_input_is_copied_into_the_graph_through_its_own_elements() -
             torch.testing.assert_close(got, ref)
     graph = fd.__dict__["_last_plan"].graph
     assert graph is not None and graph.captures == 1 and graph.replays >= 3, graph.refused
+
+
+def test_a_long_call_is_refused_before_a_burst_repeats_it() -> None:
+    from engine.host.graph_plan import LONG_CALL_MS, CopyingGraph
+
+    runs = []
+
+    def steps(xs: list) -> list:
+        runs.append(1)
+        torch.cuda._sleep(int(5e7))  # tens of milliseconds of GPU time
+        return [xs[0] + 1]
+
+    plan = CopyingGraph(steps, n_steps=4)
+    x = torch.zeros(16, device="cuda")
+    assert plan.run([x]) is None  # the first call is the caller's own
+    (out,) = plan.run([x])
+    assert len(runs) == 1 and torch.equal(out, x + 1)
+    assert plan.refused is not None and plan.plain_ms > LONG_CALL_MS
+    assert plan.run([x]) is None and len(runs) == 1
