@@ -23,6 +23,7 @@ from engine.profiling import Profiling
 from engine.runtime import executor
 from engine.runtime.graphs import GraphReplay
 from engine.runtime.placement import run_device
+from engine.segment_walk import SegmentWalk
 from engine.trace import Trace
 
 BACKENDS = ("reference", "emulate", "cuda")
@@ -109,6 +110,11 @@ class CompiledFusion(Profiling):
         evaluator = HostIrEvaluator(self.host_ir, backend, record_timeline=timeline, device=device)
         self.last_run = evaluator
         return evaluator.run(self._inputs_for(inputs, backend))
+
+    def walk(self, inputs: Sequence[Any]) -> SegmentWalk:
+        """The segments in order with their arguments, for a caller that runs each itself
+        (engine.segment_walk): `inputs` as the segments take them (on their back end's device)."""
+        return SegmentWalk(self, inputs)
 
     def graphs(self) -> GraphReplay:
         """CUDA-graph replays of this fusion's runs on the GPU (engine.runtime.graphs): a call

@@ -8,13 +8,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from engine.compile_stages import bind_env
 from engine.compiled_segment import CompiledSegment
-from engine.errors import ExecutionError
 from engine.host.launch import prepare_launch
-from engine.ir.base import Val
-from engine.ir.scalar import Scalar
 from engine.runtime.profiler import profile_emulated, profile_kernel
+from engine.segment_walk import SegmentWalk
 
 if TYPE_CHECKING:
     from engine.compiled_fusion import CompiledFusion
@@ -49,24 +46,9 @@ class Profiling:
 
 def _execute(cf: CompiledFusion, xs: list[Any], backend: str, before=None) -> list[Any]:
     """Run the segments in order; `before(seg, args)` sees each segment's inputs first."""
-    values: dict[int, Any] = {id(v): x for v, x in zip(cf.fusion.inputs, xs)}
-    env = bind_env(cf.fusion, xs)
-    for seg in cf.segments:
-        args = [_lookup(values, v, seg, env) for v in seg.input_vals]
+    walk = SegmentWalk(cf, xs)
+    for seg, args in walk:
         if before is not None:
             before(seg, args)
-        for v, t in zip(seg.output_vals, seg.run(args, backend)):
-            values[id(v)] = t
-    return [_lookup(values, v, None, env) for v in cf.fusion.outputs]
-
-
-def _lookup(values: dict[int, Any], v: Val, seg: CompiledSegment | None, env: dict) -> Any:
-    if id(v) in values:
-        return values[id(v)]
-    if isinstance(v, Scalar):
-        try:
-            return v.evaluate(env)
-        except KeyError:
-            pass
-    where = f"segment {seg.id}" if seg is not None else "the fusion's outputs"
-    raise ExecutionError(f"{getattr(v, 'short_name', v)} is needed by {where} but no segment produced it")
+        walk.put(seg, seg.run(args, backend))
+    return walk.outputs()

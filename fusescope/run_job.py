@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from engine import loads_fusion
-from engine.compile_stages import bind_env, fusion_flops
+from engine.compile_stages import fusion_flops
 from engine.errors import EngineError, ExecutionError
 from engine.reference import evaluate
 from engine.runtime.device import current
@@ -110,31 +110,17 @@ def _run_compiled(fd: Any, cf: Any, xs: list[Any], job: RunJob, start: float, pr
 
     # The segments run in order on the back end, each fed what the back end produced before
     # (as CompiledFusion.run does); the reference runs alongside, segment by segment, so that
-    # each segment's outputs can be compared. Done here rather than through cf.run because
-    # cf.run hands back only the fusion's outputs.
-    env = bind_env(cf.fusion, xs)
-    got: dict[int, Any] = {id(v): x for v, x in zip(cf.fusion.inputs, xs_dev)}
-    want: dict[int, Any] = {id(v): x for v, x in zip(cf.fusion.inputs, xs)}
-
-    def lookup(values: dict[int, Any], v: Any, where: str) -> Any:
-        if id(v) in values:
-            return values[id(v)]
-        try:
-            return v.evaluate(env)  # a scalar segment input: an extent or a constant
-        except (AttributeError, KeyError):
-            raise ExecutionError(f"{getattr(v, 'short_name', v)} is needed by {where} but nothing produced it") from None
+    # each segment's outputs can be compared: two walks of the segments (cf.walk), in step.
+    got, want = cf.walk(xs_dev), cf.walk(xs)
 
     profiling = job.profile and backend in ("emulate", "cuda")
     progress.plan(len(cf.segments), after=1 + profiling + (backend == "cuda"))
     if backend != "reference":
         cf.load_kernels(backend)  # all kernels at once (in parallel on the emulator), cached on disk
     seg_rows: dict[int, dict[str, Any]] = {}
-    for index, seg in enumerate(cf.segments, start=1):
-        where = f"segment {seg.id}"
+    for index, ((seg, args), (_, ref_args)) in enumerate(zip(got, want), start=1):
         progress.segment(index, seg.id, str(seg.scheduler))
         print(f"{RUNNING_MARK}{seg.id} ({seg.kernel_name or seg.scheduler}) on {backend}", flush=True)
-        args = [lookup(got, v, where) for v in seg.input_vals]
-        ref_args = [lookup(want, v, where) for v in seg.input_vals]
         progress.action("running the reference evaluator")
         t0 = time.perf_counter()
         try:
@@ -166,11 +152,10 @@ def _run_compiled(fd: Any, cf: Any, xs: list[Any], job: RunJob, start: float, pr
         nbytes = sum(tensor_bytes(t) for t in [*args, *outs] if isinstance(t, torch.Tensor))
         seg_rows[seg.id] = {"time_ms": ms, "bytes": nbytes, "max_error": max(errs) if errs else None,
                             "flops": _flops(fusion_flops, seg, ref_args)}
-        for v, o, r in zip(seg.output_vals, outs, ref_outs):
-            got[id(v)] = o
-            want[id(v)] = r
+        got.put(seg, outs)
+        want.put(seg, ref_outs)
         progress.segment_done()
-    finals = [lookup(got, v, "the fusion's outputs") for v in cf.fusion.outputs]
+    finals = got.outputs()
     progress.step("checking the outputs against the reference evaluator")
 
     # The fusion's outputs are checked against the reference evaluator on the whole,

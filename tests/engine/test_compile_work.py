@@ -34,6 +34,7 @@ from engine import (
 )
 from engine.compile import _execute
 from engine.compile_stages import schedule_segment
+from engine.errors import ExecutionError
 from engine.segment import graph
 from tests.emulation import needs_gxx
 
@@ -189,6 +190,30 @@ def test_the_compiled_fusion_still_runs_and_matches_the_reference() -> None:
         want = reference.evaluate(fd.fusion, xs)
         for a, b in zip(got, want):
             torch.testing.assert_close(a, b)
+
+
+def test_a_walk_of_the_segments_gives_each_its_arguments_and_the_outputs() -> None:
+    """cf.walk: the segments in order, each with the fusion's inputs and what the segments
+    before it produced; run here by hand on the reference, the outputs are cf.run's. Two
+    walks go in step (fusescope's Run tab runs a back end and the reference so)."""
+    for build in FUSIONS.values():
+        fd, xs = build(8)
+        cf = compile_fusion(fd, xs)
+        a, b = cf.walk(xs), cf.walk(xs)
+        seen = []
+        for (seg, args), (seg_b, args_b) in zip(a, b):
+            assert seg is seg_b and len(args) == len(args_b) == len(seg.input_vals)
+            seen.append(seg.id)
+            outs = seg.run(args, "reference")
+            a.put(seg, outs)
+            b.put(seg_b, outs)
+        assert seen == [s.id for s in cf.segments]
+        for x, y in zip(a.outputs(), cf.run(xs, backend="reference")):
+            torch.testing.assert_close(x, y)
+    fd, xs = next(iter(FUSIONS.values()))(8)
+    walk = compile_fusion(fd, xs).walk(xs)
+    with pytest.raises(ExecutionError, match="no segment produced it"):
+        walk.outputs()
 
 
 def test_the_counters_see_an_evaluation(evaluations: Counter[str]) -> None:
