@@ -314,7 +314,7 @@ def _schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace,
         # Tensor's strides at run time: in a kernel that already holds many registers (the
         # inner-outer persistent one) the constants cost more registers than they save.
         strides = _known_strides(seg, args, info.env) if seg.scheduler == "pointwise" else {}
-        lowered = lower_fusion(fusion, info.env, seg.kernel_name, layouts, coresident, strides, per_sm)
+        lowered = lower_fusion(fusion, info.env, seg.kernel_name, layouts, coresident, strides, per_sm, info.device)
     except CompileError as e:
         if _has_stream_axis(fusion):
             # The host program runs a stream-parallel segment's ops through torch, slice by

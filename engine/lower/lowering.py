@@ -36,6 +36,7 @@ from engine.lower.operands import Operands
 from engine.lower.predicates import Predicates
 from engine.lower.quantize import lower_block_quantize, lower_layout_op
 from engine.lower.reduction_ops import lower_reduction, lower_welford
+from engine.runtime.device import DeviceProperties
 
 
 def loop_kind(pt: ParallelType) -> str:
@@ -67,7 +68,8 @@ class ExprLowering(LoopIndexing, Predicates, Operands):
                  constants: dict[TensorView, Scalar] | None = None,
                  layouts: dict[str, tuple[list[int], int]] | None = None,
                  constant_strides: dict[str, list[int]] | None = None,
-                 coresident_blocks: int = 0, min_blocks_per_sm: int = 1) -> None:
+                 coresident_blocks: int = 0, min_blocks_per_sm: int = 1,
+                 device: DeviceProperties | None = None) -> None:
         """The keyword arguments are what the kernel is compiled for, fixed for the whole
         lowering (each kept as the attribute of its name, described below)."""
         self.ext = ext
@@ -84,8 +86,10 @@ class ExprLowering(LoopIndexing, Predicates, Operands):
         self.layouts: dict[str, tuple[list[int], int]] = dict(layouts or {})
         # Global tensors whose allocation strides are compile-time constants (by name).
         self.constant_strides: dict[str, list[int]] = dict(constant_strides or {})
-        # Blocks each SM must hold at once (the kernel's launch bounds).
+        # Blocks each SM must hold at once (the kernel's launch bounds), and the device the
+        # kernel is compiled for (its register file; None: not known).
         self.min_blocks_per_sm = min_blocks_per_sm
+        self.device = device
         self.buffers: dict[TensorView, Buffer] = {}
         self.work = ScopeWork()
         self.body: dict[Expr, list[kir.Stmt]] = {}

@@ -15,6 +15,7 @@ from engine.ir.tensorview import TensorView
 from engine.lower import cexpr, kexpr, kir, kops
 from engine.lower.index import Ix, lower_bound_test
 from engine.lower.kexpr import And, Cmp, Lit, Paren, Select, Var, spell
+from engine.runtime.registers import register_cap, registers_needed
 
 if TYPE_CHECKING:
     from engine.lower.lowering import ExprLowering
@@ -76,13 +77,6 @@ def _result_dtype(op: str, dt: DataType) -> DataType:
     return dt
 
 
-# The register file of an SM (32-bit registers; every GPU since sm_70) and a thread's most.
-_REGISTERS_PER_SM = 65536
-_MAX_REGISTERS = 255
-# Registers a thread needs besides its arrays (schedule.register_fit's estimate).
-_REGISTER_OVERHEAD = 40
-
-
 def _converted_apart(low: ExprLowering, v: object) -> bool:
     """Whether each cast of `v` converts it on its own: a half or bfloat16 register buffer
     that is not inlined into its readers, that several casts read (a persistent buffer kept
@@ -100,10 +94,10 @@ def _converted_apart(low: ExprLowering, v: object) -> bool:
     casts = [e for e in v.fusion.uses_of(v) if isinstance(e, ex.UnaryOp) and e.op == "cast"]
     if len(casts) < 2:
         return False
-    warps = -(-low.block_threads() // 128) * 4 * max(1, low.min_blocks_per_sm)
-    cap = min(_MAX_REGISTERS, _REGISTERS_PER_SM // (warps * 32) // 8 * 8)
-    merged = -(-buf.size * (v.dtype.bits // 8 + 4) // 4)  # the buffer and its converted copy
-    return merged + _REGISTER_OVERHEAD > cap
+    if low.device is None:
+        return False
+    cap = register_cap(low.device, low.block_threads() * max(1, low.min_blocks_per_sm))
+    return registers_needed(buf.size * (v.dtype.bits // 8 + 4)) > cap  # the row and its copy
 
 
 def _unary(low: ExprLowering, expr: ex.UnaryOp, out: TensorView, c_index) -> Value:

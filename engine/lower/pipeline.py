@@ -46,6 +46,7 @@ from engine.lower.smem import SharedBuffer, SharedMemoryUse
 from engine.lower.split_chains import split_chain
 from engine.lower.vectorize import hoist_shared_reads, vector_widths, vectorize_loop
 from engine.runtime.abi import ArgSpec, LaunchConfig, ScalarArg, TensorArg
+from engine.runtime.device import DeviceProperties
 
 _UNSUPPORTED = (ex.MatmulOp, ex.LinearOp, *ATEN_ONLY)
 
@@ -261,19 +262,22 @@ def _mark_global_syncs(low: ExprLowering, fusion: Fusion, exprs: list[Expr], loo
 def lower_fusion(fusion: Fusion, env: dict, name: str,
                  layouts: dict[str, tuple[list[int], int]] | None = None,
                  coresident_blocks: int = 0, strides: dict[str, list[int]] | None = None,
-                 min_blocks_per_sm: int = 1) -> Lowered:
+                 min_blocks_per_sm: int = 1, device: DeviceProperties | None = None) -> Lowered:
     """Lower a scheduled fusion for the sizes bound in `env`. `layouts`: the compiled-for inputs'
     allocation strides and pointer alignment (bytes), which let copies be widened safely.
     `coresident_blocks`: a grid of at most this many blocks may wait at a grid barrier (its
     kernel is then launched cooperatively); 0 keeps every block independent. `strides`: global
     tensors addressed with these allocation strides as constants instead of their Tensor's.
-    `min_blocks_per_sm`: blocks each SM must hold at once (the kernel's launch bounds)."""
+    `min_blocks_per_sm`: blocks each SM must hold at once (the kernel's launch bounds).
+    `device`: the GPU compiled for (its register file decides how narrow rows convert)."""
     with loop_maps_frozen():
-        return _lower_fusion(fusion, env, name, layouts, coresident_blocks, strides or {}, min_blocks_per_sm)
+        return _lower_fusion(fusion, env, name, layouts, coresident_blocks, strides or {}, min_blocks_per_sm,
+                             device)
 
 
 def _lower_fusion(fusion: Fusion, env: dict, name: str, layouts: dict[str, tuple[list[int], int]] | None,
-                  coresident_blocks: int, strides: dict[str, list[int]], min_blocks_per_sm: int) -> Lowered:
+                  coresident_blocks: int, strides: dict[str, list[int]], min_blocks_per_sm: int,
+                  device: DeviceProperties | None) -> Lowered:
     stages: dict[str, str] = {}
     exprs = _validate(fusion)
     constants = constant_fulls(fusion, exprs)
@@ -292,7 +296,7 @@ def _lower_fusion(fusion: Fusion, env: dict, name: str, layouts: dict[str, tuple
     params, tensors, scalars = _params(fusion)
     low = ExprLowering(ext, dims, scalars, fusion_inputs=fusion.inputs, constants=constants, layouts=layouts,
                        constant_strides=strides, coresident_blocks=coresident_blocks,
-                       min_blocks_per_sm=min_blocks_per_sm)
+                       min_blocks_per_sm=min_blocks_per_sm, device=device)
     low.note_rfactor_sources(exprs)
     loops_of = {}
     for e, loops in walk(nest):

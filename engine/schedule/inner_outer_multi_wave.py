@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from engine.runtime.registers import REGISTER_OVERHEAD
 from engine.schedule.inner_persistent_batch import regs_per_thread, threads_per_sm
-from engine.schedule.register_fit import REGISTER_OVERHEAD
 from engine.schedule.tools import ceil_div, next_pow2
 
 if TYPE_CHECKING:

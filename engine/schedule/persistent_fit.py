@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING
 
 from engine.errors import RegisterFitError
 from engine.ir.iterdomain import ParallelType
+from engine.runtime.registers import register_cap, registers_needed
 from engine.schedule.reduction import ReductionParams
-from engine.schedule.register_fit import array_bytes, realized_array_bytes, register_cap, registers_needed
+from engine.schedule.register_fit import array_bytes, realized_array_bytes
 from engine.schedule.tools import ceil_div, next_pow2
 
 if TYPE_CHECKING:

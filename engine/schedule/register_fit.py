@@ -10,7 +10,8 @@ arrays for each outer reduction: its per-thread partial and its result), so the 
 itself is applied to a copy of the fusion and its local arrays are counted
 (`realized_array_bytes`), as the lowering will allocate them (engine.lower.buffers.local_layout):
 those as long as the thread's share of a row (or of its columns) grow with that share when
-another block shape changes it, the shorter ones (a vector's loads) do not.
+another block shape changes it, the shorter ones (a vector's loads) do not. The register
+file's rules (`register_cap`, `registers_needed`) are engine.runtime.registers'.
 """
 
 from __future__ import annotations
@@ -24,28 +25,7 @@ from engine.lower.index import Extents
 
 if TYPE_CHECKING:
     from engine.ir.fusion import Fusion
-    from engine.runtime.device import DeviceProperties
     from engine.schedule.runtime_info import SchedulerRuntimeInfo
-
-# Registers a thread needs besides its arrays: indices, addresses, loop counters and the
-# temporaries of the math (nvFuser's scheduler_utils::register_overhead).
-REGISTER_OVERHEAD = 40
-
-
-# ptxas bounds a kernel's registers by its __launch_bounds__ threads rounded up to four warps:
-# 300 threads get 168 registers each (65536 / 384), 458 threads 128 (nvcc 13, sm_90).
-_THREAD_GRANULE = 128
-
-
-def register_cap(dev: DeviceProperties, threads: int) -> int:
-    """Registers per thread a block of `threads` can have (ptxas allocates them in eights)."""
-    rounded = -(-max(1, threads) // _THREAD_GRANULE) * _THREAD_GRANULE
-    per_thread = dev.registers_per_sm // rounded // 8 * 8
-    return max(0, min(dev.max_registers_per_thread, per_thread))
-
-
-def registers_needed(array_bytes: int) -> int:
-    return REGISTER_OVERHEAD + -(-array_bytes // 4)
 
 
 def array_bytes(fusion: Fusion, env: dict, share: int) -> tuple[int, int]:

@@ -19,7 +19,7 @@ from engine.compile import compile_fusion
 from engine.config import Options
 from engine.reference import evaluate
 from engine.runtime import device
-from engine.schedule.register_fit import register_cap, registers_needed
+from engine.runtime.registers import register_cap, registers_needed
 from engine.segment.refusals import Refusals
 from scripts.ptxas_check import compile_at
 from scripts.scales import Scale
