@@ -114,7 +114,7 @@ class CompiledFusion(Profiling):
     def walk(self, inputs: Sequence[Any]) -> SegmentWalk:
         """The segments in order with their arguments, for a caller that runs each itself
         (engine.segment_walk): `inputs` as the segments take them (on their back end's device)."""
-        return SegmentWalk(self, inputs)
+        return SegmentWalk(self.fusion, self.segments, inputs)
 
     def graphs(self) -> GraphReplay:
         """CUDA-graph replays of this fusion's runs on the GPU (engine.runtime.graphs): a call

@@ -46,7 +46,7 @@ class Profiling:
 
 def _execute(cf: CompiledFusion, xs: list[Any], backend: str, before=None) -> list[Any]:
     """Run the segments in order; `before(seg, args)` sees each segment's inputs first."""
-    walk = SegmentWalk(cf, xs)
+    walk = SegmentWalk(cf.fusion, cf.segments, xs)
     for seg, args in walk:
         if before is not None:
             before(seg, args)

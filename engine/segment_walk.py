@@ -8,29 +8,27 @@ go in step (fusescope runs a back end and the reference segment by segment).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engine.compile_stages import bind_env
+from engine.compiled_segment import CompiledSegment
 from engine.errors import ExecutionError
 from engine.ir.base import Val
+from engine.ir.fusion import Fusion
 from engine.ir.scalar import Scalar
-
-if TYPE_CHECKING:
-    from engine.compiled_fusion import CompiledFusion
-    from engine.compiled_segment import CompiledSegment
 
 
 class SegmentWalk:
     """`for seg, args in walk:` each segment with its arguments; `walk.put(seg, outs)` before
     the next; `walk.outputs()` the fusion's outputs once every segment has run."""
 
-    def __init__(self, cf: CompiledFusion, inputs: Sequence[Any]) -> None:
-        self.cf = cf
-        self._values: dict[int, Any] = {id(v): x for v, x in zip(cf.fusion.inputs, inputs)}
-        self._env = bind_env(cf.fusion, list(inputs))
+    def __init__(self, fusion: Fusion, segments: Sequence[CompiledSegment], inputs: Sequence[Any]) -> None:
+        self.fusion, self.segments = fusion, segments
+        self._values: dict[int, Any] = {id(v): x for v, x in zip(fusion.inputs, inputs)}
+        self._env = bind_env(fusion, list(inputs))
 
     def __iter__(self) -> Iterator[tuple[CompiledSegment, list[Any]]]:
-        for seg in self.cf.segments:
+        for seg in self.segments:
             yield seg, [self._lookup(v, f"segment {seg.id}") for v in seg.input_vals]
 
     def put(self, seg: CompiledSegment, outs: Sequence[Any]) -> None:
@@ -38,7 +36,7 @@ class SegmentWalk:
             self._values[id(v)] = t
 
     def outputs(self) -> list[Any]:
-        return [self._lookup(v, "the fusion's outputs") for v in self.cf.fusion.outputs]
+        return [self._lookup(v, "the fusion's outputs") for v in self.fusion.outputs]
 
     def _lookup(self, v: Val, where: str) -> Any:
         if id(v) in self._values:
