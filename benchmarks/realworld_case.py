@@ -37,6 +37,7 @@ import torch
 
 from benchmarks.timing import input_sets_needed, time_calls
 from engine.errors import ExecutionError, FusionDefinitionError
+from engine.host import graph_plan
 from scripts.attention_state import attention_state_from_the_forward
 from scripts.scales import (
     Scale,
@@ -53,8 +54,9 @@ from scripts.scales import (
 
 SIZES = ("own", "real", "model", "reduced")
 # Calls made before the engine's kernels are counted, where the first call took under
-# WARM_CALLS_BELOW_S: enough for the run plan's CUDA-graph decision to settle.
-WARM_CALLS = 8
+# WARM_CALLS_BELOW_S: those the run plan's CUDA-graph decision takes (plain calls, the
+# capture, the timed replays), and one more.
+WARM_CALLS = graph_plan.PLAIN_RUNS + 1 + graph_plan.TIMED_REPLAYS + 1
 WARM_CALLS_BELOW_S = 0.5
 
 

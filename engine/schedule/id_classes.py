@@ -8,6 +8,7 @@ from __future__ import annotations
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import IdTransform, IterDomain, Merge, Split
 from engine.ir.logical_map import frozen_fact, pairwise_logical_map, producers_of
+from engine.ir.tensorview import TensorView
 
 
 class UnionFind:
@@ -106,11 +107,11 @@ def exact_classes(fusion: Fusion) -> UnionFind:
     return uf
 
 
-def _root_to_logical_transforms(tv: object) -> list[IdTransform]:
+def _root_to_logical_transforms(tv: TensorView) -> list[IdTransform]:
     """The splits and merges between a reshape's root and logical domains."""
-    root = set(tv.domain.root)  # type: ignore[attr-defined]
+    root = set(tv.domain.root or ())
     out: list[IdTransform] = []
-    stack = list(tv.domain.logical)  # type: ignore[attr-defined]
+    stack = list(tv.domain.logical)
     seen: set[int] = set()
     while stack:
         i = stack.pop()

@@ -111,9 +111,10 @@ def project_to_inputs(fusion: Fusion, pb: PersistentBufferInfo, trace: Trace | N
     as well. The second kind is recomputed only when the inputs are narrower than the
     buffer (bf16 kept instead of its float cast), or when the inputs are `staged` (copied a
     step ahead into shared memory, which only inputs can be); from float inputs kept in
-    registers it saves no bytes and reads them again. Then uses that read the results of the same reductions (`_stage`)
-    share a copy, read in the same phase of the kernel; a copy shared across phases would
-    itself live across the reduction between them. Otherwise one copy serves every use.
+    registers it saves no bytes and reads them again. Then uses that read the results of the
+    same reductions (`_stage`) share a copy, read in the same phase of the kernel; a copy
+    shared across phases would itself live across the reduction between them. Otherwise one
+    copy serves every use.
     Copies read the row-invariant tensors they need (`_row_invariant`) rather than their own.
     """
     made: list[TensorView] = []

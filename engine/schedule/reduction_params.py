@@ -29,8 +29,9 @@ class ReductionParams(HeuristicParams):
     # projections may stop at earlier reductions' results (analysis.persistent_buffers'
     # through_results), not only at the fusion inputs
     project_through_results: bool = False
-    # projected so that the rows can be staged in shared memory a step ahead (inner-outer on
-    # sm_90; only inputs can be): buffers' uses are recomputed from inputs as wide as they
+    # projected only so that the rows can be staged in shared memory a step ahead (inner-outer
+    # on sm_90; only inputs can be): every use of a buffer that leads to its reduction's
+    # result reads a copy recomputed from its float inputs (persistent_projection)
     project_for_staging: bool = False
     cross_block_inner_reduction: bool = False
     cross_grid_inner_reduction: bool = False

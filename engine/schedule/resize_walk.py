@@ -5,10 +5,11 @@ each slice's and pad's Resize onto the producers' loop domains
 (propagateResizeToInputs), then schedules all loop domains like the reference. This
 engine does the same in a simplified, explicit form:
 
-1. A walk from the reference over producer and consumer edges (breadth-first, as
-   the propagation) records for every tensor, per axis of the reference, which of
-   its logical ids plays that axis and the chain of Resize transforms that lie
-   between that id and the reference (engine.schedule.resize_alignment).
+1. A walk from the reference (and from the other outputs whose axes are exactly the
+   reference's) over producer and consumer edges (breadth-first, as the propagation)
+   records for every tensor, per axis of the reference, which of its logical ids plays
+   that axis and the chain of Resize transforms that lie between that id and the
+   reference (engine.schedule.resize_alignment).
 2. Each tensor's loop domain is then that id with the chain's Resizes applied (same
    offsets, as new loop-only Resize transforms), in the reference's axis order, and
    the reference's splits and merges are applied the same way to every tensor
@@ -28,7 +29,9 @@ read by a slice or pad are not cached (as nvFuser's cacheInputs).
 from __future__ import annotations
 
 from engine.ir.base import Val
+from engine.ir.dependencies import upstream_tvs
 from engine.ir.fusion import Fusion
+from engine.ir.iterdomain import IterDomain
 from engine.ir.logical_map import consumers_of, producers_of
 from engine.ir.tensorview import TensorView
 from engine.schedule.id_classes import exact_classes
@@ -258,22 +261,15 @@ class AlignWalk:
         return walk
 
 
-def _outputs_like(fusion: Fusion, ref: TensorView, ref_ids: list) -> list[tuple[TensorView, Alignment]]:
+def _outputs_like(fusion: Fusion, ref: TensorView, ref_ids: list[IterDomain]) -> list[tuple[TensorView, Alignment]]:
     """The other outputs whose every axis is exactly the reference's (mapped across ops
     without a resize or reshape between them, nvFuser's exact graph) and that the reference
     is not computed from, each with that plain alignment. The walk starts from them as from
     the reference: their branches are then aligned from their consumers' side, as the
     reference's are, instead of forwards from whichever tensor they share with it."""
-    upstream: set[int] = set()
-    stack = [ref]
-    while stack:
-        t = stack.pop()
-        for p in producers_of(t):
-            if id(p) not in upstream:
-                upstream.add(id(p))
-                stack.append(p)
+    upstream = upstream_tvs(ref)
     candidates = [v for v in fusion.outputs if isinstance(v, TensorView) and v is not ref
-                  and id(v) not in upstream and v not in fusion.inputs]
+                  and v not in upstream and v not in fusion.inputs]
     if not candidates:
         return []
     exact = exact_classes(fusion)
