@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from engine import DataType, FusionDefinition
+from engine.host.graph_plan import LONG_CALL_MS, CopyingGraph
 from engine.reference import evaluate
 
 pytestmark = pytest.mark.gpu
@@ -203,8 +204,6 @@ def test_an_expanded_input_is_copied_into_the_graph_through_its_own_elements() -
 
 
 def test_a_long_call_is_refused_before_a_burst_repeats_it() -> None:
-    from engine.host.graph_plan import LONG_CALL_MS, CopyingGraph
-
     runs = []
 
     def steps(xs: list) -> list:
