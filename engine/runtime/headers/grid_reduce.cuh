@@ -405,21 +405,22 @@ FS_DEVICE void fsGridShare(const T* work, T* total, nvfuser_index_t block_stride
     const nvfuser_index_t col = col_of(min(n, count - 1));
     T acc = init;
     if (n < count && p < P) {
-      // The first kBatch loads are all issued before any is summed: one L2 round trip
-      // instead of one per few partials (132 blocks over 16 groups: 9 loads each).
+      // A group's partials are loaded kBatch at a time, each batch's loads all issued before
+      // any is summed: one L2 round trip per kBatch partials, not one per partial (a
+      // multi-wave launch has several blocks an SM, so a group may have dozens of partials).
+      // Slots past b_R add `init`, the combine's identity.
       constexpr unsigned kBatch = 16;
-      T v[kBatch];
-      #pragma unroll
-      for (unsigned k = 0; k < kBatch; ++k) {
-        const unsigned b = p + k * P;
-        v[k] = b < b_R ? __ldcg(work + col + static_cast<nvfuser_index_t>(b) * block_stride) : init;
-      }
-      #pragma unroll
-      for (unsigned k = 0; k < kBatch; ++k) {
-        acc = op(acc, v[k]);
-      }
-      for (unsigned b = p + kBatch * P; b < b_R; b += P) {
-        acc = op(acc, __ldcg(work + col + static_cast<nvfuser_index_t>(b) * block_stride));
+      for (unsigned b0 = p; b0 < b_R; b0 += kBatch * P) {
+        T v[kBatch];
+        #pragma unroll
+        for (unsigned k = 0; k < kBatch; ++k) {
+          const unsigned b = b0 + k * P;
+          v[k] = b < b_R ? __ldcg(work + col + static_cast<nvfuser_index_t>(b) * block_stride) : init;
+        }
+        #pragma unroll
+        for (unsigned k = 0; k < kBatch; ++k) {
+          acc = op(acc, v[k]);
+        }
       }
     }
     smem[tid] = acc;
