@@ -176,8 +176,12 @@ def _multi_wave(fusion: Fusion, info: SchedulerRuntimeInfo, red_n: int, it_n: in
     # results, which each thread accumulates over its rows.
     reg_bits = (size + partial) * 8 // red_n
     input_bits = sum(max(1, t.dtype.bits) for t in row_inputs)
+    # Row inputs in shared memory are staged a row ahead where the device stages inputs
+    # (STAGES rows a block): the next row's copy is in flight while the block reduces this one.
+    stages = STAGES if stages_inputs(dev) else 1
     in_regs = mw_launch.multi_wave(dev, red_n, it_n, v, reg_bits, 0)
-    in_smem = (mw_launch.multi_wave(dev, red_n, it_n, v, max(0, reg_bits - input_bits), input_bits * red_n // 8)
+    in_smem = (mw_launch.multi_wave(dev, red_n, it_n, v, max(0, reg_bits - input_bits),
+                                    input_bits * red_n // 8 * stages)
                if row_inputs else None)
     # Shared memory first on a tie: the kernel holds more than the buffers in registers
     # (the rows' intermediate values across the block reduction), which the estimate leaves out.
@@ -186,9 +190,10 @@ def _multi_wave(fusion: Fusion, info: SchedulerRuntimeInfo, red_n: int, it_n: in
         return None
     c, smem = min(choices, key=lambda cs: mw_launch.rank(cs[0]))
     gdimy = min(c.gdimy, it_n)
-    smem_bytes = input_bits * red_n // 8 if smem else 0
-    where = (f"row inputs {', '.join(t.short_name for t in row_inputs)} in shared memory, "
-             f"{smem_bytes} bytes a block" if smem else "buffers in registers")
+    smem_bytes = input_bits * red_n // 8 * stages if smem else 0
+    where = (f"row inputs {', '.join(t.short_name for t in row_inputs)} in shared memory"
+             + (f", {stages} circular-buffer stages of one row" if stages > 1 else "")
+             + f", {smem_bytes} bytes a block" if smem else "buffers in registers")
     why = [f"inner persistent buffer {size} bytes per row, outer partial results {partial} "
            "bytes per row" + (" (projected)" if project else ""), *why,
            f"multi-wave: {c.threads} threads x batch {c.batch} x vector {v} cover {red_n}, one row "
@@ -196,7 +201,7 @@ def _multi_wave(fusion: Fusion, info: SchedulerRuntimeInfo, red_n: int, it_n: in
            f"{c.registers_available} {c.warps_per_sm} warps an SM allow: {c.blocks_per_sm} blocks "
            f"an SM, BIDy {gdimy} blocks loop over {it_n} rows"]
     names = tuple(t.short_name for t in row_inputs) if smem else ()
-    p = _params(v, c.batch, c.threads, 1, gdimy, project, names, 0, smem_bytes,
+    p = _params(v, c.batch, c.threads, 1, gdimy, project, names, stages if smem and stages > 1 else 0, smem_bytes,
                 max(1, min(c.blocks_per_sm, ceil_div(gdimy, dev.sm_count))))
     return record(p, why, info, trace)
 
