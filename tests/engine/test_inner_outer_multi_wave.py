@@ -80,9 +80,22 @@ def test_rms_norm_backward_runs_several_blocks_an_sm_and_matches_the_reference()
     assert f"__launch_bounds__({seg.launch.threads}, {p.blocks_per_sm})" in seg.cuda_source
     assert f"min blocks per SM = {p.blocks_per_sm}" in str(p)
     assert any("multi-wave" in line for line in p.derivation)
+    # sm_90: the row inputs in shared memory are staged a row ahead (two stages, cp.async).
+    assert p.smem_persistent_buffers and p.circular_buffer_stages == 2
+    assert any("2 circular-buffer stages of one row" in line for line in p.derivation)
+    assert "fsCpAsync" in seg.cuda_source
     got, want = cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs)
     for a, b in zip(got, want):
         torch.testing.assert_close(a.float(), b.float(), rtol=2e-2, atol=5e-2)
+
+
+def test_rows_are_not_staged_before_sm_90() -> None:
+    """On an A100 the multi-wave launch copies each row into shared memory when it is reached."""
+    fd, xs = _rms_norm_bwd(1024, 2048)
+    cf = compile_fusion(fd, xs, Options(device_model="A100"))
+    (seg,) = [s for s in cf.segments if s.scheduler == "inner_outer_persistent"]
+    assert any("multi-wave" in line for line in seg.params.derivation)
+    assert seg.params.smem_persistent_buffers and seg.params.circular_buffer_stages == 0
 
 
 def test_few_rows_keep_the_schedule_of_several_rows_per_block() -> None:
