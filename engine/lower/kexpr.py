@@ -228,7 +228,7 @@ FALSE = Lit("false")  # a predicate that never holds
 _MARK = "\x00"
 
 
-def marked(fn: Callable[..., str], n: int) -> tuple[tuple[str, ...], tuple[int, ...]]:
+def _marked(fn: Callable[..., str], n: int) -> tuple[tuple[str, ...], tuple[int, ...]]:
     """`fn` (a function that spells C around its `n` operands) as the text around them and
     the operands in the order it names them (an operand may be named twice, or not at all):
     `fn` sees a marker for each operand."""
@@ -240,7 +240,7 @@ def spell(fn: Callable[..., str], *args: int | str | Expr) -> int | Expr:
     """`fn` (a function that spells C around its operands, such as a runtime call) applied to
     `args`, as an Op that keeps them typed: the text around the operands becomes the Op's
     parts. A string operand is a Lit."""
-    parts, order = marked(fn, len(args))
+    parts, order = _marked(fn, len(args))
     typed = [lit(a) for a in args]
     refs = [typed[k] for k in order]
     if parts == ("", ""):
