@@ -9,7 +9,7 @@ and assembled into the kernel IR at the end.
 
 ExprLowering holds the lowering's state and lowers one expression at a time; its parts live
 beside it, one job each: loop indices (loop_index.py), predicates (predicates.py) and
-operands as C text (operands.py).
+operands as typed expressions (operands.py).
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ class ExprLowering(LoopIndexing, Predicates, Operands):
                  show: Callable[[kexpr.Expr], str] = repr) -> None:
         """The keyword arguments are what the kernel is compiled for, fixed for the whole
         lowering (each kept as the attribute of its name, described below)."""
-        # How an error message shows an expression: lowering writes no C, the pipeline passes
+        # How an error message shows an expression: lowering renders none, the pipeline passes
         # codegen's renderer.
         self.show = show
         self.ext = ext

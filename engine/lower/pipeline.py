@@ -277,7 +277,7 @@ def lower_fusion(fusion: Fusion, env: dict, name: str,
     `min_blocks_per_sm`: blocks each SM must hold at once (the kernel's launch bounds).
     `device`: the GPU compiled for (its register file decides how narrow rows convert).
     `show`: how an error message shows a kernel-IR expression (the pipeline passes codegen's
-    renderer, engine.codegen.expressions.render: lowering writes no C)."""
+    renderer, engine.codegen.expressions.render: lowering renders no expression)."""
     with loop_maps_frozen():
         return _lower_fusion(fusion, env, name, layouts, coresident_blocks, strides or {}, min_blocks_per_sm,
                              device, show)
