@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from engine.allocation import _alloc_perm, alloc_strides, allocate
 from engine.analysis.flops import expr_flops
 from engine.codegen.cuda import render
+from engine.codegen.expressions import render as render_expr
 from engine.codegen.statements import kernel_listing
 from engine.compiled_segment import CompiledSegment
 from engine.config import Options
@@ -314,7 +315,8 @@ def _schedule_segment(seg: Any, args: list[Any], options: Options, trace: Trace,
         # Tensor's strides at run time: in a kernel that already holds many registers (the
         # inner-outer persistent one) the constants cost more registers than they save.
         strides = _known_strides(seg, args, info.env) if seg.scheduler == "pointwise" else {}
-        lowered = lower_fusion(fusion, info.env, seg.kernel_name, layouts, coresident, strides, per_sm, info.device)
+        lowered = lower_fusion(fusion, info.env, seg.kernel_name, layouts, coresident, strides, per_sm, info.device,
+                               show=render_expr)
     except CompileError as e:
         if _has_stream_axis(fusion):
             # The host program runs a stream-parallel segment's ops through torch, slice by

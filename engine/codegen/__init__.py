@@ -1,6 +1,5 @@
 """CUDA code generation: kernel IR to CUDA C, with runtime headers inlined.
 
-Importing the package installs the spelling of the kernel IR's typed ops (spelling.py).
+The one place C is written: expressions (expressions.py, the fusion's typed ops spelled from
+ops_table.py), statements (statements.py), whole kernels (cuda.py).
 """
-
-from engine.codegen import spelling as _spelling  # noqa: F401

@@ -5,17 +5,19 @@
 engine's terms), which the compile records as the `kernel_ir` stage. A statement type the
 lowering adds needs its spelling registered here (`@_spells(Kind)`, looked up by the
 statement's type, or a base class's); an unregistered one is an error naming its type.
-Expressions inside statements print themselves (engine.lower.kexpr; typed ops through
-engine.codegen.spelling).
+Expressions inside statements are written by engine.codegen.expressions.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from engine.codegen.expressions import render
 from engine.lower import kir
 from engine.lower.grid_epilogue import ShareCall, ShareLoop
-from engine.lower.kir import TID
+
+# The block's linear thread index, the index a block-strided loop starts from.
+TID = render(kir.TID)
 
 # The unroll pragma of a long serial loop whose body synchronizes the block.
 SYNC_LOOP_UNROLL = 1
@@ -57,17 +59,18 @@ def _(s: kir.Comment, indent: int) -> list[str]:
 
 @_spells(kir.Assign)
 def _(s: kir.Assign, indent: int) -> list[str]:
-    return [f"{_pad(indent)}{s.lhs} = {s.rhs};"]
+    return [f"{_pad(indent)}{render(s.lhs)} = {render(s.rhs)};"]
 
 
 @_spells(kir.Raw)
 def _(s: kir.Raw, indent: int) -> list[str]:
-    return [_pad(indent) + ln for ln in str(s.text).splitlines()]
+    text = s.text if isinstance(s.text, str) else render(s.text)
+    return [_pad(indent) + ln for ln in text.splitlines()]
 
 
 @_spells(kir.Exec)
 def _(s: kir.Exec, indent: int) -> list[str]:
-    return [f"{_pad(indent)}{s.call};"]
+    return [f"{_pad(indent)}{render(s.call)};"]
 
 
 @_spells(kir.Declare)
@@ -77,12 +80,12 @@ def _(s: kir.Declare, indent: int) -> list[str]:
 
 @_spells(kir.IndexDef)
 def _(s: kir.IndexDef, indent: int) -> list[str]:
-    return [f"{_pad(indent)}const nvfuser_index_t {s.name} = {s.value};"]
+    return [f"{_pad(indent)}const nvfuser_index_t {s.name} = {render(s.value)};"]
 
 
 @_spells(kir.ScalarDef)
 def _(s: kir.ScalarDef, indent: int) -> list[str]:
-    return [f"{_pad(indent)}const {s.ctype} {s.name} = {s.value};"]
+    return [f"{_pad(indent)}const {s.ctype} {s.name} = {render(s.value)};"]
 
 
 @_spells(kir.Allocate)
@@ -94,7 +97,7 @@ def _(s: kir.Allocate, indent: int) -> list[str]:
     out = [f"{p}alignas(16) {s.ctype} {s.name}[{s.size}];"]
     if s.init is not None:
         out.append(f"{p}#pragma unroll")
-        out.append(f"{p}for (int k = 0; k < {s.size}; ++k) {s.name}[k] = {s.init};")
+        out.append(f"{p}for (int k = 0; k < {s.size}; ++k) {s.name}[k] = {render(s.init)};")
     return out
 
 
@@ -131,7 +134,7 @@ def _(s: kir.ForLoop, indent: int) -> list[str]:
 @_spells(kir.IfThenElse)
 def _(s: kir.IfThenElse, indent: int) -> list[str]:
     p = _pad(indent)
-    out = [f"{p}if ({s.cond}) {{", *body_lines(s.then, indent + 1)]
+    out = [f"{p}if ({render(s.cond)}) {{", *body_lines(s.then, indent + 1)]
     if s.orelse:
         out += [p + "} else {", *body_lines(s.orelse, indent + 1)]
     out.append(p + "}")
@@ -152,7 +155,7 @@ def _(s: kir.BlockSync, indent: int) -> list[str]:
 
 @_spells(ShareCall)
 def _(s: ShareCall, indent: int) -> list[str]:
-    return [f"{_pad(indent)}const FsShare {s.share} = gridReduceGroupShares<{s.sync.template}>{s.sync.args};"]
+    return [f"{_pad(indent)}const FsShare {s.share} = gridReduceGroupShares<{s.sync.template}>{render(s.sync.args)};"]
 
 
 @_spells(ShareLoop)
@@ -164,7 +167,7 @@ def _(s: ShareLoop, indent: int) -> list[str]:
            f"fs_v += blockDim.x * blockDim.y * blockDim.z) {{",
            f"{p}  const uint3 fs_vt = fsVirtualThread<{tflags}>(fs_v);"]
     for c in s.calls:
-        out += [f"{p}  fsShareLoad({c.sync.acc}, {c.sync.work}, {c.share}, fs_v);", f"{p}  {c.sync.flag} = true;"]
+        out += [f"{p}  fsShareLoad({c.sync.acc}, {render(c.sync.work)}, {c.share}, fs_v);", f"{p}  {c.sync.flag} = true;"]
     out += body_lines(s.body, indent + 1)
     out.append(f"{p}}}")
     return out

@@ -6,7 +6,7 @@ allow them."""
 from __future__ import annotations
 
 from engine.lower import kir, kquery
-from engine.lower.kexpr import Access, Add, AddrOf, Call, Cmp, Expr, Lit, Mul, Stride, Sub, Var
+from engine.lower.kexpr import Access, Add, AddrOf, Call, Cmp, Expr, Mul, Paren, Stride, Sub, Var
 from engine.lower.vector_index import base_access, conjuncts
 from engine.lower.vectorize import element_size, unguard
 
@@ -67,5 +67,5 @@ def widen_bulk_copy(var: str, extent: int, body: list[kir.Stmt], threads: int,
     if vectors % threads:  # the last trip has vectors for some threads only
         call = kir.IfThenElse(Cmp(Var(var), "<", extent), [call])
     loop = kir.ForLoop(f"{var}_k", trips, "unroll", f"{var} in vectors of {width}",
-                       [kir.IndexDef(var, Lit(f"({kir.TID} + {var}_k * {threads}) * {width}")), call])
+                       [kir.IndexDef(var, Mul(Paren(Add(kir.TID, Mul(Var(f"{var}_k"), threads))), width)), call])
     return kir.Scope(kir.guard(list(conjuncts(cond)), [loop])) if cond is not None else loop

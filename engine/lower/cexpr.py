@@ -1,7 +1,6 @@
 """Index arithmetic on typed expressions (engine.lower.kexpr), folding constants.
 
-A name given as a string (a loop variable, `threadIdx.x`) becomes a kexpr.Var. Results
-render as C with parentheses only where C needs them (the nodes' own rendering).
+A name given as a string (a loop variable, `threadIdx.x`) becomes a kexpr.Var.
 """
 
 from __future__ import annotations
@@ -29,7 +28,8 @@ def _unsigned(x: Term) -> bool:
     if isinstance(x, Signed):
         return False
     if isinstance(x, Var | kexpr.Lit):
-        return any(u in str(x) for u in ("threadIdx", "blockIdx"))
+        name = x.name if isinstance(x, Var) else x.text
+        return "threadIdx" in name or "blockIdx" in name
     return isinstance(x, Expr) and any(_unsigned(c) for c in x.children())
 
 
@@ -97,6 +97,3 @@ def xor(a: int | str | Expr, b: int | str | Expr) -> Term:
     if b == 0:
         return a
     return Xor(a, b)
-
-
-text = kexpr.text

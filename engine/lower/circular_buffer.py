@@ -35,7 +35,7 @@ from engine.ir import exprs as ex
 from engine.ir.loop_map import loop_map
 from engine.ir.tensorview import MemoryType, TensorView
 from engine.lower import kir, kquery
-from engine.lower.kexpr import Access, Add, AddrOf, Call, Cmp, Div, Lit, Mod, Mul, Op, Paren, Var
+from engine.lower.kexpr import Access, Add, AddrOf, Call, Cmp, Div, Mod, Mul, Op, Paren, Var
 from engine.lower.loops import out_tv
 
 if TYPE_CHECKING:
@@ -134,13 +134,13 @@ def _pipeline(body: list[kir.Stmt], cbs: list[CircularBuffer], outer: kir.ForLoo
     d, s = cbs[0].depth, compute.var
     steps = d * (outer.extent if outer is not None else 1)
 
-    def load_step(step: str) -> list[kir.Stmt]:
+    def load_step(step: int | Var) -> list[kir.Stmt]:
         # Each load nest's stage body with the indices of `step` in scope.
         out: list[kir.Stmt] = []
         for load in loads:
-            defs: list[kir.Stmt] = [kir.IndexDef(load.var, Mod(Paren(Lit(step)), d))]
+            defs: list[kir.Stmt] = [kir.IndexDef(load.var, Mod(Paren(step), d))]
             if outer is not None:
-                defs.insert(0, kir.IndexDef(outer.var, Div(Paren(Lit(step)), d)))
+                defs.insert(0, kir.IndexDef(outer.var, Div(Paren(step), d)))
             out.append(kir.Scope([*defs, *[_async(st) for st in load.body]]))
         return out
 
@@ -152,7 +152,7 @@ def _pipeline(body: list[kir.Stmt], cbs: list[CircularBuffer], outer: kir.ForLoo
         kir.Exec(Call("fsCpAsyncWait", (str(d - 2),), ())),
         kir.BlockSync(f"RAW: stage {s} of {names} has landed; WAR: the previous stage is read"),
         kir.Scope([kir.IndexDef(ahead, Add(current, d - 1)),
-                   kir.IfThenElse(Cmp(Var(ahead), "<", steps), load_step(ahead))]),
+                   kir.IfThenElse(Cmp(Var(ahead), "<", steps), load_step(Var(ahead)))]),
         kir.Raw("fsCpAsyncCommit();"), *compute.body,
     ]
     stage = kir.ForLoop(s, d, "pipelined", compute.domain, stage_body, compute.threads)
@@ -163,7 +163,7 @@ def _pipeline(body: list[kir.Stmt], cbs: list[CircularBuffer], outer: kir.ForLoo
     alloc = [st for st in head if isinstance(st, kir.Allocate) and st.name in mine] if outer else []
     prologue: list[kir.Stmt] = []
     for k in range(min(d - 1, steps)):
-        prologue += [kir.Scope([*alloc, *load_step(str(k))]), kir.Raw("fsCpAsyncCommit();")]
+        prologue += [kir.Scope([*alloc, *load_step(k)]), kir.Raw("fsCpAsyncCommit();")]
     if outer is None:
         return [*head, *prologue, stage, *tail]
     return [*prologue, kir.ForLoop(outer.var, outer.extent, "pipelined", outer.domain, [*head, stage, *tail],
@@ -239,13 +239,15 @@ def _not_a_copy(st: kir.Stmt, cb: CircularBuffer) -> str | None:
             assert isinstance(call, Call)
             width = ctype_bytes(call.targs[0].strip()) * int(call.targs[1])
             return None if width in (4, 8, 16) else f"a copy of {width} bytes (cp.async copies 4, 8 or 16)"
-        return f"its load nest has `{call};`"
+        return f"its load nest calls {call.fn}" if isinstance(call, Call) else "its load nest has a runtime call"
     if isinstance(st, kir.Raw):
-        return f"its load nest has `{str(st.text).strip()}`"
+        return f"its load nest has `{st.text.strip()}`" if isinstance(st.text, str) else \
+            "its load nest has a runtime statement"
     if isinstance(st, kir.Assign):
         lhs = st.lhs
         if not (st.copy_ctype and isinstance(lhs, Access) and lhs.name == cb.name and isinstance(st.rhs, Access)):
-            return f"its load nest has `{st.lhs} = {st.rhs}`"
+            target = lhs.name if isinstance(lhs, Access | Var) else "a value"
+            return f"its load nest computes {target}, not a plain copy into {cb.name}"
         width = ctype_bytes(st.copy_ctype)
         return None if width in (4, 8, 16) else f"{width}-byte element copies (cp.async copies 4, 8 or 16 bytes)"
     if isinstance(st, kir.ForLoop | kir.Scope | kir.IfThenElse):

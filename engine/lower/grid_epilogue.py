@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 
 from engine.lower import kir, kquery
-from engine.lower.kexpr import Expr, Var
+from engine.lower.kexpr import Access, Call, Cmp, Expr, Lit, Op, Var
 
 _THREAD_VARS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 _BLOCK_VARS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
@@ -49,7 +49,7 @@ class GridSync:
     threads: tuple[bool, bool, bool]  # reduced block dimensions
     template: str  # the call's template arguments
     args: Expr  # the call's arguments, parenthesised
-    work: str  # the work buffer pointer expression
+    work: Expr  # the work buffer pointer
 
 
 @dataclass
@@ -76,11 +76,11 @@ def share_epilogue(body: list[kir.Stmt], syncs: dict[str, GridSync],
     parameter and workspace names."""
     if not syncs:
         return body, []
-    at = [k for k, s in enumerate(body) if isinstance(s, kir.Assign) and str(s.lhs) in syncs]
+    at = [k for k, s in enumerate(body) if _assigned(s) in syncs]
     names = ", ".join(sorted(syncs))
     if len(at) != len(syncs):
         return body, [f"{names}: the epilogue stays in the last block: a grid reduction inside a loop"]
-    calls = [syncs[str(body[k].lhs)] for k in at]  # type: ignore[union-attr]
+    calls = [syncs[_assigned(body[k])] for k in at]  # type: ignore[index]
     if len({(c.template) for c in calls}) != 1:
         return body, [f"{names}: the epilogue stays in the last block: the grid reductions reduce "
                       "different dimensions"]
@@ -91,8 +91,7 @@ def share_epilogue(body: list[kir.Stmt], syncs: dict[str, GridSync],
     if why is not None:
         return body, [f"{names}: the epilogue stays in the last block: {why}"]
     share_calls = {c.flag: ShareCall(c, f"fs_share{k}") for k, c in enumerate(calls)}
-    middle = [share_calls[str(s.lhs)] if isinstance(s, kir.Assign) and str(s.lhs) in share_calls else s
-              for s in prep]
+    middle = [share_calls[_assigned(s)] if _assigned(s) in share_calls else s for s in prep]  # type: ignore[index]
     loop = ShareLoop(list(share_calls.values()), [_rename(s) for s in epilogue])
     return [*body[:at[0]], share_calls[calls[0].flag], *middle, loop], [
         f"{c.flag}: every block runs the epilogue of the thread segments it combined" for c in calls]
@@ -106,7 +105,7 @@ def _split(after: list[kir.Stmt], calls: list[GridSync]) -> tuple[list[kir.Stmt]
     prep: list[kir.Stmt] = []
     epilogue: list[kir.Stmt] = []
     for s in after:
-        is_call = isinstance(s, kir.Assign) and str(s.lhs) in flags
+        is_call = _assigned(s) in flags
         (epilogue if not is_call and not kir.words([s]).isdisjoint(flags) else prep).append(s)
     return prep, epilogue
 
@@ -114,18 +113,18 @@ def _split(after: list[kir.Stmt], calls: list[GridSync]) -> tuple[list[kir.Stmt]
 def _refusal(before: list[kir.Stmt], prep: list[kir.Stmt], epilogue: list[kir.Stmt], calls: list[GridSync],
              globals_: set[str]) -> str | None:
     """Why running `epilogue` per share, after every call, would not be the same program."""
-    text = kir.signature(epilogue)
-    if not text.strip():
+    if not epilogue:
         return "there is none"
-    wide = next((w for w in _BLOCK_WIDE if w in text), None)
+    words = _words(epilogue)
+    wide = next((w for w in _BLOCK_WIDE if any(w in word for word in words)), None)
     if wide is not None:
         return f"it needs the whole block ({wide})"
     sync = calls[0]
     for var, reduced in zip(_THREAD_VARS, sync.threads):
-        if reduced and var in text.replace(f"{var} == 0", ""):
+        if reduced and _reads(epilogue, var, but_zero_test=True):
             return f"it reads {var}, a reduced dimension"
     for var, reduced in zip(_BLOCK_VARS, sync.blocks):
-        if reduced and var in text:
+        if reduced and _reads(epilogue, var):
             return f"it reads {var}, a reduced dimension"
     local = _declared(epilogue) | _unused_before([*before, *prep], calls)
     allowed = {c.flag for c in calls} | {c.acc for c in calls} | globals_ | local
@@ -138,6 +137,58 @@ def _refusal(before: list[kir.Stmt], prep: list[kir.Stmt], epilogue: list[kir.St
     if moved:
         return f"{', '.join(moved)} would move after a later grid reduction that reads it"
     return None
+
+
+def _assigned(s: kir.Stmt) -> str | None:
+    """The variable `s` assigns, where it is an assignment to a variable (a flag)."""
+    return s.lhs.name if isinstance(s, kir.Assign) and isinstance(s.lhs, Var) else None
+
+
+def _words(stmts: list[kir.Stmt]) -> set[str]:
+    """The words the statements print (kir.words), with `smem` where they place an array in
+    shared memory and the block's linear thread index's where a loop is block-strided."""
+    out = kir.words(stmts)
+    for s in kir.walk(stmts):
+        if isinstance(s, kir.Allocate) and s.memory == "shared":
+            out.add("smem")
+        elif isinstance(s, kir.ForLoop) and s.kind == "block_strided":
+            out |= kquery.words(kir.TID)
+    return out
+
+
+def _reads(stmts: list[kir.Stmt], var: str, but_zero_test: bool = False) -> bool:
+    """Whether the statements read the thread or block index `var` (`threadIdx.x`): as a
+    variable of their expressions, in their C fragments or text, or as the start of a
+    block-strided loop; with `but_zero_test`, a test `var == 0` is not a read."""
+    for s in kir.walk(stmts):
+        if isinstance(s, kir.ForLoop) and s.kind == "block_strided" and var in kquery.names(kir.TID):
+            return True
+        text = s.text if isinstance(s, kir.Raw | kir.Comment) else s.reason if isinstance(s, kir.BlockSync) else ""
+        if isinstance(text, str) and var in _unless_tested(text, var, but_zero_test):
+            return True
+        if any(_reads_expr(e, var, but_zero_test) for e in kir.exprs(s)):
+            return True
+        if isinstance(s, kir.Allocate) and s.init is not None and _reads_expr(s.init, var, but_zero_test):
+            return True
+    return False
+
+
+def _unless_tested(text: str, var: str, but_zero_test: bool) -> str:
+    return text.replace(f"{var} == 0", "") if but_zero_test else text
+
+
+def _reads_expr(e: int | Expr, var: str, but_zero_test: bool) -> bool:
+    if not isinstance(e, Expr):
+        return False
+    if but_zero_test and isinstance(e, Cmp) and e.lhs == Var(var) and e.op == "==" and e.rhs == 0:
+        return False
+    if isinstance(e, Var):
+        return var in e.name
+    text = (e.text if isinstance(e, Lit) else " ".join(e.parts) if isinstance(e, Op)
+            else " ".join([e.fn, *e.targs]) if isinstance(e, Call) else "")
+    if var in _unless_tested(text, var, but_zero_test):
+        return True
+    return any(_reads_expr(c, var, but_zero_test) for c in e.children())
 
 
 def _is_tensor(word: str) -> bool:
@@ -168,7 +219,8 @@ def _flagged(s: kir.Stmt, flags: list[str], local: set[str]) -> bool:
     if isinstance(s, kir.Allocate | kir.Comment | kir.Declare):
         return True
     if isinstance(s, kir.Assign):
-        return str(s.lhs).split("[")[0] in local
+        lhs = s.lhs
+        return (lhs.name if isinstance(lhs, Access | Var) else lhs.text.split("[")[0] if isinstance(lhs, Lit) else "") in local
     if isinstance(s, kir.ForLoop | kir.Scope):
         return all(_flagged(x, flags, local) for x in s.body)
     return False

@@ -74,25 +74,25 @@ def grid_reduction(low: ExprLowering, out: TensorView, acc: Accumulator, threads
         # gridReduceGroupShares stages every thread's elements in rows of acc.size + 1.
         low.reserve_reduction_smem(max(8, (acc.size + (1 if sync_grid else 0)) * width))
         template = f"{bools(blocks)}, {bools(threads)}"
-        work_ptr = f"{work}.data + ({cexpr.text(instance)}) * {2 * per * acc.size}"
-        args = spell(lambda c, i: f"({acc.name}, {c}, {i}, {work_ptr}, {per}, "
-                     f"{sync}.data + ({cexpr.text(instance)}) * {n_flags}, reinterpret_cast<{ct}*>(red_smem))",
-                     combine, init)
+        work_ptr = spell(lambda n: f"{work}.data + ({n}) * {2 * per * acc.size}", instance)
+        args = spell(lambda c, i, w, n: f"({acc.name}, {c}, {i}, {w}, {per}, "
+                     f"{sync}.data + ({n}) * {n_flags}, reinterpret_cast<{ct}*>(red_smem))",
+                     combine, init, work_ptr, instance)
         if sync_grid:
             low.grid_syncs[flag] = GridSync(flag, acc.name, tuple(blocks), tuple(threads),  # type: ignore[arg-type]
                                             template, args, work_ptr)
         return [kir.Assign(Var(flag), spell(lambda a: f"gridReduceGroup{'Sync' if sync_grid else ''}<{template}>{a}",
                                             args))]
     low.workspaces[work] = (ct, per * acc.size * count, False)
-    slot = cexpr.text(cexpr.add(cexpr.mul(instance, acc.size), "k"))
+    slot = cexpr.add(cexpr.mul(instance, acc.size), "k")
     low.workspaces[sync] = ("nvfuser_index_t", n_blocks * acc.size * count, True)
     low.reserve_reduction_smem(8)
     loop = kir.ForLoop("k", acc.size, "serial", f"{acc.name} elements")
     element = Access(acc.name, Var("k"))
     loop.body.append(kir.Assign(Var(flag), spell(
-        lambda e, c, i: f"gridReduce<{bools(blocks)}, {bools(threads)}>({e}, {e}, {c}, {i}, "
-                        f"{work}.data + ({slot}) * {per}, {sync}.data + ({slot}) * {n_blocks}, "
-                        f"reinterpret_cast<{ct}*>(red_smem))", element, combine, init)))
+        lambda e, c, i, k: f"gridReduce<{bools(blocks)}, {bools(threads)}>({e}, {e}, {c}, {i}, "
+                           f"{work}.data + ({k}) * {per}, {sync}.data + ({k}) * {n_blocks}, "
+                           f"reinterpret_cast<{ct}*>(red_smem))", element, combine, init, slot)))
     return [loop]
 
 
@@ -119,11 +119,13 @@ def grid_welford(low: ExprLowering, expr: ex.WelfordOp, accs: list[Accumulator],
     sync = f"{avg.short_name}_sync"
     low.workspaces[sync] = ("nvfuser_index_t", n_blocks * a0.size * count, True)
     low.reserve_reduction_smem(24)
-    slot = cexpr.text(cexpr.add(cexpr.mul(instance, a0.size), "k"))
+    slot = cexpr.add(cexpr.mul(instance, a0.size), "k")
     elements = [Access(a.name, Var("k")) for a in accs]
-    bufs = ", ".join(f"{w}.data + ({slot}) * {per}" for w in works)
     loop = kir.ForLoop("k", a0.size, "serial", f"{a0.name} elements")
-    loop.body.append(kir.Assign(Var(flag), spell(
-        lambda *e: f"gridWelford<{bools(blocks)}, {bools(threads)}>({', '.join(e)}, {', '.join(e)}, {bufs}, "
-                   f"{sync}.data + ({slot}) * {n_blocks}, {smem})", *elements)))
+
+    def call(k: str, *e: str) -> str:
+        bufs = ", ".join(f"{w}.data + ({k}) * {per}" for w in works)
+        return (f"gridWelford<{bools(blocks)}, {bools(threads)}>({', '.join(e)}, {', '.join(e)}, {bufs}, "
+                f"{sync}.data + ({k}) * {n_blocks}, {smem})")
+    loop.body.append(kir.Assign(Var(flag), spell(call, slot, *elements)))
     return [loop]

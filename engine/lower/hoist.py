@@ -93,7 +93,7 @@ def _scalar_assign(s: kir.Stmt) -> tuple[kir.Assign, Expr | None] | None:
     cond = None
     if isinstance(s, kir.IfThenElse) and not s.orelse and len(s.then) == 1:
         cond, s = s.cond, s.then[0]
-    if not isinstance(s, kir.Assign) or not isinstance(s.lhs, Access) or str(s.lhs.index) != "0":
+    if not isinstance(s, kir.Assign) or not isinstance(s.lhs, Access) or s.lhs.index not in (0, Lit("0")):
         return None
     return s, cond
 

@@ -45,7 +45,7 @@ from engine.lower.split_chains import SplitStep, same_source
 
 @dataclass(frozen=True)
 class Ix:
-    """An index as C text and the half-open range of values it takes.
+    """An index (a typed expression, engine.lower.kexpr) and the half-open range of values it takes.
 
     `parts` remembers that the index is `outer * factor + inner` with inner in [0, factor)
     (a split's input): dividing or taking the remainder by a multiple of `factor` then

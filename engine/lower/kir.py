@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from engine.lower import kquery
-from engine.lower.kexpr import FALSE, And, Expr, Lit
+from engine.lower.kexpr import FALSE, Add, And, Expr, Lit, Mul, Paren, Var
 from engine.runtime.abi import ArgSpec, LaunchConfig
 
 
@@ -20,8 +20,9 @@ class Stmt:
     """A kernel-IR statement (engine.codegen.statements spells each kind)."""
 
 
-# The block's linear thread index, as C: the index a block-strided loop starts from.
-TID = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
+# The block's linear thread index: the index a block-strided loop starts from.
+TID = Paren(Add(Var("threadIdx.x"), Mul(Var("blockDim.x"), Add(Var("threadIdx.y"),
+                                                              Mul(Var("blockDim.y"), Var("threadIdx.z"))))))
 
 
 @dataclass
@@ -185,35 +186,34 @@ def words(stmts: list[Stmt]) -> set[str]:
     return out
 
 
-def signature(stmts: list[Stmt]) -> str:
-    """What the statements say, as text for the passes to compare and search (not C, which
-    engine.codegen.statements writes): each statement's kind, the names and sizes it
-    declares, its expressions as they print, a raw statement's or a comment's text, and a
-    barrier's reason, nested statements after their parent. Two statements spelled alike in
-    C have the same signature."""
-    out: list[str] = []
+def signature(stmts: list[Stmt]) -> tuple[tuple[object, ...], ...]:
+    """What the statements say, as data for the passes to compare (not C, which
+    engine.codegen.statements writes): per statement, its kind, the names and sizes it
+    declares, its expressions (nodes: compared as data), a raw statement's or a comment's
+    text and a barrier's reason, nested statements after their parent. Statements alike in
+    all of that have equal signatures."""
+    out: list[tuple[object, ...]] = []
     for s in walk(stmts):
-        parts: list[str] = [type(s).__name__]
+        parts: list[object] = [type(s).__name__]
         if isinstance(s, ForLoop):
-            parts += [s.var, str(s.extent), s.kind, str(s.threads)] + ([TID] if s.kind == "block_strided" else [])
+            parts += [s.var, s.extent, s.kind, s.threads]
         elif isinstance(s, Allocate):
-            parts += [s.ctype, s.name, str(s.size), s.memory, str(s.offset), str(s.init)]
-            parts += ["smem"] if s.memory == "shared" else []
+            parts += [s.ctype, s.name, s.size, s.memory, s.offset, s.init]
         elif isinstance(s, Declare):
-            parts += [s.ctype, s.name, str(s.size)]
+            parts += [s.ctype, s.name, s.size]
         elif isinstance(s, IndexDef | ScalarDef):
             parts += [s.name]
         elif isinstance(s, Raw) and isinstance(s.text, str) or isinstance(s, Comment):
-            parts += [s.text]  # type: ignore[list-item]
+            parts += [s.text]
         elif isinstance(s, BlockSync):
-            parts += ["__syncthreads()", s.reason]
-        parts += [str(e) for e in exprs(s)]
+            parts += [s.reason]
+        parts += exprs(s)
         if isinstance(s, IfThenElse):
-            parts += [f"then {len(s.then)}", f"else {len(s.orelse)}"]
+            parts += [len(s.then), len(s.orelse)]
         elif children(s):
-            parts += [f"body {len(children(s)[0])}"]
-        out.append(" ".join(parts))
-    return "\n".join(out)
+            parts += [len(children(s)[0])]
+        out.append(tuple(parts))
+    return tuple(out)
 
 
 def synchronizes(stmts: list[Stmt]) -> bool:
@@ -222,10 +222,13 @@ def synchronizes(stmts: list[Stmt]) -> bool:
     for s in stmts:
         if isinstance(s, BlockSync):
             return True
-        if isinstance(s, Raw | Exec) and any(c in str(s.text if isinstance(s, Raw) else s.call) for c in _BLOCK_WIDE):
-            return True
-        if isinstance(s, Assign) and any(c in str(s.rhs) for c in _BLOCK_WIDE):
-            return True
+        if isinstance(s, Raw) and isinstance(s.text, str):
+            if any(c in s.text for c in _BLOCK_WIDE):
+                return True
+        elif isinstance(s, Raw | Exec | Assign):
+            e = s.text if isinstance(s, Raw) else s.call if isinstance(s, Exec) else s.rhs
+            if any(c in w for w in kquery.words(e) for c in _BLOCK_WIDE):  # type: ignore[arg-type]
+                return True
         if any(synchronizes(body) for body in children(s)):
             return True
     return False

@@ -1,7 +1,8 @@
 """The fusion's ops in kernel IR, typed: each node holds the op's name, its dtypes and its
-operand nodes, and engine.codegen spells it in C (kexpr.Spelled). Lowering builds them with
-the functions below, which give the operand itself where the op's spelling is just that
-(a cast between types of one representation, ceil of an integer, ...).
+operand nodes, and engine.codegen spells it in C when it renders it (kexpr.Spelled).
+Lowering builds them with the functions below, which give the operand itself where the op
+leaves its value as it is (`same_value`: a cast between types of one representation, ceil
+of an integer, ...): no node, so the passes see the operand.
 """
 
 from __future__ import annotations
@@ -105,9 +106,31 @@ class Combiner(Spelled):
         return ()
 
 
+# Types with one representation: a cast between two of them leaves the value as it is.
+_SAME_REPRESENTATION = frozenset({DataType.Int, DataType.Index})
+# Unary ops that leave an operand of a type as it is: rounding an integer, the sign of a bool.
+_SAME_VALUE_UNARY = {
+    **dict.fromkeys(("ceil", "floor", "round", "trunc"), frozenset({DataType.Int, DataType.Index, DataType.Int32})),
+    "sign": frozenset({DataType.Bool}),
+}
+
+
+def same_value(n: Spelled) -> bool:
+    """Whether `n` leaves its one operand's value as it is, so that its C is the operand's
+    (engine.codegen.ops_table spells these as the operand; tests/engine/test_kops.py checks
+    the two agree)."""
+    if isinstance(n, Cast):
+        if n.src.is_complex or n.src == DataType.Null:
+            return False  # a type codegen refuses: the node stays, to fail there
+        return n.src == n.dst or n.src in _SAME_REPRESENTATION and n.dst in _SAME_REPRESENTATION
+    if isinstance(n, Unary):
+        return n.dtype in _SAME_VALUE_UNARY.get(n.op, ())
+    return False
+
+
 def _node(n: Spelled) -> int | Expr:
-    """`n`, or its operand where it is spelled as just that."""
-    return n.refs[0] if n.parts == ("", "") else n
+    """`n`, or its operand where it leaves its value as it is."""
+    return n.operands()[0] if same_value(n) else n
 
 
 def literal(value: float | int | bool, dtype: DataType) -> Expr:

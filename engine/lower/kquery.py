@@ -2,7 +2,9 @@
 
 The passes after lowering ask these instead of reading C text: which accesses an
 expression makes, whether it names a variable or array, the expression with a variable
-replaced, the top-level terms of a sum as C would print them.
+replaced, the top-level terms of a sum as C would print them. How a node groups in C (a
+sum, an atom, a minus sign in it) is said here once, for these queries and for
+engine.codegen.expressions, which parenthesises by it.
 """
 
 from __future__ import annotations
@@ -15,18 +17,50 @@ from engine.lower.kexpr import (
     Add,
     And,
     Call,
+    Cmp,
+    Div,
     Expr,
     Lit,
+    Mod,
+    Mul,
     Op,
     Paren,
     Stride,
     Sub,
     Var,
-    has_minus,
-    is_sum,
 )
 
 Node = int | Expr
+
+
+def binary(x: Node) -> bool:
+    """Whether `x` prints with a binary operator outside parentheses."""
+    return isinstance(x, Add | Sub | Mul | Div | Mod | Cmp | And)
+
+
+def is_sum(x: Node) -> bool:
+    """`x` prints as a sum or difference at its top level."""
+    return isinstance(x, Add | Sub | Cmp | And)
+
+
+def is_atom(x: Node) -> bool:
+    """`x` prints with no operator outside parentheses (a negative constant has its sign)."""
+    return x >= 0 if isinstance(x, int) else not binary(x)
+
+
+def has_minus(x: Node) -> bool:
+    """Whether `x` prints a minus sign: a negative constant, a difference, or one in the C
+    text of a Lit or an Op. A typed op (kexpr.Spelled) is asked through its operands: its
+    own spelling is codegen's (whose renderer adds the minus signs of that spelling)."""
+    if isinstance(x, int):
+        return x < 0
+    if isinstance(x, Sub):
+        return True
+    if isinstance(x, Lit):
+        return "-" in x.text
+    if isinstance(x, Op) and any("-" in p for p in x.parts):
+        return True
+    return any(has_minus(c) for c in x.children())
 
 
 def walk(e: Node) -> Iterator[Expr]:

@@ -9,13 +9,13 @@ and assembled into the kernel IR at the end.
 
 ExprLowering holds the lowering's state and lowers one expression at a time; its parts live
 beside it, one job each: loop indices (loop_index.py), predicates (predicates.py) and
-operands as C text (operands.py).
+operands as typed expressions (operands.py).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from engine.ir import exprs as ex
@@ -69,9 +69,13 @@ class ExprLowering(LoopIndexing, Predicates, Operands):
                  layouts: dict[str, tuple[list[int], int]] | None = None,
                  constant_strides: dict[str, list[int]] | None = None,
                  coresident_blocks: int = 0, min_blocks_per_sm: int = 1,
-                 device: DeviceProperties | None = None) -> None:
+                 device: DeviceProperties | None = None,
+                 show: Callable[[kexpr.Expr], str] = repr) -> None:
         """The keyword arguments are what the kernel is compiled for, fixed for the whole
         lowering (each kept as the attribute of its name, described below)."""
+        # How an error message shows an expression: lowering renders none, the pipeline passes
+        # codegen's renderer.
+        self.show = show
         self.ext = ext
         self.launch_dims = launch_dims
         self.scalar_names = scalar_names

@@ -42,7 +42,7 @@ class Access:
 
 class Operands:
     """Addresses, reads, scalars and conversions of ExprLowering (its buffers, `ext`,
-    `launch_dims`, `constants`, `constant_strides`, `scalar_names` and `hoisted`)."""
+    `launch_dims`, `constants`, `constant_strides`, `scalar_names`, `hoisted` and `show`)."""
 
     def address(self, tv: TensorView, index: dict[IterDomain, Ix], reader: str) -> kexpr.Access:
         b = self.buffer(tv)
@@ -93,7 +93,7 @@ class Operands:
                 where = "thread" if pt.is_thread_dim else "block"
                 raise CompileError(
                     f"{reader} reads {tv.short_name} ({b.memory} memory) at elements another {where} "
-                    f"computed (axis {i} is indexed by {ix.term}, not {THREAD_VARS[pt]}); "
+                    f"computed (axis {i} is indexed by {self.show(ix.term)}, not {THREAD_VARS[pt]}); "
                     + ("keep it in shared or global memory" if pt.is_thread_dim
                        else "keep it in global memory" if b.memory != "global"
                        else "a grid-wide wait between the two is not supported: segment them apart")

@@ -21,6 +21,7 @@ only where it has notes; the barrier merges add theirs to "sync"). The kernel IR
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from engine.dtypes import DataType
@@ -36,6 +37,8 @@ from engine.ir.tensorview import MemoryType, TensorView
 from engine.lower import kir
 from engine.lower.bulk_copy import widen_bulk_copy
 from engine.lower.index import Extents
+from engine.lower.kexpr import Expr as KExpr
+from engine.lower.kexpr import Var
 from engine.lower.kir_passes import PassContext, run_passes
 from engine.lower.launch_dims import DIMS as _DIMS
 from engine.lower.launch_dims import check_partitioned_writes, parallel_dims
@@ -219,16 +222,18 @@ def _assemble(nest: list[LoopNode | Expr], low: ExprLowering, key: int) -> list[
 def _emit_loop(item: LoopNode, inner: list[kir.Stmt], low: ExprLowering) -> list[kir.Stmt]:
     """The loop over `item`, as the kind of its id asks, widened where the accesses allow."""
     ix = low.loop_index(item)
+    assert isinstance(ix.term, Var), ix.term  # a loop's own index is its variable
+    var = ix.term.name
     kind = loop_kind(item.concrete.parallel_type)
     if kind == "block_strided":
         if not _bulk_copy_only(item):
             kind = "serial"
         else:
-            widened = widen_bulk_copy(str(ix.term), ix.hi, inner, low.block_threads(), low.layouts,
+            widened = widen_bulk_copy(var, ix.hi, inner, low.block_threads(), low.layouts,
                                       {b.name: b.ctype for b in low.buffers.values()})
             if widened is not None:
                 return [widened]
-    loop = kir.ForLoop(str(ix.term), ix.hi, kind, str(item.concrete), inner, low.block_threads())
+    loop = kir.ForLoop(var, ix.hi, kind, str(item.concrete), inner, low.block_threads())
     if kind not in ("vectorize", "serial", "unroll"):
         return [loop]
     # Reads of a shared buffer along the loop become one vector read before it, in a loop
@@ -262,22 +267,25 @@ def _mark_global_syncs(low: ExprLowering, fusion: Fusion, exprs: list[Expr], loo
 def lower_fusion(fusion: Fusion, env: dict, name: str,
                  layouts: dict[str, tuple[list[int], int]] | None = None,
                  coresident_blocks: int = 0, strides: dict[str, list[int]] | None = None,
-                 min_blocks_per_sm: int = 1, device: DeviceProperties | None = None) -> Lowered:
+                 min_blocks_per_sm: int = 1, device: DeviceProperties | None = None,
+                 show: Callable[[KExpr], str] = repr) -> Lowered:
     """Lower a scheduled fusion for the sizes bound in `env`. `layouts`: the compiled-for inputs'
     allocation strides and pointer alignment (bytes), which let copies be widened safely.
     `coresident_blocks`: a grid of at most this many blocks may wait at a grid barrier (its
     kernel is then launched cooperatively); 0 keeps every block independent. `strides`: global
     tensors addressed with these allocation strides as constants instead of their Tensor's.
     `min_blocks_per_sm`: blocks each SM must hold at once (the kernel's launch bounds).
-    `device`: the GPU compiled for (its register file decides how narrow rows convert)."""
+    `device`: the GPU compiled for (its register file decides how narrow rows convert).
+    `show`: how an error message shows a kernel-IR expression (the pipeline passes codegen's
+    renderer, engine.codegen.expressions.render: lowering renders no expression)."""
     with loop_maps_frozen():
         return _lower_fusion(fusion, env, name, layouts, coresident_blocks, strides or {}, min_blocks_per_sm,
-                             device)
+                             device, show)
 
 
 def _lower_fusion(fusion: Fusion, env: dict, name: str, layouts: dict[str, tuple[list[int], int]] | None,
                   coresident_blocks: int, strides: dict[str, list[int]], min_blocks_per_sm: int,
-                  device: DeviceProperties | None) -> Lowered:
+                  device: DeviceProperties | None, show: Callable[[KExpr], str]) -> Lowered:
     stages: dict[str, str] = {}
     exprs = _validate(fusion)
     constants = constant_fulls(fusion, exprs)
@@ -296,7 +304,7 @@ def _lower_fusion(fusion: Fusion, env: dict, name: str, layouts: dict[str, tuple
     params, tensors, scalars = _params(fusion)
     low = ExprLowering(ext, dims, scalars, fusion_inputs=fusion.inputs, constants=constants, layouts=layouts,
                        constant_strides=strides, coresident_blocks=coresident_blocks,
-                       min_blocks_per_sm=min_blocks_per_sm, device=device)
+                       min_blocks_per_sm=min_blocks_per_sm, device=device, show=show)
     low.note_rfactor_sources(exprs)
     loops_of = {}
     for e, loops in walk(nest):

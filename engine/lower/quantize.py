@@ -19,7 +19,7 @@ from engine.ir.quant_exprs import BlockQuantizationOp, PreprocessGroupedMatmulIn
 from engine.ir.tensorview import MemoryType, TensorView
 from engine.lower import cexpr, kir
 from engine.lower.index import Ix, propagate
-from engine.lower.kexpr import Access, Lit, Stride, Var
+from engine.lower.kexpr import Access, And, Lit, Stride, Var, spell
 from engine.lower.loops import LoopNode
 
 if TYPE_CHECKING:
@@ -69,11 +69,10 @@ def lower_layout_op(low: ExprLowering, expr: PreprocessGroupedMatmulInputSf, loo
     groups = low.ext.of([i for i in in_off.domain.logical if not i.is_reduction][0])
     k = low.ext.of(o_ids[1])
     on = out.short_name
-    stmt = kir.Raw(
-        f"{{\n  nvfuser_index_t {on}_off = preprocessGroupedMatmulInputSfOffset({cexpr.text(row)}, "
-        f"{cexpr.text(col)}, {k}, {groups}, {in_off.short_name}.data, {out_off.short_name}.data);\n"
-        f"  if ({on}_off >= 0) {{\n    {on}.data[{on}_off] = {src};\n  }}\n}}"
-    )
+    stmt = kir.Raw(spell(
+        lambda r, c, x: f"{{\n  nvfuser_index_t {on}_off = preprocessGroupedMatmulInputSfOffset({r}, "
+        f"{c}, {k}, {groups}, {in_off.short_name}.data, {out_off.short_name}.data);\n"
+        f"  if ({on}_off >= 0) {{\n    {on}.data[{on}_off] = {x};\n  }}\n}}", row, col, src))
     return kir.guard(preds, [stmt])
 
 
@@ -136,22 +135,21 @@ def lower_block_quantize(low: ExprLowering, expr: BlockQuantizationOp, loops: li
     else:
         gs, has = "1.0f", "false"
     store_preds = [p for p in low.thread_predicates(loops[:level], q)] + low.bounds_predicates(q, qi)
-    cond = " && ".join(map(str, store_preds)) or "true"
+    cond = And(tuple(store_preds)) if store_preds else Lit("true")
     qn = q.short_name
-    post = kir.Raw(
+    post = kir.Raw(spell(
         # Unrolled: constant offsets into the gathered block keep it in registers. The 8
         # packed bytes of a block are 8-aligned (K is a multiple of the block): one store.
-        f"#pragma unroll\n"
+        lambda g, c, o, a: f"#pragma unroll\n"
         f"for (nvfuser_index_t qb = 0; qb < {n}; qb += {block}) {{\n"
         f"  __e4m3 {qn}_scale;\n"
-        f"  const FsNvfp4Packed {qn}_packed = nvfp4QuantizeBlock({xb} + qb, {qn}_scale, {gs}, {has});\n"
-        f"  if ({cond}) {{\n"
+        f"  const FsNvfp4Packed {qn}_packed = nvfp4QuantizeBlock({xb} + qb, {qn}_scale, {g}, {has});\n"
+        f"  if ({c}) {{\n"
         f"    *reinterpret_cast<FsNvfp4Packed*>(reinterpret_cast<uint8_t*>({qn}.data) + "
-        f"({cexpr.text(q_off)}) / 2) = {qn}_packed;\n"
-        f"    {s_addr} = {qn}_scale;\n"
+        f"({o}) / 2) = {qn}_packed;\n"
+        f"    {a} = {qn}_scale;\n"
         f"  }}\n"
-        f"}}"
-    )
+        f"}}", gs, cond, q_off, s_addr))
     low.work.post[low.item_at(level, loops, expr)].append(post)
     return gather
 

@@ -60,7 +60,7 @@ def _destination(stmt: kir.Stmt, inputs: set[str]) -> str | None:
     return dests.pop() if len(dests) == 1 else None
 
 
-def _text(stmt: kir.Stmt) -> str:
+def _key(stmt: kir.Stmt) -> tuple[tuple[object, ...], ...]:
     return kir.signature([stmt])
 
 
@@ -146,11 +146,11 @@ def _merge_once(body: list[kir.Stmt], stmts: list[kir.Stmt], inputs: set[str],
     """Find, in `stmts` or a list nested in it, a load statement that repeats an earlier one
     of its list; rename its array to the earlier one's in the rest of that list (which holds
     every use of it) and drop it. The pair (dropped, kept), or None."""
-    seen: dict[str, str] = {}
+    seen: dict[tuple[tuple[object, ...], ...], str] = {}
     for k, s in enumerate(stmts):
         dest = _destination(s, inputs)
         if dest is not None and dest in allocs and not _written(dest, writers, s):
-            key = _text(_rename(s, dest, "@"))
+            key = _key(_rename(s, dest, "@"))
             first = seen.get(key)
             rest = stmts[k + 1:]
             if (first is not None and allocs[first].ctype == allocs[dest].ctype

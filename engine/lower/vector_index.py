@@ -5,7 +5,8 @@ vector width, whether a guard holds for all of a vector's elements or none."""
 from __future__ import annotations
 
 from engine.lower import kquery
-from engine.lower.kexpr import Access, And, Cmp, Expr, Mul, Paren, Signed, Sub, Var, is_atom
+from engine.lower.kexpr import Access, And, Cmp, Expr, Mul, Paren, Signed, Sub, Var
+from engine.lower.kquery import is_atom
 
 Node = int | Expr
 

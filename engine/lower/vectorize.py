@@ -179,16 +179,16 @@ def hoist_shared_reads(loop: kir.ForLoop, shared: dict[str, str]) -> list[kir.St
     for name, ctype in shared.items():
         if _written(name, loop.body):
             continue  # written in the loop
-        bases: dict[str, int | Expr] = {}
+        bases: set[int | Expr] = set()
         for s in kir.walk(loop.body):
             for e in kir.exprs(s):
                 for a in kquery.accesses(e):
                     base = kquery.without_last_var(a.index, v) if a.name == name else None
                     if base is not None and not kquery.reads_memory(a.index):
-                        bases.setdefault(str(base), base)
+                        bases.add(base)
         if len(bases) != 1:
             continue
-        (key, base), = bases.items()
+        base, = bases
         if kquery.names(base) & {v, *inner}:
             continue  # the base moves inside the loop: it cannot be read before it
         if not aligned_base(base, width) or width * element_size(ctype) > 16:
@@ -196,7 +196,7 @@ def hoist_shared_reads(loop: kir.ForLoop, shared: dict[str, str]) -> list[kir.St
         vec = f"{name}_r{v}"
         pre += [kir.Declare(ctype, vec, width),
                 kir.Exec(Call("loadGeneric", (ctype, str(width)), (Var(vec), AddrOf(Access(name, base)))))]
-        _rename(loop.body, name, f"{key} + {v}", Access(vec, Var(v)))
+        _rename(loop.body, name, v, base, Access(vec, Var(v)))
     return pre + [loop] if pre else [loop]
 
 
@@ -204,10 +204,12 @@ def element_size(ctype: str) -> int:
     return {"double": 8, "int64_t": 8, "float": 4, "int": 4, "__half": 2, "__bfloat": 2}.get(ctype, 1)
 
 
-def _rename(body: list[kir.Stmt], name: str, index: str, new: Access) -> None:
-    """Reads of `name[index]` (the index as printed) in values and calls become `new`."""
+def _rename(body: list[kir.Stmt], name: str, var: str, base: int | Expr, new: Access) -> None:
+    """Reads of `name[base + var]` in values and calls become `new`."""
     def swap(n: Expr) -> Expr | None:
-        return new if isinstance(n, Access) and n.name == name and str(n.index) == index else None
+        if isinstance(n, Access) and n.name == name and kquery.without_last_var(n.index, var) == base:
+            return new
+        return None
     for st in kir.walk(body):
         if isinstance(st, kir.Assign):
             st.rhs = kquery.rewrite(st.rhs, swap)  # type: ignore[assignment]

@@ -17,15 +17,15 @@ from tests.fuzz.harness import run_compiled
 from tests.realworld.test_realworld import SCRIPTS
 
 SYNC = GridSync("T9_last", "T9_acc", (False, True, False), (False, True, False),
-                "false, true, false, false, true, false", "(T9_acc, op, 0.0f, T9_work.data, 64, T9_sync.data, smem)",
-                "T9_work.data")
+                "false, true, false, false, true, false", Lit("(T9_acc, op, 0.0f, T9_work.data, 64, T9_sync.data, smem)"),
+                Lit("T9_work.data"))
 PARAMS = {"T0", "T6", "T9_work", "T9_sync"}
 
 
 def kernel(*epilogue: kir.Stmt, before: tuple[kir.Stmt, ...] = ()) -> list[kir.Stmt]:
     return [kir.Allocate("T9", "float", 4, "local"), kir.Allocate("T9_acc", "float", 4, "local", init="0"),
             kir.Allocate("T3", "float", 1, "local"), kir.Raw("bool T9_last = false;"), *before,
-            kir.Assign("T9_last", "gridReduceGroupSync<false, true, false, false, true, false>(...)"), *epilogue]
+            kir.Assign(Var("T9_last"), "gridReduceGroupSync<false, true, false, false, true, false>(...)"), *epilogue]
 
 
 def store(rhs: str = "T9_acc", index: str = "threadIdx.x") -> kir.Stmt:
@@ -67,7 +67,7 @@ def test_epilogues_that_are_not_one_threads_code_stay_in_the_last_block(epilogue
 
 
 def test_a_grid_reduction_inside_a_loop_keeps_the_gather():
-    call = kir.Assign("T9_last", "gridReduceGroupSync<...>(...)")
+    call = kir.Assign(Var("T9_last"), "gridReduceGroupSync<...>(...)")
     body = [kir.ForLoop("i0", 4, "serial", "iS0", [call, store()])]
     out, notes = share_epilogue(body, {"T9_last": SYNC}, PARAMS)
     assert out is body and notes == ["T9_last: the epilogue stays in the last block: a grid reduction inside a loop"]

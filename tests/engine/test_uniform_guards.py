@@ -7,6 +7,7 @@ import re
 import pytest
 import torch
 
+from engine.codegen.expressions import render
 from engine.compile import compile_fusion
 from engine.lower import kir
 from engine.lower.cexpr import add, mul, sub
@@ -50,7 +51,7 @@ def lt(x, n, op="<"):
     (Cmp(Access("T3", v), "<", 16), "T3[i7] < 16", False),
 ])
 def test_a_guard_is_uniform_only_where_the_vector_cannot_straddle_its_bound(atom, text, uniform):
-    assert str(atom) == text
+    assert render(atom) == text
     assert uniform_atom(atom, V, 8) is uniform
 
 
@@ -60,10 +61,10 @@ def test_only_guards_proven_uniform_are_moved_to_the_first_element():
     reads = kir.IfThenElse(And((lt(add(E, v), 64), Cmp(Access("T2", v), ">", 0))), [kir.Raw("c = 1;")])
     nested = kir.Scope([kir.IfThenElse(And((lt(add(E, v), 64),)), [kir.Raw("d = 1;")])])
     uniform_guards([moved, kept, reads, nested], V, 8)
-    assert str(moved.cond) == f"({ET} + 0 + 64) < 128 && threadIdx.y == 0"
-    assert str(kept.cond) == f"({ET} + i7 + 60) < 128"
-    assert str(reads.cond) == f"({ET} + i7) < 64 && T2[i7] > 0"
-    assert str(nested.body[0].cond) == f"({ET} + 0) < 64"
+    assert render(moved.cond) == f"({ET} + 0 + 64) < 128 && threadIdx.y == 0"
+    assert render(kept.cond) == f"({ET} + i7 + 60) < 128"
+    assert render(reads.cond) == f"({ET} + i7) < 64 && T2[i7] > 0"
+    assert render(nested.body[0].cond) == f"({ET} + 0) < 64"
 
 
 def _pad(cond, inside, value):
@@ -77,9 +78,9 @@ def test_selects_with_a_uniform_condition_are_evaluated_once():
     body = [kir.Assign(Access("T15", 0), pad), kir.Assign(Access("T16", 0), data),
             kir.Assign(Access("T17", 0), nested)]
     uniform_guards(body, V, 8)
-    assert str(body[0].rhs) == f"((({ET} + 0) < 64) ? T14[0] : __float2bfloat(0.0f))"
-    assert str(body[1].rhs) == "((T3[i7] > 0.0f) ? T3[i7] : 0.0f)"
-    assert str(body[2].rhs) == f"((({ET} + i7) < 60) ? a : ((({ET} + 0) >= 64) ? b : c))"
+    assert render(body[0].rhs) == f"((({ET} + 0) < 64) ? T14[0] : __float2bfloat(0.0f))"
+    assert render(body[1].rhs) == "((T3[i7] > 0.0f) ? T3[i7] : 0.0f)"
+    assert render(body[2].rhs) == f"((({ET} + i7) < 60) ? a : ((({ET} + 0) >= 64) ? b : c))"
 
 
 def _element_guards(source: str) -> list[str]:
