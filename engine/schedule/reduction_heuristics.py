@@ -132,7 +132,9 @@ def reduction_heuristics(
     else:
         ins = [t for t in fusion.inputs if isinstance(t, TensorView) and info.numel(t) > 0]
         bits = max((t.dtype.bits for t in ins), default=32)
-        p = outer_reduction_params(red_n, it_n, len(ins), bits, v, has_expensive_math(fusion), dev, tag, why)
+        welford = any(isinstance(r.definition, ex.WelfordOp) for r in reds)
+        p = outer_reduction_params(red_n, it_n, len(ins), bits, v, has_expensive_math(fusion), dev, tag, why,
+                                   welford)
     return record(p, why, info, trace)
 
 

@@ -168,6 +168,31 @@ def engine_grid(red_n: int, it_n: int, vector: int, dev: DeviceProperties) -> Ou
     return p
 
 
+# A Welford grid reduction combines each column's partials in the last block to arrive, one
+# gridWelford per vector element, its bdimy threads of the column each combining a share of the
+# grdim partials one after another: at most this many each.
+WELFORD_PARTIALS_PER_THREAD = 8
+
+
+def welford_grid(red_n: int, it_n: int, vector: int, dev: DeviceProperties) -> OuterShape:
+    """The grid reduction's shape for a Welford: a warp's threads along the columns (at most)
+    and the rest of 256 over the rows, so that the last block has many threads for each
+    column's partials, and about two blocks an SM, their rows split over blockIdx.y up to
+    WELFORD_PARTIALS_PER_THREAD partials for each of those threads. (engine_grid's 128 x 2
+    blocks left the last block two threads a column for a hundred or more partials: its
+    serial combine was most of the kernel's time.)"""
+    p = OuterShape(it_n, red_n, iter_unroll=vector)
+    after_v = ceil_div(it_n, vector)
+    p.bdimx = min(next_pow2(after_v), 32)
+    p.bdimy = min(max(1, 256 // p.bdimx), next_pow2(red_n))
+    p.gidim = ceil_div(after_v, p.bdimx)
+    serial = ceil_div(red_n, p.bdimy)
+    if serial >= 32:
+        p.grdim = max(1, min(prev_pow2(serial // 8), prev_pow2(max(1, dev.sm_count * 2 // p.gidim)),
+                             WELFORD_PARTIALS_PER_THREAD * p.bdimy))
+    return p
+
+
 def block_is_better(block: OuterShape, grid: OuterShape, sm_count: int) -> bool:
     """nvFuser's isBetterThan: the block reduction when its blocks fill at least 90% of the
     last wave and it vectorizes as widely, or when it has as many blocks."""
@@ -184,8 +209,9 @@ def little_bytes_per_sm(dev: DeviceProperties) -> int:
 
 
 def outer_reduction_params(red_n: int, it_n: int, n_inputs: int, dtype_bits: int, vector: int, mufu: bool,
-                           dev: DeviceProperties, tag: str, why: list[str]) -> ReductionParams:
-    """The outer reduction's ReductionParams, its derivation appended to `why`."""
+                           dev: DeviceProperties, tag: str, why: list[str], welford: bool = False) -> ReductionParams:
+    """The outer reduction's ReductionParams, its derivation appended to `why`; `welford`: the
+    reduction is a Welford (its grid reduction takes welford_grid's shape)."""
     unroll_max = max_unroll(n_inputs, dtype_bits, mufu)
     why.append(f"loads a thread may hold: {unroll_max} elements ({n_inputs} inputs of {dtype_bits} bits"
                + (", expensive special functions" if mufu else "") + ")")
@@ -197,6 +223,10 @@ def outer_reduction_params(red_n: int, it_n: int, n_inputs: int, dtype_bits: int
     if use_block:
         p = block
         why.append("block reduction taken (nvFuser's isBetterThan)")
+    elif welford:
+        p = welford_grid(red_n, it_n, vector, dev)
+        why.append("grid reduction taken (nvFuser's isBetterThan), in this engine's shape for a Welford "
+                   f"(at most {WELFORD_PARTIALS_PER_THREAD} partials a thread of the last block): {p.text()}")
     else:
         p = engine_grid(red_n, it_n, vector, dev)
         why.append(f"grid reduction taken (nvFuser's isBetterThan), in this engine's shape: {p.text()}")

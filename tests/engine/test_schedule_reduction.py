@@ -489,3 +489,30 @@ def test_a_part_met_only_in_a_0_dim_tensor_is_scheduled_like_the_reference():
     require_gxx()
     for o, r in zip(cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs), strict=True):
         torch.testing.assert_close(o, r)
+
+
+def test_a_welford_grid_reduction_leaves_the_last_block_few_partials_a_thread() -> None:
+    """var_mean over the rows of [8192, 128] floats on an H200 is a grid reduction; a Welford
+    one takes a warp along the columns and 8 threads over the rows, with at most
+    WELFORD_PARTIALS_PER_THREAD partials for each of the last block's threads of a column
+    (its combine is serial), and the emulated kernel computes what the reference does."""
+    require_gxx()
+    from engine import compile_fusion
+    from engine.config import Options
+    from engine.reference import evaluate
+    from engine.schedule.reduction_outer import WELFORD_PARTIALS_PER_THREAD
+
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=True, dtype=DataType.Float)
+        var, mean = fd.ops.var_mean(x, dims=[0], correction=0, keepdim=False)
+        fd.add_output(var)
+        fd.add_output(mean)
+    xs = [torch.randn(8192, 128, generator=torch.Generator().manual_seed(0))]
+    cf = compile_fusion(fd, xs, Options(device_model="H200"))
+    (seg,) = cf.segments
+    lp = seg.params.lparams
+    assert seg.scheduler == "reduction" and seg.params.cross_grid_inner_reduction
+    assert (lp.bdimx, lp.bdimy) == (32, 8) and lp.gdimy <= WELFORD_PARTIALS_PER_THREAD * lp.bdimy
+    assert any("for a Welford" in line for line in seg.params.derivation)
+    for got, want in zip(cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs)):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
