@@ -175,20 +175,28 @@ WELFORD_PARTIALS_PER_THREAD = 8
 
 
 def welford_grid(red_n: int, it_n: int, vector: int, dev: DeviceProperties) -> OuterShape:
-    """The grid reduction's shape for a Welford: a warp's threads along the columns (at most)
-    and the rest of 256 over the rows, so that the last block has many threads for each
-    column's partials, and about two blocks an SM, their rows split over blockIdx.y up to
-    WELFORD_PARTIALS_PER_THREAD partials for each of those threads. (engine_grid's 128 x 2
-    blocks left the last block two threads a column for a hundred or more partials: its
-    serial combine was most of the kernel's time.)"""
+    """The grid reduction's shape for a Welford: blocks of 256 threads, at most a warp of them
+    along the columns and the rest over the rows, so that the last block has many threads for
+    each column's partials; about two blocks an SM, their rows split over blockIdx.y up to
+    WELFORD_PARTIALS_PER_THREAD partials for each of those threads. Where that cap leaves
+    fewer blocks than two an SM, fewer threads go along the columns (down to 8), more over the
+    rows. (engine_grid's 128 x 2 blocks left the last block two threads a column for a hundred
+    or more partials: its serial combine was most of the kernel's time.)"""
     p = OuterShape(it_n, red_n, iter_unroll=vector)
     after_v = ceil_div(it_n, vector)
-    p.bdimx = min(next_pow2(after_v), 32)
-    p.bdimy = min(max(1, 256 // p.bdimx), next_pow2(red_n))
-    p.gidim = ceil_div(after_v, p.bdimx)
+    want = dev.sm_count * 2
+
+    def shape(bdimx: int) -> None:
+        p.bdimx = bdimx
+        p.bdimy = min(max(1, 256 // bdimx), next_pow2(red_n))
+        p.gidim = ceil_div(after_v, bdimx)
+
+    shape(min(next_pow2(after_v), 32))
+    while p.bdimx > 8 and p.gidim * WELFORD_PARTIALS_PER_THREAD * p.bdimy < want and p.bdimy < next_pow2(red_n):
+        shape(p.bdimx // 2)
     serial = ceil_div(red_n, p.bdimy)
     if serial >= 32:
-        p.grdim = max(1, min(prev_pow2(serial // 8), prev_pow2(max(1, dev.sm_count * 2 // p.gidim)),
+        p.grdim = max(1, min(prev_pow2(serial // 8), prev_pow2(max(1, want // p.gidim)),
                              WELFORD_PARTIALS_PER_THREAD * p.bdimy))
     return p
 
