@@ -1,3 +1,4 @@
+# ruff: noqa  (a repro script in nvFuser's format: BatchNorm1d's statistics alone, var_mean over dim 0)
 # real-sizes: 40=8192 24=1024
 import torch
 from nvfuser import FusionDefinition, DataType
