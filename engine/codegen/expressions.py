@@ -6,8 +6,8 @@ follow from the classes of its operands (engine.lower.kquery's `is_sum`, `is_ato
 look at the operands' text, but for one rule: a sum added to another is parenthesised where
 it prints a minus sign. The fusion's typed ops (engine.lower.kops) are spelled from
 ops_table here; an op or dtype the table cannot spell raises its CompileError, naming the
-op, when the kernel is rendered. The C fragments lowering writes itself (a Lit's text, an
-Op's parts, a Call's function and template arguments) are written as they are.
+op, when the kernel is rendered. The names lowering gives (a Lit's text, a Call's function and
+template arguments, a cast's type) are written as they are.
 
 A node never changes (frozen): its text is rendered once and kept on the node, outside its
 fields (equality and hashing do not see it).
@@ -24,18 +24,22 @@ from engine.lower.kexpr import (
     Add,
     AddrOf,
     And,
+    Arith,
     Call,
+    CCast,
     Cmp,
+    Deref,
     Div,
     Expr,
     Lit,
     Mod,
     Mul,
-    Op,
     Paren,
+    PtrCast,
     Select,
     Signed,
     Spelled,
+    StaticCast,
     Stride,
     Sub,
     Var,
@@ -66,12 +70,13 @@ def _p(x: int | Expr, need: bool) -> str:
     return f"({render(x)})" if need else render(x)
 
 
-def _joined(parts: tuple[str, ...], args: tuple[int | Expr, ...]) -> str:
-    """parts[0] args[0] parts[1] ... args[-1] parts[-1]."""
-    out = [parts[0]]
-    for a, p in zip(args, parts[1:]):
-        out += [render(a), p]
-    return "".join(out)
+def _call(x: Call) -> str:
+    targs = f"<{', '.join(x.targs)}>" if x.targs else ""
+    return f"{x.fn}{targs}({', '.join(map(render, x.args))})"
+
+
+# Scalar arithmetic (kexpr.Arith) by the op's name.
+_ARITH = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%"}
 
 
 def spelled(node: Spelled, operands: tuple[str, ...]) -> str:
@@ -110,10 +115,11 @@ _RENDERERS: dict[type, Callable] = {
     Stride: lambda x: f"{x.tensor}.alloc_stride[{x.dim}]",
     Access: lambda x: f"{x.name}[{render(x.index)}]",
     AddrOf: lambda x: f"&{render(x.x)}",
+    Deref: lambda x: f"*{render(x.x)}",
     Add: lambda x: f"{render(x.a)} + {_p(x.b, is_sum(x.b) and '-' in render(x.b))}",
     Sub: lambda x: f"{render(x.a)} - {_p(x.b, is_sum(x.b))}",
     Mul: _mul,
-    Div: lambda x: f"{_p(x.a, is_sum(x.a))} / {x.b}",
+    Div: lambda x: f"{_p(x.a, is_sum(x.a))} / {render(x.b)}",
     Mod: lambda x: f"{_p(x.a, is_sum(x.a))} % {x.b}",
     # parenthesised whole: C's ^ binds looser than every arithmetic operator
     Xor: lambda x: f"({render(x.a)} ^ {render(x.b)})",
@@ -122,7 +128,10 @@ _RENDERERS: dict[type, Callable] = {
     Cmp: lambda x: f"{render(x.lhs)} {x.op} {render(x.rhs)}",
     And: lambda x: " && ".join(map(render, x.terms)),
     Select: lambda x: f"({render(x.cond)} ? {render(x.a)} : {render(x.b)})",
-    Op: lambda x: _joined(x.parts, x.args),
-    Call: lambda x: f"{x.fn}<{', '.join(x.targs)}>({', '.join(map(render, x.args))})",
+    Arith: lambda x: f"({render(x.a)} {_ARITH[x.op]} {render(x.b)})",
+    CCast: lambda x: f"({x.ctype})({render(x.x)})",
+    StaticCast: lambda x: f"static_cast<{x.ctype}>({render(x.x)})",
+    PtrCast: lambda x: f"reinterpret_cast<{x.ctype}*>({render(x.x)})",
+    Call: _call,
     Spelled: lambda x: spelled(x, tuple(map(render, x.operands()))),
 }

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from engine.codegen.expressions import render
 from engine.lower import kir
 from engine.lower.grid_epilogue import ShareCall, ShareLoop
+from engine.lower.kexpr import Call
 
 # The block's linear thread index, the index a block-strided loop starts from.
 TID = render(kir.TID)
@@ -62,10 +63,9 @@ def _(s: kir.Assign, indent: int) -> list[str]:
     return [f"{_pad(indent)}{render(s.lhs)} = {render(s.rhs)};"]
 
 
-@_spells(kir.Raw)
-def _(s: kir.Raw, indent: int) -> list[str]:
-    text = s.text if isinstance(s.text, str) else render(s.text)
-    return [_pad(indent) + ln for ln in text.splitlines()]
+@_spells(kir.AddTo)
+def _(s: kir.AddTo, indent: int) -> list[str]:
+    return [f"{_pad(indent)}{render(s.lhs)} += {render(s.rhs)};"]
 
 
 @_spells(kir.Exec)
@@ -86,6 +86,12 @@ def _(s: kir.IndexDef, indent: int) -> list[str]:
 @_spells(kir.ScalarDef)
 def _(s: kir.ScalarDef, indent: int) -> list[str]:
     return [f"{_pad(indent)}const {s.ctype} {s.name} = {render(s.value)};"]
+
+
+@_spells(kir.Local)
+def _(s: kir.Local, indent: int) -> list[str]:
+    init = f" = {render(s.init)}" if s.init is not None else " = {}" if s.zeroed else ""
+    return [f"{_pad(indent)}{s.ctype} {s.name}{init};"]
 
 
 @_spells(kir.Allocate)
@@ -125,7 +131,8 @@ def _(s: kir.ForLoop, indent: int) -> list[str]:
             out.append(f"{p}for (nvfuser_index_t {s.var} = {TID}; {s.var} < {s.extent}; "
                        f"{s.var} += {s.threads}) {{")
     else:
-        out.append(f"{p}for (nvfuser_index_t {s.var} = 0; {s.var} < {s.extent}; ++{s.var}) {{")
+        step = f"++{s.var}" if s.step == 1 else f"{s.var} += {s.step}"
+        out.append(f"{p}for (nvfuser_index_t {s.var} = 0; {s.var} < {s.extent}; {step}) {{")
     out += body_lines(s.body, indent + 1)
     out.append(p + "}")
     return out
@@ -144,6 +151,8 @@ def _(s: kir.IfThenElse, indent: int) -> list[str]:
 @_spells(kir.Scope)
 def _(s: kir.Scope, indent: int) -> list[str]:
     p = _pad(indent)
+    if s.inline:
+        return [" ".join([p + "{", *(line.strip() for line in body_lines(s.body, 0)), "}"])]
     return [p + "{", *body_lines(s.body, indent + 1), p + "}"]
 
 
@@ -155,7 +164,8 @@ def _(s: kir.BlockSync, indent: int) -> list[str]:
 
 @_spells(ShareCall)
 def _(s: ShareCall, indent: int) -> list[str]:
-    return [f"{_pad(indent)}const FsShare {s.share} = gridReduceGroupShares<{s.sync.template}>{render(s.sync.args)};"]
+    call = Call("gridReduceGroupShares", s.sync.targs, s.sync.args)
+    return [f"{_pad(indent)}const FsShare {s.share} = {render(call)};"]
 
 
 @_spells(ShareLoop)

@@ -34,8 +34,8 @@ from engine.dtypes import ctype_bytes
 from engine.ir import exprs as ex
 from engine.ir.loop_map import loop_map
 from engine.ir.tensorview import MemoryType, TensorView
-from engine.lower import kir, kquery
-from engine.lower.kexpr import Access, Add, AddrOf, Call, Cmp, Div, Mod, Mul, Op, Paren, Var
+from engine.lower import kir
+from engine.lower.kexpr import Access, Add, AddrOf, Call, Cmp, Div, Mod, Mul, Paren, Var
 from engine.lower.loops import out_tv
 
 if TYPE_CHECKING:
@@ -153,7 +153,7 @@ def _pipeline(body: list[kir.Stmt], cbs: list[CircularBuffer], outer: kir.ForLoo
         kir.BlockSync(f"RAW: stage {s} of {names} has landed; WAR: the previous stage is read"),
         kir.Scope([kir.IndexDef(ahead, Add(current, d - 1)),
                    kir.IfThenElse(Cmp(Var(ahead), "<", steps), load_step(Var(ahead)))]),
-        kir.Raw("fsCpAsyncCommit();"), *compute.body,
+        kir.Exec(Call("fsCpAsyncCommit", (), ())), *compute.body,
     ]
     stage = kir.ForLoop(s, d, "pipelined", compute.domain, stage_body, compute.threads)
     notes.extend(f"{cb.name}: circular buffer of {d} stages over {where} and loop {s} ({steps} steps), "
@@ -163,7 +163,7 @@ def _pipeline(body: list[kir.Stmt], cbs: list[CircularBuffer], outer: kir.ForLoo
     alloc = [st for st in head if isinstance(st, kir.Allocate) and st.name in mine] if outer else []
     prologue: list[kir.Stmt] = []
     for k in range(min(d - 1, steps)):
-        prologue += [kir.Scope([*alloc, *load_step(k)]), kir.Raw("fsCpAsyncCommit();")]
+        prologue += [kir.Scope([*alloc, *load_step(k)]), kir.Exec(Call("fsCpAsyncCommit", (), ()))]
     if outer is None:
         return [*head, *prologue, stage, *tail]
     return [*prologue, kir.ForLoop(outer.var, outer.extent, "pipelined", outer.domain, [*head, stage, *tail],
@@ -240,9 +240,6 @@ def _not_a_copy(st: kir.Stmt, cb: CircularBuffer) -> str | None:
             width = ctype_bytes(call.targs[0].strip()) * int(call.targs[1])
             return None if width in (4, 8, 16) else f"a copy of {width} bytes (cp.async copies 4, 8 or 16)"
         return f"its load nest calls {call.fn}" if isinstance(call, Call) else "its load nest has a runtime call"
-    if isinstance(st, kir.Raw):
-        return f"its load nest has `{st.text.strip()}`" if isinstance(st.text, str) else \
-            "its load nest has a runtime statement"
     if isinstance(st, kir.Assign):
         lhs = st.lhs
         if not (st.copy_ctype and isinstance(lhs, Access) and lhs.name == cb.name and isinstance(st.rhs, Access)):
@@ -268,18 +265,13 @@ def _walk_stmts(st: kir.Stmt) -> Iterator[kir.Stmt]:
 
 
 def _stores(s: kir.Stmt, name: str) -> bool:
-    """`name[..] = ...` (an assignment, or one spelled in a statement), or a call copying into
-    `name` (its first argument `&name[..]`)."""
-    if isinstance(s, kir.Assign):
+    """`name[..] = ...` or `name[..] += ...`, or a call copying into `name` (its first argument
+    `&name[..]`)."""
+    if isinstance(s, kir.Assign | kir.AddTo):
         return isinstance(s.lhs, Access) and s.lhs.name == name
     if isinstance(s, kir.Exec) and isinstance(s.call, Call) and s.call.args:
         dst = s.call.args[0]
         return isinstance(dst, AddrOf) and isinstance(dst.x, Access) and dst.x.name == name
-    for e in kir.exprs(s):
-        for n in kquery.walk(e):
-            if isinstance(n, Op) and any(isinstance(a, Access) and a.name == name and after.startswith(" = ")
-                                         for a, after in zip(n.args, n.parts[1:])):
-                return True
     return False
 
 

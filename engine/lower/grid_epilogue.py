@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 
 from engine.lower import kir, kquery
-from engine.lower.kexpr import Access, Call, Cmp, Expr, Lit, Op, Var
+from engine.lower.kexpr import Access, Call, Cmp, Expr, Lit, Var
 
 _THREAD_VARS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 _BLOCK_VARS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
@@ -47,8 +47,8 @@ class GridSync:
     acc: str  # the accumulator array, "T9_acc"
     blocks: tuple[bool, bool, bool]  # reduced grid dimensions
     threads: tuple[bool, bool, bool]  # reduced block dimensions
-    template: str  # the call's template arguments
-    args: Expr  # the call's arguments, parenthesised
+    targs: tuple[str, ...]  # the call's template arguments
+    args: tuple[int | Expr, ...]  # the call's arguments
     work: Expr  # the work buffer pointer
 
 
@@ -81,7 +81,7 @@ def share_epilogue(body: list[kir.Stmt], syncs: dict[str, GridSync],
     if len(at) != len(syncs):
         return body, [f"{names}: the epilogue stays in the last block: a grid reduction inside a loop"]
     calls = [syncs[_assigned(body[k])] for k in at]  # type: ignore[index]
-    if len({(c.template) for c in calls}) != 1:
+    if len({c.targs for c in calls}) != 1:
         return body, [f"{names}: the epilogue stays in the last block: the grid reductions reduce "
                       "different dimensions"]
     prep, epilogue = _split(body[at[0] + 1:], calls)
@@ -163,8 +163,8 @@ def _reads(stmts: list[kir.Stmt], var: str, but_zero_test: bool = False) -> bool
     for s in kir.walk(stmts):
         if isinstance(s, kir.ForLoop) and s.kind == "block_strided" and var in kquery.names(kir.TID):
             return True
-        text = s.text if isinstance(s, kir.Raw | kir.Comment) else s.reason if isinstance(s, kir.BlockSync) else ""
-        if isinstance(text, str) and var in _unless_tested(text, var, but_zero_test):
+        text = s.text if isinstance(s, kir.Comment) else s.reason if isinstance(s, kir.BlockSync) else ""
+        if var in _unless_tested(text, var, but_zero_test):
             return True
         if any(_reads_expr(e, var, but_zero_test) for e in kir.exprs(s)):
             return True
@@ -184,8 +184,7 @@ def _reads_expr(e: int | Expr, var: str, but_zero_test: bool) -> bool:
         return False
     if isinstance(e, Var):
         return var in e.name
-    text = (e.text if isinstance(e, Lit) else " ".join(e.parts) if isinstance(e, Op)
-            else " ".join([e.fn, *e.targs]) if isinstance(e, Call) else "")
+    text = e.text if isinstance(e, Lit) else " ".join([e.fn, *e.targs]) if isinstance(e, Call) else ""
     if var in _unless_tested(text, var, but_zero_test):
         return True
     return any(_reads_expr(c, var, but_zero_test) for c in e.children())

@@ -14,9 +14,9 @@ from engine.ir.iterdomain import ParallelType
 from engine.ir.tensorview import TensorView
 from engine.lower import cexpr, kir
 from engine.lower.grid_epilogue import GridSync
-from engine.lower.kexpr import Access, Expr, Var, spell
+from engine.lower.kexpr import FALSE, Access, Call, Expr, Var
 from engine.lower.loops import LoopNode
-from engine.lower.reductions import BLOCKS, Accumulator, bools
+from engine.lower.reductions import BLOCKS, Accumulator, bools, red_smem, slice_at
 
 if TYPE_CHECKING:
     from engine.lower.lowering import ExprLowering
@@ -56,7 +56,7 @@ def grid_reduction(low: ExprLowering, out: TensorView, acc: Accumulator, threads
     n_threads = per // n_blocks
     instance, count = _grid_instance(low, loops, acc.level)
     flag = f"{out.short_name}_last"
-    low.alloc_at(acc.level, loops, kir.Raw(f"bool {flag} = false;"))
+    low.alloc_at(acc.level, loops, kir.Local("bool", flag, FALSE))
     low.flags[out] = [flag]
     low.flag_blocks[flag] = frozenset(pt for pt, b in zip(BLOCKS, blocks) if b)
     ct = acc.dtype.cuda_name
@@ -73,31 +73,26 @@ def grid_reduction(low: ExprLowering, out: TensorView, acc: Accumulator, threads
         low.workspaces[sync] = ("nvfuser_index_t", n_flags * count, True)
         # gridReduceGroupShares stages every thread's elements in rows of acc.size + 1.
         low.reserve_reduction_smem(max(8, (acc.size + (1 if sync_grid else 0)) * width))
-        template = f"{bools(blocks)}, {bools(threads)}"
-        work_ptr = spell(lambda n: f"{work}.data + ({n}) * {2 * per * acc.size}", instance)
-        args = spell(lambda c, i, w, n: f"({acc.name}, {c}, {i}, {w}, {per}, "
-                     f"{sync}.data + ({n}) * {n_flags}, reinterpret_cast<{ct}*>(red_smem))",
-                     combine, init, work_ptr, instance)
+        targs = bools(blocks) + bools(threads)
+        work_ptr = slice_at(work, instance, 2 * per * acc.size)
+        args = (Var(acc.name), combine, init, work_ptr, per, slice_at(sync, instance, n_flags), red_smem(ct))
         if sync_grid:
             low.grid_syncs[flag] = GridSync(flag, acc.name, tuple(blocks), tuple(threads),  # type: ignore[arg-type]
-                                            template, args, work_ptr)
-        return [kir.Assign(Var(flag), spell(lambda a: f"gridReduceGroup{'Sync' if sync_grid else ''}<{template}>{a}",
-                                            args))]
+                                            targs, args, work_ptr)
+        return [kir.Assign(Var(flag), Call("gridReduceGroupSync" if sync_grid else "gridReduceGroup", targs, args))]
     low.workspaces[work] = (ct, per * acc.size * count, False)
     slot = cexpr.add(cexpr.mul(instance, acc.size), "k")
     low.workspaces[sync] = ("nvfuser_index_t", n_blocks * acc.size * count, True)
     low.reserve_reduction_smem(8)
     loop = kir.ForLoop("k", acc.size, "serial", f"{acc.name} elements")
     element = Access(acc.name, Var("k"))
-    loop.body.append(kir.Assign(Var(flag), spell(
-        lambda e, c, i, k: f"gridReduce<{bools(blocks)}, {bools(threads)}>({e}, {e}, {c}, {i}, "
-                           f"{work}.data + ({k}) * {per}, {sync}.data + ({k}) * {n_blocks}, "
-                           f"reinterpret_cast<{ct}*>(red_smem))", element, combine, init, slot)))
+    loop.body.append(kir.Assign(Var(flag), Call("gridReduce", bools(blocks) + bools(threads), (
+        element, element, combine, init, slice_at(work, slot, per), slice_at(sync, slot, n_blocks), red_smem(ct)))))
     return [loop]
 
 
 def grid_welford(low: ExprLowering, expr: ex.WelfordOp, accs: list[Accumulator], threads: list[bool],
-                 blocks: list[bool], loops: list[LoopNode], smem: str) -> list[kir.Stmt]:
+                 blocks: list[bool], loops: list[LoopNode], smem: tuple[Expr, ...]) -> list[kir.Stmt]:
     """gridWelford per accumulator element: as grid_reduction's gridReduce, with three work
     buffers (avg, m2, n). Only the last block to arrive gets the result; its flag guards every
     output's consumers."""
@@ -106,7 +101,7 @@ def grid_welford(low: ExprLowering, expr: ex.WelfordOp, accs: list[Accumulator],
     n_blocks, per = _grid_sizes(low)
     instance, count = _grid_instance(low, loops, a0.level)
     flag = f"{avg.short_name}_last"
-    low.alloc_at(a0.level, loops, kir.Raw(f"bool {flag} = false;"))
+    low.alloc_at(a0.level, loops, kir.Local("bool", flag, FALSE))
     low.flag_blocks[flag] = frozenset(pt for pt, b in zip(BLOCKS, blocks) if b)
     for o in expr.outputs:
         if isinstance(o, TensorView):
@@ -122,10 +117,7 @@ def grid_welford(low: ExprLowering, expr: ex.WelfordOp, accs: list[Accumulator],
     slot = cexpr.add(cexpr.mul(instance, a0.size), "k")
     elements = [Access(a.name, Var("k")) for a in accs]
     loop = kir.ForLoop("k", a0.size, "serial", f"{a0.name} elements")
-
-    def call(k: str, *e: str) -> str:
-        bufs = ", ".join(f"{w}.data + ({k}) * {per}" for w in works)
-        return (f"gridWelford<{bools(blocks)}, {bools(threads)}>({', '.join(e)}, {', '.join(e)}, {bufs}, "
-                f"{sync}.data + ({k}) * {n_blocks}, {smem})")
-    loop.body.append(kir.Assign(Var(flag), spell(call, slot, *elements)))
+    bufs = [slice_at(w, slot, per) for w in works]
+    loop.body.append(kir.Assign(Var(flag), Call("gridWelford", bools(blocks) + bools(threads), (
+        *elements, *elements, *bufs, slice_at(sync, slot, n_blocks), *smem))))
     return [loop]

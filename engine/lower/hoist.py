@@ -22,7 +22,7 @@ scope outside already declares.
 from __future__ import annotations
 
 from engine.lower import kir, kquery
-from engine.lower.kexpr import Access, Call, Expr, Lit, Op
+from engine.lower.kexpr import Access, Call, Expr, Lit
 
 # Words (lower case) of runtime calls whose result is not a function of their arguments alone,
 # or that have effects: random numbers, atomics, block-, warp- and grid-wide calls, clocks.
@@ -58,8 +58,8 @@ def _identifiers(words: set[str]) -> set[str]:
 
 
 def _written(stmts: list[kir.Stmt], indices: set[str]) -> set[str]:
-    """Names the statements may write: assigned arrays, and the arrays of a call statement or
-    of raw text (a copy, a cp.async: written through an address), but not the indices and
+    """Names the statements may write: assigned and added-to arrays, and the arrays of a call
+    statement (a copy, a cp.async: written through an address), but not the indices and
     builtins (`threadIdx.x`) their addresses are computed from."""
     out: set[str] = set()
     calls: set[str] = set()
@@ -68,12 +68,12 @@ def _written(stmts: list[kir.Stmt], indices: set[str]) -> set[str]:
             out.add(s.lhs.name) if isinstance(s.lhs, Access) else out.update(kquery.names(s.lhs))
         elif isinstance(s, kir.Exec):
             calls |= kquery.names(s.call)
-        elif isinstance(s, kir.Raw):
-            calls |= kquery.names(s.text) if isinstance(s.text, Expr) else _identifiers(kquery.text_words(s.text))
+        elif isinstance(s, kir.AddTo):
+            out.add(s.lhs.name) if isinstance(s.lhs, Access) else out.update(kquery.names(s.lhs))
     return out | {n for n in calls if "." not in n and n not in indices}
 
 
-_DECLARATIONS = (kir.Allocate, kir.Declare, kir.IndexDef, kir.ScalarDef)
+_DECLARATIONS = (kir.Allocate, kir.Declare, kir.IndexDef, kir.ScalarDef, kir.Local)
 
 
 def _declared(stmts: list[kir.Stmt], kinds: tuple[type, ...] = _DECLARATIONS) -> set[str]:
@@ -99,11 +99,10 @@ def _scalar_assign(s: kir.Stmt) -> tuple[kir.Assign, Expr | None] | None:
 
 
 def _pure(e: Expr) -> bool:
-    """Whether `e` calls nothing with effects: no runtime call (a Call's function, an Op's or a
-    Lit's text) names one of _IMPURE's words, whatever the case (fsRng, blockReduce)."""
+    """Whether `e` calls nothing with effects: no runtime call (a Call's function or a Lit's
+    text) names one of _IMPURE's words, whatever the case (fsRng, blockReduce)."""
     for n in kquery.walk(e):
-        text = n.fn if isinstance(n, Call) else " ".join(n.parts) if isinstance(n, Op) else \
-            n.text if isinstance(n, Lit) else ""
+        text = n.fn if isinstance(n, Call) else n.text if isinstance(n, Lit) else ""
         if any(w in text.lower() for w in _IMPURE):
             return False
     return True

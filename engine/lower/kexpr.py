@@ -5,16 +5,14 @@ Every node is data, a frozen dataclass: engine.codegen.expressions writes its C 
 `is_sum` and `is_atom` say). Index arithmetic (Add, Sub, Mul, Div, Mod, Xor, Signed) is built
 folded by engine.lower.cexpr; constants are Python ints. `Spelled` is a fusion op held typed
 (engine.lower.kops: its name, dtypes and operand nodes), which codegen spells from its
-ops table when it renders the node. Two kinds of node carry C fragments that lowering
-writes, opaque to the passes but for their words (kquery.words): `Lit`, a C atom with no
-parts (a runtime scalar's name, a loop bound, `false`), and `Op`, a runtime call or statement
-that lowering spells around typed operands (`spell`). A node has no `str`: passes compare
+ops table when it renders the node. Runtime calls are `Call`s (a function name and
+template arguments, which are names and literals, around typed arguments); a `Lit` is a C
+atom with no parts (a runtime scalar's name, `false`). A node has no `str`: passes compare
 nodes (dataclass equality) and query them (engine.lower.kquery), never their text.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -75,6 +73,16 @@ class Access(Expr):
 
 
 @dataclass(frozen=True)
+class Deref(Expr):
+    """`*x`: the element a pointer points at."""
+
+    x: Expr
+
+    def children(self) -> tuple[int | Expr, ...]:
+        return (self.x,)
+
+
+@dataclass(frozen=True)
 class AddrOf(Expr):
     """`&x`."""
 
@@ -113,8 +121,10 @@ class Mul(Expr):
 
 @dataclass(frozen=True)
 class Div(Expr):
+    """`a / b`: b a constant in index arithmetic, a cast count in a Welford's mean."""
+
     a: int | Expr
-    b: int
+    b: int | Expr
 
     def children(self) -> tuple[int | Expr, ...]:
         return (self.a, self.b)
@@ -194,16 +204,50 @@ class Select(Expr):
 
 
 @dataclass(frozen=True)
-class Op(Expr):
-    """A runtime call or statement that lowering spells (`spell`): C fragments `parts` around
-    typed `args`, parts[0] args[0] parts[1] ... args[-1] parts[-1] (one more part than args).
-    Codegen writes the parts as they are, and each argument rendered."""
+class Arith(Expr):
+    """`(a op b)`, parenthesised whole: arithmetic on the kernel's scalar arguments, `op` by
+    name (add, sub, mul, div, mod)."""
 
-    parts: tuple[str, ...]
-    args: tuple[int | Expr, ...]
+    op: str
+    a: int | Expr
+    b: int | Expr
 
     def children(self) -> tuple[int | Expr, ...]:
-        return self.args
+        return (self.a, self.b)
+
+
+@dataclass(frozen=True)
+class CCast(Expr):
+    """`(ctype)(x)`: a scalar argument converted for a runtime call (a seed as uint64_t)."""
+
+    ctype: str
+    x: int | Expr
+
+    def children(self) -> tuple[int | Expr, ...]:
+        return (self.x,)
+
+
+@dataclass(frozen=True)
+class StaticCast(Expr):
+    """`static_cast<ctype>(x)`."""
+
+    ctype: str
+    x: int | Expr
+
+    def children(self) -> tuple[int | Expr, ...]:
+        return (self.x,)
+
+
+@dataclass(frozen=True)
+class PtrCast(Expr):
+    """`reinterpret_cast<ctype*>(x)`: a pointer (into the reduction's shared memory) as one to
+    `ctype`."""
+
+    ctype: str
+    x: int | Expr
+
+    def children(self) -> tuple[int | Expr, ...]:
+        return (self.x,)
 
 
 class Spelled(Expr):
@@ -225,27 +269,7 @@ class Spelled(Expr):
 
 
 FALSE = Lit("false")  # a predicate that never holds
-_MARK = "\x00"
-
-
-def _marked(fn: Callable[..., str], n: int) -> tuple[tuple[str, ...], tuple[int, ...]]:
-    """`fn` (a function that spells C around its `n` operands) as the text around them and
-    the operands in the order it names them (an operand may be named twice, or not at all):
-    `fn` sees a marker for each operand."""
-    pieces = fn(*(f"{_MARK}{k}{_MARK}" for k in range(n))).split(_MARK)
-    return tuple(pieces[0::2]), tuple(int(k) for k in pieces[1::2])
-
-
-def spell(fn: Callable[..., str], *args: int | str | Expr) -> int | Expr:
-    """`fn` (a function that spells C around its operands, such as a runtime call) applied to
-    `args`, as an Op that keeps them typed: the text around the operands becomes the Op's
-    parts. A string operand is a Lit."""
-    parts, order = _marked(fn, len(args))
-    typed = [lit(a) for a in args]
-    refs = [typed[k] for k in order]
-    if parts == ("", ""):
-        return refs[0]
-    return Op(parts, tuple(refs))
+TRUE = Lit("true")
 
 
 def lit(x: int | str | Expr) -> int | Expr:
@@ -255,7 +279,8 @@ def lit(x: int | str | Expr) -> int | Expr:
 
 @dataclass(frozen=True)
 class Call(Expr):
-    """`fn<targs>(args)`: a runtime function call (a vector copy, a cp.async)."""
+    """`fn<targs>(args)`, or `fn(args)` without template arguments: a runtime function call
+    (a vector copy, a cp.async, a reduction across the block or grid, a Welford update)."""
 
     fn: str
     targs: tuple[str, ...]

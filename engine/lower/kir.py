@@ -48,19 +48,31 @@ def _typed(x: str | Expr) -> Expr:
 
 
 @dataclass
-class Raw(Stmt):
-    """A statement whose form passes need not see (a runtime-function call): its text, or a
-    typed expression that renders as it (an Op whose parts hold the `;`), whose accesses
-    passes can then find."""
+class AddTo(Stmt):
+    """`lhs += rhs;`: a sum accumulated in place (a two-pass Welford's sums)."""
 
-    text: str | Expr
+    lhs: Expr
+    rhs: Expr
 
 
 @dataclass
 class Exec(Stmt):
-    """`call;`: a runtime call made for its effect (a vector copy, a cp.async)."""
+    """`call;`: a runtime call made for its effect (a vector copy, a cp.async, a Welford
+    update, a reduction across the block)."""
 
     call: Expr
+
+
+@dataclass
+class Local(Stmt):
+    """`ctype name = init;`; without an init, `ctype name;` or, `zeroed`, `ctype name = {};`: a
+    scalar variable (a grid reduction's last-block flag, the random-number cache, an offset
+    or a scale a statement computes)."""
+
+    ctype: str
+    name: str
+    init: Expr | None = None
+    zeroed: bool = False
 
 
 @dataclass
@@ -82,8 +94,9 @@ class IndexDef(Stmt):
 
 @dataclass
 class ScalarDef(Stmt):
-    """`const ctype name = value;`: a scalar computed from the kernel's scalar arguments, once
-    at the top of the kernel rather than in every element's expression."""
+    """`const ctype name = value;`: a named constant (a scalar computed from the kernel's scalar
+    arguments, once at the top of the kernel rather than in every element's expression; a
+    deviation a two-pass Welford squares)."""
 
     ctype: str
     name: str
@@ -92,7 +105,7 @@ class ScalarDef(Stmt):
 
 def exprs(s: Stmt) -> list[Expr]:
     """The expressions `s` holds itself (not those of nested statements)."""
-    if isinstance(s, Assign):
+    if isinstance(s, Assign | AddTo):
         return [s.lhs, s.rhs]
     if isinstance(s, IfThenElse):
         return [s.cond]
@@ -100,14 +113,14 @@ def exprs(s: Stmt) -> list[Expr]:
         return [s.call]
     if isinstance(s, IndexDef | ScalarDef):
         return [s.value]
-    if isinstance(s, Raw) and isinstance(s.text, Expr):
-        return [s.text]
+    if isinstance(s, Local) and s.init is not None:
+        return [s.init]
     return []
 
 
 def mentions(s: Stmt, name: str) -> bool:
     """Whether `s` itself (not a statement nested in it) names `name`: in its expressions, as
-    the array or variable it declares, or in its text (a Raw's, a comment, a barrier's reason)."""
+    the array or variable it declares, or in its text (a comment, a barrier's reason)."""
     if any(kquery.mentions(e, name) for e in exprs(s)):
         return True
     if name in own_words(s):
@@ -116,10 +129,10 @@ def mentions(s: Stmt, name: str) -> bool:
 
 
 def own_words(s: Stmt) -> set[str]:
-    """The words of the text `s` holds itself: a Raw's text, a comment, a barrier's call and
-    reason (none for other statements)."""
-    if isinstance(s, Raw) and isinstance(s.text, str) or isinstance(s, Comment):
-        return kquery.text_words(s.text)  # type: ignore[arg-type]
+    """The words of the text `s` holds itself: a comment, a barrier's call and reason (none for
+    other statements)."""
+    if isinstance(s, Comment):
+        return kquery.text_words(s.text)
     if isinstance(s, BlockSync):
         return {"__syncthreads"} | kquery.text_words(s.reason)
     return set()
@@ -143,6 +156,7 @@ class ForLoop(Stmt):
     domain: str  # the IterDomain it realises, for listings
     body: list[Stmt] = field(default_factory=list)
     threads: int = 1  # block_strided: the block's threads share the iterations
+    step: int = 1  # serial and unroll: the variable's step (a block quantization's blocks)
 
 
 # Runtime calls that wait for the whole block (engine/runtime/headers).
@@ -168,7 +182,7 @@ def walk(stmts: list[Stmt]) -> Iterator[Stmt]:
 
 def words(stmts: list[Stmt]) -> set[str]:
     """Every name the statements (and those nested in them) print: the words of their
-    expressions (kquery.words), of their text (a Raw's, a comment, a barrier's reason), and
+    expressions (kquery.words), of their text (a comment, a barrier's reason), and
     the names and types they declare."""
     out: set[str] = set()
     for s in walk(stmts):
@@ -179,6 +193,8 @@ def words(stmts: list[Stmt]) -> set[str]:
             out.add(s.var)
         elif isinstance(s, IndexDef):
             out.add(s.name)
+        elif isinstance(s, Local):
+            out |= {s.name} | kquery.text_words(s.ctype)
         elif isinstance(s, Declare | Allocate):
             out |= {s.name} | kquery.text_words(s.ctype)
             if isinstance(s, Allocate) and s.init is not None:
@@ -189,21 +205,25 @@ def words(stmts: list[Stmt]) -> set[str]:
 def signature(stmts: list[Stmt]) -> tuple[tuple[object, ...], ...]:
     """What the statements say, as data for the passes to compare (not C, which
     engine.codegen.statements writes): per statement, its kind, the names and sizes it
-    declares, its expressions (nodes: compared as data), a raw statement's or a comment's
-    text and a barrier's reason, nested statements after their parent. Statements alike in
+    declares, its expressions (nodes: compared as data), a comment's text and a barrier's
+    reason, nested statements after their parent. Statements alike in
     all of that have equal signatures."""
     out: list[tuple[object, ...]] = []
     for s in walk(stmts):
         parts: list[object] = [type(s).__name__]
         if isinstance(s, ForLoop):
-            parts += [s.var, s.extent, s.kind, s.threads]
+            parts += [s.var, s.extent, s.kind, s.threads, s.step]
         elif isinstance(s, Allocate):
             parts += [s.ctype, s.name, s.size, s.memory, s.offset, s.init]
         elif isinstance(s, Declare):
             parts += [s.ctype, s.name, s.size]
         elif isinstance(s, IndexDef | ScalarDef):
             parts += [s.name]
-        elif isinstance(s, Raw) and isinstance(s.text, str) or isinstance(s, Comment):
+        elif isinstance(s, Local):
+            parts += [s.ctype, s.name, s.zeroed]
+        elif isinstance(s, Scope):
+            parts += [s.inline]
+        elif isinstance(s, Comment):
             parts += [s.text]
         elif isinstance(s, BlockSync):
             parts += [s.reason]
@@ -222,12 +242,9 @@ def synchronizes(stmts: list[Stmt]) -> bool:
     for s in stmts:
         if isinstance(s, BlockSync):
             return True
-        if isinstance(s, Raw) and isinstance(s.text, str):
-            if any(c in s.text for c in _BLOCK_WIDE):
-                return True
-        elif isinstance(s, Raw | Exec | Assign):
-            e = s.text if isinstance(s, Raw) else s.call if isinstance(s, Exec) else s.rhs
-            if any(c in w for w in kquery.words(e) for c in _BLOCK_WIDE):  # type: ignore[arg-type]
+        if isinstance(s, Exec | Assign):
+            e = s.call if isinstance(s, Exec) else s.rhs
+            if any(c in w for w in kquery.words(e) for c in _BLOCK_WIDE):
                 return True
         if any(synchronizes(body) for body in children(s)):
             return True
@@ -256,9 +273,11 @@ def guard(preds: list[Expr], stmts: list[Stmt]) -> list[Stmt]:
 
 @dataclass
 class Scope(Stmt):
-    """A brace-delimited block: keeps a statement group's temporaries local."""
+    """A brace-delimited block: keeps a statement group's temporaries local; `inline`, written
+    on one line (a two-pass Welford's squared deviation)."""
 
     body: list[Stmt] = field(default_factory=list)
+    inline: bool = False
 
 
 @dataclass

@@ -16,15 +16,18 @@ from engine.lower.kexpr import (
     Access,
     Add,
     And,
+    Arith,
     Call,
+    CCast,
     Cmp,
     Div,
     Expr,
     Lit,
     Mod,
     Mul,
-    Op,
     Paren,
+    PtrCast,
+    StaticCast,
     Stride,
     Sub,
     Var,
@@ -49,17 +52,15 @@ def is_atom(x: Node) -> bool:
 
 
 def has_minus(x: Node) -> bool:
-    """Whether `x` prints a minus sign: a negative constant, a difference, or one in the C
-    text of a Lit or an Op. A typed op (kexpr.Spelled) is asked through its operands: its
+    """Whether `x` prints a minus sign: a negative constant, a difference (a scalar one too),
+    or one in the C text of a Lit. A typed op (kexpr.Spelled) is asked through its operands: its
     own spelling is codegen's (whose renderer adds the minus signs of that spelling)."""
     if isinstance(x, int):
         return x < 0
-    if isinstance(x, Sub):
+    if isinstance(x, Sub) or isinstance(x, Arith) and x.op == "sub":
         return True
     if isinstance(x, Lit):
         return "-" in x.text
-    if isinstance(x, Op) and any("-" in p for p in x.parts):
-        return True
     return any(has_minus(c) for c in x.children())
 
 
@@ -95,23 +96,23 @@ def names(e: Node) -> set[str]:
 
 
 def words(e: Node) -> set[str]:
-    """Every name `e` prints: names() with the words of its opaque parts (a Lit's text, an
-    Op's spelling, a call's function and template arguments). A typed op (kexpr.Spelled)
+    """Every name `e` prints: names() with the words of its opaque parts (a Lit's text, a
+    call's function and template arguments, a cast's type). A typed op (kexpr.Spelled)
     adds only its operands' names: its spelling names no array or variable."""
     out: set[str] = set()
     for n in walk(e):
         if isinstance(n, Var):
             out |= text_words(n.name)
         elif isinstance(n, Access):
-            out.add(n.name)
+            out |= text_words(n.name) if "." in n.name else {n.name}  # `T3.data[..]`: T3, data
         elif isinstance(n, Stride):
             out |= {n.tensor, "alloc_stride"}
         elif isinstance(n, Lit):
             out |= text_words(n.text)
-        elif isinstance(n, Op):
-            out |= text_words(" ".join(n.parts))
         elif isinstance(n, Call):
             out |= text_words(" ".join([n.fn, *n.targs]))
+        elif isinstance(n, CCast | StaticCast | PtrCast):
+            out |= text_words(n.ctype)
     return out
 
 
@@ -145,14 +146,9 @@ def count_var(e: Node, name: str) -> int:
 
 
 def reads_memory(e: Node) -> bool:
-    """Whether `e` reads an array element or a tensor's stride (an Access or Stride, or opaque
-    C text with a `[`; a typed op reads memory only through its operands)."""
-    for n in walk(e):
-        if isinstance(n, Access | Stride) or isinstance(n, Lit) and "[" in n.text:
-            return True
-        if isinstance(n, Op) and any("[" in p for p in n.parts):
-            return True
-    return False
+    """Whether `e` reads an array element or a tensor's stride (an Access or Stride, or a Lit's
+    text with a `[`; a typed op or a call reads memory only through its operands)."""
+    return any(isinstance(n, Access | Stride) or isinstance(n, Lit) and "[" in n.text for n in walk(e))
 
 
 def rewrite(e: Node, fn: Callable[[Expr], Node | None]) -> Node:
@@ -243,13 +239,11 @@ def without_last_var(e: Node, var: str) -> Node | None:
 
 
 def replace_text(e: Node, old: str, new: str) -> Node:
-    """`e` with `old` replaced by `new` in its variables' names and its opaque parts."""
+    """`e` with `old` replaced by `new` in its variables' names and its Lits' text."""
     def swap(n: Expr) -> Expr | None:
         if isinstance(n, Var) and old in n.name:
             return Var(n.name.replace(old, new))
         if isinstance(n, Lit) and old in n.text:
             return Lit(n.text.replace(old, new))
-        if isinstance(n, Op) and any(old in p for p in n.parts):
-            return Op(tuple(p.replace(old, new) for p in n.parts), n.args)
         return None
     return rewrite(e, swap)

@@ -14,7 +14,7 @@ from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
 from engine.lower import cexpr, kexpr, kir, kops
 from engine.lower.index import Ix, lower_bound_test
-from engine.lower.kexpr import And, Cmp, Lit, Paren, Select, Var, spell
+from engine.lower.kexpr import FALSE, TRUE, Add, And, Call, CCast, Cmp, Lit, Mul, Paren, Select, Signed, Var
 from engine.runtime.registers import register_cap, registers_needed
 
 if TYPE_CHECKING:
@@ -196,11 +196,11 @@ def _iota(low: ExprLowering, expr: ex.IotaOp, out: TensorView, c_index) -> Value
     idx = c_index[i].term
     start, step = expr.inputs[1], expr.inputs[2]
     dt = out.dtype
-    s = low.converted(low.scalar(start), start.dtype, dt) if isinstance(start, Scalar) else "0"
-    k = low.converted(low.scalar(step), step.dtype, dt) if isinstance(step, Scalar) else "1"
+    s = low.converted(low.scalar(start), start.dtype, dt) if isinstance(start, Scalar) else 0
+    k = low.converted(low.scalar(step), step.dtype, dt) if isinstance(step, Scalar) else 1
     pos = low.converted(idx, DataType.Index, dt)  # type: ignore[arg-type]
     # The index may be a sum: (i * 2 + j) * step.
-    return spell(lambda a, b, c: f"({a} + ({b}) * {c})", s, pos, k)
+    return Paren(Add(s, Mul(Paren(pos), k)))
 
 
 def _rng(low: ExprLowering, expr: ex.RNGOp, out: TensorView, c_index) -> Value:
@@ -214,14 +214,13 @@ def _rng(low: ExprLowering, expr: ex.RNGOp, out: TensorView, c_index) -> Value:
             linear = cexpr.add(linear, cexpr.mul(c_index[i].term, stride))
         stride *= n
     if expr.seed is not None:
-        seed, offset = (spell(lambda v: f"(uint64_t)({v})", low.scalar(s)) for s in (expr.seed, expr.offset))
+        seed, offset = (CCast("uint64_t", low.scalar(s)) for s in (expr.seed, expr.offset))
     else:
         seed, offset = Lit("0ull"), Lit(f"{expr.rng_id}ull")
     a, b = (low.converted(low.scalar(p), p.dtype, DataType.Double) for p in expr.params)
-    normal = "true" if expr.dist == "normal" else "false"
+    normal = TRUE if expr.dist == "normal" else FALSE
     _declare_rng_cache(low)
-    return spell(lambda d, o, i, x, y: f"fsRng<{out.dtype.cuda_name}>({_RNG_CACHE}, {normal}, {d}, {o}, {i}, "
-                 f"{x}, {y})", seed, offset, linear, a, b)
+    return Call("fsRng", (out.dtype.cuda_name,), (Var(_RNG_CACHE), normal, seed, offset, linear, a, b))
 
 
 _RNG_CACHE = "fs_rng"
@@ -229,9 +228,8 @@ _RNG_CACHE = "fs_rng"
 
 def _declare_rng_cache(low: ExprLowering) -> None:
     """One Philox block cache per thread, at the top of the kernel (see random.cuh)."""
-    decl = f"FsPhiloxCache {_RNG_CACHE} = {{}};"
-    if not any(isinstance(st, kir.Raw) and st.text == decl for st in low.work.allocs[0]):
-        low.alloc_at(0, [], kir.Raw(decl))
+    if not any(isinstance(st, kir.Local) and st.name == _RNG_CACHE for st in low.work.allocs[0]):
+        low.alloc_at(0, [], kir.Local("FsPhiloxCache", _RNG_CACHE, zeroed=True))
 
 
 def _select(low: ExprLowering, expr: ex.SelectOp, out: TensorView, c_index) -> Value:
@@ -244,8 +242,8 @@ def _select(low: ExprLowering, expr: ex.SelectOp, out: TensorView, c_index) -> V
         sel: Value = Lit(str(k + n if k < 0 else k))  # a negative index counts from the end, as torch's
     else:
         s = low.scalar(index) if isinstance(index, Scalar) else low.read(index, out, c_index).expr
-        sel = spell(lambda x: f"(({x}) < 0 ? ({x}) + {n} : ({x}))", s)
-    extra = {axis: Ix(spell(lambda x: f"((nvfuser_index_t)({x}))", sel), 0, n)}
+        sel = Select(Cmp(Paren(s), "<", 0), Add(Paren(s), n), Paren(s))
+    extra = {axis: Ix(Signed(Paren(sel)), 0, n)}
     return low.converted(low.read(inp, out, c_index, extra).expr, inp.dtype, out.dtype)
 
 
@@ -262,7 +260,7 @@ def _lookup(low: ExprLowering, expr: Expr, out: TensorView, c_index) -> Value:
     axis = p_ids[expr.dim]
     n = low.ext.of(axis)
     idx = low.read(index, out, c_index).expr
-    extra = {axis: Ix(spell(lambda x: f"((nvfuser_index_t)({x}))", idx), 0, n)}
+    extra = {axis: Ix(Signed(Paren(idx)), 0, n)}
     if len(p_ids) == len(o_ids):
         for k, (pid, oid) in enumerate(zip(p_ids, o_ids)):
             if k == expr.dim:

@@ -200,19 +200,18 @@ def _innermost_contiguous(tv: TensorView) -> bool:
     return bool(alloc) and not alloc[-1].is_broadcast and contig[-1] is True
 
 
-_SCALAR_OPS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%"}
+_SCALAR_OPS = ("add", "sub", "mul", "div", "mod")
 
 
 def _scalar_op(op: str, a: kexpr.Expr, b: kexpr.Expr, dtype: DataType | None = None) -> kexpr.Expr:
     if op == "mod" and dtype is not None and dtype.is_float:
-        return kexpr.spell(lambda x, y: f"fmod({x}, {y})", a, b)  # type: ignore[return-value]
+        return kexpr.Call("fmod", (), (a, b))
     if op in _SCALAR_OPS:
-        return kexpr.spell(lambda x, y: f"({x} {_SCALAR_OPS[op]} {y})", a, b)  # type: ignore[return-value]
+        return kexpr.Arith(op, a, b)
     if op == "ceilDiv":
-        return kexpr.spell(lambda x, y: f"ceilDiv({x}, {y})", a, b)  # type: ignore[return-value]
+        return kexpr.Call("ceilDiv", (), (a, b))
     if op in ("max", "min"):
-        sym = ">" if op == "max" else "<"
-        return kexpr.spell(lambda x, y: f"({x} {sym} {y} ? {x} : {y})", a, b)  # type: ignore[return-value]
+        return kexpr.Select(kexpr.Cmp(a, ">" if op == "max" else "<", b), a, b)
     raise CompileError(f"scalar operation {op} has no C form")
 
 

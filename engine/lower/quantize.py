@@ -19,7 +19,22 @@ from engine.ir.quant_exprs import BlockQuantizationOp, PreprocessGroupedMatmulIn
 from engine.ir.tensorview import MemoryType, TensorView
 from engine.lower import cexpr, kir
 from engine.lower.index import Ix, propagate
-from engine.lower.kexpr import Access, And, Lit, Stride, Var, spell
+from engine.lower.kexpr import (
+    FALSE,
+    TRUE,
+    Access,
+    Add,
+    And,
+    Call,
+    Cmp,
+    Deref,
+    Div,
+    Lit,
+    Paren,
+    PtrCast,
+    Stride,
+    Var,
+)
 from engine.lower.loops import LoopNode
 
 if TYPE_CHECKING:
@@ -69,10 +84,11 @@ def lower_layout_op(low: ExprLowering, expr: PreprocessGroupedMatmulInputSf, loo
     groups = low.ext.of([i for i in in_off.domain.logical if not i.is_reduction][0])
     k = low.ext.of(o_ids[1])
     on = out.short_name
-    stmt = kir.Raw(spell(
-        lambda r, c, x: f"{{\n  nvfuser_index_t {on}_off = preprocessGroupedMatmulInputSfOffset({r}, "
-        f"{c}, {k}, {groups}, {in_off.short_name}.data, {out_off.short_name}.data);\n"
-        f"  if ({on}_off >= 0) {{\n    {on}.data[{on}_off] = {x};\n  }}\n}}", row, col, src))
+    off = Var(f"{on}_off")
+    at = Call("preprocessGroupedMatmulInputSfOffset", (), (
+        row, col, k, groups, Var(f"{in_off.short_name}.data"), Var(f"{out_off.short_name}.data")))
+    stmt = kir.Scope([kir.Local("nvfuser_index_t", off.name, at),
+                      kir.IfThenElse(Cmp(off, ">=", 0), [kir.Assign(Access(f"{on}.data", off), src)])])
     return kir.guard(preds, [stmt])
 
 
@@ -111,7 +127,7 @@ def lower_block_quantize(low: ExprLowering, expr: BlockQuantizationOp, loops: li
     value = low.read(x, q, c_index).expr
     if x.dtype == DataType.BFloat16:
         # The runtime quantizes bf16 two values at a time, on their bits.
-        low.alloc_at(level, loops, kir.Allocate(xb, "__bfloat", n, "local", init=Lit("fsBfloatFromBits(0)")))
+        low.alloc_at(level, loops, kir.Allocate(xb, "__bfloat", n, "local", init=Call("fsBfloatFromBits", (), (0,))))
     else:
         low.alloc_at(level, loops, kir.Allocate(xb, "float", n, "local", init=Lit("0.0f")))
         value = low.converted(value, x.dtype, DataType.Float)
@@ -131,25 +147,21 @@ def lower_block_quantize(low: ExprLowering, expr: BlockQuantizationOp, loops: li
     q_off = global_linear(low, q, qi, nibbles=True)
     s_addr = low.address(s, si, s.short_name)
     if len(expr.inputs) > 1:
-        gs, has = low.read(expr.inputs[1], q, c_index).expr, "true"
+        gs, has = low.read(expr.inputs[1], q, c_index).expr, TRUE
     else:
-        gs, has = "1.0f", "false"
+        gs, has = Lit("1.0f"), FALSE
     store_preds = [p for p in low.thread_predicates(loops[:level], q)] + low.bounds_predicates(q, qi)
-    cond = And(tuple(store_preds)) if store_preds else Lit("true")
+    cond = And(tuple(store_preds)) if store_preds else TRUE
     qn = q.short_name
-    post = kir.Raw(spell(
-        # Unrolled: constant offsets into the gathered block keep it in registers. The 8
-        # packed bytes of a block are 8-aligned (K is a multiple of the block): one store.
-        lambda g, c, o, a: f"#pragma unroll\n"
-        f"for (nvfuser_index_t qb = 0; qb < {n}; qb += {block}) {{\n"
-        f"  __e4m3 {qn}_scale;\n"
-        f"  const FsNvfp4Packed {qn}_packed = nvfp4QuantizeBlock({xb} + qb, {qn}_scale, {g}, {has});\n"
-        f"  if ({c}) {{\n"
-        f"    *reinterpret_cast<FsNvfp4Packed*>(reinterpret_cast<uint8_t*>({qn}.data) + "
-        f"({o}) / 2) = {qn}_packed;\n"
-        f"    {a} = {qn}_scale;\n"
-        f"  }}\n"
-        f"}}", gs, cond, q_off, s_addr))
+    scale, packed = Var(f"{qn}_scale"), Var(f"{qn}_packed")
+    # The 8 packed bytes of a block are 8-aligned (K is a multiple of the block): one store.
+    dst = Deref(PtrCast("FsNvfp4Packed", Add(PtrCast("uint8_t", Var(f"{qn}.data")), Div(Paren(q_off), 2))))
+    # Unrolled: constant offsets into the gathered block keep it in registers.
+    post = kir.ForLoop("qb", n, "unroll", f"{qn} blocks", [
+        kir.Local("__e4m3", scale.name),
+        kir.ScalarDef("FsNvfp4Packed", packed.name,
+                      Call("nvfp4QuantizeBlock", (), (Add(Var(xb), Var("qb")), scale, gs, has))),
+        kir.IfThenElse(cond, [kir.Assign(dst, packed), kir.Assign(s_addr, scale)])], step=block)
     low.work.post[low.item_at(level, loops, expr)].append(post)
     return gather
 

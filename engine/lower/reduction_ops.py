@@ -13,7 +13,7 @@ from engine.ir.iterdomain import IterDomain
 from engine.lower import kir, kops
 from engine.lower.grid_reduce import grid_reduction, grid_welford
 from engine.lower.index import Ix
-from engine.lower.kexpr import Access, Lit, spell
+from engine.lower.kexpr import Access, Add, Call, Lit
 from engine.lower.loops import LoopNode
 from engine.lower.reductions import (
     Accumulator,
@@ -24,6 +24,7 @@ from engine.lower.reductions import (
     compute_dtype,
     each_element,
     parallel_reduction,
+    red_smem,
     sibling_index,
     write_back,
 )
@@ -52,9 +53,8 @@ def lower_reduction(low: ExprLowering, expr: ex.ReductionOp, loops: list[LoopNod
         post += grid_reduction(low, out, acc, threads, blocks, combine, init, loops)
     elif any(threads):
         low.reserve_reduction_smem(8)
-        post.append(each_element(acc, lambda e: kir.Assign(e, spell(
-            lambda x, f: f"blockAllReduce<{bools(threads)}>({x}, {f}, reinterpret_cast<{dt.cuda_name}*>(red_smem))",
-            e, combine))))
+        post.append(each_element(acc, lambda e: kir.Assign(
+            e, Call("blockAllReduce", bools(threads), (e, combine, red_smem(dt.cuda_name))))))
     post += write_back(low, out, [(out, acc)], loops)
     low.work.post[low.item_at(acc.level, loops, expr)].extend(post)
     return kir.guard(preds, [step])
@@ -88,24 +88,24 @@ def lower_welford(low: ExprLowering, expr: ex.WelfordOp, loops: list[LoopNode],
             if two_pass is not None:
                 x = low.converted(low.read(src, inp, read.index).expr, src.dtype, dt)
         if two_pass is not None:
-            step = kir.Raw(spell(lambda a, b: f"{a} += {b};", a_e, x))
+            step = kir.AddTo(a_e, x)
             post = second_pass(low, loops, level, two_pass, x, a_e, m_e, n_e, dt.cuda_name)
             low.fixed_counts[n] = two_pass
         else:
-            step = kir.Raw(spell(lambda a, m, c, b: f"fs_welford_update({a}, {m}, {c}, {b});", a_e, m_e, n_e, x))
+            step = kir.Exec(Call("fs_welford_update", (), (a_e, m_e, n_e, x)))
     else:
         ia, im, inn = expr.inputs
         xa = low.converted(low.read(ia, avg, c_index).expr, ia.dtype, dt)
         xm = low.converted(low.read(im, avg, c_index).expr, im.dtype, dt)
         xn = low.converted(low.read(inn, avg, c_index).expr, inn.dtype, DataType.Int)
-        step = kir.Raw(spell(lambda a, m, c, x, y, z: f"fs_welford_combine({a}, {m}, {c}, {x}, {y}, {z});",
-                             a_e, m_e, n_e, xa, xm, xn))
+        step = kir.Exec(Call("fs_welford_combine", (), (a_e, m_e, n_e, xa, xm, xn)))
     threads, blocks = parallel_reduction(avg)
     a0 = accs[0]
     ct = dt.cuda_name
     nthreads = low.block_threads()
-    smem = (f"reinterpret_cast<{ct}*>(red_smem), reinterpret_cast<{ct}*>(red_smem) + {nthreads}, "
-            f"reinterpret_cast<nvfuser_index_t*>(red_smem + {2 * nthreads * max(dt.bits // 8, 1)})")
+    # The three shared arrays of the block's Welford: avg, m2, n.
+    smem = (red_smem(ct), Add(red_smem(ct), nthreads),
+            red_smem("nvfuser_index_t", 2 * nthreads * max(dt.bits // 8, 1)))
     if any(blocks):
         post += grid_welford(low, expr, accs, threads, blocks, loops, smem)
     elif any(threads):
@@ -115,7 +115,7 @@ def lower_welford(low: ExprLowering, expr: ex.WelfordOp, loops: list[LoopNode],
 
         def call(e: Access) -> kir.Stmt:
             a, m, c = (Access(acc.name, e.index) for acc in accs)
-            return kir.Raw(spell(lambda x, y, z: f"{fn}<{bools(threads)}>({x}, {y}, {z}, {smem});", a, m, c))
+            return kir.Exec(Call(fn, bools(threads), (a, m, c, *smem)))
 
         post.append(each_element(a0, call))
     post += write_back(low, avg, list(zip((avg, var, n), accs)), loops)

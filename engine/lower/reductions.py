@@ -42,8 +42,20 @@ _LAUNCH_VARS = {ParallelType.block_x: "threadIdx.x", ParallelType.block_y: "thre
                 ParallelType.grid_y: "blockIdx.y", ParallelType.grid_z: "blockIdx.z"}
 
 
-def bools(flags: list[bool]) -> str:
-    return ", ".join("true" if f else "false" for f in flags)
+def bools(flags: list[bool] | tuple[bool, ...]) -> tuple[str, ...]:
+    """The flags as a runtime call's template arguments."""
+    return tuple("true" if f else "false" for f in flags)
+
+
+def red_smem(ctype: str, offset: int = 0) -> kexpr.Expr:
+    """The reduction's shared memory (`red_smem`), `offset` bytes in, as a pointer to `ctype`."""
+    base = Var("red_smem")
+    return kexpr.PtrCast(ctype, kexpr.Add(base, offset) if offset else base)
+
+
+def slice_at(buffer: str, k: cexpr.Term, size: int) -> kexpr.Expr:
+    """`buffer.data + (k) * size`: the `k`th slice of `size` elements of a workspace."""
+    return kexpr.Add(Var(f"{buffer}.data"), kexpr.Mul(kexpr.Paren(k), size))
 
 
 def compute_dtype(dt: DataType) -> DataType:

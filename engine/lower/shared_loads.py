@@ -13,9 +13,7 @@ import dataclasses
 from collections.abc import Iterator
 
 from engine.lower import kir, kquery
-from engine.lower.kexpr import Access, AddrOf, Call, Expr, Op, Var
-
-_ASSIGN_OPS = ("=", "+=", "-=", "*=", "/=")
+from engine.lower.kexpr import Access, AddrOf, Call, Expr, Var
 
 
 def _load(stmt: kir.Stmt) -> Call | None:
@@ -65,16 +63,10 @@ def _key(stmt: kir.Stmt) -> tuple[tuple[object, ...], ...]:
 
 
 def _stored_into(e: Expr) -> Iterator[str]:
-    """The arrays and variables `e` takes the address of or assigns an element of
-    (`name[..] += x` in a statement's spelling)."""
+    """The arrays and variables `e` takes the address of."""
     for n in kquery.walk(e):
         if isinstance(n, AddrOf) and isinstance(n.x, Access | Var):
             yield n.x.name
-        elif isinstance(n, Op):
-            for arg, after in zip(n.args, n.parts[1:]):
-                op = after.lstrip().split(" ", 1)[0]
-                if isinstance(arg, Access) and op in _ASSIGN_OPS:
-                    yield arg.name
 
 
 def _writers(stmts: list[kir.Stmt]) -> dict[str, list[int]]:
@@ -85,11 +77,11 @@ def _writers(stmts: list[kir.Stmt]) -> dict[str, list[int]]:
         if isinstance(s, kir.ForLoop | kir.IfThenElse | kir.Scope):
             continue
         names: list[str] = []
-        if isinstance(s, kir.Assign):
+        if isinstance(s, kir.Assign | kir.AddTo):
             if isinstance(s.lhs, Access | Var):
                 names.append(s.lhs.name)
             names.extend(_stored_into(s.rhs))
-        elif isinstance(s, kir.Raw | kir.Exec):
+        elif isinstance(s, kir.Exec):
             for e in kir.exprs(s):
                 names.extend(_stored_into(e))
         for name in dict.fromkeys(names):

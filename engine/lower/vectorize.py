@@ -211,10 +211,12 @@ def _rename(body: list[kir.Stmt], name: str, var: str, base: int | Expr, new: Ac
             return new
         return None
     for st in kir.walk(body):
-        if isinstance(st, kir.Assign):
+        if isinstance(st, kir.Assign | kir.AddTo):
             st.rhs = kquery.rewrite(st.rhs, swap)  # type: ignore[assignment]
-        elif isinstance(st, kir.Raw) and isinstance(st.text, Expr):
-            st.text = kquery.rewrite(st.text, swap)  # type: ignore[assignment]
+        elif isinstance(st, kir.ScalarDef):
+            st.value = kquery.rewrite(st.value, swap)  # type: ignore[assignment]
+        elif isinstance(st, kir.Local) and st.init is not None:
+            st.init = kquery.rewrite(st.init, swap)  # type: ignore[assignment]
         elif isinstance(st, kir.Exec):
             st.call = kquery.rewrite(st.call, swap)  # type: ignore[assignment]
 

@@ -11,7 +11,7 @@ from engine.ir import exprs as ex
 from engine.ir.iterdomain import ParallelType
 from engine.ir.tensorview import TensorView
 from engine.lower import kir
-from engine.lower.kexpr import Expr, spell
+from engine.lower.kexpr import Div, Expr, Lit, Mul, StaticCast, Sub, Var
 from engine.lower.loops import LoopNode
 from engine.lower.reductions import THREADS, Accumulator, parallel_reduction
 
@@ -82,16 +82,16 @@ def block_welford(low: ExprLowering, expr: ex.WelfordOp, avg: TensorView, preds:
     return "blockWelfordFixedCounts"
 
 
-def second_pass(low: ExprLowering, loops: list[LoopNode], level: int, count: int, x: str | Expr,
+def second_pass(low: ExprLowering, loops: list[LoopNode], level: int, count: int, x: Expr,
                 a_e: Expr, m_e: Expr, n_e: Expr, ct: str) -> list[kir.Stmt]:
     """After the first pass summed the values into the mean's accumulator: the mean, the loops
     again (the same variables, so `x` reads the same values) summing squared deviations, and
     the count."""
-    body: list[kir.Stmt] = [kir.Raw(spell(lambda v, a, m: f"{{ const {ct} fs_d = {v} - {a}; {m} += fs_d * fs_d; }}",
-                                          x, a_e, m_e))]
+    d = Var("fs_d")
+    body: list[kir.Stmt] = [kir.Scope([kir.ScalarDef(ct, d.name, Sub(x, a_e)), kir.AddTo(m_e, Mul(d, d))],
+                                      inline=True)]
     for node in reversed(loops[level:]):
         if not node.virtual:
             c = node.concrete
             body = [kir.ForLoop(f"i{c.name}", low.ext.of(c), "unroll", str(c), body)]
-    return [kir.Raw(spell(lambda a: f"{a} = {a} / static_cast<{ct}>({count});", a_e)), *body,
-            kir.Raw(spell(lambda c: f"{c} = {count};", n_e))]
+    return [kir.Assign(a_e, Div(a_e, StaticCast(ct, count))), *body, kir.Assign(n_e, Lit(str(count)))]

@@ -7,10 +7,12 @@ from __future__ import annotations
 from engine.codegen.statements import stmt_lines
 from engine.lower import kir
 from engine.lower.barriers import drop_fill_barriers, merge_adjacent_barriers
+from engine.lower.kexpr import Access, AddrOf, Call, Lit, Var
 
 
 def _fill(name: str, src: str) -> kir.Stmt:
-    return kir.Scope([kir.Raw(f"loadGeneric<float, 4>(&{name}[i], &{src}[i]);")])
+    i = Var("i")
+    return kir.Scope([kir.Exec(Call("loadGeneric", ("float", "4"), (AddrOf(Access(name, i)), AddrOf(Access(src, i)))))])
 
 
 def _war(n: str) -> kir.BlockSync:
@@ -35,7 +37,7 @@ def test_barriers_back_to_back_become_one_inside_loops_too() -> None:
 
 def test_independent_fills_share_one_pair_of_barriers() -> None:
     body = [_war("T1"), _fill("T1", "T0"), _raw("T1"), _war("T2"), _fill("T2", "T3"), _raw("T2"),
-            _war("T4"), _fill("T4", "T5"), _raw("T4"), kir.Raw("x = T1[0] + T2[0] + T4[0];")]
+            _war("T4"), _fill("T4", "T5"), _raw("T4"), kir.Assign(Var("x"), Lit("T1[0] + T2[0] + T4[0]"))]
     body, _ = merge_adjacent_barriers(body)
     out, n = drop_fill_barriers(body)
     assert n == 2 and _syncs(out) == 2
@@ -54,7 +56,8 @@ def test_a_fill_that_reads_what_the_previous_one_wrote_keeps_its_barrier() -> No
 
 def test_a_block_reduction_between_fills_keeps_the_barriers() -> None:
     body = [_war("T1"), _fill("T1", "T0"), _raw("T1"),
-            kir.Raw("s = blockAllReduce<true, false, false>(v, add, smem);"), _war("T2"),
+            kir.Assign(Var("s"), Call("blockAllReduce", ("true", "false", "false"), (Var("v"), Var("add"), Var("smem")))),
+            _war("T2"),
             _fill("T2", "T3"), _raw("T2")]
     out, n = drop_fill_barriers(body)
     assert n == 0 and _syncs(out) == 4

@@ -12,19 +12,20 @@ from engine.codegen.statements import stmt_lines
 from engine.compile import compile_fusion
 from engine.lower import kir
 from engine.lower.grid_epilogue import GridSync, share_epilogue
-from engine.lower.kexpr import Access, Lit, Var
+from engine.lower.kexpr import FALSE, Access, Lit, Var
 from tests.fuzz.harness import run_compiled
 from tests.realworld.test_realworld import SCRIPTS
 
 SYNC = GridSync("T9_last", "T9_acc", (False, True, False), (False, True, False),
-                "false, true, false, false, true, false", Lit("(T9_acc, op, 0.0f, T9_work.data, 64, T9_sync.data, smem)"),
-                Lit("T9_work.data"))
+                ("false", "true", "false", "false", "true", "false"),
+                (Var("T9_acc"), Var("op"), Lit("0.0f"), Var("T9_work.data"), 64, Var("T9_sync.data"), Var("smem")),
+                Var("T9_work.data"))
 PARAMS = {"T0", "T6", "T9_work", "T9_sync"}
 
 
 def kernel(*epilogue: kir.Stmt, before: tuple[kir.Stmt, ...] = ()) -> list[kir.Stmt]:
     return [kir.Allocate("T9", "float", 4, "local"), kir.Allocate("T9_acc", "float", 4, "local", init="0"),
-            kir.Allocate("T3", "float", 1, "local"), kir.Raw("bool T9_last = false;"), *before,
+            kir.Allocate("T3", "float", 1, "local"), kir.Local("bool", "T9_last", FALSE), *before,
             kir.Assign(Var("T9_last"), "gridReduceGroupSync<false, true, false, false, true, false>(...)"), *epilogue]
 
 

@@ -78,7 +78,7 @@ def test_memory_reads_stay_and_what_they_feed_with_them() -> None:
 def test_effects_and_random_numbers_stay() -> None:
     """Random numbers (as C text, or as the lowering's typed fsRng call) and block-wide calls
     stay; a pure call beside them moves."""
-    rng = kexpr.spell(lambda o: f"fsRng<float>(fs_rng, false, seed, {o})", Lit("offset"))
+    rng = Call("fsRng", ("float",), (Var("fs_rng"), kexpr.FALSE, Var("seed"), Lit("offset")))
     loop = _loop([_local("T5"), _local("T6"), _local("T7"), _local("T9"),
                   _assign("T5", "philox_uniform(seed, offset)"),
                   kir.Assign(Access("T6", 0), rng),

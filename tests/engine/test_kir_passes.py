@@ -7,6 +7,7 @@ from engine.codegen.statements import stmt_lines
 from engine.ir.fusion import Fusion
 from engine.lower import kir
 from engine.lower.index import Extents
+from engine.lower.kexpr import Access, Var
 from engine.lower.kir_passes import PASSES, PassContext, run_passes
 
 
@@ -23,6 +24,6 @@ def test_notes_append_to_a_stage_already_recorded_and_quiet_passes_record_nothin
     war = kir.BlockSync("WAR: T1 in shared memory", war=frozenset({"T1"}))
     raw = kir.BlockSync("RAW: T1 in shared memory", raw=frozenset({"T1"}))
     stages = {"sync": "sync around T1 in shared memory\n"}
-    body = run_passes([war, raw, kir.Raw("x = T1[0];")], _ctx(), stages)
+    body = run_passes([war, raw, kir.Assign(Var("x"), Access("T1", 0))], _ctx(), stages)
     assert sum("__syncthreads" in line for s in body for line in stmt_lines(s, 0)) == 1
     assert stages == {"sync": "sync around T1 in shared memory\n1 barrier(s) merged into a neighbouring one\n"}

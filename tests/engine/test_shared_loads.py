@@ -3,6 +3,7 @@ register copy (engine.lower.shared_loads)."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import torch
@@ -12,7 +13,7 @@ from engine.codegen.statements import stmt_lines
 from engine.compile import compile_fusion
 from engine.lower import kir
 from engine.lower.cexpr import Term, add, mul
-from engine.lower.kexpr import Access, AddrOf, Call, Cmp, Expr, Lit, Var, spell
+from engine.lower.kexpr import Access, Add, AddrOf, Call, Cmp, Expr, Lit, Var
 from engine.lower.shared_loads import share_loads
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "realworld" / "scripts"
@@ -27,7 +28,8 @@ def _load(dst: str, src: str, index: Term, bound: int | None) -> kir.Stmt:
 
 
 def _sum(*reads: tuple[str, int]) -> Expr:
-    return spell(lambda *xs: " + ".join(xs), *(Access(n, k) for n, k in reads))
+    terms = [Access(n, k) for n, k in reads]
+    return functools.reduce(Add, terms)  # type: ignore[arg-type]
 
 
 def _store(value: Expr) -> kir.Assign:

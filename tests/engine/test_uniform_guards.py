@@ -56,10 +56,10 @@ def test_a_guard_is_uniform_only_where_the_vector_cannot_straddle_its_bound(atom
 
 
 def test_only_guards_proven_uniform_are_moved_to_the_first_element():
-    moved = kir.IfThenElse(And((lt(add(add(E, v), 64), 128), Cmp(Var("threadIdx.y"), "==", 0))), [kir.Raw("a = 1;")])
-    kept = kir.IfThenElse(And((lt(add(add(E, v), 60), 128),)), [kir.Raw("b = 1;")])
-    reads = kir.IfThenElse(And((lt(add(E, v), 64), Cmp(Access("T2", v), ">", 0))), [kir.Raw("c = 1;")])
-    nested = kir.Scope([kir.IfThenElse(And((lt(add(E, v), 64),)), [kir.Raw("d = 1;")])])
+    moved = kir.IfThenElse(And((lt(add(add(E, v), 64), 128), Cmp(Var("threadIdx.y"), "==", 0))), [kir.Assign(Var("a"), Lit("1"))])
+    kept = kir.IfThenElse(And((lt(add(add(E, v), 60), 128),)), [kir.Assign(Var("b"), Lit("1"))])
+    reads = kir.IfThenElse(And((lt(add(E, v), 64), Cmp(Access("T2", v), ">", 0))), [kir.Assign(Var("c"), Lit("1"))])
+    nested = kir.Scope([kir.IfThenElse(And((lt(add(E, v), 64),)), [kir.Assign(Var("d"), Lit("1"))])])
     uniform_guards([moved, kept, reads, nested], V, 8)
     assert render(moved.cond) == f"({ET} + 0 + 64) < 128 && threadIdx.y == 0"
     assert render(kept.cond) == f"({ET} + i7 + 60) < 128"

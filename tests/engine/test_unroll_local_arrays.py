@@ -8,7 +8,7 @@ from engine.codegen.statements import stmt_lines
 from engine.compile import compile_fusion
 from engine.lower import kir
 from engine.lower.cexpr import add, mod, mul
-from engine.lower.kexpr import Access, Lit, Var, spell
+from engine.lower.kexpr import Access, Add, Lit, Var
 from engine.lower.unroll import MAX_REGISTER_ARRAY, unroll_local_indexing
 
 
@@ -18,7 +18,7 @@ def _loop(var: str, extent: int, body: list[kir.Stmt]) -> kir.ForLoop:
 
 def test_a_loop_indexing_a_local_array_is_unrolled_and_others_are_not():
     index = add(mul("i0", 8), "i1")
-    inner = _loop("i1", 8, [kir.Assign(Access("T1", index), spell(lambda x: f"{x} + 1.0f", Access("T2", 0)))])
+    inner = _loop("i1", 8, [kir.Assign(Access("T1", index), Add(Access("T2", 0), Lit("1.0f")))])
     outer = _loop("i0", 4, [inner])
     plain = _loop("i2", 16, [kir.Assign(Access("T3", Var("i2")), Access("T2", 0))])  # T3: a global tensor
     body: list[kir.Stmt] = [kir.Allocate("T1", "float", 32, "local"), kir.Allocate("T2", "float", 1, "local"),
