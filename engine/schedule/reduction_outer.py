@@ -180,8 +180,8 @@ def welford_grid(red_n: int, it_n: int, vector: int, dev: DeviceProperties) -> O
     each column's partials; about two blocks an SM, their rows split over blockIdx.y up to
     WELFORD_PARTIALS_PER_THREAD partials for each of those threads. Where that cap leaves
     fewer blocks than two an SM, fewer threads go along the columns (down to 8), more over the
-    rows. (engine_grid's 128 x 2 blocks left the last block two threads a column for a hundred
-    or more partials: its serial combine was most of the kernel's time.)"""
+    rows. (engine_grid's blocks of 128 x 2 would leave the last block two threads a column for
+    a hundred partials or more, combined one after another.)"""
     p = OuterShape(it_n, red_n, iter_unroll=vector)
     after_v = ceil_div(it_n, vector)
     want = dev.sm_count * 2
