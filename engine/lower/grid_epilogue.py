@@ -218,8 +218,7 @@ def _flagged(s: kir.Stmt, flags: list[str], local: set[str]) -> bool:
     if isinstance(s, kir.Allocate | kir.Comment | kir.Declare):
         return True
     if isinstance(s, kir.Assign):
-        lhs = s.lhs
-        return (lhs.name if isinstance(lhs, Access | Var) else lhs.text.split("[")[0] if isinstance(lhs, Lit) else "") in local
+        return isinstance(s.lhs, Access | Var) and s.lhs.name in local
     if isinstance(s, kir.ForLoop | kir.Scope):
         return all(_flagged(x, flags, local) for x in s.body)
     return False

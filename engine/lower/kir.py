@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from engine.lower import kquery
-from engine.lower.kexpr import FALSE, Add, And, Expr, Lit, Mul, Paren, Var
+from engine.lower.kexpr import FALSE, Add, And, Expr, Mul, Paren, Var
 from engine.runtime.abi import ArgSpec, LaunchConfig
 
 
@@ -39,12 +39,6 @@ class Assign(Stmt):
     source: str = ""  # the fusion expression it comes from, e.g. "T3 = T1 + T2"
     copy_ctype: str | None = None  # a plain element copy of this type: may become a vector access
 
-    def __post_init__(self) -> None:
-        self.lhs, self.rhs = _typed(self.lhs), _typed(self.rhs)
-
-
-def _typed(x: str | Expr) -> Expr:
-    return Lit(x) if isinstance(x, str) else x
 
 
 @dataclass
@@ -257,8 +251,6 @@ class IfThenElse(Stmt):
     then: list[Stmt] = field(default_factory=list)
     orelse: list[Stmt] = field(default_factory=list)
 
-    def __post_init__(self) -> None:
-        self.cond = _typed(self.cond)
 
 
 def guard(preds: list[Expr], stmts: list[Stmt]) -> list[Stmt]:

@@ -12,7 +12,7 @@ from engine.codegen.statements import stmt_lines
 from engine.compile import compile_fusion
 from engine.lower import kir
 from engine.lower.grid_epilogue import GridSync, share_epilogue
-from engine.lower.kexpr import FALSE, Access, Lit, Var
+from engine.lower.kexpr import FALSE, Access, Call, Cmp, Lit, Var
 from tests.fuzz.harness import run_compiled
 from tests.realworld.test_realworld import SCRIPTS
 
@@ -26,7 +26,7 @@ PARAMS = {"T0", "T6", "T9_work", "T9_sync"}
 def kernel(*epilogue: kir.Stmt, before: tuple[kir.Stmt, ...] = ()) -> list[kir.Stmt]:
     return [kir.Allocate("T9", "float", 4, "local"), kir.Allocate("T9_acc", "float", 4, "local", init="0"),
             kir.Allocate("T3", "float", 1, "local"), kir.Local("bool", "T9_last", FALSE), *before,
-            kir.Assign(Var("T9_last"), "gridReduceGroupSync<false, true, false, false, true, false>(...)"), *epilogue]
+            kir.Assign(Var("T9_last"), Call("gridReduceGroupSync", SYNC.targs, SYNC.args)), *epilogue]
 
 
 def store(rhs: str = "T9_acc", index: str = "threadIdx.x") -> kir.Stmt:
@@ -53,11 +53,11 @@ def test_a_one_thread_epilogue_runs_per_share():
     ((store(index="blockIdx.y"),), (), "it reads blockIdx.y, a reduced dimension"),
     ((store(rhs="T3"),), (kir.Assign(Access("T3", 0), Access("T0", Var("threadIdx.x"))),),
      "it reads T3, computed per thread before the grid reduction"),
-    ((kir.Assign("T6[threadIdx.x]", "T9_acc[0]"),), (), "it does work outside its grid reduction's flag"),
+    ((kir.Assign(Access("T6", Var("threadIdx.x")), Access("T9_acc", 0)),), (), "it does work outside its grid reduction's flag"),
     # A condition that names the flag but is not one of its conjuncts does not guard by it.
-    ((kir.IfThenElse(Lit("!T9_last"), [kir.Assign("T6[threadIdx.x]", "T9_acc[0]")]),), (),
+    ((kir.IfThenElse(Cmp(Var("T9_last"), "==", FALSE), [kir.Assign(Access("T6", Var("threadIdx.x")), Access("T9_acc", 0))]),), (),
      "it does work outside its grid reduction's flag"),
-    ((kir.Scope([kir.Assign("T6[threadIdx.x]", "T9_acc[0]"), store()]),), (),
+    ((kir.Scope([kir.Assign(Access("T6", Var("threadIdx.x")), Access("T9_acc", 0)), store()]),), (),
      "it does work outside its grid reduction's flag"),
     ((), (), "there is none"),
 ])
@@ -68,7 +68,7 @@ def test_epilogues_that_are_not_one_threads_code_stay_in_the_last_block(epilogue
 
 
 def test_a_grid_reduction_inside_a_loop_keeps_the_gather():
-    call = kir.Assign(Var("T9_last"), "gridReduceGroupSync<...>(...)")
+    call = kir.Assign(Var("T9_last"), Call("gridReduceGroupSync", SYNC.targs, SYNC.args))
     body = [kir.ForLoop("i0", 4, "serial", "iS0", [call, store()])]
     out, notes = share_epilogue(body, {"T9_last": SYNC}, PARAMS)
     assert out is body and notes == ["T9_last: the epilogue stays in the last block: a grid reduction inside a loop"]
