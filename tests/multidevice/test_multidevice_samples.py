@@ -9,7 +9,7 @@ import pytest
 import engine.multidevice as md
 from engine import dumps_fusion, load_fusion, loads_fusion
 from engine.compile import compile_fusion
-from tests.multidevice.harness import spawn
+from tests.multidevice.harness import batched
 from tests.multidevice.samples import MULTIDEVICE, SAMPLES
 
 
@@ -33,5 +33,5 @@ def test_sample_program_and_rank_compile(name: str) -> None:
 
 
 @pytest.mark.parametrize("case", ["sample_tp_mlp", "sample_sp_mlp"])
-def test_sample_on_two_ranks(case: str) -> None:
-    spawn(case, world=2, backend="reference")
+def test_sample_on_two_ranks(case: str, request: pytest.FixtureRequest) -> None:
+    batched(request, case, world=2, backend="reference")
