@@ -30,7 +30,7 @@ from engine.runtime.device import current
 from engine.schedule import registry
 from engine.schedule.l2_hints import mark_streamed_inputs
 from engine.schedule.params import apply_overrides
-from engine.schedule.persistent_fit import refit
+from engine.schedule.persistent_fit import fit_overhead, refit
 from engine.schedule.runtime_info import SchedulerRuntimeInfo
 from engine.segment import segment_fusion
 from engine.segment.refusals import core_exprs, may_resegment, op_at_fault
@@ -373,7 +373,8 @@ def _fit_registers(seg: Any, chosen: Any, fusion: Fusion, info: Any, fresh: Fusi
 
     fresh_info = SchedulerRuntimeInfo(fresh, args, info.device)
     families, elements, schedule = chosen.fit_shapes(fresh, fresh_info, seg.params)
-    found = refit(fusion, info.env, fresh, fresh_info, seg.params, families, elements, schedule)
+    found = refit(fusion, info.env, fresh, fresh_info, seg.params, families, elements, schedule,
+                  fit_overhead(fresh, seg.params))
     if found is None:
         return fusion, info
     params, line = found

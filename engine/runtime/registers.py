@@ -22,6 +22,6 @@ def register_cap(dev: DeviceProperties, threads: int) -> int:
     return max(0, min(dev.max_registers_per_thread, per_thread))
 
 
-def registers_needed(array_bytes: int) -> int:
-    """Registers a thread needs whose arrays hold `array_bytes`."""
-    return REGISTER_OVERHEAD + -(-array_bytes // 4)
+def registers_needed(array_bytes: int, overhead: int = REGISTER_OVERHEAD) -> int:
+    """Registers a thread needs whose arrays hold `array_bytes`, with `overhead` besides them."""
+    return overhead + -(-array_bytes // 4)

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING
 
 from engine.errors import RegisterFitError
 from engine.ir.iterdomain import ParallelType
-from engine.runtime.registers import register_cap, registers_needed
+from engine.ir.pointwise_exprs import UnaryOp
+from engine.runtime.registers import REGISTER_OVERHEAD, register_cap, registers_needed
 from engine.schedule.reduction import ReductionParams
 from engine.schedule.register_fit import array_bytes, realized_array_bytes
 from engine.schedule.tools import ceil_div, next_pow2
@@ -33,6 +34,23 @@ if TYPE_CHECKING:
     from engine.schedule.runtime_info import SchedulerRuntimeInfo
 
 Schedule = Callable[["Fusion", ReductionParams, None], None]
+
+
+# Registers a thread of an inner persistent kernel with an exp needs besides its arrays when
+# its row is loaded in vectors: nvFuser's inner persistent heuristic reserves 32 for fusions
+# with an exp (normalization_inner_non_tma.cpp). Other kernels keep REGISTER_OVERHEAD: a row
+# loaded one element at a time costs an address and a predicate per element that the arrays
+# do not count (the softmax and cross entropy of GPT-2's odd vocabulary, 50 elements a
+# thread, spill 48-96 bytes at 32), and so do the several buffers of a norm backward.
+INNER_OVERHEAD_EXP = 32
+
+
+def fit_overhead(fusion: Fusion, p: ReductionParams) -> int:
+    """Registers besides the per-thread arrays that `refit` reserves for `p`'s kernel."""
+    if not p.fastest_dim or p.combined_inner_outer or p.unroll_factor_inner_reduction < 2:
+        return REGISTER_OVERHEAD
+    has_exp = any(isinstance(e, UnaryOp) and e.op == "exp" for e in fusion.exprs())
+    return INNER_OVERHEAD_EXP if has_exp else REGISTER_OVERHEAD
 
 
 def threads(p: ReductionParams) -> int:
@@ -67,12 +85,13 @@ def storage_families(p: ReductionParams, names: tuple[str, ...], size: int, rows
 
 def refit(scheduled: Fusion, env: dict, fresh: Fusion, info: SchedulerRuntimeInfo, p: ReductionParams,
           families: Sequence[Sequence[ReductionParams]], elements: Callable[[ReductionParams], int],
-          schedule: Schedule) -> tuple[ReductionParams, str] | None:
+          schedule: Schedule, overhead: int = REGISTER_OVERHEAD) -> tuple[ReductionParams, str] | None:
     """None when the arrays of `scheduled` (`fresh` scheduled with `p`, at the sizes of `env`)
     fit the registers per thread of `p`'s block; else the first candidate, family by family,
     whose arrays fit, and a line saying so. A family is measured on its first candidate: `p`'s
     own (its storage, registers or shared memory) from `scheduled`, another on a copy of
-    `fresh` scheduled with it. RegisterFitError when no candidate fits."""
+    `fresh` scheduled with it; `overhead`: registers a thread needs besides its arrays.
+    RegisterFitError when no candidate fits."""
     dev = info.device
     tried: list[str] = []
     for family in families:
@@ -87,7 +106,7 @@ def refit(scheduled: Fusion, env: dict, fresh: Fusion, info: SchedulerRuntimeInf
             long, short = realized_array_bytes(fresh, info, base, schedule, share)
         for c in family:
             held = -(-long * elements(c) // max(1, share)) + short
-            need, cap = registers_needed(held), register_cap(dev, threads(c) * max(1, c.blocks_per_sm))
+            need, cap = registers_needed(held, overhead), register_cap(dev, threads(c) * max(1, c.blocks_per_sm))
             if need <= cap:
                 if c == p:
                     return None
