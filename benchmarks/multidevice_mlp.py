@@ -5,7 +5,8 @@ and hand-written torch.distributed code, all in the same run.
 
     torchrun --nproc-per-node 2 benchmarks/multidevice_mlp.py [--out results.json]
 
-Times are per forward (CUDA events over `--iters` calls after warm-up, the slowest rank's).
+Times are per forward (CUDA events over `--iters` calls after warm-up, the slowest rank's),
+the median of `--rounds` timings of each form taken in interleaved rounds.
 The SP forms' per-rank timelines (CUDA events per step and per stream chunk) give the
 Allgather time the unoverlapped form exposes and what the overlapped forms still expose;
 the same is measured on the kernels (torch.profiler) as a check.
@@ -90,7 +91,7 @@ def waited(y: torch.Tensor) -> torch.Tensor:
     return wait() if callable(wait) else y
 
 
-def case(h: int, t: int, iters: int, chunks: list[int]) -> dict:
+def case(h: int, t: int, iters: int, chunks: list[int], rounds: int) -> dict:
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor import Shard
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
@@ -103,21 +104,22 @@ def case(h: int, t: int, iters: int, chunks: list[int]) -> dict:
     w1, b1 = torch.randn(4 * h, h, device=dev, dtype=bf) / h ** 0.5, torch.randn(4 * h, device=dev, dtype=bf)
     w2, b2 = torch.randn(h, 4 * h, device=dev, dtype=bf) / (4 * h) ** 0.5, torch.randn(h, device=dev, dtype=bf)
     full = [x, w1, b1, w2, b2]
-    out: dict = {"h": h, "tokens": t, "ranks": d, "dtype": "bf16"}
+    out: dict = {"h": h, "tokens": t, "ranks": d, "dtype": "bf16", "rounds": rounds, "iters": iters}
+    forms: dict = {}  # name -> one forward, timed below in interleaved rounds
     with torch.no_grad():
         expect = F.linear(F.gelu(F.linear(x, w1, b1).float()).to(bf), w2, b2)
 
         # The engine: TP, SP, SP overlapped (collective-based in each chunk count; ring-based).
         results = {}
-        forms = [("engine_tp", False, 1), ("engine_sp", True, 1)]
-        forms += [(f"engine_sp_overlap{ch}", True, ch) for ch in chunks] + [("engine_sp_ring", True, 0)]
-        for name, sp, ch in forms:
+        engine = [("engine_tp", False, 1), ("engine_sp", True, 1)]
+        engine += [(f"engine_sp_overlap{ch}", True, ch) for ch in chunks] + [("engine_sp_ring", True, 0)]
+        for name, sp, ch in engine:
             fd, tvs = mlp_fusion(d, h, sp, ch, ring=ch == 0)
             ins = [md.shard_tensor(a, tv) for a, tv in zip(full, tvs)]
             (res,) = fd.execute(ins)
             want = md.shard_tensor(expect, md.program_of(fd).outputs[0]) if sp else expect
             results[name] = float((res.float() - want.float()).abs().max())
-            out[name + "_ms"] = timed(lambda f=fd, i=ins: f.execute(i), iters)
+            forms[name] = lambda f=fd, i=ins: f.execute(i)
             if sp:
                 runs = []
                 for _ in range(TIMELINE_RUNS):
@@ -129,7 +131,7 @@ def case(h: int, t: int, iters: int, chunks: list[int]) -> dict:
                                  for s in tl])
                 out[name + "_timelines"] = runs
                 out[name + "_timeline"] = runs[-1]
-                out[name + "_kernels"] = kernel_overlap(lambda f=fd, i=ins: f.execute(i), ring=d if ch == 0 else 0)
+                out[name + "_kernels"] = kernel_overlap(forms[name], ring=d if ch == 0 else 0)
         out["max_abs_err"] = results
         # Hand-written torch.distributed.
         k = rank
@@ -152,8 +154,7 @@ def case(h: int, t: int, iters: int, chunks: list[int]) -> dict:
             dist.reduce_scatter_tensor(zl, z)
             return zl + b2
 
-        out["torch_tp_ms"] = timed(torch_tp, iters)
-        out["torch_sp_ms"] = timed(torch_sp, iters)
+        forms["torch_tp"], forms["torch_sp"] = torch_tp, torch_sp
 
         # DTensor tensor parallelism.
         mesh = init_device_mesh("cuda", (d,))
@@ -170,9 +171,19 @@ def case(h: int, t: int, iters: int, chunks: list[int]) -> dict:
                 model[2].weight.copy_(w2)
                 model[2].bias.copy_(b2)
             model = parallelize_module(model, mesh, plan)
-            out[name + "_ms"] = timed(lambda m=model, i=inp: waited(m(i)), iters)
+            forms[name] = lambda m=model, i=inp: waited(m(i))
+
+        # Every form timed once a round, the order reversed every other round, so that a drift
+        # of the GPUs' clocks over the run (the GEMMs are 90% of the time) falls on all alike.
+        times: dict[str, list[float]] = {name: [] for name in forms}
+        for r in range(rounds):
+            for name in (list(forms) if r % 2 == 0 else reversed(list(forms))):
+                times[name].append(timed(forms[name], iters))
+        for name, ts in times.items():
+            out[name + "_ms"] = statistics.median(ts)
+            out[name + "_rounds_ms"] = [round(v, 4) for v in ts]
     pairs = [("engine_tp", "dtensor_tp"), ("engine_sp", "dtensor_sp"), ("engine_tp", "torch_tp"),
-             ("engine_sp", "torch_sp")]
+             ("engine_sp", "torch_sp"), ("engine_sp", "dtensor_tp")]
     pairs += [(f"engine_sp_{form}", b) for form in overlapped(chunks) for b in ("dtensor_sp", "engine_sp")]
     for a, b in pairs:
         out[f"{a}/{b}"] = round(out[a + "_ms"] / out[b + "_ms"], 3)
@@ -241,7 +252,8 @@ def kernel_overlap(fn, n: int = 3, ring: int = 0) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
-    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--iters", type=int, default=20, help="calls of one timing")
+    ap.add_argument("--rounds", type=int, default=5, help="timings of each form, interleaved; the median is kept")
     ap.add_argument("--chunks", default="2,4", help="stream chunk counts of the overlapped SP form")
     ap.add_argument("--sizes", default="4096x8192,8192x16384,12288x8192")
     args = ap.parse_args()
@@ -250,7 +262,7 @@ def main() -> None:
     for spec in args.sizes.split(","):
         h, t = (int(v) for v in spec.split("x"))
         chunks = [int(c) for c in args.chunks.split(",")]
-        r = case(h, t, args.iters, chunks)
+        r = case(h, t, args.iters, chunks, args.rounds)
         plain = r["engine_sp_kernels"]["exposed_us"]
         for form in overlapped(chunks):
             r[f"sp_{form}_allgather_hidden"] = hidden_fraction(r, form)
