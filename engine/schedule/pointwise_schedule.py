@@ -45,11 +45,12 @@ def uncacheable_inputs(fusion: Fusion, ref: TensorView, bp: int, vectorized: Col
     pair loop axes position by position, leave it in a loop nest of its own, and threads
     would read the elements that other threads computed. `vectorized`: the names of the
     inputs whose caches are to be vectorized."""
-    n = len([i for i in ref.domain.logical if not i.is_reduction])
+    ref_ids = [i for i in ref.domain.logical if not i.is_reduction]
     inputs = [t for t in fusion.inputs if isinstance(t, TensorView) and fusion.uses_of(t)]
     reached = tools.dims_present(ref, inputs, broadcasts=True)
     present = tools.dims_present(ref, inputs)
-    right = set(range(bp, n))
+    # The reference's own broadcast axes add nothing to its merged extent: no input needs them.
+    right = {d for d in range(bp, len(ref_ids)) if not ref_ids[d].is_broadcast}
 
     def unaligned(t: TensorView) -> bool:
         return bp > 0 and not any(d < bp for d in reached[t])

@@ -856,3 +856,31 @@ def test_an_output_beside_a_sliced_reference_is_parallelized():
         require_gxx()
         for o, r in zip(cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs)):
             assert torch.equal(o, r)
+
+
+def test_inputs_missing_only_the_references_broadcast_axes_keep_their_vectorized_caches():
+    """[1, S, H] inputs whose size-1 axis is a broadcast, as is the output's: every axis the
+    output has, they have. They used to be read element by element from global memory (the
+    check counted the reference's broadcast axes as axes an input must have), and at
+    [1, 768, 5120] ptxas kept the unrolled loop's output vectors on a 48-byte stack."""
+    from engine import compile_fusion
+    from engine.reference import evaluate
+
+    require_gxx()
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[1, -1, -1], contiguity=[None, True, True], dtype=DataType.BFloat16)
+        y = fd.define_tensor(shape=[1, -1, -1], contiguity=[None, True, True], dtype=DataType.Float)
+        s = fd.ops.add(fd.ops.cast(x, DataType.Float), fd.ops.mul(y, fd.define_scalar(2.0)))
+        fd.add_output(fd.ops.cast(s, DataType.BFloat16))
+        fd.add_output(fd.ops.mul(s, s))
+    g = torch.Generator().manual_seed(0)
+    xs = [torch.randn(1, 256, 1024, generator=g).bfloat16(), torch.randn(1, 256, 1024, generator=g)]
+    cf = compile_fusion(fd, xs)
+    (seg,) = cf.segments
+    assert seg.scheduler == "pointwise"
+    assert not [e for e in cf.trace if str(e).find("input not cached") >= 0]
+    src = seg.cuda_source
+    body = src[src.rindex("__global__"):]
+    assert "loadGeneric<__bfloat, 4>(&" in body and "loadGeneric<float, 4>(&" in body, body
+    for o, r in zip(cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs)):
+        assert same(o, r)
