@@ -324,9 +324,15 @@ class FusionDefinition:
         their inputs (in place) and left out of the list."""
         if not self.output_aliases:
             return outputs if type(outputs) is list else list(outputs)
-        for out_k, in_k in self.output_aliases.items():
-            if outputs[out_k] is not inputs[in_k]:  # a kernel that wrote it in place (RunPlan.writing_in_place)
-                inputs[in_k].copy_(outputs[out_k])
+        # Not copied where a kernel wrote it in place (RunPlan.writing_in_place).
+        pairs = [(inputs[in_k], outputs[out_k]) for out_k, in_k in self.output_aliases.items()
+                 if outputs[out_k] is not inputs[in_k]]
+        if len(pairs) == 1:
+            pairs[0][0].copy_(pairs[0][1])
+        elif pairs:  # one launch for all of them (a BatchNorm's running mean and variance)
+            import torch
+
+            torch._foreach_copy_([d for d, _ in pairs], [s for _, s in pairs])
         return [o for k, o in enumerate(outputs) if k not in self.output_aliases]
 
     # ---- use ------------------------------------------------------------------------
