@@ -141,11 +141,28 @@ async def test_bad_sharding_shows_its_error_and_the_session_goes_on() -> None:
         assert app.query_one(TabbedContent).active == "tab-run"
 
 
-async def test_esc_stops_the_ranks_of_a_run() -> None:
+async def test_esc_stops_the_ranks_of_a_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each rank process waits 60 s before it runs the rank's code, so the escape reaches a
+    run that is still under way however loaded the machine is (real ranks of this fusion
+    finish in about 3 s, which a busy host's event loop can outlast)."""
+    import subprocess
+    import sys
+
+    from fusescope import md_run
+
+    real_popen = subprocess.Popen
+
+    def late_ranks(cmd: list[str], **kw: object) -> subprocess.Popen[bytes]:
+        if cmd[1:3] == ["-m", "fusescope.md_rank"]:
+            cmd = [sys.executable, "-c", "import runpy, sys, time; time.sleep(60); "
+                   f"sys.argv = {['md_rank', *cmd[3:]]!r}; runpy.run_module('fusescope.md_rank', run_name='__main__')"]
+        return real_popen(cmd, **kw)
+
+    monkeypatch.setattr(md_run.subprocess, "Popen", late_ranks)
     app = FusescopeApp(_session())
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("x", "f")
-        await pilot.pause(0.3)  # the ranks are still importing torch
+        await pilot.pause(0.3)
         assert app._md_cancel is not None and app.busy
         await pilot.press("escape")
         await _wait_for_md_run(app, pilot)
