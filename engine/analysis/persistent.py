@@ -40,6 +40,12 @@ def _is_copy(e: ex.Expr) -> bool:
     return isinstance(e, ex.LoadStoreOp) and e.kind == "Set" and not e.is_permute
 
 
+def has_exp_op(fusion: Fusion) -> bool:
+    """Whether `fusion` computes an exp (nvFuser's inner persistent heuristics give such
+    kernels fewer warps and more registers besides their buffers)."""
+    return any(isinstance(e, ex.UnaryOp) and e.op == "exp" for e in fusion.exprs())
+
+
 def is_reduction_tv(tv: TensorView) -> bool:
     return isinstance(tv.definition, (ex.ReductionOp, ex.WelfordOp)) and any(
         i.is_reduction for i in tv.domain.logical

@@ -20,9 +20,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from engine.analysis.persistent import has_exp_op
 from engine.errors import RegisterFitError
 from engine.ir.iterdomain import ParallelType
-from engine.ir.pointwise_exprs import UnaryOp
 from engine.runtime.registers import REGISTER_OVERHEAD, register_cap, registers_needed
 from engine.schedule.reduction import ReductionParams
 from engine.schedule.register_fit import array_bytes, realized_array_bytes
@@ -49,8 +49,7 @@ def fit_overhead(fusion: Fusion, p: ReductionParams) -> int:
     """Registers besides the per-thread arrays that `refit` reserves for `p`'s kernel."""
     if not p.fastest_dim or p.combined_inner_outer or p.unroll_factor_inner_reduction < 2:
         return REGISTER_OVERHEAD
-    has_exp = any(isinstance(e, UnaryOp) and e.op == "exp" for e in fusion.exprs())
-    return INNER_OVERHEAD_EXP if has_exp else REGISTER_OVERHEAD
+    return INNER_OVERHEAD_EXP if has_exp_op(fusion) else REGISTER_OVERHEAD
 
 
 def threads(p: ReductionParams) -> int:

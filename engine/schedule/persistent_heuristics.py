@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.analysis.persistent import reduction_properties, reduction_tvs
-from engine.ir import exprs as ex
+from engine.analysis.persistent import has_exp_op, reduction_properties, reduction_tvs
 from engine.ir.iterdomain import ParallelType
 from engine.schedule.inner_persistent_batch import choose_batches
 from engine.schedule.params import LaunchParams
@@ -48,8 +47,7 @@ def inner_persistent_heuristics(fusion: Fusion, info: SchedulerRuntimeInfo, trac
     v, why = vectorize_factor(fusion, info, props.inner_most_dimension_numel)
     red_n, it_n = props.total_reduction_numel, max(1, props.total_iteration_numel)
     after_v = ceil_div(red_n, v)
-    has_exp = any(isinstance(e, ex.UnaryOp) and e.op == "exp" for e in fusion.exprs())
-    best, cands = choose_batches(after_v, it_n, size * 8, red_n, v, has_exp, dev)
+    best, cands = choose_batches(after_v, it_n, size * 8, red_n, v, has_exp_op(fusion), dev)
     bdimx, batches, bdimy = best.bdimx, best.batches, best.bdimy
     why.append("batches rated (batches: threads x rows, warps an SM, waves, tail): " + ", ".join(
         f"{c.batches}: {c.bdimx}x{c.bdimy}, {c.warps_per_sm}, {c.waves}, {c.tails}" for c in cands))
