@@ -93,6 +93,9 @@ class ResizeScheduler(Scheduler):
             return "No reference found"
         if len(group_inputs_outputs_by_inner_dim(fusion)) >= 2:
             return "Transpose-like patterns not supported."
+        inner = _inner_permute(fusion)
+        if inner is not None:
+            return inner
         return frozen_fact(fusion, "resize_alignment", _alignment_verdict)[0]
 
     def reject_runtime(self, fusion: Fusion, info: SchedulerRuntimeInfo) -> str | None:
@@ -163,6 +166,21 @@ def _alignment_verdict(fusion: Fusion) -> tuple[str | None, bool]:
         return resize_between_outputs(fusion, ref) or str(c), False
     finally:
         copy.release(shared=domains)  # not read again (see Fusion.release)
+
+
+def _inner_permute(fusion: Fusion) -> str | None:
+    """Why a permute inside the fusion that moves its input's innermost axis refuses it."""
+    for e in fusion.exprs():
+        if not (isinstance(e, ex.LoadStoreOp) and e.is_permute):
+            continue
+        out = e.output
+        assert isinstance(out, TensorView)
+        root = [i for i in out.domain.root if not i.is_broadcast]
+        logical = [i for i in out.domain.logical if not i.is_broadcast]
+        if root and logical and root[-1] is not logical[-1]:
+            return (f"Transpose-like patterns not supported: {out.short_name} permutes the "
+                    "innermost axis")
+    return None
 
 
 def _domains(fusion: Fusion) -> list[object]:

@@ -16,7 +16,7 @@ from engine.segment.group_graph import Group
 
 # Schedulers whose segments launch no kernel of this engine: merging another group into one
 # of them would make the kernel compute what was a view or a library call.
-_NO_KERNEL = (SchedulerType.expr_eval, SchedulerType.no_op)
+NO_KERNEL = (SchedulerType.expr_eval, SchedulerType.no_op)
 
 
 class LevelMerge:
@@ -150,7 +150,7 @@ class LevelMerge:
         if g.is_input or not g.exprs:
             return None
         first = self._ask(g.exprs)[1]
-        return None if first in _NO_KERNEL else first
+        return None if first in NO_KERNEL else first
 
     def _inputs_read(self, g: Group) -> set[int]:
         """The fusion inputs a group reads, directly or through the forwarded chains (views

@@ -6,9 +6,18 @@ group; after merging, a cast moves across a boundary when the narrower tensor th
 from __future__ import annotations
 
 from engine.ir import exprs as ex
-from engine.ir.base import Expr, FusionGuard
+from engine.ir.base import Expr, FusionGuard, Val
+from engine.ir.tensorview import TensorView
 from engine.ops.arith import cast
 from engine.ops.shape import squeeze
+from engine.schedule.base import SchedulerType
+from engine.segment.group_graph import Group
+from engine.segment.level_merge import NO_KERNEL
+
+
+def _movable(e: Expr) -> bool:
+    """An op the boundary narrowing may move between groups: elementwise or a shape op."""
+    return isinstance(e, (ex.UnaryOp, ex.BinaryOp, ex.TernaryOp, ex.BroadcastOp, ex.ExpandOp))
 
 
 def is_cast(e: Expr) -> bool:
@@ -78,27 +87,83 @@ class Narrowing:
                 if any(u not in b.exprs for u in uses):
                     continue  # v is read elsewhere too: it crosses the boundary anyway
                 e = v.definition
-                if e in a.exprs and is_upcast(e) and len(a.exprs) > 1:
-                    src, dst, cast_expr = a, b, e
-                elif len(uses) == 1 and is_downcast(uses[0]) and len(b.exprs) > 1:
-                    src, dst, cast_expr = b, a, uses[0]
-                else:
-                    continue
                 if prod.get(v) is not a:
                     continue
-                rest = [x for x in src.exprs if x is not cast_expr]
-                grown = sorted([*dst.exprs, cast_expr], key=self.pos.__getitem__)
-                if self._ask(rest)[1] is None or self._ask(grown)[1] is None:
+                if e in a.exprs and is_upcast(e) and len(a.exprs) > 1:
+                    src, dst, moving = a, b, [e]
+                elif len(uses) == 1 and is_downcast(uses[0]) and len(b.exprs) > 1:
+                    src, dst, moving = b, a, [uses[0]]
+                else:
+                    src, dst, moving = a, b, self._sinkable(a, b, v, prod)
+                    if not moving:
+                        continue
+                rest = [x for x in src.exprs if x not in moving]
+                grown = sorted([*dst.exprs, *moving], key=self.pos.__getitem__)
+                if not rest:
+                    continue
+                now = (self._ask(rest)[1], self._ask(grown)[1])
+                if None in now:
+                    continue
+                if not (len(moving) == 1 and is_cast(moving[0])) and not self._same_kernels(src, dst, now):
                     continue
                 src.exprs[:] = rest
                 dst.exprs[:] = grown
                 self._groups_changed()
+                what = (f"the cast producing {moving[0].output.short_name}" if len(moving) == 1 and is_cast(moving[0])
+                        else f"the {len(moving)} ops computing {v.short_name}")
                 self._event("narrow", v.short_name,
-                            f"boundary narrowed: the cast producing {cast_expr.output.short_name} moved "
-                            f"from {src.label()} to {dst.label()}, so the narrower tensor crosses",
-                            moved=cast_expr.name, source=src.label(), target=dst.label())
+                            f"boundary narrowed: {what} moved from {src.label()} to {dst.label()}, so "
+                            "fewer bytes cross", moved=[x.name for x in moving], source=src.label(),
+                            target=dst.label())
                 moved = True
                 break
+
+    def _same_kernels(self, src: Group, dst: Group, now: tuple[SchedulerType | None, SchedulerType | None]) -> bool:
+        """Whether ops moved from `src` to `dst` for fewer bytes leave each group to the
+        scheduler that took it (or `src` to no kernel at all): a MoE unpermute's gather, left
+        alone, went to the transpose scheduler, and its reduction read the gathered rows three
+        times slower on an H200."""
+        before = (self._ask(src.exprs)[1], self._ask(dst.exprs)[1])
+        return now[1] == before[1] and (now[0] == before[0] or now[0] in NO_KERNEL)
+
+    def _sinkable(self, a: Group, b: Group, v: TensorView, prod: dict[Val, Group]) -> list[Expr]:
+        """The ops of `a` that compute `v` (read only by `b`) from tensors that cross into `b`
+        anyway or are fewer bytes than `v`: moved into `b`, `v` no longer crosses (a RoPE's
+        float product of a bf16 rotary half and a broadcast cos, written by the kernel before
+        the one that reads it). Elementwise and shape ops only, each read only by the others
+        or by `b`; [] when the bytes that would cross instead are not fewer than `v`'s."""
+        outputs = set(self.fusion.outputs)
+        keep = {*self.boundary, *self.forced, *outputs}
+        moving: list[Expr] = []
+        todo = [v]
+        seen: set[Val] = set()
+        crossing: list[TensorView] = []
+        while todo:
+            t = todo.pop()
+            if t in seen:
+                continue
+            seen.add(t)
+            d = t.definition
+            inside = (d is not None and d in a.exprs and len(d.outputs) == 1 and _movable(d)
+                      and t not in keep
+                      and all(u in b.exprs or u in moving or u is d for u in self.fusion.uses_of(t)))
+            if t is v and not inside:
+                return []
+            if not inside:
+                crossing.append(t)
+                continue
+            moving.append(d)
+            todo += [x for x in d.inputs if isinstance(x, TensorView)]
+        # Uses of each moved op's output: all in `b` or among the moved ops.
+        names = set(moving)
+        for d in moving:
+            if any(u not in b.exprs and u not in names for u in self.fusion.uses_of(d.output)):
+                return []
+        read_by_b = {x for e in b.exprs if e not in names for x in e.inputs}
+        new = sum(self.sizes.bytes(t) for t in crossing if t not in read_by_b)
+        if new >= self.sizes.bytes(v):
+            return []
+        return sorted(moving, key=self.pos.__getitem__)
 
     def _revert_privatized(self) -> None:
         for orig, clones in self.privatized.items():

@@ -177,6 +177,7 @@ class _Finder(GroupGraph, Acceptance, Merging, LevelMerge, Narrowing, Assembly):
         self._merge_regions()
         self._level_merge()
         self._final_merge()
+        self._narrow_boundaries()
         self._sibling_merge()
         self._narrow_boundaries()
         self._revert_privatized()

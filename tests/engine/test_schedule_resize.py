@@ -183,6 +183,16 @@ def test_refusal_reasons():
         fd.add_output(fd.ops.permute(fd.ops.pad(a, [0, 0, 2, 2]), [1, 0]))
     assert verdict(fd, xs).reason == "Transpose-like patterns not supported."
 
+    # A transpose inside the fusion (a de-interleave: pairs split off the inner axis and
+    # moved outward) reads its input at a stride: refused too, though every input and
+    # output shares one inner dim.
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[64, 96], dtype=DataType.Float)
+        rot = fd.ops.slice(a, [0, 32], [64, 96])
+        d = fd.ops.reshape(fd.ops.permute(fd.ops.reshape(rot, [64, 32, 2]), [0, 2, 1]), [64, 64])
+        fd.add_output(fd.ops.cat([fd.ops.slice(a, [0, 0], [64, 32]), d], dim=1))
+    assert verdict(fd, [torch.randn(64, 96)]).reason.endswith("permutes the innermost axis")
+
 
 def test_an_intermediate_read_by_a_slice_and_a_pointwise_op_is_recomputed():
     # nvFuser's RecomputeTv: the slice gets its own copy of the product, so that the

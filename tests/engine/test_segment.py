@@ -182,6 +182,30 @@ def test_rope_bwd_each_rotary_path_is_one_resize_kernel_and_bf16_crosses():
     check_reference(fd, sf, xs)
 
 
+REALWORLD = Path(__file__).resolve().parents[1] / "realworld" / "scripts"
+
+
+def test_deinterleaved_rotary_half_is_its_own_kernel_and_its_product_moves_to_its_reader():
+    # DeepSeek V3's decoupled RoPE de-interleaves the rotary half (reshape [.., 32, 2],
+    # transpose, reshape) before rotate-half and cat. As in nvFuser, the de-interleave is a
+    # pointwise kernel of its own (the resize scheduler refuses the in-kernel transpose),
+    # and the float product of its bf16 output with cos, first merged beside it, moves into
+    # the resize kernel that reads it: only bf16 tensors cross.
+    fd = load_fusion(REALWORLD / "rope_deepseek_v3_mla_decoupled_rope_interleave_cat_bf16.py")
+    xs = fd.example_inputs(device="cpu", seed=0)
+    trace = Trace()
+    sf = segment_fusion(fd.fusion, xs, trace=trace)
+    kernels = [g for g in sf.groups if g.scheduler != "expr_eval"]
+    assert [g.scheduler for g in kernels] == ["pointwise", "pointwise", "resize"]
+    q_rot = kernels[0]
+    assert [type(e).__name__ for e in q_rot.exprs] == ["ViewOp", "LoadStoreOp", "ViewOp"]
+    crossing = {e.val for e in sf.edges}
+    assert all(v.dtype == DataType.BFloat16 for v in crossing), [v.short_name for v in crossing]
+    moved = [e for e in trace.of_kind("narrow") if "ops computing" in e.message]
+    assert {e.subject for e in moved} == {"T34", "T55"}
+    check_reference(fd, sf, xs)
+
+
 def _zeros_reduced(fill: float) -> FusionDefinition:
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
