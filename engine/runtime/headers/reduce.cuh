@@ -110,6 +110,41 @@ FS_DEVICE V fsBlockTree(V val, Op op, const Store& st, bool active, unsigned tx,
   return out;
 }
 
+// The row's `nw` warp partials (one row of threads along x; at most 32 warps) combined by its
+// first warp with shuffles: three barriers, where the tree over shared memory takes
+// log2(nw) + 3. Lane 0 of warp `w` holds warp w's partial; the first warp folds the partials
+// above the largest power of two onto those below it, then halves with the butterfly; every
+// thread of the row reads the one result from `base`.
+template <typename V, typename Op, typename Store>
+FS_DEVICE V fsWarpPartials(V val, Op op, const Store& st, unsigned lane, unsigned w, unsigned nw,
+                           unsigned base) {
+  if (lane == 0) {
+    st.store(base + w, val);
+  }
+  __syncthreads();
+  if (w == 0) {
+    unsigned np2 = 1;
+    while (np2 * 2 <= nw) {
+      np2 *= 2;
+    }
+    V v = st.load(base + (lane < np2 ? lane : 0));
+    if (lane + np2 < nw) {
+      v = op(v, st.load(base + lane + np2));
+    }
+    for (unsigned m = np2 / 2; m >= 1; m /= 2) {
+      const V other = fsShflXor(v, static_cast<int>(m));
+      v = (lane & m) ? op(other, v) : op(v, other);
+    }
+    if (lane == 0) {
+      st.store(base, v);
+    }
+  }
+  __syncthreads();
+  const V out = st.load(base);
+  __syncthreads();  // everyone has read before smem is reused
+  return out;
+}
+
 template <bool X, bool Y, bool Z, typename V, typename Op, typename Store>
 FS_DEVICE V fsBlockAllReduceImpl(V val, Op op, const Store& st) {
   if (!X && !Y && !Z) {
@@ -127,6 +162,9 @@ FS_DEVICE V fsBlockAllReduceImpl(V val, Op op, const Store& st) {
     }
     if (bx == 32 && !Y && !Z) {
       return val;
+    }
+    if (!Y && !Z) {
+      return fsWarpPartials(val, op, st, lane, tx / 32, bx / 32, (ty + tz * by) * (bx / 32));
     }
     return fsBlockTree<X, Y, Z>(val, op, st, lane == 0, tx / 32, ty, tz, bx / 32, by, bz);
   }
