@@ -1,6 +1,8 @@
 """Narrow tensors across segment boundaries: up-casts and squeezes with several uses are
 privatized (one copy per use) before merging and folded back when the copies land in one
-group; after merging, a cast moves across a boundary when the narrower tensor then crosses it.
+group; after merging, a cast moves across a boundary when the narrower tensor then crosses it,
+and the elementwise ops computing a boundary tensor move into its only reader when what
+crosses instead is fewer bytes.
 """
 
 from __future__ import annotations
@@ -146,7 +148,7 @@ class Narrowing:
             d = t.definition
             inside = (d is not None and d in a.exprs and len(d.outputs) == 1 and _movable(d)
                       and t not in keep
-                      and all(u in b.exprs or u in moving or u is d for u in self.fusion.uses_of(t)))
+                      and all(u in b.exprs or u in moving for u in self.fusion.uses_of(t)))
             if t is v and not inside:
                 return []
             if not inside:
