@@ -161,11 +161,21 @@ class Narrowing:
         for d in moving:
             if any(u not in b.exprs and u not in names for u in self.fusion.uses_of(d.output)):
                 return []
-        read_by_b = {x for e in b.exprs if e not in names for x in e.inputs}
-        new = sum(self.sizes.bytes(t) for t in crossing if t not in read_by_b)
+        read_by_b = {self._origin(x) for e in b.exprs if e not in names for x in e.inputs}
+        new = sum(self.sizes.bytes(t) for t in {self._origin(t) for t in crossing} - read_by_b
+                  if isinstance(t, TensorView))
         if new >= self.sizes.bytes(v):
             return []
         return sorted(moving, key=self.pos.__getitem__)
+
+    def _origin(self, v: Val) -> Val | None:
+        """The fusion input a forwarded chain (casts, broadcasts of an input, recomputed by
+        every segment that reads them) starts from, None for a chain from a factory (an
+        iota: nothing read); `v` itself otherwise."""
+        chain = self.forwarding.chains.get(v)
+        if not chain:
+            return v
+        return next((x for x in chain[0].inputs if isinstance(x, TensorView)), None)
 
     def _revert_privatized(self) -> None:
         for orig, clones in self.privatized.items():
