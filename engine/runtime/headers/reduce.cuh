@@ -70,6 +70,30 @@ FS_DEVICE T fsShflXor(T v, int lane_mask) {
   return out;
 }
 
+// __shfl_down_sync of any trivially copyable value among the lanes of `mask`.
+template <typename T>
+FS_DEVICE T fsShflDown(T v, unsigned delta, unsigned mask) {
+  constexpr int W = (static_cast<int>(sizeof(T)) + 3) / 4;
+  unsigned int w[W];
+  for (int i = 0; i < W; ++i) {
+    w[i] = 0;
+  }
+  const char* p = reinterpret_cast<const char*>(&v);
+  char* q = reinterpret_cast<char*>(w);
+  for (int i = 0; i < static_cast<int>(sizeof(T)); ++i) {
+    q[i] = p[i];
+  }
+  for (int i = 0; i < W; ++i) {
+    w[i] = __shfl_down_sync(mask, w[i], delta);
+  }
+  T out;
+  char* o = reinterpret_cast<char*>(&out);
+  for (int i = 0; i < static_cast<int>(sizeof(T)); ++i) {
+    o[i] = q[i];
+  }
+  return out;
+}
+
 // Shared-memory storage of one array of T.
 template <typename T>
 struct FsSmemStore {
@@ -167,6 +191,22 @@ FS_DEVICE V fsBlockAllReduceImpl(V val, Op op, const Store& st) {
       return fsWarpPartials(val, op, st, lane, tx / 32, bx / 32, (ty + tz * by) * (bx / 32));
     }
     return fsBlockTree<X, Y, Z>(val, op, st, lane == 0, tx / 32, ty, tz, bx / 32, by, bz);
+  }
+  if (X && !Y && !Z && by == 1 && bz == 1) {
+    // A row of threads that is not whole warps (899 threads along a row of odd width): each
+    // warp halves its own lanes into lane 0 (lane i < m takes lane i + m where that lane
+    // exists), the last warp over the lanes it has; then the warps' partials as above. On
+    // whole warps this is the butterfly's order.
+    const unsigned lane = tx % 32, w = tx / 32;
+    const unsigned n = bx - w * 32 < 32 ? bx - w * 32 : 32;
+    const unsigned mask = n == 32 ? 0xffffffffu : (1u << n) - 1u;
+    for (unsigned m = 16; m >= 1; m /= 2) {
+      const V other = fsShflDown(val, m, mask);
+      if (lane + m < n) {
+        val = op(val, other);
+      }
+    }
+    return fsWarpPartials(val, op, st, lane, w, (bx + 31) / 32, 0);
   }
   return fsBlockTree<X, Y, Z>(val, op, st, true, tx, ty, tz, bx, by, bz);
 }
