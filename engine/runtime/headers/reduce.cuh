@@ -46,9 +46,10 @@ FS_DEVICE void fsReduceCoords(unsigned tx, unsigned ty, unsigned tz, unsigned bx
   }
 }
 
-// A warp shuffle of any trivially copyable value, one 32-bit word at a time.
-template <typename T>
-FS_DEVICE T fsShflXor(T v, int lane_mask) {
+// A warp shuffle of any trivially copyable value, one 32-bit word at a time: `shfl` moves a
+// word (a __shfl_*_sync with its lane argument bound).
+template <typename T, typename Shfl>
+FS_DEVICE T fsShflWords(T v, Shfl shfl) {
   constexpr int W = (static_cast<int>(sizeof(T)) + 3) / 4;
   unsigned int w[W];
   for (int i = 0; i < W; ++i) {
@@ -60,7 +61,7 @@ FS_DEVICE T fsShflXor(T v, int lane_mask) {
     q[i] = p[i];
   }
   for (int i = 0; i < W; ++i) {
-    w[i] = __shfl_xor_sync(0xffffffffu, w[i], lane_mask);
+    w[i] = shfl(w[i]);
   }
   T out;
   char* o = reinterpret_cast<char*>(&out);
@@ -70,28 +71,15 @@ FS_DEVICE T fsShflXor(T v, int lane_mask) {
   return out;
 }
 
-// __shfl_down_sync of any trivially copyable value among the lanes of `mask`.
+template <typename T>
+FS_DEVICE T fsShflXor(T v, int lane_mask) {
+  return fsShflWords(v, [lane_mask](unsigned int x) { return __shfl_xor_sync(0xffffffffu, x, lane_mask); });
+}
+
+// __shfl_down_sync among the lanes of `mask`.
 template <typename T>
 FS_DEVICE T fsShflDown(T v, unsigned delta, unsigned mask) {
-  constexpr int W = (static_cast<int>(sizeof(T)) + 3) / 4;
-  unsigned int w[W];
-  for (int i = 0; i < W; ++i) {
-    w[i] = 0;
-  }
-  const char* p = reinterpret_cast<const char*>(&v);
-  char* q = reinterpret_cast<char*>(w);
-  for (int i = 0; i < static_cast<int>(sizeof(T)); ++i) {
-    q[i] = p[i];
-  }
-  for (int i = 0; i < W; ++i) {
-    w[i] = __shfl_down_sync(mask, w[i], delta);
-  }
-  T out;
-  char* o = reinterpret_cast<char*>(&out);
-  for (int i = 0; i < static_cast<int>(sizeof(T)); ++i) {
-    o[i] = q[i];
-  }
-  return out;
+  return fsShflWords(v, [delta, mask](unsigned int x) { return __shfl_down_sync(mask, x, delta); });
 }
 
 // Shared-memory storage of one array of T.
