@@ -106,7 +106,7 @@ class Narrowing:
                 now = (self._ask(rest)[1], self._ask(grown)[1])
                 if None in now:
                     continue
-                if not (len(moving) == 1 and is_cast(moving[0])) and not self._same_kernels(src, dst, now):
+                if not self._same_kernels(src, dst, now):
                     continue
                 src.exprs[:] = rest
                 dst.exprs[:] = grown
