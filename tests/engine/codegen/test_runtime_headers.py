@@ -354,17 +354,25 @@ def test_block_all_reduce_and_welford(kernels, block):
 
 
 def _tree_sum(v: torch.Tensor) -> torch.Tensor:
-    """The float sum in the block reduction's documented order: each warp halves its 32 lanes,
-    then the warps' partials fold the part above the largest power of two and halve."""
-    def halve(p: torch.Tensor) -> torch.Tensor:
-        while p.numel() > 1:
-            p = p[: p.numel() // 2] + p[p.numel() // 2:]
-        return p
-
-    p = torch.cat([halve(w) for w in v.view(-1, 32)])
+    """The float sum of a row of threads in the block reduction's documented order: each warp
+    halves its own lanes (lane i < m takes lane i + m where that lane exists; on a whole warp,
+    halving its 32 lanes), then the warps' partials fold the part above the largest power of
+    two and halve."""
+    partials = []
+    for w in v.split(32):
+        lanes = list(w)
+        for m in (16, 8, 4, 2, 1):
+            for i in range(m):
+                if i + m < len(lanes):
+                    lanes[i] = lanes[i] + lanes[i + m]
+        partials.append(lanes[0])
+    p = torch.stack(partials)
     np2 = 1 << (p.numel().bit_length() - 1)
     k = p.numel() - np2
-    return halve(torch.cat([p[:k] + p[np2:], p[k:np2]]))
+    p = torch.cat([p[:k] + p[np2:], p[k:np2]])
+    while p.numel() > 1:
+        p = p[: p.numel() // 2] + p[p.numel() // 2:]
+    return p
 
 
 @pytest.mark.parametrize("warps", [2, 3, 5, 6, 7, 8, 16, 32])
@@ -387,27 +395,6 @@ def test_block_sum_keeps_the_tree_order_bit_for_bit(kernels, warps):
     assert not torch.equal(want, seq)
 
 
-def _row_tree_sum(v: torch.Tensor) -> torch.Tensor:
-    """The float sum of a row of threads that is not whole warps: each warp halves its own
-    lanes (lane i < m takes lane i + m where that lane exists), then the warps' partials fold
-    the part above the largest power of two and halve."""
-    partials = []
-    for w in v.split(32):
-        lanes = list(w)
-        for m in (16, 8, 4, 2, 1):
-            for i in range(m):
-                if i + m < len(lanes):
-                    lanes[i] = lanes[i] + lanes[i + m]
-        partials.append(lanes[0])
-    p = torch.stack(partials)
-    np2 = 1 << (p.numel().bit_length() - 1)
-    k = p.numel() - np2
-    p = torch.cat([p[:k] + p[np2:], p[k:np2]])
-    while p.numel() > 1:
-        p = p[: p.numel() // 2] + p[p.numel() // 2:]
-    return p
-
-
 @pytest.mark.parametrize("threads", [17, 33, 100, 473, 899, 1006])
 def test_block_sum_of_a_row_of_partial_warps_keeps_its_order_bit_for_bit(kernels, threads):
     """A one-row block whose threads are not whole warps (an odd-width row's 899 threads)
@@ -421,7 +408,7 @@ def test_block_sum_of_a_row_of_partial_warps_keeps_its_order_bit_for_bit(kernels
             torch.empty(threads), torch.empty(threads), torch.empty(threads, dtype=torch.int64)]
     kernels["block_reduce"].launch([x, xi, 0, *outs],
                                    LaunchConfig((1, 1, 1), (threads, 1, 1), shared_mem_bytes=16 * threads))
-    want = _row_tree_sum(x)
+    want = _tree_sum(x)
     assert torch.equal(outs[0], want.expand(threads)), (outs[0][0].item(), want.item())
 
 
