@@ -29,7 +29,10 @@ CAP = 1 << 31  # most elements of one input
 
 
 def report(name: str, device: str) -> None:
-    path = next(SCRIPTS.glob(name + "*.py"))
+    path = next(SCRIPTS.glob(name + "*.py"), None)
+    if path is None:
+        print(f"## {name}: no script of {SCRIPTS} starts with this name")
+        return
     text = path.read_text()
     fd0 = loads_fusion(text, filename=str(path))
     xs0 = fd0.example_inputs(device="cpu", seed=0)
