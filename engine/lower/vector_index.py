@@ -5,7 +5,7 @@ vector width, whether a guard holds for all of a vector's elements or none."""
 from __future__ import annotations
 
 from engine.lower import kquery
-from engine.lower.kexpr import Access, And, Cmp, Expr, Mul, Paren, Signed, Sub, Var
+from engine.lower.kexpr import Access, Add, And, Cmp, Expr, Mul, Paren, Signed, Stride, Sub, Var
 from engine.lower.kquery import is_atom
 
 Node = int | Expr
@@ -29,11 +29,39 @@ def base_access(access: Expr, var: str, width: int = 0) -> Access | None:
     with_var = [(t, paren) for t, paren in terms if kquery.mentions(t, var)]
     shift = _shift(with_var[0], var) if with_var else None
     if width == 0 or (with_var != [(Var(var), False)] and shift is None):
-        return None
+        return _summed_access(access, var, width) if width else None
     shifts = [t for t, _ in terms if isinstance(t, int) and t >= 0] + ([shift] if shift is not None else [])
     if any(k % width for k in shifts):
         return None
     return Access(name, kquery.substitute(index, var, 0))
+
+
+def _addends(e: Node, sign: int = 1) -> list[tuple[int, Node]]:
+    """`e` as a sum of signed addends, through nested sums, differences and parentheses."""
+    if isinstance(e, Paren):
+        return _addends(e.x, sign)
+    if isinstance(e, Add):
+        return _addends(e.a, sign) + _addends(e.b, sign)
+    if isinstance(e, Sub):
+        return _addends(e.a, sign) + _addends(e.b, -sign)
+    return [(sign, e)]
+
+
+def _summed_access(access: Access, var: str, width: int) -> Access | None:
+    """`T[... + (a * 4 + var - 48)]` -> `T[... + (a * 4 + 0 - 48)]`: `var` an addend of its
+    own, added once with coefficient 1 in the index read as one sum, and every other addend
+    a multiple of `width`: a constant, a product by one, or a product by a runtime stride
+    (whose multiples the vectorization analysis checked)."""
+    parts = _addends(access.index)
+    if [p for p in parts if kquery.mentions(p[1], var)] != [(1, Var(var))]:
+        return None
+    for _, t in parts:
+        if t == Var(var) or is_multiple(t, width):
+            continue
+        t = kquery.strip_parens(t)
+        if not (isinstance(t, Mul) and isinstance(t.b, Stride)):
+            return None
+    return Access(access.name, kquery.substitute(access.index, var, 0))
 
 
 def _shift(term: tuple[Node, bool], var: str) -> int | None:
@@ -91,7 +119,11 @@ def _strip(e: Node) -> Node:
 
 
 def conjuncts(cond: Expr) -> tuple[Expr, ...]:
-    return cond.terms if isinstance(cond, And) else (cond,)
+    """The comparisons of a conjunction, through nested conjunctions and their parentheses."""
+    cond = _strip(cond)  # type: ignore[assignment]
+    if isinstance(cond, And):
+        return tuple(t for term in cond.terms for t in conjuncts(term))
+    return (cond,)
 
 
 def uniform_cond(cond: Expr, var: str, width: int) -> bool:

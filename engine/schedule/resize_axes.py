@@ -250,15 +250,19 @@ class LoopBuilder:
         return s.outer if d.kind == "outer" else s.inner
 
 
-def derives_from_inner(i: IterDomain, src: IterDomain) -> bool:
+def derives_from_inner(i: IterDomain, src: IterDomain, through_merges: bool = False) -> bool:
     """Whether loop id `i` walks `src` (a logical id) innermost and contiguously: `src`
-    itself, a Resize of it, or the inner part of a split of it."""
+    itself, a Resize of it, or the inner part of a split of it. With `through_merges`, also
+    a merge whose inner part does: a run inside `src` as long as the caller knows `src`'s
+    extent holds whole runs (a reshape's [H * D] read from [H, S, D] by vectors within D)."""
     while i is not src:
         d = i.definition
         if isinstance(d, Resize):
             i = d.in_id
         elif isinstance(d, Split) and i is d.inner:
             i = d.in_id
+        elif isinstance(d, Merge) and through_merges:
+            i = d.inner
         else:
             return False
     return True

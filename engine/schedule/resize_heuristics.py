@@ -25,6 +25,9 @@ class ResizeParams(HeuristicParams):
     largest_input: int = -1
     vectorization_factor: int = 1
     reference: str = ""
+    # Inputs and outputs whose innermost contiguous run the analysis found to hold whole
+    # vectors (engine.analysis.vectorize): their accesses may vectorize through a merge.
+    contiguous: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         # nvFuser's ResizeParams::toString (a C++ bool prints as 0/1).
@@ -60,6 +63,7 @@ def compute_resize_heuristics(
     params = ResizeParams(
         tag="Resize heuristics", split_grid_x_dim=split_grid, largest_input=largest_in,
         vectorization_factor=vec.factor, reference=ref.short_name,
+        contiguous=tuple(t.short_name for t in vec.vectorizable),
         lparams=LaunchParams(bdimx=BDIMX),
         index_type="int" if info.index_type().name == "Int32" else "int64_t",
     )

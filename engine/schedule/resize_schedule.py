@@ -145,10 +145,21 @@ def schedule_resize(fusion: Fusion, p: ResizeParams, trace: Trace | None) -> Non
             k = lead.ndim - 1
             logical = [i for i in tv.domain.logical if not i.is_reduction]
             node = al[k][0] if k in al else None
-            if isinstance(node, IterDomain) and logical and derives_from_inner(node, logical[-1]):
+            # Through a merge (the reference's axis is a reshape of several of tv's) only
+            # where the analysis showed tv's innermost run holds whole vectors.
+            whole = all(n in p.contiguous for n in _globals_of(fusion, tv, inputs))
+            if isinstance(node, IterDomain) and logical and derives_from_inner(node, logical[-1], whole):
                 tv.axis(_vec_axis(tv)).parallelize(ParallelType.vectorize)
                 note_transform(trace, tv.short_name, f"vectorized by {vec}")
     tools.inline_most(fusion)
+
+
+def _globals_of(fusion: Fusion, tv: TensorView, inputs: list[TensorView]) -> list[str]:
+    """The global tensors whose memory tv's vector touches: the inputs it reads, and tv
+    itself where it is an output."""
+    d = tv.definition
+    names = [v.short_name for v in (d.inputs if d is not None else ()) if v in inputs]
+    return names + ([tv.short_name] if tv in fusion.outputs else [])
 
 
 def _vec_axis(tv: TensorView) -> int:
