@@ -59,6 +59,7 @@ from engine.schedule.persistent_fit import (
 from engine.schedule.persistent_heuristics import inner_persistent_heuristics, outer_persistent_heuristics
 from engine.schedule.persistent_projection import project_to_inputs
 from engine.schedule.persistent_schedule import schedule_inner_or_outer
+from engine.schedule.reduction_checks import unequal_reductions
 from engine.schedule.reduction_params import ReductionParams
 from engine.schedule.reduction_schedule import schedule_reduction_fusion
 from engine.schedule.registry import register
@@ -74,6 +75,9 @@ class _Persistent(Scheduler):
         return persistent_compile_reject(fusion, self.type)
 
     def reject_runtime(self, fusion: Fusion, info: SchedulerRuntimeInfo) -> str | None:
+        why = unequal_reductions(reduction_tvs(fusion), info)
+        if why is not None:
+            return why
         size, _, _ = buffer_bytes(fusion, info)
         return fits(size, info.device)
 

@@ -28,6 +28,7 @@ from engine.schedule.reduction_checks import (
     common_reject,
     post_reduction_broadcast,
     uncovered_reason,
+    unequal_reductions,
     unmapped_reductions,
 )
 from engine.schedule.reduction_heuristics import reduction_heuristics
@@ -62,6 +63,9 @@ class ReductionScheduler(Scheduler):
             return "has unsupported post reduction fusion"
         # Parts without a reduction of their own are scheduled from no reference.
         return uncovered_reason(fusion, reds)
+
+    def reject_runtime(self, fusion: Fusion, info: SchedulerRuntimeInfo) -> str | None:
+        return unequal_reductions(reduction_tvs(fusion), info)
 
     def compute_heuristics(
         self, fusion: Fusion, info: SchedulerRuntimeInfo, trace: Trace | None = None

@@ -1,7 +1,7 @@
 """Compile-time checks shared by the reduction scheduler and the persistent schedulers,
 each of which asks them in nvFuser's order: the first checks of every reduction-based
 scheduler (`common_reject`), reductions of different patterns (`unmapped_reductions`),
-gather-like ops that a reduction reads, a reduction's result broadcast again, a reduction
+gather-like ops that a reduction reads, a reduction's result broadcast and resolved again, a reduction
 over an expanded broadcast axis, and axes that a schedule propagated from the reductions
 would leave without threads (`uncovered_reason`)."""
 
@@ -10,16 +10,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from engine.analysis.coverage import uncovered_axis
-from engine.analysis.persistent import reduction_pattern, reduction_tvs
+from engine.analysis.persistent import pattern_order, reduction_pattern, reduction_tvs
 from engine.ir import exprs as ex
 from engine.ir import quant_exprs
 from engine.ir.dependencies import downstream_tvs
+from engine.ir.logical_map import consumers_of, pairwise_logical_map
 from engine.ir.tensorview import TensorView
 from engine.schedule import tools
 from engine.schedule.base import SchedulerType
 
 if TYPE_CHECKING:
     from engine.ir.fusion import Fusion
+    from engine.schedule.runtime_info import SchedulerRuntimeInfo
 
 
 def has_sub_byte(fusion: Fusion) -> bool:
@@ -41,11 +43,20 @@ def unsupported_ops(fusion: Fusion) -> str | None:
 
 
 def post_reduction_broadcast(fusion: Fusion, reds: list[TensorView]) -> bool:
-    """A reduction's result broadcast again: a normalization, not a plain reduction."""
+    """A reduction's result broadcast again and resolved (nvFuser's hasPostReductionBCast):
+    on a path from a reduction, a consumer maps a broadcast axis of its producer to a
+    concrete one (a normalization, not a plain reduction). A broadcast left unresolved
+    (rsqrt(mean + eps) kept [rows, 1] as an output) is a plain reduction's epilogue."""
+    seen: set[TensorView] = set()
     for r in reds:
-        for t in downstream_tvs(r):
-            if isinstance(t.definition, ex.BroadcastOp):
-                return True
+        for p in [r, *downstream_tvs(r)]:
+            if p in seen:
+                continue
+            seen.add(p)
+            for c in consumers_of(p):
+                if any(a.is_broadcast and not b.is_broadcast
+                       for a, b in pairwise_logical_map(p, c, map_broadcast=True).items()):
+                    return True
     return False
 
 
@@ -82,6 +93,18 @@ def unmapped_reductions(reds: list[TensorView]) -> tuple[TensorView, TensorView]
     for a, b in zip(reds, reds[1:]):
         if reduction_pattern(a) != reduction_pattern(b):
             return a, b
+    return None
+
+
+def unequal_reductions(reds: list[TensorView], info: SchedulerRuntimeInfo) -> str | None:
+    """Reductions of one pattern whose axes differ in size at these inputs (a Qwen3 q norm
+    over 32 heads beside its k norm over 8): one schedule cannot cover both, as nvFuser's
+    un-mapped multi-reduction check refuses reductions whose axes do not map."""
+    for a, b in zip(reds, reds[1:]):
+        ea = [info.extent(i) for i in pattern_order(a)]
+        eb = [info.extent(i) for i in pattern_order(b)]
+        if ea != eb:
+            return f"Un-mapped multi-reduction: {a.short_name} {ea} and {b.short_name} {eb}"
     return None
 
 

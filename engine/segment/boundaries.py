@@ -11,11 +11,19 @@
   readers share its segment. (nvFuser cuts before the readers; this engine keeps the
   layout op with the quantization, since its pointwise scheduler finds no reference in a
   layout op alone.)
+- A reshape that only splits axes of a fusion input and leads to a reduction (a per-head
+  RMSNorm reading [B, S, H * D] as [B, S, H, D]), when the fusion is segmented: nvFuser's
+  reduction scheduler takes such a reshape, this engine's does not, and a group of the
+  reshape with the ops after it blocks every merge towards the normalization. Apart, it is
+  a view of the input without a kernel, and the normalization a kernel of its own.
 """
 
 from __future__ import annotations
 
+from engine.analysis.view_interference import split_only
+from engine.ir import exprs as ex
 from engine.ir.base import Val
+from engine.ir.dependencies import downstream_tvs
 from engine.ir.fusion import Fusion
 from engine.ir.quant_exprs import BlockQuantizationOp, PreprocessGroupedMatmulInputSf
 from engine.ir.tensorview import TensorView
@@ -58,3 +66,19 @@ def boundary_vals(fusion: Fusion, trace: Trace | None = None) -> tuple[dict[Val,
         for v, why in forced.items():
             trace.event("boundary", v.short_name, why, tensor=v.short_name, rule="output")
     return out, forced
+
+
+def input_views_before_reductions(fusion: Fusion, trace: Trace | None = None) -> dict[Val, str]:
+    """Outputs of split-only reshapes of fusion inputs that a reduction reads (through any
+    ops): each must cross a segment boundary, the reshape a segment with no kernel."""
+    out: dict[Val, str] = {}
+    for e in fusion.exprs():
+        if not (isinstance(e, ex.ViewOp) and e.inputs[0] in fusion.inputs and split_only(e)):
+            continue
+        if any(isinstance(t.definition, (ex.ReductionOp, ex.WelfordOp)) for t in downstream_tvs(e.output)):
+            out[e.output] = (f"{e.output.short_name} splits axes of input {e.inputs[0].short_name} and a "
+                             "reduction reads it: a view without a kernel, apart from the reduction's segment")
+            if trace is not None:
+                trace.event("boundary", e.output.short_name, out[e.output], tensor=e.output.short_name,
+                            rule="input_view")
+    return out

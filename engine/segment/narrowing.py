@@ -18,7 +18,10 @@ from engine.segment.level_merge import NO_KERNEL
 
 
 def _movable(e: Expr) -> bool:
-    """An op the boundary narrowing may move between groups: elementwise or a shape op."""
+    """An op the boundary narrowing may move between groups: elementwise or a shape op (a
+    plain copy too: broadcast_in_dim of a tensor already broadcast, not a segment_set)."""
+    if isinstance(e, ex.LoadStoreOp):
+        return e.kind == "Set" and not e.is_permute
     return isinstance(e, (ex.UnaryOp, ex.BinaryOp, ex.TernaryOp, ex.BroadcastOp, ex.ExpandOp))
 
 
@@ -91,7 +94,9 @@ class Narrowing:
                 e = v.definition
                 if prod.get(v) is not a:
                     continue
-                if e in a.exprs and is_upcast(e) and len(a.exprs) > 1:
+                if e in a.exprs and (is_upcast(e) or isinstance(e, ex.BroadcastOp)) and len(a.exprs) > 1:
+                    # A broadcast crosses as the tensor it broadcasts (as many bytes): its
+                    # reader then indexes a row's value once, not as a tensor of the row's shape.
                     src, dst, moving = a, b, [e]
                 elif len(uses) == 1 and is_downcast(uses[0]) and len(b.exprs) > 1:
                     src, dst, moving = b, a, [uses[0]]

@@ -38,7 +38,7 @@ from engine.ir.scalar import Scalar
 from engine.ir.tensorview import TensorView
 from engine.segment.acceptance import Acceptance, Asked
 from engine.segment.assemble import Assembly
-from engine.segment.boundaries import boundary_vals, check_layout_op_uses
+from engine.segment.boundaries import boundary_vals, check_layout_op_uses, input_views_before_reductions
 from engine.segment.components import components, parts_in_order
 from engine.segment.fold import fold_zero_factories
 from engine.segment.forwarding import Forwarding, find_forwarding
@@ -161,6 +161,7 @@ class _Finder(GroupGraph, Acceptance, Merging, LevelMerge, Narrowing, Assembly):
                 self.groups = [Group(p) for p in parts]
                 return self._finish()
 
+        self.boundary.update(input_views_before_reductions(fusion, self.trace))
         self.forwarding = find_forwarding(fusion, self.options.forwarding,
                                           {*self.boundary, *self.forced}, self.trace)
         self._privatize()
