@@ -36,7 +36,7 @@ from engine.schedule.params import HeuristicParams
 from engine.schedule.registry import register
 from engine.schedule.resize_alignment import ConflictError, PairwiseMaps
 from engine.schedule.resize_components import component_leads, parts_apart
-from engine.schedule.resize_exclusive import make_resizes_exclusive
+from engine.schedule.resize_exclusive import make_resizes_exclusive, unmapped_output
 from engine.schedule.resize_heuristics import ResizeParams, compute_resize_heuristics
 from engine.schedule.resize_reference import reference_tensor, resize_between_outputs
 from engine.schedule.resize_schedule import schedule_resize
@@ -142,8 +142,10 @@ def _alignment_verdict(fusion: Fusion) -> tuple[str | None, bool]:
     assert ref is not None
     walk = AlignWalk(fusion, ref, PairwiseMaps(), track_shared=False)
     try:
-        walk.run()
-        return None, False
+        unmapped = unmapped_output(fusion, ref, walk.run())
+        if unmapped is None:
+            return None, False
+        conflict = unmapped
     except ConflictError as c:
         conflict = c
     # Recomputation is tried on a copy: a verdict never changes the fusion. It adds

@@ -11,6 +11,7 @@ from engine.ir.base import Val
 from engine.ir.fusion import Fusion
 from engine.ir.tensorview import TensorView
 from engine.schedule.resize_alignment import Alignment, ConflictError, PairwiseMaps
+from engine.schedule.resize_axes import Derived, Entry
 from engine.schedule.resize_recompute import privatize_producers, recompute_for
 from engine.schedule.resize_walk import AlignWalk
 from engine.schedule.tools import note_transform
@@ -42,6 +43,34 @@ def _touched(before: dict[int, tuple[ex.Expr, list[Val]]],
     return producers, consumers
 
 
+def _leaves(e: Entry, out: set[int]) -> None:
+    node, _ = e
+    if isinstance(node, Derived):
+        for p in node.parts:
+            _leaves(p, out)
+    else:
+        out.add(id(node))
+
+
+def unmapped_output(fusion: Fusion, ref: TensorView, found: dict[TensorView, Alignment]) -> ConflictError | None:
+    """An output reached by the alignment with an axis that no reference axis plays (a
+    RoPE's k, over fewer heads than the reference q, reached through the cos and sin they
+    share): its loop would run that axis serially beside the reference's, and the inputs
+    the parts share could not be indexed for it. Its part is aligned apart instead."""
+    for out in fusion.outputs:
+        if not isinstance(out, TensorView) or out not in found or out in fusion.inputs or out is ref:
+            continue
+        covered: set[int] = set()
+        for e in found[out].values():
+            _leaves(e, covered)
+        axis = next((i for i in out.domain.logical
+                     if not i.is_broadcast and not i.is_reduction and id(i) not in covered), None)
+        if axis is not None:
+            return ConflictError(f"output {out.short_name} axis {axis} maps to no axis of the reference "
+                                 f"{ref.short_name}")
+    return None
+
+
 def make_resizes_exclusive(fusion: Fusion, ref: TensorView, trace: Trace | None = None,
                            shared_inputs: set[TensorView] | None = None,
                            first: tuple[ConflictError, AlignWalk] | None = None,
@@ -70,6 +99,9 @@ def make_resizes_exclusive(fusion: Fusion, ref: TensorView, trace: Trace | None 
                 known, first = first[0], None
                 raise known
             result = walk.run()
+            unmapped = unmapped_output(fusion, ref, result)
+            if unmapped is not None:
+                raise unmapped
             if shared_inputs is not None and walk.shared:
                 shared_inputs |= walk.shared
             return result

@@ -15,7 +15,9 @@
   RMSNorm reading [B, S, H * D] as [B, S, H, D]), when the fusion is segmented: nvFuser's
   reduction scheduler takes such a reshape, this engine's does not, and a group of the
   reshape with the ops after it blocks every merge towards the normalization. Apart, it is
-  a view of the input without a kernel, and the normalization a kernel of its own.
+  a view of the input without a kernel, and the normalization a kernel of its own; after
+  merging, it joins its only reader where that kernel's scheduler takes it (a persistent
+  one takes split-only reshapes: engine.segment.level_merge._absorb_input_views).
 """
 
 from __future__ import annotations

@@ -188,3 +188,23 @@ class LevelMerge:
                     break
             if not merged:
                 return
+
+    def _absorb_input_views(self) -> None:
+        """A reshape of an input kept apart while merging (boundaries.py) joins the kernel
+        that reads it where that kernel's scheduler takes it (a persistent scheduler takes
+        split-only reshapes): one host step fewer. It stays apart, a view without a
+        kernel, where the merged group would be refused or taken by another scheduler."""
+        for v in list(self.input_views):
+            owner = next((g for g in self.groups if v.definition in g.exprs), None)
+            if owner is None or len(owner.exprs) != 1:
+                continue
+            readers = {g for g in self.groups for e in g.exprs if v in e.inputs}
+            if len(readers) != 1:
+                continue
+            reader, = readers
+            kind = self._kernel_scheduler(reader)
+            why = self.boundary.pop(v)
+            if kind is not None and self._try([owner, reader], "input view absorbed") == kind:
+                self._merge([owner, reader])
+            else:
+                self.boundary[v] = why

@@ -176,7 +176,13 @@ class Narrowing:
     def _origin(self, v: Val) -> Val | None:
         """The fusion input a forwarded chain (casts, broadcasts of an input, recomputed by
         every segment that reads them) starts from, None for a chain from a factory (an
-        iota: nothing read); `v` itself otherwise."""
+        iota: nothing read); for a privatized copy's output, the original's (the same
+        values: one of them crossing is enough); `v` itself otherwise."""
+        d = v.definition
+        if d is not None and d not in self.privatized:
+            orig = next((o for o, clones in self.privatized.items() if d in clones), None)
+            if orig is not None:
+                v = orig.outputs[0]
         chain = self.forwarding.chains.get(v)
         if not chain:
             return v

@@ -107,6 +107,8 @@ class _Finder(GroupGraph, Acceptance, Merging, LevelMerge, Narrowing, Assembly):
         self._generation = 0
         self._adjacency_cache: tuple[tuple[int, int], Any] | None = None
         self.input_groups: dict[Val, Group] = {}
+        # Split-only reshapes of inputs kept apart from their readers (boundaries.py)
+        self.input_views: dict[Val, str] = {}
         self.refusals = Refusals()
         # (fusion version, whether its exact classes keep every tensor's axes apart)
         self._apart: tuple[int, bool] | None = None
@@ -161,7 +163,8 @@ class _Finder(GroupGraph, Acceptance, Merging, LevelMerge, Narrowing, Assembly):
                 self.groups = [Group(p) for p in parts]
                 return self._finish()
 
-        self.boundary.update(input_views_before_reductions(fusion, self.trace))
+        self.input_views = input_views_before_reductions(fusion, self.trace)
+        self.boundary.update(self.input_views)
         self.forwarding = find_forwarding(fusion, self.options.forwarding,
                                           {*self.boundary, *self.forced}, self.trace)
         self._privatize()
@@ -181,5 +184,6 @@ class _Finder(GroupGraph, Acceptance, Merging, LevelMerge, Narrowing, Assembly):
         self._narrow_boundaries()
         self._sibling_merge()
         self._narrow_boundaries()
+        self._absorb_input_views()
         self._revert_privatized()
         return self._finish()

@@ -130,3 +130,37 @@ def test_parts_apart_are_refused_where_the_shared_vector_is_narrower_than_a_part
     cf = compile_at(path, text, xs, fd.input_specs or [None] * len(xs), model_scale(input_values(xs)[0]), 1 << 31)
     reasons = [v["reason"] for e in cf.trace for v in (e.data or {}).get("verdicts", [])]
     assert any("parts aligned apart would vectorize" in r for r in reasons)
+
+
+def _rope_of(fd: FusionDefinition, x, cos, sin, heads: int, s: int, d: int):
+    """x [1, heads, s, d] float rotated by cos and sin [s, d] broadcast to its heads."""
+    c, sn = (fd.ops.cast(fd.ops.broadcast_in_dim(t, shape=[1, heads, s, d], broadcast_dims=[2, 3]), DataType.Float)
+             for t in (cos, sin))
+    xs = fd.ops.mul(x, sn)
+    lo = fd.ops.slice(xs, [0, 0, 0, 0], [1, heads, s, d // 2])
+    hi = fd.ops.slice(xs, [0, 0, 0, d // 2], [1, heads, s, d])
+    rot = fd.ops.add(fd.ops.pad(fd.ops.neg(lo), [d // 2, 0]), fd.ops.pad(hi, [0, d // 2]))
+    return fd.ops.add(rot, fd.ops.mul(x, c))
+
+
+@needs_gxx
+def test_rotations_over_different_head_counts_are_aligned_apart_in_one_kernel():
+    # GQA: q over 6 heads, k over 2, sharing cos and sin [s, d]. Aligned with q, k's heads
+    # would have no reference axis (a serial loop whose cos and sin reads the kernel could
+    # not index: its lowering failed, twice, before the fusion fell apart into two kernels).
+    s, d, hq, hk = 64, 16, 6, 2
+    with FusionDefinition() as fd:
+        q = fd.define_tensor(shape=[1, hq, s, d], contiguity=[None, True, True, True], dtype=DataType.BFloat16)
+        cos, sin = (fd.define_tensor(shape=[s, d], contiguity=[True, True], dtype=DataType.BFloat16)
+                    for _ in range(2))
+        k = fd.define_tensor(shape=[1, hk, s, d], contiguity=[None, True, True, True], dtype=DataType.Float)
+        fd.add_output(_rope_of(fd, fd.ops.cast(q, DataType.Float), cos, sin, hq, s, d))
+        fd.add_output(_rope_of(fd, k, cos, sin, hk, s, d))
+    g = torch.Generator().manual_seed(0)
+    xs = [torch.randn(1, hq, s, d, generator=g).bfloat16(), torch.randn(s, d, generator=g).bfloat16(),
+          torch.randn(s, d, generator=g).bfloat16(), torch.randn(1, hk, s, d, generator=g)]
+    cf = compile_fusion(fd, xs)
+    assert [seg.scheduler for seg in cf.segments] == [SchedulerType.resize.value]
+    assert not any("cannot be indexed" in e.message for e in cf.trace)
+    for o, r in zip(cf.run(xs, backend="emulate"), evaluate(fd.fusion, xs)):
+        torch.testing.assert_close(o, r, rtol=0, atol=0)

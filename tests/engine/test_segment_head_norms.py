@@ -2,8 +2,9 @@
 the reduction scheduler takes a reduction's broadcast left unresolved (nvFuser's
 hasPostReductionBCast), reductions of one pattern but different sizes never share a kernel
 (nvFuser's un-mapped multi-reduction), a split-only reshape of an input read by a
-reduction is a view apart, and the boundary narrowing moves plain copies (broadcast_in_dim
-of a broadcast tensor) with the ops they feed."""
+reduction is kept apart while merging (then joins the persistent kernel that reads it), and
+the boundary narrowing moves plain copies (broadcast_in_dim of a broadcast tensor) with the
+ops they feed."""
 
 import pytest
 import torch
@@ -114,9 +115,12 @@ def test_per_head_norms_then_rope_are_a_persistent_and_a_resize_kernel_each():
     cf = compile_fusion(fd, xs)
     kernels = [s for s in cf.segments if s.is_kernel]
     assert sorted(s.scheduler for s in kernels) == ["inner_persistent"] * 2 + ["resize"] * 2
-    # The reshapes of q and k are views without a kernel; each norm writes only its bf16
-    # result (the rope's float products are made in the resize kernel).
-    assert sum(s.scheduler == "expr_eval" for s in cf.segments) == 2
+    # The reshapes of q and k, kept apart while merging, end in their norms' kernels (no
+    # host step of their own); each norm writes only its bf16 result (the rope's float
+    # products are made in the resize kernel).
+    assert len(cf.segments) == 4
+    absorbed = [e for e in cf.trace.of_kind("merge") if "input view absorbed: merged" in e.message]
+    assert len(absorbed) == 2
     for s in kernels:
         if s.scheduler == "inner_persistent":
             assert len(s.outputs) == 1
