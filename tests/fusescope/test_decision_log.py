@@ -16,7 +16,7 @@ from fusescope.model import load_session
 from fusescope.render.decision_log import collapse, file_names
 from fusescope.widgets.segments_view import SegmentsView
 
-SAMPLE = "seed003_rope_bwd"  # 5 segments, merges refused in several phases, renumbered tensors
+SAMPLE = "seed003_rope_bwd"  # 4 segments, merges refused in several phases, renumbered tensors
 _FILE_NOTE = re.compile(r"(T\d+) is (?:(T\d+) \()?line (\d+)\)?")
 
 
