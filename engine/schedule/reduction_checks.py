@@ -53,6 +53,8 @@ def post_reduction_broadcast(fusion: Fusion, reds: list[TensorView]) -> bool:
             if p in seen:
                 continue
             seen.add(p)
+            if not any(i.is_broadcast for i in p.domain.logical):
+                continue  # nothing of p's for a consumer to resolve
             for c in consumers_of(p):
                 if any(a.is_broadcast and not b.is_broadcast
                        for a, b in pairwise_logical_map(p, c, map_broadcast=True).items()):
