@@ -196,9 +196,9 @@ async def test_run_tab_at_80x24_wraps_its_sentences_and_fits_the_timeline() -> N
         for hidden in (False, True):  # beside the tensors pane, then with the pane hidden
             # On a loaded machine the layout after the pane toggles (and its re-render at the
             # new width) can take more than one pause: wait until the drawn timeline is the
-            # one for the width the view has, then check it fits.
-            for _ in range(50):
-                await pilot.pause()
+            # one for the width the view has (up to about 10 s), then check it fits.
+            for _ in range(100):
+                await pilot.pause(0.1)
                 width = view.scrollable_content_region.width
                 timeline = result.timeline_text(width).splitlines()
                 shown = view.query_one("#md-run-timeline", Static).render().plain.strip("\n").splitlines()
