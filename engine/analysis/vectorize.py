@@ -10,7 +10,9 @@ The analysis follows nvFuser's vectorize_helper in spirit, reduced to this engin
    values, it is not contiguous along that axis); through a reshape by element count
    (a reshape keeps row-major order, so the innermost E elements of one side are the
    innermost E elements of the other: whole axes while their extent product divides
-   E, then the gcd with the next axis as a partial axis). A block quantization maps
+   E, then the gcd with the next axis as a partial axis: a per-head norm's [N, H, D]
+   reference reaches its [N, H*D] input as D elements of the H*D axis, a region of a
+   partial axis alone, which still makes the input vectorizable). A block quantization maps
    its input to the quantized output; its block scales (K / 16 innermost) do not
    continue the region.
 3. Each fusion input and output whose innermost allocation axis starts the region is
@@ -110,7 +112,7 @@ def _project_reshape(region: _Region, src: TensorView, dst: TensorView,
     n = 0
     while n < len(region.ids) and n < len(inner) and region.ids[n] is inner[n]:
         n += 1
-    if n == 0:
+    if n == 0 and not (region.ids == [] and inner and region.partial_id is inner[0]):
         return _Region([])
     e = 1
     for i in region.ids[:n]:
@@ -190,7 +192,7 @@ def _tensor_factor(tv: TensorView, region: _Region, info: SchedulerRuntimeInfo,
     strides = _strides_in_alloc(tv, info)
     rows = [(i, c, s) for (i, c), s in zip(pairs, strides) if not _size1(i)]
     rows.reverse()  # innermost first
-    if not rows or not region.ids or rows[0][0] is not region.ids[0]:
+    if not rows or rows[0][0] is not (region.ids[0] if region.ids else region.partial_id):
         return None
     i0, c0, s0 = rows[0]
     if c0 is not True and s0 is not None and s0 != 1 and info.extent(i0) > 1:
@@ -217,6 +219,7 @@ def _tensor_factor(tv: TensorView, region: _Region, info: SchedulerRuntimeInfo,
             used += 1
         elif i is region.partial_id and region.partial > 1 and contiguous:
             extent *= region.partial
+            used += 1
             why = f"{region.partial} elements of {i} continue the region"
             break
         else:
@@ -266,7 +269,7 @@ def vectorization_factor(
             if nb in regions:
                 continue
             r = _edge(src, nb, regions[src], info)
-            if not r.ids:
+            if not r.ids and r.partial <= 1:
                 continue
             regions[nb] = r
             queue.append(nb)

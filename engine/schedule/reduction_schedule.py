@@ -209,8 +209,9 @@ def innermost_allocated(tv: TensorView) -> IterDomain | None:
 
 def _split_source(i: IterDomain, tv: TensorView) -> IterDomain | None:
     """The id whose inner part the vector `i` is: the input of its split, followed
-    through the inner side of merges (the canonical merge of several axes) to a
-    logical or allocation id of `tv`."""
+    through the inner side of merges (the canonical merge of several axes) and the inner
+    output of splits (a reshape's split of the innermost axis: its inner part is
+    contiguous in memory) to a logical or allocation id of `tv`."""
     ends = set(tv.domain.logical) | set(tv.domain.maybe_allocation)
     d = i.definition
     if not isinstance(d, Split):
@@ -218,9 +219,12 @@ def _split_source(i: IterDomain, tv: TensorView) -> IterDomain | None:
     i = d.in_id
     while i not in ends:
         m = i.definition
-        if not isinstance(m, Merge):
+        if isinstance(m, Merge):
+            i = m.inner
+        elif isinstance(m, Split) and m.inner is i:
+            i = m.in_id
+        else:
             return None
-        i = m.inner
     return i
 
 
@@ -255,7 +259,8 @@ def schedule_reduction_fusion(
     Returns the reference reduction. `persistent` (persistent kernels): tensors to
     inline only at the iteration axes, so that they stay alive across the reduction.
     """
-    caches = tools.cache_inputs(fusion, keep=_reduced_through_expansion(fusion), trace=trace)
+    caches = tools.cache_inputs(fusion, keep=_reduced_through_expansion(fusion), trace=trace,
+                                elementwise_of_lookups=True)
     tools.cache_and_fork_outputs(fusion, trace=trace)
     reds = reduction_tvs(fusion)
     ref = reds[0]
