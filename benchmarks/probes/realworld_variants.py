@@ -1,0 +1,91 @@
+"""Hand edits of one real-world script's generated kernel, timed at the script's real size in
+one process against the kernel as generated (first and last), each checked against the
+generated kernel's outputs. The questions are the ones a kernel's gap to nvFuser's raises
+when the launch configuration is the same: is it the loads' cache hint, the math, the
+unrolling?
+
+    PYTHONPATH=. python3 benchmarks/probes/realworld_variants.py NAME SEG [EDIT ...]   # on a GPU
+
+An EDIT is NAME=OLD=>NEW (every occurrence of OLD in segment SEG's CUDA replaced by NEW; a
+variant whose OLD is absent is reported and skipped) or one of the named edits below.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.timing import time_calls  # noqa: E402
+from engine import compile_fusion, fusion_cache, loads_fusion  # noqa: E402
+from engine.config import Options  # noqa: E402
+from scripts.scales import real_scale, scaled_fusion, scaled_inputs  # noqa: E402
+
+NAMED = {
+    "plain_loads": ("loadGlobalEvictLast<", "loadGeneric<"),
+    "fast_exp": ("expf(", "__expf("),
+}
+CAP = 1 << 34
+
+
+def _edits(args: list[str]) -> list[tuple[str, str, str]]:
+    out = []
+    for a in args:
+        if a in NAMED:
+            out.append((a, *NAMED[a]))
+            continue
+        name, _, rest = a.partition("=")
+        old, sep, new = rest.partition("=>")
+        if not sep:
+            raise SystemExit(f"an edit is NAME=OLD=>NEW or one of {sorted(NAMED)}: {a!r}")
+        out.append((name, old, new))
+    return out
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 3:
+        print(__doc__)
+        return 2
+    name, seg_id, edits = argv[1], int(argv[2]), _edits(argv[3:])
+    path = next((ROOT / "tests/realworld/scripts").glob(name + "*.py"))
+    text = path.read_text()
+    fd0 = loads_fusion(text, filename=str(path))
+    xs0 = fd0.example_inputs(device="cpu", seed=0)
+    specs = fd0.input_specs or [None] * len(xs0)
+    scale = real_scale(text)
+    if scale is None:
+        raise SystemExit(f"{path.name} has no '# real-sizes:' line")
+    fd, xs = scaled_fusion(path, text, scale, xs0, specs, CAP, "cuda")
+    sets = [xs, scaled_inputs(scale, xs0, specs, CAP, "cuda", 1)]
+    fusion_cache.clear()
+    base = compile_fusion(fd, xs)
+    src = base.segments[seg_id].cuda_source
+    print(f"{path.stem}: segment {seg_id} ({base.segments[seg_id].scheduler}), launch {base.segments[seg_id].launch}")
+    want = [o.clone() for o in base.run(xs)]
+    runs: list[tuple[str, object]] = [("generated", base)]
+    for label, old, new in edits:
+        if old not in src:
+            print(f"{label}: {old!r} is not in the kernel; skipped")
+            continue
+        edited = src.replace(old, new)
+        fusion_cache.clear()
+        cf = compile_fusion(fd, xs, options=Options(kernel_sources={seg_id: edited}))
+        got = cf.run(xs)
+        diff = max((float((g.double() - w.double()).abs().max()) if g.numel() else 0.0)
+                   for g, w in zip(got, want))
+        print(f"{label}: {src.count(old)} replaced; largest difference from the generated kernel's outputs {diff:.3g}")
+        runs.append((label, cf))
+    runs.append(("generated again", base))
+    for label, cf in runs:
+        t = time_calls(lambda s, cf=cf: cf.run(s), sets, queue_full=True)
+        print(f"{label:24s} {t['median_ms'] * 1e3:9.1f} us a call (device time, median of {t['reps']})")
+    torch.cuda.synchronize()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
