@@ -90,3 +90,23 @@ def test_a_looked_up_input_is_still_read_in_vectors_by_its_reduction():
     assert vector_reads >= 2 and lookups >= 1
     (out,) = cf.run(xs, backend="emulate")
     torch.testing.assert_close(out, evaluate(fd.fusion, xs)[0], rtol=1e-5, atol=1e-3)
+
+
+def test_a_rows_values_are_read_and_written_once_outside_the_reduction_loops():
+    # The row's max (read by the sum's kernel, [N, 1]) and the label's logit minus it (an
+    # output, [N, 1]) do not vary along the vocabulary: computed before or after its loops.
+    g = torch.Generator().manual_seed(0)
+    xs = [torch.randn(3, 128256, generator=g).bfloat16(), torch.randint(0, 128256, (3,), generator=g)]
+    cf = compile_fusion(_cross_entropy(), xs)
+    checked = 0
+    for seg in (s for s in cf.segments if s.is_kernel):
+        body = _kernel_body(seg.cuda_source)
+        if "for (nvfuser_index_t" not in body:
+            continue
+        start = body.index("for (nvfuser_index_t")
+        loops = body[start:re.search(r"blockAllReduce|gridReduce", body[start:]).start() + start]
+        for t in seg.fusion.inputs + seg.fusion.outputs:
+            if t.ndim == 2 and t.domain.logical[-1].is_broadcast:
+                assert not re.search(rf"[^&\w]{t.short_name}\[", loops), (seg.id, t.short_name)
+                checked += 1
+    assert checked >= 2
