@@ -14,8 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from engine.analysis.view_chains import is_view
 from engine.ir import exprs as ex
 from engine.ir.base import Expr, Val
+from engine.ir.dependencies import downstream_tvs
 from engine.ir.fusion import Fusion
 from engine.ir.tensorview import TensorView
 from engine.trace import Trace
@@ -23,7 +25,7 @@ from engine.trace import Trace
 FACTORY_EXPRS: tuple[type[Expr], ...] = (ex.FullOp, ex.IotaOp, ex.RNGOp)
 # Ops a chain may continue through: unary ops, and broadcast/expand, which move no data
 # (seed 003's segments both recompute `broadcast` and `expand` of the cos/sin inputs).
-_FORWARDED_OPS: tuple[type[Expr], ...] = (ex.UnaryOp, ex.BroadcastOp, ex.ExpandOp)
+_FORWARDED_OPS: tuple[type[Expr], ...] = (ex.UnaryOp, ex.BroadcastOp, ex.ExpandOp, ex.ViewOp)
 
 
 @dataclass
@@ -43,6 +45,49 @@ class Forwarding:
             for e in self.chains.get(v, []):
                 out[e] = None
         return list(out)
+
+
+def _is_view(e: Expr) -> bool:
+    return isinstance(e, ex.ViewOp) or (isinstance(e, ex.LoadStoreOp) and e.is_permute)
+
+
+def _viewed_output(fusion: Fusion, v: TensorView) -> bool:
+    """Whether a fusion output is a view of `v` (views and slices only): a host view of the
+    input then, which forwarded would be a copy a kernel writes."""
+    outputs = set(fusion.outputs)
+    stack, seen = [v], set()
+    while stack:
+        t = stack.pop()
+        if t in outputs:
+            return True
+        if t in seen:
+            continue
+        seen.add(t)
+        stack += [u.outputs[0] for u in fusion.uses_of(t)
+                  if (is_view(u) or isinstance(u, ex.SliceOp)) and isinstance(u.outputs[0], TensorView)]
+    return False
+
+
+def _views_kept(fusion: Fusion, chain: list[Expr], v: Val, why: str) -> tuple[list[Expr], Val, str]:
+    """`chain` cut before its first reshape or permute unless it permutes, no reduction
+    reads what it computes and no output is a view of it. A permuted view of an input that
+    crosses a segment boundary is a transposing copy a kernel writes, where recomputed it is
+    only the readers' indexing (a fused QKV projection split into heads: the whole
+    [B, S, 3*H*D] input was written again, permuted, for the kernel of the k heads). A
+    reshape alone crosses as a host view (no copy), as does an output that is a view of the
+    permuted input (litGPT's v heads), and a reshaped input a reduction reads is kept apart
+    by the segmenter (engine.segment.boundaries): forwarded, their readers were split into
+    more kernels."""
+    k = next((i for i, e in enumerate(chain) if _is_view(e)), None)
+    if k is None:
+        return chain, v, why
+    permutes = any(isinstance(e, ex.LoadStoreOp) and e.is_permute for e in chain)
+    if permutes and isinstance(v, TensorView) and not _viewed_output(fusion, v) and not any(
+            isinstance(t.definition, (ex.ReductionOp, ex.WelfordOp)) for t in downstream_tvs(v)):
+        return chain, v, why
+    if k == 0:
+        return [], v, why
+    return chain[:k], chain[k - 1].output, "the view that follows is not a permute apart from reductions"
 
 
 def _name(v: Val) -> str:
@@ -70,7 +115,7 @@ def find_forwarding(
         if len(uses) != 1:
             return None, f"{len(uses)} uses"
         u = uses[0]
-        if not isinstance(u, _FORWARDED_OPS):
+        if not (isinstance(u, _FORWARDED_OPS) or _is_view(u)):
             return None, f"its use {type(u).__name__} is not a unary op"
         if u.output in outputs:
             return None, f"{_name(u.output)} is a fusion output"
@@ -101,6 +146,7 @@ def find_forwarding(
                 break
             chain.append(u)
             v = u.output
+        chain, v, why = _views_kept(fusion, chain, v, why)
         if not chain:
             # An input whose single use is not unary (or with several uses) stays an
             # ordinary input: nothing to recompute.

@@ -9,10 +9,11 @@ import torch
 
 from engine import DataType, FusionDefinition, loads_fusion
 from engine.compile import compile_fusion
+from engine.config import Options
 from engine.reference import evaluate
 from engine.schedule.base import SchedulerType
-from scripts.ptxas_check import compile_at
-from scripts.scales import input_values, model_scale
+from scripts.ptxas_check import meta_inputs
+from scripts.scales import input_values, model_scale, rewrite
 from tests.emulation import needs_gxx
 
 
@@ -120,14 +121,18 @@ def test_a_view_part_is_copied_in_the_kernel_only_while_small():
 
 
 def test_parts_apart_are_refused_where_the_shared_vector_is_narrower_than_a_part_s_own():
-    # Llama's GQA RoPE at its model scale: a group of q's and k's parts whose shared vector
-    # width (found over every part's inputs and outputs) is narrower than one part's own
-    # is refused with the engine's reason.
+    # Llama's GQA RoPE at its model scale, forwarding off (its permuted view of the input
+    # then crosses to the kernels that read it): a group of q's and k's parts whose shared
+    # vector width (found over every part's inputs and outputs) is narrower than one
+    # part's own is refused with the engine's reason.
     path = Path(__file__).resolve().parents[1] / "realworld" / "scripts" / "llama_rope_gqa_expand.py"
     text = path.read_text()
     fd = loads_fusion(text, filename=str(path))
     xs = fd.example_inputs(device="cpu", seed=0)
-    cf = compile_at(path, text, xs, fd.input_specs or [None] * len(xs), model_scale(input_values(xs)[0]), 1 << 31)
+    scale = model_scale(input_values(xs)[0])
+    scaled = loads_fusion(rewrite(text, scale), filename=str(path))
+    cf = compile_fusion(scaled, meta_inputs(xs, fd.input_specs or [None] * len(xs), scale, 1 << 31),
+                        options=Options(forwarding=False))
     reasons = [v["reason"] for e in cf.trace for v in (e.data or {}).get("verdicts", [])]
     assert any("parts aligned apart would vectorize" in r for r in reasons)
 
