@@ -1,8 +1,8 @@
 """Hand edits of one real-world script's generated kernel, timed at the script's real size in
-one process against the kernel as generated (first and last), each checked against the
-generated kernel's outputs. The questions are the ones a kernel's gap to nvFuser's raises
-when the launch configuration is the same: is it the loads' cache hint, the math, the
-unrolling?
+one process against the kernel as generated (first and last: the kernel's device time by
+cf.profile, the call's by CUDA events), each checked against the generated kernel's
+outputs. The questions are the ones a kernel's gap to nvFuser's raises when the launch
+configuration is the same: is it the loads' cache hint, the math, the unrolling?
 
     PYTHONPATH=. python3 benchmarks/probes/realworld_variants.py NAME SEG [EDIT ...]   # on a GPU
 
@@ -81,8 +81,10 @@ def main(argv: list[str]) -> int:
         runs.append((label, cf))
     runs.append(("generated again", base))
     for label, cf in runs:
-        t = time_calls(lambda s, cf=cf: cf.run(s), sets, queue_full=True)
-        print(f"{label:24s} {t['median_ms'] * 1e3:9.1f} us a call (device time, median of {t['reps']})")
+        t = time_calls(lambda s, cf=cf: cf.run(s), sets)
+        prof = next(p for p in cf.profile(xs, warmup=3, repeat=30) if p.name == cf.segments[seg_id].kernel_name)
+        print(f"{label:24s} kernel {prof.time_ms * 1e3:9.1f} us (cf.profile, median of 30); "
+              f"{t['median_ms'] * 1e3:9.1f} us a call (median of {t['reps']})")
     torch.cuda.synchronize()
     return 0
 
