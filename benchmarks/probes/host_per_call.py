@@ -20,30 +20,21 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
+from benchmarks.probes.variants import real_size_case  # noqa: E402
 from benchmarks.timing import time_calls  # noqa: E402
-from engine import compile_fusion, loads_fusion  # noqa: E402
-from scripts.scales import real_scale, scaled_fusion, scaled_inputs  # noqa: E402
+from engine import compile_fusion  # noqa: E402
 
 SCRIPTS = ROOT / "tests" / "realworld" / "scripts"
 CAP = 1 << 31  # most elements of one input
 
 
 def report(name: str, device: str) -> None:
-    path = next(SCRIPTS.glob(name + "*.py"), None)
-    if path is None:
+    case = real_size_case(name, device, 4, CAP, own_size=True)
+    if case is None:
         print(f"## {name}: no script of {SCRIPTS} starts with this name")
         return
-    text = path.read_text()
-    fd0 = loads_fusion(text, filename=str(path))
-    xs0 = fd0.example_inputs(device="cpu", seed=0)
-    specs = fd0.input_specs or [None] * len(xs0)
-    scale = real_scale(text)
-    if scale is None:
-        fd, xs = fd0, fd0.example_inputs(device=device, seed=0)
-        sets = [xs] + [fd0.example_inputs(device=device, seed=s) for s in (1, 2, 3)]
-    else:
-        fd, xs = scaled_fusion(path, text, scale, xs0, specs, CAP, device)
-        sets = [xs] + [scaled_inputs(scale, xs0, specs, CAP, device, s) for s in (1, 2, 3)]
+    path, fd, sets = case
+    xs = sets[0]
     cf = compile_fusion(fd, xs)
     backend = "cuda" if device == "cuda" else "emulate"
     for k in range(12):

@@ -20,10 +20,10 @@ import torch
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.probes.variants import real_size_case  # noqa: E402
 from benchmarks.timing import time_calls  # noqa: E402
-from engine import compile_fusion, fusion_cache, loads_fusion  # noqa: E402
+from engine import compile_fusion, fusion_cache  # noqa: E402
 from engine.config import Options  # noqa: E402
-from scripts.scales import real_scale, scaled_fusion, scaled_inputs  # noqa: E402
 
 NAMED = {
     "plain_loads": ("loadGlobalEvictLast<", "loadGeneric<"),
@@ -51,16 +51,11 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 2
     name, seg_id, edits = argv[1], int(argv[2]), _edits(argv[3:])
-    path = next((ROOT / "tests/realworld/scripts").glob(name + "*.py"))
-    text = path.read_text()
-    fd0 = loads_fusion(text, filename=str(path))
-    xs0 = fd0.example_inputs(device="cpu", seed=0)
-    specs = fd0.input_specs or [None] * len(xs0)
-    scale = real_scale(text)
-    if scale is None:
-        raise SystemExit(f"{path.name} has no '# real-sizes:' line")
-    fd, xs = scaled_fusion(path, text, scale, xs0, specs, CAP, "cuda")
-    sets = [xs, scaled_inputs(scale, xs0, specs, CAP, "cuda", 1)]
+    case = real_size_case(name, "cuda", 2, CAP)
+    if case is None:
+        raise SystemExit(f"no script of tests/realworld/scripts starts with {name!r}")
+    path, fd, sets = case
+    xs = sets[0]
     fusion_cache.clear()
     base = compile_fusion(fd, xs)
     src = base.segments[seg_id].cuda_source

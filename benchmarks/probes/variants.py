@@ -1,6 +1,7 @@
-"""What the kernel-variant probes share: a hand edit that must match exactly once, and writing
-one benchmark's variants next to the sweep command that times them against the generated
-kernel (benchmarks/sweep.py, one process, the generated kernel first and last)."""
+"""What the probes share: a hand edit that must match exactly once, writing one benchmark's
+variants next to the sweep command that times them against the generated kernel
+(benchmarks/sweep.py, one process, the generated kernel first and last), and a real-world
+script's fusion and input sets at its real size."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,3 +41,29 @@ def write_variants(fusion: str, variants: Callable[[str], dict[str, str]], argv:
     runs = [f'{{"kernel_sources": {{"0": "{outdir}/{fusion}_{n}.cu"}}}}' for n in [*names, "base"]]
     print(f"python3 benchmarks/sweep.py {fusion} " + " ".join(shlex.quote(r) for r in runs) + " --repeat 300")
     return 0
+
+
+def real_size_case(name: str, device: str, n_sets: int, cap: int,
+                   own_size: bool = False) -> tuple[Path, Any, list[list[Any]]] | None:
+    """The script of tests/realworld/scripts starting with `name`, its fusion and `n_sets`
+    input sets (seeds 0, 1, ...) on `device` at its `# real-sizes:` line's size; at the
+    script's own size when it has none and `own_size`, else SystemExit. None when no script
+    starts with `name`."""
+    sys.path.insert(0, str(ROOT))
+    from engine import loads_fusion
+    from scripts.scales import real_scale, scaled_fusion, scaled_inputs
+
+    path = next((ROOT / "tests" / "realworld" / "scripts").glob(name + "*.py"), None)
+    if path is None:
+        return None
+    text = path.read_text()
+    fd0 = loads_fusion(text, filename=str(path))
+    xs0 = fd0.example_inputs(device="cpu", seed=0)
+    specs = fd0.input_specs or [None] * len(xs0)
+    scale = real_scale(text)
+    if scale is None:
+        if not own_size:
+            raise SystemExit(f"{path.name} has no '# real-sizes:' line")
+        return path, fd0, [fd0.example_inputs(device=device, seed=s) for s in range(n_sets)]
+    fd, xs = scaled_fusion(path, text, scale, xs0, specs, cap, device)
+    return path, fd, [xs] + [scaled_inputs(scale, xs0, specs, cap, device, s) for s in range(1, n_sets)]
