@@ -1,7 +1,7 @@
 """What the probes share: a hand edit that must match exactly once, writing one benchmark's
 variants next to the sweep command that times them against the generated kernel
 (benchmarks/sweep.py, one process, the generated kernel first and last), and a real-world
-script's fusion and input sets at its real size."""
+script's fusion and input sets at its real size (host_per_call)."""
 
 from __future__ import annotations
 
