@@ -15,7 +15,7 @@ from engine.codegen.statements import kernel_listing
 from engine.compiled_segment import CompiledSegment
 from engine.config import Options
 from engine.dtypes import DataType
-from engine.errors import CompileError, RegisterFitError, ScheduleError
+from engine.errors import CompileError, NoSchedulerError, RegisterFitError, ScheduleError
 from engine.ir.base import Val
 from engine.ir.exprs import LinearOp, MatmulOp, ReductionOp, WelfordOp
 from engine.ir.fusion import Fusion
@@ -33,7 +33,7 @@ from engine.schedule.params import apply_overrides
 from engine.schedule.persistent_fit import fit_overhead, refit
 from engine.schedule.runtime_info import SchedulerRuntimeInfo
 from engine.segment import segment_fusion
-from engine.segment.refusals import core_exprs, may_resegment, op_at_fault
+from engine.segment.refusals import core_exprs, engine_chose, holds_forwarded, may_resegment, op_at_fault
 from engine.segment.sizes import Sizes, contiguity_of, in_logical_order
 from engine.trace import Trace
 
@@ -164,6 +164,11 @@ def build_segments(fusion: Fusion, inputs: list[Any], options: Options, trace: T
         except SegmentLoweringError as e:
             core = core_exprs(segmented, gid)
             if not may_resegment(seg, core, options):
+                if options.forwarding and engine_chose(seg, options) and holds_forwarded(segmented, gid):
+                    # One op of its own and the ops forwarded into it: nothing to split, but
+                    # without forwarding those ops are segments of their own (engine.compile).
+                    raise NoSchedulerError(f"{str(e).splitlines()[0]}: a segment recomputing forwarded "
+                                           "ops failed to lower", frozenset(x.name for x in core)) from e.__cause__
                 raise
             containing = frozenset(x.name for x in core if isinstance(x, ReductionOp | WelfordOp)) \
                 if isinstance(e.__cause__, RegisterFitError) else frozenset()

@@ -76,8 +76,20 @@ def core_exprs(segmented: Any, gid: int) -> list:
     return [] if g is None else [e for e in g.exprs if e not in set(g.forwarded_exprs)]
 
 
-def may_resegment(seg: Any, core: list, options: Any) -> bool:
-    """Only the engine's own choices are undone: a user's schedule, forced scheduler,
-    heuristic values or kernel source fail as they are."""
-    return (len(core) > 1 and seg.scheduler not in ("user", "expr_eval") and not options.force_scheduler
+def engine_chose(seg: Any, options: Any) -> bool:
+    """Whether the segment's kernel is the engine's own choice: a user's schedule, forced
+    scheduler, heuristic values or kernel source fail as they are."""
+    return (seg.scheduler not in ("user", "expr_eval") and not options.force_scheduler
             and not options.heuristic_overrides and not options.kernel_sources)
+
+
+def may_resegment(seg: Any, core: list, options: Any) -> bool:
+    """Only the engine's own choices are undone, and only a group of several ops of its own
+    can be split."""
+    return len(core) > 1 and engine_chose(seg, options)
+
+
+def holds_forwarded(segmented: Any, gid: int) -> bool:
+    """Whether group `gid` recomputes ops forwarded into it (an input's casts or views)."""
+    g = None if segmented is None else next((g for g in segmented.groups if g.id == gid), None)
+    return g is not None and bool(g.forwarded_exprs)
