@@ -74,11 +74,15 @@ def localize(fusion: Fusion) -> dict[Scalar, tuple[Scalar, int]]:
             root = l2r.get(s.logical)
             if root is not None and root is not s.logical:
                 root.extent = new
-            elif partial_k and s.logical not in dom.root:
+            elif s.logical not in dom.maybe_root and _outer_of_split(s.logical):
+                # The outer part of a split between root and logical (an rfactor'ed
+                # matmul's K, a reshape's heads): the split shrinks with it.
                 _localize_split(s.logical, new)
         _plain_loop(tv)
         tv.device_mesh = None
     for e in fusion.exprs():
+        if isinstance(e, ex.ViewOp):
+            _localize_view_root(e, localized)
         if isinstance(e, ex.ViewOp) and e.new_shape is not None:
             # The sizes asked for, at this device's extents where the axis is sharded.
             dims = [i for i in e.output.domain.logical if not i.is_reduction]
@@ -88,10 +92,30 @@ def localize(fusion: Fusion) -> dict[Scalar, tuple[Scalar, int]]:
     return parts
 
 
+def _outer_of_split(i: IterDomain) -> bool:
+    t = i.definition
+    return isinstance(t, Split) and t.outer is i
+
+
+def _localize_view_root(e: ex.ViewOp, localized: set[int]) -> None:
+    """A reshape's root axes are its input's logical axes, one for one: where the input's
+    is this device's part, so is the root's (a head split of a column-sharded projection
+    kept the whole h*dh as the root of its [b, s, h/d, dh])."""
+    src = [i for i in e.input.domain.logical if not i.is_reduction]
+    root = [i for i in e.output.domain.maybe_root if not i.is_reduction]
+    if len(src) != len(root):
+        return
+    for p, r in zip(src, root):
+        if id(p) in localized and r is not p:
+            r.extent = p.extent
+            localized.add(id(r))
+
+
 def _localize_split(part: IterDomain, new: Scalar) -> None:
-    """`part`, the outer part of the split of an rfactor'ed matmul's K ([rK] -> [iS{d},
-    rS{K/d}]), is now `new` long on this device: the split and the root axis it cuts shrink
-    with it, so that the root is the part of K this device's operands hold."""
+    """`part`, the outer part of a split between root and logical (an rfactor'ed matmul's K,
+    [rK] -> [iS{d}, rS{K/d}]; a reshape's heads, [h*dh] -> [h, dh]), is now `new` long on
+    this device: the split and the root axis it cuts shrink with it, so that the root is the
+    part this device holds."""
     t = part.definition
     assert isinstance(t, Split)
     if not t.inner_split:

@@ -448,3 +448,37 @@ def test_rfactored_partial_products_reducing_the_devices_part_are_refused() -> N
     fd, _, _ = _k_sharded_matmul(md.DeviceMesh(torch.arange(2)), reduce_outer)
     with pytest.raises(md.MultiDeviceError, match="T3: these partial products of an rfactor reduce the part of K"):
         md.program_of(fd)
+
+
+@pytest.mark.parametrize("merge", [False, True])
+def test_a_reshape_of_sharded_heads_is_localized_and_one_kernel(merge: bool) -> None:
+    # Attention's head split of a column-sharded projection ([b, s, h*dh] -> [b, h, s, dh])
+    # and the merge back: each device's region reshapes its own h/d heads. The reshape's
+    # root and its split are this device's part, so one pointwise kernel computes it (with
+    # the whole h*dh left as the root, the kernel could not be lowered).
+    require_gxx()
+    d, b, s, h, dh = 2, 2, 3, 4, 4
+    mesh = md.DeviceMesh(torch.arange(d))
+    with FusionDefinition() as fd:
+        if merge:
+            x = fd.define_tensor([b, h, s, dh], contiguity=True, dtype=DataType.Float)
+            y = fd.ops.reshape(fd.ops.permute(x, dims=[0, 2, 1, 3]), [b, s, h * dh])
+            axis, local = 1, torch.randn(b, h // d, s, dh)
+            want = local.permute(0, 2, 1, 3).reshape(b, s, h * dh // d)
+        else:
+            x = fd.define_tensor([b, s, h * dh], contiguity=True, dtype=DataType.Float)
+            y = fd.ops.permute(fd.ops.reshape(x, [b, s, h, dh]), dims=[0, 2, 1, 3])
+            axis, local = 2, torch.randn(b, s, h * dh // d)
+            want = local.reshape(b, s, h // d, dh).permute(0, 2, 1, 3)
+        fd.add_output(fd.ops.mul(y, fd.define_scalar(0.5)))
+        x.set_device_mesh(mesh)
+        x.outer_split(axis, d)
+        x.axis(axis).parallelize(ParallelType.mesh_x)
+    (region,) = md.program_of(fd).regions
+    view = next(e for e in region.fusion.exprs() if type(e).__name__ == "ViewOp")
+    root = [int(i.extent.value) for i in view.output.domain.maybe_root]
+    assert root == ([b, s, h // d, dh] if merge else [b, s, h * dh // d])
+    cf = compile_fusion(region.fusion, [local])
+    assert [seg.scheduler for seg in cf.segments] == ["pointwise"]
+    (out,) = cf.run([local], backend="emulate")
+    torch.testing.assert_close(out, want * 0.5)
