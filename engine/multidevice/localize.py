@@ -81,9 +81,10 @@ def localize(fusion: Fusion) -> dict[Scalar, tuple[Scalar, int]]:
         _plain_loop(tv)
         tv.device_mesh = None
     for e in fusion.exprs():
-        if isinstance(e, ex.ViewOp):
-            _localize_view_root(e, localized)
-        if isinstance(e, ex.ViewOp) and e.new_shape is not None:
+        if not isinstance(e, ex.ViewOp):
+            continue
+        _localize_view_root(e, localized)
+        if e.new_shape is not None:
             # The sizes asked for, at this device's extents where the axis is sharded.
             dims = [i for i in e.output.domain.logical if not i.is_reduction]
             e.attributes["new_shape"] = [i.extent if id(i) in localized else old

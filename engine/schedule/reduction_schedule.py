@@ -159,7 +159,8 @@ def vectorize_io(fusion: Fusion, tvs: list[TensorView], v: int,
     return done
 
 
-def off_reference_inner_dim(ref: TensorView, tvs: list[TensorView]) -> set[TensorView]:
+def off_reference_inner_dim(ref: TensorView, tvs: list[TensorView],
+                            to_ref: dict[TensorView, dict[IterDomain, IterDomain]]) -> set[TensorView]:
     """Those of `tvs` whose innermost allocated axis is another axis of the reference
     reduction than its innermost one in memory: their vectors would not move along the
     reference's (nvFuser vectorizes only getInputsOutputsWithInnerDim). A [C] input
@@ -170,12 +171,11 @@ def off_reference_inner_dim(ref: TensorView, tvs: list[TensorView]) -> set[Tenso
     the reference's, which cannot index it ('axis ... cannot be indexed from the loop
     nest'); unvectorized it is inlined whole. A tensor whose innermost axis the logical
     maps do not tie to the reference (across a reshape, or in a part of the fusion the
-    reference does not reach) is not counted. Asked before rfactor, which gives the
-    reference new logical ids."""
+    reference does not reach) is not counted. `to_ref`: _ids_to_reference(ref), asked
+    before rfactor, which gives the reference new logical ids."""
     order = pattern_order(ref)
     if not order:
         return set()
-    to_ref = _ids_to_reference(ref)
     out = set()
     for tv in tvs:
         i = innermost_allocated(tv)
@@ -206,17 +206,18 @@ def _ids_to_reference(ref: TensorView) -> dict[TensorView, dict[IterDomain, Iter
     return to_ref
 
 
-def reduction_invariant(fusion: Fusion, ref: TensorView) -> list[TensorView]:
+def reduction_invariant(fusion: Fusion, ref: TensorView,
+                        to_ref: dict[TensorView, dict[IterDomain, IterDomain]]) -> list[TensorView]:
     """Computed tensors that do not vary along the reference's reduced axes: each of their
     axes the maps tie to a reduced one is a broadcast (a row's max read back from global
     memory, the label's logit minus it). Inlined only at the iteration axes, they are
     computed once a row before the reduction's loops; inlined as deep as their readers,
     a row's value was loaded again for every element, and an output among them was written
     inside the loops, where its store kept the loop's loads from running ahead (a cross
-    entropy's sum of exponentials at 1.9 TB/s). Asked before rfactor."""
+    entropy's sum of exponentials at 1.9 TB/s). `to_ref` as for off_reference_inner_dim."""
     reduced = {i for i in ref.domain.logical if i.is_reduction}
     out = []
-    for tv, ids in _ids_to_reference(ref).items():
+    for tv, ids in to_ref.items():
         if tv in fusion.inputs or tv.definition is None or isinstance(tv.definition, (ex.ReductionOp, ex.WelfordOp)):
             continue
         tied = [i for i, r in ids.items() if r in reduced]
@@ -289,8 +290,9 @@ def schedule_reduction_fusion(
     tools.cache_and_fork_outputs(fusion, trace=trace)
     reds = reduction_tvs(fusion)
     ref = reds[0]
-    off_inner = off_reference_inner_dim(ref, io_tensors(fusion, caches))
-    invariant = reduction_invariant(fusion, ref)
+    to_ref = _ids_to_reference(ref)  # before rfactor gives the reference new logical ids
+    off_inner = off_reference_inner_dim(ref, io_tensors(fusion, caches), to_ref)
+    invariant = reduction_invariant(fusion, ref, to_ref)
     n_iter = schedule_reference(ref, p)
     note_transform(trace, ref.short_name, "reference scheduled")
     tools.propagate_max_info(ref)

@@ -24,8 +24,9 @@ from engine.trace import Trace
 
 FACTORY_EXPRS: tuple[type[Expr], ...] = (ex.FullOp, ex.IotaOp, ex.RNGOp)
 # Ops a chain may continue through: unary ops, and broadcast/expand, which move no data
-# (seed 003's segments both recompute `broadcast` and `expand` of the cos/sin inputs).
-_FORWARDED_OPS: tuple[type[Expr], ...] = (ex.UnaryOp, ex.BroadcastOp, ex.ExpandOp, ex.ViewOp)
+# (seed 003's segments both recompute `broadcast` and `expand` of the cos/sin inputs);
+# reshapes and permutes too, kept only where _views_kept says.
+_FORWARDED_OPS: tuple[type[Expr], ...] = (ex.UnaryOp, ex.BroadcastOp, ex.ExpandOp)
 
 
 @dataclass
@@ -87,7 +88,8 @@ def _views_kept(fusion: Fusion, chain: list[Expr], v: Val, why: str) -> tuple[li
         return chain, v, why
     if k == 0:
         return [], v, why
-    return chain[:k], chain[k - 1].output, "the view that follows is not a permute apart from reductions"
+    return chain[:k], chain[k - 1].output, ("its views are forwarded only where they permute, no "
+                                            "output is a view of them and no reduction reads them")
 
 
 def _name(v: Val) -> str:
@@ -116,7 +118,7 @@ def find_forwarding(
             return None, f"{len(uses)} uses"
         u = uses[0]
         if not (isinstance(u, _FORWARDED_OPS) or _is_view(u)):
-            return None, f"its use {type(u).__name__} is not a unary op"
+            return None, f"its use {type(u).__name__} is not a unary op or view"
         if u.output in outputs:
             return None, f"{_name(u.output)} is a fusion output"
         if u.output in keep_in_memory:
