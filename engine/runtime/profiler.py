@@ -133,6 +133,17 @@ def _grid_counts(launch: LaunchConfig) -> tuple[int, int]:
     return blocks, blocks * launch.threads
 
 
+# torch.cuda._sleep spins for a number of SM clock cycles: ~2 GHz on the GPUs this engine
+# profiles (H100, H200 boost clocks), and at most this long.
+SLEEP_CYCLES_PER_S = 2e9
+MAX_SLEEP_S = 0.5
+
+
+def sleep_cycles(seconds: float) -> int:
+    """Cycles for torch.cuda._sleep to cover about `seconds` (at most MAX_SLEEP_S)."""
+    return int(min(seconds, MAX_SLEEP_S) * SLEEP_CYCLES_PER_S)
+
+
 def profile_kernel(kernel: Any, args: list[Any], launch: LaunchConfig, *, warmup: int = 3,
                    repeat: int = 20, bytes_read: int | None = None, bytes_written: int | None = None,
                    alloc_strides: dict[str, list[int]] | None = None) -> KernelProfile:
@@ -145,13 +156,18 @@ def profile_kernel(kernel: Any, args: list[Any], launch: LaunchConfig, *, warmup
     stream = torch.cuda.current_stream(dev)
     # The first launch synchronizes, so an invalid launch or a fault is reported
     # before any timing; the rest run back to back.
-    for i in range(max(1, warmup)):
-        kernel.launch(args, launch, alloc_strides, stream.cuda_stream, sync=(i == 0))
+    kernel.launch(args, launch, alloc_strides, stream.cuda_stream, sync=True)
+    t0 = time.perf_counter()
+    for _ in range(warmup - 1):
+        kernel.launch(args, launch, alloc_strides, stream.cuda_stream, sync=False)
+    host_s = (time.perf_counter() - t0) / (warmup - 1) if warmup > 1 else 1e-4
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
               for _ in range(repeat)]
     # Keep the GPU busy while the launches are queued, so the events time the kernels and
-    # not the host's argument packing between them (which would dominate small kernels).
-    torch.cuda._sleep(2_000_000)
+    # not the host's argument packing between them (which would dominate small kernels):
+    # a sleep kernel covering the measured host time of all the launches and their events
+    # three times over (a host slowed by other work in the process), at least 1 ms.
+    torch.cuda._sleep(sleep_cycles(3.0 * repeat * host_s + 1e-3))
     for start, end in events:
         start.record(stream)
         kernel.launch(args, launch, alloc_strides, stream.cuda_stream, sync=False)
