@@ -37,6 +37,7 @@ from engine.host.lower import lower_to_host
 from engine.ir.fusion import Fusion
 from engine.ir.iterdomain import transforms_kept
 from engine.ir.tensorview import TensorView
+from engine.layout_order import intermediates_in_input_order
 from engine.preseg import (
     expanded_outputs_apart,
     matmul_without_reduction,
@@ -108,6 +109,7 @@ def compile_fusion(fd: Any, inputs: Sequence[Any], options: Options | None = Non
             scatters_as_selects(fusion, value_of, trace)
             expanded_outputs_apart(fusion, trace)
             views_of_outputs_apart(fusion, trace)
+            intermediates_in_input_order(fusion, trace)
             for note, rule in notes:
                 trace.event("segment", "fusion", note, rule=rule)
             try:

@@ -39,7 +39,7 @@ Every step is recorded in `derivation`.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -251,11 +251,14 @@ def vectorization_factor(
     break_point: int = 0,
     exclude: Collection[TensorView] = (),
     max_factor: int | None = None,
+    axes: Sequence[IterDomain] | None = None,
 ) -> VectorizeResult:
     """The vector width (elements) for the innermost loop of a schedule of `reference`
-    whose axes from `break_point` on are merged into that loop."""
+    whose axes from `break_point` on are merged into that loop; `axes`: the reference's
+    axes in the order the schedule merges them (default: logical order)."""
     lines: list[str] = []
-    ref_ids = [i for i in reference.domain.logical if not i.is_reduction][break_point:]
+    ordered = list(axes) if axes is not None else [i for i in reference.domain.logical if not i.is_reduction]
+    ref_ids = ordered[break_point:]
     ref_region = _Region([i for i in reversed(ref_ids) if not _size1(i)])
     lines.append(
         f"reference {reference.short_name}, break point {break_point}: region "

@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING
 
 from engine.analysis.vectorize import VectorizeResult, vectorization_factor
 from engine.ir import exprs as ex
+from engine.ir.iterdomain import IterDomain
 from engine.ir.quant_exprs import BlockQuantizationOp
 from engine.ir.tensorview import TensorView
 from engine.schedule import tools
 from engine.schedule.params import HeuristicParams, LaunchParams
-from engine.schedule.pointwise_reference import find_reference
+from engine.schedule.pointwise_reference import find_reference, schedule_axes
 from engine.schedule.tools import ceil_div, global_only, prev_pow2
 
 if TYPE_CHECKING:
@@ -106,18 +107,20 @@ def compute_pointwise_heuristics(
         raise ValueError("pointwise heuristics need a reference output")
     keep = global_only(fusion)
     dev = info.device
-    ref_ids = [i for i in ref.domain.logical if not i.is_reduction]
+    ref_ids = schedule_axes(fusion, ref)
     elems = [info.extent(i) for i in ref_ids]
     n_elems = math.prod(elems)
     lines.append(f"reference {ref.short_name} sizes {elems} ({n_elems} elements); "
                  f"device {dev.name}: {dev.sm_count} SMs")
+    if any(a is not b for a, b in zip(ref_ids, (i for i in ref.domain.logical if not i.is_reduction))):
+        lines.append(f"axes in the reference's memory order: {', '.join(str(i) for i in ref_ids)}")
     if n_elems == 0 or all(i.is_broadcast for i in ref_ids):
         lines.append("zero-size or zero-dimensional reference: default parameters")
         return _done(PointwiseParams(index_type=index_type, derivation=tuple(lines)),
                           trace)
 
     io = _io(fusion, keep)
-    vec0 = vectorization_factor(fusion, ref, info, 0, keep)
+    vec0 = vectorization_factor(fusion, ref, info, 0, keep, axes=ref_ids)
     n_vec_io = len(vec0.vectorizable)
     # The widest vectorizable tensor bounds the vector (nvFuser's
     # max_dtype_size_bit_for_vectorization): a 0-d scale input does not.
@@ -135,9 +138,9 @@ def compute_pointwise_heuristics(
         return _done(_block_heuristics(fusion, ref, info, block, index_type,
                                                  lines, keep), trace)
     bp, flip, split_block, bdimx, bdimy, gdim_left, gdim_right = _break_point(
-        fusion, ref, info, io, elems, n_elems, max_vu, lines)
+        fusion, ref, ref_ids, info, io, elems, n_elems, max_vu, lines)
 
-    vec = vec0 if bp == 0 else vectorization_factor(fusion, ref, info, bp, keep)
+    vec = vec0 if bp == 0 else vectorization_factor(fusion, ref, info, bp, keep, axes=ref_ids)
     lines.extend(f"  {x}" for x in vec.derivation)
     # A vector must stay a power of two that divides the extent, whatever the budget.
     v = min(vec.factor, prev_pow2(max_vu))
@@ -195,7 +198,7 @@ def _block_heuristics(fusion: Fusion, ref: TensorView, info: SchedulerRuntimeInf
     )
 
 
-def _break_point(fusion: Fusion, ref: TensorView, info: SchedulerRuntimeInfo,
+def _break_point(fusion: Fusion, ref: TensorView, ref_ids: list[IterDomain], info: SchedulerRuntimeInfo,
                  io: list[TensorView], elems: list[int], n_elems: int, max_vu: int,
                  lines: list[str]) -> tuple[int, bool, bool, int, int, int, int]:
     """nvFuser's 2-D search: the break point that moves the fewest bytes, if it saves
@@ -213,7 +216,7 @@ def _break_point(fusion: Fusion, ref: TensorView, info: SchedulerRuntimeInfo,
         # direction (engine.ir.transform_replay.linear_id), so every tensor shares it.
         lines.append("reshape in the fusion: 1-D schedule")
         return none
-    present = tools.dims_present(ref, io)
+    present = tools.dims_present(ref, io, axes=ref_ids)
     dtype_sum = sum(_bytes(t) for t in io)
     transfer_1d = 1
     for e in elems:

@@ -124,3 +124,20 @@ def find_reference(fusion: Fusion) -> TensorView | None:
         if (best is None or out.ndim > best.ndim) and covers_inputs(fusion, out):
             best = out
     return best
+
+
+def schedule_axes(fusion: Fusion, ref: TensorView) -> list[IterDomain]:
+    """The reference's axes (reduction axes left out) in the order the pointwise schedule
+    merges them, outermost first: its memory order when its allocation domain permutes its
+    logical axes (a channels-last output: C innermost), so that the threads and vectors run
+    along memory, as nvFuser's reorderLoopAsAllocationMap orders the reference's loop;
+    otherwise, and in fusions with a reshape (whose merged axes the schedule keeps
+    together), logical order."""
+    logical = [i for i in ref.domain.logical if not i.is_reduction]
+    alloc = ref.domain.allocation
+    if alloc is None or any(isinstance(e, ex.ViewOp) for e in fusion.exprs()):
+        return logical
+    ordered = [i for i in alloc if not i.is_reduction]
+    if len(ordered) != len(logical) or {id(i) for i in ordered} != {id(i) for i in logical}:
+        return logical
+    return ordered

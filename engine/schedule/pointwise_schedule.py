@@ -21,7 +21,7 @@ from engine.ir.quant_exprs import BlockQuantizationOp
 from engine.ir.tensorview import MemoryType, TensorView
 from engine.schedule import tools
 from engine.schedule.pointwise_heuristics import GRID_Y_LIMIT, THREADS_X, PointwiseParams
-from engine.schedule.pointwise_reference import find_reference
+from engine.schedule.pointwise_reference import find_reference, schedule_axes
 from engine.schedule.tools import global_only, note_transform
 
 if TYPE_CHECKING:
@@ -45,10 +45,10 @@ def uncacheable_inputs(fusion: Fusion, ref: TensorView, bp: int, vectorized: Col
     pair loop axes position by position, leave it in a loop nest of its own, and threads
     would read the elements that other threads computed. `vectorized`: the names of the
     inputs whose caches are to be vectorized."""
-    ref_ids = [i for i in ref.domain.logical if not i.is_reduction]
+    ref_ids = schedule_axes(fusion, ref)
     inputs = [t for t in fusion.inputs if isinstance(t, TensorView) and fusion.uses_of(t)]
-    reached = tools.dims_present(ref, inputs, broadcasts=True)
-    present = tools.dims_present(ref, inputs)
+    reached = tools.dims_present(ref, inputs, broadcasts=True, axes=ref_ids)
+    present = tools.dims_present(ref, inputs, axes=ref_ids)
     # The reference's own broadcast axes add nothing to its merged extent: no input needs them.
     right = {d for d in range(bp, len(ref_ids)) if not ref_ids[d].is_broadcast}
 
@@ -95,6 +95,14 @@ def schedule_pointwise(fusion: Fusion, params: PointwiseParams, trace: Trace | N
     v = params.vectorization_factor
     bp = params.break_point
     n = ref.nloop
+    # The loop in the order the heuristics rated (schedule_axes: memory order where the
+    # reference's allocation domain permutes its logical axes).
+    axes = schedule_axes(fusion, ref)
+    where = {id(i): k for k, i in enumerate(ref.domain.loop)}
+    if len(axes) == len(where) and all(id(a) in where for a in axes):
+        order = [where[id(a)] for a in axes]
+        if order != sorted(order):
+            ref.reorder(order)
     pt = ParallelType
     if bp == 0:
         for _ in range(n - 1):

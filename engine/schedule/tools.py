@@ -76,11 +76,13 @@ def note_transform(trace: Trace | None, subject: str, message: str, **data: obje
 
 # ---- which reference axes a tensor has -----------------------------------------------------
 
-def dims_present(ref: TensorView, io: Sequence[TensorView], broadcasts: bool = False) -> dict[TensorView, set[int]]:
+def dims_present(ref: TensorView, io: Sequence[TensorView], broadcasts: bool = False,
+                 axes: Sequence[IterDomain] | None = None) -> dict[TensorView, set[int]]:
     """For each of `io`, the reference logical positions it has a concrete axis for
     (reached through logical maps without broadcast-to-concrete pairs); with `broadcasts`,
-    those it has any axis for, a broadcast of its own logical domain included."""
-    ref_ids = [i for i in ref.domain.logical if not i.is_reduction]
+    those it has any axis for, a broadcast of its own logical domain included. `axes`: the
+    reference's axes in the order whose positions are meant (default: logical order)."""
+    ref_ids = list(axes) if axes is not None else [i for i in ref.domain.logical if not i.is_reduction]
     maps: dict[TensorView, dict[int, IterDomain]] = {
         ref: {k: i for k, i in enumerate(ref_ids) if broadcasts or not i.is_broadcast}}
     queue = [ref]
