@@ -14,7 +14,7 @@ from engine.ir.iterdomain import ParallelType
 from engine.ir.tensorview import TensorView
 from engine.lower import cexpr, kir
 from engine.lower.grid_epilogue import GridSync
-from engine.lower.kexpr import FALSE, Access, Call, Expr, Var
+from engine.lower.kexpr import FALSE, Access, Add, Call, Expr, Var
 from engine.lower.loops import LoopNode
 from engine.lower.reductions import BLOCKS, Accumulator, bools, red_smem, slice_at
 
@@ -113,6 +113,19 @@ def grid_welford(low: ExprLowering, expr: ex.WelfordOp, accs: list[Accumulator],
         works.append(name)
     sync = f"{avg.short_name}_sync"
     low.workspaces[sync] = ("nvfuser_index_t", n_blocks * a0.size * count, True)
+    width = a0.dtype.bits // 8
+    per_element = 2 * width + 8  # avg, m2 and the count in shared memory
+    if 1 < a0.size and a0.size * per_element * (per // n_blocks) <= _GROUP_SMEM_BYTES:
+        # One call for the whole accumulator (gridWelfordGroup): one arrival and one
+        # last-block combine instead of a0.size; element-major partials of stride `per`.
+        nthreads = per // n_blocks
+        ct = a0.dtype.cuda_name
+        low.reserve_reduction_smem(a0.size * per_element)
+        group_smem = (red_smem(ct), Add(red_smem(ct), a0.size * nthreads),
+                      red_smem("nvfuser_index_t", 2 * a0.size * nthreads * width))
+        bufs = [slice_at(w, instance, per * a0.size) for w in works]
+        return [kir.Assign(Var(flag), Call("gridWelfordGroup", bools(blocks) + bools(threads), (
+            *(Var(a.name) for a in accs), *bufs, per, slice_at(sync, instance, n_blocks * a0.size), *group_smem)))]
     low.reserve_reduction_smem(24)
     slot = cexpr.add(cexpr.mul(instance, a0.size), "k")
     elements = [Access(a.name, Var("k")) for a in accs]

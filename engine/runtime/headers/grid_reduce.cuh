@@ -604,4 +604,81 @@ __device__ bool gridWelford(T& out_avg, T& out_m2, nvfuser_index_t& out_n, T avg
   return last;
 }
 
+// gridWelford over N accumulator elements at once (a thread's vector of columns in an outer
+// Welford): one block step, one arrival and one last-block combine for all N, where N calls of
+// gridWelford would pay each N times. Partials are element-major in each work buffer
+// (work[k * stride + slot], stride = gridWelford's work size); shared memory holds N entries
+// per thread in each of smem_avg, smem_m2 and smem_n (element-major, N * blockDim entries).
+template <typename T, int N>
+struct FsWelfordGroup {
+  FsWelford<T> w[N];
+};
+
+template <typename T, int N>
+struct FsWelfordGroupOp {
+  FS_DEVICE FsWelfordGroup<T, N> operator()(FsWelfordGroup<T, N> a, const FsWelfordGroup<T, N>& b) const {
+    #pragma unroll
+    for (int k = 0; k < N; ++k) {
+      a.w[k] = fsWelfordCombine(a.w[k], b.w[k]);
+    }
+    return a;
+  }
+};
+
+template <typename T, int N>
+struct FsWelfordGroupStore {
+  T* avg;
+  T* m2;
+  nvfuser_index_t* n;
+  nvfuser_index_t stride;
+  bool global;  // partials other blocks wrote: read past the L1
+  FS_DEVICE FsWelfordGroup<T, N> load(nvfuser_index_t i) const {
+    FsWelfordGroup<T, N> g;
+    #pragma unroll
+    for (int k = 0; k < N; ++k) {
+      const nvfuser_index_t j = k * stride + i;
+      g.w[k].avg = global ? fsVolatileLoad(avg + j) : avg[j];
+      g.w[k].m2 = global ? fsVolatileLoad(m2 + j) : m2[j];
+      g.w[k].n = global ? fsVolatileLoad(n + j) : n[j];
+    }
+    return g;
+  }
+  FS_DEVICE void store(nvfuser_index_t i, const FsWelfordGroup<T, N>& g) const {
+    #pragma unroll
+    for (int k = 0; k < N; ++k) {
+      const nvfuser_index_t j = k * stride + i;
+      avg[j] = g.w[k].avg;
+      m2[j] = g.w[k].m2;
+      n[j] = g.w[k].n;
+    }
+  }
+};
+
+template <bool X_BLOCK, bool Y_BLOCK, bool Z_BLOCK, bool X_THREAD, bool Y_THREAD, bool Z_THREAD,
+          typename T, int N>
+__device__ bool gridWelfordGroup(T (&avg)[N], T (&m2)[N], nvfuser_index_t (&n)[N], T* work_avg, T* work_m2,
+                                 nvfuser_index_t* work_n, nvfuser_index_t stride, nvfuser_index_t* sync_flags,
+                                 T* smem_avg, T* smem_m2, nvfuser_index_t* smem_n) {
+  const nvfuser_index_t slots = static_cast<nvfuser_index_t>(blockDim.x) * blockDim.y * blockDim.z;
+  const FsWelfordGroupStore<T, N> work{work_avg, work_m2, work_n, stride, true};
+  const FsWelfordGroupStore<T, N> st{smem_avg, smem_m2, smem_n, slots, false};
+  FsWelfordGroup<T, N> val, init, out;
+  #pragma unroll
+  for (int k = 0; k < N; ++k) {
+    val.w[k] = FsWelford<T>{avg[k], m2[k], n[k]};
+    init.w[k] = FsWelford<T>{T(0), T(0), 0};
+  }
+  const bool last = fsGridReduceImpl<X_BLOCK, Y_BLOCK, Z_BLOCK, X_THREAD, Y_THREAD, Z_THREAD>(
+      out, val, FsWelfordGroupOp<T, N>(), init, work, sync_flags, st);
+  if (last) {
+    #pragma unroll
+    for (int k = 0; k < N; ++k) {
+      avg[k] = out.w[k].avg;
+      m2[k] = out.w[k].m2;
+      n[k] = out.w[k].n;
+    }
+  }
+  return last;
+}
+
 #endif  // FS_RUNTIME_GRID_REDUCE_CUH
